@@ -1,0 +1,1 @@
+"""In-memory adapters: real implementations of every port, for tests and a database-free run."""

@@ -1,0 +1,187 @@
+"""In-memory organizations, API keys, users, idempotency records and rate limits."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from application.ports.platform import Page, PageRequest
+from domain.api_keys import ApiKey
+from domain.idempotency import IdempotencyRecord, StoredResponse
+from domain.organizations import Organization
+from domain.rate_limit import RateLimitDecision, Window, WindowState
+
+from adapters.memory.store import InMemoryUnitOfWork
+
+
+def _page(items: list, page: PageRequest) -> Page:  # type: ignore[type-arg]
+    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
+
+
+class InMemoryOrganizationRepository:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, org: Organization) -> Organization:
+        tables = await self.uow.tables()
+        stored = replace(org, id=self.uow.store.next_id("organizations"))
+        tables["organizations"][stored.id] = (stored, None)
+        return stored
+
+    async def get(self, org_id: int) -> Organization | None:
+        tables = await self.uow.tables()
+        entry = tables["organizations"].get(org_id)
+        return entry[0] if entry and entry[1] is None else None
+
+    async def list_children(self, parent_id: int, page: PageRequest) -> Page[Organization]:
+        tables = await self.uow.tables()
+        children = [o for o, deleted in sorted(tables["organizations"].values(), key=lambda e: e[0].id)
+                    if o.parent_id == parent_id and deleted is None]
+        return _page(children, page)
+
+    async def count_children(self, parent_id: int) -> int:
+        return (await self.list_children(parent_id, PageRequest(1, 0))).total
+
+    async def update(self, org: Organization) -> Organization:
+        tables = await self.uow.tables()
+        tables["organizations"][org.id] = (org, None)
+        return org
+
+    async def delete(self, org_id: int, at: datetime) -> None:
+        tables = await self.uow.tables()
+        org, _ = tables["organizations"][org_id]
+        tables["organizations"][org_id] = (org, at)
+
+
+class InMemoryApiKeyRepository:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, key: ApiKey) -> ApiKey:
+        tables = await self.uow.tables()
+        new_id = self.uow.store.next_id("api_keys")
+        stored = replace(key, id=new_id, lineage_id=key.lineage_id or new_id)
+        if any(k.key_hash == key.key_hash for k in tables["api_keys"].values()):
+            raise ValueError("duplicate key hash")
+        tables["api_keys"][new_id] = stored
+        return stored
+
+    async def get(self, organization_id: int, key_id: int) -> ApiKey | None:
+        tables = await self.uow.tables()
+        key = tables["api_keys"].get(key_id)
+        return key if key and key.organization_id == organization_id else None
+
+    async def find_credential(self, key_hash: str) -> tuple[ApiKey, Organization] | None:
+        tables = await self.uow.tables()
+        for key in tables["api_keys"].values():
+            if key.key_hash == key_hash:
+                org, deleted = tables["organizations"][key.organization_id]
+                return (key, org) if deleted is None else None
+        return None
+
+    async def list(self, organization_id: int, page: PageRequest) -> Page[ApiKey]:
+        tables = await self.uow.tables()
+        keys = sorted((k for k in tables["api_keys"].values() if k.organization_id == organization_id),
+                      key=lambda k: k.id)
+        return _page(keys, page)
+
+    async def update(self, key: ApiKey) -> ApiKey:
+        tables = await self.uow.tables()
+        current = tables["api_keys"][key.id]
+        tables["api_keys"][key.id] = replace(current, status=key.status, expires_at=key.expires_at,
+                                             rotated_to_id=key.rotated_to_id, name=key.name)
+        return key
+
+    async def touch(self, key_id: int, at: datetime) -> None:
+        tables = await self.uow.tables()
+        tables["api_keys"][key_id] = replace(tables["api_keys"][key_id], last_used_at=at)
+
+    async def revoke_all(self, organization_id: int) -> None:
+        tables = await self.uow.tables()
+        for key_id, key in list(tables["api_keys"].items()):
+            if key.organization_id == organization_id:
+                tables["api_keys"][key_id] = replace(key, status="revoked")
+
+
+class InMemoryUserRepository:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, organization_id: int, email: str, password_hash: str, at: datetime) -> int:
+        tables = await self.uow.tables()
+        if email in tables["users"]:
+            raise ValueError("duplicate email")
+        user_id = self.uow.store.next_id("users")
+        tables["users"][email] = (user_id, organization_id, password_hash)
+        return user_id
+
+    async def find_by_email(self, email: str) -> tuple[int, int, str] | None:
+        tables = await self.uow.tables()
+        return tables["users"].get(email)
+
+
+class InMemoryIdempotencyStore:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def get(self, organization_id: int, key: str) -> IdempotencyRecord | None:
+        return (await self.uow.tables())["idempotency"].get((organization_id, key))
+
+    async def insert_if_absent(self, record: IdempotencyRecord) -> bool:
+        table = (await self.uow.tables())["idempotency"]
+        if (record.organization_id, record.key) in table:
+            return False
+        table[(record.organization_id, record.key)] = record
+        return True
+
+    async def take_over(self, previous: IdempotencyRecord, record: IdempotencyRecord) -> bool:
+        table = (await self.uow.tables())["idempotency"]
+        current = table.get((previous.organization_id, previous.key))
+        if current is None or current.token != previous.token:
+            return False
+        table[(record.organization_id, record.key)] = record
+        return True
+
+    async def complete(self, organization_id: int, key: str, token: str, response: StoredResponse) -> None:
+        table = (await self.uow.tables())["idempotency"]
+        current = table.get((organization_id, key))
+        if current is not None and current.token == token:
+            table[(organization_id, key)] = replace(current, locked_at=None, response=response)
+
+    async def release(self, organization_id: int, key: str, token: str) -> None:
+        table = (await self.uow.tables())["idempotency"]
+        current = table.get((organization_id, key))
+        if current is not None and current.token == token:
+            del table[(organization_id, key)]
+
+    async def purge_expired(self, before: datetime) -> int:
+        table = (await self.uow.tables())["idempotency"]
+        stale = [k for k, r in table.items() if r.created_at < before]
+        for k in stale:
+            del table[k]
+        return len(stale)
+
+
+class InMemoryRateLimiter:
+    """Single-process counters (the default when one process serves)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, int, int], int] = {}
+        self._sweep_at = 0
+
+    async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
+        epoch = now.timestamp()
+        self._sweep(epoch)
+        slots = [(w, (bucket, w.seconds, w.start(epoch))) for w in windows]
+        allowed = all(self._counts.get(slot, 0) < w.limit for w, slot in slots)
+        if allowed:
+            for _, slot in slots:
+                self._counts[slot] = self._counts.get(slot, 0) + 1
+        states = [WindowState(w, self._counts.get(slot, 0), w.end(epoch)) for w, slot in slots]
+        return RateLimitDecision.from_states(states, allowed, epoch)
+
+    def _sweep(self, epoch: float) -> None:
+        if epoch < self._sweep_at:
+            return
+        self._sweep_at = epoch + 60
+        self._counts = {k: v for k, v in self._counts.items() if k[2] + k[1] > epoch}

@@ -1,0 +1,67 @@
+"""A transactional in-memory store: one transaction at a time, rolled back by snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections import defaultdict
+from typing import Any
+
+from application.ports.platform import Clock
+from domain.events import DomainEvent
+
+
+class InMemoryStore:
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[Any, Any]] = defaultdict(dict)
+        self.sequences: dict[str, int] = defaultdict(int)
+        self.outbox: list[tuple[int, DomainEvent, Any]] = []
+        self.lock = asyncio.Lock()
+
+    def next_id(self, table: str) -> int:
+        self.sequences[table] += 1
+        return self.sequences[table]
+
+
+class InMemoryUnitOfWork:
+    def __init__(self, store: InMemoryStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self._snapshot: tuple[Any, Any, int] | None = None
+        self._events: list[DomainEvent] = []
+
+    async def tables(self) -> dict[str, dict[Any, Any]]:
+        if self._snapshot is None:
+            await self.store.lock.acquire()
+            self._snapshot = (copy.deepcopy(self.store.tables), copy.deepcopy(self.store.sequences),
+                              len(self.store.outbox))
+        return self.store.tables
+
+    def record(self, event: DomainEvent) -> None:
+        self._events.append(event)
+
+    async def commit(self) -> None:
+        if self._events:
+            await self.tables()
+            now = self.clock.now()
+            for event in self._events:
+                self.store.outbox.append((self.store.next_id("outbox"), event, now))
+            self._events.clear()
+        if self._snapshot is not None:
+            self._snapshot = None
+            self.store.lock.release()
+
+    async def rollback(self) -> None:
+        self._events.clear()
+        if self._snapshot is not None:
+            tables, sequences, outbox_len = self._snapshot
+            self.store.tables.clear()
+            self.store.tables.update(tables)
+            self.store.sequences.clear()
+            self.store.sequences.update(sequences)
+            del self.store.outbox[outbox_len:]
+            self._snapshot = None
+            self.store.lock.release()
+
+    async def close(self) -> None:
+        await self.rollback()

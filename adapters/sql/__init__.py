@@ -1,0 +1,1 @@
+"""SQLAlchemy Core persistence for SQLite (aiosqlite) and PostgreSQL (asyncpg)."""

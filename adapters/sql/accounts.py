@@ -1,0 +1,279 @@
+"""SQL repositories for organizations, API keys, users, idempotency records and rate limits."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from application.ports.platform import Page, PageRequest
+from domain.api_keys import ApiKey
+from domain.idempotency import IdempotencyRecord, StoredResponse
+from domain.organizations import Organization
+from domain.rate_limit import RateLimitDecision, Window, WindowState
+
+from adapters.sql.dialect import insert
+from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_limit_counters, users
+from adapters.sql.uow import SqlUnitOfWork
+
+_ORG_COLUMNS = [organizations.c[n] for n in ("id", "name", "plan", "org_type", "parent_id", "created_at",
+                                              "updated_at")]
+
+
+def _org(row: Any) -> Organization:
+    return Organization(row.id, row.name, row.plan, row.org_type, row.parent_id, row.created_at, row.updated_at)
+
+
+class SqlOrganizationRepository:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, org: Organization) -> Organization:
+        conn = await self.uow.connection()
+        result = await conn.execute(
+            organizations.insert().returning(organizations.c.id),
+            {"name": org.name, "plan": org.plan, "org_type": org.org_type, "parent_id": org.parent_id,
+             "created_at": org.created_at, "updated_at": org.updated_at},
+        )
+        return Organization(result.scalar_one(), org.name, org.plan, org.org_type, org.parent_id,
+                            org.created_at, org.updated_at)
+
+    async def get(self, org_id: int) -> Organization | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(
+            sa.select(*_ORG_COLUMNS).where(organizations.c.id == org_id, organizations.c.deleted_at.is_(None))
+        )).first()
+        return _org(row) if row else None
+
+    async def list_children(self, parent_id: int, page: PageRequest) -> Page[Organization]:
+        conn = await self.uow.connection()
+        where = sa.and_(organizations.c.parent_id == parent_id, organizations.c.deleted_at.is_(None))
+        total = (await conn.execute(sa.select(sa.func.count()).select_from(organizations).where(where))).scalar_one()
+        rows = await conn.execute(
+            sa.select(*_ORG_COLUMNS).where(where).order_by(organizations.c.id).limit(page.limit).offset(page.offset)
+        )
+        return Page([_org(r) for r in rows], total, page.limit, page.offset)
+
+    async def count_children(self, parent_id: int) -> int:
+        conn = await self.uow.connection()
+        return (await conn.execute(
+            sa.select(sa.func.count()).select_from(organizations)
+            .where(organizations.c.parent_id == parent_id, organizations.c.deleted_at.is_(None))
+        )).scalar_one()
+
+    async def update(self, org: Organization) -> Organization:
+        conn = await self.uow.connection()
+        await conn.execute(
+            organizations.update().where(organizations.c.id == org.id)
+            .values(name=org.name, plan=org.plan, updated_at=org.updated_at)
+        )
+        return org
+
+    async def delete(self, org_id: int, at: datetime) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(organizations.update().where(organizations.c.id == org_id).values(deleted_at=at))
+
+
+_KEY_COLUMNS = [api_keys.c[n] for n in ("id", "organization_id", "name", "prefix", "last_four", "key_hash", "scopes",
+                                         "status", "created_at", "expires_at", "last_used_at", "lineage_id",
+                                         "rotated_to_id")]
+
+
+def _key(row: Any) -> ApiKey:
+    return ApiKey(row.id, row.organization_id, row.name, row.prefix, row.last_four, row.key_hash,
+                  tuple(row.scopes), row.status, row.created_at, row.expires_at, row.last_used_at,
+                  row.lineage_id, row.rotated_to_id)
+
+
+class SqlApiKeyRepository:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, key: ApiKey) -> ApiKey:
+        conn = await self.uow.connection()
+        new_id = (await conn.execute(
+            api_keys.insert().returning(api_keys.c.id),
+            {"organization_id": key.organization_id, "name": key.name, "prefix": key.prefix,
+             "last_four": key.last_four, "key_hash": key.key_hash, "scopes": list(key.scopes),
+             "status": key.status, "created_at": key.created_at, "expires_at": key.expires_at,
+             "last_used_at": None, "lineage_id": key.lineage_id, "rotated_to_id": None},
+        )).scalar_one()
+        lineage = key.lineage_id or new_id
+        if key.lineage_id is None:
+            await conn.execute(api_keys.update().where(api_keys.c.id == new_id).values(lineage_id=lineage))
+        return ApiKey(new_id, key.organization_id, key.name, key.prefix, key.last_four, key.key_hash, key.scopes,
+                      key.status, key.created_at, key.expires_at, None, lineage, None)
+
+    async def get(self, organization_id: int, key_id: int) -> ApiKey | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(*_KEY_COLUMNS).where(
+            api_keys.c.id == key_id, api_keys.c.organization_id == organization_id))).first()
+        return _key(row) if row else None
+
+    async def find_credential(self, key_hash: str) -> tuple[ApiKey, Organization] | None:
+        conn = await self.uow.connection()
+        query = (
+            sa.select(*_KEY_COLUMNS, *[c.label(f"org_{c.name}") for c in _ORG_COLUMNS])
+            .join(organizations, organizations.c.id == api_keys.c.organization_id)
+            .where(api_keys.c.key_hash == key_hash, organizations.c.deleted_at.is_(None))
+        )
+        row = (await conn.execute(query)).first()
+        if row is None:
+            return None
+        org = Organization(row.org_id, row.org_name, row.org_plan, row.org_org_type, row.org_parent_id,
+                           row.org_created_at, row.org_updated_at)
+        return _key(row), org
+
+    async def list(self, organization_id: int, page: PageRequest) -> Page[ApiKey]:
+        conn = await self.uow.connection()
+        where = api_keys.c.organization_id == organization_id
+        total = (await conn.execute(sa.select(sa.func.count()).select_from(api_keys).where(where))).scalar_one()
+        rows = await conn.execute(sa.select(*_KEY_COLUMNS).where(where).order_by(api_keys.c.id)
+                                  .limit(page.limit).offset(page.offset))
+        return Page([_key(r) for r in rows], total, page.limit, page.offset)
+
+    async def update(self, key: ApiKey) -> ApiKey:
+        conn = await self.uow.connection()
+        await conn.execute(api_keys.update().where(api_keys.c.id == key.id).values(
+            status=key.status, expires_at=key.expires_at, rotated_to_id=key.rotated_to_id, name=key.name))
+        return key
+
+    async def touch(self, key_id: int, at: datetime) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(api_keys.update().where(api_keys.c.id == key_id).values(last_used_at=at))
+
+    async def revoke_all(self, organization_id: int) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(api_keys.update().where(api_keys.c.organization_id == organization_id)
+                           .values(status="revoked"))
+
+
+class SqlUserRepository:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, organization_id: int, email: str, password_hash: str, at: datetime) -> int:
+        conn = await self.uow.connection()
+        return (await conn.execute(users.insert().returning(users.c.id), {
+            "organization_id": organization_id, "email": email, "password_hash": password_hash, "created_at": at,
+        })).scalar_one()
+
+    async def find_by_email(self, email: str) -> tuple[int, int, str] | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(users.c.id, users.c.organization_id, users.c.password_hash)
+                                  .where(users.c.email == email))).first()
+        return (row.id, row.organization_id, row.password_hash) if row else None
+
+
+def _record(row: Any) -> IdempotencyRecord:
+    response = None
+    if row.response_status is not None:
+        headers = tuple((str(k), str(v)) for k, v in (row.response_headers or []))
+        response = StoredResponse(row.response_status, headers, bytes(row.response_body or b""))
+    return IdempotencyRecord(row.organization_id, row.key, row.fingerprint, row.created_at, row.locked_at,
+                             row.token, response)
+
+
+class SqlIdempotencyStore:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    def _where(self, organization_id: int, key: str) -> Any:
+        return sa.and_(idempotency_keys.c.organization_id == organization_id, idempotency_keys.c.key == key)
+
+    async def get(self, organization_id: int, key: str) -> IdempotencyRecord | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(idempotency_keys).where(self._where(organization_id, key)))).first()
+        return _record(row) if row else None
+
+    async def insert_if_absent(self, record: IdempotencyRecord) -> bool:
+        conn = await self.uow.connection()
+        stmt = insert(idempotency_keys, self.uow.dialect).values(
+            organization_id=record.organization_id, key=record.key, fingerprint=record.fingerprint,
+            token=record.token, created_at=record.created_at, locked_at=record.locked_at,
+        ).on_conflict_do_nothing(index_elements=["organization_id", "key"]).returning(idempotency_keys.c.key)
+        return (await conn.execute(stmt)).first() is not None
+
+    async def take_over(self, previous: IdempotencyRecord, record: IdempotencyRecord) -> bool:
+        conn = await self.uow.connection()
+        result = await conn.execute(
+            idempotency_keys.update()
+            .where(self._where(previous.organization_id, previous.key), idempotency_keys.c.token == previous.token)
+            .values(fingerprint=record.fingerprint, token=record.token, created_at=record.created_at,
+                    locked_at=record.locked_at, response_status=None, response_headers=None, response_body=None)
+        )
+        return result.rowcount == 1
+
+    async def complete(self, organization_id: int, key: str, token: str, response: StoredResponse) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(
+            idempotency_keys.update()
+            .where(self._where(organization_id, key), idempotency_keys.c.token == token)
+            .values(locked_at=None, response_status=response.status,
+                    response_headers=[list(h) for h in response.headers], response_body=response.body)
+        )
+
+    async def release(self, organization_id: int, key: str, token: str) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(idempotency_keys.delete().where(self._where(organization_id, key),
+                                                           idempotency_keys.c.token == token))
+
+    async def purge_expired(self, before: datetime) -> int:
+        conn = await self.uow.connection()
+        result = await conn.execute(idempotency_keys.delete().where(idempotency_keys.c.created_at < before))
+        return result.rowcount or 0
+
+
+class SqlRateLimiter:
+    """Shared counters: one atomic conditional upsert per window, in the request's connection."""
+
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def _increment(self, bucket: str, window: Window, start: int) -> int | None:
+        conn = await self.uow.connection()
+        stmt = insert(rate_limit_counters, self.uow.dialect).values(
+            bucket=bucket, window_seconds=window.seconds, window_start=start, count=1)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["bucket", "window_seconds", "window_start"],
+            set_={"count": rate_limit_counters.c.count + 1},
+            where=rate_limit_counters.c.count < window.limit,
+        ).returning(rate_limit_counters.c.count)
+        row = (await conn.execute(stmt)).first()
+        return None if row is None else int(row[0])
+
+    async def _read(self, bucket: str, window: Window, start: int) -> int:
+        conn = await self.uow.connection()
+        value = (await conn.execute(sa.select(rate_limit_counters.c.count).where(
+            rate_limit_counters.c.bucket == bucket, rate_limit_counters.c.window_seconds == window.seconds,
+            rate_limit_counters.c.window_start == start))).scalar()
+        return int(value or 0)
+
+    async def _decrement(self, bucket: str, window: Window, start: int) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(rate_limit_counters.update().where(
+            rate_limit_counters.c.bucket == bucket, rate_limit_counters.c.window_seconds == window.seconds,
+            rate_limit_counters.c.window_start == start).values(count=rate_limit_counters.c.count - 1))
+
+    async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
+        epoch = now.timestamp()
+        counted: list[tuple[Window, int]] = []
+        states: list[WindowState] = []
+        allowed = True
+        # longest window first: a refused request gives back what it took from earlier windows
+        for window in sorted(windows, key=lambda w: -w.seconds):
+            start = window.start(epoch)
+            used = await self._increment(bucket, window, start)
+            if used is None:
+                allowed = False
+                states.append(WindowState(window, window.limit, window.end(epoch)))
+                break
+            counted.append((window, start))
+            states.append(WindowState(window, used, window.end(epoch)))
+        if not allowed:
+            for window, start in counted:
+                await self._decrement(bucket, window, start)
+            states = [WindowState(w, await self._read(bucket, w, w.start(epoch)), w.end(epoch)) for w in windows]
+        await self.uow.commit()
+        return RateLimitDecision.from_states(states, allowed, epoch)

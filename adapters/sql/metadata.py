@@ -1,0 +1,50 @@
+"""One MetaData with a naming convention, and portable column types."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+# BIGINT identity on PostgreSQL, INTEGER PRIMARY KEY (rowid alias) on SQLite
+BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+class UtcDateTime(sa.types.TypeDecorator[datetime]):
+    """Aware UTC datetimes in and out; stored as UTC on both databases."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def id_column() -> sa.Column[int]:
+    return sa.Column("id", BigId, primary_key=True, autoincrement=True)
+
+
+def org_column() -> sa.Column[int]:
+    return sa.Column("organization_id", BigId, sa.ForeignKey("organizations.id"), nullable=False, index=True)

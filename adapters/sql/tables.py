@@ -1,0 +1,131 @@
+"""Tables of the platform foundation: organizations, keys, users, agents, idempotency, limits, outbox."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from adapters.sql.metadata import BigId, Json, UtcDateTime, id_column, metadata, org_column
+
+organizations = sa.Table(
+    "organizations",
+    metadata,
+    id_column(),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("plan", sa.String(20), nullable=False),
+    sa.Column("org_type", sa.String(20), nullable=False),
+    sa.Column("parent_id", BigId, sa.ForeignKey("organizations.id"), nullable=True, index=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.Column("deleted_at", UtcDateTime, nullable=True),
+    sa.CheckConstraint("plan in ('starter','business','enterprise')", name="plan"),
+    sa.CheckConstraint("org_type in ('standard','partner')", name="org_type"),
+)
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("prefix", sa.String(20), nullable=False),
+    sa.Column("last_four", sa.String(4), nullable=False),
+    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("scopes", Json, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("expires_at", UtcDateTime, nullable=True),
+    sa.Column("last_used_at", UtcDateTime, nullable=True),
+    sa.Column("lineage_id", BigId, nullable=True, index=True),
+    sa.Column("rotated_to_id", BigId, nullable=True),
+)
+
+users = sa.Table(
+    "users",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("email", sa.String(320), nullable=False, unique=True),
+    sa.Column("password_hash", sa.String(200), nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+)
+
+agents = sa.Table(
+    "agents",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("agent_mode", sa.String(20), nullable=False),
+    sa.Column("language", sa.String(35), nullable=False),
+    sa.Column("voice", Json, nullable=False),
+    sa.Column("llm", Json, nullable=False),
+    sa.Column("prompt", sa.Text, nullable=False),
+    sa.Column("first_message", sa.Text, nullable=True),
+    sa.Column("max_call_duration_seconds", sa.Integer, nullable=False),
+    sa.Column("voicemail", Json, nullable=False),
+    sa.Column("transfer_phone", sa.String(20), nullable=True),
+    sa.Column("calendar_id", BigId, nullable=True),
+    sa.Column("timezone", sa.String(64), nullable=False),
+    sa.Column("metadata", Json, nullable=False),
+    sa.Column("current_version", sa.Integer, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.Column("deleted_at", UtcDateTime, nullable=True),
+    sa.CheckConstraint("status in ('draft','active','paused','archived')", name="status"),
+    sa.Index("ix_agents_org_live", "organization_id", "id", sqlite_where=sa.text("deleted_at IS NULL"),
+             postgresql_where=sa.text("deleted_at IS NULL")),
+)
+
+agent_versions = sa.Table(
+    "agent_versions",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("agent_id", BigId, sa.ForeignKey("agents.id"), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("snapshot", Json, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("created_by", BigId, nullable=True),
+    sa.UniqueConstraint("agent_id", "version"),
+)
+
+idempotency_keys = sa.Table(
+    "idempotency_keys",
+    metadata,
+    sa.Column("organization_id", BigId, nullable=False),
+    sa.Column("key", sa.String(255), nullable=False),
+    sa.Column("fingerprint", sa.String(600), nullable=False),
+    sa.Column("token", sa.String(64), nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("locked_at", UtcDateTime, nullable=True),
+    sa.Column("response_status", sa.Integer, nullable=True),
+    sa.Column("response_headers", Json, nullable=True),
+    sa.Column("response_body", sa.LargeBinary, nullable=True),
+    sa.PrimaryKeyConstraint("organization_id", "key"),
+    sa.Index("ix_idempotency_keys_created_at", "created_at"),
+)
+
+rate_limit_counters = sa.Table(
+    "rate_limit_counters",
+    metadata,
+    sa.Column("bucket", sa.String(100), nullable=False),
+    sa.Column("window_seconds", sa.Integer, nullable=False),
+    sa.Column("window_start", sa.BigInteger, nullable=False),
+    sa.Column("count", sa.Integer, nullable=False),
+    sa.PrimaryKeyConstraint("bucket", "window_seconds", "window_start"),
+)
+
+outbox_events = sa.Table(
+    "outbox_events",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("type", sa.String(100), nullable=False),
+    sa.Column("data", Json, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("dispatched_at", UtcDateTime, nullable=True),
+    sa.Index("ix_outbox_events_pending", "id", sqlite_where=sa.text("dispatched_at IS NULL"),
+             postgresql_where=sa.text("dispatched_at IS NULL")),
+)

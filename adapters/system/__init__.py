@@ -1,0 +1,1 @@
+"""Real clock and randomness."""

@@ -1,0 +1,325 @@
+"""Organizations, API keys, dashboard users and authentication."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from domain import api_keys as keyfmt
+from domain.api_keys import ApiKey
+from domain.errors import Conflict, DomainError, NotFound, SubOrgForbidden, ValidationFailed
+from domain.organizations import ORG_TYPES, PLANS, Organization, check_sub_org_access
+from domain.scopes import ScopeSet, normalise
+
+from application.context import Actor
+from application.ports.accounts import ApiKeyRepository, OrganizationRepository, UserRepository
+from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
+
+
+class AuthenticationFailed(Exception):
+    """A credential that does not identify a usable key (401 INVALID_API_KEY)."""
+
+    code = "INVALID_API_KEY"
+
+
+@dataclass(frozen=True, slots=True)
+class Authenticated:
+    key: ApiKey
+    organization: Organization
+
+
+class Authenticate:
+    def __init__(self, keys: ApiKeyRepository, clock: Clock) -> None:
+        self.keys, self.clock = keys, clock
+
+    async def execute(self, token: str) -> Authenticated:
+        if not keyfmt.is_well_formed(token):
+            raise AuthenticationFailed("API key is malformed")
+        found = await self.keys.find_credential(keyfmt.digest(token))
+        if found is None:
+            raise AuthenticationFailed("API key is not valid")
+        key, org = found
+        if not key.is_usable(self.clock.now()):
+            raise AuthenticationFailed("API key is revoked or expired")
+        return Authenticated(key, org)
+
+
+class ResolveActingOrganization:
+    """Applies X-Sub-Org-Id: a partner acts on one of its children."""
+
+    def __init__(self, orgs: OrganizationRepository) -> None:
+        self.orgs = orgs
+
+    async def execute(self, own: Organization, sub_org_id: int) -> Organization:
+        if not own.is_partner:
+            raise SubOrgForbidden("X-Sub-Org-Id needs a key of a partner organization")
+        return check_sub_org_access(own, await self.orgs.get(sub_org_id), sub_org_id)
+
+
+# --- organizations -----------------------------------------------------------------------
+
+
+def _check_org_fields(plan: str | None, org_type: str | None) -> None:
+    if plan is not None and plan not in PLANS:
+        raise ValidationFailed.field("plan", f"must be one of {', '.join(PLANS)}")
+    if org_type is not None and org_type not in ORG_TYPES:
+        raise ValidationFailed.field("org_type", f"must be one of {', '.join(ORG_TYPES)}")
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOrganizationCommand:
+    name: str
+    plan: str = "business"
+    org_type: str = "standard"
+    parent_id: int | None = None
+
+
+class CreateOrganization:
+    """Operator path (CLI): any plan, type and parent."""
+
+    def __init__(self, uow: UnitOfWork, orgs: OrganizationRepository, clock: Clock) -> None:
+        self.uow, self.orgs, self.clock = uow, orgs, clock
+
+    async def execute(self, command: CreateOrganizationCommand) -> Organization:
+        _check_org_fields(command.plan, command.org_type)
+        if not command.name.strip():
+            raise ValidationFailed.field("name", "must not be empty")
+        if command.parent_id is not None:
+            parent = await self.orgs.get(command.parent_id)
+            if parent is None:
+                raise NotFound("organization", command.parent_id)
+            if not parent.is_partner:
+                raise ValidationFailed.field("parent", "the parent must be a partner organization")
+        now = self.clock.now()
+        org = Organization(None, command.name.strip(), command.plan, command.org_type, command.parent_id, now, now)
+        return await self.orgs.add(org)
+
+
+async def _own_partner(orgs: OrganizationRepository, actor: Actor) -> Organization:
+    org = await orgs.get(actor.organization_id)
+    if org is None or not org.is_partner:
+        raise SubOrgForbidden("only partner organizations manage sub-organizations")
+    return org
+
+
+async def _child(orgs: OrganizationRepository, actor: Actor, org_id: int) -> Organization:
+    partner = await _own_partner(orgs, actor)
+    child = await orgs.get(org_id)
+    if child is None or child.parent_id != partner.id:
+        raise NotFound("organization", org_id)
+    return child
+
+
+class CreateSubOrganization:
+    def __init__(self, uow: UnitOfWork, orgs: OrganizationRepository, clock: Clock) -> None:
+        self.uow, self.orgs, self.clock = uow, orgs, clock
+
+    async def execute(self, actor: Actor, name: str, plan: str | None) -> Organization:
+        partner = await _own_partner(self.orgs, actor)
+        _check_org_fields(plan, None)
+        now = self.clock.now()
+        org = Organization(None, name.strip(), plan or partner.plan, "standard", partner.id, now, now)
+        return await self.orgs.add(org)
+
+
+class ListSubOrganizations:
+    def __init__(self, orgs: OrganizationRepository) -> None:
+        self.orgs = orgs
+
+    async def execute(self, actor: Actor, page: PageRequest) -> Page[Organization]:
+        partner = await _own_partner(self.orgs, actor)
+        return await self.orgs.list_children(partner.id or 0, page)
+
+
+class GetSubOrganization:
+    def __init__(self, orgs: OrganizationRepository) -> None:
+        self.orgs = orgs
+
+    async def execute(self, actor: Actor, org_id: int) -> Organization:
+        return await _child(self.orgs, actor, org_id)
+
+
+class UpdateSubOrganization:
+    def __init__(self, uow: UnitOfWork, orgs: OrganizationRepository, clock: Clock) -> None:
+        self.uow, self.orgs, self.clock = uow, orgs, clock
+
+    async def execute(self, actor: Actor, org_id: int, changes: dict[str, Any]) -> Organization:
+        child = await _child(self.orgs, actor, org_id)
+        _check_org_fields(changes.get("plan"), None)
+        if "name" in changes:
+            changes["name"] = changes["name"].strip()
+        return await self.orgs.update(replace(child, **changes, updated_at=self.clock.now()))
+
+
+class DeleteSubOrganization:
+    def __init__(self, uow: UnitOfWork, orgs: OrganizationRepository, keys: ApiKeyRepository, clock: Clock) -> None:
+        self.uow, self.orgs, self.keys, self.clock = uow, orgs, keys, clock
+
+    async def execute(self, actor: Actor, org_id: int) -> None:
+        child = await _child(self.orgs, actor, org_id)
+        await self.keys.revoke_all(child.id or org_id)
+        await self.orgs.delete(child.id or org_id, self.clock.now())
+
+
+# --- API keys ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedKey:
+    record: ApiKey
+    secret: str  # the whole key, shown once
+
+
+@dataclass(frozen=True, slots=True)
+class IssueApiKeyCommand:
+    organization_id: int
+    name: str
+    scopes: tuple[str, ...]
+    expires_at: datetime | None = None
+    granted_by: ScopeSet | None = None  # None: operator (CLI), no ceiling
+
+
+class IssueApiKey:
+    def __init__(self, uow: UnitOfWork, keys: ApiKeyRepository, orgs: OrganizationRepository,
+                 clock: Clock, random: Random) -> None:
+        self.uow, self.keys, self.orgs, self.clock, self.random = uow, keys, orgs, clock, random
+
+    async def execute(self, command: IssueApiKeyCommand) -> IssuedKey:
+        try:
+            scopes = normalise(command.scopes)
+        except ValueError as exc:
+            raise ValidationFailed.field("scopes", str(exc)) from None
+        if not scopes:
+            raise ValidationFailed.field("scopes", "at least one scope is required")
+        if command.granted_by is not None and not command.granted_by.covers(scopes):
+            raise ValidationFailed.field("scopes", "cannot grant scopes the calling key does not hold")
+        now = self.clock.now()
+        if command.expires_at is not None and command.expires_at <= now:
+            raise ValidationFailed.field("expires_at", "must be in the future")
+        org = await self.orgs.get(command.organization_id)
+        if org is None:
+            raise NotFound("organization", command.organization_id)
+        if command.granted_by is not None:  # through the API, not the operator's CLI
+            org.require_plan("enterprise", feature="API key management")
+        return await _store_new_key(self.keys, self.random, command.organization_id, command.name, scopes,
+                                    now, command.expires_at, lineage_id=None)
+
+
+async def _store_new_key(keys: ApiKeyRepository, random: Random, organization_id: int, name: str,
+                         scopes: tuple[str, ...], now: datetime, expires_at: datetime | None,
+                         lineage_id: int | None) -> IssuedKey:
+    secret = keyfmt.compose(random.base62(keyfmt.SECRET_LENGTH))
+    record = ApiKey(
+        id=None, organization_id=organization_id, name=name, prefix=keyfmt.display_prefix(secret),
+        last_four=secret[-4:], key_hash=keyfmt.digest(secret), scopes=scopes, status="active",
+        created_at=now, expires_at=expires_at, last_used_at=None, lineage_id=lineage_id,
+    )
+    stored = await keys.add(record)
+    return IssuedKey(stored, secret)
+
+
+async def _enterprise(orgs: OrganizationRepository, actor: Actor, *plans: str) -> None:
+    org = await orgs.get(actor.organization_id)
+    if org is None:
+        raise NotFound("organization", actor.organization_id)
+    org.require_plan(*plans, feature="API key management")
+
+
+class ManageApiKeys:
+    """List, read and revoke keys of the acting organization (enterprise plan)."""
+
+    def __init__(self, uow: UnitOfWork, keys: ApiKeyRepository, orgs: OrganizationRepository) -> None:
+        self.uow, self.keys, self.orgs = uow, keys, orgs
+
+    async def list(self, actor: Actor, page: PageRequest) -> Page[ApiKey]:
+        await _enterprise(self.orgs, actor, "enterprise")
+        return await self.keys.list(actor.organization_id, page)
+
+    async def get(self, actor: Actor, key_id: int) -> ApiKey:
+        await _enterprise(self.orgs, actor, "enterprise")
+        key = await self.keys.get(actor.organization_id, key_id)
+        if key is None:
+            raise NotFound("api key", key_id)
+        return key
+
+    async def revoke(self, actor: Actor, key_id: int) -> None:
+        key = await self.get(actor, key_id)
+        if key.status != "revoked":
+            await self.keys.update(key.revoked())
+
+
+@dataclass(frozen=True, slots=True)
+class Rotation:
+    issued: IssuedKey
+    previous_key_expires_at: datetime
+
+
+class RotateApiKey:
+    """New secret, same scopes and lineage; the old key works until now + grace."""
+
+    def __init__(self, uow: UnitOfWork, keys: ApiKeyRepository, orgs: OrganizationRepository,
+                 clock: Clock, random: Random) -> None:
+        self.uow, self.keys, self.orgs, self.clock, self.random = uow, keys, orgs, clock, random
+
+    async def execute(self, actor: Actor, key_id: int, grace_period_hours: int | None) -> Rotation:
+        grace = keyfmt.grace_period(grace_period_hours)
+        await _enterprise(self.orgs, actor, "business", "enterprise")
+        key = await self.keys.get(actor.organization_id, key_id)
+        if key is None:
+            raise NotFound("api key", key_id)
+        now = self.clock.now()
+        if not key.is_usable(now):
+            raise Conflict("a revoked or expired key cannot be rotated")
+        if key.rotated_to_id is not None:
+            raise Conflict("this key was already rotated; rotate its successor instead",
+                           details={"rotated_to_id": key.rotated_to_id})
+        issued = await _store_new_key(self.keys, self.random, key.organization_id, key.name, key.scopes,
+                                      now, key.expires_at, lineage_id=key.lineage_id or key.id)
+        old_expiry = now + grace
+        if key.expires_at is not None and key.expires_at < old_expiry:
+            old_expiry = key.expires_at
+        await self.keys.update(replace(key, expires_at=old_expiry, rotated_to_id=issued.record.id))
+        return Rotation(issued, old_expiry)
+
+
+# --- dashboard users ---------------------------------------------------------------------
+
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+
+
+def hash_password(password: str, salt: bytes | None = None) -> str:
+    salt = salt or secrets.token_bytes(16)
+    derived = hashlib.scrypt(password.encode(), salt=salt, dklen=32, **_SCRYPT)
+    return f"scrypt${salt.hex()}${derived.hex()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        _, salt_hex, digest_hex = stored.split("$")
+    except ValueError:
+        return False
+    derived = hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt_hex), dklen=32, **_SCRYPT)
+    return hmac.compare_digest(derived.hex(), digest_hex)
+
+
+class CreateUser:
+    def __init__(self, uow: UnitOfWork, users: UserRepository, orgs: OrganizationRepository, clock: Clock) -> None:
+        self.uow, self.users, self.orgs, self.clock = uow, users, orgs, clock
+
+    async def execute(self, organization_id: int, email: str, password: str) -> int:
+        if "@" not in email:
+            raise ValidationFailed.field("email", "must be an email address")
+        if len(password) < 8:
+            raise ValidationFailed.field("password", "must be at least 8 characters")
+        if await self.orgs.get(organization_id) is None:
+            raise NotFound("organization", organization_id)
+        if await self.users.find_by_email(email.lower()) is not None:
+            raise Conflict("a user with this email exists")
+        return await self.users.add(organization_id, email.lower(), hash_password(password), self.clock.now())
+
+
+__all__ = ["Authenticate", "AuthenticationFailed", "DomainError"]

@@ -1,0 +1,19 @@
+"""Who is acting: the organization a request works in and the key that made it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from domain.scopes import ScopeSet
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    organization_id: int          # the organization the request acts on (a sub-organization when asked)
+    key_organization_id: int      # the organization that owns the credential
+    key_id: int | None
+    scopes: ScopeSet
+
+    @classmethod
+    def system(cls, organization_id: int) -> Actor:
+        return cls(organization_id, organization_id, None, ScopeSet.of(["*"]))

@@ -1,0 +1,1 @@
+"""Ports: the Protocols use cases depend on, one module per area."""

@@ -1,0 +1,82 @@
+"""Ports for organizations, API keys, dashboard users, idempotency and rate limits."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from domain.api_keys import ApiKey
+from domain.idempotency import IdempotencyRecord, StoredResponse
+from domain.organizations import Organization
+from domain.rate_limit import RateLimitDecision, Window
+
+from application.ports.platform import Page, PageRequest
+
+
+class OrganizationRepository(Protocol):
+    async def add(self, org: Organization) -> Organization: ...
+
+    async def get(self, org_id: int) -> Organization | None: ...
+
+    async def list_children(self, parent_id: int, page: PageRequest) -> Page[Organization]: ...
+
+    async def update(self, org: Organization) -> Organization: ...
+
+    async def delete(self, org_id: int, at: datetime) -> None:
+        """Soft delete: the organization and everything it owns stop being reachable."""
+        ...
+
+    async def count_children(self, parent_id: int) -> int: ...
+
+
+class ApiKeyRepository(Protocol):
+    async def add(self, key: ApiKey) -> ApiKey: ...
+
+    async def get(self, organization_id: int, key_id: int) -> ApiKey | None: ...
+
+    async def find_credential(self, key_hash: str) -> tuple[ApiKey, Organization] | None:
+        """The key with its (not deleted) organization. The only lookup not filtered by
+        organization: authentication itself."""
+        ...
+
+    async def revoke_all(self, organization_id: int) -> None: ...
+
+    async def list(self, organization_id: int, page: PageRequest) -> Page[ApiKey]: ...
+
+    async def update(self, key: ApiKey) -> ApiKey: ...
+
+    async def touch(self, key_id: int, at: datetime) -> None: ...
+
+
+class UserRepository(Protocol):
+    async def add(self, organization_id: int, email: str, password_hash: str, at: datetime) -> int: ...
+
+    async def find_by_email(self, email: str) -> tuple[int, int, str] | None:
+        """(user id, organization id, password hash)."""
+        ...
+
+
+class IdempotencyStore(Protocol):
+    """Durable idempotency records, scoped to (organization, key)."""
+
+    async def get(self, organization_id: int, key: str) -> IdempotencyRecord | None: ...
+
+    async def insert_if_absent(self, record: IdempotencyRecord) -> bool:
+        """Atomically claim a new key; False when a record already exists."""
+        ...
+
+    async def take_over(self, previous: IdempotencyRecord, record: IdempotencyRecord) -> bool:
+        """Replace an expired or stale record, only if it is still ``previous``."""
+        ...
+
+    async def complete(self, organization_id: int, key: str, token: str, response: StoredResponse) -> None: ...
+
+    async def release(self, organization_id: int, key: str, token: str) -> None: ...
+
+    async def purge_expired(self, before: datetime) -> int: ...
+
+
+class RateLimiter(Protocol):
+    async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
+        """Count one request in every window unless one is exhausted (then count nothing)."""
+        ...

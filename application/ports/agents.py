@@ -1,0 +1,39 @@
+"""Ports for agents and their published versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from domain.agents import Agent, AgentVersion
+
+from application.ports.platform import Page, PageRequest
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFilter:
+    status: str | None = None
+    agent_mode: str | None = None
+    search: str | None = None
+
+
+class AgentRepository(Protocol):
+    async def add(self, agent: Agent) -> Agent: ...
+
+    async def get(self, organization_id: int, agent_id: int) -> Agent | None: ...
+
+    async def get_for_update(self, organization_id: int, agent_id: int) -> Agent | None:
+        """Like get, but locks the row until the transaction ends (where the database can)."""
+        ...
+
+    async def list(self, organization_id: int, filters: AgentFilter, page: PageRequest) -> Page[Agent]: ...
+
+    async def update(self, agent: Agent) -> Agent: ...
+
+    async def delete(self, organization_id: int, agent_id: int) -> None: ...
+
+    async def add_version(self, organization_id: int, version: AgentVersion) -> None: ...
+
+    async def list_versions(self, organization_id: int, agent_id: int) -> list[AgentVersion]: ...
+
+    async def get_version(self, organization_id: int, agent_id: int, version: int) -> AgentVersion | None: ...

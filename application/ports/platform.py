@@ -1,0 +1,59 @@
+"""Cross-cutting ports: time, randomness and the unit of work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, Protocol, TypeVar
+
+from domain.events import DomainEvent
+
+T = TypeVar("T")
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+        ...
+
+
+class Random(Protocol):
+    def base62(self, length: int) -> str: ...
+
+    def hex(self, nbytes: int) -> str: ...
+
+    def token(self, nbytes: int) -> str:
+        """URL-safe random text."""
+        ...
+
+    def uuid(self) -> str: ...
+
+    def uniform(self, low: float, high: float) -> float: ...
+
+
+class UnitOfWork(Protocol):
+    """One transaction at a time; the next use after commit or rollback begins a new one.
+
+    Events recorded during a transaction are written to the outbox by ``commit``, in the
+    same transaction as the change that caused them.
+    """
+
+    def record(self, event: DomainEvent) -> None: ...
+
+    async def commit(self) -> None: ...
+
+    async def rollback(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PageRequest:
+    limit: int = 25
+    offset: int = 0

@@ -1,0 +1,1 @@
+"""Parley's pure rules: no database, no HTTP, standard library only."""

@@ -1,0 +1,137 @@
+"""Agents (voice personas): fields, defaults, the status machine and prompt placeholders."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from domain.errors import InvalidTransition
+from domain.state_machine import TransitionTable
+
+STATUSES = ("draft", "active", "paused", "archived")
+MODES = ("outbound", "inbound", "bidirectional")
+VOICEMAIL_ACTIONS = ("hangup", "leave_message")
+
+AGENT_MACHINE = TransitionTable.of(
+    "agent",
+    [
+        ("draft", "publish", "active"),
+        ("active", "publish", "active"),
+        ("paused", "publish", "active"),
+        ("active", "pause", "paused"),
+        ("paused", "activate", "active"),
+        ("draft", "archive", "archived"),
+        ("active", "archive", "archived"),
+        ("paused", "archive", "archived"),
+    ],
+)
+# PATCH {status: X} expressed as a trigger of the machine
+_STATUS_TRIGGER = {"active": "activate", "paused": "pause", "archived": "archive", "draft": "draft"}
+
+PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Voice:
+    provider: str = "simulator"
+    voice_id: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Llm:
+    model: str = "parley-sim-1"
+    temperature: float = 0.7
+
+
+@dataclass(frozen=True, slots=True)
+class Voicemail:
+    action: str = "hangup"
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    id: int | None
+    organization_id: int
+    name: str
+    description: str | None = None
+    status: str = "draft"
+    agent_mode: str = "outbound"
+    language: str = "en-US"
+    voice: Voice = field(default_factory=Voice)
+    llm: Llm = field(default_factory=Llm)
+    prompt: str = ""
+    first_message: str | None = None
+    max_call_duration_seconds: int = 600
+    voicemail: Voicemail = field(default_factory=Voicemail)
+    transfer_phone: str | None = None
+    calendar_id: int | None = None
+    timezone: str = "UTC"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    current_version: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    def publish(self) -> Agent:
+        return replace(self, status=AGENT_MACHINE.next(self.status, "publish", target="active"))
+
+    def move_to(self, target: str) -> Agent:
+        """A status change requested through PATCH. Same status is a no-op."""
+        if target == self.status:
+            return self
+        trigger = _STATUS_TRIGGER.get(target)
+        if trigger is None or not AGENT_MACHINE.can(self.status, trigger):
+            raise InvalidTransition("agent", self.status, target)
+        return replace(self, status=AGENT_MACHINE.next(self.status, trigger))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The configuration a published version freezes."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "agent_mode": self.agent_mode,
+            "language": self.language,
+            "voice": {"provider": self.voice.provider, "voice_id": self.voice.voice_id},
+            "llm": {"model": self.llm.model, "temperature": self.llm.temperature},
+            "prompt": self.prompt,
+            "first_message": self.first_message,
+            "max_call_duration_seconds": self.max_call_duration_seconds,
+            "voicemail": {"action": self.voicemail.action, "message": self.voicemail.message},
+            "transfer_phone": self.transfer_phone,
+            "calendar_id": self.calendar_id,
+            "timezone": self.timezone,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AgentVersion:
+    agent_id: int
+    version: int
+    snapshot: dict[str, Any]
+    created_at: datetime
+    created_by: int | None
+
+
+def placeholders(text: str) -> set[str]:
+    return set(PLACEHOLDER_RE.findall(text or ""))
+
+
+def render(text: str, values: dict[str, Any]) -> tuple[str, set[str]]:
+    """Fill ``{{name}}`` placeholders; returns the text and the names left unresolved."""
+    missing: set[str] = set()
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in values and values[name] is not None:
+            return str(values[name])
+        missing.add(name)
+        return match.group(0)
+
+    return PLACEHOLDER_RE.sub(fill, text or ""), missing
+
+
+def duplicate_name(original: str, requested: str | None) -> str:
+    return requested if requested else f"{original} (Copy)"

@@ -1,0 +1,82 @@
+"""Domain errors. Each carries a stable machine code that the HTTP layer maps to a status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    """Base of every rule violation. ``code`` is what clients branch on."""
+
+    code = "bad_request"
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class ValidationFailed(DomainError):
+    """Input that is well-formed but breaks a rule (400 bad_request)."""
+
+    code = "bad_request"
+
+    @classmethod
+    def field(cls, name: str, message: str) -> ValidationFailed:
+        return cls(f"{name}: {message}", details={"validation_errors": {name: message}})
+
+
+class NotFound(DomainError):
+    code = "not_found"
+
+    def __init__(self, resource: str, identifier: object) -> None:
+        super().__init__(f"{resource} {identifier} not found")
+        self.resource = resource
+
+
+class Conflict(DomainError):
+    code = "conflict"
+
+
+class InvalidTransition(Conflict):
+    code = "invalid_transition"
+
+    def __init__(self, entity: str, current: str, target: str) -> None:
+        super().__init__(
+            f"{entity} cannot move from {current} to {target}",
+            details={"current_status": current, "requested": target},
+        )
+        self.current = current
+        self.target = target
+
+
+class SlotUnavailable(Conflict):
+    code = "slot_unavailable"
+
+
+class DuplicateDocument(Conflict):
+    code = "duplicate_document"
+
+
+class PlanLimitReached(DomainError):
+    code = "plan_limit_reached"
+
+
+class PlanRequired(DomainError):
+    code = "plan_required"
+
+
+class SubOrgForbidden(DomainError):
+    code = "sub_org_forbidden"
+
+
+class DncBlocked(DomainError):
+    code = "dnc_blocked"
+
+
+class BlockedAddress(DomainError):
+    code = "blocked_address"
+
+
+class UpstreamFetchFailed(DomainError):
+    code = "upstream_fetch_failed"

@@ -1,0 +1,51 @@
+"""Organizations, plans and the partner hierarchy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from domain.errors import PlanRequired, SubOrgForbidden
+
+PLANS = ("starter", "business", "enterprise")
+ORG_TYPES = ("standard", "partner")
+
+PLAN_LIMITS: dict[str, dict[str, int]] = {
+    "starter": {"max_knowledge_bases": 1, "max_concurrent_calls": 2},
+    "business": {"max_knowledge_bases": 10, "max_concurrent_calls": 10},
+    "enterprise": {"max_knowledge_bases": 100, "max_concurrent_calls": 50},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Organization:
+    id: int | None
+    name: str
+    plan: str
+    org_type: str
+    parent_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def is_partner(self) -> bool:
+        return self.org_type == "partner"
+
+    def limit(self, name: str) -> int:
+        return PLAN_LIMITS[self.plan][name]
+
+    def require_plan(self, *plans: str, feature: str) -> None:
+        if self.plan not in plans:
+            raise PlanRequired(
+                f"{feature} needs the {' or '.join(plans)} plan",
+                details={"required_plans": list(plans), "current_plan": self.plan},
+            )
+
+
+def check_sub_org_access(acting: Organization, target: Organization | None, target_id: int) -> Organization:
+    """A partner may act on its direct children only; anything else is sub_org_forbidden."""
+    if not acting.is_partner:
+        raise SubOrgForbidden("X-Sub-Org-Id needs a key of a partner organization")
+    if target is None or target.parent_id != acting.id:
+        raise SubOrgForbidden(f"organization {target_id} is not a sub-organization of this account")
+    return target

@@ -1,0 +1,1 @@
+"""Composition root and entrypoints."""

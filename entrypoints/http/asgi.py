@@ -1,0 +1,55 @@
+"""The outermost ASGI layer: request ids and the /v2 -> /api/v2 rewrite, before routing."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from entrypoints.runtime import request_id_var
+
+API_PREFIX = "/api/v2"
+PRIMARY_PREFIX = "/v2"
+_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+
+
+def rewrite_path(path: str) -> str:
+    if path == PRIMARY_PREFIX or path.startswith(PRIMARY_PREFIX + "/"):
+        return API_PREFIX + path[len(PRIMARY_PREFIX):]
+    return path
+
+
+def wrap(app: ASGIApp) -> ASGIApp:
+    async def outer(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        incoming = None
+        for key, value in scope["headers"]:
+            if key == b"x-request-id":
+                incoming = value.decode("latin-1")
+                break
+        request_id = incoming if incoming and _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
+        token = request_id_var.set(request_id)
+        original = scope["path"]
+        path = rewrite_path(original)
+        if path != scope["path"]:
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        state["original_path"] = original
+        header = (b"x-request-id", request_id.encode())
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
+                message = {**message, "headers": [*headers, header]}
+            await send(message)
+
+        try:
+            await app(scope, receive, send_with_id)
+        finally:
+            request_id_var.reset(token)
+
+    return outer

@@ -1,0 +1,319 @@
+"""The request pipeline: authentication, rate limits, scopes, sub-organizations, idempotency
+and the request's transaction, in that order, once for every route.
+
+The handler runs inside the request's unit of work. Its response is held back until the
+transaction has committed (with the idempotency record, when there is one), so a client never
+sees a success for a change that was not kept.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import msgspec
+from dishka import AsyncContainer
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from application.accounts import Authenticate, AuthenticationFailed, ResolveActingOrganization
+from application.context import Actor
+from application.ports.accounts import ApiKeyRepository, IdempotencyStore, RateLimiter
+from application.ports.platform import Clock, Random, UnitOfWork
+from domain import idempotency as policy
+from domain.errors import DomainError, SubOrgForbidden
+from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
+from domain.scopes import ScopeSet
+from entrypoints.http.envelope import ErrorBody, ErrorEnvelope, auth_error_body, status_for
+from entrypoints.http.routing import Access, access_of
+from entrypoints.runtime import RateLimitPolicy
+
+log = logging.getLogger("parley.http")
+
+MAX_JSON_BODY = 1024 * 1024
+LAST_USED_PRECISION = timedelta(minutes=1)
+_REPLAYED_HEADERS = {"content-type", "location"}
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _json(status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> list[Message]:
+    return [
+        {"type": "http.response.start", "status": status,
+         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                     *headers]},
+        {"type": "http.response.body", "body": body},
+    ]
+
+
+def _router_error(status: int, code: str, message: str, details: dict[str, Any] | None = None,
+                  headers: list[tuple[bytes, bytes]] | None = None) -> list[Message]:
+    body = msgspec.json.encode(ErrorEnvelope(ErrorBody(message, code, details)))
+    return _json(status, body, headers or [])
+
+
+async def _send_all(send: Send, messages: list[Message], extra_headers: list[tuple[bytes, bytes]]) -> None:
+    for message in messages:
+        if message["type"] == "http.response.start" and extra_headers:
+            message = {**message, "headers": [*message.get("headers", []), *extra_headers]}
+        await send(message)
+
+
+@dataclass
+class _Captured:
+    messages: list[Message] = field(default_factory=list)
+    status: int = 500
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        self.messages.append(message)
+
+    def body(self) -> bytes:
+        return b"".join(m.get("body", b"") for m in self.messages if m["type"] == "http.response.body")
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        for m in self.messages:
+            if m["type"] == "http.response.start":
+                return list(m.get("headers", []))
+        return []
+
+
+class RequestPipeline:
+    """Litestar route middleware (applied to every route handler)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        access = access_of(scope["route_handler"].opt)
+        if access is None or access.public:
+            await self.app(scope, receive, send)
+            return
+        container: AsyncContainer = scope["state"]["dishka_container"]
+        await _Run(self.app, scope, receive, send, container, access).run()
+
+
+class _Run:
+    def __init__(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, container: AsyncContainer,
+                 access: Access) -> None:
+        self.app, self.scope, self.receive, self.send = app, scope, receive, send
+        self.container, self.access = container, access
+        self.extra_headers: list[tuple[bytes, bytes]] = []
+
+    async def reply(self, messages: list[Message]) -> None:
+        await _send_all(self.send, messages, self.extra_headers)
+
+    async def run(self) -> None:
+        scope = self.scope
+        uow = await self.container.get(UnitOfWork)
+        clock = await self.container.get(Clock)
+
+        # 1. authentication
+        authorization = _header(scope, b"authorization")
+        if not authorization or not authorization[:7].lower() == "bearer " or not authorization[7:].strip():
+            await self.reply(_json(401, auth_error_body("MISSING_AUTH", "Authorization: Bearer <API key> is required"),
+                                   [(b"www-authenticate", b'Bearer realm="parley"')]))
+            return
+        authenticate = await self.container.get(Authenticate)
+        try:
+            auth = await authenticate.execute(authorization[7:].strip())
+        except AuthenticationFailed as exc:
+            await uow.rollback()
+            await self.reply(_json(401, auth_error_body(exc.code, str(exc)),
+                                   [(b"www-authenticate", b'Bearer realm="parley", error="invalid_token"')]))
+            return
+        await uow.commit()
+        key, organization = auth.key, auth.organization
+        now = clock.now()
+
+        # 2. rate limit (per key lineage: a rotated key shares its predecessor's counters)
+        limiter = await self.container.get(RateLimiter)
+        limits = await self.container.get(RateLimitPolicy)
+        decision = await limiter.hit(f"key:{key.lineage_id or key.id}", limits.windows, now)
+        self.extra_headers += [
+            (b"x-ratelimit-limit", str(decision.limit).encode()),
+            (b"x-ratelimit-remaining", str(decision.remaining).encode()),
+            (b"x-ratelimit-reset", str(decision.reset_at).encode()),
+        ]
+        notice = key.expiry_notice(now)
+        if notice is not None:
+            expires_at, days = notice
+            self.extra_headers += [
+                (b"x-api-key-expires-at", expires_at.isoformat().replace("+00:00", "Z").encode()),
+                (b"x-api-key-expires-in-days", str(days).encode()),
+            ]
+        if not decision.allowed:
+            retry = decision.retry_after or 1
+            await self.reply(_json(429, auth_error_body("RATE_LIMIT_EXCEEDED", "Rate limit exceeded", retry),
+                                   [(b"retry-after", str(retry).encode())]))
+            return
+        if key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION:
+            keys = await self.container.get(ApiKeyRepository)
+            await keys.touch(key.id or 0, now)
+            await uow.commit()
+
+        # 3. scopes
+        held = ScopeSet.of(key.scopes)
+        if not held.grants_any(self.access.scopes):
+            await self.reply(_json(403, auth_error_body(
+                "INSUFFICIENT_SCOPE", f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
+            ), []))
+            return
+
+        # 4. sub-organization
+        acting = organization
+        sub_org = _header(scope, b"x-sub-org-id")
+        if sub_org is not None:
+            if not sub_org.strip().isdigit():
+                await self.reply(_router_error(400, "bad_request", "X-Sub-Org-Id must be an integer",
+                                               {"validation_errors": {"X-Sub-Org-Id": "must be an integer"}}))
+                return
+            resolver = await self.container.get(ResolveActingOrganization)
+            try:
+                acting = await resolver.execute(organization, int(sub_org))
+            except SubOrgForbidden as exc:
+                await uow.rollback()
+                await self.reply(_router_error(403, exc.code, exc.message))
+                return
+            await uow.commit()
+        scope["state"]["actor"] = Actor(acting.id or 0, organization.id or 0, key.id, held)
+
+        # 5. idempotency, then the handler
+        raw_key = _header(scope, b"idempotency-key")
+        if self.access.idempotent and raw_key is not None:
+            await self._idempotent(uow, clock, acting.id or 0, raw_key)
+        else:
+            await self._handle(uow)
+
+    async def _handle(self, uow: UnitOfWork) -> None:
+        captured = _Captured()
+        try:
+            await self.app(self.scope, self.receive, captured.send)
+            if captured.status < 400:
+                await uow.commit()
+            else:
+                await uow.rollback()
+        except Exception:
+            log.exception("request failed")
+            await uow.rollback()
+            await self.reply(_router_error(500, "internal_error", "Internal server error"))
+            return
+        await self.reply(captured.messages)
+
+    async def _read_body(self) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_JSON_BODY:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _idempotent(self, uow: UnitOfWork, clock: Clock, organization_id: int, raw_key: str) -> None:
+        try:
+            key = policy.parse_key(raw_key)
+        except DomainError as exc:
+            await self.reply(_router_error(400, exc.code, exc.message, exc.details))
+            return
+        body = await self._read_body()
+        if body is None:
+            await self.reply(_router_error(413, "payload_too_large", "Request body too large"))
+            return
+        fingerprint = policy.fingerprint(self.scope["method"], self.scope["path"], body)
+        store = await self.container.get(IdempotencyStore)
+        random = await self.container.get(Random)
+        token = random.hex(16)
+
+        for _ in range(3):
+            now = clock.now()
+            mine = IdempotencyRecord(organization_id, key, fingerprint, now, now, token, None)
+            existing = await store.get(organization_id, key)
+            decision = policy.decide(existing, fingerprint, now)
+            if decision is Decision.PROCEED and await store.insert_if_absent(mine):
+                break
+            if decision is Decision.TAKE_OVER and existing and await store.take_over(existing, mine):
+                break
+            if decision is Decision.REPLAY and existing and existing.response:
+                await uow.rollback()
+                await self._replay(existing.response)
+                return
+            if decision is Decision.IN_FLIGHT:
+                await uow.rollback()
+                await self.reply(_router_error(409, "idempotency_key_in_use",
+                                               "A request with this Idempotency-Key is still in progress"))
+                return
+            if decision is Decision.MISMATCH:
+                await uow.rollback()
+                await self.reply(_router_error(422, "idempotency_key_mismatch",
+                                               "This Idempotency-Key was used with a different request"))
+                return
+            await uow.rollback()  # lost a race: look again
+        else:
+            await self.reply(_router_error(409, "idempotency_key_in_use",
+                                           "A request with this Idempotency-Key is still in progress"))
+            return
+        await uow.commit()  # the claim is visible to every other request from here on
+
+        delivered = False
+
+        async def replay_receive() -> Message:
+            nonlocal delivered
+            if delivered:
+                return await self.receive()
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        captured = _Captured()
+        try:
+            await self.app(self.scope, replay_receive, captured.send)
+            stored = StoredResponse(
+                captured.status,
+                tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in captured.headers()
+                      if k.decode("latin-1").lower() in _REPLAYED_HEADERS),
+                captured.body(),
+            )
+            if captured.status < 400:
+                await store.complete(organization_id, key, token, stored)
+                await uow.commit()
+            else:
+                await uow.rollback()
+                if policy.is_replayable(captured.status):
+                    await store.complete(organization_id, key, token, stored)
+                else:
+                    await store.release(organization_id, key, token)
+                await uow.commit()
+        except Exception:
+            log.exception("request failed")
+            await uow.rollback()
+            await store.release(organization_id, key, token)
+            await uow.commit()
+            await self.reply(_router_error(500, "internal_error", "Internal server error"))
+            return
+        await self.reply(captured.messages)
+
+    async def _replay(self, response: StoredResponse) -> None:
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
+        headers += [(b"content-length", str(len(response.body)).encode()), (b"idempotency-replayed", b"true")]
+        await self.reply([
+            {"type": "http.response.start", "status": response.status, "headers": headers},
+            {"type": "http.response.body", "body": response.body},
+        ])
+
+
+__all__ = ["RequestPipeline", "status_for"]

@@ -1,0 +1,140 @@
+"""API keys and partner sub-organizations."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from dishka import FromDishka
+from litestar.params import Parameter
+
+from application import accounts as uc
+from application.context import Actor
+from application.ports.platform import Clock, PageRequest
+from domain.scopes import CATALOGUE, PRESETS
+from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
+from entrypoints.http.routing import endpoint
+from entrypoints.http.schemas.accounts import (
+    ApiKeyCreate,
+    ApiKeyCreated,
+    ApiKeyOut,
+    ApiKeyRotate,
+    ApiKeyRotated,
+    OrganizationCreate,
+    OrganizationOut,
+    OrganizationUpdate,
+    ScopeCatalogue,
+    ScopeInfo,
+)
+from entrypoints.http.validation import require_non_blank, set_fields
+
+KEY_TAGS = ["API keys"]
+ORG_TAGS = ["Organizations"]
+Limit = Annotated[int, Parameter(ge=1, le=100)]
+Offset = Annotated[int, Parameter(ge=0)]
+Id = Annotated[int, Parameter(ge=1, le=2**53)]
+_PLAN = {403: "plan_required: API key management needs the enterprise plan"}
+
+_CATALOGUE = ScopeCatalogue(
+    scopes=[ScopeInfo(f"{family}:{action}", text) for family, actions in CATALOGUE.items()
+            for action, text in actions.items()],
+    wildcards=[ScopeInfo("*", "Every scope")] + [ScopeInfo(f"{family}:*", f"Every {family} scope")
+                                                 for family in CATALOGUE],
+    presets={name: list(scopes) for name, scopes in PRESETS.items()},
+)
+
+
+@endpoint("GET", "/api-keys/scopes", operation_id="listScopes", summary="Scope catalogue with presets",
+          tags=KEY_TAGS, scopes=("api-keys:read",))
+async def list_scopes() -> Envelope[ScopeCatalogue]:
+    return Envelope(_CATALOGUE)
+
+
+@endpoint("GET", "/api-keys", operation_id="listApiKeys", summary="List API keys", tags=KEY_TAGS,
+          scopes=("api-keys:read",), errors=_PLAN)
+async def list_keys(actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKeys], clock: FromDishka[Clock],
+                    limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[ApiKeyOut]:
+    page = await manage.list(actor, PageRequest(limit, offset))
+    now = clock.now()
+    return ListEnvelope([ApiKeyOut.of(k, now) for k in page.items], ListMeta(page.total, page.limit, page.offset))
+
+
+@endpoint("POST", "/api-keys", operation_id="createApiKey", summary="Create an API key (its secret is shown once)",
+          tags=KEY_TAGS, scopes=("api-keys:write",), errors=_PLAN, idempotent=True, status_code=201)
+async def create_key(data: ApiKeyCreate, actor: FromDishka[Actor],
+                     issue: FromDishka[uc.IssueApiKey]) -> Envelope[ApiKeyCreated]:
+    issued = await issue.execute(uc.IssueApiKeyCommand(
+        actor.organization_id, require_non_blank(data.name, "name"), tuple(data.scopes), data.expires_at,
+        granted_by=actor.scopes))
+    r = issued.record
+    return Envelope(ApiKeyCreated(r.id or 0, r.name, issued.secret, r.prefix, r.last_four, list(r.scopes), "active",
+                                  r.created_at, r.expires_at))
+
+
+@endpoint("GET", "/api-keys/{id:int}", operation_id="getApiKey", summary="Get an API key", tags=KEY_TAGS,
+          scopes=("api-keys:read",), errors={**_PLAN, 404: ""})
+async def get_key(id: Id, actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKeys],
+                  clock: FromDishka[Clock]) -> Envelope[ApiKeyOut]:
+    return Envelope(ApiKeyOut.of(await manage.get(actor, id), clock.now()))
+
+
+@endpoint("DELETE", "/api-keys/{id:int}", operation_id="revokeApiKey", summary="Revoke an API key",
+          tags=KEY_TAGS, scopes=("api-keys:delete",), errors={**_PLAN, 404: ""}, status_code=204)
+async def revoke_key(id: Id, actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKeys]) -> None:
+    await manage.revoke(actor, id)
+
+
+@endpoint("POST", "/api-keys/{id:int}/rotate", operation_id="rotateApiKey",
+          summary="Rotate an API key; the old secret keeps working for the grace period", tags=KEY_TAGS,
+          scopes=("api-keys:write", "api-keys:manage"),
+          errors={403: "plan_required: rotation needs the business or enterprise plan", 404: "",
+                  409: "conflict: the key is revoked, expired or already rotated"}, status_code=200)
+async def rotate_key(id: Id, actor: FromDishka[Actor], rotate: FromDishka[uc.RotateApiKey],
+                     data: ApiKeyRotate | None = None) -> Envelope[ApiKeyRotated]:
+    result = await rotate.execute(actor, id, data.grace_period_hours if data else None)
+    return Envelope(ApiKeyRotated(result.issued.record.id or 0, result.issued.secret, id,
+                                  result.previous_key_expires_at))
+
+
+_PARTNER = {403: "sub_org_forbidden: only partner organizations manage sub-organizations"}
+
+
+@endpoint("GET", "/organizations", operation_id="listOrganizations", summary="List sub-organizations",
+          tags=ORG_TAGS, scopes=("organizations:read",), errors=_PARTNER)
+async def list_orgs(actor: FromDishka[Actor], use_case: FromDishka[uc.ListSubOrganizations],
+                    limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[OrganizationOut]:
+    page = await use_case.execute(actor, PageRequest(limit, offset))
+    return ListEnvelope([OrganizationOut.of(o) for o in page.items], ListMeta(page.total, page.limit, page.offset))
+
+
+@endpoint("POST", "/organizations", operation_id="createOrganization", summary="Create a sub-organization",
+          tags=ORG_TAGS, scopes=("organizations:write",), errors=_PARTNER, idempotent=True, status_code=201)
+async def create_org(data: OrganizationCreate, actor: FromDishka[Actor],
+                     use_case: FromDishka[uc.CreateSubOrganization]) -> Envelope[OrganizationOut]:
+    org = await use_case.execute(actor, require_non_blank(data.name, "name"), data.plan)
+    return Envelope(OrganizationOut.of(org))
+
+
+@endpoint("GET", "/organizations/{id:int}", operation_id="getOrganization", summary="Get a sub-organization",
+          tags=ORG_TAGS, scopes=("organizations:read",), errors={**_PARTNER, 404: ""})
+async def get_org(id: Id, actor: FromDishka[Actor],
+                  use_case: FromDishka[uc.GetSubOrganization]) -> Envelope[OrganizationOut]:
+    return Envelope(OrganizationOut.of(await use_case.execute(actor, id)))
+
+
+@endpoint("PATCH", "/organizations/{id:int}", operation_id="updateOrganization",
+          summary="Update a sub-organization", tags=ORG_TAGS, scopes=("organizations:write",),
+          errors={**_PARTNER, 404: ""})
+async def update_org(id: Id, data: OrganizationUpdate, actor: FromDishka[Actor],
+                     use_case: FromDishka[uc.UpdateSubOrganization]) -> Envelope[OrganizationOut]:
+    return Envelope(OrganizationOut.of(await use_case.execute(actor, id, set_fields(data))))
+
+
+@endpoint("DELETE", "/organizations/{id:int}", operation_id="deleteOrganization",
+          summary="Delete a sub-organization (its keys are revoked)", tags=ORG_TAGS,
+          scopes=("organizations:write",), errors={**_PARTNER, 404: ""}, status_code=204)
+async def delete_org(id: Id, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteSubOrganization]) -> None:
+    await use_case.execute(actor, id)
+
+
+ROUTES = [list_scopes, list_keys, create_key, get_key, revoke_key, rotate_key,
+          list_orgs, create_org, get_org, update_org, delete_org]

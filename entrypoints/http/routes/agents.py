@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from dishka import FromDishka
+from litestar.params import Parameter
+
+from application import agents as uc
+from application.context import Actor
+from application.ports.agents import AgentFilter
+from application.ports.platform import PageRequest
+from domain.agents import Llm, Voice, Voicemail
+from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
+from entrypoints.http.routing import endpoint
+from entrypoints.http.schemas.agents import (
+    AgentCreate,
+    AgentDuplicate,
+    AgentOut,
+    AgentUpdate,
+    PublishResult,
+    VersionDetail,
+    VersionItem,
+)
+from entrypoints.http.validation import e164, require_non_blank, set_fields, timezone
+
+TAGS = ["Agents"]
+Limit = Annotated[int, Parameter(ge=1, le=100, description="Page size (1-100)")]
+Offset = Annotated[int, Parameter(ge=0, description="Items to skip")]
+AgentId = Annotated[int, Parameter(ge=1, le=2**53, description="Agent id")]
+
+
+def _domain_fields(values: dict[str, Any]) -> dict[str, Any]:
+    """Struct fields -> domain Agent fields, validated where a library or a rule is needed."""
+    out = dict(values)
+    if "name" in out:
+        out["name"] = require_non_blank(out["name"], "name")
+    if "voice" in out:
+        out["voice"] = Voice(out["voice"].provider, out["voice"].voice_id)
+    if "llm" in out:
+        out["llm"] = Llm(out["llm"].model, out["llm"].temperature)
+    if "voicemail" in out:
+        out["voicemail"] = Voicemail(out["voicemail"].action, out["voicemail"].message)
+    if out.get("transfer_phone") is not None:
+        out["transfer_phone"] = e164(out["transfer_phone"], "transfer_phone")
+    if "timezone" in out:
+        out["timezone"] = timezone(out["timezone"])
+    return out
+
+
+@endpoint("GET", "/agents", operation_id="listAgents", summary="List agents", tags=TAGS, scopes=("agents:read",))
+async def list_agents(
+    actor: FromDishka[Actor],
+    use_case: FromDishka[uc.ListAgents],
+    limit: Limit = 25,
+    offset: Offset = 0,
+    status: Literal["draft", "active", "paused", "archived"] | None = None,
+    agent_mode: Literal["outbound", "inbound", "bidirectional"] | None = None,
+    search: Annotated[str | None, Parameter(max_length=200)] = None,
+) -> ListEnvelope[AgentOut]:
+    page = await use_case.execute(actor, AgentFilter(status, agent_mode, search or None), PageRequest(limit, offset))
+    return ListEnvelope([AgentOut.of(a) for a in page.items], ListMeta(page.total, page.limit, page.offset))
+
+
+@endpoint("POST", "/agents", operation_id="createAgent", summary="Create an agent", tags=TAGS,
+          scopes=("agents:write",), idempotent=True)
+async def create_agent(data: AgentCreate, actor: FromDishka[Actor],
+                       use_case: FromDishka[uc.CreateAgent]) -> Envelope[AgentOut]:
+    fields = _domain_fields({f: getattr(data, f) for f in data.__struct_fields__})
+    agent = await use_case.execute(uc.CreateAgentCommand(actor, fields))
+    return Envelope(AgentOut.of(agent))
+
+
+@endpoint("GET", "/agents/{id:int}", operation_id="getAgent", summary="Get an agent", tags=TAGS,
+          scopes=("agents:read",), errors={404: ""})
+async def get_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.GetAgent]) -> Envelope[AgentOut]:
+    return Envelope(AgentOut.of(await use_case.execute(actor, id)))
+
+
+@endpoint("PATCH", "/agents/{id:int}", operation_id="updateAgent", summary="Update an agent", tags=TAGS,
+          scopes=("agents:write",), errors={404: "", 409: "invalid_transition: the status move is not allowed"})
+async def update_agent(id: AgentId, data: AgentUpdate, actor: FromDishka[Actor],
+                       use_case: FromDishka[uc.UpdateAgent]) -> Envelope[AgentOut]:
+    changes = _domain_fields(set_fields(data))
+    agent = await use_case.execute(uc.UpdateAgentCommand(actor, id, changes))
+    return Envelope(AgentOut.of(agent))
+
+
+@endpoint("DELETE", "/agents/{id:int}", operation_id="deleteAgent", summary="Delete an agent", tags=TAGS,
+          scopes=("agents:delete",), errors={404: ""}, status_code=204)
+async def delete_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteAgent]) -> None:
+    await use_case.execute(actor, id)
+
+
+@endpoint("POST", "/agents/{id:int}/publish", operation_id="publishAgent",
+          summary="Publish an agent: snapshot a new version and make it active", tags=TAGS,
+          scopes=("agents:write",), errors={404: "", 409: "invalid_transition: an archived agent cannot be published"},
+          status_code=200)
+async def publish_agent(id: AgentId, actor: FromDishka[Actor],
+                        use_case: FromDishka[uc.PublishAgent]) -> Envelope[PublishResult]:
+    result = await use_case.execute(actor, id)
+    return Envelope(PublishResult(result.agent.id or id, result.version.version, "active",
+                                  result.version.created_at))
+
+
+@endpoint("POST", "/agents/{id:int}/duplicate", operation_id="duplicateAgent",
+          summary="Duplicate an agent (as a draft)", tags=TAGS, scopes=("agents:write",), errors={404: ""},
+          status_code=201)
+async def duplicate_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.DuplicateAgent],
+                          data: AgentDuplicate | None = None) -> Envelope[AgentOut]:
+    name = require_non_blank(data.name, "name") if data and data.name is not None else None
+    return Envelope(AgentOut.of(await use_case.execute(actor, id, name)))
+
+
+@endpoint("GET", "/agents/{id:int}/versions", operation_id="listAgentVersions",
+          summary="List published versions", tags=TAGS, scopes=("agents:read",), errors={404: ""})
+async def list_versions(id: AgentId, actor: FromDishka[Actor],
+                        use_case: FromDishka[uc.ListAgentVersions]) -> Envelope[list[VersionItem]]:
+    versions = await use_case.execute(actor, id)
+    return Envelope([VersionItem(v.version, v.created_at, v.created_by) for v in versions])
+
+
+@endpoint("GET", "/agents/{id:int}/versions/{version:int}", operation_id="getAgentVersion",
+          summary="Get a published version's snapshot", tags=TAGS, scopes=("agents:read",), errors={404: ""})
+async def get_version(id: AgentId, version: Annotated[int, Parameter(ge=1, le=2**31)], actor: FromDishka[Actor],
+                      use_case: FromDishka[uc.GetAgentVersion]) -> Envelope[VersionDetail]:
+    return Envelope(VersionDetail.of(await use_case.execute(actor, id, version)))
+
+
+ROUTES = [list_agents, create_agent, get_agent, update_agent, delete_agent, publish_agent, duplicate_agent,
+          list_versions, get_version]

@@ -1,0 +1,112 @@
+"""One place per route for its access rule and the errors it can answer with.
+
+``endpoint`` wraps Litestar's route decorators: the route's scopes, idempotency and auth mode
+go into ``opt`` (read by the request pipeline), and the error responses it can give go into
+the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import delete, get, patch, post, put
+from litestar.openapi.datastructures import ResponseSpec
+
+from entrypoints.http.envelope import AuthErrorEnvelope, ErrorEnvelope
+
+ACCESS = "parley_access"
+
+_DECORATORS = {"GET": get, "POST": post, "PATCH": patch, "DELETE": delete, "PUT": put}
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Who may call a route. ``scopes``: the alternatives, any one of which authorizes
+    (each also granted by its family wildcard and by ``*``)."""
+
+    scopes: tuple[str, ...] = ()
+    auth: str = "key"  # key | public | key_or_session | widget
+    idempotent: bool = False
+
+    @property
+    def public(self) -> bool:
+        return self.auth == "public"
+
+
+_DESCRIPTIONS = {
+    400: "Invalid body, parameter or header (bad_request, with details.validation_errors)",
+    401: "Missing or invalid API key (MISSING_AUTH, INVALID_API_KEY)",
+    403: "Scope missing (INSUFFICIENT_SCOPE) or sub-organization not allowed (sub_org_forbidden)",
+    404: "Unknown id (not_found)",
+    409: "Conflict",
+    413: "Request body too large (payload_too_large)",
+    415: "Unsupported media type (unsupported_media_type)",
+    422: "Unprocessable request",
+    429: "Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After",
+    502: "Upstream fetch failed (upstream_fetch_failed)",
+}
+_AUTH_STATUSES = {401, 429}
+
+
+def _responses(access: Access, errors: dict[int, str]) -> dict[int, ResponseSpec]:
+    statuses: dict[int, str] = {}
+    if not access.public:
+        for status in (401, 403, 429):
+            statuses[status] = _DESCRIPTIONS[status]
+        statuses[400] = _DESCRIPTIONS[400]  # X-Sub-Org-Id and other headers are validated
+    if access.idempotent:
+        statuses[400] = _DESCRIPTIONS[400]
+        statuses[409] = "Conflict; idempotency_key_in_use while a request with the same key is in flight"
+        statuses[422] = "idempotency_key_mismatch: the key was used with a different request"
+    for status, text in errors.items():
+        statuses[status] = f"{statuses[status]}; {text}" if status in statuses and text else (
+            text or _DESCRIPTIONS.get(status, "Error"))
+    return {
+        status: ResponseSpec(
+            data_container=AuthErrorEnvelope if status in _AUTH_STATUSES else ErrorEnvelope,
+            description=text,
+            generate_examples=False,
+        )
+        for status, text in sorted(statuses.items())
+    }
+
+
+def endpoint(
+    method: str,
+    path: str,
+    *,
+    operation_id: str,
+    summary: str,
+    tags: list[str],
+    scopes: tuple[str, ...] = (),
+    auth: str = "key",
+    idempotent: bool = False,
+    errors: dict[int, str] | None = None,
+    status_code: int | None = None,
+    **kwargs: Any,
+) -> Callable[[Callable[..., Any]], Any]:
+    access = Access(scopes=scopes, auth=auth, idempotent=idempotent)
+    if access.auth != "public" and not access.scopes and access.auth == "key":
+        raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
+    security = [] if access.public else [{"BearerAuth": []}]
+    decorator = _DECORATORS[method]
+    extra: dict[str, Any] = {}
+    if status_code is not None:
+        extra["status_code"] = status_code
+    return decorator(  # type: ignore[no-any-return]
+        path,
+        operation_id=operation_id,
+        summary=summary,
+        tags=tags,
+        opt={ACCESS: access},
+        responses=_responses(access, errors or {}),
+        security=security,
+        **extra,
+        **kwargs,
+    )
+
+
+def access_of(opt: dict[str, Any]) -> Access | None:
+    return opt.get(ACCESS)

@@ -1,0 +1,1 @@
+"""msgspec schemas: one Struct per shape (X, XCreate, XUpdate with UNSET fields for PATCH)."""

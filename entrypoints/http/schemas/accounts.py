@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from domain.api_keys import ApiKey
+from domain.organizations import Organization
+
+Plan = Literal["starter", "business", "enterprise"]
+
+
+class ScopeInfo(Struct):
+    scope: str
+    description: str
+
+
+class ScopeCatalogue(Struct):
+    scopes: list[ScopeInfo]
+    wildcards: list[ScopeInfo]
+    presets: dict[str, list[str]]
+
+
+class ApiKeyCreate(Struct, forbid_unknown_fields=True):
+    name: Annotated[str, Meta(min_length=1, max_length=200)]
+    scopes: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(min_length=1, max_length=100)]
+    expires_at: datetime | None = None
+
+
+class ApiKeyRotate(Struct, forbid_unknown_fields=True):
+    grace_period_hours: Annotated[int, Meta(ge=1, le=168)] = 24
+
+
+class ApiKeyOut(Struct):
+    id: int
+    name: str
+    prefix: str
+    last_four: str
+    scopes: list[str]
+    status: Literal["active", "revoked", "expired"]
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None
+
+    @classmethod
+    def of(cls, key: ApiKey, now: datetime) -> ApiKeyOut:
+        return cls(key.id or 0, key.name, key.prefix, key.last_four, list(key.scopes),
+                   key.display_status(now), key.created_at, key.expires_at, key.last_used_at)  # type: ignore[arg-type]
+
+
+class ApiKeyCreated(Struct):
+    id: int
+    name: str
+    key: str
+    prefix: str
+    last_four: str
+    scopes: list[str]
+    status: Literal["active"]
+    created_at: datetime
+    expires_at: datetime | None
+
+
+class ApiKeyRotated(Struct):
+    id: int
+    key: str
+    previous_key_id: int
+    previous_key_expires_at: datetime
+
+
+class OrganizationCreate(Struct, forbid_unknown_fields=True):
+    name: Annotated[str, Meta(min_length=1, max_length=200)]
+    plan: Plan | None = None
+
+
+class OrganizationUpdate(Struct, forbid_unknown_fields=True):
+    name: Annotated[str, Meta(min_length=1, max_length=200)] | UnsetType = UNSET
+    plan: Plan | UnsetType = UNSET
+
+
+class OrganizationOut(Struct):
+    id: int
+    name: str
+    plan: Plan
+    org_type: Literal["standard", "partner"]
+    parent_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, org: Organization) -> OrganizationOut:
+        return cls(org.id or 0, org.name, org.plan, org.org_type, org.parent_id,  # type: ignore[arg-type]
+                   org.created_at, org.updated_at)

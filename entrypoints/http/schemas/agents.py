@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from domain.agents import Agent, AgentVersion
+
+Name = Annotated[str, Meta(min_length=1, max_length=200)]
+Language = Annotated[str, Meta(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$", max_length=35,
+                               description="BCP 47 language tag")]
+Mode = Literal["outbound", "inbound", "bidirectional"]
+Status = Literal["draft", "active", "paused", "archived"]
+Prompt = Annotated[str, Meta(max_length=50_000, description="System prompt; {{placeholders}} are filled at dial time")]
+Duration = Annotated[int, Meta(ge=10, le=14_400)]
+Temperature = Annotated[float, Meta(ge=0.0, le=2.0)]
+
+
+class VoiceSchema(Struct, forbid_unknown_fields=True):
+    provider: Annotated[str, Meta(min_length=1, max_length=50)] = "simulator"
+    voice_id: Annotated[str, Meta(min_length=1, max_length=100)] = "default"
+
+
+class LlmSchema(Struct, forbid_unknown_fields=True):
+    model: Annotated[str, Meta(min_length=1, max_length=100)] = "parley-sim-1"
+    temperature: Temperature = 0.7
+
+
+class VoicemailSchema(Struct, forbid_unknown_fields=True):
+    action: Literal["hangup", "leave_message"] = "hangup"
+    message: Annotated[str, Meta(max_length=2000)] | None = None
+
+
+class AgentCreate(Struct, forbid_unknown_fields=True):
+    name: Name
+    description: Annotated[str, Meta(max_length=2000)] | None = None
+    agent_mode: Mode = "outbound"
+    language: Language = "en-US"
+    voice: VoiceSchema = msgspec.field(default_factory=VoiceSchema)
+    llm: LlmSchema = msgspec.field(default_factory=LlmSchema)
+    prompt: Prompt = ""
+    first_message: Annotated[str, Meta(max_length=2000)] | None = None
+    max_call_duration_seconds: Duration = 600
+    voicemail: VoicemailSchema = msgspec.field(default_factory=VoicemailSchema)
+    transfer_phone: Annotated[str, Meta(max_length=32)] | None = None
+    calendar_id: Annotated[int, Meta(ge=1)] | None = None
+    timezone: Annotated[str, Meta(max_length=64)] = "UTC"
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class AgentUpdate(Struct, forbid_unknown_fields=True):
+    name: Name | UnsetType = UNSET
+    description: Annotated[str, Meta(max_length=2000)] | UnsetType | None = UNSET
+    status: Status | UnsetType = UNSET
+    agent_mode: Mode | UnsetType = UNSET
+    language: Language | UnsetType = UNSET
+    voice: VoiceSchema | UnsetType = UNSET
+    llm: LlmSchema | UnsetType = UNSET
+    prompt: Prompt | UnsetType = UNSET
+    first_message: Annotated[str, Meta(max_length=2000)] | UnsetType | None = UNSET
+    max_call_duration_seconds: Duration | UnsetType = UNSET
+    voicemail: VoicemailSchema | UnsetType = UNSET
+    transfer_phone: Annotated[str, Meta(max_length=32)] | UnsetType | None = UNSET
+    calendar_id: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
+    timezone: Annotated[str, Meta(max_length=64)] | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
+
+
+class AgentDuplicate(Struct, forbid_unknown_fields=True):
+    name: Name | None = None
+
+
+class AgentOut(Struct):
+    id: int
+    name: str
+    description: str | None
+    status: Status
+    agent_mode: Mode
+    language: str
+    voice: VoiceSchema
+    llm: LlmSchema
+    prompt: str
+    first_message: str | None
+    max_call_duration_seconds: int
+    voicemail: VoicemailSchema
+    transfer_phone: str | None
+    calendar_id: int | None
+    timezone: str
+    metadata: dict[str, Any]
+    current_version: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, a: Agent) -> AgentOut:
+        return cls(
+            id=a.id or 0, name=a.name, description=a.description, status=a.status,  # type: ignore[arg-type]
+            agent_mode=a.agent_mode,  # type: ignore[arg-type]
+            language=a.language, voice=VoiceSchema(a.voice.provider, a.voice.voice_id),
+            llm=LlmSchema(a.llm.model, a.llm.temperature), prompt=a.prompt, first_message=a.first_message,
+            max_call_duration_seconds=a.max_call_duration_seconds,
+            voicemail=VoicemailSchema(a.voicemail.action, a.voicemail.message),  # type: ignore[arg-type]
+            transfer_phone=a.transfer_phone, calendar_id=a.calendar_id, timezone=a.timezone,
+            metadata=a.metadata, current_version=a.current_version,
+            created_at=a.created_at,  # type: ignore[arg-type]
+            updated_at=a.updated_at,  # type: ignore[arg-type]
+        )
+
+
+class PublishResult(Struct):
+    agent_id: int
+    version: int | None
+    status: Literal["active"]
+    published_at: datetime
+
+
+class VersionItem(Struct):
+    version: int | None
+    created_at: datetime
+    created_by: int | None
+
+
+class VersionDetail(Struct):
+    version: int
+    agent_id: int
+    created_at: datetime
+    created_by: int | None
+    snapshot: dict[str, Any]
+
+    @classmethod
+    def of(cls, v: AgentVersion) -> VersionDetail:
+        return cls(v.version, v.agent_id, v.created_at, v.created_by, v.snapshot)

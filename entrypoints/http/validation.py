@@ -1,0 +1,42 @@
+"""Edge validation helpers that need a library (phone numbers) or produce field errors."""
+
+from __future__ import annotations
+
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import msgspec
+import phonenumbers
+
+from domain.errors import ValidationFailed
+
+
+def e164(value: str, field: str) -> str:
+    """Normalise a phone number to E.164; a number without a leading + is rejected."""
+    try:
+        parsed = phonenumbers.parse(value, None)
+    except phonenumbers.NumberParseException:
+        raise ValidationFailed.field(field, "must be an E.164 phone number such as +14155550100") from None
+    if not phonenumbers.is_possible_number(parsed):
+        raise ValidationFailed.field(field, "is not a possible phone number")
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+
+
+def timezone(value: str, field: str = "timezone") -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValidationFailed.field(field, "must be an IANA time zone such as Europe/Berlin") from None
+    return value
+
+
+def set_fields(struct: msgspec.Struct) -> dict[str, Any]:
+    """The fields a PATCH body actually sent (UNSET ones left out)."""
+    return {f: getattr(struct, f) for f in struct.__struct_fields__ if getattr(struct, f) is not msgspec.UNSET}
+
+
+def require_non_blank(value: str, field: str) -> str:
+    stripped = value.strip()
+    if not stripped:
+        raise ValidationFailed.field(field, "must not be blank")
+    return stripped

@@ -1,0 +1,174 @@
+"""The composition root: dishka providers by layer. The only module that names adapters."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from dishka import AsyncContainer, Provider, Scope, make_async_container, provide, provide_all
+from dishka.integrations.litestar import LitestarProvider
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from adapters.memory.accounts import (
+    InMemoryApiKeyRepository,
+    InMemoryIdempotencyStore,
+    InMemoryOrganizationRepository,
+    InMemoryRateLimiter,
+    InMemoryUserRepository,
+)
+from adapters.memory.agents import InMemoryAgentRepository
+from adapters.memory.store import InMemoryStore, InMemoryUnitOfWork
+from adapters.sql.accounts import (
+    SqlApiKeyRepository,
+    SqlIdempotencyStore,
+    SqlOrganizationRepository,
+    SqlRateLimiter,
+    SqlUserRepository,
+)
+from adapters.sql.agents import SqlAgentRepository
+from adapters.sql.engine import create_engine
+from adapters.sql.uow import SqlUnitOfWork
+from adapters.system.clock import SystemClock, SystemRandom
+from application import accounts, agents
+from application.ports.accounts import (
+    ApiKeyRepository,
+    IdempotencyStore,
+    OrganizationRepository,
+    RateLimiter,
+    UserRepository,
+)
+from application.ports.agents import AgentRepository
+from application.ports.platform import Clock, Random, UnitOfWork
+from domain.rate_limit import default_windows
+from entrypoints.http.providers import HttpProvider
+from entrypoints.runtime import RateLimitPolicy, TransactionMode
+from entrypoints.settings import Settings
+
+MEMORY_URL = "memory://"
+
+
+class PlatformProvider(Provider):
+    scope = Scope.APP
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__()
+        self._settings = settings
+
+    @provide
+    def settings(self) -> Settings:
+        return self._settings
+
+    clock = provide(SystemClock, provides=Clock)
+    random = provide(SystemRandom, provides=Random)
+    memory_limiter = provide(InMemoryRateLimiter)
+
+    @provide
+    def rate_limit_policy(self, settings: Settings) -> RateLimitPolicy:
+        return RateLimitPolicy(default_windows(settings.rate_limit_per_minute, settings.rate_limit_per_hour))
+
+
+class DefaultTransactionModeProvider(Provider):
+    """Outside HTTP (CLI, worker) every transaction may write."""
+
+    @provide(scope=Scope.REQUEST)
+    def mode(self) -> TransactionMode:
+        return TransactionMode(write=True)
+
+
+class SqlProvider(Provider):
+    @provide(scope=Scope.APP)
+    async def engine(self, settings: Settings) -> AsyncIterator[AsyncEngine]:
+        engine = create_engine(settings.database_url, pool_size=settings.db_pool_size)
+        yield engine
+        await engine.dispose()
+
+    @provide(scope=Scope.REQUEST)
+    async def uow(self, engine: AsyncEngine, clock: Clock, mode: TransactionMode) -> AsyncIterator[SqlUnitOfWork]:
+        uow = SqlUnitOfWork(engine, clock, write=mode.write)
+        yield uow
+        await uow.close()
+
+    @provide(scope=Scope.REQUEST)
+    def uow_port(self, uow: SqlUnitOfWork) -> UnitOfWork:
+        return uow
+
+    organizations = provide(SqlOrganizationRepository, provides=OrganizationRepository, scope=Scope.REQUEST)
+    api_keys = provide(SqlApiKeyRepository, provides=ApiKeyRepository, scope=Scope.REQUEST)
+    users = provide(SqlUserRepository, provides=UserRepository, scope=Scope.REQUEST)
+    idempotency = provide(SqlIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
+    agents = provide(SqlAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
+
+    @provide(scope=Scope.REQUEST)
+    def limiter(self, settings: Settings, memory: InMemoryRateLimiter, uow: SqlUnitOfWork) -> RateLimiter:
+        return SqlRateLimiter(uow) if settings.shared_rate_limits else memory
+
+
+class MemoryProvider(Provider):
+    store = provide(InMemoryStore, scope=Scope.APP)
+
+    @provide(scope=Scope.REQUEST)
+    async def uow(self, store: InMemoryStore, clock: Clock) -> AsyncIterator[InMemoryUnitOfWork]:
+        uow = InMemoryUnitOfWork(store, clock)
+        yield uow
+        await uow.close()
+
+    @provide(scope=Scope.REQUEST)
+    def uow_port(self, uow: InMemoryUnitOfWork) -> UnitOfWork:
+        return uow
+
+    organizations = provide(InMemoryOrganizationRepository, provides=OrganizationRepository, scope=Scope.REQUEST)
+    api_keys = provide(InMemoryApiKeyRepository, provides=ApiKeyRepository, scope=Scope.REQUEST)
+    users = provide(InMemoryUserRepository, provides=UserRepository, scope=Scope.REQUEST)
+    idempotency = provide(InMemoryIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
+    agents = provide(InMemoryAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
+
+    @provide(scope=Scope.REQUEST)
+    def limiter(self, memory: InMemoryRateLimiter) -> RateLimiter:
+        return memory
+
+
+class UseCaseProvider(Provider):
+    scope = Scope.REQUEST
+
+    account_cases = provide_all(
+        accounts.Authenticate,
+        accounts.ResolveActingOrganization,
+        accounts.CreateOrganization,
+        accounts.CreateSubOrganization,
+        accounts.ListSubOrganizations,
+        accounts.GetSubOrganization,
+        accounts.UpdateSubOrganization,
+        accounts.DeleteSubOrganization,
+        accounts.IssueApiKey,
+        accounts.ManageApiKeys,
+        accounts.RotateApiKey,
+        accounts.CreateUser,
+    )
+    agent_cases = provide_all(
+        agents.CreateAgent,
+        agents.GetAgent,
+        agents.ListAgents,
+        agents.UpdateAgent,
+        agents.DeleteAgent,
+        agents.PublishAgent,
+        agents.DuplicateAgent,
+        agents.ListAgentVersions,
+        agents.GetAgentVersion,
+    )
+
+
+def persistence_provider(settings: Settings) -> Provider:
+    return MemoryProvider() if settings.database_url == MEMORY_URL else SqlProvider()
+
+
+def base_providers(settings: Settings) -> list[Provider]:
+    return [PlatformProvider(settings), persistence_provider(settings), UseCaseProvider()]
+
+
+def http_container(settings: Settings, *overrides: Provider) -> AsyncContainer:
+    """A container for the HTTP app: the request comes from Litestar."""
+    return make_async_container(*base_providers(settings), LitestarProvider(), HttpProvider(), *overrides)
+
+
+def build_container(settings: Settings, *overrides: Provider) -> AsyncContainer:
+    """A container for the CLI and the worker (no HTTP request in scope)."""
+    return make_async_container(*base_providers(settings), DefaultTransactionModeProvider(), *overrides)

@@ -1,0 +1,38 @@
+"""Small runtime values shared by the composition root and the entrypoints."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from dataclasses import dataclass
+
+from domain.rate_limit import Window
+
+request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionMode:
+    """Write transactions take the database's write lock up front (SQLite: BEGIN IMMEDIATE)."""
+
+    write: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitPolicy:
+    windows: tuple[Window, ...]
+
+
+class RequestIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id_var.get()
+        return True
+
+
+def configure_logging(level: str) -> None:
+    handler = logging.StreamHandler()
+    handler.addFilter(RequestIdFilter())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
