@@ -41,6 +41,7 @@ from application.ports.platform import Clock, Random, UnitOfWork
 from domain.rate_limit import default_windows
 from entrypoints.http.providers import HttpProvider
 from entrypoints.runtime import RateLimitPolicy, TransactionMode
+from entrypoints import features
 from entrypoints.settings import Settings
 
 MEMORY_URL = "memory://"
@@ -161,7 +162,10 @@ def persistence_provider(settings: Settings) -> Provider:
 
 
 def base_providers(settings: Settings) -> list[Provider]:
-    return [PlatformProvider(settings), persistence_provider(settings), UseCaseProvider()]
+    providers = [PlatformProvider(settings), persistence_provider(settings), UseCaseProvider()]
+    for feature in features.modules():
+        providers.extend(feature.providers(settings))
+    return providers
 
 
 def http_container(settings: Settings, *overrides: Provider) -> AsyncContainer:

@@ -12,6 +12,7 @@ from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme, Server
 
+from entrypoints import features
 from entrypoints.http import asgi
 from entrypoints.http.envelope import EXCEPTION_HANDLERS
 from entrypoints.http.pipeline import RequestPipeline
@@ -48,6 +49,8 @@ def route_handlers() -> list[Any]:
     handlers: list[Any] = []
     for module in ROUTE_MODULES:
         handlers.extend(module.ROUTES)
+    for feature in features.modules():
+        handlers.extend(getattr(feature, "ROUTES", []))
     return handlers
 
 

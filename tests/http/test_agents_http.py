@@ -1,0 +1,94 @@
+"""Agents through the real HTTP API."""
+
+from __future__ import annotations
+
+from tests.conftest import Api
+
+
+async def test_agent_lifecycle_create_publish_version_duplicate(any_api: Api) -> None:
+    t = await any_api.tenant()
+    c = any_api.client
+    created = await c.post("/v2/agents", json={"name": "Front desk", "prompt": "Hello {{contact_name}}"},
+                           headers=t.headers)
+    assert created.status_code == 201
+    agent = created.json()["data"]
+    assert agent["status"] == "draft" and agent["agent_mode"] == "outbound"
+
+    published = await c.post(f"/v2/agents/{agent['id']}/publish", headers=t.headers)
+    assert published.status_code == 200
+    assert published.json()["data"]["version"] == 1 and published.json()["data"]["status"] == "active"
+    await c.patch(f"/v2/agents/{agent['id']}", json={"prompt": "Changed"}, headers=t.headers)
+    second = await c.post(f"/api/v2/agents/{agent['id']}/publish", headers=t.headers)
+    assert second.json()["data"]["version"] == 2
+
+    versions = (await c.get(f"/v2/agents/{agent['id']}/versions", headers=t.headers)).json()["data"]
+    assert [v["version"] for v in versions] == [1, 2]
+    v1 = (await c.get(f"/v2/agents/{agent['id']}/versions/1", headers=t.headers)).json()["data"]
+    assert v1["snapshot"]["prompt"] == "Hello {{contact_name}}"
+
+    dup = await c.post(f"/v2/agents/{agent['id']}/duplicate", headers=t.headers)
+    assert dup.status_code == 201
+    assert dup.json()["data"]["name"] == "Front desk (Copy)" and dup.json()["data"]["status"] == "draft"
+
+
+async def test_archived_agent_cannot_be_published(api: Api) -> None:
+    t = await api.tenant()
+    agent = (await api.client.post("/v2/agents", json={"name": "A"}, headers=t.headers)).json()["data"]
+    archived = await api.client.patch(f"/v2/agents/{agent['id']}", json={"status": "archived"}, headers=t.headers)
+    assert archived.json()["data"]["status"] == "archived"
+    refused = await api.client.post(f"/v2/agents/{agent['id']}/publish", headers=t.headers)
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "invalid_transition"
+
+
+async def test_draft_cannot_be_activated_by_patch(api: Api) -> None:
+    t = await api.tenant()
+    agent = (await api.client.post("/v2/agents", json={"name": "A"}, headers=t.headers)).json()["data"]
+    refused = await api.client.patch(f"/v2/agents/{agent['id']}", json={"status": "active"}, headers=t.headers)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "invalid_transition"
+
+
+async def test_list_filters_and_meta(api: Api) -> None:
+    t = await api.tenant()
+    for name, mode in [("Sales bot", "outbound"), ("Support", "inbound"), ("Sales inbound", "inbound")]:
+        await api.client.post("/v2/agents", json={"name": name, "agent_mode": mode}, headers=t.headers)
+    page = (await api.client.get("/v2/agents?limit=2&offset=0", headers=t.headers)).json()
+    assert page["meta"] == {"total": 3, "limit": 2, "offset": 0} and len(page["data"]) == 2
+    sales = (await api.client.get("/v2/agents?search=sales&agent_mode=inbound", headers=t.headers)).json()
+    assert [a["name"] for a in sales["data"]] == ["Sales inbound"]
+    past_end = (await api.client.get("/v2/agents?offset=10", headers=t.headers)).json()
+    assert past_end["meta"]["total"] == 3 and past_end["data"] == []
+    bad = await api.client.get("/v2/agents?limit=101", headers=t.headers)
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_request"
+
+
+async def test_another_organizations_agent_is_not_found(api: Api) -> None:
+    a, b = await api.tenant(), await api.tenant()
+    agent = (await api.client.post("/v2/agents", json={"name": "Mine"}, headers=a.headers)).json()["data"]
+    for method in ("GET", "PATCH", "DELETE"):
+        r = await api.client.request(method, f"/v2/agents/{agent['id']}", headers=b.headers,
+                                     json={"name": "x"} if method == "PATCH" else None)
+        assert r.status_code == 404, method
+    assert (await api.client.get(f"/v2/agents/{agent['id']}", headers=a.headers)).status_code == 200
+
+
+async def test_delete_returns_204_and_agent_is_gone(api: Api) -> None:
+    t = await api.tenant()
+    agent = (await api.client.post("/v2/agents", json={"name": "A"}, headers=t.headers)).json()["data"]
+    r = await api.client.delete(f"/v2/agents/{agent['id']}", headers=t.headers)
+    assert r.status_code == 204 and r.content == b""
+    assert (await api.client.get(f"/v2/agents/{agent['id']}", headers=t.headers)).status_code == 404
+
+
+async def test_invalid_fields_give_validation_errors(api: Api) -> None:
+    t = await api.tenant()
+    r = await api.client.post("/v2/agents", json={"name": "A", "transfer_phone": "12"}, headers=t.headers)
+    assert r.status_code == 400
+    assert "transfer_phone" in r.json()["error"]["details"]["validation_errors"]
+    r = await api.client.post("/v2/agents", json={"name": "A", "timezone": "Mars/Base"}, headers=t.headers)
+    assert "timezone" in r.json()["error"]["details"]["validation_errors"]
+    r = await api.client.post("/v2/agents", json={"name": "A", "unknown": 1}, headers=t.headers)
+    assert r.status_code == 400
+    r = await api.client.post("/v2/agents", content=b"{not json", headers={**t.headers,
+                                                                         "Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "bad_request"
