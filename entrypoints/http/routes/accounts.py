@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from dishka import FromDishka
-from litestar.params import Parameter
+from litestar.params import JSONBody, Parameter
 
 from application import accounts as uc
 from application.context import Actor
@@ -60,7 +60,7 @@ async def list_keys(actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKey
 
 @endpoint("POST", "/api-keys", operation_id="createApiKey", summary="Create an API key (its secret is shown once)",
           tags=KEY_TAGS, scopes=("api-keys:write",), errors=_PLAN, idempotent=True, status_code=201)
-async def create_key(data: ApiKeyCreate, actor: FromDishka[Actor],
+async def create_key(data: JSONBody[ApiKeyCreate], actor: FromDishka[Actor],
                      issue: FromDishka[uc.IssueApiKey]) -> Envelope[ApiKeyCreated]:
     issued = await issue.execute(uc.IssueApiKeyCommand(
         actor.organization_id, require_non_blank(data.name, "name"), tuple(data.scopes), data.expires_at,
@@ -89,7 +89,7 @@ async def revoke_key(id: Id, actor: FromDishka[Actor], manage: FromDishka[uc.Man
           errors={403: "plan_required: rotation needs the business or enterprise plan", 404: "",
                   409: "conflict: the key is revoked, expired or already rotated"}, status_code=200)
 async def rotate_key(id: Id, actor: FromDishka[Actor], rotate: FromDishka[uc.RotateApiKey],
-                     data: ApiKeyRotate | None = None) -> Envelope[ApiKeyRotated]:
+                     data: JSONBody[ApiKeyRotate | None] = None) -> Envelope[ApiKeyRotated]:
     result = await rotate.execute(actor, id, data.grace_period_hours if data else None)
     return Envelope(ApiKeyRotated(result.issued.record.id or 0, result.issued.secret, id,
                                   result.previous_key_expires_at))
@@ -108,7 +108,7 @@ async def list_orgs(actor: FromDishka[Actor], use_case: FromDishka[uc.ListSubOrg
 
 @endpoint("POST", "/organizations", operation_id="createOrganization", summary="Create a sub-organization",
           tags=ORG_TAGS, scopes=("organizations:write",), errors=_PARTNER, idempotent=True, status_code=201)
-async def create_org(data: OrganizationCreate, actor: FromDishka[Actor],
+async def create_org(data: JSONBody[OrganizationCreate], actor: FromDishka[Actor],
                      use_case: FromDishka[uc.CreateSubOrganization]) -> Envelope[OrganizationOut]:
     org = await use_case.execute(actor, require_non_blank(data.name, "name"), data.plan)
     return Envelope(OrganizationOut.of(org))
@@ -124,7 +124,7 @@ async def get_org(id: Id, actor: FromDishka[Actor],
 @endpoint("PATCH", "/organizations/{id:int}", operation_id="updateOrganization",
           summary="Update a sub-organization", tags=ORG_TAGS, scopes=("organizations:write",),
           errors={**_PARTNER, 404: ""})
-async def update_org(id: Id, data: OrganizationUpdate, actor: FromDishka[Actor],
+async def update_org(id: Id, data: JSONBody[OrganizationUpdate], actor: FromDishka[Actor],
                      use_case: FromDishka[uc.UpdateSubOrganization]) -> Envelope[OrganizationOut]:
     return Envelope(OrganizationOut.of(await use_case.execute(actor, id, set_fields(data))))
 

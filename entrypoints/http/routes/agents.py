@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from dishka import FromDishka
-from litestar.params import Parameter
+from litestar.params import JSONBody, Parameter
 
 from application import agents as uc
 from application.context import Actor
@@ -53,8 +53,8 @@ async def list_agents(
     use_case: FromDishka[uc.ListAgents],
     limit: Limit = 25,
     offset: Offset = 0,
-    status: Literal["draft", "active", "paused", "archived"] | None = None,
-    agent_mode: Literal["outbound", "inbound", "bidirectional"] | None = None,
+    status: Annotated[Literal["draft", "active", "paused", "archived"] | None, Parameter(query="status")] = None,
+    agent_mode: Annotated[Literal["outbound", "inbound", "bidirectional"] | None, Parameter(query="agent_mode")] = None,
     search: Annotated[str | None, Parameter(max_length=200)] = None,
 ) -> ListEnvelope[AgentOut]:
     page = await use_case.execute(actor, AgentFilter(status, agent_mode, search or None), PageRequest(limit, offset))
@@ -63,7 +63,7 @@ async def list_agents(
 
 @endpoint("POST", "/agents", operation_id="createAgent", summary="Create an agent", tags=TAGS,
           scopes=("agents:write",), idempotent=True)
-async def create_agent(data: AgentCreate, actor: FromDishka[Actor],
+async def create_agent(data: JSONBody[AgentCreate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.CreateAgent]) -> Envelope[AgentOut]:
     fields = _domain_fields({f: getattr(data, f) for f in data.__struct_fields__})
     agent = await use_case.execute(uc.CreateAgentCommand(actor, fields))
@@ -78,7 +78,7 @@ async def get_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[
 
 @endpoint("PATCH", "/agents/{id:int}", operation_id="updateAgent", summary="Update an agent", tags=TAGS,
           scopes=("agents:write",), errors={404: "", 409: "invalid_transition: the status move is not allowed"})
-async def update_agent(id: AgentId, data: AgentUpdate, actor: FromDishka[Actor],
+async def update_agent(id: AgentId, data: JSONBody[AgentUpdate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.UpdateAgent]) -> Envelope[AgentOut]:
     changes = _domain_fields(set_fields(data))
     agent = await use_case.execute(uc.UpdateAgentCommand(actor, id, changes))
@@ -106,7 +106,7 @@ async def publish_agent(id: AgentId, actor: FromDishka[Actor],
           summary="Duplicate an agent (as a draft)", tags=TAGS, scopes=("agents:write",), errors={404: ""},
           status_code=201)
 async def duplicate_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.DuplicateAgent],
-                          data: AgentDuplicate | None = None) -> Envelope[AgentOut]:
+                          data: JSONBody[AgentDuplicate | None] = None) -> Envelope[AgentOut]:
     name = require_non_blank(data.name, "name") if data and data.name is not None else None
     return Envelope(AgentOut.of(await use_case.execute(actor, id, name)))
 

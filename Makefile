@@ -1,0 +1,39 @@
+# Parley — `make run` serves the API on the embedded SQLite database; `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-fast lint venv migrate bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+run: venv
+	@$(BIN)/parley migrate >/dev/null
+	@$(BIN)/parley admin demo-key | $(BIN)/python -c 'import json,sys; d=json.load(sys.stdin); print("\nDemo API key (organization %s, all scopes):\n\n    %s\n\nTry: curl -H \"Authorization: Bearer %s\" http://127.0.0.1:8000/v2/agents\n" % (d["organization_id"], d["key"], d["key"]))'
+	$(BIN)/parley serve
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/pytest -q
+
+test-fast: lint
+	$(BIN)/pytest -q -m "not slow"
+
+migrate: venv
+	$(BIN)/parley migrate
+
+bench: venv
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,33 @@
+"""ASGI factory for servers (`uvicorn --factory entrypoints.asgi_app:make_app`)."""
+
+from __future__ import annotations
+
+import os
+
+from litestar import Litestar
+
+from entrypoints.http.app import create_app
+from entrypoints.ioc import build_container, http_container
+from entrypoints.runtime import configure_logging
+from entrypoints.settings import Settings
+from entrypoints.worker import InProcessWorker
+
+
+def make_app() -> Litestar:
+    settings = Settings.from_env().with_secret_key()
+    configure_logging(settings.log_level)
+    app = create_app(http_container(settings), settings)
+    if os.environ.get("PARLEY_IN_PROCESS_WORKER") == "1":
+        worker_container = build_container(settings)
+        worker = InProcessWorker(worker_container, settings)
+
+        async def start_worker(_: Litestar) -> None:
+            await worker.start()
+
+        async def stop_worker(_: Litestar) -> None:
+            await worker.close()
+            await worker_container.close()
+
+        app.on_startup.append(start_worker)
+        app.on_shutdown.insert(0, stop_worker)
+    return app

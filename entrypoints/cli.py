@@ -1,0 +1,203 @@
+"""The `parley` command: serve, worker, migrate and operator (admin) commands printing JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from application.accounts import (
+    CreateOrganization,
+    CreateOrganizationCommand,
+    CreateUser,
+    IssueApiKey,
+    IssueApiKeyCommand,
+)
+from application.ports.platform import UnitOfWork
+from domain.errors import DomainError
+from entrypoints.ioc import build_container
+from entrypoints.runtime import configure_logging
+from entrypoints.settings import Settings
+
+
+def _settings() -> Settings:
+    return Settings.from_env()
+
+
+def migrate(settings: Settings) -> None:
+    from adapters.sql.schema import upgrade  # the composition root may name adapters
+
+    if settings.database_url.startswith("memory://"):
+        return
+    upgrade(settings.database_url)
+
+
+async def _in_transaction(settings: Settings, work: Any) -> Any:
+    container = build_container(settings)
+    try:
+        async with container() as request:
+            result = await work(request)
+            await (await request.get(UnitOfWork)).commit()
+            return result
+    finally:
+        await container.close()
+
+
+def _print(obj: dict[str, Any]) -> None:
+    print(json.dumps(obj, default=str))
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+async def create_org(settings: Settings, name: str, plan: str, org_type: str, parent: int | None) -> dict[str, Any]:
+    async def work(r: Any) -> dict[str, Any]:
+        org = await (await r.get(CreateOrganization)).execute(CreateOrganizationCommand(name, plan, org_type, parent))
+        return {"id": org.id, "name": org.name, "plan": org.plan, "org_type": org.org_type, "parent_id": org.parent_id}
+
+    return await _in_transaction(settings, work)
+
+
+async def create_key(settings: Settings, org: int, scopes: list[str], name: str,
+                     expires_in_days: int | None) -> dict[str, Any]:
+    expires = datetime.now(UTC) + timedelta(days=expires_in_days) if expires_in_days else None
+
+    async def work(r: Any) -> dict[str, Any]:
+        issued = await (await r.get(IssueApiKey)).execute(IssueApiKeyCommand(org, name, tuple(scopes), expires))
+        rec = issued.record
+        return {"id": rec.id, "key": issued.secret, "organization_id": rec.organization_id, "name": rec.name,
+                "scopes": list(rec.scopes), "expires_at": _iso(rec.expires_at)}
+
+    return await _in_transaction(settings, work)
+
+
+async def create_user(settings: Settings, org: int, email: str, password: str) -> dict[str, Any]:
+    async def work(r: Any) -> dict[str, Any]:
+        user_id = await (await r.get(CreateUser)).execute(org, email, password)
+        return {"id": user_id, "organization_id": org, "email": email.lower()}
+
+    return await _in_transaction(settings, work)
+
+
+async def demo_key(settings: Settings) -> dict[str, Any]:
+    """The demo organization and key `make run` prints; created once, kept under var/."""
+    path = settings.var_dir / "demo.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    org = await create_org(settings, "Demo Agency", "enterprise", "partner", None)
+    key = await create_key(settings, org["id"], ["*"], "demo", None)
+    demo = {"organization_id": org["id"], "key_id": key["id"], "key": key["key"]}
+    settings.var_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(demo))
+    path.chmod(0o600)
+    return demo
+
+
+def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bool, server: str) -> int:
+    migrate(settings)
+    env = dict(os.environ)
+    env["PARLEY_SECRET_KEY"] = settings.with_secret_key().secret_key
+    env["PARLEY_PROCESSES"] = str(workers)
+    worker_process = None
+    if run_worker and workers == 1:
+        env["PARLEY_IN_PROCESS_WORKER"] = "1"
+    elif run_worker:
+        worker_process = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], env=env)
+    os.environ.update(env)
+    try:
+        if server == "granian":
+            from granian import Granian
+            from granian.constants import Interfaces
+
+            Granian("entrypoints.asgi_app:make_app", address=host, port=port, workers=workers,
+                    interface=Interfaces.ASGI, factory=True).serve()
+        else:
+            import uvicorn
+
+            uvicorn.run("entrypoints.asgi_app:make_app", factory=True, host=host, port=port, workers=workers,
+                        log_level=settings.log_level.lower(), access_log=False, lifespan="on")
+    finally:
+        if worker_process is not None:
+            worker_process.terminate()
+            worker_process.wait(timeout=20)
+    return 0
+
+
+def worker(settings: Settings) -> int:
+    from entrypoints.worker import run_worker
+
+    settings = settings.with_secret_key()
+    migrate(settings)
+    configure_logging(settings.log_level)
+    asyncio.run(run_worker(settings, build_container))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="parley", description="Parley partner API")
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="migrate, then serve the API (with the background worker)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--no-worker", action="store_true")
+    s.add_argument("--server", choices=["uvicorn", "granian"], default=os.environ.get("PARLEY_SERVER", "uvicorn"))
+    sub.add_parser("worker", help="run only the background worker")
+    sub.add_parser("migrate", help="bring the database schema up to date")
+    admin = sub.add_parser("admin", help="operator commands (print JSON)").add_subparsers(dest="admin", required=True)
+    o = admin.add_parser("create-org")
+    o.add_argument("--name", required=True)
+    o.add_argument("--plan", choices=["starter", "business", "enterprise"], default="business")
+    o.add_argument("--type", dest="org_type", choices=["standard", "partner"], default="standard")
+    o.add_argument("--parent", type=int, default=None)
+    k = admin.add_parser("create-key")
+    k.add_argument("--org", type=int, required=True)
+    k.add_argument("--scopes", required=True, help='comma-separated, e.g. "agents:read,calls:*"')
+    k.add_argument("--name", default="cli")
+    k.add_argument("--expires-in-days", type=int, default=None)
+    u = admin.add_parser("create-user")
+    u.add_argument("--org", type=int, required=True)
+    u.add_argument("--email", required=True)
+    u.add_argument("--password", required=True)
+    admin.add_parser("demo-key", help="create (once) and print the demo organization's key")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    settings = _settings()
+    if args.command == "serve":
+        return serve(settings, args.host, args.port, args.workers, not args.no_worker, args.server)
+    if args.command == "worker":
+        return worker(settings)
+    if args.command == "migrate":
+        migrate(settings)
+        print(json.dumps({"migrated": True}))
+        return 0
+    migrate(settings)
+    try:
+        if args.admin == "create-org":
+            _print(asyncio.run(create_org(settings, args.name, args.plan, args.org_type, args.parent)))
+        elif args.admin == "create-key":
+            scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
+            _print(asyncio.run(create_key(settings, args.org, scopes, args.name, args.expires_in_days)))
+        elif args.admin == "create-user":
+            _print(asyncio.run(create_user(settings, args.org, args.email, args.password)))
+        elif args.admin == "demo-key":
+            _print(asyncio.run(demo_key(settings)))
+    except DomainError as exc:
+        print(json.dumps({"error": {"code": exc.code, "message": exc.message, "details": exc.details}}),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
