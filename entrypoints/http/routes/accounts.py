@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from dishka import FromDishka
-from litestar.params import JSONBody, Parameter
+from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application import accounts as uc
 from application.context import Actor
@@ -29,9 +29,9 @@ from entrypoints.http.validation import require_non_blank, set_fields
 
 KEY_TAGS = ["API keys"]
 ORG_TAGS = ["Organizations"]
-Limit = Annotated[int, Parameter(ge=1, le=100)]
-Offset = Annotated[int, Parameter(ge=0)]
-Id = Annotated[int, Parameter(ge=1, le=2**53)]
+Limit = Annotated[int, QueryParameter(ge=1, le=100)]
+Offset = Annotated[int, QueryParameter(ge=0)]
+Id = Annotated[int, PathParameter(ge=1, le=2**53)]
 _PLAN = {403: "plan_required: API key management needs the enterprise plan"}
 
 _CATALOGUE = ScopeCatalogue(

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from dishka import FromDishka
-from litestar.params import JSONBody, Parameter
+from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application import agents as uc
 from application.context import Actor
@@ -24,9 +24,9 @@ from entrypoints.http.schemas.agents import (
 from entrypoints.http.validation import e164, require_non_blank, set_fields, timezone
 
 TAGS = ["Agents"]
-Limit = Annotated[int, Parameter(ge=1, le=100, description="Page size (1-100)")]
-Offset = Annotated[int, Parameter(ge=0, description="Items to skip")]
-AgentId = Annotated[int, Parameter(ge=1, le=2**53, description="Agent id")]
+Limit = Annotated[int, QueryParameter(ge=1, le=100, description="Page size (1-100)")]
+Offset = Annotated[int, QueryParameter(ge=0, description="Items to skip")]
+AgentId = Annotated[int, PathParameter(ge=1, le=2**53, description="Agent id")]
 
 
 def _domain_fields(values: dict[str, Any]) -> dict[str, Any]:
@@ -53,9 +53,9 @@ async def list_agents(
     use_case: FromDishka[uc.ListAgents],
     limit: Limit = 25,
     offset: Offset = 0,
-    status: Annotated[Literal["draft", "active", "paused", "archived"] | None, Parameter(query="status")] = None,
-    agent_mode: Annotated[Literal["outbound", "inbound", "bidirectional"] | None, Parameter(query="agent_mode")] = None,
-    search: Annotated[str | None, Parameter(max_length=200)] = None,
+    status: Annotated[Literal["draft", "active", "paused", "archived"] | None, QueryParameter()] = None,
+    agent_mode: Annotated[Literal["outbound", "inbound", "bidirectional"] | None, QueryParameter()] = None,
+    search: Annotated[str | None, QueryParameter(max_length=200)] = None,
 ) -> ListEnvelope[AgentOut]:
     page = await use_case.execute(actor, AgentFilter(status, agent_mode, search or None), PageRequest(limit, offset))
     return ListEnvelope([AgentOut.of(a) for a in page.items], ListMeta(page.total, page.limit, page.offset))
@@ -121,7 +121,7 @@ async def list_versions(id: AgentId, actor: FromDishka[Actor],
 
 @endpoint("GET", "/agents/{id:int}/versions/{version:int}", operation_id="getAgentVersion",
           summary="Get a published version's snapshot", tags=TAGS, scopes=("agents:read",), errors={404: ""})
-async def get_version(id: AgentId, version: Annotated[int, Parameter(ge=1, le=2**31)], actor: FromDishka[Actor],
+async def get_version(id: AgentId, version: Annotated[int, PathParameter(ge=1, le=2**31)], actor: FromDishka[Actor],
                       use_case: FromDishka[uc.GetAgentVersion]) -> Envelope[VersionDetail]:
     return Envelope(VersionDetail.of(await use_case.execute(actor, id, version)))
 

@@ -1,0 +1,72 @@
+"""Rate limits (DECISIONS §5): fixed windows per key lineage, 429 with Retry-After."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from adapters.memory.clock import ManualClock
+from tests.conftest import ApiFactory
+
+START = datetime(2026, 5, 4, 10, 0, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("backend", ["memory", "database"])
+async def test_minute_window_refuses_with_retry_after(make_api: ApiFactory, sql_url: str, backend: str) -> None:
+    clock = ManualClock(START)
+    api = await make_api(sql_url, clock=clock, rate_limit_per_minute=3, rate_limit_per_hour=100,
+                         rate_limit_backend=backend)
+    t = await api.tenant()
+    remaining = []
+    for _ in range(3):
+        r = await api.client.get("/v2/agents", headers=t.headers)
+        assert r.status_code == 200
+        remaining.append(int(r.headers["x-ratelimit-remaining"]))
+        assert r.headers["x-ratelimit-limit"] == "3"
+        assert int(r.headers["x-ratelimit-reset"]) == int(START.timestamp()) - 10 + 60
+    assert remaining == [2, 1, 0]
+    refused = await api.client.get("/v2/agents", headers=t.headers)
+    assert refused.status_code == 429
+    body = refused.json()
+    assert body["success"] is False and body["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+    assert refused.headers["retry-after"] == "50" and body["error"]["retry_after"] == 50
+    assert "x-request-id" in refused.headers
+    clock.advance(seconds=50)
+    assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 200
+
+
+async def test_refused_requests_do_not_consume_quota(make_api: ApiFactory, sqlite_url: str) -> None:
+    clock = ManualClock(START)
+    api = await make_api(sqlite_url, clock=clock, rate_limit_per_minute=2, rate_limit_per_hour=3)
+    t = await api.tenant()
+    for _ in range(2):
+        assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 200
+    for _ in range(5):
+        assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 429
+    clock.advance(seconds=60)
+    ok = await api.client.get("/v2/agents", headers=t.headers)
+    assert ok.status_code == 200
+    # the hour window is now the tightest: 3 allowed, 3 used
+    assert ok.headers["x-ratelimit-limit"] == "3" and ok.headers["x-ratelimit-remaining"] == "0"
+    hour = await api.client.get("/v2/agents", headers=t.headers)
+    assert hour.status_code == 429
+    assert int(hour.headers["retry-after"]) == int(datetime(2026, 5, 4, 11, tzinfo=UTC).timestamp()
+                                                    - clock.now().timestamp())
+
+
+async def test_keys_have_their_own_counters_and_rotation_shares_them(make_api: ApiFactory, sqlite_url: str) -> None:
+    clock = ManualClock(START)
+    api = await make_api(sqlite_url, clock=clock, rate_limit_per_minute=3, rate_limit_per_hour=100)
+    a = await api.tenant(plan="enterprise")
+    b = await api.key_for(a.organization_id, ("*",))
+    await api.client.get("/v2/agents", headers=a.headers)
+    r = await api.client.get("/v2/agents", headers=b.headers)
+    assert r.headers["x-ratelimit-remaining"] == "2"
+    rotated = await api.client.post(f"/v2/api-keys/{a.key_id}/rotate", json={}, headers=a.headers)
+    assert rotated.status_code == 200
+    new = {"Authorization": f"Bearer {rotated.json()['data']['key']}"}
+    r = await api.client.get("/v2/agents", headers=new)
+    assert r.status_code == 200 and r.headers["x-ratelimit-remaining"] == "0"  # a's GET + rotate + this one
+    assert (await api.client.get("/v2/agents", headers=a.headers)).status_code == 429  # old key, same lineage
+    assert (await api.client.get("/v2/agents", headers=b.headers)).status_code == 200
