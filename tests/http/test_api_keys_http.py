@@ -1,0 +1,101 @@
+"""API keys through HTTP: catalogue, plan gates, create/list/get/revoke, rotation with grace."""
+
+from __future__ import annotations
+
+from adapters.memory.clock import ManualClock
+from tests.conftest import Api, ApiFactory
+
+
+async def test_scope_catalogue_lists_scopes_and_presets(api: Api) -> None:
+    t = await api.tenant(plan="business", scopes=("api-keys:read",))
+    data = (await api.client.get("/v2/api-keys/scopes", headers=t.headers)).json()["data"]
+    scopes = {s["scope"]: s["description"] for s in data["scopes"]}
+    assert "agents:read" in scopes and all(scopes.values())
+    assert len(scopes) >= 40
+    assert set(data["presets"]) >= {"read_only", "full_access", "calls_only", "scheduling_only"}
+    assert "agents:*" in {w["scope"] for w in data["wildcards"]}
+
+
+async def test_key_management_needs_enterprise(api: Api) -> None:
+    t = await api.tenant(plan="business")
+    for method, path, body in [("GET", "/v2/api-keys", None), ("POST", "/v2/api-keys", {"name": "x", "scopes": ["*"]}),
+                               ("GET", f"/v2/api-keys/{t.key_id}", None), ("DELETE", f"/v2/api-keys/{t.key_id}", None)]:
+        r = await api.client.request(method, path, json=body, headers=t.headers)
+        assert r.status_code == 403, (method, path)
+        assert r.json()["error"]["code"] == "plan_required"
+
+
+async def test_create_list_get_revoke(api: Api) -> None:
+    t = await api.tenant(plan="enterprise")
+    created = await api.client.post("/v2/api-keys", json={"name": "crm", "scopes": ["agents:read"]},
+                                    headers=t.headers)
+    assert created.status_code == 201
+    new = created.json()["data"]
+    assert new["key"].startswith("parley_sk_") and new["scopes"] == ["agents:read"]
+    assert new["last_four"] == new["key"][-4:]
+    new_headers = {"Authorization": f"Bearer {new['key']}"}
+    assert (await api.client.get("/v2/agents", headers=new_headers)).status_code == 200
+    assert (await api.client.post("/v2/agents", json={"name": "x"}, headers=new_headers)).status_code == 403
+
+    listed = (await api.client.get("/v2/api-keys", headers=t.headers)).json()
+    assert listed["meta"]["total"] == 2
+    assert all("key" not in k and "key_hash" not in k for k in listed["data"])
+    assert new["key"] not in str(listed)
+    one = (await api.client.get(f"/v2/api-keys/{new['id']}", headers=t.headers)).json()["data"]
+    assert one["status"] == "active" and one["prefix"] == new["key"][:14]
+
+    assert (await api.client.delete(f"/v2/api-keys/{new['id']}", headers=t.headers)).status_code == 204
+    revoked = await api.client.get("/v2/agents", headers=new_headers)
+    assert revoked.status_code == 401 and revoked.json()["error"]["code"] == "INVALID_API_KEY"
+    assert (await api.client.get(f"/v2/api-keys/{new['id']}", headers=t.headers)).json()["data"]["status"] == "revoked"
+
+
+async def test_a_key_cannot_grant_more_than_it_holds(api: Api) -> None:
+    t = await api.tenant(plan="enterprise", scopes=("api-keys:write", "agents:read"))
+    ok = await api.client.post("/v2/api-keys", json={"name": "r", "scopes": ["agents:read"]}, headers=t.headers)
+    assert ok.status_code == 201
+    for scopes in (["agents:write"], ["*"], ["agents:*"]):
+        r = await api.client.post("/v2/api-keys", json={"name": "w", "scopes": scopes}, headers=t.headers)
+        assert r.status_code == 400 and "scopes" in r.json()["error"]["details"]["validation_errors"]
+
+
+async def test_invalid_key_requests(api: Api) -> None:
+    t = await api.tenant(plan="enterprise")
+    for body in ({"name": "x", "scopes": []}, {"name": "x", "scopes": ["agents:fly"]},
+                 {"name": "x", "scopes": ["*"], "expires_at": "2000-01-01T00:00:00Z"}, {"name": "", "scopes": ["*"]}):
+        r = await api.client.post("/v2/api-keys", json=body, headers=t.headers)
+        assert r.status_code == 400, body
+    assert (await api.client.get("/v2/api-keys/999999", headers=t.headers)).status_code == 404
+
+
+async def test_rotation_keeps_the_old_key_for_the_grace_period(make_api: ApiFactory, sqlite_url: str) -> None:
+    clock = ManualClock()
+    api = await make_api(sqlite_url, clock=clock)
+    t = await api.tenant(plan="business", scopes=("api-keys:manage", "agents:read"))
+    r = await api.client.post(f"/v2/api-keys/{t.key_id}/rotate", json={"grace_period_hours": 2}, headers=t.headers)
+    assert r.status_code == 200
+    data = r.json()["data"]
+    assert data["key"] != t.key and data["id"] != t.key_id
+    assert data["previous_key_expires_at"].startswith(clock.now().replace(microsecond=0).isoformat()[:11])
+    new = {"Authorization": f"Bearer {data['key']}"}
+    old = await api.client.get("/v2/agents", headers=t.headers)
+    assert old.status_code == 200 and "x-api-key-expires-in-days" in old.headers  # expiring within 7 days
+    assert (await api.client.get("/v2/agents", headers=new)).status_code == 200
+    again = await api.client.post(f"/v2/api-keys/{t.key_id}/rotate", json={}, headers=t.headers)
+    assert again.status_code == 409
+    clock.advance(hours=2, seconds=1)
+    assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 401
+    assert (await api.client.get("/v2/agents", headers=new)).status_code == 200
+
+
+async def test_rotation_grace_bounds_and_plan(api: Api) -> None:
+    t = await api.tenant(plan="enterprise")
+    for hours in (0, 169):
+        r = await api.client.post(f"/v2/api-keys/{t.key_id}/rotate", json={"grace_period_hours": hours},
+                                  headers=t.headers)
+        assert r.status_code == 400
+    starter = await api.tenant(plan="starter")
+    r = await api.client.post(f"/v2/api-keys/{starter.key_id}/rotate", json={}, headers=starter.headers)
+    assert r.status_code == 403 and r.json()["error"]["code"] == "plan_required"
+    default = await api.client.post(f"/v2/api-keys/{t.key_id}/rotate", headers=t.headers)
+    assert default.status_code == 200
