@@ -191,7 +191,7 @@ async def container(database_url: str, tmp_root: Path) -> AsyncIterator[Any]:
     """A container on each backend (memory, SQLite, PostgreSQL) for contract tests:
     ``async with container() as r: repo = await r.get(Port)``."""
     settings = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
-                        allow_loopback_targets=True)
+                        allow_loopback_targets=True, rate_limit_backend="database")
     built = build_container(settings)
     yield built
     await built.close()

@@ -1,0 +1,120 @@
+"""The foundation's ports behave the same on memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from application.ports.accounts import ApiKeyRepository, IdempotencyStore, OrganizationRepository, RateLimiter
+from application.ports.agents import AgentFilter, AgentRepository
+from application.ports.platform import PageRequest, UnitOfWork
+from domain.agents import Agent, AgentVersion
+from domain.api_keys import ApiKey, digest
+from domain.idempotency import IdempotencyRecord, StoredResponse
+from domain.rate_limit import Window
+from tests.conftest import new_organization
+
+NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
+
+
+async def test_agents_are_stored_filtered_and_scoped(container: Any) -> None:
+    org = await new_organization(container)
+    other = await new_organization(container)
+    async with container() as r:
+        repo = await r.get(AgentRepository)
+        a = await repo.add(Agent(None, org, "Alpha sales", metadata={"k": [1]}, created_at=NOW, updated_at=NOW))
+        await repo.add(Agent(None, org, "Beta", agent_mode="inbound", created_at=NOW, updated_at=NOW))
+        await repo.add(Agent(None, other, "Alpha other", created_at=NOW, updated_at=NOW))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(AgentRepository)
+        got = await repo.get(org, a.id)
+        assert got is not None and got.metadata == {"k": [1]} and got.created_at == NOW
+        assert await repo.get(other, a.id) is None
+        page = await repo.list(org, AgentFilter(search="alpha"), PageRequest(10, 0))
+        assert [x.name for x in page.items] == ["Alpha sales"] and page.total == 1
+        page = await repo.list(org, AgentFilter(agent_mode="inbound"), PageRequest(10, 0))
+        assert [x.name for x in page.items] == ["Beta"]
+        assert (await repo.list(org, AgentFilter(), PageRequest(1, 5))).total == 2
+        await repo.add_version(org, AgentVersion(a.id, 1, {"prompt": "p"}, NOW, None))
+        assert [v.version for v in await repo.list_versions(org, a.id)] == [1]
+        assert await repo.get_version(other, a.id, 1) is None
+        await repo.update(replace(got, name="Renamed", status="paused"))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(AgentRepository)
+        got = await repo.get(org, a.id)
+        assert got is not None and got.name == "Renamed" and got.status == "paused"
+        await repo.delete(org, a.id)
+        await (await r.get(UnitOfWork)).rollback()
+        assert await repo.get(org, a.id) is not None  # rolled back
+        await repo.delete(org, a.id)
+        await (await r.get(UnitOfWork)).commit()
+        assert await repo.get(org, a.id) is None
+
+
+async def test_api_keys_resolve_by_hash_with_their_organization(container: Any) -> None:
+    org = await new_organization(container, plan="business")
+    async with container() as r:
+        keys = await r.get(ApiKeyRepository)
+        stored = await keys.add(ApiKey(None, org, "k", "parley_sk_x", "abcd", digest(f"secret-{org}"), ("agents:read",),
+                                       "active", NOW, None, None, None))
+        assert stored.lineage_id == stored.id
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        keys = await r.get(ApiKeyRepository)
+        found = await keys.find_credential(digest(f"secret-{org}"))
+        assert found is not None
+        key, organization = found
+        assert key.id == stored.id and organization.id == org and organization.plan == "business"
+        assert await keys.find_credential(digest("nope")) is None
+        await keys.update(replace(key, status="revoked"))
+        await (await r.get(UnitOfWork)).commit()
+        assert (await keys.get(org, key.id)).status == "revoked"  # type: ignore[union-attr]
+
+
+async def test_deleted_organizations_disappear(container: Any) -> None:
+    org = await new_organization(container, org_type="partner")
+    async with container() as r:
+        orgs = await r.get(OrganizationRepository)
+        await orgs.delete(org, NOW)
+        await (await r.get(UnitOfWork)).commit()
+        assert await orgs.get(org) is None
+
+
+async def test_idempotency_claims_are_exclusive(container: Any) -> None:
+    org = await new_organization(container)
+    record = IdempotencyRecord(org, "k", "fp", NOW, NOW, "t1", None)
+    async with container() as r:
+        store = await r.get(IdempotencyStore)
+        assert await store.insert_if_absent(record)
+        assert not await store.insert_if_absent(replace(record, token="t2"))
+        await (await r.get(UnitOfWork)).commit()
+        assert not await store.take_over(replace(record, token="wrong"), replace(record, token="t3"))
+        assert await store.take_over(record, replace(record, token="t3"))
+        await store.complete(org, "k", "t3", StoredResponse(201, (("content-type", "application/json"),), b"{}"))
+        await (await r.get(UnitOfWork)).commit()
+        got = await store.get(org, "k")
+        assert got is not None and got.response == StoredResponse(201, (("content-type", "application/json"),), b"{}")
+        assert got.locked_at is None
+        await store.release(org, "k", "not-mine")
+        assert await store.get(org, "k") is not None
+        assert await store.purge_expired(NOW + timedelta(days=2)) >= 1
+        await (await r.get(UnitOfWork)).commit()
+        assert await store.get(org, "k") is None
+
+
+async def test_rate_limiter_counts_and_refuses(container: Any) -> None:
+    windows = (Window(60, 2), Window(3600, 100))
+    bucket = f"contract:{id(container)}:{NOW.timestamp()}"
+    async with container() as r:
+        limiter = await r.get(RateLimiter)
+        first = await limiter.hit(bucket, windows, NOW)
+        second = await limiter.hit(bucket, windows, NOW)
+        third = await limiter.hit(bucket, windows, NOW + timedelta(seconds=1))
+        assert first.allowed and second.allowed and not third.allowed
+        assert (first.remaining, second.remaining) == (1, 0)
+        assert third.retry_after == 59
+        later = await limiter.hit(bucket, windows, NOW + timedelta(seconds=60))
+        assert later.allowed
