@@ -1,0 +1,639 @@
+"""In-house scheduling: calendars, availability rules, blackouts, open slots and the appointment machine.
+
+Pure domain code (standard library only). Every instant this module hands out is an aware UTC
+``datetime``; local time only exists while rules are expanded and when a value is rendered.
+
+Slot generation (``open_slots``)
+--------------------------------
+* Rules are expanded per LOCAL date in the calendar's zone: a rule with weekday ``w`` applies to every
+  local date whose weekday is ``w``.
+* A rule window on local date ``D`` is the elapsed interval from the FIRST instant at which the local
+  clock reads ``D start_time`` to the LAST instant at which it reads ``D end_time``.  Slots are stepped
+  from the window start in elapsed (UTC) time, ``slot_duration_minutes`` apart, and a slot must end no
+  later than the window end.  Stepping in elapsed time never lands on a nonexistent local time.
+* DST choice -- spring forward (gap): a rule start (or end) that does not exist on that date is
+  SHIFTED to the first existing instant, i.e. the transition instant itself.  A 02:30-05:00 rule in
+  New York on the spring-forward day therefore starts at 03:00 EDT; a 02:00-03:00 rule that lies
+  entirely inside the gap yields nothing that day.
+* Fall back (repeated hour): the window starts at the earlier occurrence of the start time and ends
+  at the later occurrence of the end time, so a rule covering the repeated hour yields BOTH instants
+  (01:00 EDT and 01:00 EST in New York).
+* Busy time = ``pending`` and ``confirmed`` appointments widened by ``buffer_minutes`` on both sides,
+  plus blackouts (not widened).  Intervals are half-open ``[start, end)``: touching is not overlapping.
+* A slot is offered when it overlaps no busy time, starts at or after ``now + min_notice_minutes``,
+  starts strictly before ``now + horizon_days`` and starts inside ``[range_start, range_end)``
+  (membership by start, so consecutive ranges partition the slots).  Output is sorted and unique.
+* Busy intervals are merged once and probed with ``bisect``: O((S + B) log B) for S candidates and
+  B busy intervals.
+
+Appointment machine
+-------------------
+``none --book--> confirmed``, ``none --request--> pending``, ``pending --approve--> confirmed``,
+``pending --decline--> cancelled (declined)``, ``pending|confirmed --cancel--> cancelled (cancelled)``,
+``pending|confirmed --reschedule--> cancelled (rescheduled)``,
+``confirmed --complete--> completed``, ``confirmed --no_show--> no_show``.
+A PENDING appointment may be rescheduled: the old row is cancelled (reason ``rescheduled``) and the
+replacement (``Appointment.replacement``) keeps the pending status, so it still awaits approval.
+``cancelled``, ``completed`` and ``no_show`` are terminal.  Every change bumps ``sequence`` (ICS SEQUENCE).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from domain.errors import InvalidTransition, SlotUnavailable, ValidationFailed
+from domain.state_machine import TransitionTable
+
+# --------------------------------------------------------------------------- constants
+
+SLOT_DURATION_RANGE = (5, 480)
+BUFFER_RANGE = (0, 240)
+MIN_NOTICE_RANGE = (0, 43_200)
+HORIZON_RANGE = (1, 365)
+MAX_AVAILABILITY_RANGE_DAYS = 62
+NAME_MAX_LENGTH = 200
+
+INITIAL = "none"  # the state before an appointment exists
+STATUSES = ("pending", "confirmed", "cancelled", "completed", "no_show")
+SLOT_HOLDING_STATUSES = frozenset({"pending", "confirmed"})
+TERMINAL_STATUSES = frozenset({"cancelled", "completed", "no_show"})
+CANCEL_REASONS = ("declined", "cancelled", "rescheduled")
+OUTCOMES = ("completed", "no_show")
+
+APPOINTMENT_MACHINE = TransitionTable.of(
+    "appointment",
+    [
+        (INITIAL, "book", "confirmed"),
+        (INITIAL, "request", "pending"),
+        ("pending", "approve", "confirmed"),
+        ("pending", "decline", "cancelled"),
+        ("pending", "cancel", "cancelled"),
+        ("confirmed", "cancel", "cancelled"),
+        ("pending", "reschedule", "cancelled"),
+        ("confirmed", "reschedule", "cancelled"),
+        ("confirmed", "complete", "completed"),
+        ("confirmed", "no_show", "no_show"),
+    ],
+)
+# the status a trigger leads to, used to word InvalidTransition
+TRIGGER_TARGET = {
+    "book": "confirmed",
+    "request": "pending",
+    "approve": "confirmed",
+    "decline": "cancelled",
+    "cancel": "cancelled",
+    "reschedule": "cancelled",
+    "complete": "completed",
+    "no_show": "no_show",
+}
+CANCEL_REASON_OF = {"decline": "declined", "cancel": "cancelled", "reschedule": "rescheduled"}
+OUTCOME_TRIGGER = {"completed": "complete", "no_show": "no_show"}
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+_US_PER_MINUTE = 60_000_000
+_US_PER_SECOND = 1_000_000
+_NOT_IANA = frozenset({"localtime", "Factory", "posixrules"})
+
+
+# --------------------------------------------------------------------------- entities
+
+
+@dataclass(frozen=True, slots=True)
+class Calendar:
+    id: int | None
+    organization_id: int
+    name: str
+    timezone: str
+    slot_duration_minutes: int = 30
+    buffer_minutes: int = 0
+    min_notice_minutes: int = 0
+    horizon_days: int = 60
+    agent_id: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    feed_token: str | None = None
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return zone_of(self.timezone)
+
+    @property
+    def slot_duration(self) -> timedelta:
+        return timedelta(minutes=self.slot_duration_minutes)
+
+    def validated(self) -> Calendar:
+        """Self, once every setting is checked; raises ValidationFailed naming the first bad field."""
+        validate_calendar_name(self.name)
+        validate_timezone(self.timezone)
+        validate_slot_duration(self.slot_duration_minutes)
+        validate_buffer(self.buffer_minutes)
+        validate_min_notice(self.min_notice_minutes)
+        validate_horizon(self.horizon_days)
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class AvailabilityRule:
+    id: int | None
+    calendar_id: int | None
+    weekday: int  # 0-6, Monday = 0, of the calendar-local date
+    start_time: time  # calendar-local wall time
+    end_time: time  # calendar-local wall time, > start_time
+
+
+@dataclass(frozen=True, slots=True)
+class Blackout:
+    id: int | None
+    calendar_id: int | None
+    start: datetime
+    end: datetime
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Slot:
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Appointment:
+    id: int | None
+    organization_id: int
+    calendar_id: int
+    status: str
+    slot_start: datetime
+    slot_end: datetime
+    attendee_name: str | None = None
+    attendee_email: str | None = None
+    attendee_phone: str | None = None
+    notes: str | None = None
+    cancel_reason: str | None = None
+    rescheduled_from: int | None = None
+    sequence: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    call_id: str | None = None
+
+    @classmethod
+    def new(
+        cls,
+        *,
+        organization_id: int,
+        calendar_id: int,
+        slot: Slot,
+        require_approval: bool = False,
+        attendee_name: str | None = None,
+        attendee_email: str | None = None,
+        attendee_phone: str | None = None,
+        notes: str | None = None,
+        now: datetime | None = None,
+        call_id: str | None = None,
+        rescheduled_from: int | None = None,
+        id: int | None = None,
+    ) -> Appointment:
+        """A fresh booking (``book`` -> confirmed) or request (``request`` -> pending), sequence 0."""
+        trigger = "request" if require_approval else "book"
+        return cls(
+            id=id,
+            organization_id=organization_id,
+            calendar_id=calendar_id,
+            status=APPOINTMENT_MACHINE.next(INITIAL, trigger, target=TRIGGER_TARGET[trigger]),
+            slot_start=slot.start,
+            slot_end=slot.end,
+            attendee_name=attendee_name,
+            attendee_email=attendee_email,
+            attendee_phone=attendee_phone,
+            notes=notes,
+            rescheduled_from=rescheduled_from,
+            sequence=0,
+            created_at=now,
+            updated_at=now,
+            call_id=call_id,
+        )
+
+    @property
+    def holds_slot(self) -> bool:
+        return self.status in SLOT_HOLDING_STATUSES
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    def can(self, trigger: str) -> bool:
+        return APPOINTMENT_MACHINE.can(self.status, trigger)
+
+    def _move(self, trigger: str, now: datetime | None, **changes: object) -> Appointment:
+        status = APPOINTMENT_MACHINE.next(self.status, trigger, target=TRIGGER_TARGET.get(trigger))
+        if trigger in CANCEL_REASON_OF:
+            changes["cancel_reason"] = CANCEL_REASON_OF[trigger]
+        if now is not None:
+            changes["updated_at"] = now
+        return replace(self, status=status, sequence=self.sequence + 1, **changes)
+
+    def approve(self, now: datetime | None = None) -> Appointment:
+        return self._move("approve", now)
+
+    def decline(self, now: datetime | None = None) -> Appointment:
+        return self._move("decline", now)
+
+    def cancel(self, now: datetime | None = None) -> Appointment:
+        return self._move("cancel", now)
+
+    def mark_rescheduled(self, now: datetime | None = None) -> Appointment:
+        """The old row of a reschedule: cancelled with reason ``rescheduled``."""
+        return self._move("reschedule", now)
+
+    def record_outcome(self, outcome: str, now: datetime | None = None, notes: str | None = None) -> Appointment:
+        trigger = OUTCOME_TRIGGER.get(outcome) if isinstance(outcome, str) else None
+        if trigger is None:
+            raise ValidationFailed.field("outcome", f"must be one of {', '.join(OUTCOMES)}")
+        changes: dict[str, object] = {} if notes is None else {"notes": notes}
+        return self._move(trigger, now, **changes)
+
+    def replacement(self, slot: Slot, now: datetime | None = None, id: int | None = None) -> Appointment:
+        """The new row of a reschedule: same attendee and status (pending stays pending), new slot,
+        ``rescheduled_from`` = this id, sequence 0 (a new ICS UID). Raises InvalidTransition when this
+        appointment cannot be rescheduled."""
+        if not self.can("reschedule"):
+            raise InvalidTransition("appointment", self.status, TRIGGER_TARGET["reschedule"])
+        return replace(
+            self,
+            id=id,
+            slot_start=slot.start,
+            slot_end=slot.end,
+            cancel_reason=None,
+            rescheduled_from=self.id,
+            sequence=0,
+            created_at=now,
+            updated_at=now,
+        )
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@lru_cache(maxsize=1)
+def _iana_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def validate_timezone(name: object, field: str = "timezone") -> str:
+    """``name`` if it is a valid IANA zone name, else ValidationFailed on ``field``."""
+    if not isinstance(name, str) or not name or name in _NOT_IANA or name.startswith(("posix/", "right/")):
+        raise ValidationFailed.field(field, "must be an IANA time zone name, such as Europe/Berlin")
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError, TypeError):
+        raise ValidationFailed.field(field, "must be an IANA time zone name, such as Europe/Berlin") from None
+    names = _iana_names()
+    if names and name not in names:
+        raise ValidationFailed.field(field, "must be an IANA time zone name, such as Europe/Berlin")
+    return name
+
+
+def zone_of(name: str, field: str = "timezone") -> ZoneInfo:
+    return ZoneInfo(validate_timezone(name, field))
+
+
+def _bounded_int(field: str, value: object, bounds: tuple[int, int]) -> int:
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationFailed.field(field, "must be an integer")
+    if not low <= value <= high:
+        raise ValidationFailed.field(field, f"must be between {low} and {high}")
+    return value
+
+
+def validate_slot_duration(value: object) -> int:
+    return _bounded_int("slot_duration_minutes", value, SLOT_DURATION_RANGE)
+
+
+def validate_buffer(value: object) -> int:
+    return _bounded_int("buffer_minutes", value, BUFFER_RANGE)
+
+
+def validate_min_notice(value: object) -> int:
+    return _bounded_int("min_notice_minutes", value, MIN_NOTICE_RANGE)
+
+
+def validate_horizon(value: object) -> int:
+    return _bounded_int("horizon_days", value, HORIZON_RANGE)
+
+
+def validate_weekday(value: object) -> int:
+    return _bounded_int("weekday", value, (0, 6))
+
+
+def validate_calendar_name(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationFailed.field("name", "must be a non-empty string")
+    if len(value) > NAME_MAX_LENGTH:
+        raise ValidationFailed.field("name", f"must be at most {NAME_MAX_LENGTH} characters")
+    return value
+
+
+_HHMM_RE = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+
+
+def parse_hhmm(text: object, field: str) -> time:
+    """A strict ``"HH:MM"`` (00:00-23:59) wall time."""
+    match = _HHMM_RE.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise ValidationFailed.field(field, 'must be a time "HH:MM" between 00:00 and 23:59')
+    return time(int(match[1]), int(match[2]))
+
+
+def format_hhmm(value: time) -> str:
+    return f"{value.hour:02d}:{value.minute:02d}"
+
+
+def parse_rule_times(start_time: object, end_time: object) -> tuple[time, time]:
+    """Parse a rule's ``"HH:MM"`` pair (``datetime.time`` values are accepted too); end must follow start."""
+    start = start_time if isinstance(start_time, time) else parse_hhmm(start_time, "start_time")
+    end = end_time if isinstance(end_time, time) else parse_hhmm(end_time, "end_time")
+    if start.tzinfo is not None or end.tzinfo is not None:
+        raise ValidationFailed.field("start_time", "must be a local wall time without offset")
+    if end <= start:
+        raise ValidationFailed.field("end_time", "must be later than start_time")
+    return start, end
+
+
+def build_rule(
+    *, id: int | None, calendar_id: int | None, weekday: object, start_time: object, end_time: object
+) -> AvailabilityRule:
+    start, end = parse_rule_times(start_time, end_time)
+    return AvailabilityRule(id, calendar_id, validate_weekday(weekday), start, end)
+
+
+_RFC3339_RE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(?P<offset>[Zz]|[+-]\d{2}:\d{2})"
+)
+
+
+def parse_instant(text: object, field: str) -> datetime:
+    """An RFC 3339 timestamp with an explicit offset or trailing Z, as an aware UTC datetime.
+
+    Seconds may be omitted (``2026-03-09T09:00Z``); fractions beyond microseconds are truncated.
+    A value without offset, or anything else, raises ValidationFailed on ``field``."""
+    if isinstance(text, datetime):
+        if text.tzinfo is None or text.utcoffset() is None:
+            raise ValidationFailed.field(field, "must carry an explicit UTC offset or Z")
+        return text.astimezone(UTC)
+    if not isinstance(text, str):
+        raise ValidationFailed.field(field, "must be an RFC 3339 timestamp string")
+    match = _RFC3339_RE.fullmatch(text.strip())
+    if match is None:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?", text.strip()):
+            raise ValidationFailed.field(field, "must carry an explicit UTC offset or Z, e.g. 2026-03-09T09:00:00-04:00")
+        raise ValidationFailed.field(field, "must be an RFC 3339 timestamp, e.g. 2026-03-09T09:00:00-04:00")
+    year, month, day, hour, minute, second, fraction = match.groups()[:7]
+    offset = match["offset"]
+    try:
+        micro = int((fraction[1:] + "000000")[:6]) if fraction else 0
+        naive = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micro)
+        if offset in ("Z", "z"):
+            return naive.replace(tzinfo=UTC)
+        sign = 1 if offset[0] == "+" else -1
+        delta = timedelta(hours=int(offset[1:3]), minutes=int(offset[4:6]))
+        if delta >= timedelta(hours=24) or int(offset[4:6]) > 59:
+            raise ValueError(offset)
+        return (naive - sign * delta).replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        raise ValidationFailed.field(field, "is not a valid date and time") from None
+
+
+def parse_slot_start(text: object) -> datetime:
+    """The ``slot_start`` of a booking or reschedule: RFC 3339 with offset or Z, as aware UTC."""
+    return parse_instant(text, "slot_start")
+
+
+def validate_window(start: datetime, end: datetime, *, end_field: str = "end") -> tuple[datetime, datetime]:
+    """An aware ``[start, end)`` with end > start, in UTC."""
+    for name, value in (("start", start), (end_field, end)):
+        if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+            raise ValidationFailed.field(name, "must carry an explicit UTC offset or Z")
+    if end <= start:
+        raise ValidationFailed.field(end_field, "must be later than start")
+    return start.astimezone(UTC), end.astimezone(UTC)
+
+
+def build_blackout(
+    *, id: int | None, calendar_id: int | None, start: object, end: object, reason: str | None = None
+) -> Blackout:
+    """A blackout from RFC 3339 strings (or aware datetimes); end must be later than start."""
+    start_at, end_at = validate_window(parse_instant(start, "start"), parse_instant(end, "end"))
+    return Blackout(id, calendar_id, start_at, end_at, reason)
+
+
+def validate_availability_range(start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """An availability query window: end > start and at most MAX_AVAILABILITY_RANGE_DAYS long."""
+    start_at, end_at = validate_window(start, end)
+    if end_at - start_at > timedelta(days=MAX_AVAILABILITY_RANGE_DAYS):
+        raise ValidationFailed.field("end", f"the range is at most {MAX_AVAILABILITY_RANGE_DAYS} days")
+    return start_at, end_at
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def render_in_zone(dt: datetime, tz_name: str) -> str:
+    """RFC 3339 with the explicit offset ``dt`` has in zone ``tz_name`` (same instant)."""
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError("render_in_zone needs an aware datetime")
+    local = dt.astimezone(zone_of(tz_name))
+    return local.isoformat(timespec="microseconds" if local.microsecond else "seconds")
+
+
+# --------------------------------------------------------------------------- slot generation
+
+
+def _to_us(dt: datetime) -> int:
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError("scheduling needs aware datetimes")
+    return (dt - _EPOCH) // _US
+
+
+def _from_us(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def _offset_us(zone: ZoneInfo, us: int) -> timedelta | None:
+    return _from_us(us).astimezone(zone).utcoffset()
+
+
+def _resolve(zone: ZoneInfo, day: date, wall: time) -> tuple[int, int]:
+    """(first, last) instant, in UTC microseconds, at which the local clock reads ``day wall``.
+
+    Equal for an ordinary time; first < last in a repeated hour; for a nonexistent time (gap)
+    both are the transition instant, i.e. the first existing instant after the gap."""
+    naive = datetime.combine(day, wall)
+    u0 = _to_us(naive.replace(tzinfo=zone))  # offset before a transition
+    u1 = _to_us(naive.replace(tzinfo=zone, fold=1))  # offset after a transition
+    if u0 <= u1:
+        return u0, u1
+    # Gap: u1 lies before the transition, u0 at or after it. Find the transition to the second.
+    after = _offset_us(zone, u0)
+    lo, hi = u1 // _US_PER_SECOND, -(-u0 // _US_PER_SECOND)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _offset_us(zone, mid * _US_PER_SECOND) == after:
+            hi = mid
+        else:
+            lo = mid
+    return hi * _US_PER_SECOND, hi * _US_PER_SECOND
+
+
+def _merged_busy(
+    calendar: Calendar,
+    blackouts: Iterable[Blackout],
+    appointments: Iterable[Appointment],
+    exclude_appointment_id: int | None,
+) -> tuple[list[int], list[int]]:
+    buffer = calendar.buffer_minutes * _US_PER_MINUTE
+    intervals: list[tuple[int, int]] = []
+    for appt in appointments:
+        if appt.status not in SLOT_HOLDING_STATUSES:
+            continue
+        if exclude_appointment_id is not None and appt.id == exclude_appointment_id:
+            continue
+        intervals.append((_to_us(appt.slot_start) - buffer, _to_us(appt.slot_end) + buffer))
+    for blackout in blackouts:
+        intervals.append((_to_us(blackout.start), _to_us(blackout.end)))
+    intervals.sort()
+    starts: list[int] = []
+    ends: list[int] = []
+    for start, end in intervals:
+        if end <= start:
+            continue
+        if ends and start <= ends[-1]:
+            if end > ends[-1]:
+                ends[-1] = end
+        else:
+            starts.append(start)
+            ends.append(end)
+    return starts, ends
+
+
+def open_slots(
+    calendar: Calendar,
+    rules: Iterable[AvailabilityRule],
+    blackouts: Iterable[Blackout],
+    busy_appointments: Iterable[Appointment],
+    range_start: datetime,
+    range_end: datetime,
+    now: datetime,
+    *,
+    exclude_appointment_id: int | None = None,
+) -> list[Slot]:
+    """The bookable slots whose start lies in ``[range_start, range_end)``, sorted, in UTC.
+
+    ``busy_appointments`` may contain any status: only pending and confirmed ones are busy, and the
+    one with ``exclude_appointment_id`` (being rescheduled) is ignored. See the module docstring."""
+    step = calendar.slot_duration_minutes * _US_PER_MINUTE
+    if step <= 0:
+        return []
+    now_us = _to_us(now)
+    lower = max(_to_us(range_start), now_us + calendar.min_notice_minutes * _US_PER_MINUTE)
+    upper = min(_to_us(range_end), now_us + calendar.horizon_days * 86_400 * _US_PER_SECOND)
+    if lower >= upper:
+        return []
+
+    by_weekday: dict[int, list[tuple[time, time]]] = {}
+    for rule in rules:
+        if rule.end_time > rule.start_time:
+            by_weekday.setdefault(rule.weekday, []).append((rule.start_time, rule.end_time))
+    if not by_weekday:
+        return []
+
+    busy_starts, busy_ends = _merged_busy(calendar, blackouts, busy_appointments, exclude_appointment_id)
+    n_busy = len(busy_ends)
+    zone = calendar.zone
+    # one local day of margin on each side covers any offset and midnight transitions
+    day = _from_us(lower).astimezone(zone).date() - timedelta(days=1)
+    last_day = _from_us(upper).astimezone(zone).date() + timedelta(days=1)
+    one_day = timedelta(days=1)
+    found: set[int] = set()
+    while day <= last_day:
+        for start_time, end_time in by_weekday.get(day.weekday(), ()):
+            window_start = _resolve(zone, day, start_time)[0]
+            window_end = _resolve(zone, day, end_time)[1]
+            first = window_start
+            if first < lower:
+                first += -(-(lower - first) // step) * step
+            last_start = min(window_end - step, upper - 1)
+            candidate = first
+            while candidate <= last_start:
+                finish = candidate + step
+                i = bisect_right(busy_ends, candidate)  # first busy interval ending after the start
+                if i < n_busy and busy_starts[i] < finish:
+                    # jump to the first grid point at or after the end of this busy interval
+                    candidate += max(1, -(-(busy_ends[i] - candidate) // step)) * step
+                    continue
+                found.add(candidate)
+                candidate = finish
+        day += one_day
+    duration = timedelta(microseconds=step)
+    slots = []
+    for start_us in sorted(found):
+        start = _from_us(start_us)
+        slots.append(Slot(start, start + duration))
+    return slots
+
+
+def slot_at(calendar: Calendar, slot_start: datetime) -> Slot:
+    """The slot of ``calendar`` that starts at ``slot_start`` (end = start + slot duration)."""
+    start = slot_start.astimezone(UTC)
+    return Slot(start, start + calendar.slot_duration)
+
+
+def is_open_slot(
+    calendar: Calendar,
+    rules: Iterable[AvailabilityRule],
+    blackouts: Iterable[Blackout],
+    busy_appointments: Iterable[Appointment],
+    slot_start: datetime,
+    now: datetime,
+    *,
+    exclude_appointment_id: int | None = None,
+) -> bool:
+    """True iff ``slot_start`` is exactly the start of an open slot (booking and reschedule path)."""
+    slots = open_slots(
+        calendar,
+        rules,
+        blackouts,
+        busy_appointments,
+        slot_start,
+        slot_start + _US,
+        now,
+        exclude_appointment_id=exclude_appointment_id,
+    )
+    return any(slot.start == slot_start for slot in slots)
+
+
+def require_open_slot(
+    calendar: Calendar,
+    rules: Iterable[AvailabilityRule],
+    blackouts: Iterable[Blackout],
+    busy_appointments: Iterable[Appointment],
+    slot_start: datetime,
+    now: datetime,
+    *,
+    exclude_appointment_id: int | None = None,
+) -> Slot:
+    """The slot starting at ``slot_start``, or SlotUnavailable (409) when it is not open."""
+    if not is_open_slot(
+        calendar, rules, blackouts, busy_appointments, slot_start, now, exclude_appointment_id=exclude_appointment_id
+    ):
+        raise SlotUnavailable(
+            "slot_start is not an open slot of this calendar",
+            details={"slot_start": render_in_zone(slot_start, calendar.timezone)},
+        )
+    return slot_at(calendar, slot_start)

@@ -1,0 +1,81 @@
+"""The operator's commands and a real server process, as a newcomer would use them."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+PARLEY = [sys.executable, "-m", "entrypoints.cli"]
+
+
+def _run(args: list[str], env: dict[str, str], cwd: Path) -> dict:
+    out = subprocess.run([*PARLEY, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    env = {**os.environ, "PARLEY_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'parley.db'}",
+           "PARLEY_VAR_DIR": str(tmp_path / "var"), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return tmp_path, env
+
+
+def test_admin_commands_print_json(workdir: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = workdir
+    assert _run(["migrate"], env, cwd) == {"migrated": True}
+    org = _run(["admin", "create-org", "--name", "Agency", "--plan", "enterprise", "--type", "partner"], env, cwd)
+    child = _run(["admin", "create-org", "--name", "Client", "--parent", str(org["id"])], env, cwd)
+    assert child["parent_id"] == org["id"] and child["plan"] == "business"
+    key = _run(["admin", "create-key", "--org", str(org["id"]), "--scopes", "agents:read,calls:*",
+                "--expires-in-days", "3"], env, cwd)
+    assert key["key"].startswith("parley_sk_") and key["scopes"] == ["agents:read", "calls:*"]
+    user = _run(["admin", "create-user", "--org", str(org["id"]), "--email", "Ops@Example.com",
+                 "--password", "correct horse"], env, cwd)
+    assert user["email"] == "ops@example.com"
+    bad = subprocess.run([*PARLEY, "admin", "create-key", "--org", str(org["id"]), "--scopes", "nope"], env=env,
+                         cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and json.loads(bad.stderr)["error"]["code"] == "bad_request"
+
+
+def test_serve_answers_with_the_demo_key(workdir: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = workdir
+    demo = _run(["admin", "demo-key"], env, cwd)
+    assert _run(["admin", "demo-key"], env, cwd) == demo  # created once
+    port = _free_port()
+    server = subprocess.Popen([*PARLEY, "serve", "--port", str(port)], env=env, cwd=cwd,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/v2/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.2)
+        headers = {"Authorization": f"Bearer {demo['key']}"}
+        created = httpx.post(f"{base}/v2/agents", json={"name": "Desk"}, headers=headers, timeout=5)
+        assert created.status_code == 201
+        listed = httpx.get(f"{base}/api/v2/agents", headers=headers, timeout=5).json()
+        assert listed["meta"]["total"] == 1
+        assert httpx.get(f"{base}/v2/agents", timeout=5).json()["error"]["code"] == "MISSING_AUTH"
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
