@@ -117,12 +117,12 @@ def is_valid_scope(scope: str) -> bool:
 
 def implies(held: str, wanted: str) -> bool:
     """Whether holding ``held`` grants ``wanted`` (reflexive, transitive, wildcard-aware)."""
-    if held == wanted or held == SUPER_SCOPE:
+    if held in (wanted, SUPER_SCOPE):
         return True
     if wanted == SUPER_SCOPE:
         return False
     held_family, held_action = held.split(":", 1)
-    wanted_family, wanted_action = wanted.split(":", 1)
+    wanted_family = wanted.split(":", 1)[0]
     if held_family != wanted_family:
         return False
     return held_action == "*"

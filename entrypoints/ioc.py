@@ -39,9 +39,9 @@ from application.ports.accounts import (
 from application.ports.agents import AgentRepository
 from application.ports.platform import Clock, Random, UnitOfWork
 from domain.rate_limit import default_windows
+from entrypoints import features
 from entrypoints.http.providers import HttpProvider
 from entrypoints.runtime import RateLimitPolicy, TransactionMode
-from entrypoints import features
 from entrypoints.settings import Settings
 
 MEMORY_URL = "memory://"

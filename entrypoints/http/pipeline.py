@@ -120,7 +120,7 @@ class _Run:
 
         # 1. authentication
         authorization = _header(scope, b"authorization")
-        if not authorization or not authorization[:7].lower() == "bearer " or not authorization[7:].strip():
+        if not authorization or authorization[:7].lower() != "bearer " or not authorization[7:].strip():
             await self.reply(_json(401, auth_error_body("MISSING_AUTH", "Authorization: Bearer <API key> is required"),
                                    [(b"www-authenticate", b'Bearer realm="parley"')]))
             return
@@ -165,9 +165,8 @@ class _Run:
         # 3. scopes
         held = ScopeSet.of(key.scopes)
         if not held.grants_any(self.access.scopes):
-            await self.reply(_json(403, auth_error_body(
-                "INSUFFICIENT_SCOPE", f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
-            ), []))
+            message = f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
+            await self.reply(_json(403, auth_error_body("INSUFFICIENT_SCOPE", message), []))
             return
 
         # 4. sub-organization

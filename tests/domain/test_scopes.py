@@ -57,7 +57,7 @@ def test_grants_agrees_with_implies(held: list[str], wanted: str) -> None:
 def test_covers_is_monotonic(held: list[str], extra: list[str]) -> None:
     small = ScopeSet.of(held)
     if small.covers(extra):
-        assert ScopeSet.of(held + ["agents:read"]).covers(extra)
+        assert ScopeSet.of([*held, "agents:read"]).covers(extra)
 
 
 @given(concrete)
