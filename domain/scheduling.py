@@ -17,14 +17,18 @@ Slot generation (``open_slots``)
   entirely inside the gap yields nothing that day.
 * Fall back (repeated hour): the window starts at the earlier occurrence of the start time and ends
   at the later occurrence of the end time, so a rule covering the repeated hour yields BOTH instants
-  (01:00 EDT and 01:00 EST in New York).
+  (01:00 EDT and 01:00 EST in New York).  When a window contains an offset change, a stepped slot is
+  also kept only if the local wall clock stays within the rule's ``[start_time, end_time]`` for the
+  whole slot (a 01:30-03:00 rule on the New York fall-back night offers 01:30 EDT and 01:30 EST but
+  not 01:00 EST, which elapsed stepping would otherwise reach).
 * Busy time = ``pending`` and ``confirmed`` appointments widened by ``buffer_minutes`` on both sides,
   plus blackouts (not widened).  Intervals are half-open ``[start, end)``: touching is not overlapping.
 * A slot is offered when it overlaps no busy time, starts at or after ``now + min_notice_minutes``,
   starts strictly before ``now + horizon_days`` and starts inside ``[range_start, range_end)``
   (membership by start, so consecutive ranges partition the slots).  Output is sorted and unique.
 * Busy intervals are merged once and probed with ``bisect``: O((S + B) log B) for S candidates and
-  B busy intervals.
+  B busy intervals.  The zone's offset changes over the span are located once (sampling every 6 h,
+  then bisecting to the second), so expanding rules is integer arithmetic.
 
 Appointment machine
 -------------------
@@ -41,7 +45,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -392,7 +396,9 @@ def parse_instant(text: object, field: str) -> datetime:
     match = _RFC3339_RE.fullmatch(text.strip())
     if match is None:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?", text.strip()):
-            raise ValidationFailed.field(field, "must carry an explicit UTC offset or Z, e.g. 2026-03-09T09:00:00-04:00")
+            raise ValidationFailed.field(
+                field, "must carry an explicit UTC offset or Z, e.g. 2026-03-09T09:00:00-04:00"
+            )
         raise ValidationFailed.field(field, "must be an RFC 3339 timestamp, e.g. 2026-03-09T09:00:00-04:00")
     year, month, day, hour, minute, second, fraction = match.groups()[:7]
     offset = match["offset"]
@@ -456,39 +462,79 @@ def render_in_zone(dt: datetime, tz_name: str) -> str:
 
 
 def _to_us(dt: datetime) -> int:
-    if dt.tzinfo is None or dt.utcoffset() is None:
-        raise ValueError("scheduling needs aware datetimes")
+    """UTC microseconds since the epoch; a naive datetime raises TypeError (it cannot meet _EPOCH)."""
     return (dt - _EPOCH) // _US
 
 
-def _from_us(us: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=us)
+def _offset_us(zone: ZoneInfo, us: int) -> int:
+    """The zone's UTC offset at instant ``us`` (whole seconds suffice: transitions fall on them)."""
+    offset = datetime.fromtimestamp(us // _US_PER_SECOND, zone).utcoffset()
+    return 0 if offset is None else offset // _US
 
 
-def _offset_us(zone: ZoneInfo, us: int) -> timedelta | None:
-    return _from_us(us).astimezone(zone).utcoffset()
-
-
-def _resolve(zone: ZoneInfo, day: date, wall: time) -> tuple[int, int]:
-    """(first, last) instant, in UTC microseconds, at which the local clock reads ``day wall``.
-
-    Equal for an ordinary time; first < last in a repeated hour; for a nonexistent time (gap)
-    both are the transition instant, i.e. the first existing instant after the gap."""
-    naive = datetime.combine(day, wall)
-    u0 = _to_us(naive.replace(tzinfo=zone))  # offset before a transition
-    u1 = _to_us(naive.replace(tzinfo=zone, fold=1))  # offset after a transition
-    if u0 <= u1:
-        return u0, u1
-    # Gap: u1 lies before the transition, u0 at or after it. Find the transition to the second.
-    after = _offset_us(zone, u0)
-    lo, hi = u1 // _US_PER_SECOND, -(-u0 // _US_PER_SECOND)
+def _transition(zone: ZoneInfo, before: int, after: int) -> int:
+    """The first instant in ``(before, after]`` that has the offset of ``after`` (to the second);
+    ``before`` must have another offset."""
+    target = _offset_us(zone, after)
+    lo, hi = before // _US_PER_SECOND, -(-after // _US_PER_SECOND)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _offset_us(zone, mid * _US_PER_SECOND) == after:
+        if _offset_us(zone, mid * _US_PER_SECOND) == target:
             hi = mid
         else:
             lo = mid
-    return hi * _US_PER_SECOND, hi * _US_PER_SECOND
+    return hi * _US_PER_SECOND
+
+
+_SAMPLE_US = 6 * 3600 * _US_PER_SECOND
+_MARGIN_US = 3 * 86_400 * _US_PER_SECOND
+_US_PER_DAY = 86_400 * _US_PER_SECOND
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
+class _Timeline:
+    """A zone's UTC offsets over a bounded span, found once, so that expanding rules is integer work.
+
+    ``offsets[i]`` holds on ``[times[i-1], times[i])``; all values are UTC microseconds. The zone is
+    sampled every 6 hours and each change located to the second (offset changes closer together than
+    that, which tzdata does not have in modern times, would be missed)."""
+
+    __slots__ = ("offsets", "times")
+
+    def __init__(self, zone: ZoneInfo, start: int, end: int) -> None:
+        start -= _MARGIN_US
+        end += _MARGIN_US
+        self.times: list[int] = []
+        self.offsets: list[int] = [_offset_us(zone, start)]
+        previous = start
+        while previous < end:
+            probe = min(previous + _SAMPLE_US, end)
+            offset = _offset_us(zone, probe)
+            if offset != self.offsets[-1]:
+                self.times.append(_transition(zone, previous, probe))
+                self.offsets.append(offset)
+            previous = probe
+
+    def offset_at(self, instant: int) -> int:
+        return self.offsets[bisect_right(self.times, instant)]
+
+    def resolve(self, wall: int) -> tuple[int, int]:
+        """(first, last) instant at which the local clock reads ``wall`` (a wall time written as if UTC).
+
+        Equal for an ordinary time; first < last in a repeated hour; for a nonexistent time (gap)
+        both are the transition instant, i.e. the first existing instant after the gap."""
+        times, offsets = self.times, self.offsets
+        if not times:
+            return wall - offsets[0], wall - offsets[0]
+        guess = bisect_right(times, wall - self.offset_at(wall))
+        near = range(max(0, guess - 1), min(len(offsets), guess + 2))
+        hits = [wall - offsets[j] for j in near if bisect_right(times, wall - offsets[j]) == j]
+        if hits:
+            return min(hits), max(hits)
+        for j in near:
+            if j and times[j - 1] + offsets[j - 1] <= wall < times[j - 1] + offsets[j]:
+                return times[j - 1], times[j - 1]
+        raise AssertionError("unreachable: a wall time is either reached or skipped")  # pragma: no cover
 
 
 def _merged_busy(
@@ -497,16 +543,14 @@ def _merged_busy(
     appointments: Iterable[Appointment],
     exclude_appointment_id: int | None,
 ) -> tuple[list[int], list[int]]:
-    buffer = calendar.buffer_minutes * _US_PER_MINUTE
-    intervals: list[tuple[int, int]] = []
-    for appt in appointments:
-        if appt.status not in SLOT_HOLDING_STATUSES:
-            continue
-        if exclude_appointment_id is not None and appt.id == exclude_appointment_id:
-            continue
-        intervals.append((_to_us(appt.slot_start) - buffer, _to_us(appt.slot_end) + buffer))
-    for blackout in blackouts:
-        intervals.append((_to_us(blackout.start), _to_us(blackout.end)))
+    buffer = timedelta(minutes=calendar.buffer_minutes)
+    epoch, unit, holding = _EPOCH, _US, SLOT_HOLDING_STATUSES
+    intervals = [
+        ((appt.slot_start - buffer - epoch) // unit, (appt.slot_end + buffer - epoch) // unit)
+        for appt in appointments
+        if appt.status in holding and (exclude_appointment_id is None or appt.id != exclude_appointment_id)
+    ]
+    intervals.extend(((b.start - epoch) // unit, (b.end - epoch) // unit) for b in blackouts)
     intervals.sort()
     starts: list[int] = []
     ends: list[int] = []
@@ -520,6 +564,33 @@ def _merged_busy(
             starts.append(start)
             ends.append(end)
     return starts, ends
+
+
+def _window_check(
+    timeline: _Timeline, low: int, high: int, window_start: int, window_end: int
+) -> Callable[[int, int], bool] | None:
+    """None when the window holds no UTC-offset change (every grid slot in it is inside the rule).
+
+    Otherwise a predicate telling whether the local wall clock stays within ``[low, high]`` (walls
+    written as if UTC) during ``[start, finish)``: around a fall-back, elapsed stepping may reach a slot
+    whose wall time lies outside the rule (e.g. 01:00 EST for a rule starting 01:30 that night)."""
+    off_before = timeline.offset_at(window_start)
+    off_after = timeline.offset_at(window_end)
+    if off_before == off_after:
+        return None
+    shift = timeline.times[bisect_right(timeline.times, window_start)]
+
+    def inside(start: int, finish: int) -> bool:
+        if finish <= shift or start >= shift:
+            offset_start = off_before if start < shift else off_after
+            offset_end = off_before if finish <= shift else off_after
+            first_wall, end_wall = start + offset_start, finish + offset_end
+        else:
+            first_wall = min(start + off_before, shift + off_after)
+            end_wall = max(shift + off_before, finish + off_after)
+        return first_wall >= low and end_wall <= high
+
+    return inside
 
 
 def open_slots(
@@ -542,54 +613,73 @@ def open_slots(
         return []
     now_us = _to_us(now)
     lower = max(_to_us(range_start), now_us + calendar.min_notice_minutes * _US_PER_MINUTE)
-    upper = min(_to_us(range_end), now_us + calendar.horizon_days * 86_400 * _US_PER_SECOND)
+    upper = min(_to_us(range_end), now_us + calendar.horizon_days * _US_PER_DAY)
     if lower >= upper:
         return []
 
-    by_weekday: dict[int, list[tuple[time, time]]] = {}
+    by_weekday: dict[int, list[tuple[int, int]]] = {}
     for rule in rules:
         if rule.end_time > rule.start_time:
-            by_weekday.setdefault(rule.weekday, []).append((rule.start_time, rule.end_time))
+            window = (
+                (rule.start_time.hour * 60 + rule.start_time.minute) * _US_PER_MINUTE,
+                (rule.end_time.hour * 60 + rule.end_time.minute) * _US_PER_MINUTE,
+            )
+            by_weekday.setdefault(rule.weekday, []).append(window)
     if not by_weekday:
         return []
 
     busy_starts, busy_ends = _merged_busy(calendar, blackouts, busy_appointments, exclude_appointment_id)
     n_busy = len(busy_ends)
-    zone = calendar.zone
-    # one local day of margin on each side covers any offset and midnight transitions
-    day = _from_us(lower).astimezone(zone).date() - timedelta(days=1)
-    last_day = _from_us(upper).astimezone(zone).date() + timedelta(days=1)
-    one_day = timedelta(days=1)
+    timeline = _Timeline(calendar.zone, lower, upper)
+    # local dates, with a day of margin on each side (any offset, midnight transitions)
+    first_day = (lower + timeline.offset_at(lower)) // _US_PER_DAY - 1
+    last_day = (upper + timeline.offset_at(upper)) // _US_PER_DAY + 1
     found: set[int] = set()
-    while day <= last_day:
-        for start_time, end_time in by_weekday.get(day.weekday(), ()):
-            window_start = _resolve(zone, day, start_time)[0]
-            window_end = _resolve(zone, day, end_time)[1]
-            first = window_start
-            if first < lower:
-                first += -(-(lower - first) // step) * step
+    for day in range(first_day, last_day + 1):
+        windows = by_weekday.get((day + _EPOCH_ORDINAL - 1) % 7)
+        if not windows:
+            continue
+        midnight = day * _US_PER_DAY  # the local date's 00:00 wall time, written as if UTC
+        for start_offset, end_offset in windows:
+            low, high = midnight + start_offset, midnight + end_offset
+            window_start = timeline.resolve(low)[0]
+            window_end = timeline.resolve(high)[1]
+            if window_end - window_start < step:
+                continue
+            inside = _window_check(timeline, low, high, window_start, window_end)
+            candidate = window_start
+            if candidate < lower:
+                candidate += -(-(lower - candidate) // step) * step
             last_start = min(window_end - step, upper - 1)
-            candidate = first
             while candidate <= last_start:
                 finish = candidate + step
                 i = bisect_right(busy_ends, candidate)  # first busy interval ending after the start
                 if i < n_busy and busy_starts[i] < finish:
                     # jump to the first grid point at or after the end of this busy interval
-                    candidate += max(1, -(-(busy_ends[i] - candidate) // step)) * step
+                    candidate += -(-(busy_ends[i] - candidate) // step) * step
                     continue
-                found.add(candidate)
+                if inside is None or inside(candidate, finish):
+                    found.add(candidate)
                 candidate = finish
-        day += one_day
-    duration = timedelta(microseconds=step)
-    slots = []
+
+    duration = timedelta(0, 0, step)
+    slots: list[Slot] = []
+    previous_us, previous = 0, _EPOCH
+    gaps: dict[int, timedelta] = {step: duration}
     for start_us in sorted(found):
-        start = _from_us(start_us)
-        slots.append(Slot(start, start + duration))
+        gap = start_us - previous_us
+        delta = gaps.get(gap)
+        if delta is None:
+            delta = gaps[gap] = timedelta(0, 0, gap)
+        previous_us, previous = start_us, previous + delta
+        slots.append(Slot(previous, previous + duration))
     return slots
 
 
 def slot_at(calendar: Calendar, slot_start: datetime) -> Slot:
     """The slot of ``calendar`` that starts at ``slot_start`` (end = start + slot duration)."""
+    if slot_start.tzinfo is None or slot_start.utcoffset() is None:
+        raise ValueError("slot_start must be an aware datetime")
     start = slot_start.astimezone(UTC)
     return Slot(start, start + calendar.slot_duration)
 
