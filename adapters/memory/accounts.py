@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.api_keys import ApiKey
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.organizations import Organization
 from domain.rate_limit import RateLimitDecision, Window, WindowState
-
-from adapters.memory.store import InMemoryUnitOfWork
 
 
 def _page(items: list, page: PageRequest) -> Page:  # type: ignore[type-arg]
@@ -179,6 +178,13 @@ class InMemoryRateLimiter:
                 self._counts[slot] = self._counts.get(slot, 0) + 1
         states = [WindowState(w, self._counts.get(slot, 0), w.end(epoch)) for w, slot in slots]
         return RateLimitDecision.from_states(states, allowed, epoch)
+
+    async def purge(self, before: datetime) -> int:
+        epoch = before.timestamp()
+        stale = [k for k in self._counts if k[2] + k[1] < epoch]
+        for k in stale:
+            del self._counts[k]
+        return len(stale)
 
     def _sweep(self, epoch: float) -> None:
         if epoch < self._sweep_at:

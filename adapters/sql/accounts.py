@@ -7,15 +7,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from adapters.sql.dialect import insert
+from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_limit_counters, users
+from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.api_keys import ApiKey
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.organizations import Organization
 from domain.rate_limit import RateLimitDecision, Window, WindowState
-
-from adapters.sql.dialect import insert
-from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_limit_counters, users
-from adapters.sql.uow import SqlUnitOfWork
 
 _ORG_COLUMNS = [organizations.c[n] for n in ("id", "name", "plan", "org_type", "parent_id", "created_at",
                                               "updated_at")]
@@ -255,6 +254,12 @@ class SqlRateLimiter:
         await conn.execute(rate_limit_counters.update().where(
             rate_limit_counters.c.bucket == bucket, rate_limit_counters.c.window_seconds == window.seconds,
             rate_limit_counters.c.window_start == start).values(count=rate_limit_counters.c.count - 1))
+
+    async def purge(self, before: datetime) -> int:
+        conn = await self.uow.connection()
+        ends = rate_limit_counters.c.window_start + rate_limit_counters.c.window_seconds
+        result = await conn.execute(rate_limit_counters.delete().where(ends < int(before.timestamp())))
+        return result.rowcount or 0
 
     async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
         epoch = now.timestamp()

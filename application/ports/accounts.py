@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
+from application.ports.platform import Page, PageRequest
 from domain.api_keys import ApiKey
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.organizations import Organization
 from domain.rate_limit import RateLimitDecision, Window
-
-from application.ports.platform import Page, PageRequest
 
 
 class OrganizationRepository(Protocol):
@@ -79,4 +78,8 @@ class IdempotencyStore(Protocol):
 class RateLimiter(Protocol):
     async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
         """Count one request in every window unless one is exhausted (then count nothing)."""
+        ...
+
+    async def purge(self, before: datetime) -> int:
+        """Forget windows that ended before ``before``."""
         ...

@@ -118,3 +118,21 @@ async def test_rate_limiter_counts_and_refuses(container: Any) -> None:
         assert third.retry_after == 59
         later = await limiter.hit(bucket, windows, NOW + timedelta(seconds=60))
         assert later.allowed
+
+
+async def test_housekeeping_purges_only_what_expired(container: Any) -> None:
+    from application.housekeeping import PurgeExpired
+
+    org = await new_organization(container)
+    async with container() as r:
+        store = await r.get(IdempotencyStore)
+        await store.insert_if_absent(IdempotencyRecord(org, "old", "fp", NOW - timedelta(days=3), None, "t", None))
+        await store.insert_if_absent(IdempotencyRecord(org, "new", "fp", datetime.now(UTC), None, "t", None))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        await (await r.get(PurgeExpired)).execute()
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        store = await r.get(IdempotencyStore)
+        assert await store.get(org, "old") is None
+        assert await store.get(org, "new") is not None
