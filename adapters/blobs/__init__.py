@@ -1,0 +1,1 @@
+"""Blob storage adapters (recordings)."""

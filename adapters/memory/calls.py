@@ -1,0 +1,156 @@
+"""In-memory calls, call logs and usage records."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from datetime import datetime
+
+from adapters.memory.store import InMemoryUnitOfWork
+from application.ports.calls import CallFilter, CallLogFilter, CallRef
+from application.ports.platform import Page, PageRequest
+from domain.calls import ACTIVE_STATUSES, Call, CallLog
+from domain.telephony import StatusCounts
+
+
+def _page(items: list, page: PageRequest) -> Page:  # type: ignore[type-arg]
+    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
+
+
+class InMemoryCallRepository:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def _calls(self) -> dict[str, Call]:
+        return (await self.uow.tables())["calls"]
+
+    async def add(self, call: Call) -> Call:
+        table = await self._calls()
+        if call.id in table:
+            raise ValueError("duplicate call id")
+        table[call.id] = copy.deepcopy(call)
+        return call
+
+    async def get(self, organization_id: int, call_id: str) -> Call | None:
+        call = (await self._calls()).get(call_id)
+        return copy.deepcopy(call) if call is not None and call.organization_id == organization_id else None
+
+    get_for_update = get
+
+    async def update(self, call: Call) -> Call:
+        table = await self._calls()
+        current = table.get(call.id)
+        if current is not None and current.organization_id == call.organization_id:
+            table[call.id] = replace(copy.deepcopy(call), created_at=current.created_at)
+        return call
+
+    async def list(self, organization_id: int, filters: CallFilter, page: PageRequest) -> Page[Call]:
+        found = [
+            c for c in (await self._calls()).values()
+            if c.organization_id == organization_id
+            and (filters.status is None or c.status == filters.status)
+            and (filters.agent_id is None or c.agent_id == filters.agent_id)
+            and (filters.created_after is None or c.created_at >= filters.created_after)  # type: ignore[operator]
+            and (filters.created_before is None or c.created_at < filters.created_before)  # type: ignore[operator]
+        ]
+        found.sort(key=lambda c: (c.created_at, c.id), reverse=True)
+        return _page(copy.deepcopy(found), page)
+
+    async def count_active(self, organization_id: int) -> int:
+        return sum(1 for c in (await self._calls()).values()
+                   if c.organization_id == organization_id and c.status in ACTIVE_STATUSES)
+
+    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
+        queued = sorted((c for c in (await self._calls()).values()
+                         if c.organization_id == organization_id and c.status == "queued"),
+                        key=lambda c: (c.created_at, c.id))
+        return copy.deepcopy(queued[:limit])
+
+    async def lock_organization(self, organization_id: int) -> None:
+        await self.uow.tables()  # the store's lock is held for the whole transaction
+
+    async def stats(self, organization_id: int, start: datetime, end: datetime) -> StatusCounts:
+        by_status: dict[str, int] = {}
+        dialled = answered = answered_seconds = total_seconds = 0
+        for c in (await self._calls()).values():
+            if c.organization_id != organization_id or not (start <= c.created_at < end):  # type: ignore[operator]
+                continue
+            by_status[c.status] = by_status.get(c.status, 0) + 1
+            dialled += c.started_at is not None
+            seconds = c.duration_seconds or 0
+            total_seconds += seconds
+            if c.answered_at is not None:
+                answered += 1
+                answered_seconds += seconds
+        return StatusCounts(by_status, dialled, answered, answered_seconds, total_seconds)
+
+    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> list[int]:
+        first: dict[int, datetime] = {}
+        for c in (await self._calls()).values():
+            if c.status == "queued" and (organization_id is None or c.organization_id == organization_id):
+                at = c.created_at or datetime.min
+                first[c.organization_id] = min(first.get(c.organization_id, at), at)
+        return [org for org, _ in sorted(first.items(), key=lambda e: e[1])][:limit]
+
+    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+        found = sorted(
+            (c for c in (await self._calls()).values()
+             if c.status in ACTIVE_STATUSES and c.next_check_at is not None and c.next_check_at <= now
+             and (organization_id is None or c.organization_id == organization_id)),
+            key=lambda c: c.next_check_at)  # type: ignore[arg-type, return-value]
+        return [CallRef(c.organization_id, c.id) for c in found[:limit]]
+
+    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+        found = sorted(
+            (c for c in (await self._calls()).values()
+             if not c.is_final and c.deadline_at is not None and c.deadline_at < now
+             and (organization_id is None or c.organization_id == organization_id)),
+            key=lambda c: c.deadline_at)  # type: ignore[arg-type, return-value]
+        return [CallRef(c.organization_id, c.id) for c in found[:limit]]
+
+
+class InMemoryCallLogRepository:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, log: CallLog) -> CallLog:
+        tables = await self.uow.tables()
+        if any(existing.call_id == log.call_id for existing in tables["call_logs"].values()):
+            raise ValueError("duplicate call log")
+        stored = replace(copy.deepcopy(log), id=self.uow.store.next_id("call_logs"))
+        tables["call_logs"][stored.id] = stored
+        return copy.deepcopy(stored)
+
+    async def get(self, organization_id: int, call_log_id: int) -> CallLog | None:
+        log = (await self.uow.tables())["call_logs"].get(call_log_id)
+        return copy.deepcopy(log) if log is not None and log.organization_id == organization_id else None
+
+    async def list(self, organization_id: int, filters: CallLogFilter, page: PageRequest) -> Page[CallLog]:
+        found = [
+            log for log in (await self.uow.tables())["call_logs"].values()
+            if log.organization_id == organization_id
+            and (filters.agent_id is None or log.agent_id == filters.agent_id)
+            and (filters.status is None or log.status == filters.status)
+            and (filters.start is None or (log.ended_at is not None and log.ended_at >= filters.start))
+            and (filters.end is None or (log.ended_at is not None and log.ended_at < filters.end))
+        ]
+        found.sort(key=lambda log: log.id, reverse=True)
+        return _page(copy.deepcopy(found), page)
+
+    async def find_recording(self, call_log_id: int) -> tuple[int, str | None] | None:
+        log = (await self.uow.tables())["call_logs"].get(call_log_id)
+        return (log.organization_id, log.recording_key) if log is not None else None
+
+
+class InMemoryUsageRecorder:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def record(self, organization_id: int, kind: str, quantity: float, at: datetime, reference: str) -> None:
+        table = (await self.uow.tables())["usage_records"]
+        table.setdefault((organization_id, kind, reference), (float(quantity), at))
+
+    async def total(self, organization_id: int, kind: str, start: datetime, end: datetime) -> float:
+        table = (await self.uow.tables())["usage_records"]
+        return float(sum(quantity for (org, k, _), (quantity, at) in table.items()
+                         if org == organization_id and k == kind and start <= at < end))

@@ -1,0 +1,1 @@
+"""Phone number normalisation with libphonenumber (the ``phonenumbers`` package)."""

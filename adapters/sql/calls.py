@@ -1,0 +1,247 @@
+"""SQL repositories for calls, call logs and usage records."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from adapters.sql.calls_tables import call_logs, calls, usage_records
+from adapters.sql.dialect import insert
+from adapters.sql.uow import SqlUnitOfWork
+from application.ports.calls import CallFilter, CallLogFilter, CallRef
+from application.ports.platform import Page, PageRequest
+from domain.calls import ACTIVE_STATUSES, FINAL_STATUSES, Call, CallLog
+from domain.telephony import StatusCounts
+
+
+def _row_to_call(row: Any) -> Call:
+    return Call(
+        id=row.id, organization_id=row.organization_id, agent_id=row.agent_id,
+        destination_phone=row.destination_phone, from_phone=row.from_phone, status=row.status,
+        contact_name=row.contact_name, custom_data=dict(row.custom_data or {}), prompt=row.prompt,
+        first_message=row.first_message, max_duration_seconds=row.max_duration_seconds,
+        provider_id=row.provider_id, end_reason=row.end_reason, outcome=row.outcome,
+        duration_seconds=row.duration_seconds, transferred_to=row.transferred_to, call_log_id=row.call_log_id,
+        telephony_ref=row.telephony_ref, telephony_state=dict(row.telephony_state or {}),
+        next_check_at=row.next_check_at, deadline_at=row.deadline_at, created_at=row.created_at,
+        updated_at=row.updated_at, started_at=row.started_at, answered_at=row.answered_at, ended_at=row.ended_at,
+    )
+
+
+def _call_values(call: Call) -> dict[str, Any]:
+    return {
+        "id": call.id, "organization_id": call.organization_id, "agent_id": call.agent_id,
+        "provider_id": call.provider_id, "destination_phone": call.destination_phone,
+        "from_phone": call.from_phone, "contact_name": call.contact_name, "custom_data": call.custom_data,
+        "prompt": call.prompt, "first_message": call.first_message,
+        "max_duration_seconds": call.max_duration_seconds, "status": call.status, "end_reason": call.end_reason,
+        "outcome": call.outcome, "duration_seconds": call.duration_seconds, "transferred_to": call.transferred_to,
+        "call_log_id": call.call_log_id, "telephony_ref": call.telephony_ref,
+        "telephony_state": call.telephony_state, "next_check_at": call.next_check_at,
+        "deadline_at": call.deadline_at, "created_at": call.created_at, "updated_at": call.updated_at,
+        "started_at": call.started_at, "answered_at": call.answered_at, "ended_at": call.ended_at,
+    }
+
+
+async def _page(conn: Any, table: sa.Table, where: Any, order: list[Any], page: PageRequest) -> tuple[list[Any], int]:
+    rows = (await conn.execute(
+        sa.select(table, sa.func.count().over().label("_total")).where(where)
+        .order_by(*order).limit(page.limit).offset(page.offset)
+    )).all()
+    if rows:
+        return rows, rows[0]._total
+    total = (await conn.execute(sa.select(sa.func.count()).select_from(table).where(where))).scalar_one()
+    return rows, total
+
+
+class SqlCallRepository:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, call: Call) -> Call:
+        conn = await self.uow.connection()
+        await conn.execute(calls.insert(), _call_values(call))
+        return call
+
+    async def _get(self, organization_id: int, call_id: str, lock: bool) -> Call | None:
+        conn = await self.uow.connection()
+        query = sa.select(calls).where(calls.c.organization_id == organization_id, calls.c.id == call_id)
+        if lock:
+            query = query.with_for_update()
+        row = (await conn.execute(query)).first()
+        return _row_to_call(row) if row else None
+
+    async def get(self, organization_id: int, call_id: str) -> Call | None:
+        return await self._get(organization_id, call_id, False)
+
+    async def get_for_update(self, organization_id: int, call_id: str) -> Call | None:
+        return await self._get(organization_id, call_id, True)
+
+    async def update(self, call: Call) -> Call:
+        conn = await self.uow.connection()
+        values = _call_values(call)
+        for fixed in ("id", "organization_id", "created_at"):
+            values.pop(fixed)
+        await conn.execute(calls.update().where(calls.c.organization_id == call.organization_id,
+                                                calls.c.id == call.id).values(**values))
+        return call
+
+    async def list(self, organization_id: int, filters: CallFilter, page: PageRequest) -> Page[Call]:
+        conn = await self.uow.connection()
+        where = [calls.c.organization_id == organization_id]
+        if filters.status:
+            where.append(calls.c.status == filters.status)
+        if filters.agent_id is not None:
+            where.append(calls.c.agent_id == filters.agent_id)
+        if filters.created_after is not None:
+            where.append(calls.c.created_at >= filters.created_after)
+        if filters.created_before is not None:
+            where.append(calls.c.created_at < filters.created_before)
+        rows, total = await _page(conn, calls, sa.and_(*where), [calls.c.created_at.desc(), calls.c.id.desc()], page)
+        return Page([_row_to_call(r) for r in rows], total, page.limit, page.offset)
+
+    async def count_active(self, organization_id: int) -> int:
+        conn = await self.uow.connection()
+        return (await conn.execute(sa.select(sa.func.count()).select_from(calls).where(
+            calls.c.organization_id == organization_id, calls.c.status.in_(ACTIVE_STATUSES)))).scalar_one()
+
+    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(calls).where(
+            calls.c.organization_id == organization_id, calls.c.status == "queued",
+        ).order_by(calls.c.created_at, calls.c.id).limit(limit))
+        return [_row_to_call(r) for r in rows]
+
+    async def lock_organization(self, organization_id: int) -> None:
+        """PostgreSQL: a transaction-scoped advisory lock per organization. SQLite: write transactions are
+        already serialized (BEGIN IMMEDIATE)."""
+        if self.uow.dialect != "postgresql":
+            return
+        conn = await self.uow.connection()
+        key = zlib.crc32(f"parley:calls:{organization_id}".encode())
+        await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+    async def stats(self, organization_id: int, start: datetime, end: datetime) -> StatusCounts:
+        conn = await self.uow.connection()
+        where = sa.and_(calls.c.organization_id == organization_id, calls.c.created_at >= start,
+                        calls.c.created_at < end)
+        answered = calls.c.answered_at.is_not(None)
+        duration = sa.func.coalesce(calls.c.duration_seconds, 0)
+        rows = (await conn.execute(
+            sa.select(
+                calls.c.status,
+                sa.func.count(),
+                sa.func.count(calls.c.started_at),
+                sa.func.sum(sa.case((answered, 1), else_=0)),
+                sa.func.sum(sa.case((answered, duration), else_=0)),
+                sa.func.sum(duration),
+            ).where(where).group_by(calls.c.status)
+        )).all()
+        by_status = {r[0]: int(r[1]) for r in rows}
+        return StatusCounts(by_status, sum(int(r[2] or 0) for r in rows), sum(int(r[3] or 0) for r in rows),
+                            sum(int(r[4] or 0) for r in rows), sum(int(r[5] or 0) for r in rows))
+
+    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> list[int]:
+        conn = await self.uow.connection()
+        query = sa.select(calls.c.organization_id).where(calls.c.status == "queued")
+        if organization_id is not None:
+            query = query.where(calls.c.organization_id == organization_id)
+        rows = await conn.execute(query.group_by(calls.c.organization_id)
+                                  .order_by(sa.func.min(calls.c.created_at)).limit(limit))
+        return [int(r[0]) for r in rows]
+
+    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+        conn = await self.uow.connection()
+        query = sa.select(calls.c.organization_id, calls.c.id).where(
+            calls.c.next_check_at.is_not(None), calls.c.next_check_at <= now, calls.c.status.in_(ACTIVE_STATUSES))
+        if organization_id is not None:
+            query = query.where(calls.c.organization_id == organization_id)
+        rows = await conn.execute(query.order_by(calls.c.next_check_at).limit(limit))
+        return [CallRef(int(r[0]), r[1]) for r in rows]
+
+    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+        conn = await self.uow.connection()
+        query = sa.select(calls.c.organization_id, calls.c.id).where(
+            calls.c.ended_at.is_(None), calls.c.deadline_at < now, calls.c.status.not_in(FINAL_STATUSES))
+        if organization_id is not None:
+            query = query.where(calls.c.organization_id == organization_id)
+        rows = await conn.execute(query.order_by(calls.c.deadline_at).limit(limit))
+        return [CallRef(int(r[0]), r[1]) for r in rows]
+
+
+def _row_to_log(row: Any) -> CallLog:
+    return CallLog(
+        id=row.id, organization_id=row.organization_id, call_id=row.call_id, agent_id=row.agent_id,
+        direction=row.direction, from_phone=row.from_phone, to_phone=row.to_phone, status=row.status,
+        end_reason=row.end_reason, outcome=row.outcome, duration_seconds=row.duration_seconds,
+        transcript=list(row.transcript or []), summary=row.summary, contact_name=row.contact_name,
+        recording_key=row.recording_key, started_at=row.started_at, answered_at=row.answered_at,
+        ended_at=row.ended_at, created_at=row.created_at,
+    )
+
+
+class SqlCallLogRepository:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, log: CallLog) -> CallLog:
+        conn = await self.uow.connection()
+        new_id = (await conn.execute(call_logs.insert().returning(call_logs.c.id), {
+            "organization_id": log.organization_id, "call_id": log.call_id, "agent_id": log.agent_id,
+            "direction": log.direction, "from_phone": log.from_phone, "to_phone": log.to_phone,
+            "contact_name": log.contact_name, "status": log.status, "end_reason": log.end_reason,
+            "outcome": log.outcome, "duration_seconds": log.duration_seconds, "transcript": log.transcript,
+            "summary": log.summary, "recording_key": log.recording_key, "started_at": log.started_at,
+            "answered_at": log.answered_at, "ended_at": log.ended_at, "created_at": log.created_at,
+        })).scalar_one()
+        return replace(log, id=new_id)
+
+    async def get(self, organization_id: int, call_log_id: int) -> CallLog | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(call_logs).where(
+            call_logs.c.organization_id == organization_id, call_logs.c.id == call_log_id))).first()
+        return _row_to_log(row) if row else None
+
+    async def list(self, organization_id: int, filters: CallLogFilter, page: PageRequest) -> Page[CallLog]:
+        conn = await self.uow.connection()
+        where = [call_logs.c.organization_id == organization_id]
+        if filters.agent_id is not None:
+            where.append(call_logs.c.agent_id == filters.agent_id)
+        if filters.status:
+            where.append(call_logs.c.status == filters.status)
+        if filters.start is not None:
+            where.append(call_logs.c.ended_at >= filters.start)
+        if filters.end is not None:
+            where.append(call_logs.c.ended_at < filters.end)
+        rows, total = await _page(conn, call_logs, sa.and_(*where), [call_logs.c.id.desc()], page)
+        return Page([_row_to_log(r) for r in rows], total, page.limit, page.offset)
+
+    async def find_recording(self, call_log_id: int) -> tuple[int, str | None] | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(call_logs.c.organization_id, call_logs.c.recording_key)
+                                  .where(call_logs.c.id == call_log_id))).first()
+        return (int(row[0]), row[1]) if row else None
+
+
+class SqlUsageRecorder:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def record(self, organization_id: int, kind: str, quantity: float, at: datetime, reference: str) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(
+            insert(usage_records, self.uow.dialect).values(
+                organization_id=organization_id, kind=kind, quantity=float(quantity), at=at, reference=reference,
+            ).on_conflict_do_nothing(index_elements=["organization_id", "kind", "reference"])
+        )
+
+    async def total(self, organization_id: int, kind: str, start: datetime, end: datetime) -> float:
+        conn = await self.uow.connection()
+        value = (await conn.execute(sa.select(sa.func.coalesce(sa.func.sum(usage_records.c.quantity), 0)).where(
+            usage_records.c.organization_id == organization_id, usage_records.c.kind == kind,
+            usage_records.c.at >= start, usage_records.c.at < end))).scalar_one()
+        return float(value)

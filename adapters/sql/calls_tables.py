@@ -1,0 +1,148 @@
+"""Tables of calls end to end: calls, call logs, usage records, Do-Not-Call lists and entries, telephony
+providers and phone numbers (migration 0005, branch ``calls``)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from adapters.sql.metadata import BigId, Json, UtcDateTime, id_column, metadata, org_column
+
+_CALL_STATUSES = "('queued','ringing','in_progress','completed','busy','no_answer','failed','voicemail'," \
+                 "'cancelled','transferred')"
+
+calls = sa.Table(
+    "calls",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    org_column(),
+    sa.Column("agent_id", BigId, sa.ForeignKey("agents.id"), nullable=False),
+    sa.Column("provider_id", BigId, nullable=True),
+    sa.Column("destination_phone", sa.String(20), nullable=False),
+    sa.Column("from_phone", sa.String(20), nullable=False),
+    sa.Column("contact_name", sa.String(200), nullable=True),
+    sa.Column("custom_data", Json, nullable=False),
+    sa.Column("prompt", sa.Text, nullable=False),
+    sa.Column("first_message", sa.Text, nullable=True),
+    sa.Column("max_duration_seconds", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("end_reason", sa.String(50), nullable=True),
+    sa.Column("outcome", sa.String(50), nullable=True),
+    sa.Column("duration_seconds", sa.Integer, nullable=True),
+    sa.Column("transferred_to", sa.String(20), nullable=True),
+    sa.Column("call_log_id", BigId, nullable=True),
+    sa.Column("telephony_ref", sa.String(100), nullable=True),
+    sa.Column("telephony_state", Json, nullable=False),
+    sa.Column("next_check_at", UtcDateTime, nullable=True),
+    sa.Column("deadline_at", UtcDateTime, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.Column("started_at", UtcDateTime, nullable=True),
+    sa.Column("answered_at", UtcDateTime, nullable=True),
+    sa.Column("ended_at", UtcDateTime, nullable=True),
+    sa.CheckConstraint(f"status in {_CALL_STATUSES}", name="status"),
+    sa.Index("ix_calls_org_created", "organization_id", "created_at"),
+    sa.Index("ix_calls_org_status", "organization_id", "status"),
+    sa.Index("ix_calls_next_check", "next_check_at", sqlite_where=sa.text("next_check_at IS NOT NULL"),
+             postgresql_where=sa.text("next_check_at IS NOT NULL")),
+    sa.Index("ix_calls_open_deadline", "deadline_at", sqlite_where=sa.text("ended_at IS NULL"),
+             postgresql_where=sa.text("ended_at IS NULL")),
+)
+
+call_logs = sa.Table(
+    "call_logs",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("call_id", sa.String(36), nullable=False, unique=True),
+    sa.Column("agent_id", BigId, nullable=False),
+    sa.Column("direction", sa.String(10), nullable=False),
+    sa.Column("from_phone", sa.String(20), nullable=False),
+    sa.Column("to_phone", sa.String(20), nullable=False),
+    sa.Column("contact_name", sa.String(200), nullable=True),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("end_reason", sa.String(50), nullable=True),
+    sa.Column("outcome", sa.String(50), nullable=True),
+    sa.Column("duration_seconds", sa.Integer, nullable=False),
+    sa.Column("transcript", Json, nullable=False),
+    sa.Column("summary", sa.Text, nullable=False),
+    sa.Column("recording_key", sa.String(300), nullable=True),
+    sa.Column("started_at", UtcDateTime, nullable=True),
+    sa.Column("answered_at", UtcDateTime, nullable=True),
+    sa.Column("ended_at", UtcDateTime, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Index("ix_call_logs_org_ended", "organization_id", "ended_at"),
+    sa.Index("ix_call_logs_org_agent", "organization_id", "agent_id"),
+)
+
+usage_records = sa.Table(
+    "usage_records",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("kind", sa.String(50), nullable=False),
+    sa.Column("quantity", sa.Float, nullable=False),
+    sa.Column("at", UtcDateTime, nullable=False),
+    sa.Column("reference", sa.String(200), nullable=False),
+    sa.UniqueConstraint("organization_id", "kind", "reference"),
+    sa.Index("ix_usage_records_org_at", "organization_id", "at"),
+)
+
+dnc_lists = sa.Table(
+    "dnc_lists",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+)
+
+dnc_entries = sa.Table(
+    "dnc_entries",
+    metadata,
+    sa.Column("list_id", BigId, sa.ForeignKey("dnc_lists.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("phone_number", sa.String(20), nullable=False),
+    sa.Column("organization_id", BigId, nullable=False),
+    sa.Column("reason", sa.String(500), nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.PrimaryKeyConstraint("list_id", "phone_number"),
+    sa.Index("ix_dnc_entries_org_phone", "organization_id", "phone_number"),
+)
+
+telephony_providers = sa.Table(
+    "telephony_providers",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("type", sa.String(20), nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("is_default", sa.Boolean, nullable=False),
+    sa.Column("builtin_key", sa.String(20), nullable=True),
+    sa.Column("credentials_sealed", sa.Text, nullable=True),
+    sa.Column("credential_fields", Json, nullable=False),
+    sa.Column("settings", Json, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.CheckConstraint("type in ('twilio','telnyx','vonage','sip','simulator')", name="type"),
+    sa.CheckConstraint("status in ('active','disabled')", name="status"),
+    sa.UniqueConstraint("organization_id", "builtin_key"),
+)
+
+telephony_numbers = sa.Table(
+    "telephony_numbers",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("phone_number", sa.String(20), nullable=False),
+    sa.Column("provider_id", BigId, sa.ForeignKey("telephony_providers.id"), nullable=False),
+    sa.Column("label", sa.String(200), nullable=True),
+    sa.Column("inbound_agent_id", BigId, nullable=True),
+    sa.Column("voice", sa.Boolean, nullable=False),
+    sa.Column("sms", sa.Boolean, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.UniqueConstraint("organization_id", "phone_number"),
+)

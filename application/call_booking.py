@@ -1,0 +1,73 @@
+"""Mid-call booking (simulator number ...06): the AppointmentBooker implementations.
+
+The scheduling bookers drive the in-house scheduling use cases; the composition root hands them those use
+cases and the command type, so this module does not depend on the scheduling feature being installed.
+``NoAppointmentBooker`` never books.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from application.context import Actor
+from domain.calls import iso
+
+
+def _booking(appointment: Any, calendar_id: int) -> dict[str, Any]:
+    return {
+        "appointment_id": getattr(appointment, "id", None),
+        "calendar_id": calendar_id,
+        "slot_start": iso(getattr(appointment, "slot_start", None)),
+        "slot_end": iso(getattr(appointment, "slot_end", None)),
+        "status": getattr(appointment, "status", None),
+    }
+
+
+def _notes(call_id: str) -> str:
+    return f"Booked by the voice agent during call {call_id}"
+
+
+class NoAppointmentBooker:
+    async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
+                             attendee_name: str | None, attendee_phone: str | None,
+                             call_id: str) -> dict[str, Any] | None:
+        return None
+
+
+class SchedulingAppointmentBooker:
+    """``NextOpenSlot`` then ``BookAppointment``, as the organization itself (a system actor)."""
+
+    def __init__(self, next_open_slot: Any, book_appointment: Any, make_command: Callable[..., Any]) -> None:
+        self.next_open_slot, self.book_appointment, self.make_command = next_open_slot, book_appointment, make_command
+
+    async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
+                             attendee_name: str | None, attendee_phone: str | None,
+                             call_id: str) -> dict[str, Any] | None:
+        actor = Actor.system(organization_id)
+        slot = await self.next_open_slot.execute(actor, calendar_id, after)
+        if slot is None:
+            return None
+        appointment = await self.book_appointment.execute(self.make_command(
+            actor=actor, calendar_id=calendar_id, slot_start=slot, attendee_name=attendee_name,
+            attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
+        ))
+        return _booking(appointment, calendar_id)
+
+
+class AtomicSchedulingAppointmentBooker:
+    """``BookNextOpenSlot``: finds and books the first open slot under the calendar's lock (no race between
+    finding and booking)."""
+
+    def __init__(self, book_next_open_slot: Any, make_command: Callable[..., Any]) -> None:
+        self.book_next_open_slot, self.make_command = book_next_open_slot, make_command
+
+    async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
+                             attendee_name: str | None, attendee_phone: str | None,
+                             call_id: str) -> dict[str, Any] | None:
+        appointment = await self.book_next_open_slot.execute(self.make_command(
+            actor=Actor.system(organization_id), calendar_id=calendar_id, after=after, attendee_name=attendee_name,
+            attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
+        ))
+        return _booking(appointment, calendar_id) if appointment is not None else None

@@ -1,0 +1,445 @@
+"""Call use cases: place, read, cancel; the worker's dial, advance and sweep steps; call logs and recordings.
+
+Use cases never commit. The worker runs each step in its own unit of work (one call, or one dispatch, per
+transaction) so one failing call never holds back the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from application.context import Actor
+from application.dnc import DncGate
+from application.ports.accounts import OrganizationRepository
+from application.ports.agents import AgentRepository
+from application.ports.blobs import BlobStorage
+from application.ports.calls import (
+    AppointmentBooker,
+    CallFilter,
+    CallLogFilter,
+    CallLogRepository,
+    CallRef,
+    CallRepository,
+)
+from application.ports.phones import PhoneNormalizer
+from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
+from application.ports.telephony import (
+    DialHandle,
+    DialRequest,
+    PhoneNumberRepository,
+    Telephony,
+    TelephonyProviderRepository,
+)
+from application.ports.usage import CALL_SECONDS, UsageRecorder
+from domain import recordings
+from domain.agents import Agent, render
+from domain.calls import (
+    ACTIVE_STATUSES,
+    QUEUE_TIMEOUT,
+    RING_ALLOWANCE,
+    SIMULATOR_CALLER_ID,
+    TRIGGER_FOR_FINAL,
+    Call,
+    CallLog,
+    outcome_of,
+    render_values,
+    summarize,
+)
+from domain.errors import InvalidTransition, NotFound, ValidationFailed
+from domain.events import DomainEvent
+from domain.organizations import PLAN_LIMITS
+
+BOOK_APPOINTMENT = "book_appointment"
+SUPPORTED_PROVIDER_TYPES = ("simulator",)
+
+
+class AgentNotCallable(InvalidTransition):
+    """Only an active agent can place calls (409 invalid_transition)."""
+
+    def __init__(self, agent_id: int, status: str) -> None:
+        super().__init__("agent", status, "calling")
+        self.message = f"Only an active agent can place calls; agent {agent_id} is {status}"
+        self.args = (self.message,)
+
+
+def _record(uow: UnitOfWork, call: Call, event_types: list[str]) -> None:
+    view = call.view()
+    for event_type in event_types:
+        uow.record(DomainEvent(call.organization_id, event_type, view))
+
+
+def _agent_id(bot_id: str) -> int:
+    text = bot_id.strip()
+    if not text.isdigit() or not 0 < int(text) < 2**53:
+        raise ValidationFailed.field("bot_id", "must be the id of an agent, such as \"42\"")
+    return int(text)
+
+
+# ---------------------------------------------------------------------------------------------- placing
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceCallCommand:
+    actor: Actor
+    bot_id: str
+    destination_phone: str
+    contact_name: str | None = None
+    custom_data: dict[str, Any] = field(default_factory=dict)
+
+
+class PlaceCall:
+    """Validate, screen (fail closed) and queue an outbound call; the worker dials it when the organization
+    has a free line (plan limit ``max_concurrent_calls``)."""
+
+    def __init__(self, uow: UnitOfWork, calls: CallRepository, agents: AgentRepository,
+                 providers: TelephonyProviderRepository, numbers: PhoneNumberRepository, dnc: DncGate,
+                 phones: PhoneNormalizer, clock: Clock, random: Random) -> None:
+        self.uow, self.calls, self.agents, self.providers, self.numbers = uow, calls, agents, providers, numbers
+        self.dnc, self.phones, self.clock, self.random = dnc, phones, clock, random
+
+    async def execute(self, command: PlaceCallCommand) -> Call:
+        org = command.actor.organization_id
+        agent_id = _agent_id(command.bot_id)
+        destination = self.phones.normalize(command.destination_phone)
+        if destination is None:
+            raise ValidationFailed.field("destination_phone", "must be an E.164 phone number such as +14155550100")
+        agent = await self.agents.get(org, agent_id)
+        if agent is None:
+            raise NotFound("agent", agent_id)
+        if agent.status != "active":
+            raise AgentNotCallable(agent_id, agent.status)
+        values = render_values(command.contact_name, destination, command.custom_data)
+        prompt, missing = render(agent.prompt, values)
+        first_message, missing_first = render(agent.first_message or "", values)
+        missing |= missing_first
+        if agent.voicemail.action == "leave_message" and agent.voicemail.message:
+            missing |= render(agent.voicemail.message, values)[1]
+        if missing:
+            names = sorted(missing)
+            raise ValidationFailed(
+                f"Unresolved placeholders: {', '.join(names)}; send them in custom_data",
+                details={"missing_placeholders": names,
+                         "validation_errors": {"custom_data": f"missing values for: {', '.join(names)}"}},
+            )
+        await self.dnc.ensure_callable(org, destination)
+        now = self.clock.now()
+        builtin = await self.providers.ensure_default(org, now)
+        provider = await self.providers.default(org) or builtin
+        caller = await self.numbers.outbound_for_agent(org, agent_id)
+        call = Call(
+            id=self.random.uuid(), organization_id=org, agent_id=agent_id, destination_phone=destination,
+            from_phone=caller.phone_number if caller else SIMULATOR_CALLER_ID, status="queued",
+            contact_name=command.contact_name, custom_data=dict(command.custom_data), prompt=prompt,
+            first_message=first_message if agent.first_message else None,
+            max_duration_seconds=agent.max_call_duration_seconds, provider_id=provider.id,
+            deadline_at=now + QUEUE_TIMEOUT, created_at=now, updated_at=now,
+        )
+        return await self.calls.add(call)
+
+
+async def _load_call(calls: CallRepository, actor: Actor, call_id: str, *, lock: bool = False) -> Call:
+    getter = calls.get_for_update if lock else calls.get
+    call = await getter(actor.organization_id, call_id)
+    if call is None:
+        raise NotFound("call", call_id)
+    return call
+
+
+class GetCall:
+    def __init__(self, calls: CallRepository) -> None:
+        self.calls = calls
+
+    async def execute(self, actor: Actor, call_id: str) -> Call:
+        return await _load_call(self.calls, actor, call_id)
+
+
+class ListCalls:
+    def __init__(self, calls: CallRepository) -> None:
+        self.calls = calls
+
+    async def execute(self, actor: Actor, filters: CallFilter, page: PageRequest) -> Page[Call]:
+        return await self.calls.list(actor.organization_id, filters, page)
+
+
+# ---------------------------------------------------------------------------------------------- finishing
+
+
+class CallFinisher:
+    """Ends a call: the final move, its call log (for calls that reached the network), usage and events."""
+
+    def __init__(self, uow: UnitOfWork, calls: CallRepository, logs: CallLogRepository, agents: AgentRepository,
+                 usage: UsageRecorder) -> None:
+        self.uow, self.calls, self.logs, self.agents, self.usage = uow, calls, logs, agents, usage
+
+    async def finish(self, call: Call, trigger: str, at: datetime, *, end_reason: str,
+                     duration_seconds: int = 0, transcript: list[dict[str, Any]] | None = None,
+                     recording_key: str | None = None, transferred_to: str | None = None,
+                     booking: dict[str, Any] | None = None, message_left: bool = False) -> Call:
+        target_status = {"complete": "completed", "busy": "busy", "no_answer": "no_answer", "fail": "failed",
+                         "voicemail": "voicemail", "transfer": "transferred", "cancel": "cancelled",
+                         "time_out": "failed"}[trigger]
+        outcome = outcome_of(target_status, end_reason, booked=booking is not None, message_left=message_left)
+        duration = max(0, min(int(duration_seconds), call.max_duration_seconds))
+        finished, events = call.move(trigger, at, end_reason=end_reason, outcome=outcome,
+                                     duration_seconds=duration, transferred_to=transferred_to)
+        if finished.started_at is not None:
+            agent = await self.agents.get(call.organization_id, call.agent_id)
+            turns = list(transcript or [])
+            log = await self.logs.add(CallLog(
+                id=None, organization_id=call.organization_id, call_id=call.id, agent_id=call.agent_id,
+                direction="outbound", from_phone=call.from_phone, to_phone=call.destination_phone,
+                status=finished.status, end_reason=end_reason, outcome=outcome, duration_seconds=duration,
+                transcript=turns,
+                summary=summarize(agent_name=agent.name if agent else f"Agent {call.agent_id}",
+                                  contact_name=call.contact_name, to_phone=call.destination_phone,
+                                  status=finished.status, outcome=outcome, duration_seconds=duration,
+                                  turns=len(turns), booking=booking),
+                contact_name=call.contact_name, recording_key=recording_key, started_at=finished.started_at,
+                answered_at=finished.answered_at, ended_at=finished.ended_at, created_at=at,
+            ))
+            finished = replace(finished, call_log_id=log.id)
+        finished = await self.calls.update(finished)
+        await self.usage.record(call.organization_id, CALL_SECONDS, duration, at, f"call:{call.id}")
+        _record(self.uow, finished, events)
+        return finished
+
+
+class CancelCall:
+    """POST /calls/{id}/cancel: while queued or ringing (409 invalid_transition otherwise)."""
+
+    def __init__(self, uow: UnitOfWork, calls: CallRepository, telephony: Telephony, finisher: CallFinisher,
+                 clock: Clock) -> None:
+        self.uow, self.calls, self.telephony, self.finisher, self.clock = uow, calls, telephony, finisher, clock
+
+    async def execute(self, actor: Actor, call_id: str) -> Call:
+        call = await _load_call(self.calls, actor, call_id, lock=True)
+        now = self.clock.now()
+        call.cancel(now)  # checks the move before anything is hung up
+        if call.status == "ringing" and call.telephony_ref:
+            handle = await self.telephony.hang_up(DialHandle(call.telephony_ref, call.telephony_state,
+                                                             call.next_check_at), now)
+            call = replace(call, telephony_state=handle.state)
+        return await self.finisher.finish(call, "cancel", now, end_reason="cancelled")
+
+
+# ---------------------------------------------------------------------------------------------- the worker
+
+
+class DialNextQueuedCall:
+    """Dial the organization's oldest queued call if it has a free line. Returns the call, or None when
+    there was nothing to do. Raises DncUnavailable (the call stays queued) when screening fails."""
+
+    def __init__(self, uow: UnitOfWork, calls: CallRepository, agents: AgentRepository,
+                 organizations: OrganizationRepository, providers: TelephonyProviderRepository,
+                 telephony: Telephony, dnc: DncGate, finisher: CallFinisher, clock: Clock) -> None:
+        self.uow, self.calls, self.agents, self.organizations = uow, calls, agents, organizations
+        self.providers, self.telephony, self.dnc, self.finisher, self.clock = providers, telephony, dnc, finisher, clock
+
+    async def execute(self, organization_id: int) -> Call | None:
+        await self.calls.lock_organization(organization_id)
+        org = await self.organizations.get(organization_id)
+        if org is None:
+            return None
+        if await self.calls.count_active(organization_id) >= PLAN_LIMITS[org.plan]["max_concurrent_calls"]:
+            return None
+        queued = await self.calls.oldest_queued(organization_id, 1)
+        if not queued:
+            return None
+        call = await self.calls.get_for_update(organization_id, queued[0].id)
+        if call is None or call.status != "queued":
+            return None
+        now = self.clock.now()
+        agent = await self.agents.get(organization_id, call.agent_id)
+        if agent is None or agent.status != "active":
+            return await self.finisher.finish(call, "fail", now, end_reason="agent_not_active")
+        screened = await self.dnc.screen(organization_id, [call.destination_phone])
+        if screened.get(call.destination_phone):
+            return await self.finisher.finish(call, "fail", now, end_reason="dnc_blocked")
+        provider = await self.providers.get(organization_id, call.provider_id) if call.provider_id else None
+        if provider is not None and provider.status != "active":
+            return await self.finisher.finish(call, "fail", now, end_reason="provider_disabled")
+        if provider is not None and provider.type not in SUPPORTED_PROVIDER_TYPES:
+            return await self.finisher.finish(call, "fail", now, end_reason="provider_not_supported")
+        try:
+            handle = await self.telephony.dial(self._request(call, agent), now)
+        except Exception:
+            return await self.finisher.finish(call, "fail", now, end_reason="dial_error")
+        dialled, events = call.move(
+            "dial", now, telephony_ref=handle.reference, telephony_state=handle.state,
+            next_check_at=handle.next_check_at,
+            deadline_at=now + timedelta(seconds=call.max_duration_seconds) + RING_ALLOWANCE,
+        )
+        dialled = await self.calls.update(dialled)
+        _record(self.uow, dialled, events)
+        return dialled
+
+    @staticmethod
+    def _request(call: Call, agent: Agent) -> DialRequest:
+        values = render_values(call.contact_name, call.destination_phone, call.custom_data)
+        message = render(agent.voicemail.message, values)[0] if agent.voicemail.message else None
+        return DialRequest(
+            call_id=call.id, organization_id=call.organization_id, from_phone=call.from_phone,
+            to_phone=call.destination_phone, agent_name=agent.name, prompt=call.prompt,
+            first_message=call.first_message, contact_name=call.contact_name, custom_data=call.custom_data,
+            max_duration_seconds=call.max_duration_seconds, voicemail_action=agent.voicemail.action,
+            voicemail_message=message, transfer_phone=agent.transfer_phone, calendar_id=agent.calendar_id,
+        )
+
+
+class AdvanceCall:
+    """Apply what the line reported since the last look: answer, mid-call tools (booking), the end."""
+
+    max_rounds = 8
+
+    def __init__(self, uow: UnitOfWork, calls: CallRepository, agents: AgentRepository, telephony: Telephony,
+                 booker: AppointmentBooker, finisher: CallFinisher, clock: Clock) -> None:
+        self.uow, self.calls, self.agents, self.telephony = uow, calls, agents, telephony
+        self.booker, self.finisher, self.clock = booker, finisher, clock
+
+    async def execute(self, ref: CallRef, *, run_tools: bool = True) -> Call | None:
+        call = await self.calls.get_for_update(ref.organization_id, ref.call_id)
+        if call is None or call.status not in ACTIVE_STATUSES or not call.telephony_ref:
+            return None
+        now = self.clock.now()
+        handle = DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at)
+        for _ in range(self.max_rounds):
+            result = await self.telephony.poll(handle, now)
+            handle = result.handle
+            waiting_tool: str | None = None
+            for signal in result.signals:
+                if signal.kind == "answered" and call.status == "ringing":
+                    call, events = call.move("answer", signal.at)
+                    _record(self.uow, call, events)
+                elif signal.kind == "tool":
+                    waiting_tool = signal.tool
+                    break
+                elif signal.kind == "ended":
+                    call = replace(call, telephony_state=handle.state)
+                    return await self.finisher.finish(
+                        call, TRIGGER_FOR_FINAL[signal.status or "failed"], signal.at,
+                        end_reason=signal.end_reason or signal.status or "ended",
+                        duration_seconds=signal.duration_seconds, transcript=signal.transcript,
+                        recording_key=signal.recording_key, transferred_to=signal.transferred_to,
+                        booking=signal.details.get("booking"), message_left=bool(signal.details.get("message_left")),
+                    )
+            if waiting_tool is None:
+                break
+            handle = await self.telephony.resume(handle, waiting_tool, await self._run_tool(call, waiting_tool,
+                                                                                              run_tools, now))
+        call = replace(call, telephony_state=handle.state, next_check_at=handle.next_check_at, updated_at=now)
+        return await self.calls.update(call)
+
+    async def _run_tool(self, call: Call, tool: str, run_tools: bool, now: datetime) -> dict[str, Any] | None:
+        if tool != BOOK_APPOINTMENT or not run_tools:
+            return None
+        agent = await self.agents.get(call.organization_id, call.agent_id)
+        if agent is None or agent.calendar_id is None:
+            return None
+        return await self.booker.book_next_slot(call.organization_id, agent.calendar_id, now, call.contact_name,
+                                                call.destination_phone, call.id)
+
+
+class SweepOverdueCall:
+    """End a call stuck past its deadline (max duration plus ringing allowance once dialled, or the queue
+    time-out): status failed, end_reason ``timeout``, exactly one call.ended and one call.failed."""
+
+    def __init__(self, uow: UnitOfWork, calls: CallRepository, telephony: Telephony, finisher: CallFinisher,
+                 clock: Clock) -> None:
+        self.uow, self.calls, self.telephony, self.finisher, self.clock = uow, calls, telephony, finisher, clock
+
+    async def execute(self, ref: CallRef) -> Call | None:
+        call = await self.calls.get_for_update(ref.organization_id, ref.call_id)
+        now = self.clock.now()
+        if call is None or call.is_final or call.deadline_at is None or call.deadline_at > now:
+            return None
+        if call.telephony_ref:
+            try:
+                handle = await self.telephony.hang_up(
+                    DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at), now)
+                call = replace(call, telephony_state=handle.state)
+            except Exception:  # the line is ended on our side whatever the carrier says
+                pass
+        duration = 0
+        if call.answered_at is not None:
+            duration = min(call.max_duration_seconds, int((now - call.answered_at).total_seconds()))
+        return await self.finisher.finish(call, "time_out", now, end_reason="timeout", duration_seconds=duration)
+
+
+# ---------------------------------------------------------------------------------------------- call logs
+
+
+async def _load_log(logs: CallLogRepository, actor: Actor, call_log_id: int) -> CallLog:
+    log = await logs.get(actor.organization_id, call_log_id)
+    if log is None:
+        raise NotFound("call log", call_log_id)
+    return log
+
+
+class ListCallLogs:
+    def __init__(self, logs: CallLogRepository) -> None:
+        self.logs = logs
+
+    async def execute(self, actor: Actor, filters: CallLogFilter, page: PageRequest) -> Page[CallLog]:
+        return await self.logs.list(actor.organization_id, filters, page)
+
+
+class GetCallLog:
+    def __init__(self, logs: CallLogRepository) -> None:
+        self.logs = logs
+
+    async def execute(self, actor: Actor, call_log_id: int) -> CallLog:
+        return await _load_log(self.logs, actor, call_log_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingLinkSettings:
+    secret_key: str
+    public_base_url: str
+    ttl_seconds: int = recordings.LINK_TTL_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingLink:
+    url: str
+    expires_at: datetime
+
+
+class GetRecordingLink:
+    """A 15-minute signed URL to the call's WAV recording (404 when the call has none)."""
+
+    def __init__(self, logs: CallLogRepository, settings: RecordingLinkSettings, clock: Clock) -> None:
+        self.logs, self.settings, self.clock = logs, settings, clock
+
+    async def execute(self, actor: Actor, call_log_id: int) -> RecordingLink:
+        log = await _load_log(self.logs, actor, call_log_id)
+        if not log.recording_available:
+            raise NotFound("recording of call log", call_log_id)
+        expires = int(self.clock.now().timestamp()) + self.settings.ttl_seconds
+        path = recordings.recording_path(call_log_id)
+        signature = recordings.sign(self.settings.secret_key, recordings.METHOD, path, expires, log.organization_id)
+        query = urlencode({"expires": expires, "signature": signature})
+        url = f"{self.settings.public_base_url.rstrip('/')}{path}?{query}"
+        return RecordingLink(url, datetime.fromtimestamp(expires, tz=UTC))
+
+
+class OpenRecording:
+    """The download behind a signed URL: the signature is the credential (403 when tampered or expired)."""
+
+    def __init__(self, logs: CallLogRepository, blobs: BlobStorage, settings: RecordingLinkSettings,
+                 clock: Clock) -> None:
+        self.logs, self.blobs, self.settings, self.clock = logs, blobs, settings, clock
+
+    async def execute(self, call_log_id: int, expires: int | None, signature: str | None) -> bytes:
+        found = await self.logs.find_recording(call_log_id)
+        if found is None:
+            raise recordings.RecordingLinkInvalid("This recording link is not valid")
+        organization_id, key = found
+        recordings.verify(self.settings.secret_key, recordings.METHOD, recordings.recording_path(call_log_id),
+                          expires, organization_id, signature, self.clock.now())
+        data = await self.blobs.get(key) if key else None
+        if data is None:
+            raise NotFound("recording of call log", call_log_id)
+        return data

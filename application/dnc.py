@@ -1,0 +1,211 @@
+"""Do-Not-Call use cases and the fail-closed screening gate of every dial path."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from application.context import Actor
+from application.ports.dnc import DncRepository, DncScreener
+from application.ports.phones import PhoneNormalizer
+from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from domain.dnc import (
+    MAX_NUMBERS_PER_REQUEST,
+    SCREEN_TIMEOUT_SECONDS,
+    CsvProblem,
+    DncEntry,
+    DncList,
+    DncUnavailable,
+    parse_csv,
+)
+from domain.errors import DncBlocked, NotFound, ValidationFailed
+
+
+class DncGate:
+    """Screening as every dial path must do it: any failure or a slow answer means "do not dial".
+
+    Calls, campaigns, leads and SMS call :meth:`screen` (or :meth:`ensure_callable` for one number) right
+    before they dial; the numbers must already be E.164.
+    """
+
+    timeout_seconds: float = SCREEN_TIMEOUT_SECONDS
+
+    def __init__(self, screener: DncScreener) -> None:
+        self.screener = screener
+
+    async def screen(self, organization_id: int, numbers: list[str]) -> dict[str, list[int]]:
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                found = await self.screener.screen(organization_id, numbers)
+        except Exception as exc:  # fail closed, whatever went wrong (store error, timeout, bug)
+            raise DncUnavailable(
+                "Do-Not-Call screening could not be completed, so nothing was dialled; try again later",
+                details={"reason": type(exc).__name__},
+            ) from exc
+        return {n: sorted(set(ids)) for n, ids in found.items() if ids}
+
+    async def ensure_callable(self, organization_id: int, number: str) -> None:
+        found = await self.screen(organization_id, [number])
+        if found.get(number):
+            raise DncBlocked(f"{number} is on a Do-Not-Call list",
+                             details={"phone_number": number, "list_ids": found[number]})
+
+
+def normalize_all(phones: PhoneNormalizer, raw: list[str], field: str,
+                  region: str | None = None) -> list[str]:
+    """E.164 forms of ``raw`` (order kept, duplicates dropped); every invalid one is reported at once."""
+    out: dict[str, None] = {}
+    invalid: list[str] = []
+    for value in raw:
+        number = phones.normalize(value, region)
+        if number is None:
+            invalid.append(value)
+        else:
+            out[number] = None
+    if invalid:
+        shown = ", ".join(repr(v) for v in invalid[:10]) + (" ..." if len(invalid) > 10 else "")
+        raise ValidationFailed(
+            f"{len(invalid)} value(s) are not phone numbers in E.164 form: {shown}",
+            details={"validation_errors": {field: "must be E.164 phone numbers such as +14155550100"},
+                     "invalid_phone_numbers": invalid[:100]},
+        )
+    return list(out)
+
+
+async def _load_list(dnc: DncRepository, actor: Actor, list_id: int) -> DncList:
+    found = await dnc.get_list(actor.organization_id, list_id)
+    if found is None:
+        raise NotFound("dnc list", list_id)
+    return found
+
+
+class CreateDncList:
+    def __init__(self, uow: UnitOfWork, dnc: DncRepository, clock: Clock) -> None:
+        self.uow, self.dnc, self.clock = uow, dnc, clock
+
+    async def execute(self, actor: Actor, name: str, description: str | None) -> DncList:
+        now = self.clock.now()
+        return await self.dnc.add_list(DncList(None, actor.organization_id, name, description, now, now))
+
+
+class ListDncLists:
+    def __init__(self, dnc: DncRepository) -> None:
+        self.dnc = dnc
+
+    async def execute(self, actor: Actor, page: PageRequest) -> Page[DncList]:
+        return await self.dnc.lists(actor.organization_id, page)
+
+
+class GetDncList:
+    def __init__(self, dnc: DncRepository) -> None:
+        self.dnc = dnc
+
+    async def execute(self, actor: Actor, list_id: int) -> DncList:
+        return await _load_list(self.dnc, actor, list_id)
+
+
+class DeleteDncList:
+    def __init__(self, uow: UnitOfWork, dnc: DncRepository) -> None:
+        self.uow, self.dnc = uow, dnc
+
+    async def execute(self, actor: Actor, list_id: int) -> None:
+        await _load_list(self.dnc, actor, list_id)
+        await self.dnc.delete_list(actor.organization_id, list_id)
+
+
+@dataclass(frozen=True, slots=True)
+class AddedEntries:
+    list_id: int
+    received: int
+    added: int
+    already_listed: int
+    invalid: list[CsvProblem]
+
+
+class AddDncEntries:
+    """Bulk add: every number must be valid (400 listing the invalid ones, nothing added)."""
+
+    def __init__(self, uow: UnitOfWork, dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.uow, self.dnc, self.phones, self.clock = uow, dnc, phones, clock
+
+    async def execute(self, actor: Actor, list_id: int, phone_numbers: list[str], reason: str | None,
+                      region: str | None = None) -> AddedEntries:
+        await _load_list(self.dnc, actor, list_id)
+        numbers = normalize_all(self.phones, phone_numbers, "phone_numbers", region)
+        added = await self.dnc.add_entries(actor.organization_id, list_id, [(n, reason) for n in numbers],
+                                           self.clock.now())
+        return AddedEntries(list_id, len(phone_numbers), added, len(numbers) - added, [])
+
+
+class ImportDncCsv:
+    """CSV import: valid rows are added, invalid rows are reported (by line) and skipped."""
+
+    def __init__(self, uow: UnitOfWork, dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.uow, self.dnc, self.phones, self.clock = uow, dnc, phones, clock
+
+    async def execute(self, actor: Actor, list_id: int, text: str, region: str | None = None) -> AddedEntries:
+        await _load_list(self.dnc, actor, list_id)
+        rows, problems = parse_csv(text)
+        received = len(rows) + len(problems)
+        entries: dict[str, str | None] = {}
+        for row in rows:
+            number = self.phones.normalize(row.phone_number, region)
+            if number is None:
+                problems.append(CsvProblem(row.line, row.phone_number[:64], "not a phone number in E.164 form"))
+            elif number not in entries:
+                entries[number] = row.reason
+        if not entries:
+            raise ValidationFailed(
+                "The CSV file holds no valid phone number",
+                details={"validation_errors": {"file": "no valid phone number"},
+                         "rows": [{"line": p.line, "value": p.value, "error": p.error} for p in problems[:100]]},
+            )
+        added = await self.dnc.add_entries(actor.organization_id, list_id, list(entries.items()), self.clock.now())
+        problems.sort(key=lambda p: p.line)
+        return AddedEntries(list_id, received, added, len(entries) - added, problems)
+
+
+class ListDncEntries:
+    def __init__(self, dnc: DncRepository) -> None:
+        self.dnc = dnc
+
+    async def execute(self, actor: Actor, list_id: int, page: PageRequest) -> Page[DncEntry]:
+        await _load_list(self.dnc, actor, list_id)
+        return await self.dnc.entries(actor.organization_id, list_id, page)
+
+
+class RemoveDncEntry:
+    def __init__(self, uow: UnitOfWork, dnc: DncRepository, phones: PhoneNormalizer) -> None:
+        self.uow, self.dnc, self.phones = uow, dnc, phones
+
+    async def execute(self, actor: Actor, list_id: int, phone_number: str) -> None:
+        await _load_list(self.dnc, actor, list_id)
+        number = self.phones.normalize(phone_number)
+        if number is None or not await self.dnc.remove_entry(actor.organization_id, list_id, number):
+            raise NotFound("dnc entry", phone_number)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedNumber:
+    phone_number: str
+    blocked: bool
+    list_ids: list[int]
+
+
+class CheckNumbers:
+    """POST /dnc/check: the same fail-closed screening the dial paths use."""
+
+    def __init__(self, gate: DncGate, phones: PhoneNormalizer) -> None:
+        self.gate, self.phones = gate, phones
+
+    async def execute(self, actor: Actor, phone_numbers: list[str]) -> list[CheckedNumber]:
+        if len(phone_numbers) > MAX_NUMBERS_PER_REQUEST:
+            raise ValidationFailed.field("phone_numbers", f"at most {MAX_NUMBERS_PER_REQUEST} numbers per request")
+        numbers = normalize_all(self.phones, phone_numbers, "phone_numbers")
+        found = await self.gate.screen(actor.organization_id, numbers)
+        return [CheckedNumber(n, bool(found.get(n)), found.get(n, [])) for n in numbers]
+
+
+__all__ = ["AddDncEntries", "AddedEntries", "CheckNumbers", "CheckedNumber", "CreateDncList", "DeleteDncList",
+           "DncGate", "GetDncList", "ImportDncCsv", "ListDncEntries", "ListDncLists", "RemoveDncEntry",
+           "normalize_all"]

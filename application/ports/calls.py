@@ -1,0 +1,101 @@
+"""Ports for calls, call logs and the mid-call booking hook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from application.ports.platform import Page, PageRequest
+from domain.calls import Call, CallLog
+from domain.telephony import StatusCounts
+
+
+@dataclass(frozen=True, slots=True)
+class CallFilter:
+    status: str | None = None
+    agent_id: int | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallLogFilter:
+    agent_id: int | None = None
+    status: str | None = None
+    start: datetime | None = None  # ended_at >= start
+    end: datetime | None = None  # ended_at < end
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    organization_id: int
+    call_id: str
+
+
+class CallRepository(Protocol):
+    async def add(self, call: Call) -> Call: ...
+
+    async def get(self, organization_id: int, call_id: str) -> Call | None: ...
+
+    async def get_for_update(self, organization_id: int, call_id: str) -> Call | None:
+        """Like get, but locks the row until the transaction ends (where the database can)."""
+        ...
+
+    async def update(self, call: Call) -> Call: ...
+
+    async def list(self, organization_id: int, filters: CallFilter, page: PageRequest) -> Page[Call]: ...
+
+    async def count_active(self, organization_id: int) -> int:
+        """Calls of the organization that hold a line (ringing or in progress)."""
+        ...
+
+    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]: ...
+
+    async def lock_organization(self, organization_id: int) -> None:
+        """Serialize dispatchers of one organization until the transaction ends (concurrency limit)."""
+        ...
+
+    async def stats(self, organization_id: int, start: datetime, end: datetime) -> StatusCounts:
+        """Aggregates over the organization's calls created in [start, end)."""
+        ...
+
+    # worker scans: the only reads not filtered by organization; each returns references that the worker
+    # then loads through the organization-filtered methods above
+    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> list[int]: ...
+
+    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+        """Calls holding a line whose telephony adapter asked to be polled at or before ``now``."""
+        ...
+
+    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+        """Unfinished calls whose deadline has passed (the sweeper ends them)."""
+        ...
+
+
+class CallLogRepository(Protocol):
+    async def add(self, log: CallLog) -> CallLog: ...
+
+    async def get(self, organization_id: int, call_log_id: int) -> CallLog | None: ...
+
+    async def list(self, organization_id: int, filters: CallLogFilter, page: PageRequest) -> Page[CallLog]: ...
+
+    async def find_recording(self, call_log_id: int) -> tuple[int, str | None] | None:
+        """(organization id, recording key) of a call log, unfiltered: a signed recording URL is its own
+        credential and names no organization, so the signature check needs the owner first."""
+        ...
+
+
+class AppointmentBooker(Protocol):
+    """What an agent uses to book mid-call (simulator number ...06). Returns the booking, or None when
+    there is no open slot or no calendar."""
+
+    async def book_next_slot(
+        self,
+        organization_id: int,
+        calendar_id: int,
+        after: datetime,
+        attendee_name: str | None,
+        attendee_phone: str | None,
+        call_id: str,
+    ) -> dict[str, Any] | None: ...

@@ -1,0 +1,126 @@
+"""Ports for the phone network (a carrier or the simulator) and the organization's telephony resources.
+
+A carrier adapter turns what its network reports (status callbacks, media events) into
+:class:`CallSignal` values; the call use cases move the call's state machine with them. The adapter's
+own per-call state is opaque JSON kept on the call row (``DialHandle.state``), so any worker process can
+continue a call another process dialled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from domain.telephony import PhoneNumber, TelephonyProvider
+
+
+@dataclass(frozen=True, slots=True)
+class DialRequest:
+    call_id: str
+    organization_id: int
+    from_phone: str
+    to_phone: str
+    agent_name: str
+    prompt: str
+    first_message: str | None
+    contact_name: str | None
+    custom_data: dict[str, Any]
+    max_duration_seconds: int
+    voicemail_action: str = "hangup"
+    voicemail_message: str | None = None
+    transfer_phone: str | None = None
+    calendar_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DialHandle:
+    reference: str
+    state: dict[str, Any]
+    next_check_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallSignal:
+    """One thing that happened on the line.
+
+    kind: ``answered``; ``tool`` (the agent asks to run ``tool``: the use case runs it and hands the result
+    back with :meth:`Telephony.resume`; the adapter reports nothing further until then); ``ended``
+    (``status`` is the final status, with duration, transcript and recording).
+    """
+
+    kind: str
+    at: datetime
+    tool: str | None = None
+    status: str | None = None
+    end_reason: str | None = None
+    duration_seconds: int = 0
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    recording_key: str | None = None
+    transferred_to: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PollResult:
+    signals: list[CallSignal]
+    handle: DialHandle
+
+
+class Telephony(Protocol):
+    async def dial(self, request: DialRequest, now: datetime) -> DialHandle:
+        """Place the call; the line is ringing when this returns."""
+        ...
+
+    async def poll(self, handle: DialHandle, now: datetime) -> PollResult:
+        """What happened on the line up to ``now`` since the last poll, in order."""
+        ...
+
+    async def resume(self, handle: DialHandle, tool: str, result: dict[str, Any] | None) -> DialHandle:
+        """Hand a tool result back to the conversation."""
+        ...
+
+    async def hang_up(self, handle: DialHandle, now: datetime) -> DialHandle:
+        """End the call from our side (cancel while ringing, or a time-out)."""
+        ...
+
+
+class TelephonyProviderRepository(Protocol):
+    async def ensure_default(self, organization_id: int, now: datetime) -> TelephonyProvider:
+        """The organization's built-in simulator provider, created on first use (exactly one, under any
+        concurrency)."""
+        ...
+
+    async def add(self, provider: TelephonyProvider) -> TelephonyProvider: ...
+
+    async def get(self, organization_id: int, provider_id: int) -> TelephonyProvider | None: ...
+
+    async def list(self, organization_id: int) -> list[TelephonyProvider]: ...
+
+    async def update(self, provider: TelephonyProvider) -> TelephonyProvider: ...
+
+    async def clear_default(self, organization_id: int, except_id: int) -> None: ...
+
+    async def default(self, organization_id: int) -> TelephonyProvider | None: ...
+
+    async def delete(self, organization_id: int, provider_id: int) -> None: ...
+
+
+class PhoneNumberRepository(Protocol):
+    async def add(self, number: PhoneNumber) -> PhoneNumber:
+        """Raises Conflict when the organization already has this number."""
+        ...
+
+    async def get(self, organization_id: int, number_id: int) -> PhoneNumber | None: ...
+
+    async def list(self, organization_id: int, provider_id: int | None = None) -> list[PhoneNumber]: ...
+
+    async def update(self, number: PhoneNumber) -> PhoneNumber: ...
+
+    async def delete(self, organization_id: int, number_id: int) -> None: ...
+
+    async def count_for_provider(self, organization_id: int, provider_id: int) -> int: ...
+
+    async def outbound_for_agent(self, organization_id: int, agent_id: int) -> PhoneNumber | None:
+        """The caller id for an agent: a voice number assigned to it, else the first voice number."""
+        ...

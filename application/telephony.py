@@ -1,0 +1,243 @@
+"""Telephony resources: providers (credentials sealed at rest, never returned), phone numbers and stats."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from application.context import Actor
+from application.ports.agents import AgentRepository
+from application.ports.calls import CallRepository
+from application.ports.phones import PhoneNormalizer
+from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.secrets import SecretBox
+from application.ports.telephony import PhoneNumberRepository, TelephonyProviderRepository
+from domain.errors import Conflict, NotFound, ValidationFailed
+from domain.telephony import CallStats, PhoneNumber, TelephonyProvider, call_stats
+
+MAX_STATS_RANGE = timedelta(days=366)
+DEFAULT_STATS_RANGE = timedelta(days=30)
+T = TypeVar("T")
+
+
+def _page(items: list[T], page: PageRequest) -> Page[T]:
+    """Providers and numbers are few per organization: they are paged in memory."""
+    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
+
+
+async def _provider(providers: TelephonyProviderRepository, actor: Actor, provider_id: int) -> TelephonyProvider:
+    found = await providers.get(actor.organization_id, provider_id)
+    if found is None:
+        raise NotFound("telephony provider", provider_id)
+    return found
+
+
+def _seal(box: SecretBox, credentials: dict[str, str]) -> tuple[str, tuple[str, ...]]:
+    return box.seal(json.dumps(credentials, sort_keys=True)), tuple(sorted(credentials))
+
+
+class ListProviders:
+    """Every organization has the built-in simulator provider; it is created on first use."""
+
+    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository, clock: Clock) -> None:
+        self.uow, self.providers, self.clock = uow, providers, clock
+
+    async def execute(self, actor: Actor, page: PageRequest) -> Page[TelephonyProvider]:
+        await self.providers.ensure_default(actor.organization_id, self.clock.now())
+        return _page(await self.providers.list(actor.organization_id), page)
+
+
+class GetProvider:
+    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository, clock: Clock) -> None:
+        self.uow, self.providers, self.clock = uow, providers, clock
+
+    async def execute(self, actor: Actor, provider_id: int) -> TelephonyProvider:
+        await self.providers.ensure_default(actor.organization_id, self.clock.now())
+        return await _provider(self.providers, actor, provider_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderFields:
+    name: str
+    type: str
+    credentials: dict[str, str] | None = None
+    settings: dict[str, str] | None = None
+    is_default: bool = False
+
+
+class CreateProvider:
+    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository, box: SecretBox,
+                 clock: Clock) -> None:
+        self.uow, self.providers, self.box, self.clock = uow, providers, box, clock
+
+    async def execute(self, actor: Actor, fields: ProviderFields) -> TelephonyProvider:
+        now = self.clock.now()
+        await self.providers.ensure_default(actor.organization_id, now)
+        sealed, names = _seal(self.box, fields.credentials) if fields.credentials else (None, ())
+        created = await self.providers.add(TelephonyProvider(
+            None, actor.organization_id, fields.name, fields.type, "active", fields.is_default, False, sealed,
+            names, dict(fields.settings or {}), now, now,
+        ))
+        if created.is_default:
+            await self.providers.clear_default(actor.organization_id, created.id or 0)
+        return created
+
+
+class UpdateProvider:
+    """Credentials are replaced as a whole when sent; ``is_default: true`` moves the default here."""
+
+    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository, box: SecretBox,
+                 clock: Clock) -> None:
+        self.uow, self.providers, self.box, self.clock = uow, providers, box, clock
+
+    async def execute(self, actor: Actor, provider_id: int, changes: dict[str, Any]) -> TelephonyProvider:
+        now = self.clock.now()
+        await self.providers.ensure_default(actor.organization_id, now)
+        provider = await _provider(self.providers, actor, provider_id)
+        values = dict(changes)
+        if "credentials" in values:
+            credentials = values.pop("credentials")
+            sealed, names = _seal(self.box, credentials) if credentials else (None, ())
+            values.update(credentials_sealed=sealed, credential_fields=names)
+        if values.get("is_default") is False and provider.is_default:
+            raise Conflict("An organization always has a default provider: make another one the default instead",
+                           details={"provider_id": provider_id})
+        if provider.builtin and "type" in values and values["type"] != provider.type:
+            raise Conflict("The built-in simulator provider keeps its type", details={"provider_id": provider_id})
+        updated = await self.providers.update(replace(provider, **values, updated_at=now))
+        if values.get("is_default"):
+            await self.providers.clear_default(actor.organization_id, provider_id)
+        return updated
+
+
+class DeleteProvider:
+    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository,
+                 numbers: PhoneNumberRepository) -> None:
+        self.uow, self.providers, self.numbers = uow, providers, numbers
+
+    async def execute(self, actor: Actor, provider_id: int) -> None:
+        provider = await _provider(self.providers, actor, provider_id)
+        provider.ensure_deletable()
+        if provider.is_default:
+            raise Conflict("The default provider cannot be deleted: make another one the default first",
+                           details={"provider_id": provider_id})
+        if await self.numbers.count_for_provider(actor.organization_id, provider_id):
+            raise Conflict("This provider still has phone numbers", details={"provider_id": provider_id})
+        await self.providers.delete(actor.organization_id, provider_id)
+
+
+class ReadProviderCredentials:
+    """For carrier adapters only (never exposed over HTTP): the opened credentials of a provider."""
+
+    def __init__(self, providers: TelephonyProviderRepository, box: SecretBox) -> None:
+        self.providers, self.box = providers, box
+
+    async def execute(self, organization_id: int, provider_id: int) -> dict[str, str]:
+        provider = await self.providers.get(organization_id, provider_id)
+        if provider is None or provider.credentials_sealed is None:
+            return {}
+        return dict(json.loads(self.box.open(provider.credentials_sealed)))
+
+
+async def _number(numbers: PhoneNumberRepository, actor: Actor, number_id: int) -> PhoneNumber:
+    found = await numbers.get(actor.organization_id, number_id)
+    if found is None:
+        raise NotFound("phone number", number_id)
+    return found
+
+
+async def _check_refs(actor: Actor, providers: TelephonyProviderRepository, agents: AgentRepository,
+                      provider_id: int | None, agent_id: int | None) -> None:
+    if provider_id is not None and await providers.get(actor.organization_id, provider_id) is None:
+        raise ValidationFailed.field("provider_id", f"no telephony provider {provider_id} in this organization")
+    if agent_id is not None and await agents.get(actor.organization_id, agent_id) is None:
+        raise ValidationFailed.field("inbound_agent_id", f"no agent {agent_id} in this organization")
+
+
+class ListPhoneNumbers:
+    def __init__(self, numbers: PhoneNumberRepository) -> None:
+        self.numbers = numbers
+
+    async def execute(self, actor: Actor, page: PageRequest, provider_id: int | None = None) -> Page[PhoneNumber]:
+        return _page(await self.numbers.list(actor.organization_id, provider_id), page)
+
+
+class GetPhoneNumber:
+    def __init__(self, numbers: PhoneNumberRepository) -> None:
+        self.numbers = numbers
+
+    async def execute(self, actor: Actor, number_id: int) -> PhoneNumber:
+        return await _number(self.numbers, actor, number_id)
+
+
+@dataclass(frozen=True, slots=True)
+class PhoneNumberFields:
+    phone_number: str
+    provider_id: int | None = None  # None: the organization's default provider
+    label: str | None = None
+    inbound_agent_id: int | None = None
+    voice: bool = True
+    sms: bool = False
+
+
+class CreatePhoneNumber:
+    def __init__(self, uow: UnitOfWork, numbers: PhoneNumberRepository, providers: TelephonyProviderRepository,
+                 agents: AgentRepository, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.uow, self.numbers, self.providers = uow, numbers, providers
+        self.agents, self.phones, self.clock = agents, phones, clock
+
+    async def execute(self, actor: Actor, fields: PhoneNumberFields) -> PhoneNumber:
+        number = self.phones.normalize(fields.phone_number)
+        if number is None:
+            raise ValidationFailed.field("phone_number", "must be an E.164 phone number such as +14155550100")
+        now = self.clock.now()
+        builtin = await self.providers.ensure_default(actor.organization_id, now)
+        await _check_refs(actor, self.providers, self.agents, fields.provider_id, fields.inbound_agent_id)
+        provider_id = fields.provider_id
+        if provider_id is None:
+            default = await self.providers.default(actor.organization_id)
+            provider_id = (default or builtin).id or 0
+        return await self.numbers.add(PhoneNumber(
+            None, actor.organization_id, number, provider_id, fields.label, fields.inbound_agent_id,
+            fields.voice, fields.sms, "active", now, now,
+        ))
+
+
+class UpdatePhoneNumber:
+    def __init__(self, uow: UnitOfWork, numbers: PhoneNumberRepository, providers: TelephonyProviderRepository,
+                 agents: AgentRepository, clock: Clock) -> None:
+        self.uow, self.numbers, self.providers, self.agents, self.clock = uow, numbers, providers, agents, clock
+
+    async def execute(self, actor: Actor, number_id: int, changes: dict[str, Any]) -> PhoneNumber:
+        current = await _number(self.numbers, actor, number_id)
+        await _check_refs(actor, self.providers, self.agents, changes.get("provider_id"),
+                          changes.get("inbound_agent_id"))
+        return await self.numbers.update(replace(current, **changes, updated_at=self.clock.now()))
+
+
+class DeletePhoneNumber:
+    def __init__(self, uow: UnitOfWork, numbers: PhoneNumberRepository) -> None:
+        self.uow, self.numbers = uow, numbers
+
+    async def execute(self, actor: Actor, number_id: int) -> None:
+        await _number(self.numbers, actor, number_id)
+        await self.numbers.delete(actor.organization_id, number_id)
+
+
+class GetTelephonyStats:
+    """Calls by status, minutes, answer rate and average duration over [start, end) (default: 30 days)."""
+
+    def __init__(self, calls: CallRepository, clock: Clock) -> None:
+        self.calls, self.clock = calls, clock
+
+    async def execute(self, actor: Actor, start: datetime | None, end: datetime | None) -> CallStats:
+        end = end or self.clock.now()
+        start = start or end - DEFAULT_STATS_RANGE
+        if start >= end:
+            raise ValidationFailed.field("start", "must be before end")
+        if end - start > MAX_STATS_RANGE:
+            raise ValidationFailed.field("end", "the period is at most 366 days")
+        counts = await self.calls.stats(actor.organization_id, start, end)
+        return call_stats(start, end, counts)

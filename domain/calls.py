@@ -1,0 +1,282 @@
+"""Outbound calls: the status machine, the events each move produces, call logs and outcomes.
+
+Status machine (DECISIONS §6)::
+
+    queued ──dial──▶ ringing ──answer──▶ in_progress ──complete──▶ completed
+      │                 │                    ├──transfer──▶ transferred
+      │                 ├──busy──▶ busy      ├──voicemail─▶ voicemail (answering machine detected late)
+      │                 ├──no_answer──▶ no_answer
+      │                 ├──voicemail──▶ voicemail
+      ├──cancel──▶ cancelled ◀──cancel──┤
+      └──fail / time_out──▶ failed ◀────┴── fail / time_out (also from in_progress)
+
+Final states are absorbing. Events, in the order a real call produces them:
+
+* ``call.started`` when the line starts ringing (dial);
+* ``call.answered`` when a person picks up;
+* ``call.transferred`` when the agent hands the call over (before the leg ends);
+* ``call.ended`` exactly once, when the call reaches any final state;
+* then one outcome event: ``call.completed`` (completed) or ``call.failed`` (busy, no_answer, failed,
+  voicemail, time-out). A transferred call's outcome event is the ``call.transferred`` before ``call.ended``;
+  a cancelled call has only ``call.ended``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from domain.errors import InvalidTransition
+from domain.state_machine import TransitionTable
+
+STATUSES = ("queued", "ringing", "in_progress", "completed", "busy", "no_answer", "failed", "voicemail",
+            "cancelled", "transferred")
+FINAL_STATUSES = frozenset({"completed", "busy", "no_answer", "failed", "voicemail", "cancelled", "transferred"})
+ACTIVE_STATUSES = ("ringing", "in_progress")
+CANCELLABLE_STATUSES = ("queued", "ringing")
+
+CALL_MACHINE = TransitionTable.of(
+    "call",
+    [
+        ("queued", "dial", "ringing"),
+        ("queued", "cancel", "cancelled"),
+        ("queued", "fail", "failed"),
+        ("queued", "time_out", "failed"),
+        ("ringing", "answer", "in_progress"),
+        ("ringing", "busy", "busy"),
+        ("ringing", "no_answer", "no_answer"),
+        ("ringing", "voicemail", "voicemail"),
+        ("ringing", "fail", "failed"),
+        ("ringing", "cancel", "cancelled"),
+        ("ringing", "time_out", "failed"),
+        ("in_progress", "complete", "completed"),
+        ("in_progress", "transfer", "transferred"),
+        ("in_progress", "voicemail", "voicemail"),
+        ("in_progress", "fail", "failed"),
+        ("in_progress", "time_out", "failed"),
+    ],
+)
+
+# the trigger that ends a call in each final status reported by a carrier
+TRIGGER_FOR_FINAL = {
+    "completed": "complete",
+    "busy": "busy",
+    "no_answer": "no_answer",
+    "voicemail": "voicemail",
+    "failed": "fail",
+    "transferred": "transfer",
+    "cancelled": "cancel",
+}
+
+# how long a call may wait in the queue, and how long the line may ring, beyond which the sweeper ends it
+QUEUE_TIMEOUT = timedelta(hours=24)
+RING_ALLOWANCE = timedelta(seconds=120)
+
+# DECISIONS §6: the simulator's fictional test numbers, +15550100 followed by two digits
+SIMULATOR_TEST_NUMBER = re.compile(r"^\+15550100(\d{2})$")
+SIMULATOR_SCENARIOS = {
+    "00": "complete",
+    "01": "busy",
+    "02": "no_answer",
+    "03": "failed",
+    "04": "voicemail",
+    "05": "transfer",
+    "06": "book",
+}
+SIMULATOR_CALLER_ID = "+1555010099"
+
+
+def simulator_scenario(number: str) -> str:
+    """What the simulator does when it dials ``number``: any number outside the table completes."""
+    match = SIMULATOR_TEST_NUMBER.match(number)
+    return SIMULATOR_SCENARIOS.get(match.group(1), "complete") if match else "complete"
+
+
+def is_simulator_test_number(number: str) -> bool:
+    return SIMULATOR_TEST_NUMBER.match(number) is not None
+
+
+def events_for(trigger: str, target: str) -> list[str]:
+    """Event types a move produces, in emission order."""
+    if trigger == "dial":
+        return ["call.started"]
+    if trigger == "answer":
+        return ["call.answered"]
+    if target == "transferred":
+        return ["call.transferred", "call.ended"]
+    if target == "completed":
+        return ["call.ended", "call.completed"]
+    if target == "cancelled":
+        return ["call.ended"]
+    if target in FINAL_STATUSES:
+        return ["call.ended", "call.failed"]
+    return []
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    role: str  # agent | user
+    text: str
+    at_ms: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "text": self.text, "at_ms": self.at_ms}
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    id: str
+    organization_id: int
+    agent_id: int
+    destination_phone: str
+    from_phone: str
+    status: str = "queued"
+    contact_name: str | None = None
+    custom_data: dict[str, Any] = field(default_factory=dict)
+    prompt: str = ""
+    first_message: str | None = None
+    max_duration_seconds: int = 600
+    provider_id: int | None = None
+    end_reason: str | None = None
+    outcome: str | None = None
+    duration_seconds: int | None = None
+    transferred_to: str | None = None
+    call_log_id: int | None = None
+    telephony_ref: str | None = None
+    telephony_state: dict[str, Any] = field(default_factory=dict)
+    next_check_at: datetime | None = None
+    deadline_at: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    started_at: datetime | None = None
+    answered_at: datetime | None = None
+    ended_at: datetime | None = None
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+    def move(self, trigger: str, at: datetime, **changes: Any) -> tuple[Call, list[str]]:
+        """Apply ``trigger`` at ``at``; returns the new call and the event types to emit (in order)."""
+        target = CALL_MACHINE.next(self.status, trigger)
+        values: dict[str, Any] = {"status": target, "updated_at": at, **changes}
+        if trigger == "dial":
+            values.setdefault("started_at", at)
+        elif trigger == "answer":
+            values.setdefault("answered_at", at)
+        if target in FINAL_STATUSES:
+            values.setdefault("ended_at", at)
+            values["next_check_at"] = None
+            if values.get("duration_seconds") is None and self.duration_seconds is None:
+                values["duration_seconds"] = 0
+        return replace(self, **values), events_for(trigger, target)
+
+    def cancel(self, at: datetime) -> tuple[Call, list[str]]:
+        if self.status not in CANCELLABLE_STATUSES:
+            raise InvalidTransition("call", self.status, "cancelled")
+        return self.move("cancel", at, end_reason="cancelled", outcome="cancelled", duration_seconds=0)
+
+    def view(self) -> dict[str, Any]:
+        """The call record as the API shows it (also the data of call events)."""
+        return {
+            "id": self.id,
+            "agent_id": self.agent_id,
+            "bot_id": str(self.agent_id),
+            "status": self.status,
+            "direction": "outbound",
+            "destination_phone": self.destination_phone,
+            "from_phone": self.from_phone,
+            "contact_name": self.contact_name,
+            "custom_data": self.custom_data,
+            "end_reason": self.end_reason,
+            "outcome": self.outcome,
+            "duration_seconds": self.duration_seconds,
+            "transferred_to": self.transferred_to,
+            "call_log_id": self.call_log_id,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+            "started_at": iso(self.started_at),
+            "answered_at": iso(self.answered_at),
+            "ended_at": iso(self.ended_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CallLog:
+    id: int | None
+    organization_id: int
+    call_id: str
+    agent_id: int
+    direction: str
+    from_phone: str
+    to_phone: str
+    status: str
+    end_reason: str | None
+    outcome: str | None
+    duration_seconds: int
+    transcript: list[dict[str, Any]]
+    summary: str
+    contact_name: str | None = None
+    recording_key: str | None = None
+    started_at: datetime | None = None
+    answered_at: datetime | None = None
+    ended_at: datetime | None = None
+    created_at: datetime | None = None
+
+    @property
+    def recording_available(self) -> bool:
+        return self.recording_key is not None
+
+
+def iso(value: datetime | None) -> str | None:
+    """RFC 3339 in UTC with a trailing Z (as the HTTP layer renders datetimes)."""
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def outcome_of(status: str, end_reason: str | None, *, booked: bool = False, message_left: bool = False) -> str:
+    """A short machine-readable outcome of a finished call."""
+    if end_reason == "timeout":
+        return "timeout"
+    if status == "completed":
+        return "appointment_booked" if booked else "conversation_completed"
+    if status == "voicemail":
+        return "voicemail_left" if message_left else "voicemail"
+    return status
+
+
+def summarize(*, agent_name: str, contact_name: str | None, to_phone: str, status: str, outcome: str,
+              duration_seconds: int, turns: int, booking: dict[str, Any] | None = None) -> str:
+    who = f"{contact_name} ({to_phone})" if contact_name else to_phone
+    if status == "completed":
+        text = f"{agent_name} spoke with {who} for {duration_seconds} s ({turns} turns)."
+        if booking:
+            text += f" An appointment was booked for {booking.get('slot_start')}."
+        elif outcome == "timeout":
+            text += " The call was ended at the maximum duration."
+        return text
+    if status == "transferred":
+        return f"{agent_name} spoke with {who} and transferred the call after {duration_seconds} s."
+    if status == "voicemail":
+        if outcome == "voicemail_left":
+            return f"{agent_name} reached the voicemail of {who} and left a message."
+        return f"{agent_name} reached the voicemail of {who} and hung up."
+    if status == "busy":
+        return f"{agent_name} called {who}: the line was busy."
+    if status == "no_answer":
+        return f"{agent_name} called {who}: nobody answered."
+    if status == "cancelled":
+        return f"The call from {agent_name} to {who} was cancelled."
+    if outcome == "timeout":
+        return f"The call from {agent_name} to {who} was ended after it exceeded its maximum duration."
+    return f"The call from {agent_name} to {who} failed."
+
+
+def render_values(contact_name: str | None, destination_phone: str, custom_data: dict[str, Any]) -> dict[str, Any]:
+    """Placeholder values at dial time: custom_data keys plus the built-ins (which win)."""
+    values: dict[str, Any] = {k: v for k, v in custom_data.items() if v is not None}
+    values["destination_phone"] = destination_phone
+    if contact_name is not None:
+        values["contact_name"] = contact_name
+    return values

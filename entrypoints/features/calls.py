@@ -1,0 +1,308 @@
+"""Calls feature: outbound calls on the telephony simulator, call logs and recordings, Do-Not-Call screening,
+telephony providers, phone numbers and stats, and the usage hook.
+
+The worker job drives calls: each pass advances the calls whose telephony adapter has news, ends the ones
+stuck past their deadline, then dials queued calls while their organization has free lines. Every step
+is its own unit of work. ``run_once`` is one pass (tests call it with a manual clock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
+
+from adapters.blobs.filesystem import FilesystemBlobStorage
+from adapters.crypto import FernetSecretBox
+from adapters.memory.blobs import InMemoryBlobStorage
+from adapters.memory.calls import InMemoryCallLogRepository, InMemoryCallRepository, InMemoryUsageRecorder
+from adapters.memory.dnc import InMemoryDncRepository, InMemoryDncScreener
+from adapters.memory.telephony import InMemoryPhoneNumberRepository, InMemoryTelephonyProviderRepository
+from adapters.phones.libphonenumber import LibPhoneNumberNormalizer
+from adapters.sql.calls import SqlCallLogRepository, SqlCallRepository, SqlUsageRecorder
+from adapters.sql.dnc import SqlDncRepository, SqlDncScreener
+from adapters.sql.telephony import SqlPhoneNumberRepository, SqlTelephonyProviderRepository
+from adapters.telephony.simulator import SimulatedTelephony, SimulatorConfig
+from application import calls as call_cases
+from application import dnc as dnc_cases
+from application import telephony as telephony_cases
+from application.call_booking import (
+    AtomicSchedulingAppointmentBooker,
+    NoAppointmentBooker,
+    SchedulingAppointmentBooker,
+)
+from application.ports.blobs import BlobStorage
+from application.ports.calls import AppointmentBooker, CallLogRepository, CallRef, CallRepository
+from application.ports.dnc import DncRepository, DncScreener
+from application.ports.phones import PhoneNormalizer
+from application.ports.platform import Clock, UnitOfWork
+from application.ports.secrets import SecretBox
+from application.ports.telephony import PhoneNumberRepository, Telephony, TelephonyProviderRepository
+from application.ports.usage import UsageRecorder
+from domain.dnc import DncUnavailable
+from entrypoints.http.routes import calls as call_routes
+from entrypoints.http.routes import dnc as dnc_routes
+from entrypoints.http.routes import telephony as telephony_routes
+from entrypoints.settings import Settings
+
+log = logging.getLogger("parley.calls")
+
+_MEMORY = "memory://"
+POLL_INTERVAL_SECONDS = 0.1
+BATCH = 200
+
+
+def _secret(settings: Settings) -> str:
+    return settings.secret_key or settings.with_secret_key().secret_key
+
+
+class CallsPlatformProvider(Provider):
+    scope = Scope.APP
+
+    @provide
+    def simulator_config(self, settings: Settings) -> SimulatorConfig:
+        return SimulatorConfig(speed=settings.simulator_speed)
+
+    @provide
+    def recording_links(self, settings: Settings) -> call_cases.RecordingLinkSettings:
+        return call_cases.RecordingLinkSettings(_secret(settings), settings.public_base_url)
+
+    @provide
+    def secret_box(self, settings: Settings) -> SecretBox:
+        # the same key derivation as the webhooks feature's box, so either provider opens both features' secrets
+        return FernetSecretBox(_secret(settings))
+
+    phones = provide(LibPhoneNumberNormalizer, provides=PhoneNormalizer)
+    telephony = provide(SimulatedTelephony, provides=Telephony)
+
+
+class FilesystemBlobProvider(Provider):
+    @provide(scope=Scope.APP)
+    def blobs(self, settings: Settings) -> BlobStorage:
+        return FilesystemBlobStorage(settings.var_dir / "blobs")
+
+
+class MemoryBlobProvider(Provider):
+    blobs = provide(InMemoryBlobStorage, provides=BlobStorage, scope=Scope.APP)
+
+
+class SqlCallsProvider(Provider):
+    scope = Scope.REQUEST
+
+    calls = provide(SqlCallRepository, provides=CallRepository)
+    logs = provide(SqlCallLogRepository, provides=CallLogRepository)
+    usage = provide(SqlUsageRecorder, provides=UsageRecorder)
+    dnc = provide(SqlDncRepository, provides=DncRepository)
+    screener = provide(SqlDncScreener, provides=DncScreener)
+    providers = provide(SqlTelephonyProviderRepository, provides=TelephonyProviderRepository)
+    numbers = provide(SqlPhoneNumberRepository, provides=PhoneNumberRepository)
+
+
+class MemoryCallsProvider(Provider):
+    scope = Scope.REQUEST
+
+    calls = provide(InMemoryCallRepository, provides=CallRepository)
+    logs = provide(InMemoryCallLogRepository, provides=CallLogRepository)
+    usage = provide(InMemoryUsageRecorder, provides=UsageRecorder)
+    dnc = provide(InMemoryDncRepository, provides=DncRepository)
+    screener = provide(InMemoryDncScreener, provides=DncScreener)
+    providers = provide(InMemoryTelephonyProviderRepository, provides=TelephonyProviderRepository)
+    numbers = provide(InMemoryPhoneNumberRepository, provides=PhoneNumberRepository)
+
+
+class CallsUseCaseProvider(Provider):
+    scope = Scope.REQUEST
+
+    helpers = provide_all(dnc_cases.DncGate, call_cases.CallFinisher)
+    calls = provide_all(
+        call_cases.PlaceCall,
+        call_cases.GetCall,
+        call_cases.ListCalls,
+        call_cases.CancelCall,
+        call_cases.DialNextQueuedCall,
+        call_cases.AdvanceCall,
+        call_cases.SweepOverdueCall,
+        call_cases.ListCallLogs,
+        call_cases.GetCallLog,
+        call_cases.GetRecordingLink,
+        call_cases.OpenRecording,
+    )
+    dnc = provide_all(
+        dnc_cases.CreateDncList,
+        dnc_cases.ListDncLists,
+        dnc_cases.GetDncList,
+        dnc_cases.DeleteDncList,
+        dnc_cases.AddDncEntries,
+        dnc_cases.ImportDncCsv,
+        dnc_cases.ListDncEntries,
+        dnc_cases.RemoveDncEntry,
+        dnc_cases.CheckNumbers,
+    )
+    telephony = provide_all(
+        telephony_cases.ListProviders,
+        telephony_cases.GetProvider,
+        telephony_cases.CreateProvider,
+        telephony_cases.UpdateProvider,
+        telephony_cases.DeleteProvider,
+        telephony_cases.ReadProviderCredentials,
+        telephony_cases.ListPhoneNumbers,
+        telephony_cases.GetPhoneNumber,
+        telephony_cases.CreatePhoneNumber,
+        telephony_cases.UpdatePhoneNumber,
+        telephony_cases.DeletePhoneNumber,
+        telephony_cases.GetTelephonyStats,
+    )
+
+
+class NoBookingProvider(Provider):
+    booker = provide(NoAppointmentBooker, provides=AppointmentBooker, scope=Scope.REQUEST)
+
+
+def booking_provider() -> Provider:
+    """Mid-call booking through the in-house scheduling use cases when that feature is installed
+    (``application.scheduling``), else a booker that never books."""
+    if importlib.util.find_spec("application.scheduling") is None:
+        return NoBookingProvider()
+    scheduling = importlib.import_module("application.scheduling")
+
+    if hasattr(scheduling, "BookNextOpenSlot"):
+        def booker(book_next_open_slot: Any) -> AppointmentBooker:
+            return AtomicSchedulingAppointmentBooker(book_next_open_slot, scheduling.BookNextOpenSlotCommand)
+
+        # real annotation objects: this module's annotations are strings and the scheduling types are local
+        booker.__annotations__ = {"book_next_open_slot": scheduling.BookNextOpenSlot, "return": AppointmentBooker}
+    else:
+        def booker(next_open_slot: Any, book_appointment: Any) -> AppointmentBooker:  # type: ignore[misc]
+            return SchedulingAppointmentBooker(next_open_slot, book_appointment, scheduling.BookAppointmentCommand)
+
+        booker.__annotations__ = {"next_open_slot": scheduling.NextOpenSlot,
+                                  "book_appointment": scheduling.BookAppointment, "return": AppointmentBooker}
+    provider = Provider()
+    provider.provide(booker, scope=Scope.REQUEST)
+    return provider
+
+
+def providers(settings: Settings) -> list[Provider]:
+    memory = settings.database_url == _MEMORY
+    return [
+        CallsPlatformProvider(),
+        MemoryBlobProvider() if memory else FilesystemBlobProvider(),
+        MemoryCallsProvider() if memory else SqlCallsProvider(),
+        CallsUseCaseProvider(),
+        booking_provider(),
+    ]
+
+
+# ------------------------------------------------------------------------------------------------ the worker
+
+
+@dataclass
+class PassReport:
+    advanced: int = 0
+    swept: int = 0
+    dialled: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.advanced + self.swept + self.dialled
+
+
+async def _unit(container: AsyncContainer, work: Any) -> Any:
+    """One unit of work in its own request scope: committed when ``work`` returns, rolled back if it raises."""
+    async with container() as request:
+        result = await work(request)
+        await (await request.get(UnitOfWork)).commit()
+        return result
+
+
+async def _refs(container: AsyncContainer, method: str, organization_id: int | None) -> list[CallRef]:
+    async def work(r: Any) -> list[CallRef]:
+        now = (await r.get(Clock)).now()
+        return await getattr(await r.get(CallRepository), method)(now, BATCH, organization_id)
+
+    return await _unit(container, work)
+
+
+async def _advance(container: AsyncContainer, ref: CallRef) -> bool:
+    async def step(run_tools: bool) -> Any:
+        async def work(r: Any) -> Any:
+            return await (await r.get(call_cases.AdvanceCall)).execute(ref, run_tools=run_tools)
+        return await _unit(container, work)
+
+    try:
+        return await step(True) is not None
+    except Exception:
+        log.exception("advancing call %s failed; retrying without mid-call tools", ref.call_id)
+    try:
+        return await step(False) is not None
+    except Exception:
+        log.exception("advancing call %s failed", ref.call_id)
+        return False
+
+
+async def _sweep(container: AsyncContainer, ref: CallRef) -> bool:
+    async def work(r: Any) -> Any:
+        return await (await r.get(call_cases.SweepOverdueCall)).execute(ref)
+
+    try:
+        return await _unit(container, work) is not None
+    except Exception:
+        log.exception("sweeping call %s failed", ref.call_id)
+        return False
+
+
+async def _dial_queued(container: AsyncContainer, organization_id: int) -> int:
+    dialled = 0
+
+    async def work(r: Any) -> Any:
+        return await (await r.get(call_cases.DialNextQueuedCall)).execute(organization_id)
+
+    for _ in range(BATCH):
+        try:
+            call = await _unit(container, work)
+        except DncUnavailable:
+            log.warning("DNC screening unavailable for organization %s: its queued calls wait", organization_id)
+            break
+        except Exception:
+            log.exception("dialling a queued call of organization %s failed", organization_id)
+            break
+        if call is None:
+            break
+        dialled += 1
+    return dialled
+
+
+async def run_once(container: AsyncContainer, settings: Settings | None = None, *,
+                   organization_id: int | None = None) -> PassReport:
+    """One pass of the telephony worker: advance due calls, sweep overdue ones, dial queued ones.
+    ``organization_id`` limits the pass to one organization (tests)."""
+    report = PassReport()
+    for ref in await _refs(container, "due", organization_id):
+        report.advanced += await _advance(container, ref)
+    for ref in await _refs(container, "overdue", organization_id):
+        report.swept += await _sweep(container, ref)
+
+    async def queued(r: Any) -> list[int]:
+        return await (await r.get(CallRepository)).organizations_with_queued(BATCH, organization_id)
+
+    for org in await _unit(container, queued):
+        report.dialled += await _dial_queued(container, org)
+    return report
+
+
+async def telephony_worker(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
+    """The simulator and dialler loop: a pass every 100 ms (sooner again while there is work)."""
+    while not stop.is_set():
+        report = await run_once(container, settings)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=0.01 if report.total else POLL_INTERVAL_SECONDS)
+
+
+ROUTES = [*call_routes.ROUTES, *dnc_routes.ROUTES, *telephony_routes.ROUTES]
+JOBS = [telephony_worker]

@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from dishka import FromDishka
+from litestar import Request, Response
+from litestar.params import JSONBody, PathParameter, QueryParameter
+
+from application import calls as uc
+from application.context import Actor
+from application.ports.calls import CallFilter, CallLogFilter
+from application.ports.platform import PageRequest
+from domain.dnc import DncUnavailable
+from domain.recordings import RecordingLinkInvalid
+from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta, error_response
+from entrypoints.http.routing import Limit, Offset, endpoint
+from entrypoints.http.schemas.calls import (
+    CallCreate,
+    CallLogOut,
+    CallOut,
+    CallStatus,
+    RecordingLinkOut,
+    TurnOut,
+    parse_instant,
+)
+
+TAGS = ["Calls"]
+LOG_TAGS = ["Call logs"]
+CallId = Annotated[str, PathParameter(min_length=1, max_length=64, description="Call id (UUID)")]
+LogId = Annotated[int, PathParameter(ge=1, le=2**53, description="Call log id")]
+Instant = Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339 with offset or Z")]
+DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was dialled"
+RETRY_AFTER_SECONDS = 5
+
+
+def dnc_unavailable(_: Request[Any, Any, Any], exc: DncUnavailable) -> Response[bytes]:
+    """Fail closed: 503 with Retry-After; the Idempotency-Key is released so a retry runs again."""
+    return error_response(503, exc.code, exc.message, exc.details,
+                          headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
+def forbidden_link(_: Request[Any, Any, Any], exc: RecordingLinkInvalid) -> Response[bytes]:
+    return error_response(403, exc.code, exc.message)
+
+
+# route-level handlers for every dial path (campaigns, leads and SMS can reuse them)
+DIAL_ERROR_HANDLERS: dict[Any, Any] = {DncUnavailable: dnc_unavailable}
+
+
+@endpoint("POST", "/calls", operation_id="createCall", summary="Place an outbound call", tags=TAGS,
+          scopes=("calls:schedule",), idempotent=True, status_code=201,
+          errors={400: "invalid body or unresolved {{placeholders}} (details.missing_placeholders)",
+                  404: "unknown agent (bot_id)", 409: "invalid_transition: only an active agent can call",
+                  422: "dnc_blocked: the destination is on a Do-Not-Call list", 503: DNC_UNAVAILABLE},
+          exception_handlers=DIAL_ERROR_HANDLERS)
+async def create_call(data: JSONBody[CallCreate], actor: FromDishka[Actor],
+                      use_case: FromDishka[uc.PlaceCall]) -> Envelope[CallOut]:
+    call = await use_case.execute(uc.PlaceCallCommand(
+        actor, str(data.bot_id), data.destination_phone, data.contact_name, dict(data.custom_data or {})))
+    return Envelope(CallOut.of(call))
+
+
+@endpoint("GET", "/calls", operation_id="listCalls", summary="List calls (newest first)", tags=TAGS,
+          scopes=("calls:read",))
+async def list_calls(
+    actor: FromDishka[Actor],
+    use_case: FromDishka[uc.ListCalls],
+    limit: Limit = 25,
+    offset: Offset = 0,
+    status: Annotated[CallStatus | None, QueryParameter()] = None,
+    agent_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
+    created_after: Instant = None,
+    created_before: Instant = None,
+) -> ListEnvelope[CallOut]:
+    filters = CallFilter(status, agent_id, parse_instant(created_after, "created_after"),
+                         parse_instant(created_before, "created_before"))
+    page = await use_case.execute(actor, filters, PageRequest(limit, offset))
+    return ListEnvelope([CallOut.of(c) for c in page.items], ListMeta(page.total, page.limit, page.offset))
+
+
+@endpoint("GET", "/calls/{id:str}", operation_id="getCall", summary="Get a call (poll status and results)",
+          tags=TAGS, scopes=("calls:read",), errors={404: ""})
+async def get_call(id: CallId, actor: FromDishka[Actor], use_case: FromDishka[uc.GetCall]) -> Envelope[CallOut]:
+    return Envelope(CallOut.of(await use_case.execute(actor, id)))
+
+
+@endpoint("POST", "/calls/{id:str}/cancel", operation_id="cancelCall",
+          summary="Cancel a call while it is queued or ringing", tags=TAGS, scopes=("calls:cancel",),
+          status_code=200, errors={404: "", 409: "invalid_transition: the call is past ringing"})
+async def cancel_call(id: CallId, actor: FromDishka[Actor], use_case: FromDishka[uc.CancelCall]) -> Envelope[CallOut]:
+    return Envelope(CallOut.of(await use_case.execute(actor, id)))
+
+
+@endpoint("GET", "/call-logs", operation_id="listCallLogs", summary="List call logs (newest first)",
+          tags=LOG_TAGS, scopes=("calls:read",))
+async def list_call_logs(
+    actor: FromDishka[Actor],
+    use_case: FromDishka[uc.ListCallLogs],
+    limit: Limit = 25,
+    offset: Offset = 0,
+    agent_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
+    status: Annotated[CallStatus | None, QueryParameter()] = None,
+    start: Annotated[str | None, QueryParameter(max_length=64, description="ended at or after (RFC 3339)")] = None,
+    end: Annotated[str | None, QueryParameter(max_length=64, description="ended before (RFC 3339)")] = None,
+) -> ListEnvelope[CallLogOut]:
+    filters = CallLogFilter(agent_id, status, parse_instant(start, "start"), parse_instant(end, "end"))
+    page = await use_case.execute(actor, filters, PageRequest(limit, offset))
+    return ListEnvelope([CallLogOut.of(x) for x in page.items], ListMeta(page.total, page.limit, page.offset))
+
+
+@endpoint("GET", "/call-logs/{id:int}", operation_id="getCallLog", summary="Get a call log", tags=LOG_TAGS,
+          scopes=("calls:read",), errors={404: ""})
+async def get_call_log(id: LogId, actor: FromDishka[Actor],
+                       use_case: FromDishka[uc.GetCallLog]) -> Envelope[CallLogOut]:
+    return Envelope(CallLogOut.of(await use_case.execute(actor, id)))
+
+
+@endpoint("GET", "/call-logs/{id:int}/transcript", operation_id="getCallTranscript",
+          summary="The call's transcript: turns of agent and contact with their offset from the answer",
+          tags=LOG_TAGS, scopes=("calls:read",), errors={404: ""})
+async def get_transcript(id: LogId, actor: FromDishka[Actor],
+                         use_case: FromDishka[uc.GetCallLog]) -> Envelope[list[TurnOut]]:
+    log = await use_case.execute(actor, id)
+    return Envelope([TurnOut(t["role"], t["text"], t["at_ms"]) for t in log.transcript])
+
+
+@endpoint("GET", "/call-logs/{id:int}/recording", operation_id="getCallRecording",
+          summary="A signed URL to the call's WAV recording, valid for 15 minutes", tags=LOG_TAGS,
+          scopes=("calls:recordings",), errors={404: "unknown call log, or the call has no recording"})
+async def get_recording(id: LogId, actor: FromDishka[Actor],
+                        use_case: FromDishka[uc.GetRecordingLink]) -> Envelope[RecordingLinkOut]:
+    link = await use_case.execute(actor, id)
+    return Envelope(RecordingLinkOut(link.url, link.expires_at))
+
+
+@endpoint("GET", "/recordings/{file:str}", operation_id="downloadRecording",
+          summary="Download a recording through its signed URL (no API key: the signature is the credential)",
+          tags=LOG_TAGS, auth="public", errors={403: "forbidden: tampered or expired link", 404: ""},
+          exception_handlers={RecordingLinkInvalid: forbidden_link}, media_type="audio/wav")
+async def download_recording(
+    file: Annotated[str, PathParameter(max_length=40, description="<call log id>.wav")],
+    use_case: FromDishka[uc.OpenRecording],
+    expires: Annotated[int | None, QueryParameter(ge=0, le=2**40)] = None,
+    signature: Annotated[str | None, QueryParameter(max_length=128)] = None,
+) -> Response[bytes]:
+    stem, _, extension = file.partition(".")
+    if extension != "wav" or not stem.isdigit():
+        raise RecordingLinkInvalid("This recording link is not valid")
+    data = await use_case.execute(int(stem), expires, signature)
+    return Response(data, media_type="audio/wav", headers={
+        "Content-Disposition": f'inline; filename="{stem}.wav"', "Cache-Control": "private, max-age=60"})
+
+
+ROUTES = [create_call, list_calls, get_call, cancel_call, list_call_logs, get_call_log, get_transcript,
+          get_recording, download_recording]

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from dishka import FromDishka
+from litestar.params import JSONBody, PathParameter, QueryParameter
+
+from application import telephony as uc
+from application.context import Actor
+from application.ports.platform import PageRequest
+from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
+from entrypoints.http.routing import Limit, Offset, endpoint
+from entrypoints.http.schemas.calls import parse_instant
+from entrypoints.http.schemas.telephony import (
+    PhoneNumberCreate,
+    PhoneNumberOut,
+    PhoneNumberUpdate,
+    ProviderCreate,
+    ProviderOut,
+    ProviderUpdate,
+    StatsOut,
+)
+from entrypoints.http.validation import require_non_blank, set_fields
+
+TAGS = ["Telephony"]
+ProviderId = Annotated[int, PathParameter(ge=1, le=2**53, description="Provider id")]
+NumberId = Annotated[int, PathParameter(ge=1, le=2**53, description="Phone number id")]
+
+
+@endpoint("GET", "/telephony/providers", operation_id="listTelephonyProviders",
+          summary="List telephony providers (the built-in simulator is always there)", tags=TAGS,
+          scopes=("telephony:read",))
+async def list_providers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListProviders], limit: Limit = 25,
+                         offset: Offset = 0) -> ListEnvelope[ProviderOut]:
+    page = await use_case.execute(actor, PageRequest(limit, offset))
+    return ListEnvelope([ProviderOut.of(p) for p in page.items], ListMeta(page.total, page.limit, page.offset))
+
+
+@endpoint("POST", "/telephony/providers", operation_id="createTelephonyProvider",
+          summary="Add a telephony provider (credentials are write-only)", tags=TAGS, scopes=("telephony:manage",),
+          idempotent=True, status_code=201)
+async def create_provider(data: JSONBody[ProviderCreate], actor: FromDishka[Actor],
+                          use_case: FromDishka[uc.CreateProvider]) -> Envelope[ProviderOut]:
+    created = await use_case.execute(actor, uc.ProviderFields(
+        require_non_blank(data.name, "name"), data.type, data.credentials, data.settings, data.is_default))
+    return Envelope(ProviderOut.of(created))
+
+
+@endpoint("GET", "/telephony/providers/{id:int}", operation_id="getTelephonyProvider",
+          summary="Get a telephony provider", tags=TAGS, scopes=("telephony:read",), errors={404: ""})
+async def get_provider(id: ProviderId, actor: FromDishka[Actor],
+                       use_case: FromDishka[uc.GetProvider]) -> Envelope[ProviderOut]:
+    return Envelope(ProviderOut.of(await use_case.execute(actor, id)))
+
+
+@endpoint("PATCH", "/telephony/providers/{id:int}", operation_id="updateTelephonyProvider",
+          summary="Update a provider; credentials sent replace the stored ones, null removes them", tags=TAGS,
+          scopes=("telephony:manage",), errors={404: "", 409: "the default provider cannot be un-defaulted"})
+async def update_provider(id: ProviderId, data: JSONBody[ProviderUpdate], actor: FromDishka[Actor],
+                          use_case: FromDishka[uc.UpdateProvider]) -> Envelope[ProviderOut]:
+    changes: dict[str, Any] = set_fields(data)
+    if "name" in changes:
+        changes["name"] = require_non_blank(changes["name"], "name")
+    return Envelope(ProviderOut.of(await use_case.execute(actor, id, changes)))
+
+
+@endpoint("DELETE", "/telephony/providers/{id:int}", operation_id="deleteTelephonyProvider",
+          summary="Delete a provider (not the default, not the built-in one, not one with numbers)", tags=TAGS,
+          scopes=("telephony:delete",), errors={404: "", 409: "built-in, default, or still has phone numbers"},
+          status_code=204)
+async def delete_provider(id: ProviderId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteProvider]) -> None:
+    await use_case.execute(actor, id)
+
+
+@endpoint("GET", "/telephony/phone-numbers", operation_id="listPhoneNumbers", summary="List phone numbers",
+          tags=TAGS, scopes=("telephony:read",))
+async def list_numbers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListPhoneNumbers], limit: Limit = 25,
+                       offset: Offset = 0,
+                       provider_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
+                       ) -> ListEnvelope[PhoneNumberOut]:
+    page = await use_case.execute(actor, PageRequest(limit, offset), provider_id)
+    return ListEnvelope([PhoneNumberOut.of(n) for n in page.items], ListMeta(page.total, page.limit, page.offset))
+
+
+@endpoint("POST", "/telephony/phone-numbers", operation_id="createPhoneNumber",
+          summary="Add a phone number (E.164) on a provider, optionally assigned to an inbound agent", tags=TAGS,
+          scopes=("telephony:write", "telephony:manage"), idempotent=True, status_code=201,
+          errors={409: "the organization already has this number"})
+async def create_number(data: JSONBody[PhoneNumberCreate], actor: FromDishka[Actor],
+                        use_case: FromDishka[uc.CreatePhoneNumber]) -> Envelope[PhoneNumberOut]:
+    capabilities = data.capabilities
+    created = await use_case.execute(actor, uc.PhoneNumberFields(
+        data.phone_number, data.provider_id, data.label, data.inbound_agent_id,
+        capabilities.voice if capabilities else True, capabilities.sms if capabilities else False))
+    return Envelope(PhoneNumberOut.of(created))
+
+
+@endpoint("GET", "/telephony/phone-numbers/{id:int}", operation_id="getPhoneNumber", summary="Get a phone number",
+          tags=TAGS, scopes=("telephony:read",), errors={404: ""})
+async def get_number(id: NumberId, actor: FromDishka[Actor],
+                     use_case: FromDishka[uc.GetPhoneNumber]) -> Envelope[PhoneNumberOut]:
+    return Envelope(PhoneNumberOut.of(await use_case.execute(actor, id)))
+
+
+@endpoint("PATCH", "/telephony/phone-numbers/{id:int}", operation_id="updatePhoneNumber",
+          summary="Update a phone number: provider, label, inbound agent, capabilities", tags=TAGS,
+          scopes=("telephony:write", "telephony:manage"), errors={404: ""})
+async def update_number(id: NumberId, data: JSONBody[PhoneNumberUpdate], actor: FromDishka[Actor],
+                        use_case: FromDishka[uc.UpdatePhoneNumber]) -> Envelope[PhoneNumberOut]:
+    changes: dict[str, Any] = set_fields(data)
+    capabilities = changes.pop("capabilities", None)
+    if capabilities is not None:
+        changes.update(voice=capabilities.voice, sms=capabilities.sms)
+    return Envelope(PhoneNumberOut.of(await use_case.execute(actor, id, changes)))
+
+
+@endpoint("DELETE", "/telephony/phone-numbers/{id:int}", operation_id="deletePhoneNumber",
+          summary="Release a phone number", tags=TAGS, scopes=("telephony:delete",), errors={404: ""},
+          status_code=204)
+async def delete_number(id: NumberId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeletePhoneNumber]) -> None:
+    await use_case.execute(actor, id)
+
+
+@endpoint("GET", "/telephony/stats", operation_id="getTelephonyStats",
+          summary="Calls by status, minutes, answer rate and average duration over a period (default 30 days)",
+          tags=TAGS, scopes=("telephony:read",))
+async def stats(
+    actor: FromDishka[Actor],
+    use_case: FromDishka[uc.GetTelephonyStats],
+    start: Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339; default end - 30 days")] = None,
+    end: Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339; default now")] = None,
+) -> Envelope[StatsOut]:
+    result = await use_case.execute(actor, parse_instant(start, "start"), parse_instant(end, "end"))
+    return Envelope(StatsOut.of(result))
+
+
+ROUTES = [list_providers, create_provider, get_provider, update_provider, delete_provider, list_numbers,
+          create_number, get_number, update_number, delete_number, stats]

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+from domain.calls import Call, CallLog
+from domain.errors import ValidationFailed
+
+CallStatus = Literal["queued", "ringing", "in_progress", "completed", "busy", "no_answer", "failed", "voicemail",
+                     "cancelled", "transferred"]
+
+
+class CallCreate(Struct, forbid_unknown_fields=True):
+    bot_id: Annotated[str, Meta(min_length=1, max_length=20, description="The agent id, sent as text")] | Annotated[
+        int, Meta(ge=1)]
+    destination_phone: Annotated[str, Meta(min_length=1, max_length=40, description="E.164, e.g. +14155550100")]
+    contact_name: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+    custom_data: Annotated[dict[str, Any], Meta(max_length=100, description=(
+        "Each key fills the matching {{placeholder}} of the agent's prompt and first message"))] | None = None
+
+
+class CallOut(Struct):
+    id: str
+    agent_id: int
+    bot_id: str
+    status: CallStatus
+    direction: Literal["outbound"]
+    destination_phone: str
+    from_phone: str
+    contact_name: str | None
+    custom_data: dict[str, Any]
+    end_reason: str | None
+    outcome: str | None
+    duration_seconds: int | None
+    transferred_to: str | None
+    call_log_id: int | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    answered_at: datetime | None
+    ended_at: datetime | None
+
+    @classmethod
+    def of(cls, c: Call) -> CallOut:
+        return cls(
+            id=c.id, agent_id=c.agent_id, bot_id=str(c.agent_id), status=c.status,  # type: ignore[arg-type]
+            direction="outbound", destination_phone=c.destination_phone, from_phone=c.from_phone,
+            contact_name=c.contact_name, custom_data=c.custom_data, end_reason=c.end_reason, outcome=c.outcome,
+            duration_seconds=c.duration_seconds, transferred_to=c.transferred_to, call_log_id=c.call_log_id,
+            created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]
+            started_at=c.started_at, answered_at=c.answered_at, ended_at=c.ended_at,
+        )
+
+
+class TurnOut(Struct):
+    role: Literal["agent", "user"]
+    text: str
+    at_ms: int
+
+
+class CallLogOut(Struct):
+    id: int
+    call_id: str
+    agent_id: int
+    direction: str
+    from_: str = msgspec.field(name="from")
+    to: str = ""
+    contact_name: str | None = None
+    status: str = ""
+    end_reason: str | None = None
+    outcome: str | None = None
+    duration_seconds: int = 0
+    summary: str = ""
+    transcript: list[TurnOut] = msgspec.field(default_factory=list)
+    recording_available: bool = False
+    started_at: datetime | None = None
+    answered_at: datetime | None = None
+    ended_at: datetime | None = None
+    created_at: datetime | None = None
+
+    @classmethod
+    def of(cls, log: CallLog) -> CallLogOut:
+        return cls(
+            id=log.id or 0, call_id=log.call_id, agent_id=log.agent_id, direction=log.direction,
+            from_=log.from_phone, to=log.to_phone, contact_name=log.contact_name, status=log.status,
+            end_reason=log.end_reason, outcome=log.outcome, duration_seconds=log.duration_seconds,
+            summary=log.summary, transcript=[TurnOut(t["role"], t["text"], t["at_ms"]) for t in log.transcript],
+            recording_available=log.recording_available, started_at=log.started_at, answered_at=log.answered_at,
+            ended_at=log.ended_at, created_at=log.created_at,
+        )
+
+
+class RecordingLinkOut(Struct):
+    url: str
+    expires_at: datetime
+
+
+def parse_instant(value: str | None, field: str) -> datetime | None:
+    """An RFC 3339 timestamp with an explicit offset or Z (a value without offset is rejected)."""
+    if value is None or value == "":
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("z", "Z"))
+    except ValueError:
+        raise ValidationFailed.field(field, "must be an RFC 3339 timestamp such as 2026-01-05T09:00:00Z") from None
+    if parsed.tzinfo is None:
+        raise ValidationFailed.field(field, "must carry an offset or a trailing Z")
+    return parsed

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from domain.telephony import CallStats, PhoneNumber, TelephonyProvider
+
+ProviderType = Literal["twilio", "telnyx", "vonage", "sip", "simulator"]
+Name = Annotated[str, Meta(min_length=1, max_length=200)]
+Credentials = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=100)],
+                             Annotated[str, Meta(max_length=4000)]], Meta(max_length=20, description=(
+                                 "Write-only: encrypted at rest and never returned"))]
+Settings = Annotated[dict[Annotated[str, Meta(max_length=100)], Annotated[str, Meta(max_length=500)]],
+                     Meta(max_length=20)]
+
+
+class ProviderCreate(Struct, forbid_unknown_fields=True):
+    name: Name
+    type: ProviderType
+    credentials: Credentials | None = None
+    settings: Settings | None = None
+    is_default: bool = False
+
+
+class ProviderUpdate(Struct, forbid_unknown_fields=True):
+    name: Name | UnsetType = UNSET
+    credentials: Credentials | UnsetType | None = UNSET
+    settings: Settings | UnsetType = UNSET
+    is_default: bool | UnsetType = UNSET
+    status: Literal["active", "disabled"] | UnsetType = UNSET
+
+
+class ProviderOut(Struct):
+    id: int
+    name: str
+    type: ProviderType
+    status: Literal["active", "disabled"]
+    is_default: bool
+    builtin: bool
+    has_credentials: bool
+    credential_fields: list[str]
+    settings: dict[str, str]
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, p: TelephonyProvider) -> ProviderOut:
+        return cls(p.id or 0, p.name, p.type, p.status, p.is_default, p.builtin,  # type: ignore[arg-type]
+                   p.has_credentials, list(p.credential_fields), dict(p.settings),
+                   p.created_at, p.updated_at)  # type: ignore[arg-type]
+
+
+class Capabilities(Struct, forbid_unknown_fields=True):
+    voice: bool = True
+    sms: bool = False
+
+
+class PhoneNumberCreate(Struct, forbid_unknown_fields=True):
+    phone_number: Annotated[str, Meta(min_length=1, max_length=40, description="E.164")]
+    provider_id: Annotated[int, Meta(ge=1)] | None = None
+    label: Annotated[str, Meta(max_length=200)] | None = None
+    inbound_agent_id: Annotated[int, Meta(ge=1)] | None = None
+    capabilities: Capabilities | None = None
+
+
+class PhoneNumberUpdate(Struct, forbid_unknown_fields=True):
+    provider_id: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
+    label: Annotated[str, Meta(max_length=200)] | UnsetType | None = UNSET
+    inbound_agent_id: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
+    capabilities: Capabilities | UnsetType = UNSET
+
+
+class PhoneNumberOut(Struct):
+    id: int
+    phone_number: str
+    provider_id: int
+    label: str | None
+    inbound_agent_id: int | None
+    capabilities: Capabilities
+    status: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, n: PhoneNumber) -> PhoneNumberOut:
+        return cls(n.id or 0, n.phone_number, n.provider_id, n.label, n.inbound_agent_id,
+                   Capabilities(n.voice, n.sms), n.status, n.created_at, n.updated_at)  # type: ignore[arg-type]
+
+
+class StatsOut(Struct):
+    start: datetime
+    end: datetime
+    total_calls: int
+    by_status: dict[str, int]
+    total_minutes: float
+    answer_rate: float | None
+    average_duration_seconds: float | None
+
+    @classmethod
+    def of(cls, s: CallStats) -> StatsOut:
+        return cls(s.start, s.end, s.total_calls, s.by_status, s.total_minutes, s.answer_rate,
+                   s.average_duration_seconds)
