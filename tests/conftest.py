@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dishka import Provider, Scope, provide
+from dishka import AsyncContainer, Provider, Scope, provide
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
@@ -38,7 +38,7 @@ async def _pg_reachable(url: str) -> str | None:
     dsn = url.replace("postgresql+asyncpg://", "postgresql://")
     try:
         conn = await asyncio.wait_for(asyncpg.connect(dsn), timeout=5)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     await conn.close()
     return None
@@ -117,62 +117,88 @@ class Api:
     settings: Settings
     clock: ManualClock | None
     overrides: tuple[Provider, ...]
+    admin: AsyncContainer | None = None  # the operator's side (CLI use cases) on the same database
+
+    def _admin(self) -> AsyncContainer:
+        if self.admin is None:
+            self.admin = build_container(self.settings, *self.overrides)
+        return self.admin
 
     async def tenant(self, *, plan: str = "enterprise", org_type: str = "standard", scopes: tuple[str, ...] = ("*",),
                      parent_id: int | None = None, name: str = "Acme", expires_at: Any = None) -> Tenant:
-        container = build_container(self.settings, *self.overrides)
-        try:
-            async with container() as request:
-                org = await (await request.get(CreateOrganization)).execute(
-                    CreateOrganizationCommand(name, plan, org_type, parent_id))
-                issued = await (await request.get(IssueApiKey)).execute(
-                    IssueApiKeyCommand(org.id or 0, "test", scopes, expires_at))
-                await (await request.get(UnitOfWork)).commit()
-        finally:
-            await container.close()
+        async with self._admin()() as request:
+            org = await (await request.get(CreateOrganization)).execute(
+                CreateOrganizationCommand(name, plan, org_type, parent_id))
+            issued = await (await request.get(IssueApiKey)).execute(
+                IssueApiKeyCommand(org.id or 0, "test", scopes, expires_at))
+            await (await request.get(UnitOfWork)).commit()
         return Tenant(org.id or 0, issued.secret, issued.record.id or 0)
 
     async def key_for(self, organization_id: int, scopes: tuple[str, ...], expires_at: Any = None) -> Tenant:
-        container = build_container(self.settings, *self.overrides)
-        try:
-            async with container() as request:
-                issued = await (await request.get(IssueApiKey)).execute(
-                    IssueApiKeyCommand(organization_id, "test", scopes, expires_at))
-                await (await request.get(UnitOfWork)).commit()
-        finally:
-            await container.close()
+        async with self._admin()() as request:
+            issued = await (await request.get(IssueApiKey)).execute(
+                IssueApiKeyCommand(organization_id, "test", scopes, expires_at))
+            await (await request.get(UnitOfWork)).commit()
         return Tenant(organization_id, issued.secret, issued.record.id or 0)
+
+    async def close(self) -> None:
+        await self.client.__aexit__(None, None, None)
+        if self.admin is not None:
+            await self.admin.close()
 
 
 ApiFactory = Callable[..., Awaitable[Api]]
 
 
+async def _start_api(tmp_root: Path, database_url: str, *, clock: ManualClock | None = None,
+                     overrides: tuple[Provider, ...] = (), **settings: Any) -> Api:
+    base = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
+                    allow_loopback_targets=True, **settings)
+    clock_overrides: tuple[Provider, ...] = (ClockProvider(clock),) if clock else ()
+    if database_url == "memory://":
+        raise ValueError("HTTP tests use SQLite or PostgreSQL (the CLI and the app must share the data)")
+    app = create_app(http_container(base, *clock_overrides, *overrides), base)
+    client = AsyncTestClient(app)
+    await client.__aenter__()
+    return Api(client, base, clock, clock_overrides, build_container(base, *clock_overrides))
+
+
 @pytest.fixture
 async def make_api(tmp_root: Path) -> AsyncIterator[ApiFactory]:
-    """Build an app on a database URL, optionally with a manual clock and extra settings."""
-    clients: list[AsyncTestClient[Litestar]] = []
+    """Build an app on a database URL, optionally with a manual clock, extra dishka providers
+    (``overrides``, for this app's container only: the last provider wins) and extra settings."""
+    started: list[Api] = []
 
-    async def factory(database_url: str, *, clock: ManualClock | None = None, **settings: Any) -> Api:
-        base = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
-                        allow_loopback_targets=True, **settings)
-        overrides: tuple[Provider, ...] = (ClockProvider(clock),) if clock else ()
-        if database_url == "memory://":
-            raise ValueError("HTTP tests use SQLite or PostgreSQL (the CLI and the app must share the data)")
-        app = create_app(http_container(base, *overrides), base)
-        client = AsyncTestClient(app)
-        await client.__aenter__()
-        clients.append(client)
-        return Api(client, base, clock, overrides)
+    async def factory(database_url: str, *, clock: ManualClock | None = None,
+                      overrides: tuple[Provider, ...] = (), **settings: Any) -> Api:
+        api = await _start_api(tmp_root, database_url, clock=clock, overrides=overrides, **settings)
+        started.append(api)
+        return api
 
     yield factory
-    for client in clients:
-        await client.__aexit__(None, None, None)
+    for api in started:
+        await api.close()
+
+
+@pytest.fixture(scope="session")
+async def shared_apps(tmp_root: Path) -> AsyncIterator[dict[str, Api]]:
+    """One default app per database for the whole run: tests are isolated by their own tenants."""
+    apps: dict[str, Api] = {}
+    yield apps
+    for api in apps.values():
+        await api.close()
+
+
+async def _shared(apps: dict[str, Api], tmp_root: Path, url: str) -> Api:
+    if url not in apps:
+        apps[url] = await _start_api(tmp_root, url)
+    return apps[url]
 
 
 @pytest.fixture
-async def api(make_api: ApiFactory, sqlite_url: str) -> Api:
-    """The app on SQLite with the real clock."""
-    return await make_api(sqlite_url)
+async def api(shared_apps: dict[str, Api], tmp_root: Path, sqlite_url: str) -> Api:
+    """The app on SQLite with the real clock (shared by the tests of a run)."""
+    return await _shared(shared_apps, tmp_root, sqlite_url)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -181,9 +207,9 @@ def sql_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def any_api(make_api: ApiFactory, sql_url: str) -> Api:
-    """The app on each SQL database."""
-    return await make_api(sql_url)
+async def any_api(shared_apps: dict[str, Api], tmp_root: Path, sql_url: str) -> Api:
+    """The app on each SQL database (shared by the tests of a run)."""
+    return await _shared(shared_apps, tmp_root, sql_url)
 
 
 @pytest.fixture

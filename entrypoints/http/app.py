@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from dishka import AsyncContainer
 from dishka.integrations.litestar import DishkaRouter, setup_dishka
-from litestar import Litestar, Router
-from litestar._openapi.plugin import OpenAPIPlugin
+from litestar import Litestar, Request, Router
+from litestar.exceptions import HTTPException, SerializationException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme, Server
 
+from domain.errors import ValidationFailed
 from entrypoints import features
 from entrypoints.http import asgi
 from entrypoints.http.envelope import EXCEPTION_HANDLERS
@@ -31,18 +31,45 @@ class _NoSchemaRoutes(Router):
         return []
 
 
-def _openapi_document(app: Litestar) -> bytes:
-    schema = app.plugins.get(OpenAPIPlugin).provide_openapi().to_schema()
-    paths = {}
-    for path, item in schema.get("paths", {}).items():
-        if path.startswith(asgi.API_PREFIX):
-            paths[path[len(asgi.API_PREFIX):] or "/"] = item
-    schema["paths"] = dict(sorted(paths.items()))
-    schema["servers"] = [
-        {"url": asgi.PRIMARY_PREFIX, "description": "Primary host ({base_url})"},
-        {"url": asgi.API_PREFIX, "description": "Dashboard host ({dashboard_base_url})"},
-    ]
-    return msgspec.json.encode(schema)
+def _nul_field(value: Any, path: str = "") -> str | None:
+    """The field holding a string with a NUL character ("" for the body itself), if any."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in str(key):
+                return path
+            found = _nul_field(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nul_field(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+class JsonRequest(Request[Any, Any, Any]):
+    """Checks a JSON body at the edge: its media type (415 unsupported_media_type) and NUL
+    characters, which no PostgreSQL text or JSONB column can hold (400 with the field named)."""
+
+    async def json(self) -> Any:
+        body = await self.body()
+        if body:
+            media_type, _ = self.content_type
+            if media_type and media_type != "application/json" and not media_type.endswith("+json"):
+                raise HTTPException(status_code=415, detail="Content-Type must be application/json")
+        try:
+            value = await super().json()
+        except SerializationException as exc:
+            raise ValidationFailed("Request body is not valid JSON",
+                                   details={"validation_errors": {"body": str(exc)}}) from None
+        if b"\\u0000" in body:
+            field = _nul_field(value)
+            if field is not None:
+                raise ValidationFailed.field(field or "body", "must not contain NUL (\\u0000) characters")
+        return value
 
 
 def route_handlers() -> list[Any]:
@@ -69,9 +96,6 @@ def create_app(container: AsyncContainer, settings: Settings) -> Litestar:
         create_examples=False,
     )
 
-    async def on_startup(app: Litestar) -> None:
-        app.state["openapi_bytes"] = _openapi_document(app)
-
     async def on_shutdown(_: Litestar) -> None:
         await container.close()
 
@@ -81,7 +105,7 @@ def create_app(container: AsyncContainer, settings: Settings) -> Litestar:
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=openapi,
         request_max_body_size=MAX_BODY,
-        on_startup=[on_startup],
+        request_class=JsonRequest,
         on_shutdown=[on_shutdown],
         debug=False,
         logging_config=None,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import msgspec
+from dishka import FromDishka
 from litestar import Request, Response
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.response import Redirect
 
+from application.ports.platform import Clock
+from entrypoints.http import openapi
 from entrypoints.http.envelope import Envelope
 from entrypoints.http.routing import endpoint
 
@@ -23,14 +27,16 @@ class Health(msgspec.Struct):
 
 
 @endpoint("GET", "/health", operation_id="getHealth", summary="Service health", tags=TAGS, auth="public")
-async def health() -> Envelope[Health]:
-    return Envelope(Health("ok", API_VERSION, datetime.now(UTC)))
+async def health(clock: FromDishka[Clock]) -> Envelope[Health]:
+    return Envelope(Health("ok", API_VERSION, clock.now()))
 
 
 @endpoint("GET", "/openapi.json", operation_id="getOpenApi", summary="The OpenAPI 3.1 document", tags=TAGS,
-          auth="public", media_type="application/json")
+          auth="public", media_type="application/json",
+          responses={200: ResponseSpec(dict[str, Any], description="The OpenAPI 3.1 document",
+                                       generate_examples=False)})
 async def openapi_json(request: Request[Any, Any, Any]) -> Response[bytes]:
-    return Response(request.app.state["openapi_bytes"], media_type="application/json")
+    return Response(openapi.document(request.app), media_type="application/json")
 
 
 @endpoint("GET", "/docs", operation_id="getDocs", summary="Redirects to the OpenAPI document", tags=TAGS,
