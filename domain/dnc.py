@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 from datetime import datetime
 
-from domain.errors import DomainError
+from domain.errors import Unavailable
 
 MAX_NUMBERS_PER_REQUEST = 10_000
 MAX_CSV_ROWS = 100_000
@@ -20,7 +20,7 @@ SCREEN_TIMEOUT_SECONDS = 5.0
 _PHONE_HEADERS = ("phone_number", "phone", "number", "phone number", "telephone", "mobile")
 
 
-class DncUnavailable(DomainError):
+class DncUnavailable(Unavailable):
     """Screening could not be completed, so nothing was dialled (503 dnc_unavailable)."""
 
     code = "dnc_unavailable"

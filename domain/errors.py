@@ -78,5 +78,18 @@ class BlockedAddress(DomainError):
     code = "blocked_address"
 
 
+class Forbidden(DomainError):
+    """A credential of its own (a signed link, a token) that does not hold (403)."""
+
+    code = "forbidden"
+
+
+class Unavailable(DomainError):
+    """A dependency needed to act safely cannot answer now; nothing was done (503, Retry-After)."""
+
+    code = "service_unavailable"
+    retry_after_seconds = 5
+
+
 class UpstreamFetchFailed(DomainError):
     code = "upstream_fetch_failed"

@@ -13,13 +13,13 @@ import hashlib
 import hmac
 from datetime import datetime
 
-from domain.errors import DomainError
+from domain.errors import Forbidden
 
 LINK_TTL_SECONDS = 15 * 60
 METHOD = "GET"
 
 
-class RecordingLinkInvalid(DomainError):
+class RecordingLinkInvalid(Forbidden):
     """A recording URL whose signature does not match or whose expiry has passed (403 forbidden)."""
 
     code = "forbidden"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -74,6 +75,8 @@ STATUS_BY_ERROR: list[tuple[type[de.DomainError], int]] = [
     (de.SubOrgForbidden, 403),
     (de.DncBlocked, 422),
     (de.UpstreamFetchFailed, 502),
+    (de.Forbidden, 403),
+    (de.Unavailable, 503),
 ]
 
 CODE_BY_STATUS = {
@@ -106,22 +109,43 @@ def auth_error_body(code: str, message: str, retry_after: int | None = None) -> 
     return msgspec.json.encode(AuthErrorEnvelope(AuthErrorBody(code, message, retry_after)))
 
 
+_FIELD_ERROR = re.compile(r"^Object (contains unknown|missing required) field `(?P<field>[^`]+)`$")
+_BODY_KEY = "data"  # Litestar's name for the request body
+
+
+def _validation_error(item: dict[str, Any]) -> tuple[str, str]:
+    """One Litestar error item -> (field, message), naming the field as the client sent it."""
+    key = str(item.get("key") or "")
+    message = str(item.get("message") or "is invalid")
+    body = item.get("source") == "body" or key == _BODY_KEY
+    if key == _BODY_KEY:
+        key = ""
+    key = key.removeprefix("$.")
+    if body and message == f"'{_BODY_KEY}'":  # the body was required but none was sent
+        return "body", "a JSON request body is required"
+    match = _FIELD_ERROR.match(message)
+    if match:
+        field = f"{key}.{match['field']}" if key else match["field"]
+        return field, "is not an accepted field" if match[1] == "contains unknown" else "is required"
+    return key or "body", message
+
+
 def _validation_errors(exc: ValidationException) -> dict[str, str]:
     found: dict[str, str] = {}
     extra = exc.extra if isinstance(exc.extra, list) else []
     for item in extra:
         if not isinstance(item, dict):
             continue
-        key = str(item.get("key") or item.get("source") or "body")
-        message = str(item.get("message") or "is invalid")
-        found.setdefault(key.removeprefix("$."), message)
+        key, message = _validation_error(item)
+        found.setdefault(key, message)
     if not found:
         found["body"] = exc.detail if isinstance(exc.detail, str) else "is invalid"
     return found
 
 
 def handle_domain_error(_: Request[Any, Any, Any], exc: de.DomainError) -> Response[bytes]:
-    return error_response(status_for(exc), exc.code, exc.message, exc.details)
+    headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, de.Unavailable) else None
+    return error_response(status_for(exc), exc.code, exc.message, exc.details, headers=headers)
 
 
 def handle_validation(_: Request[Any, Any, Any], exc: ValidationException) -> Response[bytes]:

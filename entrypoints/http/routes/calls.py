@@ -1,18 +1,17 @@
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from dishka import FromDishka
-from litestar import Request, Response
+from litestar import Response
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application import calls as uc
 from application.context import Actor
 from application.ports.calls import CallFilter, CallLogFilter
 from application.ports.platform import PageRequest
-from domain.dnc import DncUnavailable
 from domain.recordings import RecordingLinkInvalid
-from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta, error_response
+from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import (
     CallCreate,
@@ -30,29 +29,11 @@ CallId = Annotated[str, PathParameter(min_length=1, max_length=64, description="
 LogId = Annotated[int, PathParameter(ge=1, le=2**53, description="Call log id")]
 Instant = Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was dialled"
-RETRY_AFTER_SECONDS = 5
-
-
-def dnc_unavailable(_: Request[Any, Any, Any], exc: DncUnavailable) -> Response[bytes]:
-    """Fail closed: 503 with Retry-After; the Idempotency-Key is released so a retry runs again."""
-    return error_response(503, exc.code, exc.message, exc.details,
-                          headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
-
-
-def forbidden_link(_: Request[Any, Any, Any], exc: RecordingLinkInvalid) -> Response[bytes]:
-    return error_response(403, exc.code, exc.message)
-
-
-# route-level handlers for every dial path (campaigns, leads and SMS can reuse them)
-DIAL_ERROR_HANDLERS: dict[Any, Any] = {DncUnavailable: dnc_unavailable}
-
-
 @endpoint("POST", "/calls", operation_id="createCall", summary="Place an outbound call", tags=TAGS,
           scopes=("calls:schedule",), idempotent=True, status_code=201,
           errors={400: "invalid body or unresolved {{placeholders}} (details.missing_placeholders)",
                   404: "unknown agent (bot_id)", 409: "invalid_transition: only an active agent can call",
-                  422: "dnc_blocked: the destination is on a Do-Not-Call list", 503: DNC_UNAVAILABLE},
-          exception_handlers=DIAL_ERROR_HANDLERS)
+                  422: "dnc_blocked: the destination is on a Do-Not-Call list", 503: DNC_UNAVAILABLE})
 async def create_call(data: JSONBody[CallCreate], actor: FromDishka[Actor],
                       use_case: FromDishka[uc.PlaceCall]) -> Envelope[CallOut]:
     call = await use_case.execute(uc.PlaceCallCommand(
@@ -136,7 +117,7 @@ async def get_recording(id: LogId, actor: FromDishka[Actor],
 @endpoint("GET", "/recordings/{file:str}", operation_id="downloadRecording",
           summary="Download a recording through its signed URL (no API key: the signature is the credential)",
           tags=LOG_TAGS, auth="public", errors={403: "forbidden: tampered or expired link", 404: ""},
-          exception_handlers={RecordingLinkInvalid: forbidden_link}, media_type="audio/wav")
+          media_type="audio/wav")
 async def download_recording(
     file: Annotated[str, PathParameter(max_length=40, description="<call log id>.wav")],
     use_case: FromDishka[uc.OpenRecording],

@@ -12,7 +12,7 @@ from application.context import Actor
 from application.ports.platform import PageRequest
 from domain.errors import ValidationFailed
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routes.calls import DIAL_ERROR_HANDLERS, DNC_UNAVAILABLE
+from entrypoints.http.routes.calls import DNC_UNAVAILABLE
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.dnc import (
     DncCheck,
@@ -121,8 +121,7 @@ async def remove_entry(id: ListId, phone: Annotated[str, PathParameter(max_lengt
 
 @endpoint("POST", "/dnc/check", operation_id="checkDnc",
           summary="Screen numbers against every Do-Not-Call list of the organization", tags=TAGS,
-          scopes=("dnc:read",), status_code=200, errors={503: DNC_UNAVAILABLE},
-          exception_handlers=DIAL_ERROR_HANDLERS)
+          scopes=("dnc:read",), status_code=200, errors={503: DNC_UNAVAILABLE})
 async def check(data: JSONBody[DncCheck], actor: FromDishka[Actor],
                 use_case: FromDishka[uc.CheckNumbers]) -> Envelope[list[DncCheckResult]]:
     results = await use_case.execute(actor, list(data.phone_numbers))
