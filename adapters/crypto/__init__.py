@@ -1,0 +1,5 @@
+"""Cryptography adapters: secrets sealed at rest."""
+
+from adapters.crypto.fernet_box import FernetSecretBox
+
+__all__ = ["FernetSecretBox"]

@@ -1,0 +1,89 @@
+"""Webhooks feature: subscriptions API, the outbox dispatcher and the delivery worker."""
+
+from __future__ import annotations
+
+from dishka import Provider, Scope, provide, provide_all
+
+from adapters.crypto import FernetSecretBox
+from adapters.egress import HttpxSafeHttp, SystemResolver
+from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemoryOutboxReader, InMemorySubscriptionRepository
+from adapters.sql.webhooks import SqlDeliveryRepository, SqlOutboxReader, SqlSubscriptionRepository
+from application import webhooks as uc
+from application.ports.secrets import SecretBox
+from application.ports.webhooks import DeliveryRepository, OutboxReader, SubscriptionRepository, WebhookHttp
+from domain.webhooks import USER_AGENT, allowed_ports
+from entrypoints.http.routes import webhooks as routes
+from entrypoints.settings import Settings
+from entrypoints.webhook_jobs import deliver_once, dispatch_once, drain, webhooks_job
+
+_MEMORY = "memory://"
+
+
+class WebhookPlatformProvider(Provider):
+    scope = Scope.APP
+
+    @provide
+    def policy(self, settings: Settings) -> uc.WebhookPolicy:
+        return uc.WebhookPolicy(allow_loopback=settings.allow_loopback_targets,
+                                retry_scale=settings.webhook_retry_scale)
+
+    @provide
+    def secret_box(self, settings: Settings) -> SecretBox:
+        key = settings.secret_key or settings.with_secret_key().secret_key
+        return FernetSecretBox(key)
+
+    @provide
+    def http(self, settings: Settings) -> WebhookHttp:
+        return HttpxSafeHttp(SystemResolver(), allow_loopback=settings.allow_loopback_targets, user_agent=USER_AGENT,
+                             allowed_ports=allowed_ports(settings.allow_loopback_targets))
+
+    send = provide(uc.SendDelivery)
+
+
+class SqlWebhookProvider(Provider):
+    scope = Scope.REQUEST
+
+    subscriptions = provide(SqlSubscriptionRepository, provides=SubscriptionRepository)
+    deliveries = provide(SqlDeliveryRepository, provides=DeliveryRepository)
+    outbox = provide(SqlOutboxReader, provides=OutboxReader)
+
+
+class MemoryWebhookProvider(Provider):
+    scope = Scope.REQUEST
+
+    subscriptions = provide(InMemorySubscriptionRepository, provides=SubscriptionRepository)
+    deliveries = provide(InMemoryDeliveryRepository, provides=DeliveryRepository)
+    outbox = provide(InMemoryOutboxReader, provides=OutboxReader)
+
+
+class WebhookUseCaseProvider(Provider):
+    scope = Scope.REQUEST
+
+    cases = provide_all(
+        uc.CreateSubscription,
+        uc.GetSubscription,
+        uc.ListSubscriptions,
+        uc.UpdateSubscription,
+        uc.DeleteSubscription,
+        uc.RotateSecret,
+        uc.SendTestEvent,
+        uc.ListDeliveryAttempts,
+        uc.Redeliver,
+        uc.DispatchOutbox,
+        uc.ClaimDeliveries,
+        uc.RecordDeliveryOutcomes,
+        uc.ReleaseDeliveries,
+    )
+
+
+def providers(settings: Settings) -> list[Provider]:
+    storage = MemoryWebhookProvider() if settings.database_url == _MEMORY else SqlWebhookProvider()
+    return [WebhookPlatformProvider(), storage, WebhookUseCaseProvider()]
+
+
+ROUTES = routes.ROUTES
+JOBS = [webhooks_job]
+
+# one pass of each step, for tests and benchmarks: dispatch_once(container) -> events dispatched,
+# deliver_once(container) -> deliveries handled, drain(container) -> both until nothing is due
+__all__ = ["JOBS", "ROUTES", "deliver_once", "dispatch_once", "drain", "providers"]

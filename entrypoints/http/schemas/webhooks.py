@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from application.webhooks import SubscriptionWithSecret
+from domain.webhooks import Delivery, DeliveryAttempt, Subscription
+
+Name = Annotated[str, Meta(min_length=1, max_length=200, description="Defaults to the URL without its scheme")]
+Url = Annotated[str, Meta(min_length=1, max_length=2048, description="An http(s) URL on a public address")]
+EventName = Annotated[str, Meta(min_length=1, max_length=100)]
+Events = Annotated[list[EventName], Meta(min_length=1, max_length=50,
+                                         description="Event names from GET /webhooks/events (at least one)")]
+Status = Literal["active", "paused", "disabled"]
+GraceHours = Annotated[int, Meta(ge=0, le=168, description="Hours the previous secret keeps signing (0-168)")]
+
+
+class WebhookCreate(Struct, forbid_unknown_fields=True):
+    url: Url
+    events: Events
+    name: Name | None = None
+
+
+class WebhookUpdate(Struct, forbid_unknown_fields=True):
+    name: Name | UnsetType = UNSET
+    url: Url | UnsetType = UNSET
+    events: Events | UnsetType = UNSET
+    status: Literal["active", "paused"] | UnsetType = UNSET
+
+
+class RotateSecretRequest(Struct, forbid_unknown_fields=True):
+    grace_period_hours: GraceHours = 24
+
+
+class WebhookOut(Struct):
+    id: int
+    name: str
+    url: str
+    events: list[str]
+    status: Status
+    disabled_reason: str | None
+    disabled_at: datetime | None
+    failing_since: datetime | None
+    previous_secret_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, s: Subscription) -> WebhookOut:
+        return cls(**_fields(s))
+
+
+class WebhookCreated(WebhookOut):
+    secret: str
+
+    @classmethod
+    def created(cls, made: SubscriptionWithSecret) -> WebhookCreated:
+        return cls(**_fields(made.subscription), secret=made.secret)
+
+
+def _fields(s: Subscription) -> dict[str, object]:
+    return {
+        "id": s.id or 0, "name": s.name, "url": s.url, "events": list(s.events), "status": s.status,
+        "disabled_reason": s.disabled_reason, "disabled_at": s.disabled_at, "failing_since": s.failing_since,
+        "previous_secret_expires_at": s.previous_secret_expires_at, "created_at": s.created_at,
+        "updated_at": s.updated_at,
+    }
+
+
+class SecretRotated(Struct):
+    id: int
+    secret: str
+    previous_secret_expires_at: datetime | None
+
+
+class EventTypeOut(Struct):
+    name: str
+    group: str
+    description: str
+
+
+class DeliveryQueued(Struct):
+    delivery_id: int
+    webhook_id: str
+    event: str
+    status: Literal["pending"]
+    next_attempt_at: datetime | None
+
+    @classmethod
+    def of(cls, d: Delivery) -> DeliveryQueued:
+        return cls(d.id or 0, d.webhook_id, d.event_type, "pending", d.next_attempt_at)
+
+
+class DeliveryLogOut(Struct):
+    id: int
+    delivery_id: int
+    event: str
+    webhook_id: str
+    attempt: int
+    status: Literal["succeeded", "failed"]
+    response_status: int | None
+    response_body: str | None
+    duration_ms: int
+    error: str | None
+    created_at: datetime
+    next_retry_at: datetime | None
+
+    @classmethod
+    def of(cls, a: DeliveryAttempt) -> DeliveryLogOut:
+        return cls(
+            id=a.id or 0, delivery_id=a.delivery_id, event=a.event_type, webhook_id=a.webhook_id, attempt=a.attempt,
+            status=a.status,  # type: ignore[arg-type]
+            response_status=a.response_status, response_body=a.response_body, duration_ms=a.duration_ms,
+            error=a.error, created_at=a.created_at, next_retry_at=a.next_retry_at,
+        )

@@ -1,0 +1,141 @@
+"""Webhook delivery fixtures: a private database per test, a real loopback receiver, the app on a
+manual clock, and a worker container driven one pass at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dishka import AsyncContainer, Provider, Scope, provide
+
+from adapters.memory.clock import ManualClock
+from adapters.sql.schema import upgrade
+from application.ports.platform import UnitOfWork
+from application.webhooks import WebhookPolicy
+from domain.webhooks import event
+from entrypoints.ioc import build_container
+from entrypoints.webhook_jobs import WorkerOptions, drain
+from tests.conftest import Api, ApiFactory, Tenant
+from tests.webhooks.receiver import Receiver
+
+
+class PolicyProvider(Provider):
+    def __init__(self, policy: WebhookPolicy) -> None:
+        super().__init__()
+        self._policy = policy
+
+    @provide(scope=Scope.APP)
+    def policy(self) -> WebhookPolicy:
+        return self._policy
+
+
+@pytest.fixture(scope="session")
+async def webhook_template_db(tmp_root: Path) -> Path:
+    path = tmp_root / "webhooks-template.db"
+    await asyncio.to_thread(upgrade, f"sqlite+aiosqlite:///{path}")
+    return path
+
+
+@pytest.fixture
+def fresh_sqlite_url(webhook_template_db: Path, tmp_path: Path) -> str:
+    """A migrated SQLite database of this test's own (a copy of a migrated template)."""
+    target = tmp_path / "webhooks.db"
+    shutil.copyfile(webhook_template_db, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
+async def create_private_pg(admin: str) -> str:
+    import asyncpg
+
+    name = f"parley_wh_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(admin.replace("postgresql+asyncpg://", "postgresql://"))
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    url = admin.rsplit("/", 1)[0] + f"/{name}"
+    await asyncio.to_thread(upgrade, url)
+    return url
+
+
+async def drop_private_pg(url: str) -> None:
+    import asyncpg
+
+    base, name = url.rsplit("/", 1)
+    conn = await asyncpg.connect(base.replace("postgresql+asyncpg://", "postgresql://") + "/postgres")
+    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await conn.close()
+
+
+@pytest.fixture
+async def fresh_pg_url(postgres_url: str) -> AsyncIterator[str]:
+    """A migrated PostgreSQL database of this test's own (skipped like postgres_url)."""
+    url = await create_private_pg(postgres_url)
+    yield url
+    await drop_private_pg(url)
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    r = await Receiver().start()
+    yield r
+    await r.close()
+
+
+@dataclass
+class Harness:
+    api: Api
+    clock: ManualClock
+    jobs: AsyncContainer
+    receiver: Receiver
+
+    @property
+    def client(self) -> Any:
+        return self.api.client
+
+    async def subscribe(self, tenant: Tenant, events: Sequence[str], path: str = "/hook", **extra: Any) -> dict:
+        r = await self.client.post("/v2/webhooks", json={"url": self.receiver.url(path), "events": list(events),
+                                                         **extra}, headers=tenant.headers)
+        assert r.status_code == 201, r.text
+        return r.json()["data"]  # type: ignore[no-any-return]
+
+    async def emit(self, organization_id: int, type: str, data: dict[str, Any] | None = None) -> None:
+        """What another feature's use case does: record the event; the commit writes it."""
+        async with self.jobs() as request:
+            uow = await request.get(UnitOfWork)
+            uow.record(event(organization_id, type, data or {}))
+            await uow.commit()
+
+    async def drain(self, options: WorkerOptions | None = None) -> int:
+        return await drain(self.jobs, self.api.settings, options)
+
+    async def logs(self, tenant: Tenant, hook_id: int, query: str = "") -> list[dict]:
+        r = await self.client.get(f"/v2/webhooks/{hook_id}/logs?limit=100{query}", headers=tenant.headers)
+        assert r.status_code == 200, r.text
+        return r.json()["data"]  # type: ignore[no-any-return]
+
+    async def hook(self, tenant: Tenant, hook_id: int) -> dict:
+        return (await self.client.get(f"/v2/webhooks/{hook_id}", headers=tenant.headers)).json()["data"]  # type: ignore[no-any-return]
+
+
+async def make_harness(make_api: ApiFactory, url: str, receiver: Receiver,
+                       policy: WebhookPolicy | None = None, *extra: Provider) -> tuple[Harness, AsyncContainer]:
+    clock = ManualClock()
+    api = await make_api(url, clock=clock)
+    overrides: list[Provider] = [*api.overrides, *extra]
+    if policy is not None:
+        overrides.append(PolicyProvider(policy))
+    jobs = build_container(api.settings, *overrides)
+    return Harness(api, clock, jobs, receiver), jobs
+
+
+@pytest.fixture
+async def harness(make_api: ApiFactory, fresh_sqlite_url: str, receiver: Receiver) -> AsyncIterator[Harness]:
+    built, jobs = await make_harness(make_api, fresh_sqlite_url, receiver,
+                                     WebhookPolicy(allow_loopback=True, timeout_seconds=2.0))
+    yield built
+    await jobs.close()

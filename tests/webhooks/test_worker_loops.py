@@ -1,0 +1,118 @@
+"""The worker job as it runs in production: real clock, polling loops, graceful stop, and two
+workers on PostgreSQL that never send a delivery twice."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+import pytest
+
+from application.ports.platform import UnitOfWork
+from domain.webhooks import event
+from entrypoints.ioc import build_container
+from entrypoints.webhook_jobs import WorkerOptions, deliver_once, webhooks_job
+from tests.conftest import ApiFactory
+from tests.webhooks.receiver import Receiver, Reply
+
+FAST = WorkerOptions(poll_seconds=0.05, lease_seconds=10, shutdown_grace_seconds=5)
+
+
+async def test_worker_delivers_soon_after_commit_and_finishes_in_flight_on_stop(
+        make_api: ApiFactory, fresh_sqlite_url: str, receiver: Receiver) -> None:
+    api = await make_api(fresh_sqlite_url)
+    t = await api.tenant()
+    hook = (await api.client.post("/v2/webhooks", json={"url": receiver.url(), "events": ["call.ended"]},
+                                  headers=t.headers)).json()["data"]
+    jobs = build_container(api.settings)
+    stop = asyncio.Event()
+    worker = asyncio.create_task(webhooks_job(jobs, api.settings, stop, FAST))
+    try:
+        async with jobs() as r:
+            uow = await r.get(UnitOfWork)
+            uow.record(event(t.organization_id, "call.ended", {"n": 1}))
+            await uow.commit()
+        committed = time.monotonic()
+        [got] = await receiver.wait_for(1, timeout=5)
+        assert got.at - committed < 1.0
+
+        receiver.script("/hook", Reply(200, hang=0.6))
+        async with jobs() as r:
+            uow = await r.get(UnitOfWork)
+            uow.record(event(t.organization_id, "call.ended", {"n": 2}))
+            await uow.commit()
+        await receiver.wait_for(2, timeout=5)
+        stop.set()  # while the second delivery is in flight
+        await asyncio.wait_for(worker, timeout=8)
+    finally:
+        stop.set()
+        if not worker.done():
+            worker.cancel()
+        await jobs.close()
+    logs = (await api.client.get(f"/v2/webhooks/{hook['id']}/logs", headers=t.headers)).json()["data"]
+    assert [x["status"] for x in logs] == ["succeeded", "succeeded"]  # the in-flight one was finished
+
+
+async def test_stop_releases_deliveries_that_do_not_finish_in_time(
+        make_api: ApiFactory, fresh_sqlite_url: str, receiver: Receiver) -> None:
+    api = await make_api(fresh_sqlite_url)
+    t = await api.tenant()
+    hook = (await api.client.post("/v2/webhooks", json={"url": receiver.url(), "events": ["call.ended"]},
+                                  headers=t.headers)).json()["data"]
+    receiver.script("/hook", Reply(200, hang=5))
+    jobs = build_container(api.settings)
+    stop = asyncio.Event()
+    impatient = WorkerOptions(poll_seconds=0.05, lease_seconds=60, shutdown_grace_seconds=0.2)
+    worker = asyncio.create_task(webhooks_job(jobs, api.settings, stop, impatient))
+    try:
+        async with jobs() as r:
+            uow = await r.get(UnitOfWork)
+            uow.record(event(t.organization_id, "call.ended", {}))
+            await uow.commit()
+        await receiver.wait_for(1, timeout=5)
+        stop.set()
+        await asyncio.wait_for(worker, timeout=3)  # gives up on the hanging send and releases it
+        assert await deliver_once(jobs) == 1  # due again at once, not after the 60 s lease
+    finally:
+        stop.set()
+        await jobs.close()
+    first, again = receiver.requests
+    assert first.webhook_id == again.webhook_id
+    logs = (await api.client.get(f"/v2/webhooks/{hook['id']}/logs", headers=t.headers)).json()["data"]
+    assert [(x["attempt"], x["status"]) for x in logs] == [(1, "succeeded")]  # the released try is not counted
+
+
+@pytest.mark.postgres
+async def test_two_workers_on_postgres_never_send_a_delivery_twice(
+        make_api: ApiFactory, fresh_pg_url: str, receiver: Receiver) -> None:
+    api = await make_api(fresh_pg_url)
+    t = await api.tenant()
+    for path in ("/a", "/b", "/c"):
+        r = await api.client.post("/v2/webhooks", json={"url": receiver.url(path), "events": ["contact.completed"]},
+                                  headers=t.headers)
+        assert r.status_code == 201
+    setup = build_container(api.settings)
+    async with setup() as r:
+        uow = await r.get(UnitOfWork)
+        for n in range(200):
+            uow.record(event(t.organization_id, "contact.completed", {"n": n}))
+        await uow.commit()
+    await setup.close()
+
+    options = WorkerOptions(poll_seconds=0.02, lease_seconds=30, batch_size=20, concurrency=40, dispatch_batch=25)
+    workers = [build_container(api.settings) for _ in range(2)]
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(webhooks_job(w, api.settings, stop, options)) for w in workers]
+    try:
+        await receiver.wait_for(600, timeout=60)
+        await asyncio.sleep(0.5)  # a duplicate would arrive now
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=15)
+        for w in workers:
+            await w.close()
+    ids = Counter(r.webhook_id for r in receiver.requests)
+    assert len(receiver.requests) == 600 and len(ids) == 600 and max(ids.values()) == 1
+    per_path = Counter(r.path for r in receiver.requests)
+    assert per_path == {"/a": 200, "/b": 200, "/c": 200}
