@@ -8,6 +8,7 @@ from dishka import AsyncContainer, Provider, Scope, make_async_container, provid
 from dishka.integrations.litestar import LitestarProvider
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.crypto import FernetSecretBox
 from adapters.memory.accounts import (
     InMemoryApiKeyRepository,
     InMemoryIdempotencyStore,
@@ -38,6 +39,7 @@ from application.ports.accounts import (
 )
 from application.ports.agents import AgentRepository
 from application.ports.platform import Clock, Random, UnitOfWork
+from application.ports.secrets import SecretBox
 from domain.rate_limit import default_windows
 from entrypoints import features
 from entrypoints.http.providers import HttpProvider
@@ -59,6 +61,11 @@ class PlatformProvider(Provider):
         return self._settings
 
     clock = provide(SystemClock, provides=Clock)
+
+    @provide
+    def secret_box(self, settings: Settings) -> SecretBox:
+        """One box for every stored secret (webhook signing secrets, provider credentials)."""
+        return FernetSecretBox(settings.secret_key)
     random = provide(SystemRandom, provides=Random)
     memory_limiter = provide(InMemoryRateLimiter)
 
@@ -162,6 +169,7 @@ def persistence_provider(settings: Settings) -> Provider:
 
 
 def base_providers(settings: Settings) -> list[Provider]:
+    settings = settings.with_secret_key()  # PARLEY_SECRET_KEY, or the one kept under var_dir
     providers = [PlatformProvider(settings), persistence_provider(settings), UseCaseProvider()]
     for feature in features.modules():
         providers.extend(feature.providers(settings))

@@ -19,7 +19,6 @@ from typing import Any
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.blobs.filesystem import FilesystemBlobStorage
-from adapters.crypto import FernetSecretBox
 from adapters.memory.blobs import InMemoryBlobStorage
 from adapters.memory.calls import InMemoryCallLogRepository, InMemoryCallRepository, InMemoryUsageRecorder
 from adapters.memory.dnc import InMemoryDncRepository, InMemoryDncScreener
@@ -42,7 +41,6 @@ from application.ports.calls import AppointmentBooker, CallLogRepository, CallRe
 from application.ports.dnc import DncRepository, DncScreener
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, UnitOfWork
-from application.ports.secrets import SecretBox
 from application.ports.telephony import PhoneNumberRepository, Telephony, TelephonyProviderRepository
 from application.ports.usage import UsageRecorder
 from domain.dnc import DncUnavailable
@@ -58,10 +56,6 @@ POLL_INTERVAL_SECONDS = 0.1
 BATCH = 200
 
 
-def _secret(settings: Settings) -> str:
-    return settings.secret_key or settings.with_secret_key().secret_key
-
-
 class CallsPlatformProvider(Provider):
     scope = Scope.APP
 
@@ -71,12 +65,7 @@ class CallsPlatformProvider(Provider):
 
     @provide
     def recording_links(self, settings: Settings) -> call_cases.RecordingLinkSettings:
-        return call_cases.RecordingLinkSettings(_secret(settings), settings.public_base_url)
-
-    @provide
-    def secret_box(self, settings: Settings) -> SecretBox:
-        # the same key derivation as the webhooks feature's box, so either provider opens both features' secrets
-        return FernetSecretBox(_secret(settings))
+        return call_cases.RecordingLinkSettings(settings.secret_key, settings.public_base_url)
 
     phones = provide(LibPhoneNumberNormalizer, provides=PhoneNormalizer)
     telephony = provide(SimulatedTelephony, provides=Telephony)

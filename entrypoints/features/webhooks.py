@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dishka import Provider, Scope, provide, provide_all
 
-from adapters.crypto import FernetSecretBox
 from adapters.egress import HttpxSafeHttp, SystemResolver
 from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemoryOutboxReader, InMemorySubscriptionRepository
 from adapters.sql.webhooks import SqlDeliveryRepository, SqlOutboxReader, SqlSubscriptionRepository
 from application import webhooks as uc
-from application.ports.secrets import SecretBox
 from application.ports.webhooks import DeliveryRepository, OutboxReader, SubscriptionRepository, WebhookHttp
 from domain.webhooks import USER_AGENT, allowed_ports
 from entrypoints.http.routes import webhooks as routes
@@ -26,11 +24,6 @@ class WebhookPlatformProvider(Provider):
     def policy(self, settings: Settings) -> uc.WebhookPolicy:
         return uc.WebhookPolicy(allow_loopback=settings.allow_loopback_targets,
                                 retry_scale=settings.webhook_retry_scale)
-
-    @provide
-    def secret_box(self, settings: Settings) -> SecretBox:
-        key = settings.secret_key or settings.with_secret_key().secret_key
-        return FernetSecretBox(key)
 
     @provide
     def http(self, settings: Settings) -> WebhookHttp:
