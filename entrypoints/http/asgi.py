@@ -5,13 +5,34 @@ from __future__ import annotations
 import re
 import uuid
 
+import msgspec
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from entrypoints.http.envelope import ErrorBody, ErrorEnvelope
 from entrypoints.runtime import request_id_var
 
 API_PREFIX = "/api/v2"
 PRIMARY_PREFIX = "/v2"
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_NUL_IN_QUERY = re.compile(rb"%00|\x00")
+
+
+def _nul_location(scope: Scope) -> str | None:
+    """Where a NUL character was sent (path or query): no text column (PostgreSQL) can hold one."""
+    if "\x00" in scope["path"]:
+        return "path"
+    if _NUL_IN_QUERY.search(scope.get("query_string", b"")):
+        return "query"
+    return None
+
+
+async def _reject_nul(send: Send, location: str) -> None:
+    body = msgspec.json.encode(ErrorEnvelope(ErrorBody(
+        f"The {location} contains a NUL character", "bad_request",
+        {"validation_errors": {location: "must not contain NUL (%00) characters"}})))
+    await send({"type": "http.response.start", "status": 400,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def rewrite_path(path: str) -> str:
@@ -48,6 +69,10 @@ def wrap(app: ASGIApp) -> ASGIApp:
             await send(message)
 
         try:
+            nul = _nul_location(scope)
+            if nul is not None:
+                await _reject_nul(send_with_id, nul)
+                return
             await app(scope, receive, send_with_id)
         finally:
             request_id_var.reset(token)

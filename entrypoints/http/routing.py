@@ -7,16 +7,24 @@ the OpenAPI document.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import delete, get, patch, post, put
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import QueryParameter
 
 from entrypoints.http.envelope import AuthErrorEnvelope, ErrorEnvelope
 
 ACCESS = "parley_access"
+BODY_PARAMETER = "data"  # Litestar's name for a handler's request body
+MAX_OFFSET = 2**53  # bounded, so a huge offset is a 400 and not an SQL integer overflow
+
+# The paging parameters of every list endpoint: ``limit: Limit = 25, offset: Offset = 0``.
+Limit = Annotated[int, QueryParameter(ge=1, le=100, description="Page size (1-100)")]
+Offset = Annotated[int, QueryParameter(ge=0, le=MAX_OFFSET, description="Items to skip")]
 
 _DECORATORS = {"GET": get, "POST": post, "PATCH": patch, "DELETE": delete, "PUT": put}
 
@@ -50,19 +58,24 @@ _DESCRIPTIONS = {
 _AUTH_STATUSES = {401, 429}
 
 
-def _responses(access: Access, errors: dict[int, str]) -> dict[int, ResponseSpec]:
-    statuses: dict[int, str] = {}
+def _responses(access: Access, errors: dict[int, str], *, has_body: bool = False,
+               has_path_parameters: bool = False) -> dict[int, ResponseSpec]:
+    # 400 on every route: parameters, headers (X-Sub-Org-Id) and a NUL in the path or query are refused
+    statuses: dict[int, str] = {400: _DESCRIPTIONS[400]}
     if not access.public:
         for status in (401, 403, 429):
             statuses[status] = _DESCRIPTIONS[status]
-        statuses[400] = _DESCRIPTIONS[400]  # X-Sub-Org-Id and other headers are validated
+    if has_path_parameters:
+        statuses[404] = _DESCRIPTIONS[404]  # an unknown id, or a path parameter of the wrong type
+    if has_body:
+        for status in (413, 415):
+            statuses[status] = _DESCRIPTIONS[status]
     if access.idempotent:
-        statuses[400] = _DESCRIPTIONS[400]
         statuses[409] = "Conflict; idempotency_key_in_use while a request with the same key is in flight"
         statuses[422] = "idempotency_key_mismatch: the key was used with a different request"
     for status, text in errors.items():
         statuses[status] = f"{statuses[status]}; {text}" if status in statuses and text else (
-            text or _DESCRIPTIONS.get(status, "Error"))
+            statuses.get(status) or text or _DESCRIPTIONS.get(status, "Error"))
     return {
         status: ResponseSpec(
             data_container=AuthErrorEnvelope if status in _AUTH_STATUSES else ErrorEnvelope,
@@ -85,6 +98,7 @@ def endpoint(
     idempotent: bool = False,
     errors: dict[int, str] | None = None,
     status_code: int | None = None,
+    responses: dict[int, ResponseSpec] | None = None,
     **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], Any]:
     access = Access(scopes=scopes, auth=auth, idempotent=idempotent)
@@ -95,17 +109,23 @@ def endpoint(
     extra: dict[str, Any] = {}
     if status_code is not None:
         extra["status_code"] = status_code
-    return decorator(  # type: ignore[no-any-return]
-        path,
-        operation_id=operation_id,
-        summary=summary,
-        tags=tags,
-        opt={ACCESS: access},
-        responses=_responses(access, errors or {}),
-        security=security,
-        **extra,
-        **kwargs,
-    )
+
+    def register(fn: Callable[..., Any]) -> Any:
+        documented = _responses(access, errors or {}, has_body=BODY_PARAMETER in inspect.signature(fn).parameters,
+                                has_path_parameters="{" in path)
+        return decorator(
+            path,
+            operation_id=operation_id,
+            summary=summary,
+            tags=tags,
+            opt={ACCESS: access},
+            responses={**documented, **(responses or {})},
+            security=security,
+            **extra,
+            **kwargs,
+        )(fn)
+
+    return register
 
 
 def access_of(opt: dict[str, Any]) -> Access | None:

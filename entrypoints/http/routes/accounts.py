@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from dishka import FromDishka
-from litestar.params import JSONBody, PathParameter, QueryParameter
+from litestar.params import JSONBody, PathParameter
 
 from application import accounts as uc
 from application.context import Actor
 from application.ports.platform import Clock, PageRequest
 from domain.scopes import CATALOGUE, PRESETS
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routing import endpoint
+from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.accounts import (
     ApiKeyCreate,
     ApiKeyCreated,
@@ -29,8 +29,6 @@ from entrypoints.http.validation import require_non_blank, set_fields
 
 KEY_TAGS = ["API keys"]
 ORG_TAGS = ["Organizations"]
-Limit = Annotated[int, QueryParameter(ge=1, le=100)]
-Offset = Annotated[int, QueryParameter(ge=0)]
 Id = Annotated[int, PathParameter(ge=1, le=2**53)]
 _PLAN = {403: "plan_required: API key management needs the enterprise plan"}
 

@@ -11,7 +11,7 @@ from application.ports.agents import AgentFilter
 from application.ports.platform import PageRequest
 from domain.agents import Llm, Voice, Voicemail
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routing import endpoint
+from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.agents import (
     AgentCreate,
     AgentDuplicate,
@@ -24,8 +24,6 @@ from entrypoints.http.schemas.agents import (
 from entrypoints.http.validation import e164, require_non_blank, set_fields, timezone
 
 TAGS = ["Agents"]
-Limit = Annotated[int, QueryParameter(ge=1, le=100, description="Page size (1-100)")]
-Offset = Annotated[int, QueryParameter(ge=0, description="Items to skip")]
 AgentId = Annotated[int, PathParameter(ge=1, le=2**53, description="Agent id")]
 
 

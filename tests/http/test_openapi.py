@@ -1,0 +1,196 @@
+"""The OpenAPI document: valid OpenAPI 3.1, served on both prefixes, listing exactly the routes the
+app serves (read from Litestar's route table), each with an operationId, its request body, a
+success response with a schema, and the error responses it can give."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import schemathesis
+
+from entrypoints.http.asgi import API_PREFIX
+from tests.conftest import Api
+from tests.http.route_table import ServedOperation, served_operations
+
+Document = dict[str, Any]
+AUTH_ENVELOPE = "#/components/schemas/AuthErrorEnvelope"
+ROUTER_ENVELOPE = "#/components/schemas/ErrorEnvelope"
+
+
+@pytest.fixture
+async def document(api: Api) -> Document:
+    response = await api.client.get("/v2/openapi.json")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    return response.json()  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def served(api: Api) -> list[ServedOperation]:
+    operations = served_operations(api.client.app)
+    assert len(operations) >= 20, "the route table is smaller than the foundation"
+    return operations
+
+
+def _operation(document: Document, op: ServedOperation) -> Document:
+    item = document["paths"].get(op.documented_path)
+    assert item is not None, f"{op.label}: path missing from the OpenAPI document"
+    operation = item.get(op.method.lower())
+    assert operation is not None, f"{op.label}: method missing from the OpenAPI document"
+    return operation  # type: ignore[no-any-return]
+
+
+def _schema_ref(response: Document) -> str | None:
+    schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+    return schema.get("$ref")  # type: ignore[no-any-return]
+
+
+def _resolve(document: Document, ref: str) -> Document:
+    node: Any = document
+    for part in ref.removeprefix("#/").split("/"):
+        node = node[part]
+    return node  # type: ignore[no-any-return]
+
+
+async def test_document_is_openapi_3_1_version_2_with_both_servers_and_bearer_auth(api: Api,
+                                                                                 document: Document) -> None:
+    assert document["openapi"].startswith("3.1")
+    assert document["info"]["version"] == "2.0.0"
+    assert [server["url"] for server in document["servers"]] == ["/v2", "/api/v2"]
+    assert document["components"]["securitySchemes"]["BearerAuth"] == {
+        "type": "http", "scheme": "bearer", "bearerFormat": "parley_sk_..."}
+    assert not [p for p in document["paths"] if p.startswith(("/v2/", "/api/v2/"))], "paths are relative"
+    schemathesis.openapi.from_dict(document).validate()  # against the OpenAPI 3.1 meta-schema
+
+    dashboard = await api.client.get("/api/v2/openapi.json")
+    assert dashboard.status_code == 200 and dashboard.json() == document
+
+
+async def test_every_served_route_is_documented_and_nothing_else(document: Document,
+                                                                served: list[ServedOperation]) -> None:
+    assert all(op.route.path.startswith(API_PREFIX) for op in served), "every route lives under the API prefix"
+    for op in served:
+        _operation(document, op)
+    documented = {(method.upper(), path) for path, item in document["paths"].items()
+                  for method in item if method in ("get", "post", "put", "patch", "delete")}
+    assert documented == {(op.method, op.documented_path) for op in served}
+
+
+async def test_every_operation_has_a_unique_operation_id(document: Document, served: list[ServedOperation]) -> None:
+    ids = [_operation(document, op).get("operationId") for op in served]
+    assert all(ids), [op.label for op, i in zip(served, ids, strict=True) if not i]
+    assert len(set(ids)) == len(ids), "operationIds are unique"
+
+
+async def test_request_bodies_are_documented_exactly_where_a_route_reads_one(
+        document: Document, served: list[ServedOperation]) -> None:
+    for op in served:
+        operation = _operation(document, op)
+        if op.has_body:
+            content = operation.get("requestBody", {}).get("content", {})
+            assert content, f"{op.label}: request body not documented"
+            media = content.get("application/json") or content.get("multipart/form-data")
+            assert media and media.get("schema"), f"{op.label}: request body without a schema"
+        else:
+            assert "requestBody" not in operation, f"{op.label}: documents a body it never reads"
+
+
+def _success(operation: Document) -> tuple[int, Document]:
+    found = [(int(s), r) for s, r in operation["responses"].items() if 200 <= int(s) < 400]
+    return found[0] if len(found) == 1 else (0, {})
+
+
+async def test_every_operation_documents_its_success_response(document: Document,
+                                                             served: list[ServedOperation]) -> None:
+    problems = []
+    for op in served:
+        operation = _operation(document, op)
+        status, response = _success(operation)
+        if not status:
+            problems.append(f"{op.label}: exactly one success status")
+        elif status == 204:
+            if "content" in response:
+                problems.append(f"{op.label}: a 204 has no body")
+        elif status in (301, 302, 303, 307, 308):
+            if "location" not in {h.lower() for h in response.get("headers", {})}:
+                problems.append(f"{op.label}: a redirect documents its Location header")
+        else:
+            content = response.get("content", {})
+            if not content or not all(media.get("schema") for media in content.values()):
+                problems.append(f"{op.label}: {status} response without a schema")
+            elif "application/json" in content and op.documented_path != "/openapi.json":
+                ref = _schema_ref(response)
+                if not ref or not _resolve(document, ref)["properties"].keys() >= {"success", "data"}:
+                    problems.append(f"{op.label}: JSON success responses use the {{success, data}} envelope")
+    assert not problems, "\n".join(problems)
+
+
+async def test_every_route_documents_the_errors_it_can_give(document: Document,
+                                                            served: list[ServedOperation]) -> None:
+    problems = []
+    for op in served:
+        access = op.access
+        if access is None:
+            problems.append(f"{op.label}: declared without endpoint(...)")
+            continue
+        operation = _operation(document, op)
+        responses = operation["responses"]
+        expected = {400}  # on every route: a NUL in the path or query string is refused before routing
+        if not access.public:
+            expected |= {401, 403, 429}
+            if operation.get("security") != [{"BearerAuth": []}]:
+                problems.append(f"{op.label}: documents the BearerAuth security requirement")
+        elif operation.get("security"):
+            problems.append(f"{op.label}: a public route needs no key")
+        if op.route.path_parameters:
+            expected.add(404)
+        if op.has_body:
+            expected |= {413, 415}
+        if access.idempotent:
+            expected |= {409, 422}
+        documented = {int(s) for s in responses if int(s) >= 400}
+        if not expected <= documented:
+            problems.append(f"{op.label}: undocumented errors {sorted(expected - documented)}")
+        for status in sorted(documented):
+            response = responses[str(status)]
+            want = AUTH_ENVELOPE if status in (401, 429) else ROUTER_ENVELOPE
+            if not response.get("description"):
+                problems.append(f"{op.label}: {status} needs a description")
+            if _schema_ref(response) != want:
+                problems.append(f"{op.label}: {status} answers in {want.rsplit('/', 1)[-1]}")
+    assert not problems, "\n".join(problems)
+
+
+async def test_list_operations_page_with_limit_and_offset(document: Document, served: list[ServedOperation]) -> None:
+    """A list is a JSON success body with ``meta``: it pages with limit 1-100 (25) and a bounded offset (0)."""
+    problems, lists = [], 0
+    for op in served:
+        operation = _operation(document, op)
+        ref = _schema_ref(_success(operation)[1]) or ""
+        if not ref or "meta" not in _resolve(document, ref).get("properties", {}):
+            continue
+        lists += 1
+        if op.method != "GET":
+            problems.append(f"{op.label}: only GET lists")
+        if not set(_resolve(document, ref).get("required", [])) >= {"data", "meta"}:
+            problems.append(f"{op.label}: data and meta are required")
+        params = {p["name"]: p["schema"] for p in operation.get("parameters", []) if p["in"] == "query"}
+        limit, offset = params.get("limit", {}), params.get("offset", {})
+        if (limit.get("minimum"), limit.get("maximum"), limit.get("default")) != (1, 100, 25):
+            problems.append(f"{op.label}: limit is 1-100, default 25")
+        if (offset.get("minimum"), offset.get("default")) != (0, 0):
+            problems.append(f"{op.label}: offset is >= 0, default 0")
+        if "maximum" not in offset:
+            problems.append(f"{op.label}: offset needs an upper bound, or a huge one overflows the SQL integer "
+                            "(use entrypoints.http.routing.Offset)")
+    assert lists >= 3
+    assert not problems, "\n".join(problems)
+
+
+async def test_meta_endpoints_are_public(document: Document) -> None:
+    for path in ("/health", "/openapi.json", "/docs"):
+        operation = document["paths"][path]["get"]
+        assert not operation.get("security"), path
+        assert not any(s in operation["responses"] for s in ("401", "403")), path
+    assert "302" in document["paths"]["/docs"]["get"]["responses"]
