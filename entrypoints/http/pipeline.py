@@ -65,6 +65,10 @@ async def _send_all(send: Send, messages: list[Message], extra_headers: list[tup
         await send(message)
 
 
+class _Disconnected(Exception):
+    """The client went away before its request body arrived."""
+
+
 @dataclass
 class _Captured:
     messages: list[Message] = field(default_factory=list)
@@ -210,12 +214,13 @@ class _Run:
         await self.reply(captured.messages)
 
     async def _read_body(self) -> bytes | None:
+        """The whole body, or None when it exceeds MAX_JSON_BODY; raises _Disconnected."""
         chunks: list[bytes] = []
         size = 0
         while True:
             message = await self.receive()
             if message["type"] == "http.disconnect":
-                return None
+                raise _Disconnected
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > MAX_JSON_BODY:
@@ -230,7 +235,10 @@ class _Run:
         except DomainError as exc:
             await self.reply(_router_error(400, exc.code, exc.message, exc.details))
             return
-        body = await self._read_body()
+        try:
+            body = await self._read_body()
+        except _Disconnected:
+            return  # the client is gone: nothing was claimed, nothing to answer
         if body is None:
             await self.reply(_router_error(413, "payload_too_large", "Request body too large"))
             return
