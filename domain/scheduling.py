@@ -43,11 +43,12 @@ replacement (``Appointment.replacement``) keeps the pending status, so it still 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, timezone
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -165,6 +166,17 @@ class Blackout:
 class Slot:
     start: datetime
     end: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class HeldSlot:
+    """The part of a pending or confirmed appointment that slot generation needs (what a repository
+    loads for availability: thousands of these are cheaper to read than whole appointments)."""
+
+    id: int | None
+    slot_start: datetime
+    slot_end: datetime
+    status: str = "confirmed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,7 +448,7 @@ def build_blackout(
 ) -> Blackout:
     """A blackout from RFC 3339 strings (or aware datetimes); end must be later than start."""
     start_at, end_at = validate_window(parse_instant(start, "start"), parse_instant(end, "end"))
-    return Blackout(id, calendar_id, start_at, end_at, reason)
+    return Blackout(id, calendar_id, require_supported(start_at, "start"), require_supported(end_at, "end"), reason)
 
 
 def validate_availability_range(start: datetime, end: datetime) -> tuple[datetime, datetime]:
@@ -540,7 +552,7 @@ class _Timeline:
 def _merged_busy(
     calendar: Calendar,
     blackouts: Iterable[Blackout],
-    appointments: Iterable[Appointment],
+    appointments: Iterable[Appointment | HeldSlot],
     exclude_appointment_id: int | None,
 ) -> tuple[list[int], list[int]]:
     buffer = timedelta(minutes=calendar.buffer_minutes)
@@ -597,7 +609,7 @@ def open_slots(
     calendar: Calendar,
     rules: Iterable[AvailabilityRule],
     blackouts: Iterable[Blackout],
-    busy_appointments: Iterable[Appointment],
+    busy_appointments: Iterable[Appointment | HeldSlot],
     range_start: datetime,
     range_end: datetime,
     now: datetime,
@@ -606,8 +618,9 @@ def open_slots(
 ) -> list[Slot]:
     """The bookable slots whose start lies in ``[range_start, range_end)``, sorted, in UTC.
 
-    ``busy_appointments`` may contain any status: only pending and confirmed ones are busy, and the
-    one with ``exclude_appointment_id`` (being rescheduled) is ignored. See the module docstring."""
+    ``busy_appointments`` (appointments or HeldSlots) may contain any status: only pending and confirmed
+    ones are busy, and the one with ``exclude_appointment_id`` (being rescheduled) is ignored. See the
+    module docstring."""
     step = calendar.slot_duration_minutes * _US_PER_MINUTE
     if step <= 0:
         return []
@@ -688,7 +701,7 @@ def is_open_slot(
     calendar: Calendar,
     rules: Iterable[AvailabilityRule],
     blackouts: Iterable[Blackout],
-    busy_appointments: Iterable[Appointment],
+    busy_appointments: Iterable[Appointment | HeldSlot],
     slot_start: datetime,
     now: datetime,
     *,
@@ -712,7 +725,7 @@ def require_open_slot(
     calendar: Calendar,
     rules: Iterable[AvailabilityRule],
     blackouts: Iterable[Blackout],
-    busy_appointments: Iterable[Appointment],
+    busy_appointments: Iterable[Appointment | HeldSlot],
     slot_start: datetime,
     now: datetime,
     *,
@@ -727,3 +740,186 @@ def require_open_slot(
             details={"slot_start": render_in_zone(slot_start, calendar.timezone)},
         )
     return slot_at(calendar, slot_start)
+
+
+# --------------------------------------------------------------------------- attendees, ranges, feeds
+
+MAX_RULES_PER_CALENDAR = 100
+ATTENDEE_NAME_MAX_LENGTH = 200
+ATTENDEE_EMAIL_MAX_LENGTH = 320
+ATTENDEE_PHONE_MAX_LENGTH = 32
+NOTES_MAX_LENGTH = 5000
+BLACKOUT_REASON_MAX_LENGTH = 500
+DEFAULT_AVAILABILITY_DAYS = 7
+FEED_LOOKBACK_DAYS = 90
+FEED_MAX_EVENTS = 5000
+# the longest an appointment can last (the largest slot duration): bounds every overlap query
+MAX_APPOINTMENT_LENGTH = timedelta(minutes=SLOT_DURATION_RANGE[1])
+# RFC 5545 STATUS of a VEVENT by appointment status
+ICS_STATUS = {
+    "pending": "TENTATIVE",
+    "confirmed": "CONFIRMED",
+    "completed": "CONFIRMED",
+    "no_show": "CONFIRMED",
+    "cancelled": "CANCELLED",
+}
+_EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_FEED_TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{20,128}")
+
+
+def _optional_text(field: str, value: object, limit: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationFailed.field(field, "must be a string")
+    value = value.strip()
+    if len(value) > limit:
+        raise ValidationFailed.field(field, f"must be at most {limit} characters")
+    return value or None
+
+
+def validate_attendee(
+    name: object = None, email: object = None, phone: object = None, notes: object = None
+) -> tuple[str | None, str | None, str | None, str | None]:
+    """(name, email, phone, notes), stripped, empty as None; the same rules for the HTTP and agent paths."""
+    name_ = _optional_text("attendee_name", name, ATTENDEE_NAME_MAX_LENGTH)
+    email_ = _optional_text("attendee_email", email, ATTENDEE_EMAIL_MAX_LENGTH)
+    if email_ is not None and not _EMAIL_RE.fullmatch(email_):
+        raise ValidationFailed.field("attendee_email", "must be an email address such as ann@example.com")
+    phone_ = _optional_text("attendee_phone", phone, ATTENDEE_PHONE_MAX_LENGTH)
+    notes_ = _optional_text("notes", notes, NOTES_MAX_LENGTH)
+    return name_, email_, phone_, notes_
+
+
+SUPPORTED_YEARS = (1971, 2199)
+
+
+def require_supported(value: datetime, field: str) -> datetime:
+    """``value`` if it lies in the years scheduling works with (SUPPORTED_YEARS, so that any zone can
+    render it), else ValidationFailed on ``field``."""
+    low, high = SUPPORTED_YEARS
+    if not low <= value.astimezone(UTC).year <= high:
+        raise ValidationFailed.field(field, f"must lie between the years {low} and {high}")
+    return value
+
+
+def validate_blackout_reason(reason: object) -> str | None:
+    return _optional_text("reason", reason, BLACKOUT_REASON_MAX_LENGTH)
+
+
+def local_day_start(day: date, tz_name: str) -> datetime:
+    """The first instant of local date ``day`` in zone ``tz_name`` (where midnight does not exist, as in
+    Santiago's spring-forward, the first existing instant of that date), as aware UTC."""
+    zone = zone_of(tz_name)
+    wall = (day.toordinal() - _EPOCH_ORDINAL) * _US_PER_DAY
+    timeline = _Timeline(zone, wall - _US_PER_DAY, wall + _US_PER_DAY)
+    return _EPOCH + timedelta(microseconds=timeline.resolve(wall)[0])
+
+
+def availability_range(
+    start: datetime | date | None, end: datetime | date | None, tz_name: str, now: datetime
+) -> tuple[datetime, datetime]:
+    """An availability query window from optional bounds: an instant, or a date read as the start of that
+    local date in ``tz_name``. start defaults to ``now``, end to start + DEFAULT_AVAILABILITY_DAYS."""
+
+    def bound(value: datetime | date, field: str) -> datetime:
+        if isinstance(value, datetime):
+            return require_supported(value, field)
+        require_supported(datetime(value.year, value.month, value.day, tzinfo=UTC), field)
+        return local_day_start(value, tz_name)
+
+    start_at = now if start is None else bound(start, "start")
+    end_at = start_at + timedelta(days=DEFAULT_AVAILABILITY_DAYS) if end is None else bound(end, "end")
+    return validate_availability_range(start_at, end_at)
+
+
+def format_utc(dt: datetime) -> str:
+    """RFC 3339 in UTC with a trailing Z (how appointments and blackouts are shown)."""
+    value = dt.astimezone(UTC)
+    return value.isoformat(timespec="microseconds" if value.microsecond else "seconds").replace("+00:00", "Z")
+
+
+_RENDER_TIMELINE_SPAN_US = 400 * 86_400 * 1_000_000
+
+
+def render_slots(slots: Iterable[Slot], tz_name: str) -> list[tuple[str, str]]:
+    """(start, end) of each slot as RFC 3339 with the explicit offset of zone ``tz_name``: the same text
+    ``render_in_zone`` gives, with the zone's offsets over the span looked up once (``_Timeline``) and the
+    date and clock parts of the text cached, instead of one ``astimezone`` and ``isoformat`` per value."""
+    zone = zone_of(tz_name)
+    items = list(slots)
+    if not items:
+        return []
+    epoch, unit = _EPOCH, _US
+    values = [(dt - epoch) // unit for slot in items for dt in (slot.start, slot.end)]
+    first, last = min(values), max(values)
+    if last - first > _RENDER_TIMELINE_SPAN_US:  # not worth a timeline: one conversion per value
+        return [(render_in_zone(slot.start, tz_name), render_in_zone(slot.end, tz_name)) for slot in items]
+    timeline = _Timeline(zone, first, last)
+    times, offsets = timeline.times, timeline.offsets
+    bounds = [-(2**62), *times, 2**62]
+    suffixes: dict[int, str] = {}
+    days: dict[int, str] = {}
+    clocks: dict[int, str] = {}
+    texts: list[str] = []
+    low = high = offset = 0
+    suffix = ""
+    for us in values:
+        if not low <= us < high:  # another offset period (values are mostly sorted: rarely)
+            index = bisect_right(times, us)
+            low, high, offset = bounds[index], bounds[index + 1], offsets[index]
+            suffix = suffixes.get(offset) or suffixes.setdefault(
+                offset, datetime(2000, 1, 1, tzinfo=timezone(timedelta(microseconds=offset))).isoformat()[19:])
+        day, rest = divmod(us + offset, _US_PER_DAY)
+        prefix = days.get(day)
+        if prefix is None:
+            prefix = days[day] = date.fromordinal(day + _EPOCH_ORDINAL).isoformat() + "T"
+        clock = clocks.get(rest)
+        if clock is None:
+            seconds, micro = divmod(rest, _US_PER_SECOND)
+            clock = clocks[rest] = time(seconds // 3600, seconds // 60 % 60, seconds % 60, micro).isoformat(
+                timespec="microseconds" if micro else "seconds")
+        texts.append(prefix + clock + suffix)
+    return list(zip(texts[0::2], texts[1::2], strict=True))
+
+
+def next_open_slot_windows(after: datetime, now: datetime, calendar: Calendar, step_days: int = 14) -> list[
+        tuple[datetime, datetime]]:
+    """The successive query windows in which to look for the first open slot at or after ``after``:
+    ``step_days`` long, from max(after, now) up to the booking horizon."""
+    start = max(after.astimezone(UTC), now)
+    horizon = now + timedelta(days=calendar.horizon_days)
+    windows: list[tuple[datetime, datetime]] = []
+    while start < horizon:
+        end = min(start + timedelta(days=step_days), horizon)
+        windows.append((start, end))
+        start = end
+    return windows
+
+
+def feed_token_digest(token: str) -> str:
+    """What is stored for an ICS feed token: its SHA-256, hex."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def is_feed_token_shaped(token: str) -> bool:
+    return bool(_FEED_TOKEN_RE.fullmatch(token))
+
+
+def ics_uid(appointment_id: int) -> str:
+    """The stable VEVENT UID of an appointment (a reschedule's new row has a new id, hence a new UID)."""
+    return f"appointment-{appointment_id}@parley"
+
+
+_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def parse_day_or_instant(text: object, field: str) -> datetime | date:
+    """A query bound: ``YYYY-MM-DD`` (a local date, resolved later in a zone) or an RFC 3339 instant with
+    offset or Z (aware UTC). A date-time without offset raises ValidationFailed."""
+    if isinstance(text, str) and _DATE_RE.fullmatch(text.strip()):
+        try:
+            return date.fromisoformat(text.strip())
+        except ValueError:
+            raise ValidationFailed.field(field, "is not a valid date") from None
+    return parse_instant(text, field)

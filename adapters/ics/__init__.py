@@ -1,0 +1,1 @@
+"""ICS (RFC 5545) rendering with the icalendar library."""

@@ -1,0 +1,202 @@
+"""In-memory calendars (with rules, blackouts and feed tokens) and appointments."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from adapters.memory.store import InMemoryUnitOfWork
+from application.ports.platform import Page, PageRequest
+from application.ports.scheduling import AppointmentFilter
+from domain.errors import SlotUnavailable
+from domain.scheduling import SLOT_HOLDING_STATUSES, Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot
+
+
+def _page(items: list[Any], page: PageRequest) -> Page[Any]:
+    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
+
+
+class InMemoryCalendarRepository:
+    """Tables: ``calendars`` id -> (Calendar, deleted_at), ``availability_rules`` id -> (org, rule),
+    ``blackouts`` id -> (org, blackout)."""
+
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def _live(self, organization_id: int, calendar_id: int) -> Calendar | None:
+        entry = (await self.uow.tables())["calendars"].get(calendar_id)
+        if entry is None or entry[1] is not None or entry[0].organization_id != organization_id:
+            return None
+        return entry[0]  # type: ignore[no-any-return]
+
+    async def add(self, calendar: Calendar) -> Calendar:
+        tables = await self.uow.tables()
+        stored = replace(calendar, id=self.uow.store.next_id("calendars"), feed_token=None)
+        tables["calendars"][stored.id] = (stored, None)
+        return stored
+
+    async def get(self, organization_id: int, calendar_id: int) -> Calendar | None:
+        return await self._live(organization_id, calendar_id)
+
+    get_for_update = get
+
+    async def list(self, organization_id: int, page: PageRequest, agent_id: int | None = None) -> Page[Calendar]:
+        tables = await self.uow.tables()
+        found = [c for c, deleted in sorted(tables["calendars"].values(), key=lambda e: e[0].id)
+                 if c.organization_id == organization_id and deleted is None
+                 and (agent_id is None or c.agent_id == agent_id)]
+        return _page(found, page)
+
+    async def update(self, calendar: Calendar) -> Calendar:
+        current = await self._live(calendar.organization_id, calendar.id or 0)
+        if current is not None:
+            tables = await self.uow.tables()
+            tables["calendars"][calendar.id] = (
+                replace(calendar, created_at=current.created_at, feed_token=current.feed_token), None)
+        return calendar
+
+    async def delete(self, organization_id: int, calendar_id: int, at: datetime) -> None:
+        current = await self._live(organization_id, calendar_id)
+        if current is None:
+            return
+        tables = await self.uow.tables()
+        tables["calendars"][calendar_id] = (replace(current, feed_token=None), at)
+        for name in ("availability_rules", "blackouts"):
+            for key, (org, item) in list(tables[name].items()):
+                if org == organization_id and item.calendar_id == calendar_id:
+                    del tables[name][key]
+
+    async def set_feed_token(self, organization_id: int, calendar_id: int, token_digest: str | None) -> None:
+        current = await self._live(organization_id, calendar_id)
+        if current is not None:
+            tables = await self.uow.tables()
+            if token_digest is not None and any(c.feed_token == token_digest for c, _ in tables["calendars"].values()):
+                raise ValueError("duplicate feed token")
+            tables["calendars"][calendar_id] = (replace(current, feed_token=token_digest), None)
+
+    async def find_by_feed_token(self, token_digest: str) -> Calendar | None:
+        tables = await self.uow.tables()
+        for calendar, deleted in tables["calendars"].values():
+            if deleted is None and calendar.feed_token == token_digest:
+                return calendar  # type: ignore[no-any-return]
+        return None
+
+    async def add_rule(self, organization_id: int, rule: AvailabilityRule) -> AvailabilityRule:
+        tables = await self.uow.tables()
+        stored = replace(rule, id=self.uow.store.next_id("availability_rules"))
+        tables["availability_rules"][stored.id] = (organization_id, stored)
+        return stored
+
+    async def list_rules(self, organization_id: int, calendar_id: int) -> list[AvailabilityRule]:
+        tables = await self.uow.tables()
+        rules = [r for org, r in tables["availability_rules"].values()
+                 if org == organization_id and r.calendar_id == calendar_id]
+        return sorted(rules, key=lambda r: (r.weekday, r.start_time, r.id))
+
+    async def delete_rule(self, organization_id: int, calendar_id: int, rule_id: int) -> bool:
+        tables = await self.uow.tables()
+        entry = tables["availability_rules"].get(rule_id)
+        if entry is None or entry[0] != organization_id or entry[1].calendar_id != calendar_id:
+            return False
+        del tables["availability_rules"][rule_id]
+        return True
+
+    async def add_blackout(self, organization_id: int, blackout: Blackout) -> Blackout:
+        tables = await self.uow.tables()
+        stored = replace(blackout, id=self.uow.store.next_id("blackouts"))
+        tables["blackouts"][stored.id] = (organization_id, stored)
+        return stored
+
+    async def _blackouts(self, organization_id: int, calendar_id: int, start: datetime | None,
+                         end: datetime | None) -> list[Blackout]:
+        tables = await self.uow.tables()
+        found = [b for org, b in tables["blackouts"].values()
+                 if org == organization_id and b.calendar_id == calendar_id
+                 and (end is None or b.start < end) and (start is None or b.end > start)]
+        return sorted(found, key=lambda b: (b.start, b.id))
+
+    async def list_blackouts(self, organization_id: int, calendar_id: int, page: PageRequest,
+                             start: datetime | None = None, end: datetime | None = None) -> Page[Blackout]:
+        return _page(await self._blackouts(organization_id, calendar_id, start, end), page)
+
+    async def blackouts_overlapping(self, organization_id: int, calendar_id: int, start: datetime,
+                                    end: datetime) -> list[Blackout]:
+        return await self._blackouts(organization_id, calendar_id, start, end)
+
+    async def delete_blackout(self, organization_id: int, calendar_id: int, blackout_id: int) -> bool:
+        tables = await self.uow.tables()
+        entry = tables["blackouts"].get(blackout_id)
+        if entry is None or entry[0] != organization_id or entry[1].calendar_id != calendar_id:
+            return False
+        del tables["blackouts"][blackout_id]
+        return True
+
+
+class InMemoryAppointmentRepository:
+    """Table ``appointments`` id -> Appointment; the one-active-appointment-per-slot rule is checked
+    like the SQL unique index."""
+
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    @staticmethod
+    def _check_slot(table: dict[Any, Any], appointment: Appointment) -> None:
+        if appointment.status not in SLOT_HOLDING_STATUSES:
+            return
+        for other in table.values():
+            if (other.id != appointment.id and other.calendar_id == appointment.calendar_id
+                    and other.slot_start == appointment.slot_start and other.status in SLOT_HOLDING_STATUSES):
+                raise SlotUnavailable("slot_start is already held by another appointment of this calendar")
+
+    async def add(self, appointment: Appointment) -> Appointment:
+        table = (await self.uow.tables())["appointments"]
+        self._check_slot(table, appointment)
+        stored = replace(appointment, id=self.uow.store.next_id("appointments"))
+        table[stored.id] = stored
+        return stored
+
+    async def get(self, organization_id: int, appointment_id: int) -> Appointment | None:
+        found = (await self.uow.tables())["appointments"].get(appointment_id)
+        return found if found is not None and found.organization_id == organization_id else None
+
+    get_for_update = get
+
+    async def update(self, appointment: Appointment) -> Appointment:
+        table = (await self.uow.tables())["appointments"]
+        current = table.get(appointment.id)
+        if current is None or current.organization_id != appointment.organization_id:
+            return appointment
+        changed = replace(current, status=appointment.status, cancel_reason=appointment.cancel_reason,
+                          notes=appointment.notes, sequence=appointment.sequence, updated_at=appointment.updated_at)
+        self._check_slot(table, changed)
+        table[appointment.id] = changed
+        return appointment
+
+    async def _all(self, organization_id: int) -> list[Appointment]:
+        table = (await self.uow.tables())["appointments"]
+        return sorted((a for a in table.values() if a.organization_id == organization_id),
+                      key=lambda a: (a.slot_start, a.id))
+
+    async def list(self, organization_id: int, filters: AppointmentFilter, page: PageRequest) -> Page[Appointment]:
+        found = [a for a in await self._all(organization_id)
+                 if (filters.calendar_id is None or a.calendar_id == filters.calendar_id)
+                 and (filters.status is None or a.status == filters.status)
+                 and (filters.start is None or a.slot_start >= filters.start)
+                 and (filters.end is None or a.slot_start < filters.end)]
+        return _page(found, page)
+
+    async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
+                         end: datetime) -> list[HeldSlot]:
+        return [HeldSlot(a.id, a.slot_start, a.slot_end, a.status) for a in await self._all(organization_id)
+                if a.calendar_id == calendar_id and a.status in SLOT_HOLDING_STATUSES
+                and a.slot_start < end and a.slot_end > start]
+
+    async def count_holding_after(self, organization_id: int, calendar_id: int, after: datetime) -> int:
+        return sum(1 for a in await self._all(organization_id)
+                   if a.calendar_id == calendar_id and a.status in SLOT_HOLDING_STATUSES and a.slot_end > after)
+
+    async def for_feed(self, organization_id: int, calendar_id: int, ending_after: datetime,
+                       limit: int) -> list[Appointment]:
+        return [a for a in await self._all(organization_id)
+                if a.calendar_id == calendar_id and a.slot_end > ending_after][:limit]

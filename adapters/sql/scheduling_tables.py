@@ -1,0 +1,93 @@
+"""Tables of in-house scheduling: calendars, availability rules, blackouts, appointments.
+
+The partial unique index ``uq_appointments_calendar_id_slot_start`` over active (pending, confirmed)
+appointments is what makes a double booking of one slot impossible under any concurrency; the SQL
+adapter turns its violation into ``SlotUnavailable``.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from adapters.sql.metadata import BigId, UtcDateTime, id_column, metadata, org_column
+
+# the condition of the partial unique index; queries repeat it literally so that SQLite uses the index
+HOLDING_CONDITION = "status IN ('pending', 'confirmed')"
+ACTIVE_SLOT_INDEX = "uq_appointments_calendar_id_slot_start"
+
+calendars = sa.Table(
+    "calendars",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("timezone", sa.String(64), nullable=False),
+    sa.Column("slot_duration_minutes", sa.Integer, nullable=False),
+    sa.Column("buffer_minutes", sa.Integer, nullable=False),
+    sa.Column("min_notice_minutes", sa.Integer, nullable=False),
+    sa.Column("horizon_days", sa.Integer, nullable=False),
+    sa.Column("agent_id", BigId, sa.ForeignKey("agents.id"), nullable=True),
+    sa.Column("feed_token_hash", sa.String(64), nullable=True, unique=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.Column("deleted_at", UtcDateTime, nullable=True),
+    sa.CheckConstraint("slot_duration_minutes BETWEEN 5 AND 480", name="slot_duration"),
+    sa.CheckConstraint("buffer_minutes BETWEEN 0 AND 240", name="buffer"),
+    sa.CheckConstraint("min_notice_minutes BETWEEN 0 AND 43200", name="min_notice"),
+    sa.CheckConstraint("horizon_days BETWEEN 1 AND 365", name="horizon"),
+)
+
+availability_rules = sa.Table(
+    "availability_rules",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("calendar_id", BigId, sa.ForeignKey("calendars.id"), nullable=False, index=True),
+    sa.Column("weekday", sa.SmallInteger, nullable=False),
+    sa.Column("start_minute", sa.SmallInteger, nullable=False),
+    sa.Column("end_minute", sa.SmallInteger, nullable=False),
+    sa.CheckConstraint("weekday BETWEEN 0 AND 6", name="weekday"),
+    sa.CheckConstraint("start_minute >= 0 AND end_minute <= 1439 AND start_minute < end_minute", name="window"),
+)
+
+blackouts = sa.Table(
+    "blackouts",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("calendar_id", BigId, sa.ForeignKey("calendars.id"), nullable=False),
+    sa.Column("start_at", UtcDateTime, nullable=False),
+    sa.Column("end_at", UtcDateTime, nullable=False),
+    sa.Column("reason", sa.String(500), nullable=True),
+    sa.CheckConstraint("end_at > start_at", name="window"),
+    sa.Index("ix_blackouts_calendar_id_start_at", "calendar_id", "start_at"),
+)
+
+appointments = sa.Table(
+    "appointments",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("calendar_id", BigId, sa.ForeignKey("calendars.id"), nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("slot_start", UtcDateTime, nullable=False),
+    sa.Column("slot_end", UtcDateTime, nullable=False),
+    sa.Column("attendee_name", sa.String(200), nullable=True),
+    sa.Column("attendee_email", sa.String(320), nullable=True),
+    sa.Column("attendee_phone", sa.String(32), nullable=True),
+    sa.Column("notes", sa.Text, nullable=True),
+    sa.Column("cancel_reason", sa.String(20), nullable=True),
+    sa.Column("rescheduled_from", BigId, sa.ForeignKey("appointments.id"), nullable=True),
+    sa.Column("sequence", sa.Integer, nullable=False),
+    sa.Column("call_id", sa.String(64), nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.CheckConstraint("status in ('pending','confirmed','cancelled','completed','no_show')", name="status"),
+    sa.CheckConstraint("cancel_reason is null or cancel_reason in ('declined','cancelled','rescheduled')",
+                       name="cancel_reason"),
+    sa.CheckConstraint("slot_end > slot_start", name="slot"),
+    sa.Index(ACTIVE_SLOT_INDEX, "calendar_id", "slot_start", unique=True,
+             sqlite_where=sa.text(HOLDING_CONDITION), postgresql_where=sa.text(HOLDING_CONDITION)),
+    sa.Index("ix_appointments_calendar_id_slot_end", "calendar_id", "slot_end"),
+    sa.Index("ix_appointments_organization_id_slot_start", "organization_id", "slot_start"),
+)

@@ -1,0 +1,113 @@
+"""Ports for in-house scheduling: calendars (with their rules, blackouts and feed token), appointments,
+and the ICS rendering of a calendar."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from application.ports.platform import Page, PageRequest
+from domain.scheduling import Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot
+
+
+@dataclass(frozen=True, slots=True)
+class AppointmentFilter:
+    calendar_id: int | None = None
+    status: str | None = None
+    start: datetime | None = None
+    """Appointments whose slot_start is at or after this instant."""
+    end: datetime | None = None
+    """Appointments whose slot_start is before this instant."""
+
+
+class CalendarRepository(Protocol):
+    """Calendars and what belongs to them. Every method is scoped to an organization, except
+    ``find_by_feed_token`` (the token is its own credential, like an API key)."""
+
+    async def add(self, calendar: Calendar) -> Calendar: ...
+
+    async def get(self, organization_id: int, calendar_id: int) -> Calendar | None: ...
+
+    async def get_for_update(self, organization_id: int, calendar_id: int) -> Calendar | None:
+        """Like get, but locks the calendar row until the transaction ends (PostgreSQL: SELECT ... FOR
+        UPDATE; SQLite write transactions are serialized already). Bookings, reschedules and calendar
+        changes take this lock first, so checks and writes for one calendar never interleave."""
+        ...
+
+    async def list(self, organization_id: int, page: PageRequest, agent_id: int | None = None) -> Page[Calendar]: ...
+
+    async def update(self, calendar: Calendar) -> Calendar: ...
+
+    async def delete(self, organization_id: int, calendar_id: int, at: datetime) -> None:
+        """Soft delete: the calendar stops being reachable (its appointments stay readable); its rules,
+        blackouts and feed token are removed."""
+        ...
+
+    async def set_feed_token(self, organization_id: int, calendar_id: int, token_digest: str | None) -> None:
+        """Store the SHA-256 of the calendar's ICS feed token (None revokes it). ``Calendar.feed_token``
+        reads back this digest, never the token."""
+        ...
+
+    async def find_by_feed_token(self, token_digest: str) -> Calendar | None: ...
+
+    async def add_rule(self, organization_id: int, rule: AvailabilityRule) -> AvailabilityRule: ...
+
+    async def list_rules(self, organization_id: int, calendar_id: int) -> list[AvailabilityRule]:
+        """Every rule of the calendar, by weekday, start time, then id."""
+        ...
+
+    async def delete_rule(self, organization_id: int, calendar_id: int, rule_id: int) -> bool: ...
+
+    async def add_blackout(self, organization_id: int, blackout: Blackout) -> Blackout: ...
+
+    async def list_blackouts(self, organization_id: int, calendar_id: int, page: PageRequest,
+                             start: datetime | None = None, end: datetime | None = None) -> Page[Blackout]:
+        """Blackouts by start then id; with start/end, only those overlapping ``[start, end)``."""
+        ...
+
+    async def blackouts_overlapping(self, organization_id: int, calendar_id: int, start: datetime,
+                                    end: datetime) -> list[Blackout]: ...
+
+    async def delete_blackout(self, organization_id: int, calendar_id: int, blackout_id: int) -> bool: ...
+
+
+class AppointmentRepository(Protocol):
+    async def add(self, appointment: Appointment) -> Appointment:
+        """Insert; raises ``SlotUnavailable`` when another pending or confirmed appointment of the same
+        calendar starts at the same instant (a unique index over active appointments backs this)."""
+        ...
+
+    async def get(self, organization_id: int, appointment_id: int) -> Appointment | None: ...
+
+    async def get_for_update(self, organization_id: int, appointment_id: int) -> Appointment | None: ...
+
+    async def update(self, appointment: Appointment) -> Appointment:
+        """Store the appointment's status, cancel reason, notes, sequence and updated_at."""
+        ...
+
+    async def list(self, organization_id: int, filters: AppointmentFilter, page: PageRequest) -> Page[Appointment]:
+        """By slot_start, then id."""
+        ...
+
+    async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
+                         end: datetime) -> list[HeldSlot]:
+        """The slots of pending and confirmed appointments of the calendar that overlap ``[start, end)``,
+        by slot_start (what availability needs, without the rest of each appointment)."""
+        ...
+
+    async def count_holding_after(self, organization_id: int, calendar_id: int, after: datetime) -> int:
+        """Pending and confirmed appointments of the calendar that end after ``after``."""
+        ...
+
+    async def for_feed(self, organization_id: int, calendar_id: int, ending_after: datetime,
+                       limit: int) -> list[Appointment]:
+        """Appointments of every status ending after ``ending_after``, by slot_start then id."""
+        ...
+
+
+class IcsRenderer(Protocol):
+    def render(self, calendar: Calendar, appointments: Sequence[Appointment]) -> bytes:
+        """An RFC 5545 VCALENDAR with one VEVENT per appointment."""
+        ...

@@ -1,0 +1,63 @@
+"""In-house scheduling: calendars, rules, blackouts, availability, appointments and ICS feeds."""
+
+from __future__ import annotations
+
+from dishka import Provider, Scope, provide, provide_all
+
+from adapters.ics.renderer import ICalendarRenderer
+from adapters.memory.scheduling import InMemoryAppointmentRepository, InMemoryCalendarRepository
+from adapters.sql.scheduling import SqlAppointmentRepository, SqlCalendarRepository
+from application import scheduling
+from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer
+from entrypoints.http.routes.scheduling import ROUTES as SCHEDULING_ROUTES
+from entrypoints.settings import Settings
+
+ROUTES = SCHEDULING_ROUTES
+
+
+class SqlSchedulingProvider(Provider):
+    calendars = provide(SqlCalendarRepository, provides=CalendarRepository, scope=Scope.REQUEST)
+    appointments = provide(SqlAppointmentRepository, provides=AppointmentRepository, scope=Scope.REQUEST)
+
+
+class MemorySchedulingProvider(Provider):
+    calendars = provide(InMemoryCalendarRepository, provides=CalendarRepository, scope=Scope.REQUEST)
+    appointments = provide(InMemoryAppointmentRepository, provides=AppointmentRepository, scope=Scope.REQUEST)
+
+
+class SchedulingProvider(Provider):
+    renderer = provide(ICalendarRenderer, provides=IcsRenderer, scope=Scope.APP)
+    cases = provide_all(
+        scheduling.CreateCalendar,
+        scheduling.GetCalendar,
+        scheduling.ListCalendars,
+        scheduling.UpdateCalendar,
+        scheduling.DeleteCalendar,
+        scheduling.AddAvailabilityRule,
+        scheduling.ListAvailabilityRules,
+        scheduling.DeleteAvailabilityRule,
+        scheduling.AddBlackout,
+        scheduling.ListBlackouts,
+        scheduling.DeleteBlackout,
+        scheduling.GetAvailability,
+        scheduling.NextOpenSlot,
+        scheduling.BookAppointment,
+        scheduling.BookNextOpenSlot,
+        scheduling.GetAppointment,
+        scheduling.ListAppointments,
+        scheduling.RescheduleAppointment,
+        scheduling.ApproveAppointment,
+        scheduling.DeclineAppointment,
+        scheduling.CancelAppointment,
+        scheduling.RecordAppointmentOutcome,
+        scheduling.IssueFeedToken,
+        scheduling.RevokeFeedToken,
+        scheduling.RenderCalendarFeed,
+        scheduling.RenderFeedByToken,
+        scope=Scope.REQUEST,
+    )
+
+
+def providers(settings: Settings) -> list[Provider]:
+    storage = MemorySchedulingProvider() if settings.database_url == "memory://" else SqlSchedulingProvider()
+    return [storage, SchedulingProvider()]

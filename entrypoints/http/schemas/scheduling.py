@@ -1,0 +1,181 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from domain.scheduling import Appointment, AvailabilityRule, Blackout, Calendar, format_hhmm
+
+Name = Annotated[str, Meta(min_length=1, max_length=200)]
+TimeZone = Annotated[str, Meta(min_length=1, max_length=64, description="IANA time zone, e.g. Europe/Berlin")]
+SlotDuration = Annotated[int, Meta(ge=5, le=480, description="Minutes per slot")]
+Buffer = Annotated[int, Meta(ge=0, le=240, description="Minutes kept free before and after each appointment")]
+MinNotice = Annotated[int, Meta(ge=0, le=43_200, description="Minutes between now and the earliest bookable start")]
+Horizon = Annotated[int, Meta(ge=1, le=365, description="Days ahead that can be booked")]
+Id = Annotated[int, Meta(ge=1, le=2**53)]
+Weekday = Annotated[int, Meta(ge=0, le=6, description="0 = Monday ... 6 = Sunday, of the calendar's local date")]
+WallTime = Annotated[str, Meta(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description='Local wall time "HH:MM"')]
+Instant = Annotated[str, Meta(min_length=1, max_length=64,
+                              description="RFC 3339 timestamp with an explicit offset or Z")]
+Email = Annotated[str, Meta(max_length=320, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+Phone = Annotated[str, Meta(max_length=32, description="E.164, e.g. +14155550100")]
+Notes = Annotated[str, Meta(max_length=5000)]
+Status = Literal["pending", "confirmed", "cancelled", "completed", "no_show"]
+CancelReason = Literal["declined", "cancelled", "rescheduled"]
+
+
+class CalendarCreate(Struct, forbid_unknown_fields=True):
+    name: Name
+    timezone: TimeZone
+    slot_duration_minutes: SlotDuration = 30
+    buffer_minutes: Buffer = 0
+    min_notice_minutes: MinNotice = 0
+    horizon_days: Horizon = 60
+    agent_id: Id | None = None
+
+
+class CalendarUpdate(Struct, forbid_unknown_fields=True):
+    name: Name | UnsetType = UNSET
+    timezone: TimeZone | UnsetType = UNSET
+    slot_duration_minutes: SlotDuration | UnsetType = UNSET
+    buffer_minutes: Buffer | UnsetType = UNSET
+    min_notice_minutes: MinNotice | UnsetType = UNSET
+    horizon_days: Horizon | UnsetType = UNSET
+    agent_id: Id | UnsetType | None = UNSET
+
+
+class CalendarOut(Struct):
+    id: int
+    name: str
+    timezone: str
+    slot_duration_minutes: int
+    buffer_minutes: int
+    min_notice_minutes: int
+    horizon_days: int
+    agent_id: int | None
+    feed_token_active: bool
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, c: Calendar) -> CalendarOut:
+        return cls(
+            id=c.id or 0, name=c.name, timezone=c.timezone, slot_duration_minutes=c.slot_duration_minutes,
+            buffer_minutes=c.buffer_minutes, min_notice_minutes=c.min_notice_minutes, horizon_days=c.horizon_days,
+            agent_id=c.agent_id, feed_token_active=c.feed_token is not None,
+            created_at=c.created_at,  # type: ignore[arg-type]
+            updated_at=c.updated_at,  # type: ignore[arg-type]
+        )
+
+
+class RuleCreate(Struct, forbid_unknown_fields=True):
+    weekday: Weekday
+    start_time: WallTime
+    end_time: WallTime
+
+
+class RuleOut(Struct):
+    id: int
+    calendar_id: int
+    weekday: int
+    start_time: str
+    end_time: str
+
+    @classmethod
+    def of(cls, r: AvailabilityRule) -> RuleOut:
+        return cls(r.id or 0, r.calendar_id or 0, r.weekday, format_hhmm(r.start_time), format_hhmm(r.end_time))
+
+
+class BlackoutCreate(Struct, forbid_unknown_fields=True):
+    start: Instant
+    end: Instant
+    reason: Annotated[str, Meta(max_length=500)] | None = None
+
+
+class BlackoutOut(Struct):
+    id: int
+    calendar_id: int
+    start: datetime
+    end: datetime
+    reason: str | None
+
+    @classmethod
+    def of(cls, b: Blackout) -> BlackoutOut:
+        return cls(b.id or 0, b.calendar_id or 0, b.start, b.end, b.reason)
+
+
+class SlotOut(Struct):
+    start: str
+    """RFC 3339 with the offset of the requested zone; a valid slot_start."""
+    end: str
+
+
+class AvailabilityOut(Struct):
+    calendar_id: int
+    timezone: str
+    start: str
+    end: str
+    slots: list[SlotOut]
+
+
+class AppointmentCreate(Struct, forbid_unknown_fields=True):
+    calendar_id: Id
+    slot_start: Instant
+    attendee_name: Annotated[str, Meta(max_length=200)] | None = None
+    attendee_email: Email | None = None
+    attendee_phone: Phone | None = None
+    require_approval: bool = False
+    notes: Notes | None = None
+
+
+class AppointmentOut(Struct):
+    id: int
+    calendar_id: int
+    status: Status
+    slot_start: datetime
+    slot_end: datetime
+    attendee_name: str | None
+    attendee_email: str | None
+    attendee_phone: str | None
+    notes: str | None
+    cancel_reason: CancelReason | None
+    rescheduled_from: int | None
+    call_id: str | None
+    sequence: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, a: Appointment) -> AppointmentOut:
+        return cls(
+            id=a.id or 0, calendar_id=a.calendar_id, status=a.status,  # type: ignore[arg-type]
+            slot_start=a.slot_start, slot_end=a.slot_end, attendee_name=a.attendee_name,
+            attendee_email=a.attendee_email, attendee_phone=a.attendee_phone, notes=a.notes,
+            cancel_reason=a.cancel_reason,  # type: ignore[arg-type]
+            rescheduled_from=a.rescheduled_from, call_id=a.call_id, sequence=a.sequence,
+            created_at=a.created_at,  # type: ignore[arg-type]
+            updated_at=a.updated_at,  # type: ignore[arg-type]
+        )
+
+
+class RescheduleIn(Struct, forbid_unknown_fields=True):
+    slot_start: Instant
+
+
+class RescheduleOut(Struct):
+    appointment_id: int
+    previous_appointment_id: int
+    status: Status
+    slot_start: datetime
+    slot_end: datetime
+
+
+class OutcomeIn(Struct, forbid_unknown_fields=True):
+    outcome: Literal["completed", "no_show"]
+    notes: Notes | None = None
+
+
+class FeedTokenOut(Struct):
+    url: str
+    token: str

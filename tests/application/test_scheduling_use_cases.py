@@ -1,0 +1,171 @@
+"""Scheduling use cases on every backend, as a voice agent calls them mid-call (no HTTP): the same
+booking rules, events through the outbox, atomic reschedules."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from adapters.memory.clock import ManualClock
+from adapters.memory.store import InMemoryStore
+from adapters.sql.tables import outbox_events
+from application import scheduling as uc
+from application.context import Actor
+from application.ports.platform import UnitOfWork
+from application.ports.scheduling import AppointmentRepository
+from domain.errors import NotFound, SlotUnavailable, ValidationFailed
+from entrypoints.ioc import build_container
+from entrypoints.settings import Settings
+from tests.conftest import ClockProvider, new_organization
+
+NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)  # a Monday, 07:00 in New York
+TUESDAY = datetime(2026, 3, 3, 5, tzinfo=UTC)  # 00:00 in New York
+
+
+@pytest.fixture
+async def clocked(database_url: str, tmp_root: Path) -> AsyncIterator[Any]:
+    settings = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key")
+    built = build_container(settings, ClockProvider(ManualClock(NOW)))
+    yield built
+    await built.close()
+
+
+async def run(container: Any, case: type, *args: Any) -> Any:
+    """Execute a use case in its own unit of work and commit (as the HTTP pipeline or a worker job does)."""
+    async with container() as r:
+        result = await (await r.get(case)).execute(*args)
+        await (await r.get(UnitOfWork)).commit()
+    return result
+
+
+async def events(container: Any, organization_id: int) -> list[tuple[str, dict[str, Any]]]:
+    try:
+        store = await container.get(InMemoryStore)
+    except Exception:
+        store = None
+    if store is not None:
+        return [(e.type, e.data) for _, e, _ in store.outbox if e.organization_id == organization_id]
+    engine = await container.get(AsyncEngine)
+    async with engine.connect() as conn:
+        rows = await conn.execute(sa.select(outbox_events.c.type, outbox_events.c.data).where(
+            outbox_events.c.organization_id == organization_id).order_by(outbox_events.c.id))
+        return [(r.type, dict(r.data)) for r in rows]
+
+
+async def calendar_with_hours(container: Any, actor: Actor, **fields: Any) -> int:
+    cal = await run(container, uc.CreateCalendar, uc.CreateCalendarCommand(
+        actor, {"name": "Desk", "timezone": "America/New_York", **fields}))
+    for weekday in range(5):
+        await run(container, uc.AddAvailabilityRule, uc.AddAvailabilityRuleCommand(actor, cal.id, weekday, "09:00",
+                                                                                  "12:00"))
+    return cal.id  # type: ignore[no-any-return]
+
+
+def local(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+async def test_agent_books_mid_call_under_the_same_rules(clocked: Any) -> None:
+    actor = Actor.system(await new_organization(clocked))
+    cal = await calendar_with_hours(clocked, actor, buffer_minutes=15)
+    await run(clocked, uc.AddBlackout, uc.AddBlackoutCommand(actor, cal, "2026-03-03T09:00:00-05:00",
+                                                             "2026-03-03T10:00:00-05:00"))
+    booked = await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(
+        actor, cal, local("2026-03-03T10:00:00-05:00"), attendee_name="Caller", attendee_phone="+14155550100",
+        call_id="call-123"))
+    assert booked.status == "confirmed" and booked.call_id == "call-123"
+    for refused in ("2026-03-03T09:30:00-05:00",  # blacked out
+                    "2026-03-03T10:30:00-05:00",  # inside the buffer of the booking
+                    "2026-03-07T10:00:00-05:00"):  # Saturday: no rule
+        with pytest.raises(SlotUnavailable):
+            await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal, local(refused)))
+    with pytest.raises(ValidationFailed):
+        await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal, datetime(2026, 3, 3, 15)))
+    with pytest.raises(ValidationFailed):
+        await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(
+            actor, cal, local("2026-03-03T11:00:00-05:00"), attendee_email="nope"))
+    other = Actor.system(await new_organization(clocked))
+    with pytest.raises(NotFound):
+        await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(other, cal,
+                                                                         local("2026-03-03T11:00:00-05:00")))
+    recorded = await events(clocked, actor.organization_id)
+    assert recorded == [("appointment.booked", uc.appointment_view(booked))]
+    assert recorded[0][1]["call_id"] == "call-123" and recorded[0][1]["slot_start"] == "2026-03-03T15:00:00Z"
+
+
+async def test_next_open_slot_and_booking_it(clocked: Any) -> None:
+    actor = Actor.system(await new_organization(clocked))
+    cal = await calendar_with_hours(clocked, actor, min_notice_minutes=24 * 60)
+    # now is Monday 07:00 New York; a day of notice makes Tuesday 09:00 the first open slot
+    first = await run(clocked, uc.NextOpenSlot, actor, cal, NOW)
+    assert first == local("2026-03-03T09:00:00-05:00")
+    later = await run(clocked, uc.NextOpenSlot, actor, cal, local("2026-03-03T11:45:00-05:00"))
+    assert later == local("2026-03-04T09:00:00-05:00")
+    friday_evening = await run(clocked, uc.NextOpenSlot, actor, cal, local("2026-03-06T12:00:00-05:00"))
+    assert friday_evening == local("2026-03-09T09:00:00-04:00")  # Monday, after the DST switch
+    booked = [await run(clocked, uc.BookNextOpenSlot, uc.BookNextOpenSlotCommand(actor, cal, NOW, call_id=f"c{i}"))
+              for i in range(3)]
+    assert [b.slot_start for b in booked] == [local("2026-03-03T09:00:00-05:00"), local("2026-03-03T09:30:00-05:00"),
+                                             local("2026-03-03T10:00:00-05:00")]
+    assert await run(clocked, uc.NextOpenSlot, actor, cal, NOW) == local("2026-03-03T10:30:00-05:00")
+    # the same start booked through BookAppointment is refused: one rule set
+    with pytest.raises(SlotUnavailable):
+        await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal, booked[0].slot_start))
+    assert len(await events(clocked, actor.organization_id)) == 3
+
+    empty = await run(clocked, uc.CreateCalendar, uc.CreateCalendarCommand(actor, {"name": "E", "timezone": "UTC"}))
+    assert await run(clocked, uc.NextOpenSlot, actor, empty.id, NOW) is None
+    assert await run(clocked, uc.BookNextOpenSlot, uc.BookNextOpenSlotCommand(actor, empty.id, NOW)) is None
+    short = await calendar_with_hours(clocked, actor, horizon_days=1)
+    assert await run(clocked, uc.NextOpenSlot, actor, short, local("2026-03-03T12:00:00-05:00")) is None
+
+
+async def test_reschedule_is_all_or_nothing(clocked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    actor = Actor.system(await new_organization(clocked))
+    cal = await calendar_with_hours(clocked, actor)
+    booked = await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal,
+                                                                              local("2026-03-03T09:00:00-05:00")))
+    target = local("2026-03-03T11:00:00-05:00")
+
+    async with clocked() as r:
+        case = await r.get(uc.RescheduleAppointment)
+        repo = await r.get(AppointmentRepository)
+
+        async def failing_add(appointment: Any) -> Any:
+            raise SlotUnavailable("taken at the last moment")
+
+        monkeypatch.setattr(repo, "add", failing_add)
+        with pytest.raises(SlotUnavailable):
+            await case.execute(uc.RescheduleAppointmentCommand(actor, booked.id, target))
+        await (await r.get(UnitOfWork)).rollback()  # what the pipeline does on an error
+    monkeypatch.undo()
+    assert await run(clocked, uc.GetAppointment, actor, booked.id) == booked
+    assert await run(clocked, uc.NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T09:30:00-05:00")
+    assert await events(clocked, actor.organization_id) == [("appointment.booked", uc.appointment_view(booked))]
+
+    moved = await run(clocked, uc.RescheduleAppointment, uc.RescheduleAppointmentCommand(actor, booked.id, target))
+    assert moved.previous.status == "cancelled" and moved.appointment.rescheduled_from == booked.id
+    assert await run(clocked, uc.NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T09:00:00-05:00")
+    kinds = [kind for kind, _ in await events(clocked, actor.organization_id)]
+    assert kinds == ["appointment.booked", "appointment.rescheduled"]
+
+
+async def test_calendar_changes_apply_to_new_bookings_only(clocked: Any) -> None:
+    actor = Actor.system(await new_organization(clocked))
+    cal = await calendar_with_hours(clocked, actor)
+    booked = await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal,
+                                                                              local("2026-03-03T09:00:00-05:00")))
+    updated = await run(clocked, uc.UpdateCalendar, uc.UpdateCalendarCommand(actor, cal, {"slot_duration_minutes": 60}))
+    assert updated.slot_duration_minutes == 60
+    assert (await run(clocked, uc.GetAppointment, actor, booked.id)).slot_end == booked.slot_end
+    # 09:00-10:00 would overlap the existing 09:00-09:30 booking; 10:00 is the first hour slot left
+    assert await run(clocked, uc.NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T10:00:00-05:00")
+    with pytest.raises(ValidationFailed):
+        await run(clocked, uc.UpdateCalendar, uc.UpdateCalendarCommand(actor, cal, {"horizon_days": 0}))
+    assert (await run(clocked, uc.GetCalendar, actor, cal)).horizon_days == 60

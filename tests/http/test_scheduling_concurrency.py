@@ -1,0 +1,172 @@
+"""No double booking under concurrency, on SQLite and PostgreSQL, through the real HTTP API.
+
+Litestar's AsyncTestClient runs each request to completion in a portal thread, so requests gathered on it
+never overlap. These tests drive the same app through httpx's ASGITransport instead: every request runs
+on the test's event loop and they interleave at every database await, as on a server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from adapters.memory.clock import ManualClock
+from adapters.sql.scheduling import SqlAppointmentRepository, SqlCalendarRepository
+from entrypoints.http.app import create_app
+from entrypoints.ioc import http_container
+from entrypoints.settings import Settings
+from tests.conftest import Api, ClockProvider
+from tests.http.scheduling_support import START, UNLIMITED, book, make_calendar, outbox
+
+ATTEMPTS = 20
+
+
+async def _concurrent_api(url: str, tmp_root: Path) -> AsyncIterator[Api]:
+    settings = Settings(database_url=url, var_dir=tmp_root / "var", secret_key="test-secret-key",
+                        allow_loopback_targets=True, **UNLIMITED)
+    clock = ManualClock(START)
+    overrides = (ClockProvider(clock),)
+    container = http_container(settings, *overrides)
+    app = create_app(container, settings)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://testserver.local") as client:
+            yield Api(client, settings, clock, overrides)  # type: ignore[arg-type]
+    finally:
+        await container.close()
+
+
+@pytest.fixture
+async def any_sched(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
+    async for api in _concurrent_api(sql_url, tmp_root):
+        yield api
+
+
+@pytest.fixture
+async def pg_sched(postgres_url: str, tmp_root: Path) -> AsyncIterator[Api]:
+    async for api in _concurrent_api(postgres_url, tmp_root):
+        yield api
+
+
+def _outcomes(responses: list) -> Counter[tuple[int, str | None]]:  # type: ignore[type-arg]
+    return Counter((r.status_code, r.json().get("error", {}).get("code")) for r in responses)
+
+
+async def test_twenty_concurrent_bookings_of_one_slot_one_wins(any_sched: Api) -> None:
+    api, t = any_sched, await any_sched.tenant()
+    cal = await make_calendar(api, t)
+    responses = await asyncio.gather(*(
+        book(api, t, cal["id"], "2026-03-10T09:00:00-04:00", attendee_name=f"caller {i}",
+             require_approval=i % 2 == 0)
+        for i in range(ATTEMPTS)))
+    assert _outcomes(responses) == {(201, None): 1, (409, "slot_unavailable"): ATTEMPTS - 1}
+    listed = (await api.client.get("/v2/scheduling/appointments", headers=t.headers,
+                                   params={"calendar_id": cal["id"]})).json()
+    assert listed["meta"]["total"] == 1
+    winner = next(r for r in responses if r.status_code == 201).json()["data"]
+    assert listed["data"][0] == winner
+    assert len(await outbox(api, t.organization_id)) == (1 if winner["status"] == "confirmed" else 0)
+
+
+async def test_concurrent_overlapping_starts_are_serialized(any_sched: Api) -> None:
+    """Different slot starts that overlap through the buffer: the unique index cannot see these, the
+    calendar lock (PostgreSQL) or the serialized write transaction (SQLite) must."""
+    api, t = any_sched, await any_sched.tenant()
+    cal = await make_calendar(api, t, buffer_minutes=30)
+    starts = ["2026-03-10T09:00:00-04:00", "2026-03-10T09:30:00-04:00"]
+    responses = await asyncio.gather(*(book(api, t, cal["id"], starts[i % 2]) for i in range(ATTEMPTS)))
+    assert _outcomes(responses) == {(201, None): 1, (409, "slot_unavailable"): ATTEMPTS - 1}
+
+
+async def test_concurrent_reschedules_into_one_slot(any_sched: Api) -> None:
+    api, t = any_sched, await any_sched.tenant()
+    cal = await make_calendar(api, t)
+    originals = [(await book(api, t, cal["id"], f"2026-03-10T{9 + i:02d}:00:00-04:00")).json()["data"]
+                 for i in range(4)]
+    target = "2026-03-11T09:00:00-04:00"
+    moves = [api.client.patch(f"/v2/scheduling/appointments/{a['id']}", json={"slot_start": target},
+                              headers=t.headers) for a in originals]
+    responses = await asyncio.gather(*moves, book(api, t, cal["id"], target), book(api, t, cal["id"], target))
+    winners = [r for r in responses if r.status_code in (200, 201)]
+    losers = [r for r in responses if r not in winners]
+    assert len(winners) == 1
+    assert {(r.status_code, r.json()["error"]["code"]) for r in losers} == {(409, "slot_unavailable")}
+    # the losers did not move: still confirmed in their own slots
+    listed = (await api.client.get("/v2/scheduling/appointments", headers=t.headers,
+                                   params={"calendar_id": cal["id"], "status": "confirmed"})).json()["data"]
+    at_target = [a for a in listed if a["slot_start"] == "2026-03-11T13:00:00Z"]
+    assert len(at_target) == 1
+    moved = sum(r.status_code == 200 for r in responses[:4])
+    assert len(listed) == 4 + (1 - moved)
+
+
+class _Gate:
+    """Holds each caller until ``expected`` callers arrived or ``timeout`` passed: lines transactions up
+    right after they read the calendar's busy time, the worst moment for a race."""
+
+    def __init__(self, expected: int, timeout: float) -> None:
+        self.expected, self.timeout, self.arrived = expected, timeout, 0
+        self.full = asyncio.Event()
+
+    async def wait(self) -> None:
+        self.arrived += 1
+        if self.arrived >= self.expected:
+            self.full.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.full.wait(), self.timeout)
+
+
+def _gate_reads(monkeypatch: pytest.MonkeyPatch, gate: _Gate) -> None:
+    original = SqlAppointmentRepository.held_slots
+
+    async def gated(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found = await original(self, *args, **kwargs)
+        await gate.wait()
+        return found
+
+    monkeypatch.setattr(SqlAppointmentRepository, "held_slots", gated)
+
+
+@pytest.mark.postgres
+async def test_postgres_unique_index_catches_a_same_slot_race(pg_sched: Api,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the calendar lock every transaction reads "free" at once; the partial unique index still
+    lets exactly one insert through and the violation maps to 409 slot_unavailable."""
+    api = pg_sched
+    t = await api.tenant()
+    cal = await make_calendar(api, t)
+    monkeypatch.setattr(SqlCalendarRepository, "get_for_update", SqlCalendarRepository.get)
+    _gate_reads(monkeypatch, _Gate(ATTEMPTS, timeout=10))
+    responses = await asyncio.gather(*(book(api, t, cal["id"], "2026-03-10T09:00:00-04:00")
+                                       for _ in range(ATTEMPTS)))
+    assert _outcomes(responses) == {(201, None): 1, (409, "slot_unavailable"): ATTEMPTS - 1}
+    messages = {r.json()["error"]["message"] for r in responses if r.status_code == 409}
+    assert messages == {"slot_start is already held by another appointment of this calendar"}
+
+
+@pytest.mark.postgres
+async def test_postgres_calendar_lock_serializes_overlapping_starts(pg_sched: Api,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    api = pg_sched
+    t = await api.tenant()
+    starts = ["2026-03-10T09:00:00-04:00", "2026-03-10T09:30:00-04:00"]
+    attempts = 8
+
+    # with the lock: each transaction reads only after the previous one committed
+    cal = await make_calendar(api, t, buffer_minutes=30)
+    _gate_reads(monkeypatch, _Gate(attempts, timeout=0.1))
+    responses = await asyncio.gather(*(book(api, t, cal["id"], starts[i % 2]) for i in range(attempts)))
+    assert _outcomes(responses) == {(201, None): 1, (409, "slot_unavailable"): attempts - 1}
+
+    # the control: without the lock the same race double-books (which is why the lock is there)
+    unlocked = await make_calendar(api, t, buffer_minutes=30)
+    monkeypatch.setattr(SqlCalendarRepository, "get_for_update", SqlCalendarRepository.get)
+    _gate_reads(monkeypatch, _Gate(attempts, timeout=10))
+    responses = await asyncio.gather(*(book(api, t, unlocked["id"], starts[i % 2]) for i in range(attempts)))
+    assert sum(r.status_code == 201 for r in responses) == 2
