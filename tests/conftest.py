@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from dishka import AsyncContainer, Provider, Scope, provide
 from litestar import Litestar
@@ -228,3 +229,21 @@ async def new_organization(container: Any, *, plan: str = "enterprise", org_type
         org = await (await request.get(CreateOrganization)).execute(CreateOrganizationCommand("Org", plan, org_type))
         await (await request.get(UnitOfWork)).commit()
     return org.id or 0
+
+
+@pytest.fixture
+async def concurrent_api(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
+    """The app on each SQL database behind httpx's ASGITransport: requests gathered on it really
+    interleave on the test's event loop (Litestar's test client runs them one after another)."""
+    settings = Settings(database_url=sql_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
+                        allow_loopback_targets=True)
+    container = http_container(settings)
+    app = create_app(container, settings)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parley.test") as client:
+            api = Api(client, settings, None, ())  # type: ignore[arg-type]
+            yield api
+            if api.admin is not None:
+                await api.admin.close()
+    finally:
+        await container.close()

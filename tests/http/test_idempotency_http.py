@@ -116,7 +116,8 @@ async def test_replay_window_is_24_hours(make_api: ApiFactory, sqlite_url: str) 
     assert again.json()["data"]["id"] != first.json()["data"]["id"]
 
 
-async def test_concurrent_duplicates_have_exactly_one_effect(any_api: Api) -> None:
+async def test_concurrent_duplicates_have_exactly_one_effect(concurrent_api: Api) -> None:
+    any_api = concurrent_api
     t = await any_api.tenant()
     headers = {**t.headers, "Idempotency-Key": "race"}
     responses = await asyncio.gather(*[
