@@ -129,11 +129,14 @@ def chunk_spans(text: str, size: int = CHUNK_SIZE, overlap: int = CHUNK_OVERLAP)
         end = min(start + size, n)
         if end < n:
             floor = start + max(1, size // 2)
+            hard = end
             for separator in _BREAKS:
-                cut = text.rfind(separator, floor, end)
+                cut = text.rfind(separator, floor, hard)
                 if cut != -1:
                     end = cut + len(separator)
                     break
+            if spans and end <= spans[-1][1]:
+                end = hard  # a break at or before the previous end would nest this span inside it
         spans.append((start, end))
         if end >= n:
             break
