@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from adapters.sql.calls_tables import call_logs, calls, usage_records
 from adapters.sql.dialect import insert
+from adapters.sql.paging import fetch_page
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.calls import CallFilter, CallLogFilter, CallRef
 from application.ports.platform import Page, PageRequest
@@ -45,17 +46,6 @@ def _call_values(call: Call) -> dict[str, Any]:
         "deadline_at": call.deadline_at, "created_at": call.created_at, "updated_at": call.updated_at,
         "started_at": call.started_at, "answered_at": call.answered_at, "ended_at": call.ended_at,
     }
-
-
-async def _page(conn: Any, table: sa.Table, where: Any, order: list[Any], page: PageRequest) -> tuple[list[Any], int]:
-    rows = (await conn.execute(
-        sa.select(table, sa.func.count().over().label("_total")).where(where)
-        .order_by(*order).limit(page.limit).offset(page.offset)
-    )).all()
-    if rows:
-        return rows, rows[0]._total
-    total = (await conn.execute(sa.select(sa.func.count()).select_from(table).where(where))).scalar_one()
-    return rows, total
 
 
 class SqlCallRepository:
@@ -101,7 +91,8 @@ class SqlCallRepository:
             where.append(calls.c.created_at >= filters.created_after)
         if filters.created_before is not None:
             where.append(calls.c.created_at < filters.created_before)
-        rows, total = await _page(conn, calls, sa.and_(*where), [calls.c.created_at.desc(), calls.c.id.desc()], page)
+        newest_first = [calls.c.created_at.desc(), calls.c.id.desc()]
+        rows, total = await fetch_page(conn, list(calls.c), sa.and_(*where), newest_first, page)
         return Page([_row_to_call(r) for r in rows], total, page.limit, page.offset)
 
     async def count_active(self, organization_id: int) -> int:
@@ -217,7 +208,7 @@ class SqlCallLogRepository:
             where.append(call_logs.c.ended_at >= filters.start)
         if filters.end is not None:
             where.append(call_logs.c.ended_at < filters.end)
-        rows, total = await _page(conn, call_logs, sa.and_(*where), [call_logs.c.id.desc()], page)
+        rows, total = await fetch_page(conn, list(call_logs.c), sa.and_(*where), [call_logs.c.id.desc()], page)
         return Page([_row_to_log(r) for r in rows], total, page.limit, page.offset)
 
     async def find_recording(self, call_log_id: int) -> tuple[int, str | None] | None:

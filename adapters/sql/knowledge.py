@@ -18,6 +18,7 @@ from adapters.sql.knowledge_tables import (
     knowledge_base_agents,
     knowledge_bases,
 )
+from adapters.sql.paging import fetch_page
 from adapters.sql.tables import agents, organizations
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.knowledge import DocumentFilter, SearchHit
@@ -67,21 +68,6 @@ def _document(row: Any) -> Document:
     )
 
 
-async def _page(conn: Any, columns: Sequence[Any], condition: Any, order: Any, page: PageRequest,
-                joined: Any = None) -> tuple[list[Any], int]:
-    """One round trip for a page and its total (a page past the end needs a count)."""
-    query = sa.select(*columns, sa.func.count().over().label("_total"))
-    count = sa.select(sa.func.count())
-    if joined is not None:
-        query, count = query.select_from(joined), count.select_from(joined)
-    else:
-        count = count.select_from(columns[0].table)
-    rows = (await conn.execute(query.where(condition).order_by(order).limit(page.limit).offset(page.offset))).all()
-    if rows:
-        return rows, rows[0]._total
-    return rows, (await conn.execute(count.where(condition))).scalar_one()
-
-
 class SqlKnowledgeBaseRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -116,7 +102,7 @@ class SqlKnowledgeBaseRepository:
         condition = sa.and_(knowledge_bases.c.organization_id == organization_id,
                             knowledge_base_agents.c.organization_id == organization_id,
                             knowledge_base_agents.c.agent_id == agent_id)
-        rows, total = await _page(conn, _KB_COLUMNS, condition, knowledge_bases.c.id, page, joined)
+        rows, total = await fetch_page(conn, _KB_COLUMNS, condition, [knowledge_bases.c.id], page, source=joined)
         return Page([_kb(r) for r in rows], total, page.limit, page.offset)
 
     async def update(self, kb: KnowledgeBase) -> KnowledgeBase:
@@ -239,7 +225,7 @@ class SqlDocumentRepository:
             where.append(documents.c.status == filters.status)
         if filters.file_type:
             where.append(documents.c.file_type == filters.file_type)
-        rows, total = await _page(conn, _DOC_COLUMNS, sa.and_(*where), documents.c.id, page)
+        rows, total = await fetch_page(conn, _DOC_COLUMNS, sa.and_(*where), [documents.c.id], page)
         return Page([_document(r) for r in rows], total, page.limit, page.offset)
 
     async def counts(self, organization_id: int, kb_ids: Sequence[int]) -> dict[int, int]:

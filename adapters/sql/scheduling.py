@@ -8,6 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from adapters.sql.paging import fetch_page
 from adapters.sql.scheduling_tables import (
     ACTIVE_SLOT_INDEX,
     HOLDING_CONDITION,
@@ -83,19 +84,6 @@ def _appointment_values(a: Appointment) -> dict[str, Any]:
     }
 
 
-async def _paged(conn: Any, table: sa.Table, columns: list[Any], condition: Any, order: list[Any],
-                 page: PageRequest) -> tuple[list[Any], int]:
-    """One round trip: the page with the total as a window column; a page past the end needs a count."""
-    rows = (await conn.execute(
-        sa.select(*columns, sa.func.count().over().label("_total")).where(condition)
-        .order_by(*order).limit(page.limit).offset(page.offset)
-    )).all()
-    if rows:
-        return rows, rows[0]._total
-    total = (await conn.execute(sa.select(sa.func.count()).select_from(table).where(condition))).scalar_one()
-    return rows, total
-
-
 class SqlCalendarRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -128,7 +116,7 @@ class SqlCalendarRepository:
         condition = self._live(organization_id)
         if agent_id is not None:
             condition = sa.and_(condition, calendars.c.agent_id == agent_id)
-        rows, total = await _paged(conn, calendars, _CALENDAR_COLUMNS, condition, [calendars.c.id], page)
+        rows, total = await fetch_page(conn, _CALENDAR_COLUMNS, condition, [calendars.c.id], page)
         return Page([_row_to_calendar(r) for r in rows], total, page.limit, page.offset)
 
     async def update(self, calendar: Calendar) -> Calendar:
@@ -206,7 +194,7 @@ class SqlCalendarRepository:
                              start: datetime | None = None, end: datetime | None = None) -> Page[Blackout]:
         conn = await self.uow.connection()
         condition = self._blackout_condition(organization_id, calendar_id, start, end)
-        rows, total = await _paged(conn, blackouts, list(blackouts.c), condition,
+        rows, total = await fetch_page(conn, list(blackouts.c), condition,
                                    [blackouts.c.start_at, blackouts.c.id], page)
         return Page([_row_to_blackout(r) for r in rows], total, page.limit, page.offset)
 
@@ -279,7 +267,7 @@ class SqlAppointmentRepository:
             where.append(appointments.c.slot_start >= filters.start)
         if filters.end is not None:
             where.append(appointments.c.slot_start < filters.end)
-        rows, total = await _paged(conn, appointments, list(appointments.c), sa.and_(*where),
+        rows, total = await fetch_page(conn, list(appointments.c), sa.and_(*where),
                                    [appointments.c.slot_start, appointments.c.id], page)
         return Page([_row_to_appointment(r) for r in rows], total, page.limit, page.offset)
 

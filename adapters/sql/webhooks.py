@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from adapters.sql.dialect import insert
+from adapters.sql.paging import fetch_page
 from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.sql.webhooks_tables import webhook_attempts, webhook_deliveries, webhook_subscriptions
@@ -73,18 +74,6 @@ def _row_to_attempt(row: Any) -> DeliveryAttempt:
     )
 
 
-async def _paged(conn: Any, columns: list[Any], table: sa.Table, condition: Any, order: list[Any],
-                 page: PageRequest) -> tuple[list[Any], int]:
-    rows = (await conn.execute(
-        sa.select(*columns, sa.func.count().over().label("_total")).where(condition)
-        .order_by(*order).limit(page.limit).offset(page.offset)
-    )).all()
-    if rows:
-        return rows, rows[0]._total
-    total = (await conn.execute(sa.select(sa.func.count()).select_from(table).where(condition))).scalar_one()
-    return rows, total
-
-
 class SqlSubscriptionRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -117,7 +106,7 @@ class SqlSubscriptionRepository:
         condition = self._live(organization_id)
         if filters.status:
             condition = sa.and_(condition, subs.c.status == filters.status)
-        rows, total = await _paged(conn, _SUB_COLUMNS, subs, condition, [subs.c.id], page)
+        rows, total = await fetch_page(conn, _SUB_COLUMNS, condition, [subs.c.id], page)
         return Page([_row_to_subscription(r) for r in rows], total, page.limit, page.offset)
 
     async def update(self, subscription: Subscription) -> Subscription:
@@ -270,7 +259,7 @@ class SqlDeliveryRepository:
             where.append(att.c.event_type == filters.event)
         if filters.status:
             where.append(att.c.status == filters.status)
-        rows, total = await _paged(conn, list(att.c), att, sa.and_(*where), [att.c.id.desc()], page)
+        rows, total = await fetch_page(conn, list(att.c), sa.and_(*where), [att.c.id.desc()], page)
         return Page([_row_to_attempt(r) for r in rows], total, page.limit, page.offset)
 
     async def get_attempt(self, organization_id: int, subscription_id: int, attempt_id: int) -> DeliveryAttempt | None:
