@@ -9,15 +9,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from application.context import Actor
+from application.ports.accounts import ApiKeyRepository, OrganizationRepository, UserRepository
+from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
 from domain import api_keys as keyfmt
 from domain.api_keys import ApiKey
 from domain.errors import Conflict, DomainError, NotFound, SubOrgForbidden, ValidationFailed
 from domain.organizations import ORG_TYPES, PLANS, Organization, check_sub_org_access
 from domain.scopes import ScopeSet, normalise
-
-from application.context import Actor
-from application.ports.accounts import ApiKeyRepository, OrganizationRepository, UserRepository
-from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
 
 
 class AuthenticationFailed(Exception):

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from domain.agents import Agent, AgentVersion, duplicate_name
-from domain.errors import NotFound
-
 from application.context import Actor
 from application.ports.agents import AgentFilter, AgentRepository
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from domain.agents import Agent, AgentVersion, duplicate_name
+from domain.errors import NotFound
 
 
 async def _load(agents: AgentRepository, actor: Actor, agent_id: int, *, lock: bool = False) -> Agent:

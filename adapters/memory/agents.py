@@ -5,11 +5,10 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 
+from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.agents import AgentFilter
 from application.ports.platform import Page, PageRequest
 from domain.agents import Agent, AgentVersion
-
-from adapters.memory.store import InMemoryUnitOfWork
 
 
 class InMemoryAgentRepository:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -63,6 +65,7 @@ class SqlOrganizationRepository:
 
     async def update(self, org: Organization) -> Organization:
         conn = await self.uow.connection()
+        CREDENTIALS.forget_organization(self.uow, org.id)
         await conn.execute(
             organizations.update().where(organizations.c.id == org.id)
             .values(name=org.name, plan=org.plan, updated_at=org.updated_at)
@@ -71,6 +74,7 @@ class SqlOrganizationRepository:
 
     async def delete(self, org_id: int, at: datetime) -> None:
         conn = await self.uow.connection()
+        CREDENTIALS.forget_organization(self.uow, org_id)
         await conn.execute(organizations.update().where(organizations.c.id == org_id).values(deleted_at=at))
 
 
@@ -83,6 +87,73 @@ def _key(row: Any) -> ApiKey:
     return ApiKey(row.id, row.organization_id, row.name, row.prefix, row.last_four, row.key_hash,
                   tuple(row.scopes), row.status, row.created_at, row.expires_at, row.last_used_at,
                   row.lineage_id, row.rotated_to_id)
+
+
+# authentication's lookup, built once: the key by its hash, with its organization unless that is deleted
+_CREDENTIAL_QUERY = (
+    sa.select(*_KEY_COLUMNS, *[c.label(f"org_{c.name}") for c in _ORG_COLUMNS])
+    .join(organizations, organizations.c.id == api_keys.c.organization_id)
+    .where(api_keys.c.key_hash == sa.bindparam("key_hash"), organizations.c.deleted_at.is_(None))
+)
+
+
+class CredentialCache:
+    """This process's recent answers of ``find_credential`` (found keys only), for at most ``ttl`` seconds of
+    monotonic time, per database.
+
+    Every write through these repositories to a key or an organization (update, revoke, rotate, delete, plan
+    change) drops the affected entries at once, so a change made in this process applies to the next request.
+    A change made by another process (a second server worker, the CLI) reaches this one within ``ttl``: a revoked
+    key or a deleted organization keeps working here for at most that long. Expiry is never cached: the caller
+    checks ``expires_at`` against its clock on every request.
+    """
+
+    def __init__(self, ttl: float = 1.0, max_entries: int = 10_000) -> None:
+        self.ttl, self.max_entries = ttl, max_entries
+        self._entries: dict[tuple[str, str], tuple[float, ApiKey, Organization]] = {}
+        self._databases: dict[int, tuple[Any, str]] = {}
+
+    def _database(self, uow: SqlUnitOfWork) -> str:
+        url = uow._engine.url  # engines are few and long-lived: their URL's text is worked out once
+        known = self._databases.get(id(url))
+        if known is None or known[0] is not url:
+            known = self._databases[id(url)] = (url, url.render_as_string(hide_password=True))
+        return known[1]
+
+    def get(self, uow: SqlUnitOfWork, key_hash: str) -> tuple[ApiKey, Organization] | None:
+        entry = self._entries.get((self._database(uow), key_hash))
+        if entry is None or time.monotonic() - entry[0] >= self.ttl:
+            return None
+        return entry[1], entry[2]
+
+    def put(self, uow: SqlUnitOfWork, key_hash: str, key: ApiKey, org: Organization) -> None:
+        if len(self._entries) >= self.max_entries:
+            self._entries.clear()
+        self._entries[(self._database(uow), key_hash)] = (time.monotonic(), key, org)
+
+    def _drop(self, uow: SqlUnitOfWork, matches: Any) -> None:
+        database = self._database(uow)
+        for cache_key in [k for k, (_, key, org) in self._entries.items() if k[0] == database and matches(key, org)]:
+            del self._entries[cache_key]
+
+    def forget_key(self, uow: SqlUnitOfWork, key_id: int | None) -> None:
+        self._drop(uow, lambda key, _org: key.id == key_id)
+
+    def forget_organization(self, uow: SqlUnitOfWork, org_id: int | None) -> None:
+        self._drop(uow, lambda key, org: key.organization_id == org_id or org.id == org_id)
+
+    def used(self, uow: SqlUnitOfWork, key_id: int, at: datetime) -> None:
+        """``last_used_at`` moved: keep serving the entry, with the new time."""
+        database = self._database(uow)
+        for cache_key, (stamp, key, org) in list(self._entries.items()):
+            if cache_key[0] == database and key.id == key_id:
+                self._entries[cache_key] = (stamp, replace(key, last_used_at=at), org)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+CREDENTIALS = CredentialCache()
 
 
 class SqlApiKeyRepository:
@@ -111,18 +182,18 @@ class SqlApiKeyRepository:
         return _key(row) if row else None
 
     async def find_credential(self, key_hash: str) -> tuple[ApiKey, Organization] | None:
+        cached = CREDENTIALS.get(self.uow, key_hash)
+        if cached is not None:
+            return cached
         conn = await self.uow.connection()
-        query = (
-            sa.select(*_KEY_COLUMNS, *[c.label(f"org_{c.name}") for c in _ORG_COLUMNS])
-            .join(organizations, organizations.c.id == api_keys.c.organization_id)
-            .where(api_keys.c.key_hash == key_hash, organizations.c.deleted_at.is_(None))
-        )
-        row = (await conn.execute(query)).first()
+        row = (await conn.execute(_CREDENTIAL_QUERY, {"key_hash": key_hash})).first()
         if row is None:
             return None
         org = Organization(row.org_id, row.org_name, row.org_plan, row.org_org_type, row.org_parent_id,
                            row.org_created_at, row.org_updated_at)
-        return _key(row), org
+        key = _key(row)
+        CREDENTIALS.put(self.uow, key_hash, key, org)
+        return key, org
 
     async def list(self, organization_id: int, page: PageRequest) -> Page[ApiKey]:
         conn = await self.uow.connection()
@@ -134,6 +205,7 @@ class SqlApiKeyRepository:
 
     async def update(self, key: ApiKey) -> ApiKey:
         conn = await self.uow.connection()
+        CREDENTIALS.forget_key(self.uow, key.id)
         await conn.execute(api_keys.update().where(api_keys.c.id == key.id).values(
             status=key.status, expires_at=key.expires_at, rotated_to_id=key.rotated_to_id, name=key.name))
         return key
@@ -141,9 +213,11 @@ class SqlApiKeyRepository:
     async def touch(self, key_id: int, at: datetime) -> None:
         conn = await self.uow.connection()
         await conn.execute(api_keys.update().where(api_keys.c.id == key_id).values(last_used_at=at))
+        CREDENTIALS.used(self.uow, key_id, at)
 
     async def revoke_all(self, organization_id: int) -> None:
         conn = await self.uow.connection()
+        CREDENTIALS.forget_organization(self.uow, organization_id)
         await conn.execute(api_keys.update().where(api_keys.c.organization_id == organization_id)
                            .values(status="revoked"))
 
@@ -224,6 +298,9 @@ class SqlIdempotencyStore:
         return result.rowcount or 0
 
 
+_NO_SYNC_COMMIT = sa.text("SET LOCAL synchronous_commit TO OFF")
+
+
 class SqlRateLimiter:
     """Shared counters: one atomic conditional upsert per window, in the request's connection."""
 
@@ -266,6 +343,11 @@ class SqlRateLimiter:
         counted: list[tuple[Window, int]] = []
         states: list[WindowState] = []
         allowed = True
+        if self.uow.dialect == "postgresql":
+            # counters need no flush to disk before the answer: a crash may forget the last few hundred
+            # milliseconds of counts, and every request stops waiting for the WAL flush of its own increment
+            conn = await self.uow.connection()
+            await conn.execute(_NO_SYNC_COMMIT)
         # longest window first: a refused request gives back what it took from earlier windows
         for window in sorted(windows, key=lambda w: -w.seconds):
             start = window.start(epoch)

@@ -9,8 +9,6 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 
-import adapters.sql
-
 MIGRATIONS = Path(__file__).parent / "migrations"
 # modules that define tables on the shared MetaData (each feature adds its own)
 _TABLE_MODULE_SUFFIX = "_tables"
@@ -18,7 +16,7 @@ _TABLE_MODULE_SUFFIX = "_tables"
 
 def load_all_tables() -> None:
     """Import every ``adapters.sql.*_tables`` module so the MetaData knows all tables."""
-    import adapters.sql.tables  # noqa: F401
+    import adapters.sql.tables
 
     for info in pkgutil.iter_modules(adapters.sql.__path__):
         if info.name.endswith(_TABLE_MODULE_SUFFIX):

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from application.ports.platform import Clock
-from domain.events import DomainEvent
-
 from adapters.sql.engine import WRITE_OPTION
 from adapters.sql.tables import outbox_events
+from application.ports.platform import Clock
+from domain.events import DomainEvent
 
 
 class SqlUnitOfWork:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from domain.agents import Agent, AgentVersion
-
 from application.ports.platform import Page, PageRequest
+from domain.agents import Agent, AgentVersion
 
 
 @dataclass(frozen=True, slots=True)
