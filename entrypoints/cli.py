@@ -147,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--workers", type=int, default=1)
     s.add_argument("--no-worker", action="store_true")
-    s.add_argument("--server", choices=["uvicorn", "granian"], default=os.environ.get("PARLEY_SERVER", "uvicorn"))
+    s.add_argument("--server", choices=["uvicorn", "granian"], default=os.environ.get("PARLEY_SERVER", "granian"))
     sub.add_parser("worker", help="run only the background worker")
     sub.add_parser("migrate", help="bring the database schema up to date")
     admin = sub.add_parser("admin", help="operator commands (print JSON)").add_subparsers(dest="admin", required=True)
