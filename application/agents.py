@@ -80,12 +80,12 @@ class UpdateAgent:
 
 
 class DeleteAgent:
-    def __init__(self, uow: UnitOfWork, agents: AgentRepository) -> None:
-        self.uow, self.agents = uow, agents
+    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock) -> None:
+        self.uow, self.agents, self.clock = uow, agents, clock
 
     async def execute(self, actor: Actor, agent_id: int) -> None:
         await _load(self.agents, actor, agent_id, lock=True)
-        await self.agents.delete(actor.organization_id, agent_id)
+        await self.agents.delete(actor.organization_id, agent_id, self.clock.now())
 
 
 @dataclass(frozen=True, slots=True)

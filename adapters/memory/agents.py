@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.agents import AgentFilter
@@ -47,7 +48,7 @@ class InMemoryAgentRepository:
             tables["agents"][agent.id] = replace(agent, created_at=current.created_at)
         return agent
 
-    async def delete(self, organization_id: int, agent_id: int) -> None:
+    async def delete(self, organization_id: int, agent_id: int, at: datetime) -> None:
         tables = await self.uow.tables()
         agent = tables["agents"].get(agent_id)
         if agent is not None and agent.organization_id == organization_id:

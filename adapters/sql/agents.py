@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -171,10 +172,10 @@ class SqlAgentRepository:
                            .values(**values))
         return agent
 
-    async def delete(self, organization_id: int, agent_id: int) -> None:
+    async def delete(self, organization_id: int, agent_id: int, at: datetime) -> None:
         conn = await self.uow.connection()
         result = await conn.execute(agents.update().where(self._live(organization_id), agents.c.id == agent_id)
-                                    .values(deleted_at=sa.func.now()))
+                                    .values(deleted_at=at))
         if result.rowcount:
             await self._count(organization_id, -result.rowcount)
 

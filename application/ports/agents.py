@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from application.ports.platform import Page, PageRequest
@@ -29,7 +30,9 @@ class AgentRepository(Protocol):
 
     async def update(self, agent: Agent) -> Agent: ...
 
-    async def delete(self, organization_id: int, agent_id: int) -> None: ...
+    async def delete(self, organization_id: int, agent_id: int, at: datetime) -> None:
+        """Soft delete at ``at``: the agent leaves the API, past calls keep their reference."""
+        ...
 
     async def add_version(self, organization_id: int, version: AgentVersion) -> None: ...
 

@@ -76,7 +76,7 @@ async def test_knowledge_bases_are_scoped_linked_and_counted(container: Any) -> 
         assert await kbs.unlink(other, kb.id, helper) is False
         assert await kbs.unlink(org, kb.id, helper) is True
         assert await kbs.unlink(org, kb.id, helper) is False
-        await (await r.get(AgentRepository)).delete(org, owner)
+        await (await r.get(AgentRepository)).delete(org, owner, NOW)
         assert await kbs.linked_agents(org, [kb.id]) == {}  # deleted agents are not shown
         await _commit(r)
 

@@ -45,15 +45,15 @@ async def test_list_totals_follow_creates_deletes_and_rollbacks(container: Any) 
     assert await _totals(container, org) == (5, 5, 2, 5)
     async with container() as r:
         repo = await r.get(AgentRepository)
-        await repo.delete(org, made[0].id or 0)
-        await repo.delete(org, made[0].id or 0)  # already deleted: no change
-        await repo.delete(other, made[1].id or 0)  # another organization's agent: no change
+        await repo.delete(org, made[0].id or 0, NOW)
+        await repo.delete(org, made[0].id or 0, NOW)  # already deleted: no change
+        await repo.delete(other, made[1].id or 0, NOW)  # another organization's agent: no change
         await (await r.get(UnitOfWork)).commit()
     assert await _totals(container, org) == (4, 4, 2, 4)
     async with container() as r:
         repo = await r.get(AgentRepository)
         await repo.add(Agent(None, org, "Rolled back", created_at=NOW, updated_at=NOW))
-        await repo.delete(org, made[1].id or 0)
+        await repo.delete(org, made[1].id or 0, NOW)
         await (await r.get(UnitOfWork)).rollback()
     assert await _totals(container, org) == (4, 4, 2, 4)
     assert (await _totals(container, other))[0] == 1

@@ -46,10 +46,10 @@ async def test_agents_are_stored_filtered_and_scoped(container: Any) -> None:
         repo = await r.get(AgentRepository)
         got = await repo.get(org, a.id)
         assert got is not None and got.name == "Renamed" and got.status == "paused"
-        await repo.delete(org, a.id)
+        await repo.delete(org, a.id, NOW)
         await (await r.get(UnitOfWork)).rollback()
         assert await repo.get(org, a.id) is not None  # rolled back
-        await repo.delete(org, a.id)
+        await repo.delete(org, a.id, NOW)
         await (await r.get(UnitOfWork)).commit()
         assert await repo.get(org, a.id) is None
 
