@@ -8,7 +8,6 @@ backed by a unique index over active appointments (``SlotUnavailable``). Use cas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -16,7 +15,13 @@ from typing import Any
 from application.context import Actor
 from application.ports.agents import AgentRepository
 from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
-from application.ports.scheduling import AppointmentFilter, AppointmentRepository, CalendarRepository, IcsRenderer
+from application.ports.scheduling import (
+    AppointmentFilter,
+    AppointmentRepository,
+    CalendarRepository,
+    IcsRenderer,
+    ScheduleReader,
+)
 from domain.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
 from domain.events import DomainEvent
 from domain.scheduling import (
@@ -100,54 +105,61 @@ async def _appointment(appointments: AppointmentRepository, actor: Actor, appoin
     return appointment
 
 
+async def _appointment_under_calendar_lock(calendars: CalendarRepository, appointments: AppointmentRepository,
+                                           actor: Actor, appointment_id: int) -> Appointment:
+    """The appointment, row-locked after its calendar's row: every writer of a calendar's appointments
+    locks in this order (calendar, then appointment), so two of them never wait on each other in a
+    cycle. A deleted calendar has no live row to lock; its appointments can still be moved."""
+    current = await _appointment(appointments, actor, appointment_id)
+    await calendars.get_for_update(actor.organization_id, current.calendar_id)
+    return await _appointment(appointments, actor, appointment_id, lock=True)
+
+
 async def _check_agent(agents: AgentRepository, organization_id: int, agent_id: int | None) -> None:
     if agent_id is not None and await agents.get(organization_id, agent_id) is None:
         raise NotFound("agent", agent_id)
 
 
 class _SlotFinder:
-    """Loads what slot generation needs for one calendar and a window, and asks the domain."""
+    """Reads what slot generation needs for one calendar and a window, and asks the domain."""
 
-    def __init__(self, calendars: CalendarRepository, appointments: AppointmentRepository) -> None:
-        self.calendars, self.appointments = calendars, appointments
+    def __init__(self, schedules: ScheduleReader) -> None:
+        self.schedules = schedules
 
-    async def open_slots(self, calendar: Calendar, start: datetime, end: datetime, now: datetime, *,
-                         rules: Sequence[AvailabilityRule] | None = None,
-                         exclude_appointment_id: int | None = None) -> list[Slot]:
+    async def open_slots(self, calendar: Calendar, start: datetime, end: datetime, now: datetime) -> list[Slot]:
         """Open slots starting in ``[start, end)``."""
-        org, cal_id = calendar.organization_id, calendar.id or 0
-        if rules is None:
-            rules = await self.calendars.list_rules(org, cal_id)
-        if not rules:
-            return []
+        return (await self._open_slots(calendar, start, end, now))[1]
+
+    async def _open_slots(self, calendar: Calendar, start: datetime, end: datetime,
+                          now: datetime) -> tuple[bool, list[Slot]]:
+        """(whether the calendar has rules at all, the open slots starting in ``[start, end)``)."""
         buffer = timedelta(minutes=calendar.buffer_minutes)
         reach = end + calendar.slot_duration  # the last slot starting before ``end`` ends by then
-        blackouts = await self.calendars.blackouts_overlapping(org, cal_id, start, reach)
-        busy = await self.appointments.held_slots(org, cal_id, start - buffer, reach + buffer)
-        return open_slots(calendar, rules, blackouts, busy, start, end, now,
-                          exclude_appointment_id=exclude_appointment_id)
+        schedule = await self.schedules.schedule(calendar.organization_id, calendar.id or 0, start - buffer,
+                                                 reach + buffer)
+        if not schedule.rules:
+            return False, []
+        return True, open_slots(calendar, schedule.rules, schedule.blackouts, schedule.held, start, end, now)
 
     async def require(self, calendar: Calendar, slot_start: datetime, now: datetime, *,
                       exclude_appointment_id: int | None = None) -> Slot:
-        """The slot starting at ``slot_start``, or SlotUnavailable."""
-        org, cal_id = calendar.organization_id, calendar.id or 0
-        rules = await self.calendars.list_rules(org, cal_id)
-        slot_end = slot_start + calendar.slot_duration
+        """The slot starting at ``slot_start``, or SlotUnavailable; read fresh from the tables (callers hold
+        the calendar lock: this check, with the unique index, is what prevents double booking)."""
         buffer = timedelta(minutes=calendar.buffer_minutes)
-        blackouts = await self.calendars.blackouts_overlapping(org, cal_id, slot_start, slot_end)
-        busy = await self.appointments.held_slots(org, cal_id, slot_start - buffer, slot_end + buffer)
-        return require_open_slot(calendar, rules, blackouts, busy, slot_start, now,
+        slot_end = slot_start + calendar.slot_duration
+        schedule = await self.schedules.schedule(calendar.organization_id, calendar.id or 0, slot_start - buffer,
+                                                 slot_end + buffer, fresh=True)
+        return require_open_slot(calendar, schedule.rules, schedule.blackouts, schedule.held, slot_start, now,
                                  exclude_appointment_id=exclude_appointment_id)
 
     async def first(self, calendar: Calendar, after: datetime, now: datetime) -> Slot | None:
         """The first open slot starting at or after ``after`` (within the booking horizon)."""
-        rules = await self.calendars.list_rules(calendar.organization_id, calendar.id or 0)
-        if not rules:
-            return None
         for start, end in next_open_slot_windows(after, now, calendar):
-            found = await self.open_slots(calendar, start, end, now, rules=rules)
+            has_rules, found = await self._open_slots(calendar, start, end, now)
             if found:
                 return found[0]
+            if not has_rules:
+                return None
         return None
 
 
@@ -345,9 +357,9 @@ class Availability:
 
 
 class GetAvailability:
-    def __init__(self, calendars: CalendarRepository, appointments: AppointmentRepository, clock: Clock) -> None:
+    def __init__(self, calendars: CalendarRepository, schedules: ScheduleReader, clock: Clock) -> None:
         self.calendars, self.clock = calendars, clock
-        self.finder = _SlotFinder(calendars, appointments)
+        self.finder = _SlotFinder(schedules)
 
     async def execute(self, query: AvailabilityQuery) -> Availability:
         tz = validate_timezone(query.timezone) if query.timezone is not None else None
@@ -364,9 +376,9 @@ class NextOpenSlot:
     The call simulator offers this to a voice agent mid-call; book it with BookAppointment (or use
     BookNextOpenSlot to find and book under one lock)."""
 
-    def __init__(self, calendars: CalendarRepository, appointments: AppointmentRepository, clock: Clock) -> None:
+    def __init__(self, calendars: CalendarRepository, schedules: ScheduleReader, clock: Clock) -> None:
         self.calendars, self.clock = calendars, clock
-        self.finder = _SlotFinder(calendars, appointments)
+        self.finder = _SlotFinder(schedules)
 
     async def execute(self, actor: Actor, calendar_id: int, after: datetime) -> datetime | None:
         after = _aware(after, "after")
@@ -397,9 +409,9 @@ class BookAppointment:
     The one booking rule set: the HTTP API and voice agents mid-call both come here."""
 
     def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
-                 clock: Clock) -> None:
+                 schedules: ScheduleReader, clock: Clock) -> None:
         self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
-        self.finder = _SlotFinder(calendars, appointments)
+        self.finder = _SlotFinder(schedules)
 
     async def execute(self, command: BookAppointmentCommand) -> Appointment:
         slot_start = _aware(command.slot_start, "slot_start")
@@ -445,9 +457,9 @@ class BookNextOpenSlot:
     between finding and booking). None when no slot is open before the horizon."""
 
     def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
-                 clock: Clock) -> None:
+                 schedules: ScheduleReader, clock: Clock) -> None:
         self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
-        self.finder = _SlotFinder(calendars, appointments)
+        self.finder = _SlotFinder(schedules)
 
     async def execute(self, command: BookNextOpenSlotCommand) -> Appointment | None:
         after = _aware(command.after, "after")
@@ -455,9 +467,10 @@ class BookNextOpenSlot:
                                      command.notes)
         calendar = await _calendar(self.calendars, command.actor, command.calendar_id, lock=True)
         now = self.clock.now()
-        slot = await self.finder.first(calendar, after, now)
-        if slot is None:
+        found = await self.finder.first(calendar, after, now)
+        if found is None:
             return None
+        slot = await self.finder.require(calendar, found.start, now)  # checked again, fresh, under the lock
         return await _book(self.uow, self.appointments, calendar, slot, now, attendee, command.require_approval,
                            command.call_id)
 
@@ -500,9 +513,9 @@ class RescheduleAppointment:
     """Atomic: the new slot is taken and the old one released in the same transaction, or nothing changes."""
 
     def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
-                 clock: Clock) -> None:
+                 schedules: ScheduleReader, clock: Clock) -> None:
         self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
-        self.finder = _SlotFinder(calendars, appointments)
+        self.finder = _SlotFinder(schedules)
 
     async def execute(self, command: RescheduleAppointmentCommand) -> Rescheduling:
         slot_start = _aware(command.slot_start, "slot_start")
@@ -527,14 +540,15 @@ class _Move:
 
     event: str | None = None
 
-    def __init__(self, uow: UnitOfWork, appointments: AppointmentRepository, clock: Clock) -> None:
-        self.uow, self.appointments, self.clock = uow, appointments, clock
+    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
+                 clock: Clock) -> None:
+        self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
 
     def apply(self, appointment: Appointment, now: datetime) -> Appointment:
         raise NotImplementedError
 
     async def execute(self, actor: Actor, appointment_id: int) -> Appointment:
-        current = await _appointment(self.appointments, actor, appointment_id, lock=True)
+        current = await _appointment_under_calendar_lock(self.calendars, self.appointments, actor, appointment_id)
         moved = await self.appointments.update(self.apply(current, self.clock.now()))
         if self.event is not None:
             self.uow.record(DomainEvent(actor.organization_id, self.event, appointment_view(moved)))
@@ -580,12 +594,14 @@ class RecordOutcomeCommand:
 class RecordAppointmentOutcome:
     """confirmed -> completed or no_show (no event: the catalogue has none for outcomes)."""
 
-    def __init__(self, uow: UnitOfWork, appointments: AppointmentRepository, clock: Clock) -> None:
-        self.uow, self.appointments, self.clock = uow, appointments, clock
+    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
+                 clock: Clock) -> None:
+        self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
 
     async def execute(self, command: RecordOutcomeCommand) -> Appointment:
         notes = validate_attendee(notes=command.notes)[3] if command.notes is not None else None
-        current = await _appointment(self.appointments, command.actor, command.appointment_id, lock=True)
+        current = await _appointment_under_calendar_lock(self.calendars, self.appointments, command.actor,
+                                                         command.appointment_id)
         moved = current.record_outcome(command.outcome, self.clock.now(), notes=notes)
         return await self.appointments.update(moved)
 

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from functools import lru_cache
@@ -104,6 +104,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 _US_PER_MINUTE = 60_000_000
 _US_PER_SECOND = 1_000_000
+_MAX_APPOINTMENT_US = SLOT_DURATION_RANGE[1] * _US_PER_MINUTE
 _NOT_IANA = frozenset({"localtime", "Factory", "posixrules"})
 
 
@@ -177,6 +178,65 @@ class HeldSlot:
     slot_start: datetime
     slot_end: datetime
     status: str = "confirmed"
+
+
+def to_epoch_us(dt: datetime) -> int:
+    """An aware datetime as UTC microseconds since the Unix epoch (a naive one raises TypeError: it
+    cannot meet the aware epoch)."""
+    return (dt - _EPOCH) // _US
+
+
+def from_epoch_us(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldIntervals:
+    """Held slots in bulk, as parallel sequences sorted by start, instants as UTC microseconds since the
+    Unix epoch: what availability over thousands of appointments reads, without a datetime per value.
+    Only pending and confirmed appointments belong here."""
+
+    ids: Sequence[int | None]
+    starts: Sequence[int]
+    ends: Sequence[int]
+
+    @staticmethod
+    def of(held: Iterable[Appointment | HeldSlot]) -> HeldIntervals:
+        rows = sorted((to_epoch_us(h.slot_start), to_epoch_us(h.slot_end), h.id) for h in held
+                      if h.status in SLOT_HOLDING_STATUSES)
+        return HeldIntervals([r[2] for r in rows], [r[0] for r in rows], [r[1] for r in rows])
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def overlapping(self, start: datetime, end: datetime) -> HeldIntervals:
+        """Those overlapping ``[start, end)`` (no held slot is longer than MAX_APPOINTMENT_LENGTH)."""
+        low, high = to_epoch_us(start), to_epoch_us(end)
+        starts, ends = self.starts, self.ends
+        first = bisect_left(starts, low - _MAX_APPOINTMENT_US)
+        last = bisect_left(starts, high)
+        middle = bisect_left(starts, low, first, last)
+        # those starting before ``start`` overlap only if they end after it; the rest all do
+        keep = [i for i in range(first, middle) if ends[i] > low]
+        keep.extend(range(middle, last))
+        if len(keep) == last - first:
+            return HeldIntervals(self.ids[first:last], starts[first:last], ends[first:last])
+        return HeldIntervals([self.ids[i] for i in keep], [starts[i] for i in keep], [ends[i] for i in keep])
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """What slot generation needs of one calendar over a window: all its rules, and its blackouts and
+    held slots (pending and confirmed appointments) that overlap the window."""
+
+    rules: Sequence[AvailabilityRule]
+    blackouts: Sequence[Blackout]
+    """By start."""
+    held: HeldIntervals
+
+    @staticmethod
+    def empty() -> Schedule:
+        return Schedule((), (), HeldIntervals((), (), ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,11 +533,6 @@ def render_in_zone(dt: datetime, tz_name: str) -> str:
 # --------------------------------------------------------------------------- slot generation
 
 
-def _to_us(dt: datetime) -> int:
-    """UTC microseconds since the epoch; a naive datetime raises TypeError (it cannot meet _EPOCH)."""
-    return (dt - _EPOCH) // _US
-
-
 def _offset_us(zone: ZoneInfo, us: int) -> int:
     """The zone's UTC offset at instant ``us`` (whole seconds suffice: transitions fall on them)."""
     offset = datetime.fromtimestamp(us // _US_PER_SECOND, zone).utcoffset()
@@ -552,16 +607,22 @@ class _Timeline:
 def _merged_busy(
     calendar: Calendar,
     blackouts: Iterable[Blackout],
-    appointments: Iterable[Appointment | HeldSlot],
+    appointments: Iterable[Appointment | HeldSlot] | HeldIntervals,
     exclude_appointment_id: int | None,
 ) -> tuple[list[int], list[int]]:
-    buffer = timedelta(minutes=calendar.buffer_minutes)
     epoch, unit, holding = _EPOCH, _US, SLOT_HOLDING_STATUSES
-    intervals = [
-        ((appt.slot_start - buffer - epoch) // unit, (appt.slot_end + buffer - epoch) // unit)
-        for appt in appointments
-        if appt.status in holding and (exclude_appointment_id is None or appt.id != exclude_appointment_id)
-    ]
+    if isinstance(appointments, HeldIntervals):
+        pad = calendar.buffer_minutes * _US_PER_MINUTE
+        intervals = [(start - pad, end + pad) for i, start, end in zip(
+            appointments.ids, appointments.starts, appointments.ends, strict=True)
+            if exclude_appointment_id is None or i != exclude_appointment_id]
+    else:
+        buffer = timedelta(minutes=calendar.buffer_minutes)
+        intervals = [
+            ((appt.slot_start - buffer - epoch) // unit, (appt.slot_end + buffer - epoch) // unit)
+            for appt in appointments
+            if appt.status in holding and (exclude_appointment_id is None or appt.id != exclude_appointment_id)
+        ]
     intervals.extend(((b.start - epoch) // unit, (b.end - epoch) // unit) for b in blackouts)
     intervals.sort()
     starts: list[int] = []
@@ -609,7 +670,7 @@ def open_slots(
     calendar: Calendar,
     rules: Iterable[AvailabilityRule],
     blackouts: Iterable[Blackout],
-    busy_appointments: Iterable[Appointment | HeldSlot],
+    busy_appointments: Iterable[Appointment | HeldSlot] | HeldIntervals,
     range_start: datetime,
     range_end: datetime,
     now: datetime,
@@ -618,15 +679,15 @@ def open_slots(
 ) -> list[Slot]:
     """The bookable slots whose start lies in ``[range_start, range_end)``, sorted, in UTC.
 
-    ``busy_appointments`` (appointments or HeldSlots) may contain any status: only pending and confirmed
-    ones are busy, and the one with ``exclude_appointment_id`` (being rescheduled) is ignored. See the
-    module docstring."""
+    ``busy_appointments`` (appointments or HeldSlots of any status: only pending and confirmed ones are
+    busy; or HeldIntervals) are ignored for the one with ``exclude_appointment_id`` (being rescheduled).
+    See the module docstring."""
     step = calendar.slot_duration_minutes * _US_PER_MINUTE
     if step <= 0:
         return []
-    now_us = _to_us(now)
-    lower = max(_to_us(range_start), now_us + calendar.min_notice_minutes * _US_PER_MINUTE)
-    upper = min(_to_us(range_end), now_us + calendar.horizon_days * _US_PER_DAY)
+    now_us = to_epoch_us(now)
+    lower = max(to_epoch_us(range_start), now_us + calendar.min_notice_minutes * _US_PER_MINUTE)
+    upper = min(to_epoch_us(range_end), now_us + calendar.horizon_days * _US_PER_DAY)
     if lower >= upper:
         return []
 
@@ -701,7 +762,7 @@ def is_open_slot(
     calendar: Calendar,
     rules: Iterable[AvailabilityRule],
     blackouts: Iterable[Blackout],
-    busy_appointments: Iterable[Appointment | HeldSlot],
+    busy_appointments: Iterable[Appointment | HeldSlot] | HeldIntervals,
     slot_start: datetime,
     now: datetime,
     *,
@@ -725,7 +786,7 @@ def require_open_slot(
     calendar: Calendar,
     rules: Iterable[AvailabilityRule],
     blackouts: Iterable[Blackout],
-    busy_appointments: Iterable[Appointment | HeldSlot],
+    busy_appointments: Iterable[Appointment | HeldSlot] | HeldIntervals,
     slot_start: datetime,
     now: datetime,
     *,

@@ -10,7 +10,16 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.scheduling import AppointmentFilter
 from domain.errors import SlotUnavailable
-from domain.scheduling import SLOT_HOLDING_STATUSES, Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot
+from domain.scheduling import (
+    SLOT_HOLDING_STATUSES,
+    Appointment,
+    AvailabilityRule,
+    Blackout,
+    Calendar,
+    HeldIntervals,
+    HeldSlot,
+    Schedule,
+)
 
 
 def _page(items: list[Any], page: PageRequest) -> Page[Any]:
@@ -200,3 +209,20 @@ class InMemoryAppointmentRepository:
                        limit: int) -> list[Appointment]:
         return [a for a in await self._all(organization_id)
                 if a.calendar_id == calendar_id and a.slot_end > ending_after][:limit]
+
+
+class InMemoryScheduleReader:
+    """The schedule read straight from the tables (nothing to cache in memory)."""
+
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.calendars = InMemoryCalendarRepository(uow)
+        self.appointments = InMemoryAppointmentRepository(uow)
+
+    async def schedule(self, organization_id: int, calendar_id: int, start: datetime, end: datetime, *,
+                       fresh: bool = False) -> Schedule:
+        if await self.calendars.get(organization_id, calendar_id) is None:
+            return Schedule.empty()
+        return Schedule(await self.calendars.list_rules(organization_id, calendar_id),
+                        await self.calendars.blackouts_overlapping(organization_id, calendar_id, start, end),
+                        HeldIntervals.of(await self.appointments.held_slots(organization_id, calendar_id, start,
+                                                                            end)))

@@ -1,8 +1,12 @@
-"""SQL repositories for calendars (with rules, blackouts and feed tokens) and appointments."""
+"""SQL repositories for calendars (with rules, blackouts and feed tokens) and appointments, and the cached
+schedule reads availability makes."""
 
 from __future__ import annotations
 
-from datetime import datetime, time
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,9 +25,18 @@ from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.scheduling import AppointmentFilter
 from domain.errors import SlotUnavailable
-from domain.scheduling import MAX_APPOINTMENT_LENGTH, Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot
+from domain.scheduling import (
+    MAX_APPOINTMENT_LENGTH,
+    Appointment,
+    AvailabilityRule,
+    Blackout,
+    Calendar,
+    HeldIntervals,
+    HeldSlot,
+    Schedule,
+)
 
-_CALENDAR_COLUMNS = [c for c in calendars.c if c.name != "deleted_at"]
+_CALENDAR_COLUMNS = [c for c in calendars.c if c.name not in ("deleted_at", "revision")]
 # SQLite names the columns of a violated unique index, PostgreSQL names the index
 _ACTIVE_SLOT_MARKERS = (ACTIVE_SLOT_INDEX, "appointments.calendar_id, appointments.slot_start")
 
@@ -82,6 +95,19 @@ def _appointment_values(a: Appointment) -> dict[str, Any]:
         "cancel_reason": a.cancel_reason, "rescheduled_from": a.rescheduled_from, "sequence": a.sequence,
         "call_id": a.call_id, "created_at": a.created_at, "updated_at": a.updated_at,
     }
+
+
+def _holding(organization_id: int, calendar_id: int, start: datetime, end: datetime) -> Any:
+    """Pending and confirmed appointments of the calendar overlapping ``[start, end)``."""
+    return sa.and_(
+        appointments.c.calendar_id == calendar_id,
+        sa.text(HOLDING_CONDITION),  # literal, as in the partial index, so SQLite searches that index
+        appointments.c.slot_start < end,
+        # bounds the index range scan from below: no appointment is longer than the longest slot
+        appointments.c.slot_start > start - MAX_APPOINTMENT_LENGTH,
+        appointments.c.slot_end > start,
+        appointments.c.organization_id == organization_id,
+    )
 
 
 class SqlCalendarRepository:
@@ -274,15 +300,7 @@ class SqlAppointmentRepository:
     async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
                          end: datetime) -> list[HeldSlot]:
         conn = await self.uow.connection()
-        condition = sa.and_(
-            appointments.c.calendar_id == calendar_id,
-            sa.text(HOLDING_CONDITION),  # literal, as in the partial index, so SQLite searches that index
-            appointments.c.slot_start < end,
-            # bounds the index range scan from below: no appointment is longer than the longest slot
-            appointments.c.slot_start > start - MAX_APPOINTMENT_LENGTH,
-            appointments.c.slot_end > start,
-            appointments.c.organization_id == organization_id,
-        )
+        condition = _holding(organization_id, calendar_id, start, end)
         if self.uow.dialect == "sqlite":
             # thousands of rows: read the stored UTC text and parse it in C, not through the column type
             rows = await conn.execute(
@@ -310,3 +328,125 @@ class SqlAppointmentRepository:
             appointments.c.slot_end > ending_after,
         ).order_by(appointments.c.slot_start, appointments.c.id).limit(limit))
         return [_row_to_appointment(r) for r in rows]
+
+
+# --------------------------------------------------------------------------- schedule reads, cached
+
+
+@dataclass(frozen=True, slots=True)
+class _CachedSchedule:
+    revision: int
+    low: datetime
+    high: datetime
+    """Blackouts and held slots overlapping ``[low, high)`` are all here."""
+    rules: tuple[AvailabilityRule, ...]
+    blackouts: tuple[Blackout, ...]
+    held: HeldIntervals
+
+    def covers(self, revision: int, start: datetime, end: datetime) -> bool:
+        return revision == self.revision and self.low <= start and end <= self.high
+
+    def window(self, start: datetime, end: datetime) -> Schedule:
+        blackouts = [b for b in self.blackouts if b.start < end and b.end > start]
+        return Schedule(self.rules, blackouts, self.held.overlapping(start, end))
+
+
+class ScheduleCache:
+    """Per process: the schedule of recently read calendars, each under the calendar's revision.
+
+    ``calendars.revision`` is set to a new, never reused value by database triggers in every transaction
+    that inserts, updates or deletes an appointment, rule or blackout of the calendar; an entry is used
+    only while the revision the current transaction reads is the one it was loaded under. So a change
+    made by any process (or by hand in SQL) is seen by the next read, and a rolled-back change leaves no
+    entry anyone can match. Held slots are kept as 64-bit integer arrays (24 bytes each); the least
+    recently used calendars are dropped beyond ``max_calendars`` or ``max_held`` held slots in all."""
+
+    def __init__(self, max_calendars: int = 1024, max_held: int = 1_000_000) -> None:
+        self.max_calendars, self.max_held = max_calendars, max_held
+        self._entries: OrderedDict[tuple[int, int], _CachedSchedule] = OrderedDict()
+        self._held = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: tuple[int, int], revision: int, start: datetime, end: datetime) -> Schedule | None:
+        entry = self._entries.get(key)
+        if entry is None or not entry.covers(revision, start, end):
+            return None
+        self._entries.move_to_end(key)
+        return entry.window(start, end)
+
+    def put(self, key: tuple[int, int], entry: _CachedSchedule) -> None:
+        previous = self._entries.pop(key, None)
+        if previous is not None:
+            self._held -= len(previous.held)
+        if len(entry.held) > self.max_held:
+            return
+        self._entries[key] = entry
+        self._held += len(entry.held)
+        while len(self._entries) > self.max_calendars or self._held > self.max_held:
+            self._held -= len(self._entries.popitem(last=False)[1].held)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._held = 0
+
+
+class SqlScheduleReader:
+    """Reads a calendar's revision (one indexed row), then serves its schedule from the cache or loads
+    rules, blackouts and held slots for the window widened by ``SLACK``, so that the next requests of a
+    sliding window (``start`` defaults to now) still find it."""
+
+    SLACK = timedelta(days=1)
+
+    def __init__(self, uow: SqlUnitOfWork, cache: ScheduleCache) -> None:
+        self.uow, self.cache = uow, cache
+        self.calendars = SqlCalendarRepository(uow)
+
+    async def schedule(self, organization_id: int, calendar_id: int, start: datetime, end: datetime, *,
+                       fresh: bool = False) -> Schedule:
+        conn = await self.uow.connection()
+        revision = (await conn.execute(sa.select(calendars.c.revision).where(
+            calendars.c.id == calendar_id, calendars.c.organization_id == organization_id,
+            calendars.c.deleted_at.is_(None)))).scalar()
+        if revision is None:
+            return Schedule.empty()
+        if fresh:
+            return await self._load(organization_id, calendar_id, start, end)
+        key = (organization_id, calendar_id)
+        found = self.cache.get(key, revision, start, end)
+        if found is not None:
+            return found
+        # read after the revision: what is loaded is at least as new as the revision it is filed under
+        high = end + self.SLACK
+        loaded = await self._load(organization_id, calendar_id, start, high)
+        entry = _CachedSchedule(revision, start, high, tuple(loaded.rules), tuple(loaded.blackouts), loaded.held)
+        self.cache.put(key, entry)
+        return entry.window(start, end)
+
+    async def _load(self, organization_id: int, calendar_id: int, start: datetime, end: datetime) -> Schedule:
+        return Schedule(await self.calendars.list_rules(organization_id, calendar_id),
+                        await self.calendars.blackouts_overlapping(organization_id, calendar_id, start, end),
+                        await self._held_intervals(organization_id, calendar_id, start, end))
+
+    async def _held_intervals(self, organization_id: int, calendar_id: int, start: datetime,
+                              end: datetime) -> HeldIntervals:
+        """Like ``held_slots``, with each instant turned into epoch microseconds by the database (thousands
+        of rows: integers are several times cheaper to fetch than timestamps to parse)."""
+        conn = await self.uow.connection()
+        rows = (await conn.execute(
+            sa.select(appointments.c.id, _epoch_us(appointments.c.slot_start, self.uow.dialect),
+                      _epoch_us(appointments.c.slot_end, self.uow.dialect))
+            .where(_holding(organization_id, calendar_id, start, end)).order_by(appointments.c.slot_start))).all()
+        return HeldIntervals(array("q", [r[0] for r in rows]), array("q", [r[1] for r in rows]),
+                             array("q", [r[2] for r in rows]))
+
+
+def _epoch_us(column: Any, dialect: str) -> Any:
+    """SQL for a UtcDateTime column as integer microseconds since the Unix epoch. SQLite stores the naive
+    UTC text ``YYYY-MM-DD HH:MM:SS.ffffff``: whole seconds from strftime, microseconds from the text."""
+    if dialect == "sqlite":
+        text = sa.type_coerce(column, sa.String)
+        seconds = sa.cast(sa.func.strftime("%s", text), sa.BigInteger)
+        return seconds * 1_000_000 + sa.cast(sa.func.substr(text, 21, 6), sa.BigInteger)
+    return sa.cast(sa.extract("epoch", column) * 1_000_000, sa.BigInteger)

@@ -31,6 +31,9 @@ calendars = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
     sa.Column("deleted_at", UtcDateTime, nullable=True),
+    # a never reused token, set by triggers whenever an appointment, rule or blackout of the calendar
+    # changes (migration 0006): the key under which a process may cache the calendar's schedule
+    sa.Column("revision", sa.BigInteger, nullable=False, server_default=sa.text("0")),
     sa.CheckConstraint("slot_duration_minutes BETWEEN 5 AND 480", name="slot_duration"),
     sa.CheckConstraint("buffer_minutes BETWEEN 0 AND 240", name="buffer"),
     sa.CheckConstraint("min_notice_minutes BETWEEN 0 AND 43200", name="min_notice"),

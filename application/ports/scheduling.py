@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from application.ports.platform import Page, PageRequest
-from domain.scheduling import Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot
+from domain.scheduling import Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot, Schedule
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,20 @@ class AppointmentRepository(Protocol):
     async def for_feed(self, organization_id: int, calendar_id: int, ending_after: datetime,
                        limit: int) -> list[Appointment]:
         """Appointments of every status ending after ``ending_after``, by slot_start then id."""
+        ...
+
+
+class ScheduleReader(Protocol):
+    """One read of everything slot generation needs (the SQL adapter serves it from a per-process cache,
+    valid while the calendar's revision is unchanged)."""
+
+    async def schedule(self, organization_id: int, calendar_id: int, start: datetime, end: datetime, *,
+                       fresh: bool = False) -> Schedule:
+        """The calendar's rules (by weekday, start time, then id), and its blackouts (by start) and held
+        slots (by slot_start) that overlap ``[start, end)``, as the current transaction sees them.
+        Empty for an unknown or deleted calendar or another organization's. ``fresh`` reads the tables
+        and bypasses any cache: the checks a booking makes under the calendar lock use it, so that
+        what guards against double booking never depends on a cache."""
         ...
 
 

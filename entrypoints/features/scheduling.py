@@ -5,10 +5,19 @@ from __future__ import annotations
 from dishka import Provider, Scope, provide, provide_all
 
 from adapters.ics.renderer import ICalendarRenderer
-from adapters.memory.scheduling import InMemoryAppointmentRepository, InMemoryCalendarRepository
-from adapters.sql.scheduling import SqlAppointmentRepository, SqlCalendarRepository
+from adapters.memory.scheduling import (
+    InMemoryAppointmentRepository,
+    InMemoryCalendarRepository,
+    InMemoryScheduleReader,
+)
+from adapters.sql.scheduling import (
+    ScheduleCache,
+    SqlAppointmentRepository,
+    SqlCalendarRepository,
+    SqlScheduleReader,
+)
 from application import scheduling
-from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer
+from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer, ScheduleReader
 from entrypoints.http.routes.scheduling import ROUTES as SCHEDULING_ROUTES
 from entrypoints.settings import Settings
 
@@ -19,10 +28,17 @@ class SqlSchedulingProvider(Provider):
     calendars = provide(SqlCalendarRepository, provides=CalendarRepository, scope=Scope.REQUEST)
     appointments = provide(SqlAppointmentRepository, provides=AppointmentRepository, scope=Scope.REQUEST)
 
+    @provide(scope=Scope.APP)
+    def schedule_cache(self) -> ScheduleCache:
+        return ScheduleCache()
+
+    schedules = provide(SqlScheduleReader, provides=ScheduleReader, scope=Scope.REQUEST)
+
 
 class MemorySchedulingProvider(Provider):
     calendars = provide(InMemoryCalendarRepository, provides=CalendarRepository, scope=Scope.REQUEST)
     appointments = provide(InMemoryAppointmentRepository, provides=AppointmentRepository, scope=Scope.REQUEST)
+    schedules = provide(InMemoryScheduleReader, provides=ScheduleReader, scope=Scope.REQUEST)
 
 
 class SchedulingProvider(Provider):

@@ -17,6 +17,7 @@ from domain.scheduling import (
     AvailabilityRule,
     Blackout,
     Calendar,
+    HeldIntervals,
     Slot,
     build_blackout,
     build_rule,
@@ -374,6 +375,31 @@ def test_excluded_appointment_does_not_block_its_own_move(sc: dict) -> None:
     without = run(sc)
     assert open_slots(cal, sc["rules"], sc["blackouts"], [*sc["appointments"], mover], sc["range_start"],
                       sc["range_end"], sc["now"], exclude_appointment_id=999) == without
+
+
+@PROPERTY_SETTINGS
+@given(scenarios(), st.integers(-2 * 1440, 16 * 1440), st.integers(0, 3 * 1440))
+def test_held_intervals_give_what_the_appointments_give(sc: dict, offset: int, length: int) -> None:
+    """The bulk form availability reads (integers, sorted) keeps exactly the holding appointments, its
+    window is what overlaps it, and slot generation over it is the same."""
+    held = HeldIntervals.of(sc["appointments"])
+    holding = sorted((a for a in sc["appointments"] if a.status in ("pending", "confirmed")),
+                     key=lambda a: (a.slot_start, a.slot_end, a.id))
+    assert list(held.ids) == [a.id for a in holding]
+    assert list(held.starts) == sorted(held.starts)
+    assert run(sc, appointments=held) == run(sc)
+    mover = holding[0].id if holding else None
+    cal = sc["calendar"]
+    assert open_slots(cal, sc["rules"], sc["blackouts"], held, sc["range_start"], sc["range_end"], sc["now"],
+                      exclude_appointment_id=mover) == open_slots(
+        cal, sc["rules"], sc["blackouts"], sc["appointments"], sc["range_start"], sc["range_end"], sc["now"],
+        exclude_appointment_id=mover)
+
+    start = sc["now"] + timedelta(minutes=offset)
+    end = start + timedelta(minutes=length)
+    window = held.overlapping(start, end)
+    assert list(window.ids) == [a.id for a in holding if overlaps(a.slot_start, a.slot_end, start, end)]
+    assert len(window) == len(window.starts) == len(window.ends)
 
 
 # --------------------------------------------------------------------------- parsing and validation

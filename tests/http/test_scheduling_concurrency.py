@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from adapters.memory.clock import ManualClock
-from adapters.sql.scheduling import SqlAppointmentRepository, SqlCalendarRepository
+from adapters.sql.scheduling import SqlCalendarRepository, SqlScheduleReader
 from entrypoints.http.app import create_app
 from entrypoints.ioc import http_container
 from entrypoints.settings import Settings
@@ -123,14 +123,14 @@ class _Gate:
 
 
 def _gate_reads(monkeypatch: pytest.MonkeyPatch, gate: _Gate) -> None:
-    original = SqlAppointmentRepository.held_slots
+    original = SqlScheduleReader.schedule
 
     async def gated(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         found = await original(self, *args, **kwargs)
         await gate.wait()
         return found
 
-    monkeypatch.setattr(SqlAppointmentRepository, "held_slots", gated)
+    monkeypatch.setattr(SqlScheduleReader, "schedule", gated)
 
 
 @pytest.mark.postgres
@@ -170,3 +170,26 @@ async def test_postgres_calendar_lock_serializes_overlapping_starts(pg_sched: Ap
     _gate_reads(monkeypatch, _Gate(attempts, timeout=10))
     responses = await asyncio.gather(*(book(api, t, unlocked["id"], starts[i % 2]) for i in range(attempts)))
     assert sum(r.status_code == 201 for r in responses) == 2
+
+
+@pytest.mark.postgres
+async def test_postgres_status_moves_racing_a_reschedule_never_deadlock(pg_sched: Api) -> None:
+    """Every writer of a calendar's appointments locks the calendar row before the appointment row (the
+    revision triggers update the calendar row too): a cancel, approve or decline racing a reschedule of the
+    same appointment waits its turn instead of deadlocking (which PostgreSQL would end with an error)."""
+    api = pg_sched
+    t = await api.tenant()
+    cal = await make_calendar(api, t)
+    for day in range(10, 18):
+        pending = (await book(api, t, cal["id"], f"2026-03-{day}T09:00:00-04:00", require_approval=True)).json()
+        target = f"2026-03-{day}T11:00:00-04:00"
+        path = f"/v2/scheduling/appointments/{pending['data']['id']}"
+        racing = [
+            api.client.patch(path, json={"slot_start": target}, headers=t.headers),
+            api.client.delete(path, headers=t.headers),
+            api.client.post(f"{path}/approve", headers=t.headers),
+            api.client.post(f"{path}/decline", headers=t.headers),
+        ]
+        responses = await asyncio.gather(*racing)
+        assert {r.status_code for r in responses} <= {200, 201, 409}, [r.text for r in responses]
+        assert any(r.status_code in (200, 201) for r in responses)
