@@ -171,8 +171,8 @@ class Slot:
 
 @dataclass(frozen=True, slots=True)
 class HeldSlot:
-    """The part of a pending or confirmed appointment that slot generation needs (what a repository
-    loads for availability: thousands of these are cheaper to read than whole appointments)."""
+    """The part of a pending or confirmed appointment that slot generation needs (``HeldIntervals`` is
+    the bulk form availability reads)."""
 
     id: int | None
     slot_start: datetime
@@ -184,10 +184,6 @@ def to_epoch_us(dt: datetime) -> int:
     """An aware datetime as UTC microseconds since the Unix epoch (a naive one raises TypeError: it
     cannot meet the aware epoch)."""
     return (dt - _EPOCH) // _US
-
-
-def from_epoch_us(us: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=us)
 
 
 @dataclass(frozen=True, slots=True)
