@@ -198,8 +198,8 @@ class HeldIntervals:
 
     @staticmethod
     def of(held: Iterable[Appointment | HeldSlot]) -> HeldIntervals:
-        rows = sorted((to_epoch_us(h.slot_start), to_epoch_us(h.slot_end), h.id) for h in held
-                      if h.status in SLOT_HOLDING_STATUSES)
+        rows = sorted(((to_epoch_us(h.slot_start), to_epoch_us(h.slot_end), h.id) for h in held
+                       if h.status in SLOT_HOLDING_STATUSES), key=lambda row: (row[0], row[1]))
         return HeldIntervals([r[2] for r in rows], [r[0] for r in rows], [r[1] for r in rows])
 
     def __len__(self) -> int:
@@ -213,10 +213,10 @@ class HeldIntervals:
         last = bisect_left(starts, high)
         middle = bisect_left(starts, low, first, last)
         # those starting before ``start`` overlap only if they end after it; the rest all do
-        keep = [i for i in range(first, middle) if ends[i] > low]
-        keep.extend(range(middle, last))
-        if len(keep) == last - first:
+        head = [i for i in range(first, middle) if ends[i] > low]
+        if len(head) == middle - first:
             return HeldIntervals(self.ids[first:last], starts[first:last], ends[first:last])
+        keep = [*head, *range(middle, last)]
         return HeldIntervals([self.ids[i] for i in keep], [starts[i] for i in keep], [ends[i] for i in keep])
 
 
