@@ -1,4 +1,11 @@
-"""The served OpenAPI document: Litestar's schema with paths relative to the two API prefixes.
+"""The served OpenAPI document: Litestar's schema with paths relative to the two API prefixes, completed
+with what the request pipeline adds around every handler.
+
+- Request bodies whose struct rejects unknown fields (400) say ``additionalProperties: false``.
+- Every response documents ``X-Request-Id``; every response of an authenticated operation except 401
+  documents the rate-limit headers (required but on 400 and 404, which can also come before
+  authentication), and the optional key-expiry ones; 429 documents ``Retry-After``;
+  operations that honour ``Idempotency-Key`` document ``Idempotency-Replayed`` on what a replay can return.
 
 Built on first request and kept for the life of the process (every app of a process serves the
 same routes), so creating an app stays cheap.
@@ -6,13 +13,49 @@ same routes), so creating an app stays cheap.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from litestar import Litestar
 from litestar._openapi.plugin import OpenAPIPlugin
 
 from entrypoints.http import asgi
+from entrypoints.http.routing import access_of
 
 _cache: dict[tuple[str, ...], bytes] = {}
+
+HEADERS: dict[str, dict[str, Any]] = {
+    "X-Request-Id": {"description": "The request's id (the client's X-Request-Id if it sent a usable one); "
+                                    "it is in the server's logs", "schema": {"type": "string"}},
+    "X-RateLimit-Limit": {"description": "Requests allowed in the current window", "schema": {"type": "integer"}},
+    "X-RateLimit-Remaining": {"description": "Requests left in the current window",
+                              "schema": {"type": "integer"}},
+    "X-RateLimit-Reset": {"description": "When the current window resets (Unix epoch seconds)",
+                          "schema": {"type": "integer"}},
+    "Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}},
+    "X-API-Key-Expires-At": {"description": "Sent when the key expires within seven days: its expiry (RFC 3339)",
+                             "schema": {"type": "string", "format": "date-time"}},
+    "X-API-Key-Expires-In-Days": {"description": "Sent with X-API-Key-Expires-At: whole days left",
+                                  "schema": {"type": "integer"}},
+    "Idempotency-Replayed": {"description": "true when this is the stored response of an earlier request "
+                                            "with the same Idempotency-Key", "schema": {"type": "string",
+                                                                                        "enum": ["true"]}},
+}
+IDEMPOTENCY_KEY: dict[str, Any] = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "description": "Makes the request safe to retry: a repeat with the same key and the same request within "
+                   "about 24 hours returns the stored response (Idempotency-Replayed: true) without acting "
+                   "again; with another request it is 422 idempotency_key_mismatch; while the first is still "
+                   "running it is 409 idempotency_key_in_use",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"},
+}
+_RATE_LIMIT = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+_KEY_EXPIRY = ("X-API-Key-Expires-At", "X-API-Key-Expires-In-Days")
+# statuses also given before a request reaches authentication (a NUL in the URL; a path parameter of the
+# wrong type matches no route): there the rate-limit headers may be missing
+_BEFORE_AUTHENTICATION = {"400", "404"}
+# answered before the handler runs, so never stored under an Idempotency-Key
+_NOT_REPLAYED = {"401", "403", "429", "500", "503"}
 
 
 def document(app: Litestar) -> bytes:
@@ -34,4 +77,69 @@ def _build(app: Litestar) -> bytes:
         {"url": asgi.PRIMARY_PREFIX, "description": "Primary host ({base_url})"},
         {"url": asgi.API_PREFIX, "description": "Dashboard host ({dashboard_base_url})"},
     ]
+    components = schema.setdefault("components", {})
+    _close_strict_objects(components.get("schemas", {}))
+    components["headers"] = HEADERS
+    idempotent = _idempotent_operations(app)
+    for item in schema["paths"].values():
+        for operation in item.values():
+            if isinstance(operation, dict) and "responses" in operation:
+                if operation.get("operationId") in idempotent:
+                    operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
+                _document_headers(operation, operation.get("operationId") in idempotent)
     return msgspec.json.encode(schema)
+
+
+def _idempotent_operations(app: Litestar) -> set[str]:
+    found = set()
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            access = access_of(handler.opt)
+            if access is not None and access.idempotent and isinstance(handler.operation_id, str):
+                found.add(handler.operation_id)
+    return found
+
+
+def _strict_struct_names() -> set[str]:
+    """Names of the API's structs that reject unknown fields (a name shared with a lenient struct is left
+    out: its component could be either)."""
+    strict: dict[str, bool] = {}
+    pending: list[type[msgspec.Struct]] = [msgspec.Struct]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__module__.startswith("entrypoints."):
+            forbids = bool(cls.__struct_config__.forbid_unknown_fields)
+            strict[cls.__name__] = strict.get(cls.__name__, True) and forbids
+    return {name for name, forbids in strict.items() if forbids}
+
+
+def _close_strict_objects(schemas: dict[str, Any]) -> None:
+    strict = _strict_struct_names()
+    for name, component in schemas.items():
+        if name in strict and component.get("type") == "object":
+            component["additionalProperties"] = False
+
+
+def _ref(name: str, required: bool) -> dict[str, Any]:
+    # a Reference Object takes no siblings: required headers are spelt out
+    if required:
+        return {**HEADERS[name], "required": True}
+    return {"$ref": f"#/components/headers/{name}"}
+
+
+def _document_headers(operation: dict[str, Any], idempotent: bool) -> None:
+    responses: dict[str, dict[str, Any]] = operation["responses"]
+    authenticated = "401" in responses
+    for status, response in responses.items():
+        headers = response.setdefault("headers", {})
+        headers["X-Request-Id"] = _ref("X-Request-Id", True)
+        if authenticated and status != "401":
+            for name in _RATE_LIMIT:
+                headers[name] = _ref(name, status not in _BEFORE_AUTHENTICATION)
+            for name in _KEY_EXPIRY:
+                headers[name] = _ref(name, False)
+        if status == "429":
+            headers["Retry-After"] = _ref("Retry-After", True)
+        if idempotent and status not in _NOT_REPLAYED:
+            headers["Idempotency-Replayed"] = _ref("Idempotency-Replayed", False)

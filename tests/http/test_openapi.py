@@ -194,3 +194,90 @@ async def test_meta_endpoints_are_public(document: Document) -> None:
         assert not operation.get("security"), path
         assert not any(s in operation["responses"] for s in ("401", "403")), path
     assert "302" in document["paths"]["/docs"]["get"]["responses"]
+
+
+RATE_LIMIT_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+
+
+def _required_headers(response: Document) -> set[str]:
+    return {name for name, header in response.get("headers", {}).items() if header.get("required")}
+
+
+async def test_every_response_documents_the_headers_the_pipeline_adds(document: Document,
+                                                                      served: list[ServedOperation]) -> None:
+    """X-Request-Id on every response; the rate-limit headers on every response of an authenticated
+    operation but 401 (required but on 400 and 404, which a malformed URL gets before routing); Retry-After
+    on 429; Idempotency-Key (parameter) and Idempotency-Replayed
+    (response header) exactly on the operations that honour the key."""
+    problems = []
+    for op in served:
+        access = op.access
+        assert access is not None
+        operation = _operation(document, op)
+        for status, response in operation["responses"].items():
+            required = _required_headers(response)
+            expected = {"X-Request-Id"}
+            if not access.public and status not in ("401", "400", "404"):  # 400, 404: also before routing
+                expected |= set(RATE_LIMIT_HEADERS)
+            if not access.public and status != "401" and not set(RATE_LIMIT_HEADERS) <= set(
+                    response.get("headers", {})):
+                problems.append(f"{op.label} {status}: the rate-limit headers are documented")
+            if status == "429":
+                expected.add("Retry-After")
+            if required != expected:
+                problems.append(f"{op.label} {status}: required headers {sorted(required)}, not {sorted(expected)}")
+            replayed = "Idempotency-Replayed" in response.get("headers", {})
+            if access.idempotent and status.startswith("2") and not replayed:
+                problems.append(f"{op.label} {status}: a replay is marked Idempotency-Replayed")
+            if not access.idempotent and replayed:
+                problems.append(f"{op.label} {status}: Idempotency-Replayed on an operation without keys")
+        keyed = [p for p in operation.get("parameters", []) if p["name"] == "Idempotency-Key"]
+        if bool(keyed) != access.idempotent:
+            problems.append(f"{op.label}: Idempotency-Key documented {bool(keyed)}, honoured {access.idempotent}")
+        elif keyed and (keyed[0]["in"], keyed[0]["schema"].get("maxLength")) != ("header", 255):
+            problems.append(f"{op.label}: Idempotency-Key is a header of at most 255 characters")
+    assert not problems, "\n".join(problems)
+
+
+def _object_schemas(document: Document, schema: Document, seen: set[str]) -> list[tuple[str, Document]]:
+    """The object schemas a request body can contain, following $ref, oneOf/anyOf, items and properties."""
+    found: list[tuple[str, Document]] = []
+    if "$ref" in schema:
+        if schema["$ref"] in seen:
+            return found
+        seen.add(schema["$ref"])
+        target = _resolve(document, schema["$ref"])
+        if target.get("type") == "object" and "properties" in target:
+            found.append((schema["$ref"].rsplit("/", 1)[-1], target))
+        return found + _object_schemas(document, target, seen)
+    for key in ("oneOf", "anyOf", "allOf"):
+        for option in schema.get(key, []):
+            found += _object_schemas(document, option, seen)
+    if isinstance(schema.get("items"), dict):
+        found += _object_schemas(document, schema["items"], seen)
+    for value in schema.get("properties", {}).values():
+        found += _object_schemas(document, value, seen)
+    return found
+
+
+async def test_request_bodies_say_unknown_fields_are_refused(document: Document,
+                                                              served: list[ServedOperation]) -> None:
+    problems, bodies = [], 0
+    for op in served:
+        content = _operation(document, op).get("requestBody", {}).get("content", {})
+        for media in content.values():
+            bodies += 1
+            for name, schema in _object_schemas(document, media["schema"], set()):
+                if schema.get("additionalProperties") is not False:
+                    problems.append(f"{op.label}: {name} refuses unknown fields (400) but does not say so")
+    assert bodies >= 20
+    assert not problems, "\n".join(problems)
+
+
+async def test_an_unknown_body_field_is_refused_as_documented(api: Api) -> None:
+    tenant = await api.tenant()
+    response = await api.client.post("/v2/scheduling/calendars", headers=tenant.headers,
+                                     json={"name": "Desk", "timezone": "UTC", "colour": "blue"})
+    assert response.status_code == 400, response.text
+    assert "colour" in response.text
+    assert response.headers["x-ratelimit-limit"] and response.headers["x-request-id"]

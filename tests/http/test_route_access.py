@@ -68,8 +68,23 @@ async def test_every_authenticated_route_answers_403_to_a_key_lacking_its_scopes
         assert response.headers.get("x-ratelimit-limit"), f"{op.label}: rate-limit headers on a 403"
 
 
+def _assert_documented_headers(op: ServedOperation, response: httpx.Response, document: dict) -> None:  # type: ignore[type-arg]
+    """The response's status is documented for the operation and carries every header documented as
+    required for it, integers where the document says integer."""
+    documented = document["paths"][op.documented_path][op.method.lower()]["responses"].get(
+        str(response.status_code))
+    assert documented is not None, f"{op.label}: {response.status_code} is not documented"
+    for name, header in documented.get("headers", {}).items():
+        value = response.headers.get(name)
+        if header.get("required"):
+            assert value is not None, f"{op.label} {response.status_code}: {name} missing"
+        if value is not None and header.get("schema", {}).get("type") == "integer":
+            assert value.isdigit(), f"{op.label}: {name}: {value!r}"
+
+
 async def test_every_listed_scope_alternative_authorizes_its_route(open_api: Api) -> None:
     tenant = await open_api.tenant(plan="enterprise", org_type="partner")
+    document = (await open_api.client.get("/v2/openapi.json")).json()
     keys: dict[str, Tenant] = {}
     checked = 0
     for op in _authenticated(open_api):
@@ -82,6 +97,7 @@ async def test_every_listed_scope_alternative_authorizes_its_route(open_api: Api
             assert response.status_code not in (401, 403), (
                 f"{op.label} with {alternative!r}: {response.status_code} {response.text}")
             assert response.status_code < 500, f"{op.label} with {alternative!r}: {response.text}"
+            _assert_documented_headers(op, response, document)
             checked += 1
     assert checked >= 60
 

@@ -75,7 +75,11 @@ class Budget:
 
 def _httpx_arguments(kwargs: dict[str, Any]) -> dict[str, Any]:
     """schemathesis prepares `requests` arguments; the app's test client speaks httpx."""
-    out = {k: v for k, v in kwargs.items() if k in ("method", "url", "headers", "params", "json")}
+    out = {k: v for k, v in kwargs.items() if k in ("method", "url", "params", "json")}
+    # negative cases put non-ASCII text in header parameters (Idempotency-Key): send it as UTF-8 bytes, as a
+    # raw client could, instead of letting httpx refuse to encode it
+    out["headers"] = {name: value if not isinstance(value, str) or value.isascii() else value.encode()
+                      for name, value in (kwargs.get("headers") or {}).items()}
     if "data" in kwargs:
         out["content"] = kwargs["data"]
     if kwargs.get("cookies"):
