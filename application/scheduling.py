@@ -404,24 +404,39 @@ class BookAppointmentCommand:
     """The call during which a voice agent booked, if any."""
 
 
-class BookAppointment:
-    """Book ``slot_start`` (confirmed, event appointment.booked) or request it (pending, the slot held).
-    The one booking rule set: the HTTP API and voice agents mid-call both come here."""
+class _Booking:
+    """What both booking use cases share: attendee validation, the calendar lock, and the fresh check of
+    the slot right before the insert."""
 
     def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
                  schedules: ScheduleReader, clock: Clock) -> None:
         self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
         self.finder = _SlotFinder(schedules)
 
-    async def execute(self, command: BookAppointmentCommand) -> Appointment:
-        slot_start = _aware(command.slot_start, "slot_start")
+    async def _locked(self, command: BookAppointmentCommand | BookNextOpenSlotCommand) -> tuple[
+            tuple[str | None, str | None, str | None, str | None], Calendar, datetime]:
+        """(the validated attendee, the calendar row-locked, now)."""
         attendee = validate_attendee(command.attendee_name, command.attendee_email, command.attendee_phone,
                                      command.notes)
         calendar = await _calendar(self.calendars, command.actor, command.calendar_id, lock=True)
-        now = self.clock.now()
+        return attendee, calendar, self.clock.now()
+
+    async def _take(self, command: BookAppointmentCommand | BookNextOpenSlotCommand, calendar: Calendar,
+                    slot_start: datetime, now: datetime,
+                    attendee: tuple[str | None, str | None, str | None, str | None]) -> Appointment:
         slot = await self.finder.require(calendar, slot_start, now)
         return await _book(self.uow, self.appointments, calendar, slot, now, attendee, command.require_approval,
                            command.call_id)
+
+
+class BookAppointment(_Booking):
+    """Book ``slot_start`` (confirmed, event appointment.booked) or request it (pending, the slot held).
+    The one booking rule set: the HTTP API and voice agents mid-call both come here."""
+
+    async def execute(self, command: BookAppointmentCommand) -> Appointment:
+        slot_start = _aware(command.slot_start, "slot_start")
+        attendee, calendar, now = await self._locked(command)
+        return await self._take(command, calendar, slot_start, now, attendee)
 
 
 async def _book(uow: UnitOfWork, appointments: AppointmentRepository, calendar: Calendar, slot: Slot,
@@ -452,27 +467,17 @@ class BookNextOpenSlotCommand:
     call_id: str | None = None
 
 
-class BookNextOpenSlot:
+class BookNextOpenSlot(_Booking):
     """Find the first open slot at or after ``after`` and book it, under the calendar lock (no race
     between finding and booking). None when no slot is open before the horizon."""
 
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
-                 schedules: ScheduleReader, clock: Clock) -> None:
-        self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
-        self.finder = _SlotFinder(schedules)
-
     async def execute(self, command: BookNextOpenSlotCommand) -> Appointment | None:
         after = _aware(command.after, "after")
-        attendee = validate_attendee(command.attendee_name, command.attendee_email, command.attendee_phone,
-                                     command.notes)
-        calendar = await _calendar(self.calendars, command.actor, command.calendar_id, lock=True)
-        now = self.clock.now()
+        attendee, calendar, now = await self._locked(command)
         found = await self.finder.first(calendar, after, now)
         if found is None:
             return None
-        slot = await self.finder.require(calendar, found.start, now)  # checked again, fresh, under the lock
-        return await _book(self.uow, self.appointments, calendar, slot, now, attendee, command.require_approval,
-                           command.call_id)
+        return await self._take(command, calendar, found.start, now, attendee)
 
 
 # --------------------------------------------------------------------------- appointments
