@@ -193,3 +193,48 @@ async def test_postgres_status_moves_racing_a_reschedule_never_deadlock(pg_sched
         responses = await asyncio.gather(*racing)
         assert {r.status_code for r in responses} <= {200, 201, 409}, [r.text for r in responses]
         assert any(r.status_code in (200, 201) for r in responses)
+
+
+@pytest.fixture
+async def other_sched(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
+    """A second app on the same database: another API process, with its own availability cache."""
+    async for api in _concurrent_api(sql_url, tmp_root):
+        yield api
+
+
+async def test_availability_in_another_process_never_offers_a_committed_booking(any_sched: Api,
+                                                                                other_sched: Api) -> None:
+    """Two apps on one database (two API processes, each with its own availability cache). One books
+    slot after slot while the other reads availability concurrently: no read offers a slot whose booking
+    had been answered before that read began, and once all is done both offer exactly the same slots."""
+    booker, reader = any_sched, other_sched
+    t = await booker.tenant()
+    cal = await make_calendar(booker, t)
+    params = {"calendar_id": cal["id"], "start": "2026-03-10", "end": "2026-03-12"}
+
+    async def offered(api: Api) -> list[str]:
+        response = await api.client.get("/v2/scheduling/availability", params=params, headers=t.headers)
+        assert response.status_code == 200, response.text
+        return [s["start"] for s in response.json()["data"]["slots"]]
+
+    initial = await offered(reader)
+    targets = initial[:12]
+    booked: list[str] = []  # answered 201, in order
+    violations: list[str] = []
+
+    async def book_all() -> None:
+        for start in targets:
+            response = await book(booker, t, cal["id"], start)
+            assert response.status_code == 201, response.text
+            booked.append(start)
+
+    async def read_many() -> None:
+        for _ in range(40):
+            committed = list(booked)
+            seen = set(await offered(reader))
+            violations.extend(f"{s} offered after its booking was answered" for s in committed if s in seen)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(book_all(), read_many(), read_many())
+    assert not violations, violations[:3]
+    assert await offered(reader) == await offered(booker) == [s for s in initial if s not in targets]
