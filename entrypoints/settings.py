@@ -44,6 +44,8 @@ class Settings:
     log_level: str = "INFO"
     db_pool_size: int = 10
     public_base_url: str = "http://127.0.0.1:8000"
+    extraction_timeout_seconds: float = 30.0
+    extraction_memory_mb: int = 1024
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, *, dotenv: Path | None = Path(".env")) -> Settings:
@@ -68,6 +70,8 @@ class Settings:
             log_level=get("LOG_LEVEL") or base.log_level,
             db_pool_size=int(get("DB_POOL_SIZE") or base.db_pool_size),
             public_base_url=get("PUBLIC_BASE_URL") or base.public_base_url,
+            extraction_timeout_seconds=float(get("EXTRACTION_TIMEOUT_SECONDS") or base.extraction_timeout_seconds),
+            extraction_memory_mb=int(get("EXTRACTION_MEMORY_MB") or base.extraction_memory_mb),
         )
 
     def with_secret_key(self) -> Settings:

@@ -7,7 +7,9 @@ the expensive part runs: ZIP bombs (entry count, total declared size and compres
 zipfile itself stops at the declared sizes), PDFs with too many pages, and binary junk (NUL
 bytes, invalid UTF-8, control characters). Extracted text is capped at ``MAX_TEXT_CHARS``.
 
-Parsing runs in a worker thread so a large PDF never stalls the event loop.
+``LocalTextExtractor`` parses in a thread of the calling process; the application is wired with
+``IsolatedTextExtractor`` (isolated.py), which runs the same code in worker processes with time and
+memory limits.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dishka import Provider, Scope, provide, provide_all
 
-from adapters.documents import LocalTextExtractor
+from adapters.documents import IsolatedTextExtractor, LocalTextExtractor
 from adapters.egress import HttpxSafeHttp, SystemResolver
 from adapters.memory.knowledge import (
     InMemoryDocumentRepository,
@@ -59,8 +59,9 @@ class KnowledgeIoProvider(Provider):
         return HttpxSafeHttp(resolver, allow_loopback=settings.allow_loopback_targets, user_agent=USER_AGENT)
 
     @provide
-    def extractor(self) -> TextExtractor:
-        return LocalTextExtractor()
+    def extractor(self, settings: Settings) -> TextExtractor:
+        return IsolatedTextExtractor(LocalTextExtractor(), timeout_seconds=settings.extraction_timeout_seconds,
+                                     memory_mb=settings.extraction_memory_mb)
 
 
 class KnowledgeUseCaseProvider(Provider):

@@ -1,0 +1,117 @@
+"""Text extraction in a separate process with a time and memory limit.
+
+Parsers of untrusted files have had infinite loops and runaway allocations (pypdf has had several), and a
+thread cannot be stopped. So files and pages are parsed by worker processes (``adapters.documents.worker``,
+a fresh interpreter with the parsers imported once, its address space limited). A worker that has not
+answered within the time limit is killed, the file refused as unreadable, and the next request starts a
+new worker. Workers are shared by every extractor of the process (per event loop and memory limit) and
+exit when their parent does (their stdin closes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+from adapters.documents.worker import frame
+from application.ports.egress import FetchedPage
+from application.ports.knowledge import ExtractedText, ExtractionFailed
+
+MSG_TIMEOUT = "the file took too long to read"
+MSG_CRASHED = "the file could not be read (the reader stopped)"
+UNREADABLE = "unreadable_file"
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+
+
+class _Worker:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    @classmethod
+    async def start(cls, memory_mb: int) -> _Worker:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PROJECT_ROOT,
+                                                                        os.environ.get("PYTHONPATH")]))}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "adapters.documents.worker", str(memory_mb), env=env,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        return cls(process)
+
+    async def ask(self, request: bytes) -> Any:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(frame(request))
+        await self.process.stdin.drain()
+        size = int.from_bytes(await self.process.stdout.readexactly(4), "big")
+        return pickle.loads(await self.process.stdout.readexactly(size))  # our own worker's answer
+
+    async def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        await self.process.wait()
+
+
+class _Pool:
+    """Idle workers of one event loop and memory limit; at most ``size`` at work at once."""
+
+    def __init__(self, memory_mb: int, size: int) -> None:
+        self.memory_mb = memory_mb
+        self.idle: list[_Worker] = []
+        self.slots = asyncio.Semaphore(size)
+
+    async def run(self, request: bytes, seconds: float) -> Any:
+        async with self.slots:
+            worker = self.idle.pop() if self.idle else await _Worker.start(self.memory_mb)
+            try:
+                async with asyncio.timeout(seconds):
+                    answer = await worker.ask(request)
+            except TimeoutError:
+                await worker.kill()
+                return ("failed", MSG_TIMEOUT, UNREADABLE)
+            except (asyncio.IncompleteReadError, BrokenPipeError, ConnectionResetError):
+                await worker.kill()  # it died (its memory limit, a crash in C): the next file gets a new one
+                return ("failed", MSG_CRASHED, UNREADABLE)
+            except BaseException:
+                await worker.kill()
+                raise
+            self.idle.append(worker)
+            return answer
+
+
+_pools: dict[tuple[int, int], _Pool] = {}
+
+
+def _pool(memory_mb: int, size: int) -> _Pool:
+    loop = asyncio.get_running_loop()
+    key = (id(loop), memory_mb)
+    pool = _pools.get(key)
+    if pool is None or getattr(pool, "loop", None) is not loop:
+        pool = _pools[key] = _Pool(memory_mb, size)
+        pool.loop = loop  # type: ignore[attr-defined]
+    return pool
+
+
+class IsolatedTextExtractor:
+    """``TextExtractor`` that runs ``inner``'s ``extract_file_now`` / ``extract_page_now`` (``inner`` is a
+    picklable ``LocalTextExtractor``) in a worker process: at most ``timeout_seconds`` per file and
+    ``memory_mb`` of address space per worker (0: no limit), ``workers`` files at once."""
+
+    def __init__(self, inner: Any, *, timeout_seconds: float = 30.0, memory_mb: int = 1024,
+                 workers: int = 2) -> None:
+        self.inner, self.timeout, self.memory_mb, self.workers = inner, timeout_seconds, memory_mb, workers
+
+    async def _isolated(self, method: str, *args: Any) -> ExtractedText:
+        request = pickle.dumps((self.inner, method, args))
+        outcome = await _pool(self.memory_mb, self.workers).run(request, self.timeout)
+        if outcome[0] == "ok":
+            return outcome[1]  # type: ignore[no-any-return]
+        raise ExtractionFailed(outcome[1], outcome[2])
+
+    async def extract_file(self, file_name: str, data: bytes) -> ExtractedText:
+        return await self._isolated("extract_file_now", file_name, data)
+
+    async def extract_page(self, page: FetchedPage) -> ExtractedText:
+        return await self._isolated("extract_page_now", page)
