@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adapters.documents.worker import frame
+from adapters.documents.worker import HEADER, frame
 from application.ports.egress import FetchedPage
 from application.ports.knowledge import ExtractedText, ExtractionFailed
 
@@ -45,7 +45,7 @@ class _Worker:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(frame(request))
         await self.process.stdin.drain()
-        size = int.from_bytes(await self.process.stdout.readexactly(4), "big")
+        (size,) = HEADER.unpack(await self.process.stdout.readexactly(HEADER.size))
         return pickle.loads(await self.process.stdout.readexactly(size))  # our own worker's answer
 
     async def kill(self) -> None:
@@ -57,8 +57,8 @@ class _Worker:
 class _Pool:
     """Idle workers of one event loop and memory limit; at most ``size`` at work at once."""
 
-    def __init__(self, memory_mb: int, size: int) -> None:
-        self.memory_mb = memory_mb
+    def __init__(self, loop: asyncio.AbstractEventLoop, memory_mb: int, size: int) -> None:
+        self.loop, self.memory_mb = loop, memory_mb
         self.idle: list[_Worker] = []
         self.slots = asyncio.Semaphore(size)
 
@@ -88,9 +88,8 @@ def _pool(memory_mb: int, size: int) -> _Pool:
     loop = asyncio.get_running_loop()
     key = (id(loop), memory_mb)
     pool = _pools.get(key)
-    if pool is None or getattr(pool, "loop", None) is not loop:
-        pool = _pools[key] = _Pool(memory_mb, size)
-        pool.loop = loop  # type: ignore[attr-defined]
+    if pool is None or pool.loop is not loop:  # a new loop may reuse a closed one's id
+        pool = _pools[key] = _Pool(loop, memory_mb, size)
     return pool
 
 

@@ -14,21 +14,21 @@ import struct
 import sys
 from typing import Any, BinaryIO
 
-_HEADER = struct.Struct(">I")
+HEADER = struct.Struct(">I")  # the length of the pickle that follows
 ALLOWED = frozenset({"extract_file_now", "extract_page_now"})
 
 
 def read_frame(stream: BinaryIO) -> bytes | None:
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
         return None
-    (size,) = _HEADER.unpack(header)
+    (size,) = HEADER.unpack(header)
     payload = stream.read(size)
     return payload if len(payload) == size else None
 
 
 def frame(payload: bytes) -> bytes:
-    return _HEADER.pack(len(payload)) + payload
+    return HEADER.pack(len(payload)) + payload
 
 
 def _answer(request: bytes) -> tuple[Any, ...]:
