@@ -16,6 +16,7 @@ from domain import api_keys as keyfmt
 from domain.api_keys import ApiKey
 from domain.errors import Conflict, DomainError, NotFound, SubOrgForbidden, ValidationFailed
 from domain.organizations import ORG_TYPES, PLANS, Organization, check_sub_org_access
+from domain.patching import apply_patch
 from domain.scopes import ScopeSet, normalise
 
 
@@ -151,7 +152,10 @@ class UpdateSubOrganization:
         _check_org_fields(changes.get("plan"), None)
         if "name" in changes:
             changes["name"] = changes["name"].strip()
-        return await self.orgs.update(replace(child, **changes, updated_at=self.clock.now()))
+        updated = apply_patch(child, changes)
+        if updated == child:  # a PATCH that changes nothing leaves updated_at alone
+            return child
+        return await self.orgs.update(replace(updated, updated_at=self.clock.now()))
 
 
 class DeleteSubOrganization:

@@ -10,6 +10,7 @@ from application.ports.agents import AgentFilter, AgentRepository
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from domain.agents import Agent, AgentVersion, duplicate_name
 from domain.errors import NotFound
+from domain.patching import apply_patch
 
 
 async def _load(agents: AgentRepository, actor: Actor, agent_id: int, *, lock: bool = False) -> Agent:
@@ -63,6 +64,8 @@ class UpdateAgentCommand:
     actor: Actor
     agent_id: int
     changes: dict[str, Any]
+    """A merge patch (``domain.patching``): nested objects (voice, llm, voicemail, metadata) as dicts of the
+    members sent; ``status`` is a requested move."""
 
 
 class UpdateAgent:
@@ -70,13 +73,14 @@ class UpdateAgent:
         self.uow, self.agents, self.clock = uow, agents, clock
 
     async def execute(self, command: UpdateAgentCommand) -> Agent:
-        agent = await _load(self.agents, command.actor, command.agent_id, lock=True)
+        current = await _load(self.agents, command.actor, command.agent_id, lock=True)
         changes = dict(command.changes)
         target_status = changes.pop("status", None)
-        if target_status is not None:
-            agent = agent.move_to(target_status)
-        agent = replace(agent, **changes, updated_at=self.clock.now())
-        return await self.agents.update(agent)
+        agent = current.move_to(target_status) if target_status is not None else current
+        agent = apply_patch(agent, changes)
+        if agent == current:  # a PATCH that changes nothing leaves updated_at alone
+            return current
+        return await self.agents.update(replace(agent, updated_at=self.clock.now()))
 
 
 class DeleteAgent:

@@ -40,6 +40,7 @@ from domain.knowledge import (
     normalise_text,
     search_terms,
 )
+from domain.patching import apply_patch
 
 PAGE_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 EMBEDDED_DOCUMENTS = 1000
@@ -160,9 +161,11 @@ class UpdateKnowledgeBase:
     async def execute(self, actor: Actor, kb_id: int, changes: dict[str, Any]) -> KnowledgeBaseView:
         kb = await _kb(self.kbs, actor, kb_id)
         allowed = {k: v for k, v in changes.items() if k in ("name", "description")}
-        if allowed:
-            kb = await self.kbs.update(replace(kb, **allowed, updated_at=self.clock.now()))
-            self.uow.record(_kb_event(kb, "updated", fields=sorted(allowed)))
+        updated = apply_patch(kb, allowed)
+        if updated != kb:  # a PATCH that changes nothing leaves updated_at alone and emits no event
+            changed = sorted(k for k in allowed if getattr(updated, k) != getattr(kb, k))
+            kb = await self.kbs.update(replace(updated, updated_at=self.clock.now()))
+            self.uow.record(_kb_event(kb, "updated", fields=changed))
         return (await _views(self.kbs, self.docs, actor.organization_id, [kb]))[0]
 
 

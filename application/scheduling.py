@@ -24,6 +24,7 @@ from application.ports.scheduling import (
 )
 from domain.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
 from domain.events import DomainEvent
+from domain.patching import apply_patch
 from domain.scheduling import (
     FEED_LOOKBACK_DAYS,
     FEED_MAX_EVENTS,
@@ -219,8 +220,10 @@ class UpdateCalendar:
         changes = {k: v for k, v in command.changes.items() if k in CALENDAR_FIELDS}
         if changes.get("agent_id") is not None and changes["agent_id"] != calendar.agent_id:
             await _check_agent(self.agents, calendar.organization_id, changes["agent_id"])
-        updated = replace(calendar, **changes, updated_at=self.clock.now()).validated()
-        return await self.calendars.update(updated)
+        updated = apply_patch(calendar, changes).validated()
+        if updated == calendar:  # a PATCH that changes nothing leaves updated_at alone
+            return calendar
+        return await self.calendars.update(replace(updated, updated_at=self.clock.now()))
 
 
 class DeleteCalendar:

@@ -15,10 +15,12 @@ from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.secrets import SecretBox
 from application.ports.telephony import PhoneNumberRepository, TelephonyProviderRepository
 from domain.errors import Conflict, NotFound, ValidationFailed
+from domain.patching import apply_patch, merge_patch
 from domain.telephony import CallStats, PhoneNumber, TelephonyProvider, call_stats
 
 MAX_STATS_RANGE = timedelta(days=366)
 DEFAULT_STATS_RANGE = timedelta(days=30)
+MAX_PROVIDER_KEYS = 20  # credentials and settings, as the HTTP schema caps them
 T = TypeVar("T")
 
 
@@ -36,6 +38,13 @@ async def _provider(providers: TelephonyProviderRepository, actor: Actor, provid
 
 def _seal(box: SecretBox, credentials: dict[str, str]) -> tuple[str, tuple[str, ...]]:
     return box.seal(json.dumps(credentials, sort_keys=True)), tuple(sorted(credentials))
+
+
+def _open(box: SecretBox, provider: TelephonyProvider) -> dict[str, str]:
+    return dict(json.loads(box.open(provider.credentials_sealed))) if provider.credentials_sealed else {}
+
+
+_NOT_SENT = object()
 
 
 class ListProviders:
@@ -86,7 +95,8 @@ class CreateProvider:
 
 
 class UpdateProvider:
-    """Credentials are replaced as a whole when sent; ``is_default: true`` moves the default here."""
+    """A merge patch: credentials and settings keep the keys not sent (null removes a key, ``credentials:
+    null`` removes them all); ``is_default: true`` moves the default here."""
 
     def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository, box: SecretBox,
                  clock: Clock) -> None:
@@ -97,16 +107,26 @@ class UpdateProvider:
         await self.providers.ensure_default(actor.organization_id, now)
         provider = await _provider(self.providers, actor, provider_id)
         values = dict(changes)
-        if "credentials" in values:
-            credentials = values.pop("credentials")
-            sealed, names = _seal(self.box, credentials) if credentials else (None, ())
-            values.update(credentials_sealed=sealed, credential_fields=names)
+        credentials_patch = values.pop("credentials", _NOT_SENT)
         if values.get("is_default") is False and provider.is_default:
             raise Conflict("An organization always has a default provider: make another one the default instead",
                            details={"provider_id": provider_id})
         if provider.builtin and "type" in values and values["type"] != provider.type:
             raise Conflict("The built-in simulator provider keeps its type", details={"provider_id": provider_id})
-        updated = await self.providers.update(replace(provider, **values, updated_at=now))
+        patched = apply_patch(provider, values)
+        if len(patched.settings) > MAX_PROVIDER_KEYS:
+            raise ValidationFailed.field("settings", f"holds at most {MAX_PROVIDER_KEYS} keys")
+        if credentials_patch is not _NOT_SENT:
+            stored = _open(self.box, provider)
+            credentials = merge_patch(stored, credentials_patch) if credentials_patch is not None else {}
+            if len(credentials) > MAX_PROVIDER_KEYS:
+                raise ValidationFailed.field("credentials", f"hold at most {MAX_PROVIDER_KEYS} keys")
+            if credentials != stored:
+                sealed, names = _seal(self.box, credentials) if credentials else (None, ())
+                patched = replace(patched, credentials_sealed=sealed, credential_fields=names)
+        if patched == provider:  # a PATCH that changes nothing leaves updated_at alone
+            return provider
+        updated = await self.providers.update(replace(patched, updated_at=now))
         if values.get("is_default"):
             await self.providers.clear_default(actor.organization_id, provider_id)
         return updated
@@ -136,9 +156,7 @@ class ReadProviderCredentials:
 
     async def execute(self, organization_id: int, provider_id: int) -> dict[str, str]:
         provider = await self.providers.get(organization_id, provider_id)
-        if provider is None or provider.credentials_sealed is None:
-            return {}
-        return dict(json.loads(self.box.open(provider.credentials_sealed)))
+        return _open(self.box, provider) if provider is not None else {}
 
 
 async def _number(numbers: PhoneNumberRepository, actor: Actor, number_id: int) -> PhoneNumber:
@@ -214,7 +232,10 @@ class UpdatePhoneNumber:
         current = await _number(self.numbers, actor, number_id)
         await _check_refs(actor, self.providers, self.agents, changes.get("provider_id"),
                           changes.get("inbound_agent_id"))
-        return await self.numbers.update(replace(current, **changes, updated_at=self.clock.now()))
+        updated = apply_patch(current, changes)
+        if updated == current:  # a PATCH that changes nothing leaves updated_at alone
+            return current
+        return await self.numbers.update(replace(updated, updated_at=self.clock.now()))
 
 
 class DeletePhoneNumber:

@@ -28,6 +28,7 @@ from application.ports.webhooks import (
 )
 from domain import webhooks as wh
 from domain.errors import BlockedAddress, Conflict, DomainError, NotFound, ValidationFailed
+from domain.patching import apply_patch
 from domain.webhooks import Delivery, DeliveryAttempt, Subscription, Verdict
 
 log = logging.getLogger("parley.webhooks")
@@ -129,14 +130,14 @@ class UpdateSubscription:
             changes["url"] = wh.check_target(changes["url"], allow_loopback=self.policy.allow_loopback)
         if "events" in changes:
             changes["events"] = wh.normalize_events(changes["events"])
-        subscription = await _load(self.subscriptions, command.actor, command.subscription_id, lock=True)
+        current = await _load(self.subscriptions, command.actor, command.subscription_id, lock=True)
         now = self.clock.now()
         target = changes.pop("status", None)
-        if target is not None:
-            subscription = subscription.move_to(target, now)
-        if changes:
-            subscription = replace(subscription, **changes, updated_at=now)
-        return await self.subscriptions.update(subscription)
+        subscription = current.move_to(target, now) if target is not None else current
+        subscription = apply_patch(subscription, changes)
+        if subscription == current:  # a PATCH that changes nothing leaves updated_at alone
+            return current
+        return await self.subscriptions.update(replace(subscription, updated_at=now))
 
 
 class DeleteSubscription:

@@ -31,8 +31,15 @@ def timezone(value: str, field: str = "timezone") -> str:
 
 
 def set_fields(struct: msgspec.Struct) -> dict[str, Any]:
-    """The fields a PATCH body actually sent (UNSET ones left out)."""
-    return {f: getattr(struct, f) for f in struct.__struct_fields__ if getattr(struct, f) is not msgspec.UNSET}
+    """The merge-patch document of a PATCH body (``domain.patching``): the fields it actually sent, at every
+    depth (UNSET ones left out; a nested patch Struct becomes a dict of its own sent fields)."""
+    sent: dict[str, Any] = {}
+    for name in struct.__struct_fields__:
+        value = getattr(struct, name)
+        if value is msgspec.UNSET:
+            continue
+        sent[name] = set_fields(value) if isinstance(value, msgspec.Struct) else value
+    return sent
 
 
 def require_non_blank(value: str, field: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.conftest import Api
 
 
@@ -92,3 +94,64 @@ async def test_invalid_fields_give_validation_errors(api: Api) -> None:
     r = await api.client.post("/v2/agents", content=b"{not json", headers={**t.headers,
                                                                          "Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "bad_request"
+
+
+# --------------------------------------------------------------------------- PATCH is a merge patch
+
+
+def _errors(response: Any) -> dict[str, str]:
+    return response.json()["error"]["details"]["validation_errors"]
+
+
+async def test_patch_of_a_nested_object_changes_only_the_members_sent(any_api: Api) -> None:
+    t = await any_api.tenant()
+    c = any_api.client
+    agent = (await c.post("/v2/agents", json={
+        "name": "Merge", "description": "kept",
+        "voice": {"provider": "acme-tts", "voice_id": "anna"},
+        "llm": {"model": "big-model", "temperature": 0.5},
+        "voicemail": {"action": "leave_message", "message": "Call us back"},
+        "metadata": {"team": "sales", "limits": {"daily": 10, "weekly": 50}, "tag": "x"},
+    }, headers=t.headers)).json()["data"]
+    patched = await c.patch(f"/v2/agents/{agent['id']}", json={
+        "llm": {"temperature": 0.3},
+        "voice": {"voice_id": "bert"},
+        "voicemail": {"message": None},
+        "metadata": {"limits": {"weekly": None, "monthly": 100}, "tag": None},
+    }, headers=t.headers)
+    assert patched.status_code == 200, patched.text
+    data = patched.json()["data"]
+    assert data["llm"] == {"model": "big-model", "temperature": 0.3}
+    assert data["voice"] == {"provider": "acme-tts", "voice_id": "bert"}
+    assert data["voicemail"] == {"action": "leave_message", "message": None}
+    assert data["metadata"] == {"team": "sales", "limits": {"daily": 10, "monthly": 100}}
+    assert data["description"] == "kept" and data["name"] == "Merge"
+    assert (await c.get(f"/v2/agents/{agent['id']}", headers=t.headers)).json()["data"] == data
+
+    await c.post(f"/v2/agents/{agent['id']}/publish", headers=t.headers)
+    snapshot = (await c.get(f"/v2/agents/{agent['id']}/versions/1", headers=t.headers)).json()["data"]["snapshot"]
+    assert snapshot["llm"] == {"model": "big-model", "temperature": 0.3}
+    assert snapshot["voice"] == {"provider": "acme-tts", "voice_id": "bert"}
+
+
+async def test_patch_null_clears_nullable_fields_and_is_refused_for_required_ones(any_api: Api) -> None:
+    t = await any_api.tenant()
+    c = any_api.client
+    agent = (await c.post("/v2/agents", json={"name": "Nulls", "description": "d", "transfer_phone": "+14155550100"},
+                          headers=t.headers)).json()["data"]
+    cleared = await c.patch(f"/v2/agents/{agent['id']}", json={"description": None, "transfer_phone": None},
+                            headers=t.headers)
+    assert cleared.status_code == 200
+    assert cleared.json()["data"]["description"] is None and cleared.json()["data"]["transfer_phone"] is None
+    for body, field in [({"llm": None}, "llm"), ({"name": None}, "name"), ({"metadata": None}, "metadata"),
+                        ({"llm": {"model": None}}, "llm.model"), ({"voice": {"provider": None}}, "voice.provider"),
+                        ({"voicemail": {"action": None}}, "voicemail.action"),
+                        ({"llm": {"temperature": 2.5}}, "llm.temperature"),
+                        ({"llm": {"temprature": 1}}, "llm.temprature")]:
+        refused = await c.patch(f"/v2/agents/{agent['id']}", json=body, headers=t.headers)
+        assert refused.status_code == 400, (body, refused.text)
+        assert refused.json()["error"]["code"] == "bad_request"
+        assert field in _errors(refused), (body, _errors(refused))
+    unchanged = (await c.get(f"/v2/agents/{agent['id']}", headers=t.headers)).json()["data"]
+    assert unchanged["llm"] == {"model": "parley-sim-1", "temperature": 0.7}
+    assert unchanged["updated_at"] == cleared.json()["data"]["updated_at"]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import msgspec
 from dishka import FromDishka
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
@@ -28,16 +29,14 @@ AgentId = Annotated[int, PathParameter(ge=1, le=2**53, description="Agent id")]
 
 
 def _domain_fields(values: dict[str, Any]) -> dict[str, Any]:
-    """Struct fields -> domain Agent fields, validated where a library or a rule is needed."""
+    """Struct fields -> domain Agent fields, validated where a library or a rule is needed. A PATCH's nested
+    objects arrive as merge-patch dicts (``set_fields``) and stay dicts: the use case merges them."""
     out = dict(values)
     if "name" in out:
         out["name"] = require_non_blank(out["name"], "name")
-    if "voice" in out:
-        out["voice"] = Voice(out["voice"].provider, out["voice"].voice_id)
-    if "llm" in out:
-        out["llm"] = Llm(out["llm"].model, out["llm"].temperature)
-    if "voicemail" in out:
-        out["voicemail"] = Voicemail(out["voicemail"].action, out["voicemail"].message)
+    for name, kind in (("voice", Voice), ("llm", Llm), ("voicemail", Voicemail)):
+        if isinstance(out.get(name), msgspec.Struct):
+            out[name] = kind(**msgspec.structs.asdict(out[name]))
     if out.get("transfer_phone") is not None:
         out["transfer_phone"] = e164(out["transfer_phone"], "transfer_phone")
     if "timezone" in out:

@@ -54,7 +54,7 @@ async def get_provider(id: ProviderId, actor: FromDishka[Actor],
 
 
 @endpoint("PATCH", "/telephony/providers/{id:int}", operation_id="updateTelephonyProvider",
-          summary="Update a provider; credentials sent replace the stored ones, null removes them", tags=TAGS,
+          summary="Update a provider; credentials and settings are merged (null removes a key)", tags=TAGS,
           scopes=("telephony:manage",), errors={404: "", 409: "the default provider cannot be un-defaulted"})
 async def update_provider(id: ProviderId, data: JSONBody[ProviderUpdate], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.UpdateProvider]) -> Envelope[ProviderOut]:
@@ -108,9 +108,7 @@ async def get_number(id: NumberId, actor: FromDishka[Actor],
 async def update_number(id: NumberId, data: JSONBody[PhoneNumberUpdate], actor: FromDishka[Actor],
                         use_case: FromDishka[uc.UpdatePhoneNumber]) -> Envelope[PhoneNumberOut]:
     changes: dict[str, Any] = set_fields(data)
-    capabilities = changes.pop("capabilities", None)
-    if capabilities is not None:
-        changes.update(voice=capabilities.voice, sms=capabilities.sms)
+    changes.update(changes.pop("capabilities", {}))  # {voice?, sms?}: the number's own fields
     return Envelope(PhoneNumberOut.of(await use_case.execute(actor, id, changes)))
 
 

@@ -16,21 +16,43 @@ Status = Literal["draft", "active", "paused", "archived"]
 Prompt = Annotated[str, Meta(max_length=50_000, description="System prompt; {{placeholders}} are filled at dial time")]
 Duration = Annotated[int, Meta(ge=10, le=14_400)]
 Temperature = Annotated[float, Meta(ge=0.0, le=2.0)]
+VoiceProvider = Annotated[str, Meta(min_length=1, max_length=50)]
+VoiceId = Annotated[str, Meta(min_length=1, max_length=100)]
+Model = Annotated[str, Meta(min_length=1, max_length=100)]
+VoicemailAction = Literal["hangup", "leave_message"]
+VoicemailMessage = Annotated[str, Meta(max_length=2000)]
+MetadataPatch = Annotated[dict[str, Any], Meta(description="Merged into the metadata: null removes a key")]
 
 
 class VoiceSchema(Struct, forbid_unknown_fields=True):
-    provider: Annotated[str, Meta(min_length=1, max_length=50)] = "simulator"
-    voice_id: Annotated[str, Meta(min_length=1, max_length=100)] = "default"
+    provider: VoiceProvider = "simulator"
+    voice_id: VoiceId = "default"
 
 
 class LlmSchema(Struct, forbid_unknown_fields=True):
-    model: Annotated[str, Meta(min_length=1, max_length=100)] = "parley-sim-1"
+    model: Model = "parley-sim-1"
     temperature: Temperature = 0.7
 
 
 class VoicemailSchema(Struct, forbid_unknown_fields=True):
-    action: Literal["hangup", "leave_message"] = "hangup"
-    message: Annotated[str, Meta(max_length=2000)] | None = None
+    action: VoicemailAction = "hangup"
+    message: VoicemailMessage | None = None
+
+
+# PATCH bodies are merge patches at every depth: a nested object changes only the members it sends.
+class VoicePatch(Struct, forbid_unknown_fields=True):
+    provider: VoiceProvider | UnsetType = UNSET
+    voice_id: VoiceId | UnsetType = UNSET
+
+
+class LlmPatch(Struct, forbid_unknown_fields=True):
+    model: Model | UnsetType = UNSET
+    temperature: Temperature | UnsetType = UNSET
+
+
+class VoicemailPatch(Struct, forbid_unknown_fields=True):
+    action: VoicemailAction | UnsetType = UNSET
+    message: VoicemailMessage | UnsetType | None = UNSET
 
 
 class AgentCreate(Struct, forbid_unknown_fields=True):
@@ -56,16 +78,16 @@ class AgentUpdate(Struct, forbid_unknown_fields=True):
     status: Status | UnsetType = UNSET
     agent_mode: Mode | UnsetType = UNSET
     language: Language | UnsetType = UNSET
-    voice: VoiceSchema | UnsetType = UNSET
-    llm: LlmSchema | UnsetType = UNSET
+    voice: VoicePatch | UnsetType = UNSET
+    llm: LlmPatch | UnsetType = UNSET
     prompt: Prompt | UnsetType = UNSET
     first_message: Annotated[str, Meta(max_length=2000)] | UnsetType | None = UNSET
     max_call_duration_seconds: Duration | UnsetType = UNSET
-    voicemail: VoicemailSchema | UnsetType = UNSET
+    voicemail: VoicemailPatch | UnsetType = UNSET
     transfer_phone: Annotated[str, Meta(max_length=32)] | UnsetType | None = UNSET
     calendar_id: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
     timezone: Annotated[str, Meta(max_length=64)] | UnsetType = UNSET
-    metadata: dict[str, Any] | UnsetType = UNSET
+    metadata: MetadataPatch | UnsetType = UNSET
 
 
 class AgentDuplicate(Struct, forbid_unknown_fields=True):

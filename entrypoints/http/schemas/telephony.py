@@ -14,6 +14,12 @@ Credentials = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=100)],
                                  "Write-only: encrypted at rest and never returned"))]
 Settings = Annotated[dict[Annotated[str, Meta(max_length=100)], Annotated[str, Meta(max_length=500)]],
                      Meta(max_length=20)]
+# PATCH merges these into the stored ones: a key sent replaces that key, null removes it
+CredentialsPatch = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=100)],
+                                  Annotated[str, Meta(max_length=4000)] | None], Meta(max_length=20, description=(
+                                      "Write-only, merged into the stored credentials: null removes a key"))]
+SettingsPatch = Annotated[dict[Annotated[str, Meta(max_length=100)], Annotated[str, Meta(max_length=500)] | None],
+                          Meta(max_length=20, description="Merged into the stored settings: null removes a key")]
 
 
 class ProviderCreate(Struct, forbid_unknown_fields=True):
@@ -26,8 +32,8 @@ class ProviderCreate(Struct, forbid_unknown_fields=True):
 
 class ProviderUpdate(Struct, forbid_unknown_fields=True):
     name: Name | UnsetType = UNSET
-    credentials: Credentials | UnsetType | None = UNSET
-    settings: Settings | UnsetType = UNSET
+    credentials: CredentialsPatch | UnsetType | None = UNSET
+    settings: SettingsPatch | UnsetType = UNSET
     is_default: bool | UnsetType = UNSET
     status: Literal["active", "disabled"] | UnsetType = UNSET
 
@@ -57,6 +63,11 @@ class Capabilities(Struct, forbid_unknown_fields=True):
     sms: bool = False
 
 
+class CapabilitiesPatch(Struct, forbid_unknown_fields=True):
+    voice: bool | UnsetType = UNSET
+    sms: bool | UnsetType = UNSET
+
+
 class PhoneNumberCreate(Struct, forbid_unknown_fields=True):
     phone_number: Annotated[str, Meta(min_length=1, max_length=40, description="E.164")]
     provider_id: Annotated[int, Meta(ge=1)] | None = None
@@ -69,7 +80,7 @@ class PhoneNumberUpdate(Struct, forbid_unknown_fields=True):
     provider_id: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
     label: Annotated[str, Meta(max_length=200)] | UnsetType | None = UNSET
     inbound_agent_id: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
-    capabilities: Capabilities | UnsetType = UNSET
+    capabilities: CapabilitiesPatch | UnsetType = UNSET
 
 
 class PhoneNumberOut(Struct):
