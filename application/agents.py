@@ -139,9 +139,9 @@ class ListAgentVersions:
     def __init__(self, agents: AgentRepository) -> None:
         self.agents = agents
 
-    async def execute(self, actor: Actor, agent_id: int) -> list[AgentVersion]:
+    async def execute(self, actor: Actor, agent_id: int, page: PageRequest) -> Page[AgentVersion]:
         await _load(self.agents, actor, agent_id)
-        return await self.agents.list_versions(actor.organization_id, agent_id)
+        return await self.agents.list_versions(actor.organization_id, agent_id, page)
 
 
 class GetAgentVersion:

@@ -60,10 +60,11 @@ class InMemoryAgentRepository:
             raise ValueError("duplicate version")
         tables["agent_versions"][(version.agent_id, version.version)] = (organization_id, version)
 
-    async def list_versions(self, organization_id: int, agent_id: int) -> list[AgentVersion]:
+    async def list_versions(self, organization_id: int, agent_id: int, page: PageRequest) -> Page[AgentVersion]:
         tables = await self.uow.tables()
-        return [v for (aid, _), (org, v) in sorted(tables["agent_versions"].items())
+        mine = [v for (aid, _), (org, v) in sorted(tables["agent_versions"].items())
                 if aid == agent_id and org == organization_id]
+        return Page(mine[page.offset: page.offset + page.limit], len(mine), page.limit, page.offset)
 
     async def get_version(self, organization_id: int, agent_id: int, version: int) -> AgentVersion | None:
         tables = await self.uow.tables()

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from adapters.sql.agent_counts_tables import agent_counts
 from adapters.sql.dialect import insert
+from adapters.sql.paging import fetch_page
 from adapters.sql.tables import agent_versions, agents
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.agents import AgentFilter
@@ -186,12 +187,13 @@ class SqlAgentRepository:
             "snapshot": version.snapshot, "created_at": version.created_at, "created_by": version.created_by,
         })
 
-    async def list_versions(self, organization_id: int, agent_id: int) -> list[AgentVersion]:
+    async def list_versions(self, organization_id: int, agent_id: int, page: PageRequest) -> Page[AgentVersion]:
         conn = await self.uow.connection()
-        rows = await conn.execute(sa.select(agent_versions).where(
+        rows, total = await fetch_page(conn, list(agent_versions.c), sa.and_(
             agent_versions.c.organization_id == organization_id, agent_versions.c.agent_id == agent_id,
-        ).order_by(agent_versions.c.version))
-        return [AgentVersion(r.agent_id, r.version, dict(r.snapshot), r.created_at, r.created_by) for r in rows]
+        ), [agent_versions.c.version], page)
+        return Page([AgentVersion(r.agent_id, r.version, dict(r.snapshot), r.created_at, r.created_by) for r in rows],
+                    total, page.limit, page.offset)
 
     async def get_version(self, organization_id: int, agent_id: int, version: int) -> AgentVersion | None:
         conn = await self.uow.connection()

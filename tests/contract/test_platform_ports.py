@@ -38,7 +38,11 @@ async def test_agents_are_stored_filtered_and_scoped(container: Any) -> None:
         assert [x.name for x in page.items] == ["Beta"]
         assert (await repo.list(org, AgentFilter(), PageRequest(1, 5))).total == 2
         await repo.add_version(org, AgentVersion(a.id, 1, {"prompt": "p"}, NOW, None))
-        assert [v.version for v in await repo.list_versions(org, a.id)] == [1]
+        await repo.add_version(org, AgentVersion(a.id, 2, {"prompt": "q"}, NOW, None))
+        versions = await repo.list_versions(org, a.id, PageRequest(1, 1))
+        assert [v.version for v in versions.items] == [2] and versions.total == 2
+        assert (await repo.list_versions(org, a.id, PageRequest(10, 5))).total == 2
+        assert (await repo.list_versions(other, a.id, PageRequest(10, 0))).total == 0
         assert await repo.get_version(other, a.id, 1) is None
         await repo.update(replace(got, name="Renamed", status="paused"))
         await (await r.get(UnitOfWork)).commit()

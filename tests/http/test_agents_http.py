@@ -155,3 +155,20 @@ async def test_patch_null_clears_nullable_fields_and_is_refused_for_required_one
     unchanged = (await c.get(f"/v2/agents/{agent['id']}", headers=t.headers)).json()["data"]
     assert unchanged["llm"] == {"model": "parley-sim-1", "temperature": 0.7}
     assert unchanged["updated_at"] == cleared.json()["data"]["updated_at"]
+
+
+async def test_versions_list_is_paged_with_meta(any_api: Api) -> None:
+    t = await any_api.tenant()
+    c = any_api.client
+    agent = (await c.post("/v2/agents", json={"name": "Versions"}, headers=t.headers)).json()["data"]
+    for _ in range(3):
+        assert (await c.post(f"/v2/agents/{agent['id']}/publish", headers=t.headers)).status_code == 200
+    everything = (await c.get(f"/v2/agents/{agent['id']}/versions", headers=t.headers)).json()
+    assert everything["meta"] == {"total": 3, "limit": 25, "offset": 0}
+    assert [v["version"] for v in everything["data"]] == [1, 2, 3]
+    page = (await c.get(f"/v2/agents/{agent['id']}/versions?limit=1&offset=1", headers=t.headers)).json()
+    assert page["meta"] == {"total": 3, "limit": 1, "offset": 1} and [v["version"] for v in page["data"]] == [2]
+    past_end = (await c.get(f"/v2/agents/{agent['id']}/versions?offset=5", headers=t.headers)).json()
+    assert past_end["meta"]["total"] == 3 and past_end["data"] == []
+    bad = await c.get(f"/v2/agents/{agent['id']}/versions?limit=0", headers=t.headers)
+    assert bad.status_code == 400

@@ -110,10 +110,11 @@ async def duplicate_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromD
 
 @endpoint("GET", "/agents/{id:int}/versions", operation_id="listAgentVersions",
           summary="List published versions", tags=TAGS, scopes=("agents:read",), errors={404: ""})
-async def list_versions(id: AgentId, actor: FromDishka[Actor],
-                        use_case: FromDishka[uc.ListAgentVersions]) -> Envelope[list[VersionItem]]:
-    versions = await use_case.execute(actor, id)
-    return Envelope([VersionItem(v.version, v.created_at, v.created_by) for v in versions])
+async def list_versions(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.ListAgentVersions],
+                        limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[VersionItem]:
+    page = await use_case.execute(actor, id, PageRequest(limit, offset))
+    return ListEnvelope([VersionItem(v.version, v.created_at, v.created_by) for v in page.items],
+                        ListMeta(page.total, page.limit, page.offset))
 
 
 @endpoint("GET", "/agents/{id:int}/versions/{version:int}", operation_id="getAgentVersion",
