@@ -132,8 +132,10 @@ class AddDncEntries:
                       region: str | None = None) -> AddedEntries:
         await _load_list(self.dnc, actor, list_id)
         numbers = normalize_all(self.phones, phone_numbers, "phone_numbers", region)
-        added = await self.dnc.add_entries(actor.organization_id, list_id, [(n, reason) for n in numbers],
-                                           self.clock.now())
+        now = self.clock.now()
+        added = await self.dnc.add_entries(actor.organization_id, list_id, [(n, reason) for n in numbers], now)
+        if added:
+            await self.dnc.touch_list(actor.organization_id, list_id, now)
         return AddedEntries(list_id, len(phone_numbers), added, len(numbers) - added, [])
 
 
@@ -160,7 +162,10 @@ class ImportDncCsv:
                 details={"validation_errors": {"file": "no valid phone number"},
                          "rows": [{"line": p.line, "value": p.value, "error": p.error} for p in problems[:100]]},
             )
-        added = await self.dnc.add_entries(actor.organization_id, list_id, list(entries.items()), self.clock.now())
+        now = self.clock.now()
+        added = await self.dnc.add_entries(actor.organization_id, list_id, list(entries.items()), now)
+        if added:
+            await self.dnc.touch_list(actor.organization_id, list_id, now)
         problems.sort(key=lambda p: p.line)
         return AddedEntries(list_id, received, added, len(entries) - added, problems)
 
@@ -175,14 +180,15 @@ class ListDncEntries:
 
 
 class RemoveDncEntry:
-    def __init__(self, uow: UnitOfWork, dnc: DncRepository, phones: PhoneNormalizer) -> None:
-        self.uow, self.dnc, self.phones = uow, dnc, phones
+    def __init__(self, uow: UnitOfWork, dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.uow, self.dnc, self.phones, self.clock = uow, dnc, phones, clock
 
     async def execute(self, actor: Actor, list_id: int, phone_number: str) -> None:
         await _load_list(self.dnc, actor, list_id)
         number = self.phones.normalize(phone_number)
         if number is None or not await self.dnc.remove_entry(actor.organization_id, list_id, number):
             raise NotFound("dnc entry", phone_number)
+        await self.dnc.touch_list(actor.organization_id, list_id, self.clock.now())
 
 
 @dataclass(frozen=True, slots=True)

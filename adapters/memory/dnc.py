@@ -77,6 +77,12 @@ class InMemoryDncRepository:
             del entries[(organization_id, phone_number)]
         return True
 
+    async def touch_list(self, organization_id: int, list_id: int, at: datetime) -> None:
+        lists = (await self.uow.tables())["dnc_lists"]
+        found = lists.get(list_id)
+        if found is not None and found.organization_id == organization_id:
+            lists[list_id] = replace(found, updated_at=at)
+
 
 class InMemoryDncScreener:
     def __init__(self, uow: InMemoryUnitOfWork) -> None:

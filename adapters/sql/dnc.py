@@ -123,6 +123,11 @@ class SqlDncRepository:
             dnc_entries.c.phone_number == phone_number))
         return bool(result.rowcount)
 
+    async def touch_list(self, organization_id: int, list_id: int, at: datetime) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(dnc_lists.update().where(
+            dnc_lists.c.organization_id == organization_id, dnc_lists.c.id == list_id).values(updated_at=at))
+
 
 class SqlDncScreener:
     def __init__(self, uow: SqlUnitOfWork) -> None:

@@ -32,6 +32,10 @@ class DncRepository(Protocol):
 
     async def remove_entry(self, organization_id: int, list_id: int, phone_number: str) -> bool: ...
 
+    async def touch_list(self, organization_id: int, list_id: int, at: datetime) -> None:
+        """Set the list's updated_at (its entries changed)."""
+        ...
+
 
 class DncScreener(Protocol):
     """The single screening call of every dial path (calls, campaigns, leads, SMS)."""

@@ -143,6 +143,10 @@ async def test_dnc_lists_entries_and_screening(container: Any) -> None:
         assert await dnc.remove_entry(org, a.id, "+14155550101") is True
         assert await dnc.remove_entry(org, a.id, "+14155550101") is False
         assert await dnc.remove_entry(other, a.id, "+14155550100") is False
+        await dnc.touch_list(org, a.id, NOW + timedelta(hours=1))
+        await dnc.touch_list(other, b.id, NOW + timedelta(hours=2))  # another organization's list: no effect
+        assert (await dnc.get_list(org, a.id)).updated_at == NOW + timedelta(hours=1)
+        assert (await dnc.get_list(org, b.id)).updated_at == NOW
         await dnc.delete_list(org, b.id)
         await (await r.get(UnitOfWork)).commit()
     async with container() as r:

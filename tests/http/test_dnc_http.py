@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.conftest import Api
+from adapters.memory.clock import ManualClock
+from tests.conftest import Api, ApiFactory
 
 
 async def _list(api: Api, headers: dict[str, str], name: str = "Opt-outs") -> dict:
@@ -117,3 +118,39 @@ async def test_lists_belong_to_their_organization_and_need_dnc_scopes(api: Api) 
     assert denied.status_code == 403 and denied.json()["error"]["code"] == "INSUFFICIENT_SCOPE"
     writer = await api.key_for(a.organization_id, ("dnc:write",))
     assert (await api.client.get("/v2/dnc/lists", headers=writer.headers)).status_code == 403
+
+
+async def test_adding_and_removing_entries_moves_the_lists_updated_at(make_api: ApiFactory, sql_url: str) -> None:
+    clock = ManualClock()
+    api = await make_api(sql_url, clock=clock)
+    t = await api.tenant()
+    dnc = await _list(api, t.headers)
+
+    async def updated_at() -> str:
+        return (await api.client.get(f"/v2/dnc/lists/{dnc['id']}", headers=t.headers)).json()["data"]["updated_at"]
+
+    created_at = await updated_at()
+    clock.advance(minutes=1)
+    added = await api.client.post(f"/v2/dnc/lists/{dnc['id']}/entries", json={"phone_numbers": ["+14155550100"]},
+                                  headers=t.headers)
+    assert added.status_code == 201
+    after_add = await updated_at()
+    assert after_add > created_at
+    clock.advance(minutes=1)
+    nothing_new = await api.client.post(f"/v2/dnc/lists/{dnc['id']}/entries",
+                                        json={"phone_numbers": ["+14155550100"]}, headers=t.headers)
+    assert nothing_new.json()["data"]["added"] == 0
+    assert await updated_at() == after_add  # nothing changed
+    clock.advance(minutes=1)
+    imported = await api.client.post(f"/v2/dnc/lists/{dnc['id']}/entries/import", content=b"+14155550101\n",
+                                     headers={**t.headers, "Content-Type": "text/csv"})
+    assert imported.status_code == 201, imported.text
+    after_import = await updated_at()
+    assert after_import > after_add
+    clock.advance(minutes=1)
+    removed = await api.client.delete(f"/v2/dnc/lists/{dnc['id']}/entries/+14155550100", headers=t.headers)
+    assert removed.status_code == 204
+    after_remove = await updated_at()
+    assert after_remove > after_import
+    listed = (await api.client.get("/v2/dnc/lists", headers=t.headers)).json()["data"]
+    assert [x["updated_at"] for x in listed] == [after_remove]
