@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -119,14 +120,34 @@ def placeholders(text: str) -> set[str]:
     return set(PLACEHOLDER_RE.findall(text or ""))
 
 
+def spoken(value: Any) -> str:
+    """A placeholder value as it is said (a JSON value from custom_data): a string as it is; true/false;
+    a number without a needless fraction (3.0 -> "3", 2.5 -> "2.5"); a list as its items joined with ", "
+    (null items left out); an object as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return ", ".join(spoken(item) for item in value if item is not None)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return str(value)
+
+
 def render(text: str, values: dict[str, Any]) -> tuple[str, set[str]]:
-    """Fill ``{{name}}`` placeholders; returns the text and the names left unresolved."""
+    """Fill ``{{name}}`` placeholders with :func:`spoken` values; returns the text and the names left
+    unresolved (absent or null)."""
     missing: set[str] = set()
 
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)
         if name in values and values[name] is not None:
-            return str(values[name])
+            return spoken(values[name])
         missing.add(name)
         return match.group(0)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from application.ports.telephony import DialRequest
+from domain.agents import spoken
 
 MS_PER_WORD = 380
 GAP_MS = 700
@@ -36,7 +37,7 @@ def _custom_lines(custom_data: dict[str, Any]) -> list[tuple[str, str]]:
     for key, value in custom_data.items():
         if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
             label = key.replace("_", " ").strip()
-            lines.append((f"I have your {label} as {value}. Is that correct?", "Yes, that's correct."))
+            lines.append((f"I have your {label} as {spoken(value)}. Is that correct?", "Yes, that's correct."))
         if len(lines) == 3:
             break
     return lines

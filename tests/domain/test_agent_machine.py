@@ -45,3 +45,16 @@ def test_archived_is_terminal() -> None:
 def test_render_reports_missing_placeholders() -> None:
     text, missing = render("Hi {{contact_name}}, about {{ topic }} and {{x}}", {"contact_name": "Ann", "topic": "T"})
     assert text.startswith("Hi Ann, about T and") and missing == {"x"}
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("as is ", "as is "), (True, "true"), (False, "false"), (0, "0"), (-12, "-12"), (3.0, "3"), (2.5, "2.5"),
+    (1e20, "100000000000000000000"), (0.1, "0.1"), ([1, "b", None, [2.0, 3]], "1, b, 2, 3"), ([], ""),
+    ({"a": 1, "b": [True, None], "c": "é"}, '{"a":1,"b":[true,null],"c":"é"}'),
+])
+def test_placeholder_values_are_spoken_as_people_read_them(value: object, said: str) -> None:
+    assert render("{{v}}", {"v": value}) == (said, set())
+
+
+def test_a_null_placeholder_value_is_unresolved() -> None:
+    assert render("Hi {{v}}", {"v": None}) == ("Hi {{v}}", {"v"})

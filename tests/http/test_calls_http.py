@@ -125,6 +125,27 @@ async def test_conversation_follows_the_agent_and_custom_data(make_api: ApiFacto
     assert call["outcome"] == "conversation_completed" and call["duration_seconds"] > 5
 
 
+async def test_custom_data_values_are_spoken_as_people_read_them(make_api: ApiFactory, sql_url: str) -> None:
+    api = await make_api(sql_url, clock=ManualClock(START))
+    t = await api.tenant()
+    agent = await active_agent(api, t, prompt="Confirm the order. Be brief.",
+                               first_message="Hi {{contact_name}}: {{count}} items, {{total}} dollars, rate {{rate}}, "
+                                             "vip {{vip}}, tags {{tags}}, address {{address}}, note {{note}}.")
+    created = await place(api, t, agent, "+14155550100", custom_data={
+        "count": 3, "total": 3.0, "rate": 2.5, "vip": True, "tags": ["red", 2, None, False],
+        "address": {"city": "Paris", "zip": "75001"}, "note": ""})
+    assert created.status_code == 201, created.text
+    await finish_calls(api, t.organization_id)
+    call = (await api.client.get(f"/v2/calls/{created.json()['data']['id']}", headers=t.headers)).json()["data"]
+    turns = (await api.client.get(f"/v2/call-logs/{call['call_log_id']}/transcript", headers=t.headers)).json()["data"]
+    assert turns[0]["text"] == ('Hi Ada: 3 items, 3 dollars, rate 2.5, vip true, tags red, 2, false, '
+                                'address {"city":"Paris","zip":"75001"}, note .')
+    assert any(turn["text"] == "I have your total as 3. Is that correct?" for turn in turns)
+    refused = await place(api, t, agent, "+14155550100", custom_data={
+        "count": None, "total": 1, "rate": 1, "vip": False, "tags": [], "address": {}, "note": "n"})
+    assert refused.status_code == 400 and refused.json()["error"]["details"]["missing_placeholders"] == ["count"]
+
+
 async def test_max_call_duration_ends_the_call(make_api: ApiFactory, sqlite_url: str) -> None:
     api = await make_api(sqlite_url, clock=ManualClock(START))
     t = await api.tenant()
