@@ -2,7 +2,8 @@
 
 The scheduling bookers drive the in-house scheduling use cases; the composition root hands them those use
 cases and the command type, so this module does not depend on the scheduling feature being installed.
-``NoAppointmentBooker`` never books.
+``NoAppointmentBooker`` never books. A booking carries its calendar's ``timezone``: the agent confirms it in
+the calendar's local time.
 """
 
 from __future__ import annotations
@@ -15,14 +16,23 @@ from application.context import Actor
 from domain.calls import iso
 
 
-def _booking(appointment: Any, calendar_id: int) -> dict[str, Any]:
+def _booking(appointment: Any, calendar_id: int, timezone: str | None) -> dict[str, Any]:
     return {
         "appointment_id": getattr(appointment, "id", None),
         "calendar_id": calendar_id,
         "slot_start": iso(getattr(appointment, "slot_start", None)),
         "slot_end": iso(getattr(appointment, "slot_end", None)),
         "status": getattr(appointment, "status", None),
+        "timezone": timezone,
     }
+
+
+async def _timezone(get_calendar: Any, actor: Actor, calendar_id: int) -> str | None:
+    """The calendar's IANA time zone (``GetCalendar``), None when it cannot be read."""
+    if get_calendar is None:
+        return None
+    calendar = await get_calendar.execute(actor, calendar_id)
+    return getattr(calendar, "timezone", None)
 
 
 def _notes(call_id: str) -> str:
@@ -39,8 +49,10 @@ class NoAppointmentBooker:
 class SchedulingAppointmentBooker:
     """``NextOpenSlot`` then ``BookAppointment``, as the organization itself (a system actor)."""
 
-    def __init__(self, next_open_slot: Any, book_appointment: Any, make_command: Callable[..., Any]) -> None:
+    def __init__(self, next_open_slot: Any, book_appointment: Any, make_command: Callable[..., Any],
+                 get_calendar: Any = None) -> None:
         self.next_open_slot, self.book_appointment, self.make_command = next_open_slot, book_appointment, make_command
+        self.get_calendar = get_calendar
 
     async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
                              attendee_name: str | None, attendee_phone: str | None,
@@ -53,21 +65,24 @@ class SchedulingAppointmentBooker:
             actor=actor, calendar_id=calendar_id, slot_start=slot, attendee_name=attendee_name,
             attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
         ))
-        return _booking(appointment, calendar_id)
+        return _booking(appointment, calendar_id, await _timezone(self.get_calendar, actor, calendar_id))
 
 
 class AtomicSchedulingAppointmentBooker:
     """``BookNextOpenSlot``: finds and books the first open slot under the calendar's lock (no race between
     finding and booking)."""
 
-    def __init__(self, book_next_open_slot: Any, make_command: Callable[..., Any]) -> None:
-        self.book_next_open_slot, self.make_command = book_next_open_slot, make_command
+    def __init__(self, book_next_open_slot: Any, make_command: Callable[..., Any], get_calendar: Any = None) -> None:
+        self.book_next_open_slot, self.make_command, self.get_calendar = book_next_open_slot, make_command, get_calendar
 
     async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
                              attendee_name: str | None, attendee_phone: str | None,
                              call_id: str) -> dict[str, Any] | None:
+        actor = Actor.system(organization_id)
         appointment = await self.book_next_open_slot.execute(self.make_command(
-            actor=Actor.system(organization_id), calendar_id=calendar_id, after=after, attendee_name=attendee_name,
+            actor=actor, calendar_id=calendar_id, after=after, attendee_name=attendee_name,
             attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
         ))
-        return _booking(appointment, calendar_id) if appointment is not None else None
+        if appointment is None:
+            return None
+        return _booking(appointment, calendar_id, await _timezone(self.get_calendar, actor, calendar_id))

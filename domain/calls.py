@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from domain.errors import InvalidTransition
 from domain.state_machine import TransitionTable
@@ -233,6 +234,25 @@ class CallLog:
 def iso(value: datetime | None) -> str | None:
     """RFC 3339 in UTC with a trailing Z (as the HTTP layer renders datetimes)."""
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def spoken_time(value: datetime, tz_name: str | None) -> str:
+    """An instant as an agent says it to a caller, in the zone ``tz_name``: "Tuesday, March 3 at 2:30 PM".
+    Without a usable zone it is said in UTC, and says so ("... at 2:30 PM UTC")."""
+    try:
+        zone = ZoneInfo(tz_name) if tz_name else None
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = None
+    local = value.astimezone(zone or UTC)
+    hour = local.hour % 12 or 12
+    said = (f"{_WEEKDAYS[local.weekday()]}, {_MONTHS[local.month - 1]} {local.day} at "
+            f"{hour}:{local.minute:02d} {'AM' if local.hour < 12 else 'PM'}")
+    return said if zone else f"{said} UTC"
 
 
 def outcome_of(status: str, end_reason: str | None, *, booked: bool = False, message_left: bool = False) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from application.ports.telephony import DialRequest
 from domain.agents import spoken
+from domain.calls import spoken_time
 
 MS_PER_WORD = 380
 GAP_MS = 700
@@ -44,8 +46,10 @@ def _custom_lines(custom_data: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def booking_text(result: dict[str, Any] | None) -> str:
+    """The agent's answer to the booking tool: the slot in the calendar's local time, in words."""
     if result and result.get("slot_start"):
-        return f"You're booked for {result['slot_start']}. You'll receive a confirmation shortly."
+        when = spoken_time(datetime.fromisoformat(result["slot_start"]), result.get("timezone"))
+        return f"You're booked for {when}. You'll receive a confirmation shortly."
     return "I'm sorry, I couldn't find an open slot right now. We'll call you back to arrange a time."
 
 

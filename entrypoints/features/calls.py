@@ -161,17 +161,22 @@ def booking_provider() -> Provider:
     scheduling = importlib.import_module("application.scheduling")
 
     if hasattr(scheduling, "BookNextOpenSlot"):
-        def booker(book_next_open_slot: Any) -> AppointmentBooker:
-            return AtomicSchedulingAppointmentBooker(book_next_open_slot, scheduling.BookNextOpenSlotCommand)
+        def booker(book_next_open_slot: Any, get_calendar: Any) -> AppointmentBooker:
+            return AtomicSchedulingAppointmentBooker(book_next_open_slot, scheduling.BookNextOpenSlotCommand,
+                                                     get_calendar)
 
         # real annotation objects: this module's annotations are strings and the scheduling types are local
-        booker.__annotations__ = {"book_next_open_slot": scheduling.BookNextOpenSlot, "return": AppointmentBooker}
+        booker.__annotations__ = {"book_next_open_slot": scheduling.BookNextOpenSlot,
+                                  "get_calendar": scheduling.GetCalendar, "return": AppointmentBooker}
     else:
-        def booker(next_open_slot: Any, book_appointment: Any) -> AppointmentBooker:  # type: ignore[misc]
-            return SchedulingAppointmentBooker(next_open_slot, book_appointment, scheduling.BookAppointmentCommand)
+        def booker(next_open_slot: Any, book_appointment: Any,  # type: ignore[misc]
+                   get_calendar: Any) -> AppointmentBooker:
+            return SchedulingAppointmentBooker(next_open_slot, book_appointment, scheduling.BookAppointmentCommand,
+                                               get_calendar)
 
         booker.__annotations__ = {"next_open_slot": scheduling.NextOpenSlot,
-                                  "book_appointment": scheduling.BookAppointment, "return": AppointmentBooker}
+                                  "book_appointment": scheduling.BookAppointment,
+                                  "get_calendar": scheduling.GetCalendar, "return": AppointmentBooker}
     provider = Provider()
     provider.provide(booker, scope=Scope.REQUEST)
     return provider

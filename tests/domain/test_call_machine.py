@@ -18,6 +18,7 @@ from domain.calls import (
     outcome_of,
     render_values,
     simulator_scenario,
+    spoken_time,
 )
 from domain.errors import InvalidTransition
 
@@ -160,3 +161,15 @@ class CallLifecycle(RuleBasedStateMachine):
 
 TestCallLifecycle = CallLifecycle.TestCase
 TestCallLifecycle.settings = settings(max_examples=200, stateful_step_count=12, deadline=None)
+
+
+@pytest.mark.parametrize(("instant", "zone", "said"), [
+    ("2026-03-03T13:30:00+00:00", "Europe/Berlin", "Tuesday, March 3 at 2:30 PM"),
+    ("2026-03-03T11:00:00+00:00", "Europe/Berlin", "Tuesday, March 3 at 12:00 PM"),
+    ("2026-03-03T04:05:00+00:00", "America/New_York", "Monday, March 2 at 11:05 PM"),  # the day before, locally
+    ("2026-07-01T04:00:00+00:00", "America/New_York", "Wednesday, July 1 at 12:00 AM"),  # daylight saving time
+    ("2026-03-03T13:30:00+00:00", None, "Tuesday, March 3 at 1:30 PM UTC"),
+    ("2026-03-03T13:30:00+00:00", "Not/AZone", "Tuesday, March 3 at 1:30 PM UTC"),
+])
+def test_spoken_time_is_local_and_in_words(instant: str, zone: str | None, said: str) -> None:
+    assert spoken_time(datetime.fromisoformat(instant), zone) == said

@@ -464,6 +464,27 @@ async def test_finished_calls_record_billable_seconds(make_api: ApiFactory, sqli
     assert stats["total_minutes"] == round(sum(durations) / 60, 2)
 
 
+async def test_the_booking_is_confirmed_in_the_calendars_local_time(make_api: ApiFactory, sql_url: str) -> None:
+    api = await make_api(sql_url, clock=ManualClock(datetime(2026, 3, 2, 9, tzinfo=UTC)))  # Monday 10:00 in Berlin
+    t = await api.tenant()
+    calendar = await api.client.post("/v2/scheduling/calendars", json={
+        "name": "Berlin", "timezone": "Europe/Berlin", "slot_duration_minutes": 30}, headers=t.headers)
+    calendar_id = calendar.json()["data"]["id"]
+    rule = await api.client.post(f"/v2/scheduling/calendars/{calendar_id}/rules", json={
+        "weekday": 1, "start_time": "14:30", "end_time": "16:00"}, headers=t.headers)  # Tuesdays
+    assert rule.status_code == 201, rule.text
+    agent = await active_agent(api, t, calendar_id=calendar_id)
+    call_id = (await place(api, t, agent, "+1555010006")).json()["data"]["id"]
+    await finish_calls(api, t.organization_id)
+    call = (await api.client.get(f"/v2/calls/{call_id}", headers=t.headers)).json()["data"]
+    assert call["outcome"] == "appointment_booked"
+    booked = (await api.client.get("/v2/scheduling/appointments", headers=t.headers)).json()["data"][0]
+    assert booked["slot_start"] == "2026-03-03T13:30:00Z"
+    turns = (await api.client.get(f"/v2/call-logs/{call['call_log_id']}/transcript", headers=t.headers)).json()["data"]
+    said = [turn["text"] for turn in turns if "booked" in turn["text"]]
+    assert said == ["You're booked for Tuesday, March 3 at 2:30 PM. You'll receive a confirmation shortly."]
+
+
 async def test_number_06_books_the_next_open_slot(make_api: ApiFactory, sql_url: str) -> None:
     api = await make_api(sql_url, clock=ManualClock(START))
     t = await api.tenant()
@@ -488,7 +509,7 @@ async def test_number_06_books_the_next_open_slot(make_api: ApiFactory, sql_url:
     assert booked["status"] == "confirmed" and booked["slot_start"].startswith("2026-01-05T10:00")
     assert booked["attendee_name"] == "Ada" and booked["attendee_phone"] == "+1555010006"
     log = (await api.client.get(f"/v2/call-logs/{call['call_log_id']}", headers=t.headers)).json()["data"]
-    assert any("booked for 2026-01-05T10:00:00Z" in turn["text"] for turn in log["transcript"])
+    assert any("booked for Monday, January 5 at 10:00 AM." in turn["text"] for turn in log["transcript"])
     assert "appointment was booked" in log["summary"]
     kinds = [kind for kind, data in await outbox(api, t.organization_id, prefix="")
              if data.get("id") == call_id or kind == "appointment.booked"]

@@ -95,10 +95,14 @@ async def test_booking_waits_for_the_tool_and_reports_its_answer() -> None:
     assert [s.kind for s in first.signals] == ["answered", "tool"] and first.signals[-1].tool == "book_appointment"
     again = await sim.poll(first.handle, LATER)  # nothing moves until the tool answers
     assert [s.kind for s in again.signals] == ["tool"]
-    resumed = await sim.resume(first.handle, "book_appointment", {"slot_start": "2026-01-06T10:00:00Z"})
+    booking = {"slot_start": "2026-01-06T10:00:00Z", "timezone": "Europe/Berlin"}
+    resumed = await sim.resume(first.handle, "book_appointment", booking)
     ended = (await sim.poll(resumed, LATER)).signals[-1]
-    assert ended.status == "completed" and ended.details["booking"] == {"slot_start": "2026-01-06T10:00:00Z"}
-    assert any("booked for 2026-01-06T10:00:00Z" in t["text"] for t in ended.transcript)
+    assert ended.status == "completed" and ended.details["booking"] == booking
+    assert any("booked for Tuesday, January 6 at 11:00 AM." in t["text"] for t in ended.transcript)
+    without_zone = await sim.resume(first.handle, "book_appointment", {"slot_start": "2026-01-06T10:00:00Z"})
+    assert any("booked for Tuesday, January 6 at 10:00 AM UTC." in t["text"]
+               for t in (await sim.poll(without_zone, LATER)).signals[-1].transcript)
     no_calendar = (await run(sim, "+1555010006"))
     assert [s.kind for s in no_calendar] == ["answered", "ended"]
     assert any("couldn't find an open slot" in t["text"] for t in no_calendar[-1].transcript)
