@@ -14,7 +14,7 @@ from application.ports.accounts import ApiKeyRepository, OrganizationRepository,
 from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
 from domain import api_keys as keyfmt
 from domain.api_keys import ApiKey
-from domain.errors import Conflict, DomainError, NotFound, SubOrgForbidden, ValidationFailed
+from domain.errors import Conflict, DomainError, InsufficientScope, NotFound, SubOrgForbidden, ValidationFailed
 from domain.organizations import ORG_TYPES, PLANS, Organization, check_sub_org_access
 from domain.patching import apply_patch
 from domain.scopes import ScopeSet, normalise
@@ -225,6 +225,13 @@ async def _store_new_key(keys: ApiKeyRepository, random: Random, organization_id
     return IssuedKey(stored, secret)
 
 
+def _require_every_scope_of(actor: Actor, key: ApiKey) -> None:
+    """Managing a key (rotate, revoke) needs every scope it holds, as issuing one does: a narrow key
+    must not take over, or cut short, a broader one."""
+    if not actor.scopes.covers(key.scopes):
+        raise InsufficientScope("This key cannot manage a key holding scopes it does not hold")
+
+
 async def _enterprise(orgs: OrganizationRepository, actor: Actor, *plans: str) -> None:
     org = await orgs.get(actor.organization_id)
     if org is None:
@@ -251,6 +258,7 @@ class ManageApiKeys:
 
     async def revoke(self, actor: Actor, key_id: int) -> None:
         key = await self.get(actor, key_id)
+        _require_every_scope_of(actor, key)
         if key.status != "revoked":
             await self.keys.update(key.revoked())
 
@@ -274,6 +282,7 @@ class RotateApiKey:
         key = await self.keys.get(actor.organization_id, key_id)
         if key is None:
             raise NotFound("api key", key_id)
+        _require_every_scope_of(actor, key)
         now = self.clock.now()
         if not key.is_usable(now):
             raise Conflict("a revoked or expired key cannot be rotated")
@@ -281,7 +290,7 @@ class RotateApiKey:
             raise Conflict("this key was already rotated; rotate its successor instead",
                            details={"rotated_to_id": key.rotated_to_id})
         issued = await _store_new_key(self.keys, self.random, key.organization_id, key.name, key.scopes,
-                                      now, key.expires_at, lineage_id=key.lineage_id or key.id)
+                                      now, key.expires_at, lineage_id=key.lineage)
         old_expiry = now + grace
         if key.expires_at is not None and key.expires_at < old_expiry:
             old_expiry = key.expires_at

@@ -13,6 +13,7 @@ class Actor:
     key_organization_id: int      # the organization that owns the credential
     key_id: int | None
     scopes: ScopeSet
+    key_lineage_id: int | None = None  # the key's rotation chain (a successor shares its predecessor's)
 
     @classmethod
     def system(cls, organization_id: int) -> Actor:

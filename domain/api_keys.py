@@ -79,6 +79,11 @@ class ApiKey:
     lineage_id: int | None  # id of the first key of a rotation chain (its own id when new)
     rotated_to_id: int | None = None
 
+    @property
+    def lineage(self) -> int | None:
+        """The rotation chain this key belongs to (a new key starts its own)."""
+        return self.lineage_id or self.id
+
     def is_usable(self, now: datetime) -> bool:
         return self.status == "active" and (self.expires_at is None or now < self.expires_at)
 

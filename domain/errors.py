@@ -78,6 +78,12 @@ class BlockedAddress(DomainError):
     code = "blocked_address"
 
 
+class InsufficientScope(DomainError):
+    """The calling key lacks a scope the operation needs (403), e.g. every scope of a key it manages."""
+
+    code = "INSUFFICIENT_SCOPE"
+
+
 class Forbidden(DomainError):
     """A credential of its own (a signed link, a token) that does not hold (403)."""
 

@@ -15,6 +15,8 @@ from domain.errors import ValidationFailed
 MAX_KEY_LENGTH = 255
 REPLAY_WINDOW = timedelta(hours=24)
 STALE_CLAIM = timedelta(seconds=60)
+# the largest request body a key covers: it is read whole and fingerprinted before the handler runs
+MAX_BODY_BYTES = 1024 * 1024
 # statuses a handler may produce that are stored and replayed (besides every 2xx)
 REPLAYABLE_CLIENT_ERRORS = frozenset({404, 409, 422})
 
@@ -32,11 +34,16 @@ class StoredResponse:
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes
+    sealed: bool = False  # body is the encrypted form of the response's body (it carries a secret)
 
 
 @dataclass(frozen=True, slots=True)
 class IdempotencyRecord:
+    """Scoped to (organization, API-key lineage, key): another key of the organization never sees it,
+    a rotated successor of the key that stored it does."""
+
     organization_id: int
+    lineage_id: int
     key: str
     fingerprint: str
     created_at: datetime

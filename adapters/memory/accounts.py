@@ -119,39 +119,44 @@ class InMemoryUserRepository:
         return tables["users"].get(email)
 
 
+def _slot(record: IdempotencyRecord) -> tuple[int, int, str]:
+    return record.organization_id, record.lineage_id, record.key
+
+
 class InMemoryIdempotencyStore:
     def __init__(self, uow: InMemoryUnitOfWork) -> None:
         self.uow = uow
 
-    async def get(self, organization_id: int, key: str) -> IdempotencyRecord | None:
-        return (await self.uow.tables())["idempotency"].get((organization_id, key))
+    async def get(self, organization_id: int, lineage_id: int, key: str) -> IdempotencyRecord | None:
+        return (await self.uow.tables())["idempotency"].get((organization_id, lineage_id, key))
 
     async def insert_if_absent(self, record: IdempotencyRecord) -> bool:
         table = (await self.uow.tables())["idempotency"]
-        if (record.organization_id, record.key) in table:
+        if _slot(record) in table:
             return False
-        table[(record.organization_id, record.key)] = record
+        table[_slot(record)] = record
         return True
 
     async def take_over(self, previous: IdempotencyRecord, record: IdempotencyRecord) -> bool:
         table = (await self.uow.tables())["idempotency"]
-        current = table.get((previous.organization_id, previous.key))
+        current = table.get(_slot(previous))
         if current is None or current.token != previous.token:
             return False
-        table[(record.organization_id, record.key)] = record
+        table[_slot(record)] = record
         return True
 
-    async def complete(self, organization_id: int, key: str, token: str, response: StoredResponse) -> None:
-        table = (await self.uow.tables())["idempotency"]
-        current = table.get((organization_id, key))
+    async def complete(self, organization_id: int, lineage_id: int, key: str, token: str,
+                       response: StoredResponse) -> None:
+        table, slot = (await self.uow.tables())["idempotency"], (organization_id, lineage_id, key)
+        current = table.get(slot)
         if current is not None and current.token == token:
-            table[(organization_id, key)] = replace(current, locked_at=None, response=response)
+            table[slot] = replace(current, locked_at=None, response=response)
 
-    async def release(self, organization_id: int, key: str, token: str) -> None:
-        table = (await self.uow.tables())["idempotency"]
-        current = table.get((organization_id, key))
+    async def release(self, organization_id: int, lineage_id: int, key: str, token: str) -> None:
+        table, slot = (await self.uow.tables())["idempotency"], (organization_id, lineage_id, key)
+        current = table.get(slot)
         if current is not None and current.token == token:
-            del table[(organization_id, key)]
+            del table[slot]
 
     async def purge_expired(self, before: datetime) -> int:
         table = (await self.uow.tables())["idempotency"]

@@ -243,53 +243,62 @@ def _record(row: Any) -> IdempotencyRecord:
     response = None
     if row.response_status is not None:
         headers = tuple((str(k), str(v)) for k, v in (row.response_headers or []))
-        response = StoredResponse(row.response_status, headers, bytes(row.response_body or b""))
-    return IdempotencyRecord(row.organization_id, row.key, row.fingerprint, row.created_at, row.locked_at,
-                             row.token, response)
+        response = StoredResponse(row.response_status, headers, bytes(row.response_body or b""),
+                                  bool(row.response_sealed))
+    return IdempotencyRecord(row.organization_id, row.lineage_id, row.key, row.fingerprint, row.created_at,
+                             row.locked_at, row.token, response)
 
 
 class SqlIdempotencyStore:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
 
-    def _where(self, organization_id: int, key: str) -> Any:
-        return sa.and_(idempotency_keys.c.organization_id == organization_id, idempotency_keys.c.key == key)
+    def _where(self, organization_id: int, lineage_id: int, key: str) -> Any:
+        return sa.and_(idempotency_keys.c.organization_id == organization_id,
+                       idempotency_keys.c.lineage_id == lineage_id, idempotency_keys.c.key == key)
 
-    async def get(self, organization_id: int, key: str) -> IdempotencyRecord | None:
+    async def get(self, organization_id: int, lineage_id: int, key: str) -> IdempotencyRecord | None:
         conn = await self.uow.connection()
-        row = (await conn.execute(sa.select(idempotency_keys).where(self._where(organization_id, key)))).first()
+        row = (await conn.execute(sa.select(idempotency_keys).where(
+            self._where(organization_id, lineage_id, key)))).first()
         return _record(row) if row else None
 
     async def insert_if_absent(self, record: IdempotencyRecord) -> bool:
         conn = await self.uow.connection()
         stmt = insert(idempotency_keys, self.uow.dialect).values(
-            organization_id=record.organization_id, key=record.key, fingerprint=record.fingerprint,
-            token=record.token, created_at=record.created_at, locked_at=record.locked_at,
-        ).on_conflict_do_nothing(index_elements=["organization_id", "key"]).returning(idempotency_keys.c.key)
+            organization_id=record.organization_id, lineage_id=record.lineage_id, key=record.key,
+            fingerprint=record.fingerprint, token=record.token, created_at=record.created_at,
+            locked_at=record.locked_at,
+        ).on_conflict_do_nothing(index_elements=["organization_id", "lineage_id", "key"]).returning(
+            idempotency_keys.c.key)
         return (await conn.execute(stmt)).first() is not None
 
     async def take_over(self, previous: IdempotencyRecord, record: IdempotencyRecord) -> bool:
         conn = await self.uow.connection()
         result = await conn.execute(
             idempotency_keys.update()
-            .where(self._where(previous.organization_id, previous.key), idempotency_keys.c.token == previous.token)
+            .where(self._where(previous.organization_id, previous.lineage_id, previous.key),
+                   idempotency_keys.c.token == previous.token)
             .values(fingerprint=record.fingerprint, token=record.token, created_at=record.created_at,
-                    locked_at=record.locked_at, response_status=None, response_headers=None, response_body=None)
+                    locked_at=record.locked_at, response_status=None, response_headers=None, response_body=None,
+                    response_sealed=False)
         )
         return result.rowcount == 1
 
-    async def complete(self, organization_id: int, key: str, token: str, response: StoredResponse) -> None:
+    async def complete(self, organization_id: int, lineage_id: int, key: str, token: str,
+                       response: StoredResponse) -> None:
         conn = await self.uow.connection()
         await conn.execute(
             idempotency_keys.update()
-            .where(self._where(organization_id, key), idempotency_keys.c.token == token)
+            .where(self._where(organization_id, lineage_id, key), idempotency_keys.c.token == token)
             .values(locked_at=None, response_status=response.status,
-                    response_headers=[list(h) for h in response.headers], response_body=response.body)
+                    response_headers=[list(h) for h in response.headers], response_body=response.body,
+                    response_sealed=response.sealed)
         )
 
-    async def release(self, organization_id: int, key: str, token: str) -> None:
+    async def release(self, organization_id: int, lineage_id: int, key: str, token: str) -> None:
         conn = await self.uow.connection()
-        await conn.execute(idempotency_keys.delete().where(self._where(organization_id, key),
+        await conn.execute(idempotency_keys.delete().where(self._where(organization_id, lineage_id, key),
                                                            idempotency_keys.c.token == token))
 
     async def purge_expired(self, before: datetime) -> int:

@@ -95,6 +95,7 @@ idempotency_keys = sa.Table(
     "idempotency_keys",
     metadata,
     sa.Column("organization_id", BigId, nullable=False),
+    sa.Column("lineage_id", BigId, nullable=False),  # the API-key lineage that stored it (migration 0110)
     sa.Column("key", sa.String(255), nullable=False),
     sa.Column("fingerprint", sa.String(600), nullable=False),
     sa.Column("token", sa.String(64), nullable=False),
@@ -102,8 +103,9 @@ idempotency_keys = sa.Table(
     sa.Column("locked_at", UtcDateTime, nullable=True),
     sa.Column("response_status", sa.Integer, nullable=True),
     sa.Column("response_headers", Json, nullable=True),
-    sa.Column("response_body", sa.LargeBinary, nullable=True),
-    sa.PrimaryKeyConstraint("organization_id", "key"),
+    sa.Column("response_body", sa.LargeBinary, nullable=True),  # sealed when response_sealed
+    sa.Column("response_sealed", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.PrimaryKeyConstraint("organization_id", "lineage_id", "key"),
     sa.Index("ix_idempotency_keys_created_at", "created_at"),
 )
 

@@ -1,4 +1,5 @@
-"""The outermost ASGI layer: request ids and the /v2 -> /api/v2 rewrite, before routing."""
+"""The outermost ASGI layer: request ids, headers every response carries, and the /v2 -> /api/v2
+rewrite, before routing."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ API_PREFIX = "/api/v2"
 PRIMARY_PREFIX = "/v2"
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _NUL_IN_QUERY = re.compile(rb"%00|\x00")
+# on every response, whoever answers (routes, the pipeline, routing errors, 500s)
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+_SET_HERE = {b"x-request-id", _NOSNIFF[0]}
 
 
 def _nul_location(scope: Scope) -> str | None:
@@ -60,12 +64,12 @@ def wrap(app: ASGIApp) -> ASGIApp:
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         state["original_path"] = original
-        header = (b"x-request-id", request_id.encode())
+        own = [(b"x-request-id", request_id.encode()), _NOSNIFF]
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
-                message = {**message, "headers": [*headers, header]}
+                headers = [h for h in message.get("headers", []) if h[0].lower() not in _SET_HERE]
+                message = {**message, "headers": [*headers, *own]}
             await send(message)
 
         try:

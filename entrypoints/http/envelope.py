@@ -76,6 +76,7 @@ STATUS_BY_ERROR: list[tuple[type[de.DomainError], int]] = [
     (de.DncBlocked, 422),
     (de.UpstreamFetchFailed, 502),
     (de.Forbidden, 403),
+    (de.InsufficientScope, 403),
     (de.Unavailable, 503),
 ]
 

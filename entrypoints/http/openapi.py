@@ -2,10 +2,11 @@
 with what the request pipeline adds around every handler.
 
 - Request bodies whose struct rejects unknown fields (400) say ``additionalProperties: false``.
-- Every response documents ``X-Request-Id``; every response of an authenticated operation except 401
-  documents the rate-limit headers (required but on 400 and 404, which can also come before
-  authentication), and the optional key-expiry ones; 429 documents ``Retry-After``;
-  operations that honour ``Idempotency-Key`` document ``Idempotency-Replayed`` on what a replay can return.
+- Every response documents ``X-Request-Id`` and ``X-Content-Type-Options``; every response of an
+  authenticated operation except 401 documents the rate-limit headers (required but on 400 and 404,
+  which can also come before authentication), and the optional key-expiry ones; 429 documents
+  ``Retry-After``; operations that honour ``Idempotency-Key`` document ``Idempotency-Replayed`` on what a
+  replay can return; operations whose response carries a secret document ``Cache-Control``.
 
 Built on first request and kept for the life of the process (every app of a process serves the
 same routes), so creating an app stays cheap.
@@ -19,8 +20,9 @@ import msgspec
 from litestar import Litestar
 from litestar._openapi.plugin import OpenAPIPlugin
 
+from domain.idempotency import MAX_BODY_BYTES
 from entrypoints.http import asgi
-from entrypoints.http.routing import access_of
+from entrypoints.http.routing import Access, access_of
 
 _cache: dict[tuple[str, ...], bytes] = {}
 
@@ -40,13 +42,18 @@ HEADERS: dict[str, dict[str, Any]] = {
     "Idempotency-Replayed": {"description": "true when this is the stored response of an earlier request "
                                             "with the same Idempotency-Key", "schema": {"type": "string",
                                                                                         "enum": ["true"]}},
+    "X-Content-Type-Options": {"description": "Always nosniff: a client must not guess another media type",
+                               "schema": {"type": "string", "enum": ["nosniff"]}},
+    "Cache-Control": {"description": "no-store: the response carries a secret (a key, a signing secret, a "
+                                     "token), which no cache may keep", "schema": {"type": "string",
+                                                                                  "enum": ["no-store"]}},
 }
 IDEMPOTENCY_KEY: dict[str, Any] = {
     "name": "Idempotency-Key", "in": "header", "required": False,
-    "description": "Makes the request safe to retry: a repeat with the same key and the same request within "
-                   "about 24 hours returns the stored response (Idempotency-Replayed: true) without acting "
-                   "again; with another request it is 422 idempotency_key_mismatch; while the first is still "
-                   "running it is 409 idempotency_key_in_use",
+    "description": "Makes the request safe to retry: a repeat with the same key and the same request, from the "
+                   "same API key (or a key rotated from it), within about 24 hours returns the stored response "
+                   "(Idempotency-Replayed: true) without acting again; with another request it is 422 "
+                   "idempotency_key_mismatch; while the first is still running it is 409 idempotency_key_in_use",
     "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"},
 }
 _RATE_LIMIT = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
@@ -80,24 +87,33 @@ def _build(app: Litestar) -> bytes:
     components = schema.setdefault("components", {})
     _close_strict_objects(components.get("schemas", {}))
     components["headers"] = HEADERS
-    idempotent = _idempotent_operations(app)
+    accesses = _accesses(app)
     for item in schema["paths"].values():
         for operation in item.values():
             if isinstance(operation, dict) and "responses" in operation:
-                if operation.get("operationId") in idempotent:
-                    operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
-                _document_headers(operation, operation.get("operationId") in idempotent)
+                access = accesses.get(operation.get("operationId", ""), Access())
+                if access.idempotent:
+                    operation.setdefault("parameters", []).append(_idempotency_key(access))
+                _document_headers(operation, access)
     return msgspec.json.encode(schema)
 
 
-def _idempotent_operations(app: Litestar) -> set[str]:
-    found = set()
+def _accesses(app: Litestar) -> dict[str, Access]:
+    found = {}
     for route in app.routes:
         for handler in getattr(route, "route_handlers", ()):
             access = access_of(handler.opt)
-            if access is not None and access.idempotent and isinstance(handler.operation_id, str):
-                found.add(handler.operation_id)
+            if access is not None and isinstance(handler.operation_id, str):
+                found[handler.operation_id] = access
     return found
+
+
+def _idempotency_key(access: Access) -> dict[str, Any]:
+    if not access.large_body:
+        return IDEMPOTENCY_KEY
+    return {**IDEMPOTENCY_KEY, "description": f"{IDEMPOTENCY_KEY['description']}. It covers request bodies up to "
+                                              f"{MAX_BODY_BYTES // 2**20} MB: a larger one sent with this header "
+                                              "gets 400 idempotency_unsupported"}
 
 
 def _strict_struct_names() -> set[str]:
@@ -128,12 +144,15 @@ def _ref(name: str, required: bool) -> dict[str, Any]:
     return {"$ref": f"#/components/headers/{name}"}
 
 
-def _document_headers(operation: dict[str, Any], idempotent: bool) -> None:
+def _document_headers(operation: dict[str, Any], access: Access) -> None:
     responses: dict[str, dict[str, Any]] = operation["responses"]
     authenticated = "401" in responses
     for status, response in responses.items():
         headers = response.setdefault("headers", {})
         headers["X-Request-Id"] = _ref("X-Request-Id", True)
+        headers["X-Content-Type-Options"] = _ref("X-Content-Type-Options", True)
+        if access.secret:  # set by the pipeline, so not on what is answered before routing
+            headers["Cache-Control"] = _ref("Cache-Control", status not in _BEFORE_AUTHENTICATION)
         if authenticated and status != "401":
             for name in _RATE_LIMIT:
                 headers[name] = _ref(name, status not in _BEFORE_AUTHENTICATION)
@@ -141,5 +160,5 @@ def _document_headers(operation: dict[str, Any], idempotent: bool) -> None:
                 headers[name] = _ref(name, False)
         if status == "429":
             headers["Retry-After"] = _ref("Retry-After", True)
-        if idempotent and status not in _NOT_REPLAYED:
+        if access.idempotent and status not in _NOT_REPLAYED:
             headers["Idempotency-Replayed"] = _ref("Idempotency-Replayed", False)

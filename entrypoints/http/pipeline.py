@@ -21,6 +21,7 @@ from application.accounts import Authenticate, AuthenticationFailed, ResolveActi
 from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, IdempotencyStore, RateLimiter
 from application.ports.platform import Clock, Random, UnitOfWork
+from application.ports.secrets import SecretBox, SecretUnreadable
 from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
@@ -31,7 +32,6 @@ from entrypoints.runtime import RateLimitPolicy
 
 log = logging.getLogger("parley.http")
 
-MAX_JSON_BODY = 1024 * 1024
 LAST_USED_PRECISION = timedelta(minutes=1)
 _REPLAYED_HEADERS = {"content-type", "location"}
 
@@ -112,7 +112,8 @@ class _Run:
                  access: Access) -> None:
         self.app, self.scope, self.receive, self.send = app, scope, receive, send
         self.container, self.access = container, access
-        self.extra_headers: list[tuple[bytes, bytes]] = []
+        # a response that can carry a secret is kept out of every cache
+        self.extra_headers: list[tuple[bytes, bytes]] = [(b"cache-control", b"no-store")] if access.secret else []
 
     async def reply(self, messages: list[Message]) -> None:
         await _send_all(self.send, messages, self.extra_headers)
@@ -189,12 +190,13 @@ class _Run:
                 await self.reply(_router_error(403, exc.code, exc.message))
                 return
             await uow.commit()
-        scope["state"]["actor"] = Actor(acting.id or 0, organization.id or 0, key.id, held)
+        actor = Actor(acting.id or 0, organization.id or 0, key.id, held, key.lineage)
+        scope["state"]["actor"] = actor
 
         # 5. idempotency, then the handler
         raw_key = _header(scope, b"idempotency-key")
         if self.access.idempotent and raw_key is not None:
-            await self._idempotent(uow, clock, acting.id or 0, raw_key)
+            await self._idempotent(uow, clock, actor, raw_key)
         else:
             await self._handle(uow)
 
@@ -214,7 +216,7 @@ class _Run:
         await self.reply(captured.messages)
 
     async def _read_body(self) -> bytes | None:
-        """The whole body, or None when it exceeds MAX_JSON_BODY; raises _Disconnected."""
+        """The whole body, or None when it exceeds what a key covers; raises _Disconnected."""
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -223,13 +225,15 @@ class _Run:
                 raise _Disconnected
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > MAX_JSON_BODY:
+            if size > policy.MAX_BODY_BYTES:
                 return None
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _idempotent(self, uow: UnitOfWork, clock: Clock, organization_id: int, raw_key: str) -> None:
+    async def _idempotent(self, uow: UnitOfWork, clock: Clock, actor: Actor, raw_key: str) -> None:
+        """Records are scoped to (acting organization, key lineage, key): no other key of the organization
+        sees them, a rotated successor does."""
         try:
             key = policy.parse_key(raw_key)
         except DomainError as exc:
@@ -239,6 +243,12 @@ class _Run:
             body = await self._read_body()
         except _Disconnected:
             return  # the client is gone: nothing was claimed, nothing to answer
+        if body is None and self.access.large_body:
+            await self.reply(_router_error(
+                400, "idempotency_unsupported",
+                f"Idempotency-Key covers request bodies up to {policy.MAX_BODY_BYTES} bytes; "
+                "send a larger one without it"))
+            return
         if body is None:
             await self.reply(_router_error(413, "payload_too_large", "Request body too large"))
             return
@@ -246,11 +256,12 @@ class _Run:
         store = await self.container.get(IdempotencyStore)
         random = await self.container.get(Random)
         token = random.hex(16)
+        organization_id, lineage_id = actor.organization_id, actor.key_lineage_id or 0
 
         for _ in range(3):
             now = clock.now()
-            mine = IdempotencyRecord(organization_id, key, fingerprint, now, now, token, None)
-            existing = await store.get(organization_id, key)
+            mine = IdempotencyRecord(organization_id, lineage_id, key, fingerprint, now, now, token, None)
+            existing = await store.get(organization_id, lineage_id, key)
             decision = policy.decide(existing, fingerprint, now)
             if decision is Decision.PROCEED and await store.insert_if_absent(mine):
                 break
@@ -289,37 +300,53 @@ class _Run:
         captured = _Captured()
         try:
             await self.app(self.scope, replay_receive, captured.send)
-            stored = StoredResponse(
-                captured.status,
-                tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in captured.headers()
-                      if k.decode("latin-1").lower() in _REPLAYED_HEADERS),
-                captured.body(),
-            )
             if captured.status < 400:
-                await store.complete(organization_id, key, token, stored)
+                await store.complete(organization_id, lineage_id, key, token, await self._stored(captured))
                 await uow.commit()
             else:
                 await uow.rollback()
                 if policy.is_replayable(captured.status):
-                    await store.complete(organization_id, key, token, stored)
+                    await store.complete(organization_id, lineage_id, key, token, await self._stored(captured))
                 else:
-                    await store.release(organization_id, key, token)
+                    await store.release(organization_id, lineage_id, key, token)
                 await uow.commit()
         except Exception:
             log.exception("request failed")
             await uow.rollback()
-            await store.release(organization_id, key, token)
+            await store.release(organization_id, lineage_id, key, token)
             await uow.commit()
             await self.reply(_router_error(500, "internal_error", "Internal server error"))
             return
         await self.reply(captured.messages)
 
+    async def _stored(self, captured: _Captured) -> StoredResponse:
+        """The response as kept for replays: the body sealed when the route's response carries a secret
+        (latin-1 maps every byte to one character, so the replay is byte-for-byte)."""
+        headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in captured.headers()
+                        if k.decode("latin-1").lower() in _REPLAYED_HEADERS)
+        body = captured.body()
+        if not self.access.secret:
+            return StoredResponse(captured.status, headers, body)
+        box = await self.container.get(SecretBox)
+        return StoredResponse(captured.status, headers, box.seal(body.decode("latin-1")).encode("ascii"), sealed=True)
+
     async def _replay(self, response: StoredResponse) -> None:
+        body = response.body
+        if response.sealed:
+            box = await self.container.get(SecretBox)
+            try:
+                body = box.open(body.decode("ascii")).encode("latin-1")
+            except (SecretUnreadable, UnicodeError):
+                # sealed under another PARLEY_SECRET_KEY: the response cannot be given again, and acting
+                # again would break the key's promise
+                log.error("a stored idempotent response cannot be opened (was PARLEY_SECRET_KEY changed?)")
+                await self.reply(_router_error(500, "internal_error", "Internal server error"))
+                return
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
-        headers += [(b"content-length", str(len(response.body)).encode()), (b"idempotency-replayed", b"true")]
+        headers += [(b"content-length", str(len(body)).encode()), (b"idempotency-replayed", b"true")]
         await self.reply([
             {"type": "http.response.start", "status": response.status, "headers": headers},
-            {"type": "http.response.body", "body": response.body},
+            {"type": "http.response.body", "body": body},
         ])
 
 

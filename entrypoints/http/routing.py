@@ -1,8 +1,8 @@
 """One place per route for its access rule and the errors it can answer with.
 
-``endpoint`` wraps Litestar's route decorators: the route's scopes, idempotency and auth mode
-go into ``opt`` (read by the request pipeline), and the error responses it can give go into
-the OpenAPI document.
+``endpoint`` wraps Litestar's route decorators: the route's scopes, idempotency, auth mode and
+whether its response carries a secret go into ``opt`` (read by the request pipeline), and the error
+responses it can give go into the OpenAPI document. Every authenticated POST honours Idempotency-Key.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from litestar import delete, get, patch, post, put
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import QueryParameter
 
+from domain.idempotency import MAX_BODY_BYTES
 from entrypoints.http.envelope import AuthErrorEnvelope, ErrorEnvelope
 
 ACCESS = "parley_access"
@@ -37,6 +38,11 @@ class Access:
     scopes: tuple[str, ...] = ()
     auth: str = "key"  # key | public | key_or_session | widget
     idempotent: bool = False
+    # the success response carries a secret (a new API key, a signing secret, a token): a stored replay of
+    # it is sealed, and every response of the route says Cache-Control: no-store
+    secret: bool = False
+    # accepts bodies larger than an Idempotency-Key covers: sent with one, those get 400 idempotency_unsupported
+    large_body: bool = False
 
     @property
     def public(self) -> bool:
@@ -56,6 +62,8 @@ _DESCRIPTIONS = {
     502: "Upstream fetch failed (upstream_fetch_failed)",
 }
 _AUTH_STATUSES = {401, 429}
+_IDEMPOTENCY_UNSUPPORTED = (f"idempotency_unsupported: an Idempotency-Key with a body over "
+                            f"{MAX_BODY_BYTES // 2**20} MB (send such a body without one)")
 
 
 def _responses(access: Access, errors: dict[int, str], *, has_body: bool = False,
@@ -71,6 +79,8 @@ def _responses(access: Access, errors: dict[int, str], *, has_body: bool = False
         for status in (413, 415):
             statuses[status] = _DESCRIPTIONS[status]
     if access.idempotent:
+        if access.large_body:
+            statuses[400] += f"; {_IDEMPOTENCY_UNSUPPORTED}"
         statuses[409] = "Conflict; idempotency_key_in_use while a request with the same key is in flight"
         statuses[422] = "idempotency_key_mismatch: the key was used with a different request"
     for status, text in errors.items():
@@ -95,13 +105,19 @@ def endpoint(
     tags: list[str],
     scopes: tuple[str, ...] = (),
     auth: str = "key",
-    idempotent: bool = False,
+    idempotent: bool | None = None,
+    secret: bool = False,
     errors: dict[int, str] | None = None,
     status_code: int | None = None,
     responses: dict[int, ResponseSpec] | None = None,
     **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], Any]:
-    access = Access(scopes=scopes, auth=auth, idempotent=idempotent)
+    """``idempotent``: whether the route honours Idempotency-Key (default: every authenticated POST does);
+    ``secret``: its success response carries a secret (see ``Access.secret``)."""
+    if idempotent is None:
+        idempotent = method == "POST" and auth != "public"
+    access = Access(scopes=scopes, auth=auth, idempotent=idempotent, secret=secret,
+                    large_body=(kwargs.get("request_max_body_size") or 0) > MAX_BODY_BYTES)
     if access.auth != "public" and not access.scopes and access.auth == "key":
         raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
     security = [] if access.public else [{"BearerAuth": []}]

@@ -89,7 +89,7 @@ async def test_deleted_organizations_disappear(container: Any) -> None:
 
 async def test_idempotency_claims_are_exclusive(container: Any) -> None:
     org = await new_organization(container)
-    record = IdempotencyRecord(org, "k", "fp", NOW, NOW, "t1", None)
+    record = IdempotencyRecord(org, 7, "k", "fp", NOW, NOW, "t1", None)
     async with container() as r:
         store = await r.get(IdempotencyStore)
         assert await store.insert_if_absent(record)
@@ -97,16 +97,41 @@ async def test_idempotency_claims_are_exclusive(container: Any) -> None:
         await (await r.get(UnitOfWork)).commit()
         assert not await store.take_over(replace(record, token="wrong"), replace(record, token="t3"))
         assert await store.take_over(record, replace(record, token="t3"))
-        await store.complete(org, "k", "t3", StoredResponse(201, (("content-type", "application/json"),), b"{}"))
+        await store.complete(org, 7, "k", "t3", StoredResponse(201, (("content-type", "application/json"),), b"{}"))
         await (await r.get(UnitOfWork)).commit()
-        got = await store.get(org, "k")
+        got = await store.get(org, 7, "k")
         assert got is not None and got.response == StoredResponse(201, (("content-type", "application/json"),), b"{}")
         assert got.locked_at is None
-        await store.release(org, "k", "not-mine")
-        assert await store.get(org, "k") is not None
+        await store.release(org, 7, "k", "not-mine")
+        assert await store.get(org, 7, "k") is not None
         assert await store.purge_expired(NOW + timedelta(days=2)) >= 1
         await (await r.get(UnitOfWork)).commit()
-        assert await store.get(org, "k") is None
+        assert await store.get(org, 7, "k") is None
+
+
+async def test_idempotency_records_are_scoped_to_the_key_lineage(container: Any) -> None:
+    """The same key under two lineages of one organization is two records; each is read, completed
+    and released on its own."""
+    org = await new_organization(container)
+    mine = IdempotencyRecord(org, 1, "same", "fp", NOW, NOW, "t1", None)
+    theirs = replace(mine, lineage_id=2, fingerprint="other", token="t2")
+    async with container() as r:
+        store = await r.get(IdempotencyStore)
+        assert await store.insert_if_absent(mine)
+        assert await store.insert_if_absent(theirs)
+        await store.complete(org, 1, "same", "t1", StoredResponse(201, (), b"sealed", sealed=True))
+        await (await r.get(UnitOfWork)).commit()
+        assert (await store.get(org, 3, "same")) is None
+        first, second = await store.get(org, 1, "same"), await store.get(org, 2, "same")
+        assert first is not None and first.response == StoredResponse(201, (), b"sealed", sealed=True)
+        assert second is not None and second.fingerprint == "other" and second.response is None
+        assert not await store.take_over(replace(theirs, lineage_id=1), replace(mine, token="t3"))
+        await store.release(org, 2, "same", "t2")
+        await (await r.get(UnitOfWork)).commit()
+        assert await store.get(org, 2, "same") is None
+        assert await store.get(org, 1, "same") is not None
+        assert await store.purge_expired(NOW + timedelta(days=2)) >= 1
+        await (await r.get(UnitOfWork)).commit()
 
 
 async def test_rate_limiter_counts_and_refuses(container: Any) -> None:
@@ -130,13 +155,13 @@ async def test_housekeeping_purges_only_what_expired(container: Any) -> None:
     org = await new_organization(container)
     async with container() as r:
         store = await r.get(IdempotencyStore)
-        await store.insert_if_absent(IdempotencyRecord(org, "old", "fp", NOW - timedelta(days=3), None, "t", None))
-        await store.insert_if_absent(IdempotencyRecord(org, "new", "fp", datetime.now(UTC), None, "t", None))
+        await store.insert_if_absent(IdempotencyRecord(org, 1, "old", "fp", NOW - timedelta(days=3), None, "t", None))
+        await store.insert_if_absent(IdempotencyRecord(org, 1, "new", "fp", datetime.now(UTC), None, "t", None))
         await (await r.get(UnitOfWork)).commit()
     async with container() as r:
         await (await r.get(PurgeExpired)).execute()
         await (await r.get(UnitOfWork)).commit()
     async with container() as r:
         store = await r.get(IdempotencyStore)
-        assert await store.get(org, "old") is None
-        assert await store.get(org, "new") is not None
+        assert await store.get(org, 1, "old") is None
+        assert await store.get(org, 1, "new") is not None

@@ -16,7 +16,7 @@ def record(*, age: timedelta = timedelta(0), fingerprint: str = "f", done: bool 
            lock_age: timedelta | None = timedelta(0)) -> p.IdempotencyRecord:
     response = p.StoredResponse(201, (), b"{}") if done else None
     locked = None if done or lock_age is None else NOW - lock_age
-    return p.IdempotencyRecord(1, "k", fingerprint, NOW - age, locked, "t", response)
+    return p.IdempotencyRecord(1, 1, "k", fingerprint, NOW - age, locked, "t", response)
 
 
 def test_new_key_proceeds() -> None:

@@ -99,3 +99,43 @@ async def test_rotation_grace_bounds_and_plan(api: Api) -> None:
     assert r.status_code == 403 and r.json()["error"]["code"] == "plan_required"
     default = await api.client.post(f"/v2/api-keys/{t.key_id}/rotate", headers=t.headers)
     assert default.status_code == 200
+
+
+async def test_a_narrow_key_cannot_rotate_or_revoke_a_broader_key(any_api: Api) -> None:
+    """Rotating a full-access key would hand its successor's secret to a key holding only api-keys scopes,
+    and cut the victim's life to the grace period: both need every scope of the key managed."""
+    victim = await any_api.tenant(plan="enterprise")  # "*"
+    rotate = f"/v2/api-keys/{victim.key_id}/rotate"
+    for scopes in (("api-keys:write",), ("api-keys:manage",), ("api-keys:*", "agents:*")):
+        narrow = await any_api.key_for(victim.organization_id, scopes)
+        for headers in (narrow.headers, {**narrow.headers, "Idempotency-Key": f"take-over-{scopes[0]}"}):
+            r = await any_api.client.post(rotate, json={"grace_period_hours": 1}, headers=headers)
+            assert r.status_code == 403, (scopes, r.text)
+            assert r.json()["error"]["code"] == "INSUFFICIENT_SCOPE"
+            assert "key" not in r.json().get("data", {})
+    deleter = await any_api.key_for(victim.organization_id, ("api-keys:delete",))
+    r = await any_api.client.delete(f"/v2/api-keys/{victim.key_id}", headers=deleter.headers)
+    assert r.status_code == 403 and r.json()["error"]["code"] == "INSUFFICIENT_SCOPE"
+
+    still = await any_api.client.get("/v2/agents", headers=victim.headers)
+    assert still.status_code == 200 and "x-api-key-expires-at" not in still.headers
+    record = (await any_api.client.get(f"/v2/api-keys/{victim.key_id}", headers=victim.headers)).json()["data"]
+    assert record["status"] == "active" and record["expires_at"] is None
+    listed = (await any_api.client.get("/v2/api-keys", headers=victim.headers)).json()
+    assert listed["meta"]["total"] == 5, "no successor was issued"
+
+
+async def test_a_key_manages_keys_whose_scopes_it_holds(any_api: Api) -> None:
+    owner = await any_api.tenant(plan="enterprise")
+    manager = await any_api.key_for(owner.organization_id, ("api-keys:write", "api-keys:delete", "agents:*"))
+    reader = await any_api.key_for(owner.organization_id, ("agents:read",))
+    writer = await any_api.key_for(owner.organization_id, ("agents:read", "agents:write"))
+    rotated = await any_api.client.post(f"/v2/api-keys/{reader.key_id}/rotate", json={"grace_period_hours": 1},
+                                        headers=manager.headers)
+    assert rotated.status_code == 200, rotated.text
+    successor = {"Authorization": f"Bearer {rotated.json()['data']['key']}"}
+    assert (await any_api.client.get("/v2/agents", headers=successor)).status_code == 200
+    assert (await any_api.client.delete(f"/v2/api-keys/{writer.key_id}", headers=manager.headers)).status_code == 204
+    assert (await any_api.client.get("/v2/agents", headers=writer.headers)).status_code == 401
+    itself = await any_api.client.post(f"/v2/api-keys/{manager.key_id}/rotate", headers=manager.headers)
+    assert itself.status_code == 200, "a key holds its own scopes"

@@ -221,6 +221,7 @@ class _FailingClock(Provider):
 def _assert_opaque_500(response: httpx.Response) -> None:
     error = _router_error(response, 500, "internal_error")
     assert error["message"] == "Internal server error"
+    assert response.headers.get("x-content-type-options") == "nosniff"
     for leak in ("hunter2", "Traceback", "RuntimeError", "KeyError", "ZeroDivisionError", ".py"):
         assert leak not in response.text
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -74,14 +75,16 @@ async def test_invalid_body_is_not_stored(api: Api) -> None:
     assert good.status_code == 201 and "idempotency-replayed" not in good.headers
 
 
-async def _claim(api: Api, organization_id: int, key: str, body: bytes, clock: ManualClock) -> None:
+async def _claim(api: Api, organization_id: int, lineage_id: int, key: str, body: bytes,
+                 clock: ManualClock) -> None:
     container = build_container(api.settings, *api.overrides)
     try:
         async with container() as r:
             store = await r.get(IdempotencyStore)
             now = clock.now()
             fp = policy.fingerprint("POST", "/api/v2/agents", body)
-            await store.insert_if_absent(policy.IdempotencyRecord(organization_id, key, fp, now, now, "other", None))
+            await store.insert_if_absent(policy.IdempotencyRecord(organization_id, lineage_id, key, fp, now, now,
+                                                                  "other", None))
             await (await r.get(UnitOfWork)).commit()
     finally:
         await container.close()
@@ -92,7 +95,7 @@ async def test_in_flight_duplicate_gets_409_until_the_claim_is_stale(make_api: A
     api = await make_api(sqlite_url, clock=clock)
     t = await api.tenant()
     body = json.dumps({"name": "Slow"}).encode()
-    await _claim(api, t.organization_id, "busy", body, clock)
+    await _claim(api, t.organization_id, t.key_id, "busy", body, clock)
     headers = {**t.headers, "Idempotency-Key": "busy", "Content-Type": "application/json"}
     busy = await api.client.post("/v2/agents", content=body, headers=headers)
     assert busy.status_code == 409 and busy.json()["error"]["code"] == "idempotency_key_in_use"
@@ -131,3 +134,31 @@ async def test_concurrent_duplicates_have_exactly_one_effect(concurrent_api: Api
     later = await any_api.client.post("/v2/agents", json={"name": "Race"}, headers=headers)
     assert later.headers.get("idempotency-replayed") == "true"
     assert later.json()["data"]["id"] in created
+
+
+async def test_another_key_of_the_organization_never_sees_a_stored_response(any_api: Api) -> None:
+    """Records are per key lineage: a second key sending the same Idempotency-Key and body runs afresh (and
+    does not get the first key's new secret); the first key's rotated successor gets the replay."""
+    t = await any_api.tenant(plan="enterprise")
+    other = await any_api.key_for(t.organization_id, ("*",))
+    body = {"name": "crm", "scopes": ["agents:read"]}
+
+    async def create(headers: dict[str, str]) -> Any:
+        return await any_api.client.post("/v2/api-keys", json=body, headers={**headers, "Idempotency-Key": "shared"})
+
+    first = await create(t.headers)
+    second = await create(other.headers)
+    assert first.status_code == second.status_code == 201, second.text
+    assert "idempotency-replayed" not in second.headers
+    assert second.json()["data"]["key"] != first.json()["data"]["key"]
+    assert second.json()["data"]["id"] != first.json()["data"]["id"]
+
+    rotated = await any_api.client.post(f"/v2/api-keys/{t.key_id}/rotate", headers=t.headers)
+    assert rotated.status_code == 200, rotated.text
+    successor = {"Authorization": f"Bearer {rotated.json()['data']['key']}"}
+    replay = await create(successor)
+    assert replay.headers.get("idempotency-replayed") == "true"
+    assert replay.content == first.content
+    assert (await create(other.headers)).content == second.content
+    listed = await any_api.client.get("/v2/api-keys", headers=t.headers)
+    assert listed.json()["meta"]["total"] == 5  # t, other, t's successor and the two created

@@ -205,10 +205,11 @@ def _required_headers(response: Document) -> set[str]:
 
 async def test_every_response_documents_the_headers_the_pipeline_adds(document: Document,
                                                                       served: list[ServedOperation]) -> None:
-    """X-Request-Id on every response; the rate-limit headers on every response of an authenticated
-    operation but 401 (required but on 400 and 404, which a malformed URL gets before routing); Retry-After
-    on 429; Idempotency-Key (parameter) and Idempotency-Replayed
-    (response header) exactly on the operations that honour the key."""
+    """X-Request-Id and X-Content-Type-Options on every response; the rate-limit headers on every response of
+    an authenticated operation but 401 (required but on 400 and 404, which a malformed URL gets before
+    routing); Retry-After on 429; Cache-Control exactly on the operations whose response carries a secret
+    (required but on 400 and 404); Idempotency-Key (parameter) and Idempotency-Replayed (response header)
+    exactly on the operations that honour the key."""
     problems = []
     for op in served:
         access = op.access
@@ -216,9 +217,13 @@ async def test_every_response_documents_the_headers_the_pipeline_adds(document: 
         operation = _operation(document, op)
         for status, response in operation["responses"].items():
             required = _required_headers(response)
-            expected = {"X-Request-Id"}
+            expected = {"X-Request-Id", "X-Content-Type-Options"}
             if not access.public and status not in ("401", "400", "404"):  # 400, 404: also before routing
                 expected |= set(RATE_LIMIT_HEADERS)
+            if access.secret and status not in ("400", "404"):
+                expected.add("Cache-Control")
+            if access.secret != ("Cache-Control" in response.get("headers", {})):
+                problems.append(f"{op.label} {status}: Cache-Control documented exactly where a secret is sent")
             if not access.public and status != "401" and not set(RATE_LIMIT_HEADERS) <= set(
                     response.get("headers", {})):
                 problems.append(f"{op.label} {status}: the rate-limit headers are documented")

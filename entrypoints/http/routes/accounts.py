@@ -31,6 +31,7 @@ KEY_TAGS = ["API keys"]
 ORG_TAGS = ["Organizations"]
 Id = Annotated[int, PathParameter(ge=1, le=2**53)]
 _PLAN = {403: "plan_required: API key management needs the enterprise plan"}
+_BROADER = "INSUFFICIENT_SCOPE: the key holds a scope the calling key does not"
 
 _CATALOGUE = ScopeCatalogue(
     scopes=[ScopeInfo(f"{family}:{action}", text) for family, actions in CATALOGUE.items()
@@ -57,7 +58,7 @@ async def list_keys(actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKey
 
 
 @endpoint("POST", "/api-keys", operation_id="createApiKey", summary="Create an API key (its secret is shown once)",
-          tags=KEY_TAGS, scopes=("api-keys:write",), errors=_PLAN, idempotent=True, status_code=201)
+          tags=KEY_TAGS, scopes=("api-keys:write",), errors=_PLAN, idempotent=True, secret=True, status_code=201)
 async def create_key(data: JSONBody[ApiKeyCreate], actor: FromDishka[Actor],
                      issue: FromDishka[uc.IssueApiKey]) -> Envelope[ApiKeyCreated]:
     issued = await issue.execute(uc.IssueApiKeyCommand(
@@ -76,7 +77,8 @@ async def get_key(id: Id, actor: FromDishka[Actor], manage: FromDishka[uc.Manage
 
 
 @endpoint("DELETE", "/api-keys/{id:int}", operation_id="revokeApiKey", summary="Revoke an API key",
-          tags=KEY_TAGS, scopes=("api-keys:delete",), errors={**_PLAN, 404: ""}, status_code=204)
+          tags=KEY_TAGS, scopes=("api-keys:delete",), errors={403: f"{_PLAN[403]}; {_BROADER}", 404: ""},
+          status_code=204)
 async def revoke_key(id: Id, actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKeys]) -> None:
     await manage.revoke(actor, id)
 
@@ -84,8 +86,8 @@ async def revoke_key(id: Id, actor: FromDishka[Actor], manage: FromDishka[uc.Man
 @endpoint("POST", "/api-keys/{id:int}/rotate", operation_id="rotateApiKey",
           summary="Rotate an API key; the old secret keeps working for the grace period", tags=KEY_TAGS,
           scopes=("api-keys:write", "api-keys:manage"),
-          errors={403: "plan_required: rotation needs the business or enterprise plan", 404: "",
-                  409: "conflict: the key is revoked, expired or already rotated"}, status_code=200)
+          errors={403: f"plan_required: rotation needs the business or enterprise plan; {_BROADER}", 404: "",
+                  409: "conflict: the key is revoked, expired or already rotated"}, secret=True, status_code=200)
 async def rotate_key(id: Id, actor: FromDishka[Actor], rotate: FromDishka[uc.RotateApiKey],
                      data: JSONBody[ApiKeyRotate | None] = None) -> Envelope[ApiKeyRotated]:
     result = await rotate.execute(actor, id, data.grace_period_hours if data else None)

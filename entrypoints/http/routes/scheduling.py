@@ -306,7 +306,7 @@ async def calendar_feed(id: CalendarId, actor: FromDishka[Actor],
 
 @endpoint("POST", "/scheduling/calendars/{id:int}/feed-token", operation_id="createCalendarFeedToken",
           summary="Create or rotate the secret feed URL for calendar apps (the previous one stops working)",
-          tags=TAGS, scopes=WRITE, errors={404: ""}, status_code=201)
+          tags=TAGS, scopes=WRITE, errors={404: ""}, secret=True, status_code=201)
 async def create_feed_token(id: CalendarId, actor: FromDishka[Actor], settings: FromDishka[Settings],
                             use_case: FromDishka[uc.IssueFeedToken]) -> Envelope[FeedTokenOut]:
     token = await use_case.execute(actor, id)

@@ -56,7 +56,7 @@ async def list_webhooks(
 
 @endpoint("POST", "/webhooks", operation_id="createWebhook",
           summary="Subscribe a URL to events (the signing secret is shown only in this response)", tags=TAGS,
-          scopes=("webhooks:write",), idempotent=True, status_code=201, errors=_URL_ERRORS)
+          scopes=("webhooks:write",), idempotent=True, secret=True, status_code=201, errors=_URL_ERRORS)
 async def create_webhook(data: JSONBody[WebhookCreate], actor: FromDishka[Actor],
                          use_case: FromDishka[uc.CreateSubscription]) -> Envelope[WebhookCreated]:
     name = require_non_blank(data.name, "name") if data.name is not None else None
@@ -129,7 +129,7 @@ async def redeliver(id: WebhookId, log_id: LogId, actor: FromDishka[Actor],
 
 @endpoint("POST", "/webhooks/{id:int}/rotate-secret", operation_id="rotateWebhookSecret",
           summary="New signing secret; the old one also signs deliveries during the grace period", tags=TAGS,
-          scopes=("webhooks:manage",), idempotent=True, status_code=200, errors={404: ""})
+          scopes=("webhooks:manage",), idempotent=True, secret=True, status_code=200, errors={404: ""})
 async def rotate_secret(id: WebhookId, actor: FromDishka[Actor], use_case: FromDishka[uc.RotateSecret],
                         data: JSONBody[RotateSecretRequest | None] = None) -> Envelope[SecretRotated]:
     grace = data.grace_period_hours if data is not None else RotateSecretRequest().grace_period_hours

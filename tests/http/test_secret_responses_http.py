@@ -1,0 +1,134 @@
+"""Responses that carry a secret (a new or rotated API key, a webhook signing secret, a calendar feed token):
+their stored idempotent copy is sealed, never plain text in the database, and is still replayed byte for
+byte; they, and their replays, say Cache-Control: no-store. Every response says X-Content-Type-Options:
+nosniff."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from adapters.sql.engine import create_engine
+from adapters.sql.tables import idempotency_keys
+from tests.conftest import Api, Tenant
+
+HOOK = "https://hooks.example.com/parley"
+# path, body, and the field of ``data`` that holds the secret
+SecretRequest = tuple[str, dict[str, Any] | None, str]
+
+
+async def _created(api: Api, t: Tenant, path: str, body: dict[str, Any]) -> int:
+    response = await api.client.post(path, json=body, headers=t.headers)
+    assert response.status_code == 201, response.text
+    return int(response.json()["data"]["id"])
+
+
+async def _new_key(api: Api, t: Tenant) -> SecretRequest:
+    return "/v2/api-keys", {"name": "crm", "scopes": ["agents:read"]}, "key"
+
+
+async def _rotated_key(api: Api, t: Tenant) -> SecretRequest:
+    other = await api.key_for(t.organization_id, ("agents:read",))
+    return f"/v2/api-keys/{other.key_id}/rotate", {"grace_period_hours": 1}, "key"
+
+
+async def _webhook(api: Api, t: Tenant) -> SecretRequest:
+    return "/v2/webhooks", {"url": HOOK, "events": ["call.ended"]}, "secret"
+
+
+async def _webhook_secret(api: Api, t: Tenant) -> SecretRequest:
+    hook = await _created(api, t, "/v2/webhooks", {"url": HOOK, "events": ["call.ended"]})
+    return f"/v2/webhooks/{hook}/rotate-secret", {"grace_period_hours": 1}, "secret"
+
+
+async def _feed_token(api: Api, t: Tenant) -> SecretRequest:
+    calendar = await _created(api, t, "/v2/scheduling/calendars", {"name": "Desk", "timezone": "UTC"})
+    return f"/v2/scheduling/calendars/{calendar}/feed-token", None, "token"
+
+
+SECRET_ROUTES: dict[str, Callable[[Api, Tenant], Awaitable[SecretRequest]]] = {
+    "createApiKey": _new_key,
+    "rotateApiKey": _rotated_key,
+    "createWebhook": _webhook,
+    "rotateWebhookSecret": _webhook_secret,
+    "createCalendarFeedToken": _feed_token,
+}
+
+
+async def _stored_rows(api: Api, organization_id: int) -> list[dict[str, Any]]:
+    engine = create_engine(api.settings.database_url, pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(sa.select(idempotency_keys).where(
+                idempotency_keys.c.organization_id == organization_id))
+            return [dict(row) for row in rows.mappings()]
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("operation", sorted(SECRET_ROUTES))
+async def test_a_stored_secret_is_sealed_and_replayed_whole(any_api: Api, operation: str) -> None:
+    t = await any_api.tenant(plan="enterprise")
+    path, body, field = await SECRET_ROUTES[operation](any_api, t)
+    headers = {**t.headers, "Idempotency-Key": f"sealed-{operation}"}
+    first = await any_api.client.post(path, json=body, headers=headers)
+    assert first.status_code in (200, 201), first.text
+    secret = first.json()["data"][field]
+    assert len(secret) >= 20
+    assert first.headers["cache-control"] == "no-store"
+
+    [row] = await _stored_rows(any_api, t.organization_id)
+    assert row["key"] == f"sealed-{operation}" and row["response_sealed"] is True
+    everything = repr(row).encode() + bytes(row["response_body"])
+    for fragment in (secret, secret[-16:], secret[:16]):
+        assert fragment.encode() not in everything, f"{operation}: the secret is stored in plain text"
+
+    replay = await any_api.client.post(path, json=body, headers=headers)
+    assert replay.status_code == first.status_code
+    assert replay.headers.get("idempotency-replayed") == "true"
+    assert replay.content == first.content
+    assert replay.headers["cache-control"] == "no-store"
+    assert replay.headers["content-type"] == first.headers["content-type"]
+
+
+async def test_a_response_without_a_secret_is_stored_as_it_is_and_may_be_cached(any_api: Api) -> None:
+    t = await any_api.tenant()
+    headers = {**t.headers, "Idempotency-Key": "plain"}
+    created = await any_api.client.post("/v2/agents", json={"name": "Plain"}, headers=headers)
+    assert created.status_code == 201 and "cache-control" not in created.headers
+    [row] = await _stored_rows(any_api, t.organization_id)
+    assert row["response_sealed"] is False and bytes(row["response_body"]) == created.content
+    replay = await any_api.client.post("/v2/agents", json={"name": "Plain"}, headers=headers)
+    assert replay.headers.get("idempotency-replayed") == "true" and "cache-control" not in replay.headers
+    listed = await any_api.client.get("/v2/agents", headers=t.headers)
+    assert listed.status_code == 200 and "cache-control" not in listed.headers
+
+
+async def test_every_response_of_a_secret_route_says_no_store(api: Api) -> None:
+    t = await api.tenant(plan="enterprise")
+    unauthenticated = await api.client.post("/v2/api-keys", json={"name": "x", "scopes": ["*"]})
+    assert unauthenticated.status_code == 401 and unauthenticated.headers["cache-control"] == "no-store"
+    refused = await api.client.post("/v2/api-keys", json={"name": "x", "scopes": []}, headers=t.headers)
+    assert refused.status_code == 400 and refused.headers["cache-control"] == "no-store"
+    made = await api.client.post("/v2/api-keys", json={"name": "x", "scopes": ["agents:read"]}, headers=t.headers)
+    assert made.status_code == 201 and made.headers["cache-control"] == "no-store"
+
+
+async def test_every_kind_of_response_says_nosniff(api: Api) -> None:
+    t = await api.tenant()
+    for method, url, headers in [
+        ("GET", "/v2/agents", t.headers),  # 200
+        ("GET", "/v2/agents", {}),  # 401
+        ("GET", "/v2/agents", {"Authorization": "Bearer parley_sk_bogus"}),  # 401
+        ("GET", "/v2/nowhere", {}),  # 404, no route
+        ("GET", "/v2/agents/999999", t.headers),  # 404 from the handler
+        ("GET", "/v2/agents?search=%00", t.headers),  # 400 before routing
+        ("GET", "/v2/openapi.json", {}),
+        ("GET", "/v2/health", {}),
+        ("PATCH", "/v2/health", {}),  # 405
+    ]:
+        response = await api.client.request(method, url, headers=headers)
+        assert response.headers.get("x-content-type-options") == "nosniff", (method, url, response.status_code)
