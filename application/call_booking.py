@@ -2,7 +2,8 @@
 
 The scheduling bookers drive the in-house scheduling use cases; the composition root hands them those use
 cases and the command type, so this module does not depend on the scheduling feature being installed.
-``NoAppointmentBooker`` never books.
+``NoAppointmentBooker`` never books. A calendar that is gone by the time the agent books (deleted after the
+agent was pointed at it) is an ordinary "no booking" (None), not an error of the call.
 """
 
 from __future__ import annotations
@@ -11,8 +12,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import logging
+
 from application.context import Actor
 from domain.calls import iso
+from domain.errors import NotFound
+
+log = logging.getLogger(__name__)
 
 
 def _booking(appointment: Any, calendar_id: int) -> dict[str, Any]:
@@ -23,6 +29,11 @@ def _booking(appointment: Any, calendar_id: int) -> dict[str, Any]:
         "slot_end": iso(getattr(appointment, "slot_end", None)),
         "status": getattr(appointment, "status", None),
     }
+
+
+def _calendar_gone(organization_id: int, calendar_id: int, call_id: str) -> None:
+    log.warning("call %s: the agent's calendar %s of organization %s is gone; nothing was booked",
+                call_id, calendar_id, organization_id)
 
 
 def _notes(call_id: str) -> str:
@@ -46,13 +57,17 @@ class SchedulingAppointmentBooker:
                              attendee_name: str | None, attendee_phone: str | None,
                              call_id: str) -> dict[str, Any] | None:
         actor = Actor.system(organization_id)
-        slot = await self.next_open_slot.execute(actor, calendar_id, after)
-        if slot is None:
+        try:
+            slot = await self.next_open_slot.execute(actor, calendar_id, after)
+            if slot is None:
+                return None
+            appointment = await self.book_appointment.execute(self.make_command(
+                actor=actor, calendar_id=calendar_id, slot_start=slot, attendee_name=attendee_name,
+                attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
+            ))
+        except NotFound:
+            _calendar_gone(organization_id, calendar_id, call_id)
             return None
-        appointment = await self.book_appointment.execute(self.make_command(
-            actor=actor, calendar_id=calendar_id, slot_start=slot, attendee_name=attendee_name,
-            attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
-        ))
         return _booking(appointment, calendar_id)
 
 
@@ -66,8 +81,12 @@ class AtomicSchedulingAppointmentBooker:
     async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
                              attendee_name: str | None, attendee_phone: str | None,
                              call_id: str) -> dict[str, Any] | None:
-        appointment = await self.book_next_open_slot.execute(self.make_command(
-            actor=Actor.system(organization_id), calendar_id=calendar_id, after=after, attendee_name=attendee_name,
-            attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
-        ))
+        try:
+            appointment = await self.book_next_open_slot.execute(self.make_command(
+                actor=Actor.system(organization_id), calendar_id=calendar_id, after=after,
+                attendee_name=attendee_name, attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
+            ))
+        except NotFound:
+            _calendar_gone(organization_id, calendar_id, call_id)
+            return None
         return _booking(appointment, calendar_id) if appointment is not None else None

@@ -29,8 +29,13 @@ class ValidationFailed(DomainError):
 class NotFound(DomainError):
     code = "not_found"
 
-    def __init__(self, resource: str, identifier: object) -> None:
-        super().__init__(f"{resource} {identifier} not found")
+    def __init__(self, resource: str, identifier: object, *, field: str | None = None) -> None:
+        """``field``: the request field that named the missing resource (message and details name it)."""
+        message = f"{resource} {identifier} not found"
+        if field is None:
+            super().__init__(message)
+        else:
+            super().__init__(f"{field}: {message}", details={"field": field})
         self.resource = resource
 
 
