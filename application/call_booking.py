@@ -8,11 +8,10 @@ agent was pointed at it) is an ordinary "no booking" (None), not an error of the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
-
-import logging
 
 from application.context import Actor
 from domain.calls import iso

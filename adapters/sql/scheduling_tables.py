@@ -38,6 +38,7 @@ calendars = sa.Table(
     sa.CheckConstraint("buffer_minutes BETWEEN 0 AND 240", name="buffer"),
     sa.CheckConstraint("min_notice_minutes BETWEEN 0 AND 43200", name="min_notice"),
     sa.CheckConstraint("horizon_days BETWEEN 1 AND 365", name="horizon"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 availability_rules = sa.Table(
@@ -51,6 +52,7 @@ availability_rules = sa.Table(
     sa.Column("end_minute", sa.SmallInteger, nullable=False),
     sa.CheckConstraint("weekday BETWEEN 0 AND 6", name="weekday"),
     sa.CheckConstraint("start_minute >= 0 AND end_minute <= 1439 AND start_minute < end_minute", name="window"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 blackouts = sa.Table(
@@ -64,6 +66,7 @@ blackouts = sa.Table(
     sa.Column("reason", sa.String(500), nullable=True),
     sa.CheckConstraint("end_at > start_at", name="window"),
     sa.Index("ix_blackouts_calendar_id_start_at", "calendar_id", "start_at"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 appointments = sa.Table(
@@ -93,4 +96,5 @@ appointments = sa.Table(
              sqlite_where=sa.text(HOLDING_CONDITION), postgresql_where=sa.text(HOLDING_CONDITION)),
     sa.Index("ix_appointments_calendar_id_slot_end", "calendar_id", "slot_end"),
     sa.Index("ix_appointments_organization_id_slot_start", "organization_id", "slot_start"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
