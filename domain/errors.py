@@ -46,10 +46,11 @@ class Conflict(DomainError):
 class InvalidTransition(Conflict):
     code = "invalid_transition"
 
-    def __init__(self, entity: str, current: str, target: str) -> None:
+    def __init__(self, entity: str, current: str, target: str, *, reason: str | None = None,
+                 details: dict[str, Any] | None = None) -> None:
         super().__init__(
-            f"{entity} cannot move from {current} to {target}",
-            details={"current_status": current, "requested": target},
+            f"{entity} cannot move from {current} to {target}" + (f": {reason}" if reason else ""),
+            details={"current_status": current, "requested": target, **(details or {})},
         )
         self.current = current
         self.target = target

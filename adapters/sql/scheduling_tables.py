@@ -13,6 +13,9 @@ from adapters.sql.metadata import BigId, UtcDateTime, id_column, metadata, org_c
 
 # the condition of the partial unique index; queries repeat it literally so that SQLite uses the index
 HOLDING_CONDITION = "status IN ('pending', 'confirmed')"
+# appointments with an outcome stay busy time for availability (never freed); a partial index finds them
+OUTCOME_CONDITION = "status IN ('completed', 'no_show')"
+OUTCOME_INDEX = "ix_appointments_calendar_id_outcome_slot_end"
 ACTIVE_SLOT_INDEX = "uq_appointments_calendar_id_slot_start"
 
 calendars = sa.Table(
@@ -95,6 +98,8 @@ appointments = sa.Table(
     sa.Index(ACTIVE_SLOT_INDEX, "calendar_id", "slot_start", unique=True,
              sqlite_where=sa.text(HOLDING_CONDITION), postgresql_where=sa.text(HOLDING_CONDITION)),
     sa.Index("ix_appointments_calendar_id_slot_end", "calendar_id", "slot_end"),
+    sa.Index(OUTCOME_INDEX, "calendar_id", "slot_end", sqlite_where=sa.text(OUTCOME_CONDITION),
+             postgresql_where=sa.text(OUTCOME_CONDITION)),  # migration 0008
     sa.Index("ix_appointments_organization_id_slot_start", "organization_id", "slot_start"),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )

@@ -8,6 +8,9 @@
   replaces the per-organization ``uq_telephony_numbers_organization_id_phone_number``. The upgrade stops, changing
   nothing, when a number is held by several organizations already (release the extra claims, then migrate).
 
+* ``ix_appointments_calendar_id_outcome_slot_end``: completed and no_show appointments stay busy time for
+  availability (an outcome never frees a slot); this partial index finds them.
+
 A merge of the feature branches whose tables it rebuilds.
 
 Revision ID: 0008
@@ -36,6 +39,8 @@ TABLES = (
 NUMBERS = "telephony_numbers"
 OLD_NUMBER_KEY = "uq_telephony_numbers_organization_id_phone_number"
 NEW_NUMBER_KEY = "uq_telephony_numbers_phone_number"
+OUTCOME_INDEX = "ix_appointments_calendar_id_outcome_slot_end"
+OUTCOME_CONDITION = "status IN ('completed', 'no_show')"
 
 
 def _refuse_shared_numbers() -> None:
@@ -86,6 +91,8 @@ def _rebuild_sqlite(autoincrement: bool, number_key: tuple[str, list[str]], old_
 
 def upgrade() -> None:
     _refuse_shared_numbers()
+    op.create_index(OUTCOME_INDEX, "appointments", ["calendar_id", "slot_end"],
+                    sqlite_where=sa.text(OUTCOME_CONDITION), postgresql_where=sa.text(OUTCOME_CONDITION))
     if op.get_bind().dialect.name == "sqlite":
         _rebuild_sqlite(True, (NEW_NUMBER_KEY, ["phone_number"]), OLD_NUMBER_KEY)
         return
@@ -94,6 +101,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index(OUTCOME_INDEX, "appointments")
     if op.get_bind().dialect.name == "sqlite":
         _rebuild_sqlite(False, (OLD_NUMBER_KEY, ["organization_id", "phone_number"]), NEW_NUMBER_KEY)
         return
