@@ -15,7 +15,13 @@ from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfW
 from domain import api_keys as keyfmt
 from domain.api_keys import ApiKey
 from domain.errors import Conflict, DomainError, InsufficientScope, NotFound, SubOrgForbidden, ValidationFailed
-from domain.organizations import ORG_TYPES, PLANS, Organization, check_sub_org_access
+from domain.organizations import (
+    ORG_TYPES,
+    PLANS,
+    Organization,
+    check_sub_org_access,
+    require_plan_within_parent,
+)
 from domain.patching import apply_patch
 from domain.scopes import ScopeSet, normalise
 
@@ -79,7 +85,7 @@ class CreateOrganizationCommand:
 
 
 class CreateOrganization:
-    """Operator path (CLI): any plan, type and parent."""
+    """Operator path (CLI): any plan and type; a child's plan still cannot exceed its parent's."""
 
     def __init__(self, uow: UnitOfWork, orgs: OrganizationRepository, clock: Clock) -> None:
         self.uow, self.orgs, self.clock = uow, orgs, clock
@@ -94,6 +100,7 @@ class CreateOrganization:
                 raise NotFound("organization", command.parent_id)
             if not parent.is_partner:
                 raise ValidationFailed.field("parent", "the parent must be a partner organization")
+            require_plan_within_parent(command.plan, parent)
         now = self.clock.now()
         org = Organization(None, command.name.strip(), command.plan, command.org_type, command.parent_id, now, now)
         return await self.orgs.add(org)
@@ -121,6 +128,8 @@ class CreateSubOrganization:
     async def execute(self, actor: Actor, name: str, plan: str | None) -> Organization:
         partner = await _own_partner(self.orgs, actor)
         _check_org_fields(plan, None)
+        if plan is not None:
+            require_plan_within_parent(plan, partner)
         now = self.clock.now()
         org = Organization(None, name.strip(), plan or partner.plan, "standard", partner.id, now, now)
         return await self.orgs.add(org)
@@ -150,6 +159,9 @@ class UpdateSubOrganization:
     async def execute(self, actor: Actor, org_id: int, changes: dict[str, Any]) -> Organization:
         child = await _child(self.orgs, actor, org_id)
         _check_org_fields(changes.get("plan"), None)
+        if changes.get("plan") is not None:
+            partner = await _own_partner(self.orgs, actor)
+            require_plan_within_parent(changes["plan"], partner)
         if "name" in changes:
             changes["name"] = changes["name"].strip()
         updated = apply_patch(child, changes)

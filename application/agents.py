@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from application.context import Actor
-from application.ports.agents import AgentFilter, AgentRepository
+from application.ports.agents import AgentCalendars, AgentFilter, AgentRepository
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from domain.agents import Agent, AgentVersion, duplicate_name
 from domain.errors import NotFound
@@ -21,6 +21,20 @@ async def _load(agents: AgentRepository, actor: Actor, agent_id: int, *, lock: b
     return agent
 
 
+class NoCalendars:
+    """AgentCalendars when no scheduling is installed: there is no calendar to point at."""
+
+    async def exists(self, organization_id: int, calendar_id: int) -> bool:
+        return False
+
+
+async def _check_calendar(calendars: AgentCalendars, organization_id: int, fields: dict[str, Any]) -> None:
+    """An agent may only point at a live calendar of its own organization (404 naming calendar_id)."""
+    calendar_id = fields.get("calendar_id")
+    if calendar_id is not None and not await calendars.exists(organization_id, calendar_id):
+        raise NotFound("calendar", calendar_id, field="calendar_id")
+
+
 @dataclass(frozen=True, slots=True)
 class CreateAgentCommand:
     actor: Actor
@@ -28,10 +42,11 @@ class CreateAgentCommand:
 
 
 class CreateAgent:
-    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock) -> None:
-        self.uow, self.agents, self.clock = uow, agents, clock
+    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
+        self.uow, self.agents, self.clock, self.calendars = uow, agents, clock, calendars
 
     async def execute(self, command: CreateAgentCommand) -> Agent:
+        await _check_calendar(self.calendars, command.actor.organization_id, command.fields)
         now = self.clock.now()
         agent = Agent(
             id=None,
@@ -69,11 +84,12 @@ class UpdateAgentCommand:
 
 
 class UpdateAgent:
-    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock) -> None:
-        self.uow, self.agents, self.clock = uow, agents, clock
+    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
+        self.uow, self.agents, self.clock, self.calendars = uow, agents, clock, calendars
 
     async def execute(self, command: UpdateAgentCommand) -> Agent:
         current = await _load(self.agents, command.actor, command.agent_id, lock=True)
+        await _check_calendar(self.calendars, command.actor.organization_id, command.changes)
         changes = dict(command.changes)
         target_status = changes.pop("status", None)
         agent = current.move_to(target_status) if target_status is not None else current

@@ -3,17 +3,22 @@
 The scheduling bookers drive the in-house scheduling use cases; the composition root hands them those use
 cases and the command type, so this module does not depend on the scheduling feature being installed.
 ``NoAppointmentBooker`` never books. A booking carries its calendar's ``timezone``: the agent confirms it in
-the calendar's local time.
+the calendar's local time. A calendar that is gone by the time the agent books (deleted after the agent was
+pointed at it) is an ordinary "no booking" (None), not an error of the call.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from application.context import Actor
 from domain.calls import iso
+from domain.errors import NotFound
+
+log = logging.getLogger(__name__)
 
 
 def _booking(appointment: Any, calendar_id: int, timezone: str | None) -> dict[str, Any]:
@@ -33,6 +38,11 @@ async def _timezone(get_calendar: Any, actor: Actor, calendar_id: int) -> str | 
         return None
     calendar = await get_calendar.execute(actor, calendar_id)
     return getattr(calendar, "timezone", None)
+
+
+def _calendar_gone(organization_id: int, calendar_id: int, call_id: str) -> None:
+    log.warning("call %s: the agent's calendar %s of organization %s is gone; nothing was booked",
+                call_id, calendar_id, organization_id)
 
 
 def _notes(call_id: str) -> str:
@@ -58,14 +68,19 @@ class SchedulingAppointmentBooker:
                              attendee_name: str | None, attendee_phone: str | None,
                              call_id: str) -> dict[str, Any] | None:
         actor = Actor.system(organization_id)
-        slot = await self.next_open_slot.execute(actor, calendar_id, after)
-        if slot is None:
+        try:
+            slot = await self.next_open_slot.execute(actor, calendar_id, after)
+            if slot is None:
+                return None
+            appointment = await self.book_appointment.execute(self.make_command(
+                actor=actor, calendar_id=calendar_id, slot_start=slot, attendee_name=attendee_name,
+                attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
+            ))
+            timezone = await _timezone(self.get_calendar, actor, calendar_id)
+        except NotFound:
+            _calendar_gone(organization_id, calendar_id, call_id)
             return None
-        appointment = await self.book_appointment.execute(self.make_command(
-            actor=actor, calendar_id=calendar_id, slot_start=slot, attendee_name=attendee_name,
-            attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
-        ))
-        return _booking(appointment, calendar_id, await _timezone(self.get_calendar, actor, calendar_id))
+        return _booking(appointment, calendar_id, timezone)
 
 
 class AtomicSchedulingAppointmentBooker:
@@ -79,10 +94,15 @@ class AtomicSchedulingAppointmentBooker:
                              attendee_name: str | None, attendee_phone: str | None,
                              call_id: str) -> dict[str, Any] | None:
         actor = Actor.system(organization_id)
-        appointment = await self.book_next_open_slot.execute(self.make_command(
-            actor=actor, calendar_id=calendar_id, after=after, attendee_name=attendee_name,
-            attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
-        ))
-        if appointment is None:
+        try:
+            appointment = await self.book_next_open_slot.execute(self.make_command(
+                actor=actor, calendar_id=calendar_id, after=after, attendee_name=attendee_name,
+                attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
+            ))
+            if appointment is None:
+                return None
+            timezone = await _timezone(self.get_calendar, actor, calendar_id)
+        except NotFound:
+            _calendar_gone(organization_id, calendar_id, call_id)
             return None
-        return _booking(appointment, calendar_id, await _timezone(self.get_calendar, actor, calendar_id))
+        return _booking(appointment, calendar_id, timezone)

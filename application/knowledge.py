@@ -113,10 +113,13 @@ class CreateKnowledgeBase:
             raise NotFound("organization", actor.organization_id)
         await _agent(self.agents, actor, command.agent_id)
         limit = org.limit("max_knowledge_bases")
-        if await self.kbs.count_for_update(actor.organization_id) >= limit:
+        used = await self.kbs.count_for_update(actor.organization_id)
+        if used >= limit:
             raise PlanLimitReached(
-                f"the {org.plan} plan allows {limit} knowledge base{'s' if limit != 1 else ''}",
-                details={"limit": "max_knowledge_bases", "max": limit, "plan": org.plan},
+                f"max_knowledge_bases: the {org.plan} plan allows {limit} knowledge base{'s' if limit != 1 else ''} "
+                f"and this organization has {used}; delete one (GET /knowledge-bases lists them all) or change plan",
+                details={"limit_name": "max_knowledge_bases", "limit": limit, "used": used, "plan": org.plan,
+                         "max": limit},
             )
         now = self.clock.now()
         kb = await self.kbs.add(KnowledgeBase(None, actor.organization_id, command.agent_id, command.name,
@@ -141,14 +144,18 @@ class GetKnowledgeBase:
 
 
 class ListKnowledgeBases:
-    """The knowledge bases attached to an agent (its own included)."""
+    """The knowledge bases attached to an agent (its own included), or, without an agent, every knowledge base
+    of the organization (those whose agents were deleted included)."""
 
     def __init__(self, kbs: KnowledgeBaseRepository, docs: DocumentRepository, agents: AgentRepository) -> None:
         self.kbs, self.docs, self.agents = kbs, docs, agents
 
-    async def execute(self, actor: Actor, agent_id: int, page: PageRequest) -> Page[KnowledgeBaseView]:
-        await _agent(self.agents, actor, agent_id)
-        found = await self.kbs.list_for_agent(actor.organization_id, agent_id, page)
+    async def execute(self, actor: Actor, agent_id: int | None, page: PageRequest) -> Page[KnowledgeBaseView]:
+        if agent_id is None:
+            found = await self.kbs.list(actor.organization_id, page)
+        else:
+            await _agent(self.agents, actor, agent_id)
+            found = await self.kbs.list_for_agent(actor.organization_id, agent_id, page)
         views = await _views(self.kbs, self.docs, actor.organization_id, found.items)
         return Page(views, found.total, found.limit, found.offset)
 

@@ -121,6 +121,16 @@ async def _check_agent(agents: AgentRepository, organization_id: int, agent_id: 
         raise NotFound("agent", agent_id)
 
 
+class CalendarsForAgents:
+    """AgentCalendars over the calendar repository: the organization's live (not deleted) calendars."""
+
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
+
+    async def exists(self, organization_id: int, calendar_id: int) -> bool:
+        return await self.calendars.get(organization_id, calendar_id) is not None
+
+
 class _SlotFinder:
     """Reads what slot generation needs for one calendar and a window, and asks the domain."""
 

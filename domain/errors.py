@@ -29,8 +29,13 @@ class ValidationFailed(DomainError):
 class NotFound(DomainError):
     code = "not_found"
 
-    def __init__(self, resource: str, identifier: object) -> None:
-        super().__init__(f"{resource} {identifier} not found")
+    def __init__(self, resource: str, identifier: object, *, field: str | None = None) -> None:
+        """``field``: the request field that named the missing resource (message and details name it)."""
+        message = f"{resource} {identifier} not found"
+        if field is None:
+            super().__init__(message)
+        else:
+            super().__init__(f"{field}: {message}", details={"field": field})
         self.resource = resource
 
 
@@ -41,10 +46,11 @@ class Conflict(DomainError):
 class InvalidTransition(Conflict):
     code = "invalid_transition"
 
-    def __init__(self, entity: str, current: str, target: str) -> None:
+    def __init__(self, entity: str, current: str, target: str, *, reason: str | None = None,
+                 details: dict[str, Any] | None = None) -> None:
         super().__init__(
-            f"{entity} cannot move from {current} to {target}",
-            details={"current_status": current, "requested": target},
+            f"{entity} cannot move from {current} to {target}" + (f": {reason}" if reason else ""),
+            details={"current_status": current, "requested": target, **(details or {})},
         )
         self.current = current
         self.target = target

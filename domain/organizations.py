@@ -42,6 +42,22 @@ class Organization:
             )
 
 
+def plan_rank(plan: str) -> int:
+    """The plan's position in ``PLANS`` (starter < business < enterprise)."""
+    return PLANS.index(plan)
+
+
+def require_plan_within_parent(plan: str, parent: Organization) -> None:
+    """A sub-organization's plan never exceeds its parent's (403 plan_required)."""
+    if plan in PLANS and plan_rank(plan) > plan_rank(parent.plan):
+        allowed = list(PLANS[: plan_rank(parent.plan) + 1])
+        raise PlanRequired(
+            f"plan: a sub-organization's plan cannot exceed its parent's ({parent.plan}); "
+            f"{plan} needs a parent on the {plan} plan",
+            details={"field": "plan", "requested_plan": plan, "parent_plan": parent.plan, "allowed_plans": allowed},
+        )
+
+
 def check_sub_org_access(acting: Organization, target: Organization | None, target_id: int) -> Organization:
     """A partner may act on its direct children only; anything else is sub_org_forbidden."""
     if not acting.is_partner:

@@ -67,6 +67,9 @@ NAME_MAX_LENGTH = 200
 INITIAL = "none"  # the state before an appointment exists
 STATUSES = ("pending", "confirmed", "cancelled", "completed", "no_show")
 SLOT_HOLDING_STATUSES = frozenset({"pending", "confirmed"})
+# busy time for availability: every status but cancelled. An outcome (completed, no_show) never frees the
+# appointment's time, whatever the clock says; only a cancel (decline, reschedule) does.
+BUSY_STATUSES = frozenset({"pending", "confirmed", "completed", "no_show"})
 TERMINAL_STATUSES = frozenset({"cancelled", "completed", "no_show"})
 CANCEL_REASONS = ("declined", "cancelled", "rescheduled")
 OUTCOMES = ("completed", "no_show")
@@ -190,7 +193,7 @@ def to_epoch_us(dt: datetime) -> int:
 class HeldIntervals:
     """Held slots in bulk, as parallel sequences sorted by start, instants as UTC microseconds since the
     Unix epoch: what availability over thousands of appointments reads, without a datetime per value.
-    Only pending and confirmed appointments belong here."""
+    Appointments in BUSY_STATUSES (all but cancelled) belong here."""
 
     ids: Sequence[int | None]
     starts: Sequence[int]
@@ -199,7 +202,7 @@ class HeldIntervals:
     @staticmethod
     def of(held: Iterable[Appointment | HeldSlot]) -> HeldIntervals:
         rows = sorted(((to_epoch_us(h.slot_start), to_epoch_us(h.slot_end), h.id) for h in held
-                       if h.status in SLOT_HOLDING_STATUSES), key=lambda row: (row[0], row[1]))
+                       if h.status in BUSY_STATUSES), key=lambda row: (row[0], row[1]))
         return HeldIntervals([r[2] for r in rows], [r[0] for r in rows], [r[1] for r in rows])
 
     def __len__(self) -> int:
@@ -223,7 +226,7 @@ class HeldIntervals:
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """What slot generation needs of one calendar over a window: all its rules, and its blackouts and
-    held slots (pending and confirmed appointments) that overlap the window."""
+    held slots (appointments in BUSY_STATUSES: all but cancelled) that overlap the window."""
 
     rules: Sequence[AvailabilityRule]
     blackouts: Sequence[Blackout]
@@ -324,9 +327,15 @@ class Appointment:
         return self._move("reschedule", now)
 
     def record_outcome(self, outcome: str, now: datetime | None = None, notes: str | None = None) -> Appointment:
+        """completed or no_show, once the appointment has started (``now`` at or after ``slot_start``): an
+        outcome recorded earlier would claim what has not happened (InvalidTransition)."""
         trigger = OUTCOME_TRIGGER.get(outcome) if isinstance(outcome, str) else None
         if trigger is None:
             raise ValidationFailed.field("outcome", f"must be one of {', '.join(OUTCOMES)}")
+        if now is not None and now < self.slot_start and self.can(trigger):
+            raise InvalidTransition("appointment", self.status, TRIGGER_TARGET[trigger],
+                                    reason="an outcome can be recorded once the appointment has started",
+                                    details={"slot_start": format_utc(self.slot_start)})
         changes: dict[str, object] = {} if notes is None else {"notes": notes}
         return self._move(trigger, now, **changes)
 
@@ -606,7 +615,7 @@ def _merged_busy(
     appointments: Iterable[Appointment | HeldSlot] | HeldIntervals,
     exclude_appointment_id: int | None,
 ) -> tuple[list[int], list[int]]:
-    epoch, unit, holding = _EPOCH, _US, SLOT_HOLDING_STATUSES
+    epoch, unit, holding = _EPOCH, _US, BUSY_STATUSES
     if isinstance(appointments, HeldIntervals):
         pad = calendar.buffer_minutes * _US_PER_MINUTE
         intervals = [(start - pad, end + pad) for i, start, end in zip(

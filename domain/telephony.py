@@ -53,6 +53,16 @@ class PhoneNumber:
     updated_at: datetime | None = None
 
 
+def number_taken(phone_number: str, *, mine: bool) -> Conflict:
+    """A number belongs to one organization at a time: claiming a number that is held already (409 conflict).
+    Another organization's claim is not revealed beyond the fact that the number is taken."""
+    if mine:
+        return Conflict(f"phone_number: {phone_number} is already one of this organization's numbers",
+                        details={"field": "phone_number", "phone_number": phone_number})
+    return Conflict(f"phone_number: {phone_number} belongs to another organization; it can be added once released",
+                    details={"field": "phone_number", "phone_number": phone_number})
+
+
 @dataclass(frozen=True, slots=True)
 class StatusCounts:
     """Aggregates over calls created in a period, as a store computes them."""

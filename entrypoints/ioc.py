@@ -37,7 +37,7 @@ from application.ports.accounts import (
     RateLimiter,
     UserRepository,
 )
-from application.ports.agents import AgentRepository
+from application.ports.agents import AgentCalendars, AgentRepository
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox
 from domain.rate_limit import default_windows
@@ -151,6 +151,8 @@ class UseCaseProvider(Provider):
         accounts.RotateApiKey,
         accounts.CreateUser,
     )
+    # no calendar exists unless a scheduling feature provides AgentCalendars (features/scheduling.py does)
+    agent_calendars = provide(agents.NoCalendars, provides=AgentCalendars)
     agent_cases = provide_all(
         agents.CreateAgent,
         agents.GetAgent,

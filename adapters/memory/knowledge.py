@@ -49,6 +49,11 @@ class InMemoryKnowledgeBaseRepository:
         tables = await self.uow.tables()  # the store lock is held until the transaction ends
         return sum(1 for kb in tables[KBS].values() if kb.organization_id == organization_id)
 
+    async def list(self, organization_id: int, page: PageRequest) -> Page[KnowledgeBase]:
+        tables = await self.uow.tables()
+        return _page(sorted((kb for kb in tables[KBS].values() if kb.organization_id == organization_id),
+                            key=lambda kb: kb.id), page)
+
     async def list_for_agent(self, organization_id: int, agent_id: int, page: PageRequest) -> Page[KnowledgeBase]:
         tables = await self.uow.tables()
         ids = sorted(kb_id for (kb_id, aid), org in tables[LINKS].items()

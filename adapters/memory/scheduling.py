@@ -11,6 +11,7 @@ from application.ports.platform import Page, PageRequest
 from application.ports.scheduling import AppointmentFilter
 from domain.errors import SlotUnavailable
 from domain.scheduling import (
+    BUSY_STATUSES,
     SLOT_HOLDING_STATUSES,
     Appointment,
     AvailabilityRule,
@@ -198,7 +199,7 @@ class InMemoryAppointmentRepository:
     async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
                          end: datetime) -> list[HeldSlot]:
         return [HeldSlot(a.id, a.slot_start, a.slot_end, a.status) for a in await self._all(organization_id)
-                if a.calendar_id == calendar_id and a.status in SLOT_HOLDING_STATUSES
+                if a.calendar_id == calendar_id and a.status in BUSY_STATUSES
                 and a.slot_start < end and a.slot_end > start]
 
     async def count_holding_after(self, organization_id: int, calendar_id: int, after: datetime) -> int:

@@ -7,8 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
-from domain.errors import Conflict
-from domain.telephony import DEFAULT_PROVIDER_NAME, PhoneNumber, TelephonyProvider
+from domain.telephony import DEFAULT_PROVIDER_NAME, PhoneNumber, TelephonyProvider, number_taken
 
 
 class InMemoryTelephonyProviderRepository:
@@ -73,9 +72,10 @@ class InMemoryPhoneNumberRepository:
         return sorted((n for n in table.values() if n.organization_id == organization_id), key=lambda n: n.id)
 
     async def add(self, number: PhoneNumber) -> PhoneNumber:
-        if any(n.phone_number == number.phone_number for n in await self._mine(number.organization_id)):
-            raise Conflict(f"{number.phone_number} is already one of this organization's numbers",
-                           details={"phone_number": number.phone_number})
+        table = (await self.uow.tables())["telephony_numbers"]
+        holder = next((n for n in table.values() if n.phone_number == number.phone_number), None)
+        if holder is not None:
+            raise number_taken(number.phone_number, mine=holder.organization_id == number.organization_id)
         stored = replace(number, id=self.uow.store.next_id("telephony_numbers"))
         (await self.uow.tables())["telephony_numbers"][stored.id] = stored
         return stored

@@ -72,6 +72,7 @@ call_logs = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Index("ix_call_logs_org_ended", "organization_id", "ended_at"),
     sa.Index("ix_call_logs_org_agent", "organization_id", "agent_id"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 usage_records = sa.Table(
@@ -85,6 +86,7 @@ usage_records = sa.Table(
     sa.Column("reference", sa.String(200), nullable=False),
     sa.UniqueConstraint("organization_id", "kind", "reference"),
     sa.Index("ix_usage_records_org_at", "organization_id", "at"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 dnc_lists = sa.Table(
@@ -96,6 +98,7 @@ dnc_lists = sa.Table(
     sa.Column("description", sa.Text, nullable=True),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 dnc_entries = sa.Table(
@@ -128,6 +131,7 @@ telephony_providers = sa.Table(
     sa.CheckConstraint("type in ('twilio','telnyx','vonage','sip','simulator')", name="type"),
     sa.CheckConstraint("status in ('active','disabled')", name="status"),
     sa.UniqueConstraint("organization_id", "builtin_key"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 telephony_numbers = sa.Table(
@@ -144,5 +148,7 @@ telephony_numbers = sa.Table(
     sa.Column("status", sa.String(20), nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
-    sa.UniqueConstraint("organization_id", "phone_number"),
+    # a number belongs to one organization at a time (numbers are hard-deleted when released; migration 0008)
+    sa.UniqueConstraint("phone_number"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )

@@ -95,6 +95,12 @@ class SqlKnowledgeBaseRepository:
         return (await conn.execute(sa.select(sa.func.count()).select_from(knowledge_bases)
                                    .where(knowledge_bases.c.organization_id == organization_id))).scalar_one()
 
+    async def list(self, organization_id: int, page: PageRequest) -> Page[KnowledgeBase]:
+        conn = await self.uow.connection()
+        rows, total = await fetch_page(conn, _KB_COLUMNS, knowledge_bases.c.organization_id == organization_id,
+                                       [knowledge_bases.c.id], page)
+        return Page([_kb(r) for r in rows], total, page.limit, page.offset)
+
     async def list_for_agent(self, organization_id: int, agent_id: int, page: PageRequest) -> Page[KnowledgeBase]:
         conn = await self.uow.connection()
         joined = knowledge_bases.join(knowledge_base_agents,

@@ -24,6 +24,7 @@ knowledge_bases = sa.Table(
     sa.Column("description", sa.Text, nullable=True),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 knowledge_base_agents = sa.Table(
@@ -58,6 +59,7 @@ documents = sa.Table(
     sa.CheckConstraint("status in ('processing','ready','failed')", name="status"),
     sa.UniqueConstraint("knowledge_base_id", "content_hash"),
     sa.UniqueConstraint("knowledge_base_id", "source_url"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 document_chunks = sa.Table(
@@ -71,4 +73,5 @@ document_chunks = sa.Table(
     sa.Column("ordinal", sa.Integer, nullable=False),
     sa.Column("text", sa.Text, nullable=False),
     sa.UniqueConstraint("document_id", "ordinal"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )

@@ -17,7 +17,8 @@ NAMING_CONVENTION = {
 
 metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 
-# BIGINT identity on PostgreSQL, INTEGER PRIMARY KEY (rowid alias) on SQLite
+# BIGINT (BIGSERIAL) on PostgreSQL, INTEGER PRIMARY KEY on SQLite: an id column of a table with
+# sqlite_autoincrement=True (every table whose ids clients see) is AUTOINCREMENT, so no id is ever reused
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 

@@ -16,6 +16,7 @@ from adapters.sql.paging import fetch_page
 from adapters.sql.scheduling_tables import (
     ACTIVE_SLOT_INDEX,
     HOLDING_CONDITION,
+    OUTCOME_CONDITION,
     appointments,
     availability_rules,
     blackouts,
@@ -95,6 +96,18 @@ def _appointment_values(a: Appointment) -> dict[str, Any]:
         "cancel_reason": a.cancel_reason, "rescheduled_from": a.rescheduled_from, "sequence": a.sequence,
         "call_id": a.call_id, "created_at": a.created_at, "updated_at": a.updated_at,
     }
+
+
+def _with_outcome(organization_id: int, calendar_id: int, start: datetime, end: datetime) -> Any:
+    """Completed and no_show appointments of the calendar overlapping ``[start, end)``: busy time too (an
+    outcome never frees a slot). Few rows, found through their own partial index."""
+    return sa.and_(
+        appointments.c.calendar_id == calendar_id,
+        sa.text(OUTCOME_CONDITION),  # literal, as in the partial index
+        appointments.c.slot_end > start,
+        appointments.c.slot_start < end,
+        appointments.c.organization_id == organization_id,
+    )
 
 
 def _holding(organization_id: int, calendar_id: int, start: datetime, end: datetime) -> Any:
@@ -300,9 +313,13 @@ class SqlAppointmentRepository:
     async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
                          end: datetime) -> list[HeldSlot]:
         conn = await self.uow.connection()
-        rows = await conn.execute(
-            sa.select(appointments.c.id, appointments.c.slot_start, appointments.c.slot_end, appointments.c.status)
-            .where(_holding(organization_id, calendar_id, start, end)).order_by(appointments.c.slot_start))
+        columns = (appointments.c.id, appointments.c.slot_start, appointments.c.slot_end, appointments.c.status)
+        rows = list(await conn.execute(sa.select(*columns).where(_holding(organization_id, calendar_id, start, end))
+                                       .order_by(appointments.c.slot_start)))
+        outcomes = list(await conn.execute(sa.select(*columns).where(
+            _with_outcome(organization_id, calendar_id, start, end))))
+        if outcomes:
+            rows = sorted(rows + outcomes, key=lambda r: r[1])
         return [HeldSlot(i, a, b, status) for i, a, b, status in rows]
 
     async def count_holding_after(self, organization_id: int, calendar_id: int, after: datetime) -> int:
@@ -425,10 +442,14 @@ class SqlScheduleReader:
         """Like ``held_slots``, with each instant turned into epoch microseconds by the database (thousands
         of rows: integers are cheaper to fetch than timestamps are to parse, and stored compactly)."""
         conn = await self.uow.connection()
-        rows = (await conn.execute(
-            sa.select(appointments.c.id, _epoch_us(appointments.c.slot_start, self.uow.dialect),
-                      _epoch_us(appointments.c.slot_end, self.uow.dialect))
-            .where(_holding(organization_id, calendar_id, start, end)).order_by(appointments.c.slot_start))).all()
+        columns = (appointments.c.id, _epoch_us(appointments.c.slot_start, self.uow.dialect),
+                   _epoch_us(appointments.c.slot_end, self.uow.dialect))
+        rows = (await conn.execute(sa.select(*columns).where(_holding(organization_id, calendar_id, start, end))
+                                   .order_by(appointments.c.slot_start))).all()
+        outcomes = (await conn.execute(sa.select(*columns).where(
+            _with_outcome(organization_id, calendar_id, start, end)))).all()
+        if outcomes:  # an outcome never frees its time: busy like a confirmed appointment
+            rows = sorted([*rows, *outcomes], key=lambda r: (r[1], r[2]))
         return HeldIntervals(array("q", [r[0] for r in rows]), array("q", [r[1] for r in rows]),
                              array("q", [r[2] for r in rows]))
 

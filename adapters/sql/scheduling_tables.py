@@ -13,6 +13,9 @@ from adapters.sql.metadata import BigId, UtcDateTime, id_column, metadata, org_c
 
 # the condition of the partial unique index; queries repeat it literally so that SQLite uses the index
 HOLDING_CONDITION = "status IN ('pending', 'confirmed')"
+# appointments with an outcome stay busy time for availability (never freed); a partial index finds them
+OUTCOME_CONDITION = "status IN ('completed', 'no_show')"
+OUTCOME_INDEX = "ix_appointments_calendar_id_outcome_slot_end"
 ACTIVE_SLOT_INDEX = "uq_appointments_calendar_id_slot_start"
 
 calendars = sa.Table(
@@ -38,6 +41,7 @@ calendars = sa.Table(
     sa.CheckConstraint("buffer_minutes BETWEEN 0 AND 240", name="buffer"),
     sa.CheckConstraint("min_notice_minutes BETWEEN 0 AND 43200", name="min_notice"),
     sa.CheckConstraint("horizon_days BETWEEN 1 AND 365", name="horizon"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 availability_rules = sa.Table(
@@ -51,6 +55,7 @@ availability_rules = sa.Table(
     sa.Column("end_minute", sa.SmallInteger, nullable=False),
     sa.CheckConstraint("weekday BETWEEN 0 AND 6", name="weekday"),
     sa.CheckConstraint("start_minute >= 0 AND end_minute <= 1439 AND start_minute < end_minute", name="window"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 blackouts = sa.Table(
@@ -64,6 +69,7 @@ blackouts = sa.Table(
     sa.Column("reason", sa.String(500), nullable=True),
     sa.CheckConstraint("end_at > start_at", name="window"),
     sa.Index("ix_blackouts_calendar_id_start_at", "calendar_id", "start_at"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 appointments = sa.Table(
@@ -92,5 +98,8 @@ appointments = sa.Table(
     sa.Index(ACTIVE_SLOT_INDEX, "calendar_id", "slot_start", unique=True,
              sqlite_where=sa.text(HOLDING_CONDITION), postgresql_where=sa.text(HOLDING_CONDITION)),
     sa.Index("ix_appointments_calendar_id_slot_end", "calendar_id", "slot_end"),
+    sa.Index(OUTCOME_INDEX, "calendar_id", "slot_end", sqlite_where=sa.text(OUTCOME_CONDITION),
+             postgresql_where=sa.text(OUTCOME_CONDITION)),  # migration 0008
     sa.Index("ix_appointments_organization_id_slot_start", "organization_id", "slot_start"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )

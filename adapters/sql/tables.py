@@ -19,6 +19,7 @@ organizations = sa.Table(
     sa.Column("deleted_at", UtcDateTime, nullable=True),
     sa.CheckConstraint("plan in ('starter','business','enterprise')", name="plan"),
     sa.CheckConstraint("org_type in ('standard','partner')", name="org_type"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 api_keys = sa.Table(
@@ -37,6 +38,7 @@ api_keys = sa.Table(
     sa.Column("last_used_at", UtcDateTime, nullable=True),
     sa.Column("lineage_id", BigId, nullable=True, index=True),
     sa.Column("rotated_to_id", BigId, nullable=True),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 users = sa.Table(
@@ -47,6 +49,7 @@ users = sa.Table(
     sa.Column("email", sa.String(320), nullable=False, unique=True),
     sa.Column("password_hash", sa.String(200), nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 agents = sa.Table(
@@ -76,6 +79,7 @@ agents = sa.Table(
     sa.CheckConstraint("status in ('draft','active','paused','archived')", name="status"),
     sa.Index("ix_agents_org_live", "organization_id", "id", sqlite_where=sa.text("deleted_at IS NULL"),
              postgresql_where=sa.text("deleted_at IS NULL")),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 agent_versions = sa.Table(
@@ -89,6 +93,7 @@ agent_versions = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("created_by", BigId, nullable=True),
     sa.UniqueConstraint("agent_id", "version"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 idempotency_keys = sa.Table(
@@ -130,4 +135,5 @@ outbox_events = sa.Table(
     sa.Column("dispatched_at", UtcDateTime, nullable=True),
     sa.Index("ix_outbox_events_pending", "id", sqlite_where=sa.text("dispatched_at IS NULL"),
              postgresql_where=sa.text("dispatched_at IS NULL")),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )

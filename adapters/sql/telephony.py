@@ -11,8 +11,13 @@ import sqlalchemy as sa
 from adapters.sql.calls_tables import telephony_numbers, telephony_providers
 from adapters.sql.dialect import insert
 from adapters.sql.uow import SqlUnitOfWork
-from domain.errors import Conflict
-from domain.telephony import BUILTIN_SIMULATOR, DEFAULT_PROVIDER_NAME, PhoneNumber, TelephonyProvider
+from domain.telephony import (
+    BUILTIN_SIMULATOR,
+    DEFAULT_PROVIDER_NAME,
+    PhoneNumber,
+    TelephonyProvider,
+    number_taken,
+)
 
 tp = telephony_providers
 tn = telephony_numbers
@@ -121,11 +126,12 @@ class SqlPhoneNumberRepository:
         conn = await self.uow.connection()
         new_id = (await conn.execute(
             insert(tn, self.uow.dialect).values(**_number_values(number))
-            .on_conflict_do_nothing(index_elements=["organization_id", "phone_number"]).returning(tn.c.id)
+            .on_conflict_do_nothing(index_elements=["phone_number"]).returning(tn.c.id)
         )).scalar_one_or_none()
-        if new_id is None:  # uq_telephony_numbers_organization_id_phone_number
-            raise Conflict(f"{number.phone_number} is already one of this organization's numbers",
-                           details={"phone_number": number.phone_number})
+        if new_id is None:  # uq_telephony_numbers_phone_number: someone holds it (committed, or waited for)
+            owner = (await conn.execute(sa.select(tn.c.organization_id).where(
+                tn.c.phone_number == number.phone_number))).scalar()
+            raise number_taken(number.phone_number, mine=owner == number.organization_id)
         return replace(number, id=new_id)
 
     async def get(self, organization_id: int, number_id: int) -> PhoneNumber | None:

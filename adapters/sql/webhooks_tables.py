@@ -27,6 +27,7 @@ webhook_subscriptions = sa.Table(
     sa.CheckConstraint("status in ('active','paused','disabled')", name="status"),
     sa.Index("ix_webhook_subscriptions_org_active", "organization_id", "status",
              sqlite_where=sa.text("deleted_at IS NULL"), postgresql_where=sa.text("deleted_at IS NULL")),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 webhook_deliveries = sa.Table(
@@ -52,6 +53,7 @@ webhook_deliveries = sa.Table(
     sa.UniqueConstraint("event_id", "subscription_id"),
     sa.Index("ix_webhook_deliveries_due", "next_attempt_at", "id",
              sqlite_where=sa.text("status = 'pending'"), postgresql_where=sa.text("status = 'pending'")),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
 webhook_attempts = sa.Table(
@@ -72,4 +74,5 @@ webhook_attempts = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("next_retry_at", UtcDateTime, nullable=True),
     sa.Index("ix_webhook_attempts_subscription", "subscription_id", "id"),
+    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )

@@ -41,3 +41,9 @@ class AgentRepository(Protocol):
         ...
 
     async def get_version(self, organization_id: int, agent_id: int, version: int) -> AgentVersion | None: ...
+
+
+class AgentCalendars(Protocol):
+    """The calendars an agent may point at (``calendar_id``): the live calendars of its organization."""
+
+    async def exists(self, organization_id: int, calendar_id: int) -> bool: ...

@@ -61,6 +61,10 @@ class KnowledgeBaseRepository(Protocol):
         """Knowledge bases attached to the agent (its own included), by id."""
         ...
 
+    async def list(self, organization_id: int, page: PageRequest) -> Page[KnowledgeBase]:
+        """Every knowledge base of the organization (whatever became of its agents), by id."""
+        ...
+
     async def update(self, kb: KnowledgeBase) -> KnowledgeBase: ...
 
     async def delete(self, organization_id: int, kb_id: int) -> None:

@@ -93,8 +93,9 @@ class AppointmentRepository(Protocol):
 
     async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
                          end: datetime) -> list[HeldSlot]:
-        """The slots of pending and confirmed appointments of the calendar that overlap ``[start, end)``,
-        by slot_start, without the rest of each appointment."""
+        """The slots of the calendar's appointments that are busy time (``BUSY_STATUSES``: pending, confirmed,
+        completed, no_show; an outcome never frees a slot) overlapping ``[start, end)``, by slot_start, without the
+        rest of each appointment."""
         ...
 
     async def count_holding_after(self, organization_id: int, calendar_id: int, after: datetime) -> int:

@@ -17,6 +17,7 @@ from adapters.sql.scheduling import (
     SqlScheduleReader,
 )
 from application import scheduling
+from application.ports.agents import AgentCalendars
 from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer, ScheduleReader
 from entrypoints.http.routes.scheduling import ROUTES as SCHEDULING_ROUTES
 from entrypoints.settings import Settings
@@ -43,6 +44,8 @@ class MemorySchedulingProvider(Provider):
 
 class SchedulingProvider(Provider):
     renderer = provide(ICalendarRenderer, provides=IcsRenderer, scope=Scope.APP)
+    # overrides the core's NoCalendars: agents may point at this feature's calendars
+    agent_calendars = provide(scheduling.CalendarsForAgents, provides=AgentCalendars, scope=Scope.REQUEST)
     cases = provide_all(
         scheduling.CreateCalendar,
         scheduling.GetCalendar,

@@ -1,6 +1,7 @@
 """The appointment use cases against a model (hypothesis RuleBasedStateMachine, in-memory backend):
-every move follows the transition table, illegal ones raise InvalidTransition and change nothing, a slot is
-never held twice, and exactly the catalogued events are recorded."""
+every move follows the transition table, illegal ones raise InvalidTransition and change nothing, an outcome
+is refused before the appointment has started, a slot is never held twice, and exactly the catalogued events
+are recorded. Time passes too (a rule moves the clock), so outcomes are recorded once slots have started."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from application.accounts import CreateOrganization, CreateOrganizationCommand
 from application.context import Actor
 from application.ports.platform import UnitOfWork
 from domain.errors import InvalidTransition, SlotUnavailable
-from domain.scheduling import APPOINTMENT_MACHINE, SLOT_HOLDING_STATUSES
+from domain.scheduling import APPOINTMENT_MACHINE, BUSY_STATUSES, SLOT_HOLDING_STATUSES
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from tests.conftest import ClockProvider
@@ -35,8 +36,9 @@ class AppointmentLifecycle(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
+        self.clock = ManualClock(NOW)
         self.container = build_container(Settings(database_url="memory://", secret_key="k"),
-                                         ClockProvider(ManualClock(NOW)))
+                                         ClockProvider(self.clock))
         self.model: dict[int, tuple[str, datetime]] = {}  # id -> (status, slot_start)
         self.events: list[str] = []
 
@@ -58,8 +60,9 @@ class AppointmentLifecycle(RuleBasedStateMachine):
         return self.loop.run_until_complete(go())
 
     def holder(self, slot: datetime, ignoring: int | None = None) -> int | None:
+        """The appointment whose time the slot is (busy: any status but cancelled, an outcome included)."""
         for appointment_id, (status, start) in self.model.items():
-            if start == slot and status in SLOT_HOLDING_STATUSES and appointment_id != ignoring:
+            if start == slot and status in BUSY_STATUSES and appointment_id != ignoring:
                 return appointment_id
         return None
 
@@ -84,7 +87,7 @@ class AppointmentLifecycle(RuleBasedStateMachine):
     @rule(slot=st.sampled_from(SLOTS), require_approval=st.booleans())
     def book(self, slot: datetime, require_approval: bool) -> None:
         command = uc.BookAppointmentCommand(self.actor, self.calendar_id, slot, require_approval=require_approval)
-        if self.holder(slot) is not None:
+        if self.holder(slot) is not None or slot < self.clock.now():
             try:
                 self.run(uc.BookAppointment, command)
             except SlotUnavailable:
@@ -109,7 +112,8 @@ class AppointmentLifecycle(RuleBasedStateMachine):
                     "cancel": uc.CancelAppointment}[move]
             args = (self.actor, appointment_id)
         trigger = MOVE_TRIGGER[move]
-        if not APPOINTMENT_MACHINE.can(status, trigger):
+        too_early = move in ("completed", "no_show") and self.clock.now() < slot
+        if not APPOINTMENT_MACHINE.can(status, trigger) or too_early:
             try:
                 self.run(case, *args)
             except InvalidTransition as error:
@@ -135,7 +139,7 @@ class AppointmentLifecycle(RuleBasedStateMachine):
             except InvalidTransition:
                 return
             raise AssertionError(f"reschedule from {status} was allowed")
-        if self.holder(slot, ignoring=appointment_id) is not None:
+        if self.holder(slot, ignoring=appointment_id) is not None or slot < self.clock.now():
             try:
                 self.run(uc.RescheduleAppointment, command)
             except SlotUnavailable:
@@ -147,6 +151,11 @@ class AppointmentLifecycle(RuleBasedStateMachine):
         self.model[appointment_id] = ("cancelled", self.model[appointment_id][1])
         self.model[result.appointment.id] = (status, slot)
         self.events.append("appointment.rescheduled")
+
+    @rule(minutes=st.sampled_from([30, 60, 26 * 60]))  # 26 h: from NOW to the first slot's start
+    def time_passes(self, minutes: int) -> None:
+        if self.clock.now() < SLOTS[-1] + timedelta(hours=1):
+            self.clock.advance(minutes=minutes)
 
     @invariant()
     def matches_the_model(self) -> None:

@@ -169,6 +169,7 @@ async def test_screening_a_large_batch(container: Any) -> None:
 
 async def test_providers_have_one_builtin_default_and_numbers_are_unique(container: Any) -> None:
     org = await new_organization(container)
+    main, second = f"+1415{org:07d}", f"+1416{org:07d}"  # a number has one owner in the whole database
     async with container() as r:
         providers = await r.get(TelephonyProviderRepository)
         builtin = await providers.ensure_default(org, NOW)
@@ -187,17 +188,17 @@ async def test_providers_have_one_builtin_default_and_numbers_are_unique(contain
         assert (await providers.default(org)).id == twilio.id
         stored = await providers.get(org, twilio.id)
         assert stored.credentials_sealed == "sealed" and stored.credential_fields == ("auth_token",)
-        first = await numbers.add(PhoneNumber(None, org, "+14155550150", builtin.id, created_at=NOW, updated_at=NOW))
-        assigned = await numbers.add(PhoneNumber(None, org, "+14155550151", builtin.id, inbound_agent_id=77,
+        first = await numbers.add(PhoneNumber(None, org, main, builtin.id, created_at=NOW, updated_at=NOW))
+        assigned = await numbers.add(PhoneNumber(None, org, second, builtin.id, inbound_agent_id=77,
                                                  created_at=NOW, updated_at=NOW))
         with pytest.raises(Conflict):
-            await numbers.add(PhoneNumber(None, org, "+14155550150", builtin.id, created_at=NOW, updated_at=NOW))
+            await numbers.add(PhoneNumber(None, org, main, builtin.id, created_at=NOW, updated_at=NOW))
         await (await r.get(UnitOfWork)).rollback()
     async with container() as r:
         numbers = await r.get(PhoneNumberRepository)
         assert await numbers.list(org) == []  # rolled back
-        first = await numbers.add(PhoneNumber(None, org, "+14155550150", builtin.id, created_at=NOW, updated_at=NOW))
-        assigned = await numbers.add(PhoneNumber(None, org, "+14155550151", builtin.id, inbound_agent_id=77,
+        first = await numbers.add(PhoneNumber(None, org, main, builtin.id, created_at=NOW, updated_at=NOW))
+        assigned = await numbers.add(PhoneNumber(None, org, second, builtin.id, inbound_agent_id=77,
                                                  created_at=NOW, updated_at=NOW))
         assert (await numbers.outbound_for_agent(org, 77)).id == assigned.id
         assert (await numbers.outbound_for_agent(org, 5)).id == first.id
@@ -240,3 +241,24 @@ async def test_blob_storage(kind: str, tmp_path: Path) -> None:
             await blobs.put(bad, b"x", "text/plain")
     await blobs.delete("recordings/1/a.wav")
     assert await blobs.get("recordings/1/a.wav") is None
+
+
+async def test_a_number_has_one_owning_organization(container: Any) -> None:
+    first, other = await new_organization(container), await new_organization(container)
+    number = f"+1417{first:07d}"
+    async with container() as r:
+        providers, numbers = await r.get(TelephonyProviderRepository), await r.get(PhoneNumberRepository)
+        mine = await providers.ensure_default(first, NOW)
+        theirs = await providers.ensure_default(other, NOW)
+        held = await numbers.add(PhoneNumber(None, first, number, mine.id, created_at=NOW, updated_at=NOW))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        numbers = await r.get(PhoneNumberRepository)
+        with pytest.raises(Conflict) as refused:
+            await numbers.add(PhoneNumber(None, other, number, theirs.id, created_at=NOW, updated_at=NOW))
+        assert "another organization" in refused.value.message
+        await numbers.delete(first, held.id)
+        moved = await numbers.add(PhoneNumber(None, other, number, theirs.id, created_at=NOW, updated_at=NOW))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        assert [n.id for n in await (await r.get(PhoneNumberRepository)).list(other)] == [moved.id]

@@ -177,3 +177,20 @@ async def test_deleting_a_knowledge_base_removes_its_documents_and_links(contain
         assert await (await r.get(DocumentRepository)).get(org, kb.id, doc.id) is None
         assert (await (await r.get(KnowledgeBaseRepository)).list_for_agent(org, agent, PageRequest())).total == 0
         assert await (await r.get(DocumentRepository)).counts(org, [kb.id]) == {}
+
+
+async def test_the_organization_list_keeps_knowledge_bases_of_deleted_agents(container: Any) -> None:
+    org, other = await new_organization(container), await new_organization(container)
+    async with container() as r:
+        owner, stranger = await _agent(r, org, "Owner"), await _agent(r, other)
+        first, second = await _kb(r, org, owner, "Alpha"), await _kb(r, org, owner, "Beta")
+        await _kb(r, other, stranger, "Theirs")
+        await (await r.get(AgentRepository)).delete(org, owner, NOW)
+        await _commit(r)
+    async with container() as r:
+        kbs = await r.get(KnowledgeBaseRepository)
+        everything = await kbs.list(org, PageRequest(10, 0))
+        assert [k.id for k in everything.items] == [first.id, second.id] and everything.total == 2
+        page = await kbs.list(org, PageRequest(1, 1))
+        assert [k.id for k in page.items] == [second.id] and page.total == 2
+        assert (await kbs.list(other, PageRequest(10, 0))).total == 1

@@ -10,7 +10,13 @@ import icalendar
 import pytest
 
 from application.ports.platform import PageRequest, UnitOfWork
-from application.ports.scheduling import AppointmentFilter, AppointmentRepository, CalendarRepository, IcsRenderer
+from application.ports.scheduling import (
+    AppointmentFilter,
+    AppointmentRepository,
+    CalendarRepository,
+    IcsRenderer,
+    ScheduleReader,
+)
 from domain.errors import SlotUnavailable
 from domain.scheduling import Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot, Slot
 from tests.conftest import new_organization
@@ -224,3 +230,26 @@ async def test_ics_renderer_round_trips(container: Any) -> None:
     assert str(events["appointment-6@parley"]["status"]) == "TENTATIVE"
     assert body == renderer.render(cal, [cancelled, pending])
     assert b"\r\n" in body and body.startswith(b"BEGIN:VCALENDAR")
+
+
+async def test_an_outcome_keeps_its_time_busy(container: Any) -> None:
+    """completed and no_show appointments are held slots (busy time) like confirmed ones; cancelled are not."""
+    org = await new_organization(container)
+    cal = await _calendar(container, org)
+    async with container() as r:
+        repo = await r.get(AppointmentRepository)
+        done = await repo.add(appt(org, cal.id, at(9), status="completed"))
+        missed = await repo.add(appt(org, cal.id, at(10), status="no_show"))
+        confirmed = await repo.add(appt(org, cal.id, at(11)))
+        await repo.add(appt(org, cal.id, at(12), status="cancelled", cancel_reason="cancelled"))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(AppointmentRepository)
+        held = await repo.held_slots(org, cal.id, at(8), at(13))
+        assert [(x.id, x.status) for x in held] == [(done.id, "completed"), (missed.id, "no_show"),
+                                                    (confirmed.id, "confirmed")]
+        assert await repo.count_holding_after(org, cal.id, at(8)) == 1  # upcoming active ones only
+        schedule = await (await r.get(ScheduleReader)).schedule(org, cal.id, at(8), at(13))
+        assert list(schedule.held.ids) == [done.id, missed.id, confirmed.id]
+        fresh = await (await r.get(ScheduleReader)).schedule(org, cal.id, at(8), at(13), fresh=True)
+        assert list(fresh.held.ids) == [done.id, missed.id, confirmed.id]

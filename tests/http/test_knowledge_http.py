@@ -90,7 +90,9 @@ async def test_create_and_list_need_a_known_agent_and_valid_fields(api: Api) -> 
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
     r = await api.client.get(f"/v2/knowledge-bases?agent_id={foreign_agent}", headers=t.headers)
     assert r.status_code == 404
-    r = await api.client.get("/v2/knowledge-bases", headers=t.headers)
+    r = await api.client.get("/v2/knowledge-bases", headers=t.headers)  # without agent_id: the organization's
+    assert r.status_code == 200 and r.json()["meta"]["total"] == 0
+    r = await api.client.get("/v2/knowledge-bases?agent_id=0", headers=t.headers)
     assert r.status_code == 400 and r.json()["error"]["code"] == "bad_request"
     agent = await _agent(api, t)
     for body in [{"agent_id": agent}, {"name": "  ", "agent_id": agent}, {"name": "x" * 201, "agent_id": agent},

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from domain.errors import DomainError
 from tests.conftest import Api
 
 
@@ -65,3 +68,39 @@ async def test_deleting_a_sub_organization_revokes_its_keys(api: Api) -> None:
     assert (await api.client.get("/v2/agents", headers=child_key.headers)).status_code == 200
     await api.client.delete(f"/v2/organizations/{child['id']}", headers=partner.headers)
     assert (await api.client.get("/v2/agents", headers=child_key.headers)).status_code == 401
+
+
+async def test_a_sub_organization_plan_never_exceeds_its_parents(any_api: Api) -> None:
+    partner = await any_api.tenant(org_type="partner", plan="business")
+    c = any_api.client
+    refused = await c.post("/v2/organizations", json={"name": "Up", "plan": "enterprise"}, headers=partner.headers)
+    assert refused.status_code == 403, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "plan_required" and "plan" in error["message"]
+    assert error["details"]["parent_plan"] == "business" and error["details"]["requested_plan"] == "enterprise"
+    assert (await c.get("/v2/organizations", headers=partner.headers)).json()["meta"]["total"] == 0
+
+    child = (await c.post("/v2/organizations", json={"name": "Same", "plan": "business"},
+                          headers=partner.headers)).json()["data"]
+    lower = await c.post("/v2/organizations", json={"name": "Low", "plan": "starter"}, headers=partner.headers)
+    assert lower.status_code == 201 and lower.json()["data"]["plan"] == "starter"
+    raised = await c.patch(f"/v2/organizations/{child['id']}", json={"plan": "enterprise"}, headers=partner.headers)
+    assert raised.status_code == 403 and raised.json()["error"]["code"] == "plan_required"
+    assert (await c.get(f"/v2/organizations/{child['id']}", headers=partner.headers)).json()["data"]["plan"] == \
+        "business"
+    # the enterprise-only feature stays out of reach through X-Sub-Org-Id
+    as_child = {**partner.headers, "X-Sub-Org-Id": str(child["id"])}
+    keys = await c.get("/v2/api-keys", headers=as_child)
+    assert keys.status_code == 403 and keys.json()["error"]["code"] == "plan_required"
+    lowered = await c.patch(f"/v2/organizations/{lower.json()['data']['id']}", json={"plan": "business"},
+                            headers=partner.headers)
+    assert lowered.status_code == 200 and lowered.json()["data"]["plan"] == "business"
+
+
+async def test_the_operator_cannot_give_a_child_a_higher_plan_either(any_api: Api) -> None:
+    partner = await any_api.tenant(org_type="partner", plan="starter")
+    with pytest.raises(DomainError) as raised:
+        await any_api.tenant(plan="business", parent_id=partner.organization_id)
+    assert raised.value.code == "plan_required"
+    child = await any_api.tenant(plan="starter", parent_id=partner.organization_id)
+    assert child.organization_id > partner.organization_id

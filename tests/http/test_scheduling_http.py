@@ -321,6 +321,11 @@ async def test_lifecycle_events_and_illegal_moves(any_sched: Api) -> None:
     assert (await c.delete(f"/v2/scheduling/appointments/{booked['id']}", headers=t.headers)).status_code == 409
     assert (await book(api, t, cal["id"], "2026-03-10T09:00:00-04:00")).status_code == 201  # released
 
+    early = await c.post(f"/v2/scheduling/appointments/{pending['id']}/outcome", headers=t.headers,
+                         json={"outcome": "no_show"})
+    assert early.status_code == 409 and early.json()["error"]["code"] == "invalid_transition"  # not started yet
+    assert api.clock is not None
+    api.clock.set(datetime(2026, 3, 10, 14, 5, tzinfo=UTC))  # 10:05 New York: the appointment has started
     outcome = await c.post(f"/v2/scheduling/appointments/{pending['id']}/outcome", headers=t.headers,
                            json={"outcome": "no_show", "notes": "did not come"})
     assert outcome.status_code == 200

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from alembic import context
+from sqlalchemy import event
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 import adapters.sql.tables  # noqa: F401  (registers the foundation tables)
 from adapters.sql.engine import create_engine
@@ -27,8 +30,22 @@ def _run(connection: Connection) -> None:
         context.run_migrations()
 
 
+def _sqlite_foreign_keys_off(engine: AsyncEngine) -> None:
+    """Migrations that rebuild a table (batch mode: copy, drop, rename) run with SQLite's foreign keys off, as
+    SQLite documents for schema changes (dropping a referenced table would fail or cascade otherwise); a
+    migration that rebuilds checks ``PRAGMA foreign_key_check`` itself. After the engine's own settings."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _off(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=OFF")
+        cursor.close()
+
+
 async def _run_async() -> None:
     engine = create_engine(config.get_main_option("sqlalchemy.url") or "", pool_size=1)
+    if engine.dialect.name == "sqlite":
+        _sqlite_foreign_keys_off(engine)
     try:
         async with engine.connect() as connection:
             await connection.run_sync(_run)

@@ -59,7 +59,8 @@ async def list_agents(
 
 
 @endpoint("POST", "/agents", operation_id="createAgent", summary="Create an agent", tags=TAGS,
-          scopes=("agents:write",), idempotent=True)
+          scopes=("agents:write",), idempotent=True,
+          errors={404: "not_found: calendar_id is not a calendar of this organization"})
 async def create_agent(data: JSONBody[AgentCreate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.CreateAgent]) -> Envelope[AgentOut]:
     fields = _domain_fields({f: getattr(data, f) for f in data.__struct_fields__})
@@ -74,7 +75,9 @@ async def get_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[
 
 
 @endpoint("PATCH", "/agents/{id:int}", operation_id="updateAgent", summary="Update an agent", tags=TAGS,
-          scopes=("agents:write",), errors={404: "", 409: "invalid_transition: the status move is not allowed"})
+          scopes=("agents:write",),
+          errors={404: "not_found: unknown agent, or calendar_id is not a calendar of this organization",
+                  409: "invalid_transition: the status move is not allowed"})
 async def update_agent(id: AgentId, data: JSONBody[AgentUpdate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.UpdateAgent]) -> Envelope[AgentOut]:
     changes = _domain_fields(set_fields(data))

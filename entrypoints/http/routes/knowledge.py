@@ -52,12 +52,13 @@ def _kb_list(page: Page[uc.KnowledgeBaseView]) -> CollectionEnvelope[KnowledgeBa
 
 
 @endpoint("GET", "/knowledge-bases", operation_id="listKnowledgeBases",
-          summary="List the knowledge bases attached to an agent", tags=TAGS, scopes=SCOPE_READ,
-          errors={404: "not_found: unknown agent"})
+          summary="List the organization's knowledge bases, or those attached to an agent", tags=TAGS,
+          scopes=SCOPE_READ, errors={404: "not_found: unknown agent"})
 async def list_knowledge_bases(
     actor: FromDishka[Actor],
     use_case: FromDishka[uc.ListKnowledgeBases],
-    agent_id: Annotated[int, QueryParameter(ge=1, le=2**53, description="The agent (required)")],
+    agent_id: Annotated[int | None, QueryParameter(
+        ge=1, le=2**53, description="Only those attached to this agent (its own included)")] = None,
     limit: Limit = 25,
     offset: Offset = 0,
 ) -> CollectionEnvelope[KnowledgeBaseList]:
