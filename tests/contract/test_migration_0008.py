@@ -94,7 +94,7 @@ async def test_0008_keeps_rows_triggers_and_indexes_and_downgrades(empty_url: st
     url = empty_url
     await asyncio.to_thread(_migrate, url, *EARLIER_HEADS)
     await _populate(url)
-    await asyncio.to_thread(_migrate, url, "heads")
+    await asyncio.to_thread(_migrate, url, "0008")
     assert (await _sql(url, "SELECT version_num FROM alembic_version"))[0] == [("0008",)]
 
     (orgs, appointments, numbers) = await _sql(
@@ -132,7 +132,7 @@ async def test_0008_keeps_rows_triggers_and_indexes_and_downgrades(empty_url: st
     before = (await _sql(url, "SELECT revision FROM calendars WHERE id = 1"))[0]
     await _sql(url, "UPDATE appointments SET sequence = 6 WHERE id = 1")
     assert (await _sql(url, "SELECT revision FROM calendars WHERE id = 1"))[0] != before
-    await asyncio.to_thread(_migrate, url, "heads")
+    await asyncio.to_thread(_migrate, url, "0008")
     assert (await _sql(url, "SELECT count(*) FROM organizations"))[0] == [(2,)]
 
 
@@ -144,7 +144,7 @@ async def test_0008_stops_when_a_number_is_held_by_several_organizations(empty_u
                     "created_at, updated_at) SELECT 2, phone_number, provider_id, voice, sms, status, created_at, "
                     "updated_at FROM telephony_numbers WHERE id = 1")
     with pytest.raises(RuntimeError, match=r"\+14155550100"):
-        await asyncio.to_thread(_migrate, url, "heads")
+        await asyncio.to_thread(_migrate, url, "0008")
     versions = sorted(v for (v,) in (await _sql(url, "SELECT version_num FROM alembic_version"))[0])
     assert versions == sorted(EARLIER_HEADS)
     assert (await _sql(url, "SELECT count(*) FROM telephony_numbers"))[0] == [(2,)]
