@@ -53,3 +53,20 @@ async def test_an_outcome_before_the_start_is_refused_and_an_outcome_never_frees
     starts = [line.split(":", 1)[1].strip() for block in events for line in block.splitlines()
               if line.startswith("DTSTART")]
     assert len(starts) == len(set(starts)) == 2
+
+
+async def test_an_outcome_is_replayed_under_its_idempotency_key(make_api: ApiFactory, sql_url: str) -> None:
+    api = await scheduling_api(make_api, sql_url, START)
+    assert api.clock is not None
+    t = await api.tenant()
+    cal = await make_calendar(api, t, tz="UTC", hours=("10:00", "12:00"), slot_duration_minutes=30)
+    booked = await book(api, t, cal["id"], "2026-03-03T10:00:00Z", attendee_name="Ada")
+    assert booked.status_code == 201, booked.text
+    api.clock.set(datetime(2026, 3, 3, 10, 35, tzinfo=UTC))
+    path = f"/v2/scheduling/appointments/{booked.json()['data']['id']}/outcome"
+    headers = {**t.headers, "Idempotency-Key": "outcome-once"}
+    first = await api.client.post(path, json={"outcome": "completed"}, headers=headers)
+    assert first.status_code == 200, first.text
+    again = await api.client.post(path, json={"outcome": "completed"}, headers=headers)
+    assert again.status_code == 200 and again.headers.get("idempotency-replayed") == "true"
+    assert again.content == first.content

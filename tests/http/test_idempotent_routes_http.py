@@ -139,8 +139,6 @@ CASES: dict[str, Setup] = {
                               "/v2/scheduling/appointments/{id}/approve"),
     "declineAppointment": _on(lambda api, t: _appointment(api, t, require_approval=True),
                               "/v2/scheduling/appointments/{id}/decline"),
-    "recordAppointmentOutcome": _on(_appointment, "/v2/scheduling/appointments/{id}/outcome",
-                                    {"outcome": "completed"}),
     "createCalendarFeedToken": _on(_calendar, "/v2/scheduling/calendars/{id}/feed-token"),
     "createCall": _call,
     "cancelCall": _on(_placed_call, "/v2/calls/{id}/cancel"),
@@ -158,7 +156,7 @@ CASES: dict[str, Setup] = {
     "createOrganization": _fixed("/v2/organizations", {"name": "Client"}),
 }
 # honoured, and replayed in their own tests: scraping needs a page server, redelivery a delivery log
-COVERED_ELSEWHERE = {"scrapeDocument", "redeliverWebhook"}
+COVERED_ELSEWHERE = {"scrapeDocument", "redeliverWebhook", "recordAppointmentOutcome"}
 
 
 def _post_operations(api: Api) -> dict[str, Any]:
