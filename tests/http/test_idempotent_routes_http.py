@@ -4,6 +4,7 @@ multipart upload) is refused with 400 idempotency_unsupported when the header is
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -108,6 +109,12 @@ async def _key_to_rotate(api: Api, t: Tenant) -> Request:
     return {"path": f"/v2/api-keys/{other.key_id}/rotate", "json": {"grace_period_hours": 1}}
 
 
+async def _unique_number(api: Api, t: Tenant) -> Request:
+    # a number belongs to one organization in the whole database, which every test of a run shares
+    return {"path": "/v2/telephony/phone-numbers",
+            "json": {"phone_number": f"+1415{2000000 + uuid.uuid4().int % 8000000}"}}
+
+
 def _fixed(path: str, body: Any = None) -> Setup:
     async def setup(api: Api, t: Tenant) -> Request:
         return {"path": path, "json": body}
@@ -147,7 +154,7 @@ CASES: dict[str, Setup] = {
     "importDncEntries": _csv_import,
     "checkDnc": _fixed("/v2/dnc/check", {"phone_numbers": ["+14155550102"]}),
     "createTelephonyProvider": _fixed("/v2/telephony/providers", {"name": "SIP trunk", "type": "sip"}),
-    "createPhoneNumber": _fixed("/v2/telephony/phone-numbers", {"phone_number": "+14155550150"}),
+    "createPhoneNumber": _unique_number,
     "createWebhook": _fixed("/v2/webhooks", {"url": HOOK, "events": ["call.ended"]}),
     "testWebhook": _on(_webhook, "/v2/webhooks/{id}/test"),
     "rotateWebhookSecret": _on(_webhook, "/v2/webhooks/{id}/rotate-secret", {"grace_period_hours": 1}),
