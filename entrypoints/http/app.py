@@ -65,8 +65,17 @@ class JsonRequest(Request[Any, Any, Any]):
         except SerializationException as exc:
             raise ValidationFailed("Request body is not valid JSON",
                                    details={"validation_errors": {"body": str(exc)}}) from None
+        except UnicodeDecodeError:
+            raise ValidationFailed("Request body is not UTF-8", details={"validation_errors": {
+                "body": "must be JSON encoded as UTF-8"}}) from None
+        except RecursionError:
+            raise ValidationFailed("Request body is nested too deeply", details={"validation_errors": {
+                "body": "must not nest arrays and objects this deeply"}}) from None
         if b"\\u0000" in body:
-            field = _nul_field(value)
+            try:
+                field = _nul_field(value)
+            except RecursionError:
+                field = ""
             if field is not None:
                 raise ValidationFailed.field(field or "body", "must not contain NUL (\\u0000) characters")
         return value

@@ -10,6 +10,8 @@ from application import calls as uc
 from application.context import Actor
 from application.ports.calls import CallFilter, CallLogFilter
 from application.ports.platform import PageRequest
+from domain.errors import ValidationFailed
+from domain.parsing import parse_id
 from domain.recordings import RecordingLinkInvalid
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
@@ -125,11 +127,15 @@ async def download_recording(
     signature: Annotated[str | None, QueryParameter(max_length=128)] = None,
 ) -> Response[bytes]:
     stem, _, extension = file.partition(".")
-    if extension != "wav" or not stem.isdigit():
+    try:
+        call_log_id = parse_id(stem, "file") if extension == "wav" else None
+    except ValidationFailed:
+        call_log_id = None
+    if call_log_id is None:  # not "<call log id>.wav": a tampered link
         raise RecordingLinkInvalid("This recording link is not valid")
-    data = await use_case.execute(int(stem), expires, signature)
+    data = await use_case.execute(call_log_id, expires, signature)
     return Response(data, media_type="audio/wav", headers={
-        "Content-Disposition": f'inline; filename="{stem}.wav"', "Cache-Control": "private, max-age=60"})
+        "Content-Disposition": f'inline; filename="{call_log_id}.wav"', "Cache-Control": "private, max-age=60"})
 
 
 ROUTES = [create_call, list_calls, get_call, cancel_call, list_call_logs, get_call_log, get_transcript,
