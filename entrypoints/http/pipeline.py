@@ -22,18 +22,20 @@ from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, IdempotencyStore, RateLimiter
 from application.ports.platform import Clock, Random, UnitOfWork
 from domain import idempotency as policy
-from domain.errors import DomainError, SubOrgForbidden
+from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
+from domain.parsing import parse_id
 from domain.scopes import ScopeSet
 from entrypoints.http.envelope import ErrorBody, ErrorEnvelope, auth_error_body, status_for
 from entrypoints.http.routing import Access, access_of
-from entrypoints.runtime import RateLimitPolicy
+from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
 
 log = logging.getLogger("parley.http")
 
 MAX_JSON_BODY = 1024 * 1024
 LAST_USED_PRECISION = timedelta(minutes=1)
 _REPLAYED_HEADERS = {"content-type", "location"}
+SUB_ORG_HEADER = "X-Sub-Org-Id"
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -41,6 +43,16 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")
     return None
+
+
+def _headers(scope: Scope, name: bytes) -> list[str]:
+    """Every value of a header the client sent (latin-1, as HTTP carries them)."""
+    return [value.decode("latin-1") for key, value in scope["headers"] if key == name]
+
+
+def client_address(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
 
 
 def _json(status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> list[Message]:
@@ -133,6 +145,8 @@ class _Run:
             auth = await authenticate.execute(authorization[7:].strip())
         except AuthenticationFailed as exc:
             await uow.rollback()
+            if not await self._failure_allowed(uow, clock):
+                return
             await self.reply(_json(401, auth_error_body(exc.code, str(exc)),
                                    [(b"www-authenticate", b'Bearer realm="parley", error="invalid_token"')]))
             return
@@ -175,15 +189,18 @@ class _Run:
 
         # 4. sub-organization
         acting = organization
-        sub_org = _header(scope, b"x-sub-org-id")
-        if sub_org is not None:
-            if not sub_org.strip().isdigit():
-                await self.reply(_router_error(400, "bad_request", "X-Sub-Org-Id must be an integer",
-                                               {"validation_errors": {"X-Sub-Org-Id": "must be an integer"}}))
+        sub_orgs = _headers(scope, b"x-sub-org-id")
+        if sub_orgs:
+            try:
+                if len(sub_orgs) > 1 or "," in sub_orgs[0]:  # repeated, or repeated and joined by a proxy
+                    raise ValidationFailed.field(SUB_ORG_HEADER, "must be sent once")
+                sub_org_id = parse_id(sub_orgs[0], SUB_ORG_HEADER)
+            except ValidationFailed as exc:
+                await self.reply(_router_error(400, exc.code, exc.message, exc.details))
                 return
             resolver = await self.container.get(ResolveActingOrganization)
             try:
-                acting = await resolver.execute(organization, int(sub_org))
+                acting = await resolver.execute(organization, sub_org_id)
             except SubOrgForbidden as exc:
                 await uow.rollback()
                 await self.reply(_router_error(403, exc.code, exc.message))
@@ -197,6 +214,21 @@ class _Run:
             await self._idempotent(uow, clock, acting.id or 0, raw_key)
         else:
             await self._handle(uow)
+
+    async def _failure_allowed(self, uow: UnitOfWork, clock: Clock) -> bool:
+        """Count a failed authentication against the client's address; False (and 429 sent) once the
+        address is over its budget. Keys that authenticate never touch this bucket."""
+        limiter = await self.container.get(RateLimiter)
+        budget = await self.container.get(AuthFailurePolicy)
+        decision = await limiter.hit(f"authfail:{client_address(self.scope)}", budget.windows, clock.now())
+        await uow.commit()
+        if decision.allowed:
+            return True
+        retry = decision.retry_after or 1
+        await self.reply(_json(429, auth_error_body(
+            "RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address", retry),
+            [(b"retry-after", str(retry).encode())]))
+        return False
 
     async def _handle(self, uow: UnitOfWork) -> None:
         captured = _Captured()
