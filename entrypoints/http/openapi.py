@@ -2,6 +2,8 @@
 with what the request pipeline adds around every handler.
 
 - Request bodies whose struct rejects unknown fields (400) say ``additionalProperties: false``.
+- Every authenticated operation takes the optional ``X-Sub-Org-Id`` header; a 201 that creates an addressable
+  resource documents ``Location``.
 - Every response documents ``X-Request-Id``; every response of an authenticated operation except 401
   documents the rate-limit headers (required but on 400 and 404, which can also come before
   authentication), and the optional key-expiry ones; 429 documents ``Retry-After``;
@@ -19,8 +21,9 @@ import msgspec
 from litestar import Litestar
 from litestar._openapi.plugin import OpenAPIPlugin
 
+from domain.parsing import MAX_ID
 from entrypoints.http import asgi
-from entrypoints.http.routing import access_of
+from entrypoints.http.routing import Access, access_of
 
 _cache: dict[tuple[str, ...], bytes] = {}
 
@@ -40,6 +43,15 @@ HEADERS: dict[str, dict[str, Any]] = {
     "Idempotency-Replayed": {"description": "true when this is the stored response of an earlier request "
                                             "with the same Idempotency-Key", "schema": {"type": "string",
                                                                                         "enum": ["true"]}},
+    "Location": {"description": "The created resource's URL, under the prefix the request used (/v2 or /api/v2)",
+                 "schema": {"type": "string", "format": "uri-reference"}},
+}
+SUB_ORG_ID: dict[str, Any] = {
+    "name": "X-Sub-Org-Id", "in": "header", "required": False,
+    "description": "Act on one of the calling partner organization's sub-organizations (its id). Sent at most "
+                   "once; anything but a whole number from 1 to 9007199254740992 in ASCII digits is 400, a "
+                   "sub-organization the key may not act for is 403 sub_org_forbidden",
+    "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
 }
 IDEMPOTENCY_KEY: dict[str, Any] = {
     "name": "Idempotency-Key", "in": "header", "required": False,
@@ -80,23 +92,29 @@ def _build(app: Litestar) -> bytes:
     components = schema.setdefault("components", {})
     _close_strict_objects(components.get("schemas", {}))
     components["headers"] = HEADERS
-    idempotent = _idempotent_operations(app)
+    accesses = _accesses(app)
     for item in schema["paths"].values():
         for operation in item.values():
             if isinstance(operation, dict) and "responses" in operation:
-                if operation.get("operationId") in idempotent:
+                access = accesses.get(operation.get("operationId") or "")
+                idempotent = access is not None and access.idempotent
+                if access is not None and not access.public:
+                    operation.setdefault("parameters", []).append(SUB_ORG_ID)
+                if idempotent:
                     operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
-                _document_headers(operation, operation.get("operationId") in idempotent)
+                _document_headers(operation, idempotent)
+                if access is not None and access.location and "201" in operation["responses"]:
+                    operation["responses"]["201"].setdefault("headers", {})["Location"] = _ref("Location", True)
     return msgspec.json.encode(schema)
 
 
-def _idempotent_operations(app: Litestar) -> set[str]:
-    found = set()
+def _accesses(app: Litestar) -> dict[str, Access]:
+    found = {}
     for route in app.routes:
         for handler in getattr(route, "route_handlers", ()):
             access = access_of(handler.opt)
-            if access is not None and access.idempotent and isinstance(handler.operation_id, str):
-                found.add(handler.operation_id)
+            if access is not None and isinstance(handler.operation_id, str):
+                found[handler.operation_id] = access
     return found
 
 

@@ -9,9 +9,11 @@ sees a success for a change that was not kept.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 from dishka import AsyncContainer
@@ -26,6 +28,7 @@ from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.parsing import parse_id
 from domain.scopes import ScopeSet
+from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.envelope import ErrorBody, ErrorEnvelope, auth_error_body, status_for
 from entrypoints.http.routing import Access, access_of
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
@@ -101,6 +104,64 @@ class _Captured:
         return []
 
 
+_LOCATION_FIELD = re.compile(r"\{(path\.)?(\w+)\}")
+
+
+def _location(template: str, scope: Scope, body: bytes) -> str | None:
+    """The created resource's URL under the prefix the client used (None when the body names no such id)."""
+    try:
+        data = msgspec.json.decode(body).get("data")
+    except (msgspec.DecodeError, AttributeError):
+        return None
+    path_params = scope.get("path_params") or {}
+
+    def value(match: re.Match[str]) -> str:
+        source = path_params if match[1] else data if isinstance(data, dict) else {}
+        if source.get(match[2]) is None:
+            raise KeyError(match[2])
+        return quote(str(source[match[2]]), safe="")
+
+    try:
+        path = _LOCATION_FIELD.sub(value, template)
+    except KeyError:
+        return None
+    original = str(scope.get("state", {}).get("original_path") or scope["path"])
+    prefix = API_PREFIX if original.startswith(API_PREFIX + "/") else PRIMARY_PREFIX
+    return prefix + path
+
+
+def with_location(app: ASGIApp, template: str) -> ASGIApp:
+    """Adds ``Location`` to the route's 201 responses (``Access.location``)."""
+
+    async def located(scope: Scope, receive: Receive, send: Send) -> None:
+        held: Message | None = None
+        chunks: list[bytes] = []
+
+        async def send_located(message: Message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] == 201:
+                held = message
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = b"".join(chunks)
+            location = _location(template, scope, body)
+            headers = [h for h in held.get("headers", []) if h[0].lower() != b"location"]
+            if location is not None:
+                headers.append((b"location", location.encode()))
+            await send({**held, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            held = None
+
+        await app(scope, receive, send_located)
+
+    return located
+
+
 class RequestPipeline:
     """Litestar route middleware (applied to every route handler)."""
 
@@ -116,7 +177,8 @@ class RequestPipeline:
             await self.app(scope, receive, send)
             return
         container: AsyncContainer = scope["state"]["dishka_container"]
-        await _Run(self.app, scope, receive, send, container, access).run()
+        app = self.app if access.location is None else with_location(self.app, access.location)
+        await _Run(app, scope, receive, send, container, access).run()
 
 
 class _Run:

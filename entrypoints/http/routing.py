@@ -37,6 +37,9 @@ class Access:
     scopes: tuple[str, ...] = ()
     auth: str = "key"  # key | public | key_or_session | widget
     idempotent: bool = False
+    # where a 201 points (Location): a path under the API prefix, ``{field}`` from the response's ``data``,
+    # ``{path.name}`` from the request's path parameters, e.g. "/knowledge-bases/{path.id}/documents/{id}"
+    location: str | None = None
 
     @property
     def public(self) -> bool:
@@ -96,12 +99,13 @@ def endpoint(
     scopes: tuple[str, ...] = (),
     auth: str = "key",
     idempotent: bool = False,
+    location: str | None = None,
     errors: dict[int, str] | None = None,
     status_code: int | None = None,
     responses: dict[int, ResponseSpec] | None = None,
     **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], Any]:
-    access = Access(scopes=scopes, auth=auth, idempotent=idempotent)
+    access = Access(scopes=scopes, auth=auth, idempotent=idempotent, location=location)
     if access.auth != "public" and not access.scopes and access.auth == "key":
         raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
     security = [] if access.public else [{"BearerAuth": []}]

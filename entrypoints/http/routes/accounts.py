@@ -58,6 +58,7 @@ async def list_keys(actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKey
 
 
 @endpoint("POST", "/api-keys", operation_id="createApiKey", summary="Create an API key (its secret is shown once)",
+          location="/api-keys/{id}",
           tags=KEY_TAGS, scopes=("api-keys:write",), errors=_PLAN, idempotent=True, status_code=201)
 async def create_key(data: JSONBody[ApiKeyCreate], actor: FromDishka[Actor],
                      issue: FromDishka[uc.IssueApiKey]) -> Envelope[ApiKeyCreated]:
@@ -107,6 +108,7 @@ async def list_orgs(actor: FromDishka[Actor], use_case: FromDishka[uc.ListSubOrg
 
 
 @endpoint("POST", "/organizations", operation_id="createOrganization", summary="Create a sub-organization",
+          location="/organizations/{id}",
           tags=ORG_TAGS, scopes=("organizations:write",), errors=_PARTNER, idempotent=True, status_code=201)
 async def create_org(data: JSONBody[OrganizationCreate], actor: FromDishka[Actor],
                      use_case: FromDishka[uc.CreateSubOrganization]) -> Envelope[OrganizationOut]:

@@ -32,6 +32,7 @@ LogId = Annotated[int, PathParameter(ge=1, le=2**53, description="Call log id")]
 Instant = Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was dialled"
 @endpoint("POST", "/calls", operation_id="createCall", summary="Place an outbound call", tags=TAGS,
+          location="/calls/{id}",
           scopes=("calls:schedule",), idempotent=True, status_code=201,
           errors={400: "invalid body or unresolved {{placeholders}} (details.missing_placeholders)",
                   404: "unknown agent (bot_id)", 409: "invalid_transition: only an active agent can call",

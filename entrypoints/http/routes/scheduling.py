@@ -72,6 +72,7 @@ def _feed_response(body: bytes) -> Response[bytes]:
 
 
 @endpoint("POST", "/scheduling/calendars", operation_id="createCalendar", summary="Create a calendar", tags=TAGS,
+          location="/scheduling/calendars/{id}",
           scopes=WRITE, idempotent=True, errors={404: "not_found: agent_id is not an agent of this organization"})
 async def create_calendar(data: JSONBody[CalendarCreate], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.CreateCalendar]) -> Envelope[CalendarOut]:
@@ -118,6 +119,7 @@ async def delete_calendar(id: CalendarId, actor: FromDishka[Actor], use_case: Fr
 
 
 @endpoint("POST", "/scheduling/calendars/{id:int}/rules", operation_id="createAvailabilityRule",
+          location="/scheduling/calendars/{path.id}/rules/{id}",
           summary="Add an availability rule (weekday and local start/end)", tags=TAGS, scopes=WRITE,
           idempotent=True, errors={404: ""})
 async def create_rule(id: CalendarId, data: JSONBody[RuleCreate], actor: FromDishka[Actor],
@@ -146,6 +148,7 @@ async def delete_rule(id: CalendarId, rule_id: RuleId, actor: FromDishka[Actor],
 
 
 @endpoint("POST", "/scheduling/calendars/{id:int}/blackouts", operation_id="createBlackout",
+          location="/scheduling/calendars/{path.id}/blackouts/{id}",
           summary="Add a blackout (an RFC 3339 range in which nothing can be booked)", tags=TAGS, scopes=WRITE,
           idempotent=True, errors={404: ""})
 async def create_blackout(id: CalendarId, data: JSONBody[BlackoutCreate], actor: FromDishka[Actor],
@@ -209,6 +212,7 @@ async def get_availability(
 
 
 @endpoint("POST", "/scheduling/appointments", operation_id="createAppointment",
+          location="/scheduling/appointments/{id}",
           summary="Book an open slot (or request it with require_approval: the slot is held as pending)",
           tags=TAGS, scopes=WRITE, idempotent=True,
           errors={400: "bad_request: e.g. slot_start without an offset", 404: "not_found: unknown calendar",
@@ -305,6 +309,7 @@ async def calendar_feed(id: CalendarId, actor: FromDishka[Actor],
 
 
 @endpoint("POST", "/scheduling/calendars/{id:int}/feed-token", operation_id="createCalendarFeedToken",
+          location="/scheduling/calendars/{path.id}/feed-token",
           summary="Create or rotate the secret feed URL for calendar apps (the previous one stops working)",
           tags=TAGS, scopes=WRITE, errors={404: ""}, status_code=201)
 async def create_feed_token(id: CalendarId, actor: FromDishka[Actor], settings: FromDishka[Settings],
