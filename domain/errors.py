@@ -41,11 +41,18 @@ class Conflict(DomainError):
 class InvalidTransition(Conflict):
     code = "invalid_transition"
 
-    def __init__(self, entity: str, current: str, target: str) -> None:
-        super().__init__(
-            f"{entity} cannot move from {current} to {target}",
-            details={"current_status": current, "requested": target},
-        )
+    def __init__(self, entity: str, current: str, target: str, *, action: str | None = None,
+                 allowed_from: tuple[str, ...] = ()) -> None:
+        if action and allowed_from:  # what the client asked for, and when it is possible
+            message = f"{entity} is {current}: {action} is only possible while it is {' or '.join(allowed_from)}"
+        elif current == target:
+            message = f"{entity} is already {current}"
+        else:
+            message = f"{entity} cannot move from {current} to {target}"
+        details: dict[str, Any] = {"current_status": current, "requested": target}
+        if action:
+            details["action"] = action
+        super().__init__(message, details=details)
         self.current = current
         self.target = target
 

@@ -52,7 +52,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from domain.errors import InvalidTransition, SlotUnavailable, ValidationFailed
+from domain.errors import SlotUnavailable, ValidationFailed
 from domain.parsing import parse_instant
 from domain.state_machine import TransitionTable
 
@@ -336,7 +336,7 @@ class Appointment:
         ``rescheduled_from`` = this id, sequence 0 (a new ICS UID). Raises InvalidTransition when this
         appointment cannot be rescheduled."""
         if not self.can("reschedule"):
-            raise InvalidTransition("appointment", self.status, TRIGGER_TARGET["reschedule"])
+            raise APPOINTMENT_MACHINE.refusal(self.status, "reschedule", target=TRIGGER_TARGET["reschedule"])
         return replace(
             self,
             id=id,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -13,7 +15,7 @@ from application import scheduling as uc
 from application.context import Actor
 from application.ports.platform import PageRequest
 from application.ports.scheduling import AppointmentFilter
-from domain.errors import NotFound
+from domain.errors import NotFound, SlotUnavailable
 from domain.scheduling import parse_day_or_instant, parse_instant, parse_slot_start, render_in_zone, render_slots
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import endpoint
@@ -58,6 +60,16 @@ BoundQuery = Annotated[str | None, QueryParameter(
 
 SLOT_TAKEN = "slot_unavailable: the slot is not open (taken, held, outside the rules, blacked out, too soon or too far)"
 ILLEGAL_MOVE = "invalid_transition: the appointment's status does not allow this"
+
+
+@contextmanager
+def _slot_as_sent(slot_start: object) -> Iterator[None]:
+    """A refused slot is named in the 409's details as the client wrote it, not as converted."""
+    try:
+        yield
+    except SlotUnavailable as exc:
+        exc.details = {**(exc.details or {}), "slot_start": slot_start}
+        raise
 
 
 def _instant(value: str | None, field: str) -> datetime | None:
@@ -225,7 +237,8 @@ async def create_appointment(data: JSONBody[AppointmentCreate], actor: FromDishk
         attendee_phone=e164(data.attendee_phone, "attendee_phone") if data.attendee_phone else None,
         require_approval=data.require_approval, notes=data.notes,
     )
-    return Envelope(AppointmentOut.of(await use_case.execute(command)))
+    with _slot_as_sent(data.slot_start):
+        return Envelope(AppointmentOut.of(await use_case.execute(command)))
 
 
 @endpoint("GET", "/scheduling/appointments", operation_id="listAppointments", summary="List appointments",
@@ -258,7 +271,8 @@ async def get_appointment(id: AppointmentId, actor: FromDishka[Actor],
           tags=TAGS, scopes=WRITE, errors={404: "", 409: f"{SLOT_TAKEN}; {ILLEGAL_MOVE}"})
 async def reschedule_appointment(id: AppointmentId, data: JSONBody[RescheduleIn], actor: FromDishka[Actor],
                                  use_case: FromDishka[uc.RescheduleAppointment]) -> Envelope[RescheduleOut]:
-    result = await use_case.execute(uc.RescheduleAppointmentCommand(actor, id, parse_slot_start(data.slot_start)))
+    with _slot_as_sent(data.slot_start):
+        result = await use_case.execute(uc.RescheduleAppointmentCommand(actor, id, parse_slot_start(data.slot_start)))
     new = result.appointment
     return Envelope(RescheduleOut(new.id or 0, result.previous.id or id, new.status,  # type: ignore[arg-type]
                                   new.slot_start, new.slot_end))
