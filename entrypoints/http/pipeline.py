@@ -289,7 +289,8 @@ class _Run:
         retry = decision.retry_after or 1
         await self.reply(_json(429, auth_error_body(
             "RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address", retry),
-            [(b"retry-after", str(retry).encode())]))
+            [(b"retry-after", str(retry).encode()), (b"x-ratelimit-limit", str(decision.limit).encode()),
+             (b"x-ratelimit-remaining", b"0"), (b"x-ratelimit-reset", str(decision.reset_at).encode())]))
         return False
 
     async def _handle(self, uow: UnitOfWork) -> None:

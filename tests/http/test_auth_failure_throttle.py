@@ -34,6 +34,8 @@ async def test_failed_authentications_are_throttled_per_address(make_api: ApiFac
     assert body == {"success": False, "error": {"code": "RATE_LIMIT_EXCEEDED", "message": body["error"]["message"],
                                                 "retry_after": 45}}
     assert refused.headers["retry-after"] == "45"
+    assert refused.headers["x-ratelimit-limit"] == "5" and refused.headers["x-ratelimit-remaining"] == "0"
+    assert int(refused.headers["x-ratelimit-reset"]) == int(START.timestamp()) - 15 + 60
     # a valid key from the same address is not slowed while the address is throttled
     for _ in range(3):
         assert (await c.get("/v2/agents", headers=good.headers)).status_code == 200
