@@ -118,3 +118,17 @@ async def test_unusable_content_length_is_400_in_the_envelope(any_api: Api, leng
     t = await any_api.tenant()
     r = await any_api.client.get("/v2/agents", headers={**t.headers, "content-length": length})
     _refused(r, 400, "Content-Length")
+
+
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/v2/agents", {"name": "A", "calendar_id": 2**63}, "calendar_id"),
+    ("/v2/agents", {"name": "A", "calendar_id": 2**70}, "calendar_id"),
+    ("/v2/telephony/phone-numbers", {"phone_number": "+14155550100", "provider_id": 2**63}, "provider_id"),
+    ("/v2/telephony/phone-numbers", {"phone_number": "+14155550100", "inbound_agent_id": -(2**63) - 1},
+     "inbound_agent_id"),
+    ("/v2/agents", {"name": "A", "metadata": {"n": [1, 10**30]}}, "metadata.n[1]"),
+])
+async def test_body_integers_beyond_bigint_are_400(any_api: Api, path: str, body: dict[str, Any], field: str) -> None:
+    t = await any_api.tenant()
+    r = await any_api.client.post(path, json=body, headers=t.headers)
+    _refused(r, 400, field)
