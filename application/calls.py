@@ -51,6 +51,7 @@ from domain.calls import (
 from domain.errors import InvalidTransition, NotFound, ValidationFailed
 from domain.events import DomainEvent
 from domain.organizations import PLAN_LIMITS
+from domain.parsing import MAX_ID, parse_id
 
 BOOK_APPOINTMENT = "book_appointment"
 SUPPORTED_PROVIDER_TYPES = ("simulator",)
@@ -72,10 +73,10 @@ def _record(uow: UnitOfWork, call: Call, event_types: list[str]) -> None:
 
 
 def _agent_id(bot_id: str) -> int:
-    text = bot_id.strip()
-    if not text.isdigit() or not 0 < int(text) < 2**53:
-        raise ValidationFailed.field("bot_id", "must be the id of an agent, such as \"42\"")
-    return int(text)
+    try:
+        return parse_id(bot_id, "bot_id")
+    except ValidationFailed:
+        raise ValidationFailed.field("bot_id", f"must be the id of an agent, such as \"42\" (1 to {MAX_ID})") from None
 
 
 # ---------------------------------------------------------------------------------------------- placing

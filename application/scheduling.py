@@ -22,10 +22,11 @@ from application.ports.scheduling import (
     IcsRenderer,
     ScheduleReader,
 )
-from domain.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
+from domain.errors import Conflict, NotFound, ValidationFailed
 from domain.events import DomainEvent
 from domain.patching import apply_patch
 from domain.scheduling import (
+    APPOINTMENT_MACHINE,
     FEED_LOOKBACK_DAYS,
     FEED_MAX_EVENTS,
     MAX_RULES_PER_CALENDAR,
@@ -542,7 +543,7 @@ class RescheduleAppointment:
         calendar = await _calendar(self.calendars, actor, current.calendar_id, lock=True)
         current = await _appointment(self.appointments, actor, command.appointment_id, lock=True)
         if not current.can("reschedule"):
-            raise InvalidTransition("appointment", current.status, TRIGGER_TARGET["reschedule"])
+            raise APPOINTMENT_MACHINE.refusal(current.status, "reschedule", target=TRIGGER_TARGET["reschedule"])
         now = self.clock.now()
         slot = await self.finder.require(calendar, slot_start, now, exclude_appointment_id=current.id)
         previous = await self.appointments.update(current.mark_rescheduled(now))

@@ -46,12 +46,21 @@ class Conflict(DomainError):
 class InvalidTransition(Conflict):
     code = "invalid_transition"
 
-    def __init__(self, entity: str, current: str, target: str, *, reason: str | None = None,
+    def __init__(self, entity: str, current: str, target: str, *, action: str | None = None,
+                 allowed_from: tuple[str, ...] = (), reason: str | None = None,
                  details: dict[str, Any] | None = None) -> None:
-        super().__init__(
-            f"{entity} cannot move from {current} to {target}" + (f": {reason}" if reason else ""),
-            details={"current_status": current, "requested": target, **(details or {})},
-        )
+        if action and allowed_from:  # what the client asked for, and when it is possible
+            message = f"{entity} is {current}: {action} is only possible while it is {' or '.join(allowed_from)}"
+        elif current == target:
+            message = f"{entity} is already {current}"
+        else:
+            message = f"{entity} cannot move from {current} to {target}"
+        if reason:
+            message = f"{message}: {reason}"
+        described: dict[str, Any] = {"current_status": current, "requested": target}
+        if action:
+            described["action"] = action
+        super().__init__(message, details={**described, **(details or {})})
         self.current = current
         self.target = target
 

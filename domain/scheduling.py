@@ -53,6 +53,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from domain.errors import InvalidTransition, SlotUnavailable, ValidationFailed
+from domain.parsing import parse_instant
 from domain.state_machine import TransitionTable
 
 # --------------------------------------------------------------------------- constants
@@ -344,7 +345,7 @@ class Appointment:
         ``rescheduled_from`` = this id, sequence 0 (a new ICS UID). Raises InvalidTransition when this
         appointment cannot be rescheduled."""
         if not self.can("reschedule"):
-            raise InvalidTransition("appointment", self.status, TRIGGER_TARGET["reschedule"])
+            raise APPOINTMENT_MACHINE.refusal(self.status, "reschedule", target=TRIGGER_TARGET["reschedule"])
         return replace(
             self,
             id=id,
@@ -452,45 +453,6 @@ def build_rule(
 ) -> AvailabilityRule:
     start, end = parse_rule_times(start_time, end_time)
     return AvailabilityRule(id, calendar_id, validate_weekday(weekday), start, end)
-
-
-_RFC3339_RE = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(?P<offset>[Zz]|[+-]\d{2}:\d{2})"
-)
-
-
-def parse_instant(text: object, field: str) -> datetime:
-    """An RFC 3339 timestamp with an explicit offset or trailing Z, as an aware UTC datetime.
-
-    Seconds may be omitted (``2026-03-09T09:00Z``); fractions beyond microseconds are truncated.
-    A value without offset, or anything else, raises ValidationFailed on ``field``."""
-    if isinstance(text, datetime):
-        if text.tzinfo is None or text.utcoffset() is None:
-            raise ValidationFailed.field(field, "must carry an explicit UTC offset or Z")
-        return text.astimezone(UTC)
-    if not isinstance(text, str):
-        raise ValidationFailed.field(field, "must be an RFC 3339 timestamp string")
-    match = _RFC3339_RE.fullmatch(text.strip())
-    if match is None:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?", text.strip()):
-            raise ValidationFailed.field(
-                field, "must carry an explicit UTC offset or Z, e.g. 2026-03-09T09:00:00-04:00"
-            )
-        raise ValidationFailed.field(field, "must be an RFC 3339 timestamp, e.g. 2026-03-09T09:00:00-04:00")
-    year, month, day, hour, minute, second, fraction = match.groups()[:7]
-    offset = match["offset"]
-    try:
-        micro = int((fraction[1:] + "000000")[:6]) if fraction else 0
-        naive = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micro)
-        if offset in ("Z", "z"):
-            return naive.replace(tzinfo=UTC)
-        sign = 1 if offset[0] == "+" else -1
-        delta = timedelta(hours=int(offset[1:3]), minutes=int(offset[4:6]))
-        if delta >= timedelta(hours=24) or int(offset[4:6]) > 59:
-            raise ValueError(offset)
-        return (naive - sign * delta).replace(tzinfo=UTC)
-    except (ValueError, OverflowError):
-        raise ValidationFailed.field(field, "is not a valid date and time") from None
 
 
 def parse_slot_start(text: object) -> datetime:

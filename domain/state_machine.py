@@ -30,4 +30,10 @@ class TransitionTable:
         try:
             return self.moves[(current, trigger)]
         except KeyError:
-            raise InvalidTransition(self.entity, current, target or trigger) from None
+            raise self.refusal(current, trigger, target=target) from None
+
+    def refusal(self, current: str, trigger: str, *, target: str | None = None) -> InvalidTransition:
+        """The error for ``trigger`` from ``current``, naming the states from which it is possible."""
+        allowed = tuple(sorted({src for src, t in self.moves if t == trigger and src}))
+        return InvalidTransition(self.entity, current, target or trigger, action=trigger.replace("_", " "),
+                                 allowed_from=allowed)

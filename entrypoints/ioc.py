@@ -40,10 +40,10 @@ from application.ports.accounts import (
 from application.ports.agents import AgentCalendars, AgentRepository
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox
-from domain.rate_limit import default_windows
+from domain.rate_limit import Window, default_windows
 from entrypoints import features
 from entrypoints.http.providers import HttpProvider
-from entrypoints.runtime import RateLimitPolicy, TransactionMode
+from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy, TransactionMode
 from entrypoints.settings import Settings
 
 MEMORY_URL = "memory://"
@@ -72,6 +72,10 @@ class PlatformProvider(Provider):
     @provide
     def rate_limit_policy(self, settings: Settings) -> RateLimitPolicy:
         return RateLimitPolicy(default_windows(settings.rate_limit_per_minute, settings.rate_limit_per_hour))
+
+    @provide
+    def auth_failure_policy(self, settings: Settings) -> AuthFailurePolicy:
+        return AuthFailurePolicy((Window(60, settings.auth_failures_per_minute),))
 
 
 class DefaultTransactionModeProvider(Provider):

@@ -23,6 +23,13 @@ class RateLimitPolicy:
     windows: tuple[Window, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class AuthFailurePolicy:
+    """Failed authentications allowed per client address (bucket ``authfail:<address>``)."""
+
+    windows: tuple[Window, ...]
+
+
 class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id_var.get()

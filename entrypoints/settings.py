@@ -38,6 +38,7 @@ class Settings:
     rate_limit_per_minute: int = 60
     rate_limit_per_hour: int = 1000
     rate_limit_backend: str = "auto"  # auto | memory | database
+    auth_failures_per_minute: int = 30  # failed authentications per client address and minute, then 429
     processes: int = 1
     var_dir: Path = field(default_factory=lambda: Path("./var"))
     webhook_retry_scale: float = 1.0
@@ -65,6 +66,7 @@ class Settings:
             rate_limit_per_minute=int(get("RATE_LIMIT_PER_MINUTE") or base.rate_limit_per_minute),
             rate_limit_per_hour=int(get("RATE_LIMIT_PER_HOUR") or base.rate_limit_per_hour),
             rate_limit_backend=get("RATE_LIMIT_BACKEND") or base.rate_limit_backend,
+            auth_failures_per_minute=int(get("AUTH_FAILURES_PER_MINUTE") or base.auth_failures_per_minute),
             var_dir=Path(get("VAR_DIR") or base.var_dir),
             webhook_retry_scale=float(get("WEBHOOK_RETRY_SCALE") or base.webhook_retry_scale),
             log_level=get("LOG_LEVEL") or base.log_level,

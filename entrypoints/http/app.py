@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dishka import AsyncContainer
@@ -50,9 +51,27 @@ def _nul_field(value: Any, path: str = "") -> str | None:
     return None
 
 
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1  # what an integer column holds on both databases
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
+
+def _huge_integer_field(value: Any, path: str = "") -> str | None:
+    """The field holding an integer no database integer column can hold ("" for the body itself), if any."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return path if not BIGINT_MIN <= value <= BIGINT_MAX else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _huge_integer_field(item, (f"{path}.{key}" if path else str(key)) if isinstance(key, str)
+                                    else f"{path}[{key}]")
+        if found is not None:
+            return found
+    return None
+
+
 class JsonRequest(Request[Any, Any, Any]):
-    """Checks a JSON body at the edge: its media type (415 unsupported_media_type) and NUL
-    characters, which no PostgreSQL text or JSONB column can hold (400 with the field named)."""
+    """Checks a JSON body at the edge: its media type (415 unsupported_media_type), its encoding and depth,
+    NUL characters, which no PostgreSQL text or JSONB column can hold, and integers beyond what an integer
+    column holds (400 with the field named), so none of them reaches a database driver as a 500."""
 
     async def json(self) -> Any:
         body = await self.body()
@@ -65,10 +84,27 @@ class JsonRequest(Request[Any, Any, Any]):
         except SerializationException as exc:
             raise ValidationFailed("Request body is not valid JSON",
                                    details={"validation_errors": {"body": str(exc)}}) from None
+        except UnicodeDecodeError:
+            raise ValidationFailed("Request body is not UTF-8", details={"validation_errors": {
+                "body": "must be JSON encoded as UTF-8"}}) from None
+        except RecursionError:
+            raise ValidationFailed("Request body is nested too deeply", details={"validation_errors": {
+                "body": "must not nest arrays and objects this deeply"}}) from None
         if b"\\u0000" in body:
-            field = _nul_field(value)
+            try:
+                field = _nul_field(value)
+            except RecursionError:
+                field = ""
             if field is not None:
                 raise ValidationFailed.field(field or "body", "must not contain NUL (\\u0000) characters")
+        if _LONG_NUMBER.search(body):  # an integer of 19 digits or more may not fit any integer column
+            try:
+                field = _huge_integer_field(value)
+            except RecursionError:
+                field = ""
+            if field is not None:
+                raise ValidationFailed.field(field or "body",
+                                             f"must be a whole number from {BIGINT_MIN} to {BIGINT_MAX}")
         return value
 
 

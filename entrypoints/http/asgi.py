@@ -39,6 +39,33 @@ async def _reject_nul(send: Send, location: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+_CONTENT_LENGTH = re.compile(rb"[0-9]{1,18}")
+
+
+def _framing_problem(scope: Scope) -> tuple[int, str, str, str] | None:
+    """What the URL or the framing headers carry that no route can take, as (status, message, field, rule):
+    an unusable Content-Length (400), or non-ASCII digits in the path, which Python's int() would read
+    as an id (``/agents/١٢`` as agent 12): no resource has such a path (404)."""
+    lengths = {value.strip() for key, value in scope["headers"] if key == b"content-length"}
+    if len(lengths) > 1:
+        return 400, "Content-Length was sent more than once", "Content-Length", "must be sent once"
+    if lengths and not _CONTENT_LENGTH.fullmatch(next(iter(lengths))):
+        return 400, "Content-Length is not a number", "Content-Length", "must be the body's size in bytes (digits)"
+    if any(char.isdecimal() and not char.isascii() for char in scope["path"]):
+        return 404, "No such resource or route", "path", "ids are written in ASCII digits"
+    return None
+
+
+async def _reject_framing(send: Send, problem: tuple[int, str, str, str]) -> None:
+    status, message, field, rule = problem
+    details = {"validation_errors": {field: rule}} if status == 400 else None
+    body = msgspec.json.encode(ErrorEnvelope(ErrorBody(message, "bad_request" if status == 400 else "not_found",
+                                                       details)))
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def rewrite_path(path: str) -> str:
     if path == PRIMARY_PREFIX or path.startswith(PRIMARY_PREFIX + "/"):
         return API_PREFIX + path[len(PRIMARY_PREFIX):]
@@ -76,6 +103,10 @@ def wrap(app: ASGIApp) -> ASGIApp:
             nul = _nul_location(scope)
             if nul is not None:
                 await _reject_nul(send_with_id, nul)
+                return
+            problem = _framing_problem(scope)
+            if problem is not None:
+                await _reject_framing(send_with_id, problem)
                 return
             await app(scope, receive, send_with_id)
         finally:

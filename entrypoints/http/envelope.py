@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import enum
 import logging
 import re
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args, get_origin
 
 import msgspec
 from litestar import Request, Response
@@ -17,6 +19,7 @@ from litestar.exceptions import (
 
 from application.accounts import AuthenticationFailed
 from domain import errors as de
+from entrypoints.http.patterns import UNKNOWN_PATTERN, words_for
 
 T = TypeVar("T")
 log = logging.getLogger("parley.http")
@@ -112,6 +115,50 @@ def auth_error_body(code: str, message: str, retry_after: int | None = None) -> 
 
 _FIELD_ERROR = re.compile(r"^Object (contains unknown|missing required) field `(?P<field>[^`]+)`$")
 _BODY_KEY = "data"  # Litestar's name for the request body
+_MISSING_PARAMETER = re.compile(r"^Missing required (?P<kind>\w+) parameter '(?P<name>[^']+)'")
+
+# msgspec's messages, said in words (the type names are msgspec's, the words the client's)
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
+               "object": "a JSON object", "array": "an array", "datetime": "an RFC 3339 timestamp such as "
+               "2026-03-09T09:00:00Z", "date": "a date such as 2026-03-09", "uuid": "a UUID", "null": "null"}
+_REGEX = re.compile(r"^Expected `str` matching regex (?P<pattern>'.*'|\".*\")$")
+_BOUND = re.compile(r"^Expected `[^`]+` (?P<op><=|>=|<|>) (?P<n>-?[0-9.e+]+)$")
+_LENGTH = re.compile(r"^Expected `(?P<type>str|array|object)` of length (?P<op><=|>=) (?P<n>[0-9]+)$")
+_TYPE = re.compile(r"^Expected `(?P<type>[^`]+)`, got `[^`]+`$")
+_NOT_ACCEPTED = "is not one of the accepted values"
+_BOUND_WORDS = {"<=": "at most", ">=": "at least", "<": "less than", ">": "greater than"}
+_UNITS = {"str": "characters", "array": "items", "object": "entries"}
+_FIXED = {
+    "Expected `datetime` with a timezone component": "must carry an explicit UTC offset or Z, "
+                                                     "e.g. 2026-03-09T09:00:00Z",
+    "Invalid RFC3339 encoded datetime": "must be an RFC 3339 timestamp such as 2026-03-09T09:00:00Z",
+}
+
+
+def in_words(message: str) -> str:
+    """A validation message the way a client reads it: what is expected, never a regular expression."""
+    if message in _FIXED:
+        return _FIXED[message]
+    if match := _REGEX.match(message):
+        try:
+            pattern = ast.literal_eval(match["pattern"])
+        except (ValueError, SyntaxError):
+            return UNKNOWN_PATTERN
+        return words_for(pattern)
+    if match := _LENGTH.match(message):
+        n, unit = int(match["n"]), _UNITS[match["type"]]
+        if match["op"] == ">=" and n == 1:
+            return "must not be empty"
+        return f"must have {_BOUND_WORDS[match['op']]} {n} {unit}"
+    if match := _BOUND.match(message):
+        return f"must be {_BOUND_WORDS[match['op']]} {match['n']}"
+    if match := _TYPE.match(message):
+        kinds = [kind.strip() for kind in match["type"].split("|")]
+        words = [_TYPE_WORDS.get(kind, kind) for kind in kinds if kind != "null"]
+        return "must be " + " or ".join(words or ["null"]) + (" (or null)" if "null" in kinds and words else "")
+    if message.startswith("Invalid enum value"):
+        return _NOT_ACCEPTED
+    return message
 
 
 def _validation_error(item: dict[str, Any]) -> tuple[str, str]:
@@ -128,19 +175,57 @@ def _validation_error(item: dict[str, Any]) -> tuple[str, str]:
     if match:
         field = f"{key}.{match['field']}" if key else match["field"]
         return field, "is not an accepted field" if match[1] == "contains unknown" else "is required"
-    return key or "body", message
+    return key or "body", in_words(message)
 
 
-def _validation_errors(exc: ValidationException) -> dict[str, str]:
+def _accepted_values(annotation: Any) -> list[str]:
+    """The values a Literal or Enum type (inside Annotated, Optional or a union) accepts."""
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return [str(value) for value in get_args(annotation)]
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return [str(member.value) for member in annotation]
+    if origin is not None:
+        return [value for arg in get_args(annotation) for value in _accepted_values(arg)]
+    return []
+
+
+def _field_type(request: Request[Any, Any, Any], key: str) -> Any:
+    """The declared type of a query/path parameter, or of a top-level field of the body, by its name."""
+    try:
+        parameters = request.scope["route_handler"].parsed_fn_signature.parameters
+    except (KeyError, AttributeError):
+        return None
+    if key in parameters:
+        return parameters[key].annotation
+    body = parameters.get(_BODY_KEY)
+    candidates = get_args(body.annotation) if body is not None else ()
+    for struct in [body.annotation if body is not None else None, *candidates]:
+        if isinstance(struct, type) and issubclass(struct, msgspec.Struct):
+            for field in msgspec.structs.fields(struct):
+                if field.encode_name == key:
+                    return field.type
+    return None
+
+
+def _validation_errors(exc: ValidationException, request: Request[Any, Any, Any] | None = None) -> dict[str, str]:
     found: dict[str, str] = {}
     extra = exc.extra if isinstance(exc.extra, list) else []
     for item in extra:
         if not isinstance(item, dict):
             continue
         key, message = _validation_error(item)
+        if message == _NOT_ACCEPTED and request is not None:
+            accepted = _accepted_values(_field_type(request, key))
+            if accepted:
+                message = f"must be one of: {', '.join(accepted)}"
         found.setdefault(key, message)
+    detail = exc.detail if isinstance(exc.detail, str) else ""
+    missing = _MISSING_PARAMETER.match(detail)
+    if not found and missing:  # Litestar's message names the internal path: name the parameter instead
+        found[missing["name"]] = "is required"
     if not found:
-        found["body"] = exc.detail if isinstance(exc.detail, str) else "is invalid"
+        found["body"] = in_words(detail) if detail else "is invalid"
     return found
 
 
@@ -149,21 +234,31 @@ def handle_domain_error(_: Request[Any, Any, Any], exc: de.DomainError) -> Respo
     return error_response(status_for(exc), exc.code, exc.message, exc.details, headers=headers)
 
 
-def handle_validation(_: Request[Any, Any, Any], exc: ValidationException) -> Response[bytes]:
-    errors = _validation_errors(exc)
+def handle_validation(request: Request[Any, Any, Any], exc: ValidationException) -> Response[bytes]:
+    errors = _validation_errors(exc, request)
     detail = exc.detail if isinstance(exc.detail, str) else "Validation failed"
     if "malformed" in detail.lower() or "decode" in detail.lower():
         return error_response(400, "bad_request", "Request body is not valid JSON", {"validation_errors": errors})
     return error_response(400, "bad_request", "Validation failed", {"validation_errors": errors})
 
 
-def handle_http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+def _allow(request: Request[Any, Any, Any], exc: HTTPException) -> str:
+    """The methods the path serves, sorted (Litestar's header lists them in set order, or not at all)."""
+    listed = {v for k, v in (exc.headers or {}).items() if k.lower() == "allow"}
+    methods = {m.strip().upper() for value in listed for m in value.split(",") if m.strip()}
+    if not methods:
+        handler = request.scope.get("route_handler")
+        methods = set(getattr(handler, "http_methods", ()) or ())
+    return ", ".join(sorted(methods | {"OPTIONS"}))
+
+
+def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
     status = exc.status_code
     if isinstance(exc, NotFoundException):
         return error_response(404, "not_found", "No such resource or route")
     if isinstance(exc, MethodNotAllowedException):
-        headers = exc.headers or {}
-        return error_response(405, "method_not_allowed", "Method not allowed on this route", headers=headers)
+        return error_response(405, "method_not_allowed", "Method not allowed on this route",
+                              headers={"Allow": _allow(request, exc)})
     code = CODE_BY_STATUS.get(status, "bad_request" if status < 500 else "internal_error")
     message = exc.detail if status < 500 and isinstance(exc.detail, str) else "Internal server error"
     return error_response(status, code, message)

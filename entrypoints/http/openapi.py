@@ -2,6 +2,8 @@
 with what the request pipeline adds around every handler.
 
 - Request bodies whose struct rejects unknown fields (400) say ``additionalProperties: false``.
+- Every authenticated operation takes the optional ``X-Sub-Org-Id`` header; a 201 that creates an addressable
+  resource documents ``Location``.
 - Every response documents ``X-Request-Id`` and ``X-Content-Type-Options``; every response of an
   authenticated operation except 401 documents the rate-limit headers (required but on 400 and 404,
   which can also come before authentication), and the optional key-expiry ones; 429 documents
@@ -21,6 +23,7 @@ from litestar import Litestar
 from litestar._openapi.plugin import OpenAPIPlugin
 
 from domain.idempotency import MAX_BODY_BYTES
+from domain.parsing import MAX_ID
 from entrypoints.http import asgi
 from entrypoints.http.routing import Access, access_of
 
@@ -47,6 +50,15 @@ HEADERS: dict[str, dict[str, Any]] = {
     "Cache-Control": {"description": "no-store: the response carries a secret (a key, a signing secret, a "
                                      "token), which no cache may keep", "schema": {"type": "string",
                                                                                   "enum": ["no-store"]}},
+    "Location": {"description": "The created resource's URL, under the prefix the request used (/v2 or /api/v2)",
+                 "schema": {"type": "string", "format": "uri-reference"}},
+}
+SUB_ORG_ID: dict[str, Any] = {
+    "name": "X-Sub-Org-Id", "in": "header", "required": False,
+    "description": "Act on one of the calling partner organization's sub-organizations (its id). Sent at most "
+                   "once; anything but a whole number from 1 to 9007199254740992 in ASCII digits is 400, a "
+                   "sub-organization the key may not act for is 403 sub_org_forbidden",
+    "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
 }
 IDEMPOTENCY_KEY: dict[str, Any] = {
     "name": "Idempotency-Key", "in": "header", "required": False,
@@ -91,10 +103,14 @@ def _build(app: Litestar) -> bytes:
     for item in schema["paths"].values():
         for operation in item.values():
             if isinstance(operation, dict) and "responses" in operation:
-                access = accesses.get(operation.get("operationId", ""), Access())
+                access = accesses.get(operation.get("operationId") or "", Access())
+                if not access.public and operation.get("operationId") in accesses:
+                    operation.setdefault("parameters", []).append(SUB_ORG_ID)
                 if access.idempotent:
                     operation.setdefault("parameters", []).append(_idempotency_key(access))
                 _document_headers(operation, access)
+                if access.location and "201" in operation["responses"]:
+                    operation["responses"]["201"].setdefault("headers", {})["Location"] = _ref("Location", True)
     return msgspec.json.encode(schema)
 
 

@@ -9,9 +9,11 @@ sees a success for a change that was not kept.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 from dishka import AsyncContainer
@@ -23,17 +25,20 @@ from application.ports.accounts import ApiKeyRepository, IdempotencyStore, RateL
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox, SecretUnreadable
 from domain import idempotency as policy
-from domain.errors import DomainError, SubOrgForbidden
+from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
+from domain.parsing import parse_id
 from domain.scopes import ScopeSet
+from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.envelope import ErrorBody, ErrorEnvelope, auth_error_body, status_for
 from entrypoints.http.routing import Access, access_of
-from entrypoints.runtime import RateLimitPolicy
+from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
 
 log = logging.getLogger("parley.http")
 
 LAST_USED_PRECISION = timedelta(minutes=1)
 _REPLAYED_HEADERS = {"content-type", "location"}
+SUB_ORG_HEADER = "X-Sub-Org-Id"
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -41,6 +46,16 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")
     return None
+
+
+def _headers(scope: Scope, name: bytes) -> list[str]:
+    """Every value of a header the client sent (latin-1, as HTTP carries them)."""
+    return [value.decode("latin-1") for key, value in scope["headers"] if key == name]
+
+
+def client_address(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
 
 
 def _json(status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> list[Message]:
@@ -89,6 +104,64 @@ class _Captured:
         return []
 
 
+_LOCATION_FIELD = re.compile(r"\{(path\.)?(\w+)\}")
+
+
+def _location(template: str, scope: Scope, body: bytes) -> str | None:
+    """The created resource's URL under the prefix the client used (None when the body names no such id)."""
+    try:
+        data = msgspec.json.decode(body).get("data")
+    except (msgspec.DecodeError, AttributeError):
+        return None
+    path_params = scope.get("path_params") or {}
+
+    def value(match: re.Match[str]) -> str:
+        source = path_params if match[1] else data if isinstance(data, dict) else {}
+        if source.get(match[2]) is None:
+            raise KeyError(match[2])
+        return quote(str(source[match[2]]), safe="")
+
+    try:
+        path = _LOCATION_FIELD.sub(value, template)
+    except KeyError:
+        return None
+    original = str(scope.get("state", {}).get("original_path") or scope["path"])
+    prefix = API_PREFIX if original.startswith(API_PREFIX + "/") else PRIMARY_PREFIX
+    return prefix + path
+
+
+def with_location(app: ASGIApp, template: str) -> ASGIApp:
+    """Adds ``Location`` to the route's 201 responses (``Access.location``)."""
+
+    async def located(scope: Scope, receive: Receive, send: Send) -> None:
+        held: Message | None = None
+        chunks: list[bytes] = []
+
+        async def send_located(message: Message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] == 201:
+                held = message
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = b"".join(chunks)
+            location = _location(template, scope, body)
+            headers = [h for h in held.get("headers", []) if h[0].lower() != b"location"]
+            if location is not None:
+                headers.append((b"location", location.encode()))
+            await send({**held, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            held = None
+
+        await app(scope, receive, send_located)
+
+    return located
+
+
 class RequestPipeline:
     """Litestar route middleware (applied to every route handler)."""
 
@@ -104,7 +177,8 @@ class RequestPipeline:
             await self.app(scope, receive, send)
             return
         container: AsyncContainer = scope["state"]["dishka_container"]
-        await _Run(self.app, scope, receive, send, container, access).run()
+        app = self.app if access.location is None else with_location(self.app, access.location)
+        await _Run(app, scope, receive, send, container, access).run()
 
 
 class _Run:
@@ -134,6 +208,8 @@ class _Run:
             auth = await authenticate.execute(authorization[7:].strip())
         except AuthenticationFailed as exc:
             await uow.rollback()
+            if not await self._failure_allowed(uow, clock):
+                return
             await self.reply(_json(401, auth_error_body(exc.code, str(exc)),
                                    [(b"www-authenticate", b'Bearer realm="parley", error="invalid_token"')]))
             return
@@ -176,15 +252,18 @@ class _Run:
 
         # 4. sub-organization
         acting = organization
-        sub_org = _header(scope, b"x-sub-org-id")
-        if sub_org is not None:
-            if not sub_org.strip().isdigit():
-                await self.reply(_router_error(400, "bad_request", "X-Sub-Org-Id must be an integer",
-                                               {"validation_errors": {"X-Sub-Org-Id": "must be an integer"}}))
+        sub_orgs = _headers(scope, b"x-sub-org-id")
+        if sub_orgs:
+            try:
+                if len(sub_orgs) > 1 or "," in sub_orgs[0]:  # repeated, or repeated and joined by a proxy
+                    raise ValidationFailed.field(SUB_ORG_HEADER, "must be sent once")
+                sub_org_id = parse_id(sub_orgs[0], SUB_ORG_HEADER)
+            except ValidationFailed as exc:
+                await self.reply(_router_error(400, exc.code, exc.message, exc.details))
                 return
             resolver = await self.container.get(ResolveActingOrganization)
             try:
-                acting = await resolver.execute(organization, int(sub_org))
+                acting = await resolver.execute(organization, sub_org_id)
             except SubOrgForbidden as exc:
                 await uow.rollback()
                 await self.reply(_router_error(403, exc.code, exc.message))
@@ -199,6 +278,22 @@ class _Run:
             await self._idempotent(uow, clock, actor, raw_key)
         else:
             await self._handle(uow)
+
+    async def _failure_allowed(self, uow: UnitOfWork, clock: Clock) -> bool:
+        """Count a failed authentication against the client's address; False (and 429 sent) once the
+        address is over its budget. Keys that authenticate never touch this bucket."""
+        limiter = await self.container.get(RateLimiter)
+        budget = await self.container.get(AuthFailurePolicy)
+        decision = await limiter.hit(f"authfail:{client_address(self.scope)}", budget.windows, clock.now())
+        await uow.commit()
+        if decision.allowed:
+            return True
+        retry = decision.retry_after or 1
+        await self.reply(_json(429, auth_error_body(
+            "RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address", retry),
+            [(b"retry-after", str(retry).encode()), (b"x-ratelimit-limit", str(decision.limit).encode()),
+             (b"x-ratelimit-remaining", b"0"), (b"x-ratelimit-reset", str(decision.reset_at).encode())]))
+        return False
 
     async def _handle(self, uow: UnitOfWork) -> None:
         captured = _Captured()

@@ -43,6 +43,9 @@ class Access:
     secret: bool = False
     # accepts bodies larger than an Idempotency-Key covers: sent with one, those get 400 idempotency_unsupported
     large_body: bool = False
+    # where a 201 points (Location): a path under the API prefix, ``{field}`` from the response's ``data``,
+    # ``{path.name}`` from the request's path parameters, e.g. "/knowledge-bases/{path.id}/documents/{id}"
+    location: str | None = None
 
     @property
     def public(self) -> bool:
@@ -107,6 +110,7 @@ def endpoint(
     auth: str = "key",
     idempotent: bool | None = None,
     secret: bool = False,
+    location: str | None = None,
     errors: dict[int, str] | None = None,
     status_code: int | None = None,
     responses: dict[int, ResponseSpec] | None = None,
@@ -117,7 +121,8 @@ def endpoint(
     if idempotent is None:
         idempotent = method == "POST" and auth != "public"
     access = Access(scopes=scopes, auth=auth, idempotent=idempotent, secret=secret,
-                    large_body=(kwargs.get("request_max_body_size") or 0) > MAX_BODY_BYTES)
+                    large_body=(kwargs.get("request_max_body_size") or 0) > MAX_BODY_BYTES,
+                    location=location)
     if access.auth != "public" and not access.scopes and access.auth == "key":
         raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
     security = [] if access.public else [{"BearerAuth": []}]

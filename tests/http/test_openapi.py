@@ -208,8 +208,9 @@ async def test_every_response_documents_the_headers_the_pipeline_adds(document: 
     """X-Request-Id and X-Content-Type-Options on every response; the rate-limit headers on every response of
     an authenticated operation but 401 (required but on 400 and 404, which a malformed URL gets before
     routing); Retry-After on 429; Cache-Control exactly on the operations whose response carries a secret
-    (required but on 400 and 404); Idempotency-Key (parameter) and Idempotency-Replayed (response header)
-    exactly on the operations that honour the key."""
+    (required but on 400 and 404); Location on the 201 of an operation that creates an addressable resource;
+    X-Sub-Org-Id (parameter) on every authenticated operation; Idempotency-Key (parameter) and
+    Idempotency-Replayed (response header) exactly on the operations that honour the key."""
     problems = []
     for op in served:
         access = op.access
@@ -229,6 +230,8 @@ async def test_every_response_documents_the_headers_the_pipeline_adds(document: 
                 problems.append(f"{op.label} {status}: the rate-limit headers are documented")
             if status == "429":
                 expected.add("Retry-After")
+            if status == "201" and access.location:
+                expected.add("Location")
             if required != expected:
                 problems.append(f"{op.label} {status}: required headers {sorted(required)}, not {sorted(expected)}")
             replayed = "Idempotency-Replayed" in response.get("headers", {})
@@ -236,6 +239,12 @@ async def test_every_response_documents_the_headers_the_pipeline_adds(document: 
                 problems.append(f"{op.label} {status}: a replay is marked Idempotency-Replayed")
             if not access.idempotent and replayed:
                 problems.append(f"{op.label} {status}: Idempotency-Replayed on an operation without keys")
+        sub_org = [p for p in operation.get("parameters", []) if p["name"] == "X-Sub-Org-Id"]
+        if bool(sub_org) == access.public:
+            problems.append(f"{op.label}: X-Sub-Org-Id documented {bool(sub_org)}, authenticated {not access.public}")
+        elif sub_org and (sub_org[0]["in"] != "header" or sub_org[0]["required"]
+                          or sub_org[0]["schema"].get("type") != "integer" or not sub_org[0].get("description")):
+            problems.append(f"{op.label}: X-Sub-Org-Id is an optional integer header with a description")
         keyed = [p for p in operation.get("parameters", []) if p["name"] == "Idempotency-Key"]
         if bool(keyed) != access.idempotent:
             problems.append(f"{op.label}: Idempotency-Key documented {bool(keyed)}, honoured {access.idempotent}")
@@ -286,3 +295,14 @@ async def test_an_unknown_body_field_is_refused_as_documented(api: Api) -> None:
     assert response.status_code == 400, response.text
     assert "colour" in response.text
     assert response.headers["x-ratelimit-limit"] and response.headers["x-request-id"]
+
+
+# 201s that create several resources at once: nothing single to point a Location at
+BATCH_CREATES = {"POST /dnc/lists/{id}/entries", "POST /dnc/lists/{id}/entries/import",
+                 "POST /knowledge-bases/{id}/documents"}
+
+
+async def test_every_201_that_creates_a_resource_names_its_location(served: list[ServedOperation]) -> None:
+    missing = [op.label for op in served if op.handler.status_code == 201 and op.label not in BATCH_CREATES
+               and not (op.access and op.access.location)]
+    assert not missing, f"201 without a Location template: {missing}"

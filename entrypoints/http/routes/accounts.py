@@ -10,6 +10,7 @@ from litestar.params import JSONBody, PathParameter
 from application import accounts as uc
 from application.context import Actor
 from application.ports.platform import Clock, PageRequest
+from domain.parsing import in_range
 from domain.scopes import CATALOGUE, PRESETS
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
@@ -58,11 +59,13 @@ async def list_keys(actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKey
 
 
 @endpoint("POST", "/api-keys", operation_id="createApiKey", summary="Create an API key (its secret is shown once)",
+          location="/api-keys/{id}",
           tags=KEY_TAGS, scopes=("api-keys:write",), errors=_PLAN, idempotent=True, secret=True, status_code=201)
 async def create_key(data: JSONBody[ApiKeyCreate], actor: FromDishka[Actor],
                      issue: FromDishka[uc.IssueApiKey]) -> Envelope[ApiKeyCreated]:
     issued = await issue.execute(uc.IssueApiKeyCommand(
-        actor.organization_id, require_non_blank(data.name, "name"), tuple(data.scopes), data.expires_at,
+        actor.organization_id, require_non_blank(data.name, "name"), tuple(data.scopes),
+        None if data.expires_at is None else in_range(data.expires_at, "expires_at"),
         granted_by=actor.scopes))
     r = issued.record
     return Envelope(ApiKeyCreated(r.id or 0, r.name, issued.secret, r.prefix, r.last_four, list(r.scopes), "active",
@@ -107,6 +110,7 @@ async def list_orgs(actor: FromDishka[Actor], use_case: FromDishka[uc.ListSubOrg
 
 
 @endpoint("POST", "/organizations", operation_id="createOrganization", summary="Create a sub-organization",
+          location="/organizations/{id}",
           tags=ORG_TAGS, scopes=("organizations:write",), errors=_PARTNER, idempotent=True, status_code=201)
 async def create_org(data: JSONBody[OrganizationCreate], actor: FromDishka[Actor],
                      use_case: FromDishka[uc.CreateSubOrganization]) -> Envelope[OrganizationOut]:

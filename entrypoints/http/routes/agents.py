@@ -58,8 +58,8 @@ async def list_agents(
     return ListEnvelope([AgentOut.of(a) for a in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
-@endpoint("POST", "/agents", operation_id="createAgent", summary="Create an agent", tags=TAGS,
-          scopes=("agents:write",), idempotent=True,
+@endpoint("POST", "/agents", operation_id="createAgent", location="/agents/{id}", summary="Create an agent",
+          tags=TAGS, scopes=("agents:write",), idempotent=True,
           errors={404: "not_found: calendar_id is not a calendar of this organization"})
 async def create_agent(data: JSONBody[AgentCreate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.CreateAgent]) -> Envelope[AgentOut]:
@@ -102,7 +102,7 @@ async def publish_agent(id: AgentId, actor: FromDishka[Actor],
                                   result.version.created_at))
 
 
-@endpoint("POST", "/agents/{id:int}/duplicate", operation_id="duplicateAgent",
+@endpoint("POST", "/agents/{id:int}/duplicate", operation_id="duplicateAgent", location="/agents/{id}",
           summary="Duplicate an agent (as a draft)", tags=TAGS, scopes=("agents:write",), errors={404: ""},
           status_code=201)
 async def duplicate_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.DuplicateAgent],

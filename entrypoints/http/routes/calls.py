@@ -10,6 +10,8 @@ from application import calls as uc
 from application.context import Actor
 from application.ports.calls import CallFilter, CallLogFilter
 from application.ports.platform import PageRequest
+from domain.errors import ValidationFailed
+from domain.parsing import parse_id
 from domain.recordings import RecordingLinkInvalid
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
@@ -30,6 +32,7 @@ LogId = Annotated[int, PathParameter(ge=1, le=2**53, description="Call log id")]
 Instant = Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was dialled"
 @endpoint("POST", "/calls", operation_id="createCall", summary="Place an outbound call", tags=TAGS,
+          location="/calls/{id}",
           scopes=("calls:schedule",), idempotent=True, status_code=201,
           errors={400: "invalid body or unresolved {{placeholders}} (details.missing_placeholders)",
                   404: "unknown agent (bot_id)", 409: "invalid_transition: only an active agent can call",
@@ -125,11 +128,15 @@ async def download_recording(
     signature: Annotated[str | None, QueryParameter(max_length=128)] = None,
 ) -> Response[bytes]:
     stem, _, extension = file.partition(".")
-    if extension != "wav" or not stem.isdigit():
+    try:
+        call_log_id = parse_id(stem, "file") if extension == "wav" else None
+    except ValidationFailed:
+        call_log_id = None
+    if call_log_id is None:  # not "<call log id>.wav": a tampered link
         raise RecordingLinkInvalid("This recording link is not valid")
-    data = await use_case.execute(int(stem), expires, signature)
+    data = await use_case.execute(call_log_id, expires, signature)
     return Response(data, media_type="audio/wav", headers={
-        "Content-Disposition": f'inline; filename="{stem}.wav"', "Cache-Control": "private, max-age=60"})
+        "Content-Disposition": f'inline; filename="{call_log_id}.wav"', "Cache-Control": "private, max-age=60"})
 
 
 ROUTES = [create_call, list_calls, get_call, cancel_call, list_call_logs, get_call_log, get_transcript,

@@ -45,6 +45,7 @@ async def list_lists(actor: FromDishka[Actor], use_case: FromDishka[uc.ListDncLi
 
 
 @endpoint("POST", "/dnc/lists", operation_id="createDncList", summary="Create a Do-Not-Call list", tags=TAGS,
+          location="/dnc/lists/{id}",
           scopes=("dnc:write",), idempotent=True, status_code=201)
 async def create_list(data: JSONBody[DncListCreate], actor: FromDishka[Actor],
                       use_case: FromDishka[uc.CreateDncList]) -> Envelope[DncListOut]:

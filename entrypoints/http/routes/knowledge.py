@@ -65,7 +65,7 @@ async def list_knowledge_bases(
     return _kb_list(await use_case.execute(actor, agent_id, PageRequest(limit, offset)))
 
 
-@endpoint("POST", "/knowledge-bases", operation_id="createKnowledgeBase",
+@endpoint("POST", "/knowledge-bases", operation_id="createKnowledgeBase", location="/knowledge-bases/{id}",
           summary="Create a knowledge base that belongs to (and is attached to) an agent", tags=TAGS,
           scopes=SCOPE_WRITE, idempotent=True,
           errors={403: "plan_limit_reached: the plan's max_knowledge_bases is reached",
@@ -164,6 +164,7 @@ async def delete_document(id: KbId, docId: DocId, actor: FromDishka[Actor],
 
 
 @endpoint("POST", "/knowledge-bases/{id:int}/scrape", operation_id="scrapeDocument",
+          location="/knowledge-bases/{path.id}/documents/{id}",
           summary="Fetch a public web page and add its main text as a document", tags=TAGS, scopes=SCOPE_WRITE,
           idempotent=True, status_code=201,
           errors={400: "bad_request (malformed URL, scheme or port) or blocked_address (private, loopback or "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -13,7 +15,7 @@ from application import scheduling as uc
 from application.context import Actor
 from application.ports.platform import PageRequest
 from application.ports.scheduling import AppointmentFilter
-from domain.errors import NotFound
+from domain.errors import NotFound, SlotUnavailable
 from domain.scheduling import parse_day_or_instant, parse_instant, parse_slot_start, render_in_zone, render_slots
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import endpoint
@@ -60,6 +62,16 @@ SLOT_TAKEN = "slot_unavailable: the slot is not open (taken, held, outside the r
 ILLEGAL_MOVE = "invalid_transition: the appointment's status does not allow this"
 
 
+@contextmanager
+def _slot_as_sent(slot_start: object) -> Iterator[None]:
+    """A refused slot is named in the 409's details as the client wrote it, not as converted."""
+    try:
+        yield
+    except SlotUnavailable as exc:
+        exc.details = {**(exc.details or {}), "slot_start": slot_start}
+        raise
+
+
 def _instant(value: str | None, field: str) -> datetime | None:
     return parse_instant(value, field) if value is not None else None
 
@@ -72,6 +84,7 @@ def _feed_response(body: bytes) -> Response[bytes]:
 
 
 @endpoint("POST", "/scheduling/calendars", operation_id="createCalendar", summary="Create a calendar", tags=TAGS,
+          location="/scheduling/calendars/{id}",
           scopes=WRITE, idempotent=True, errors={404: "not_found: agent_id is not an agent of this organization"})
 async def create_calendar(data: JSONBody[CalendarCreate], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.CreateCalendar]) -> Envelope[CalendarOut]:
@@ -118,6 +131,7 @@ async def delete_calendar(id: CalendarId, actor: FromDishka[Actor], use_case: Fr
 
 
 @endpoint("POST", "/scheduling/calendars/{id:int}/rules", operation_id="createAvailabilityRule",
+          location="/scheduling/calendars/{path.id}/rules/{id}",
           summary="Add an availability rule (weekday and local start/end)", tags=TAGS, scopes=WRITE,
           idempotent=True, errors={404: ""})
 async def create_rule(id: CalendarId, data: JSONBody[RuleCreate], actor: FromDishka[Actor],
@@ -146,6 +160,7 @@ async def delete_rule(id: CalendarId, rule_id: RuleId, actor: FromDishka[Actor],
 
 
 @endpoint("POST", "/scheduling/calendars/{id:int}/blackouts", operation_id="createBlackout",
+          location="/scheduling/calendars/{path.id}/blackouts/{id}",
           summary="Add a blackout (an RFC 3339 range in which nothing can be booked)", tags=TAGS, scopes=WRITE,
           idempotent=True, errors={404: ""})
 async def create_blackout(id: CalendarId, data: JSONBody[BlackoutCreate], actor: FromDishka[Actor],
@@ -209,6 +224,7 @@ async def get_availability(
 
 
 @endpoint("POST", "/scheduling/appointments", operation_id="createAppointment",
+          location="/scheduling/appointments/{id}",
           summary="Book an open slot (or request it with require_approval: the slot is held as pending)",
           tags=TAGS, scopes=WRITE, idempotent=True,
           errors={400: "bad_request: e.g. slot_start without an offset", 404: "not_found: unknown calendar",
@@ -221,7 +237,8 @@ async def create_appointment(data: JSONBody[AppointmentCreate], actor: FromDishk
         attendee_phone=e164(data.attendee_phone, "attendee_phone") if data.attendee_phone else None,
         require_approval=data.require_approval, notes=data.notes,
     )
-    return Envelope(AppointmentOut.of(await use_case.execute(command)))
+    with _slot_as_sent(data.slot_start):
+        return Envelope(AppointmentOut.of(await use_case.execute(command)))
 
 
 @endpoint("GET", "/scheduling/appointments", operation_id="listAppointments", summary="List appointments",
@@ -254,7 +271,8 @@ async def get_appointment(id: AppointmentId, actor: FromDishka[Actor],
           tags=TAGS, scopes=WRITE, errors={404: "", 409: f"{SLOT_TAKEN}; {ILLEGAL_MOVE}"})
 async def reschedule_appointment(id: AppointmentId, data: JSONBody[RescheduleIn], actor: FromDishka[Actor],
                                  use_case: FromDishka[uc.RescheduleAppointment]) -> Envelope[RescheduleOut]:
-    result = await use_case.execute(uc.RescheduleAppointmentCommand(actor, id, parse_slot_start(data.slot_start)))
+    with _slot_as_sent(data.slot_start):
+        result = await use_case.execute(uc.RescheduleAppointmentCommand(actor, id, parse_slot_start(data.slot_start)))
     new = result.appointment
     return Envelope(RescheduleOut(new.id or 0, result.previous.id or id, new.status,  # type: ignore[arg-type]
                                   new.slot_start, new.slot_end))
@@ -305,6 +323,7 @@ async def calendar_feed(id: CalendarId, actor: FromDishka[Actor],
 
 
 @endpoint("POST", "/scheduling/calendars/{id:int}/feed-token", operation_id="createCalendarFeedToken",
+          location="/scheduling/calendars/{path.id}/feed-token",
           summary="Create or rotate the secret feed URL for calendar apps (the previous one stops working)",
           tags=TAGS, scopes=WRITE, errors={404: ""}, secret=True, status_code=201)
 async def create_feed_token(id: CalendarId, actor: FromDishka[Actor], settings: FromDishka[Settings],

@@ -36,7 +36,7 @@ async def list_providers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListP
     return ListEnvelope([ProviderOut.of(p) for p in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
-@endpoint("POST", "/telephony/providers", operation_id="createTelephonyProvider",
+@endpoint("POST", "/telephony/providers", operation_id="createTelephonyProvider", location="/telephony/providers/{id}",
           summary="Add a telephony provider (credentials are write-only)", tags=TAGS, scopes=("telephony:manage",),
           idempotent=True, status_code=201)
 async def create_provider(data: JSONBody[ProviderCreate], actor: FromDishka[Actor],
@@ -83,6 +83,7 @@ async def list_numbers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListPho
 
 
 @endpoint("POST", "/telephony/phone-numbers", operation_id="createPhoneNumber",
+          location="/telephony/phone-numbers/{id}",
           summary="Add a phone number (E.164) on a provider, optionally assigned to an inbound agent", tags=TAGS,
           scopes=("telephony:write", "telephony:manage"), idempotent=True, status_code=201,
           errors={409: "the organization already has this number"})

@@ -54,7 +54,7 @@ async def list_webhooks(
     return ListEnvelope([WebhookOut.of(s) for s in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
-@endpoint("POST", "/webhooks", operation_id="createWebhook",
+@endpoint("POST", "/webhooks", operation_id="createWebhook", location="/webhooks/{id}",
           summary="Subscribe a URL to events (the signing secret is shown only in this response)", tags=TAGS,
           scopes=("webhooks:write",), idempotent=True, secret=True, status_code=201, errors=_URL_ERRORS)
 async def create_webhook(data: JSONBody[WebhookCreate], actor: FromDishka[Actor],

@@ -25,7 +25,7 @@ class ScopeCatalogue(Struct):
 class ApiKeyCreate(Struct, forbid_unknown_fields=True):
     name: Annotated[str, Meta(min_length=1, max_length=200)]
     scopes: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(min_length=1, max_length=100)]
-    expires_at: datetime | None = None
+    expires_at: Annotated[datetime, Meta(tz=True, description="RFC 3339 with offset or Z")] | None = None
 
 
 class ApiKeyRotate(Struct, forbid_unknown_fields=True):

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from domain import parsing
 from domain.calls import Call, CallLog
-from domain.errors import ValidationFailed
 
 CallStatus = Literal["queued", "ringing", "in_progress", "completed", "busy", "no_answer", "failed", "voicemail",
                      "cancelled", "transferred"]
@@ -99,13 +99,7 @@ class RecordingLinkOut(Struct):
 
 
 def parse_instant(value: str | None, field: str) -> datetime | None:
-    """An RFC 3339 timestamp with an explicit offset or Z (a value without offset is rejected)."""
+    """An optional RFC 3339 query value (``domain.parsing.parse_instant``); absent or empty is None."""
     if value is None or value == "":
         return None
-    try:
-        parsed = datetime.fromisoformat(value.strip().replace("z", "Z"))
-    except ValueError:
-        raise ValidationFailed.field(field, "must be an RFC 3339 timestamp such as 2026-01-05T09:00:00Z") from None
-    if parsed.tzinfo is None:
-        raise ValidationFailed.field(field, "must carry an offset or a trailing Z")
-    return parsed
+    return parsing.parse_instant(value, field)

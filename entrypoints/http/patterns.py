@@ -1,0 +1,17 @@
+"""What each pattern-constrained input expects, in words: validation errors print these instead of the
+regular expression (tests/http/test_openapi.py checks every pattern the document lists has its words)."""
+
+from __future__ import annotations
+
+PATTERN_WORDS: dict[str, str] = {
+    r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$": "must be a language tag such as en or en-US",
+    r"^[A-Za-z]{2}$": "must be a two-letter country code such as US or DE",
+    r"^([01]\d|2[0-3]):[0-5]\d$": 'must be a 24-hour wall time "HH:MM" such as 09:00 or 17:30',
+    r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "must be an email address such as ada@example.com",
+    r"^[ -~]+$": "must be printable ASCII characters",
+}
+UNKNOWN_PATTERN = "is not in the expected format (see the API reference)"
+
+
+def words_for(pattern: str) -> str:
+    return PATTERN_WORDS.get(pattern, UNKNOWN_PATTERN)

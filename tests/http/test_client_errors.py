@@ -1,0 +1,149 @@
+"""Errors a client can act on: every error names the client's own field (or header, or parameter) and
+says in words what is expected; no internal path, no regular expression, no library type names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from litestar import Litestar
+
+from entrypoints.http.patterns import PATTERN_WORDS
+from tests.conftest import Api, ApiFactory
+from tests.http.route_table import served_operations
+from tests.http.scheduling_support import book, make_calendar, scheduling_api
+
+
+def _errors(response: Any) -> dict[str, str]:
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["success"] is False and body["error"]["code"] == "bad_request"
+    return body["error"]["details"]["validation_errors"]  # type: ignore[no-any-return]
+
+
+def _readable(message: str) -> bool:
+    return not any(mark in message for mark in ("`", "regex", "^", "$'", "\\\\", "/api/v2", "Expected"))
+
+
+@pytest.mark.parametrize("prefix", ["/v2", "/api/v2"])
+async def test_a_missing_query_parameter_is_named_as_such(any_api: Api, prefix: str) -> None:
+    t = await any_api.tenant()
+    r = await any_api.client.get(f"{prefix}/scheduling/availability", headers=t.headers)
+    errors = _errors(r)
+    assert errors == {"calendar_id": "is required"}
+    assert "/api/v2" not in r.text
+
+
+@pytest.mark.parametrize(("path", "body", "field", "words"), [
+    ("/v2/agents", {"name": "A", "language": "english!"}, "language", "language tag"),
+    ("/v2/scheduling/appointments", {"calendar_id": 1, "slot_start": "2026-03-09T09:00:00Z",
+                                     "attendee_name": "Ada", "attendee_email": "not-an-email"},
+     "attendee_email", "email address"),
+])
+async def test_pattern_errors_say_what_is_expected_in_words(any_api: Api, path: str, body: dict[str, Any],
+                                                            field: str, words: str) -> None:
+    t = await any_api.tenant()
+    errors = _errors(await any_api.client.post(path, json=body, headers=t.headers))
+    assert words in errors[field] and _readable(errors[field]), errors
+
+
+async def test_pattern_errors_in_query_parameters_and_wall_times(any_api: Api) -> None:
+    t = await any_api.tenant()
+    c = any_api.client
+    dnc = (await c.post("/v2/dnc/lists", json={"name": "L"}, headers=t.headers)).json()["data"]
+    errors = _errors(await c.post(f"/v2/dnc/lists/{dnc['id']}/entries/import", params={"default_region": "abc"},
+                                  headers={**t.headers, "content-type": "text/csv"}, content=b"+14155550100\n"))
+    assert "country code" in errors["default_region"] and _readable(errors["default_region"])
+    cal = (await c.post("/v2/scheduling/calendars", json={"name": "C", "timezone": "UTC"},
+                        headers=t.headers)).json()["data"]
+    errors = _errors(await c.post(f"/v2/scheduling/calendars/{cal['id']}/rules", headers=t.headers,
+                                  json={"weekday": 0, "start_time": "9:00", "end_time": "10:00"}))
+    assert "HH:MM" in errors["start_time"] and _readable(errors["start_time"])
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "field", "words"), [
+    ("GET", "/v2/agents", {"params": {"limit": "x"}}, "limit", "must be an integer"),
+    ("GET", "/v2/agents", {"params": {"limit": "0"}}, "limit", "must be at least 1"),
+    ("GET", "/v2/agents", {"params": {"limit": "101"}}, "limit", "must be at most 100"),
+    ("GET", "/v2/calls", {"params": {"status": "nope"}}, "status", "must be one of: queued"),
+    ("POST", "/v2/agents", {"json": {"name": ""}}, "name", "must not be empty"),
+    ("POST", "/v2/agents", {"json": {"name": 5}}, "name", "must be a string"),
+    ("POST", "/v2/agents", {"json": {"name": "x" * 300}}, "name", "must have at most 200 characters"),
+    ("POST", "/v2/agents", {"json": [1]}, "body", "must be a JSON object"),
+    ("POST", "/v2/api-keys", {"json": {"name": "k", "scopes": []}}, "scopes", "must not be empty"),
+    ("POST", "/v2/api-keys", {"json": {"name": "k", "scopes": ["agents:read"], "expires_at": "soon"}},
+     "expires_at", "RFC 3339"),
+    ("POST", "/v2/api-keys", {"json": {"name": "k", "scopes": ["agents:read"], "expires_at": "2030-01-01T00:00:00"}},
+     "expires_at", "offset"),
+])
+async def test_validation_messages_are_words(any_api: Api, method: str, path: str, kwargs: dict[str, Any],
+                                             field: str, words: str) -> None:
+    t = await any_api.tenant()
+    errors = _errors(await any_api.client.request(method, path, headers=t.headers, **kwargs))
+    assert words in errors[field] and _readable(errors[field]), errors
+
+
+async def test_every_pattern_in_the_document_has_words(any_api: Api) -> None:
+    document = (await any_api.client.get("/v2/openapi.json")).json()
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str):
+                found.add(node["pattern"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(document)
+    assert found and found <= set(PATTERN_WORDS), f"patterns without words: {found - set(PATTERN_WORDS)}"
+
+
+async def test_rescheduling_a_cancelled_appointment_says_why(make_api: ApiFactory, sql_url: str) -> None:
+    sched = await scheduling_api(make_api, sql_url)
+    t = await sched.tenant()
+    cal = await make_calendar(sched, t)
+    booked = (await book(sched, t, cal["id"], "2026-03-09T09:00:00-04:00")).json()["data"]
+    assert (await sched.client.delete(f"/v2/scheduling/appointments/{booked['id']}",
+                                      headers=t.headers)).status_code == 200
+    r = await sched.client.patch(f"/v2/scheduling/appointments/{booked['id']}", headers=t.headers,
+                                 json={"slot_start": "2026-03-09T10:00:00-04:00"})
+    assert r.status_code == 409
+    error = r.json()["error"]
+    assert error["code"] == "invalid_transition"
+    assert "cancelled to cancelled" not in error["message"]
+    assert error["message"] == "appointment is cancelled: reschedule is only possible while it is confirmed or pending"
+
+
+async def test_an_unavailable_slot_is_echoed_as_sent(make_api: ApiFactory, sql_url: str) -> None:
+    sched = await scheduling_api(make_api, sql_url)
+    t = await sched.tenant()
+    cal = await make_calendar(sched, t)
+    assert (await book(sched, t, cal["id"], "2026-03-09T09:00:00-04:00")).status_code == 201
+    sent = "2026-03-09T13:00:00Z"  # the same instant, written another way
+    taken = await book(sched, t, cal["id"], sent)
+    assert taken.status_code == 409 and taken.json()["error"]["code"] == "slot_unavailable"
+    assert taken.json()["error"]["details"]["slot_start"] == sent
+    other = (await book(sched, t, cal["id"], "2026-03-09T10:00:00-04:00")).json()["data"]
+    moved = await sched.client.patch(f"/v2/scheduling/appointments/{other['id']}", headers=t.headers,
+                                     json={"slot_start": sent})
+    assert moved.status_code == 409 and moved.json()["error"]["details"]["slot_start"] == sent
+
+
+async def test_405_lists_the_allowed_methods(any_api: Api) -> None:
+    t = await any_api.tenant()
+    app: Litestar = any_api.client.app
+    by_path: dict[str, set[str]] = {}
+    urls: dict[str, str] = {}
+    for op in served_operations(app):
+        by_path.setdefault(op.documented_path, set()).add(op.method)
+        urls[op.documented_path] = op.url()
+    for path, methods in by_path.items():
+        unsupported = next(m for m in ("PUT", "PATCH", "DELETE", "POST") if m not in methods)
+        r = await any_api.client.request(unsupported, urls[path], headers=t.headers)
+        assert r.status_code == 405, (path, r.status_code)
+        assert r.json()["error"]["code"] == "method_not_allowed"
+        allow = [m.strip() for m in r.headers["allow"].split(",")]
+        assert allow == sorted(allow) and set(allow) == methods | {"OPTIONS"}, (path, allow)
