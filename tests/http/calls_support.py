@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -103,3 +105,12 @@ async def place(api: Api, tenant: Tenant, agent: dict[str, Any], number: str, **
     if api.clock is not None:
         api.clock.advance(seconds=0.001)  # calls placed one after the other are queued in that order
     return response
+
+
+_PHONES = itertools.count(random.SystemRandom().randrange(2_000_000, 9_000_000))
+
+
+def unique_phone() -> str:
+    """A valid E.164 number no other test of the run claims: a number belongs to one organization in the
+    whole database, and the tests of a run share their databases."""
+    return f"+1415{next(_PHONES)}"

@@ -4,7 +4,6 @@ multipart upload) is refused with 400 idempotency_unsupported when the header is
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 
 from domain.idempotency import MAX_BODY_BYTES
 from tests.conftest import Api, Tenant
-from tests.http.calls_support import active_agent
+from tests.http.calls_support import active_agent, unique_phone
 from tests.http.route_table import served_operations
 
 Request = dict[str, Any]  # path and the keyword arguments of client.post
@@ -112,7 +111,7 @@ async def _key_to_rotate(api: Api, t: Tenant) -> Request:
 async def _unique_number(api: Api, t: Tenant) -> Request:
     # a number belongs to one organization in the whole database, which every test of a run shares
     return {"path": "/v2/telephony/phone-numbers",
-            "json": {"phone_number": f"+1415{2000000 + uuid.uuid4().int % 8000000}"}}
+            "json": {"phone_number": unique_phone()}}
 
 
 def _fixed(path: str, body: Any = None) -> Setup:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from adapters.memory.clock import ManualClock
 from domain.patching import merge_patch
 from tests.conftest import Api, ApiFactory, Tenant
+from tests.http.calls_support import unique_phone
 from tests.http.scheduling_support import UNLIMITED, outbox
 
 
@@ -61,7 +62,7 @@ async def test_a_patch_that_changes_nothing_keeps_updated_at_on_every_patch_endp
     resources.append((f"/telephony/providers/{provider['id']}", {"settings": {"region": "us"}},
                       [{}, {"name": "P", "status": "active"}, {"settings": {"region": "eu", "other": None}},
                        {"credentials": {"user": "u"}}, {"credentials": {}}]))
-    number = await _created(api, t, "/telephony/phone-numbers", {"phone_number": "+14155550161", "label": "L"})
+    number = await _created(api, t, "/telephony/phone-numbers", {"phone_number": unique_phone(), "label": "L"})
     resources.append((f"/telephony/phone-numbers/{number['id']}", {"label": "L2"},
                       [{}, {"label": "L", "inbound_agent_id": None}, {"capabilities": {"voice": True}}]))
 
@@ -94,7 +95,7 @@ async def test_nested_objects_of_telephony_resources_are_merged(any_api: Api) ->
     assert removed["settings"] == {"region": "us", "codec": "opus"}
 
     number = await _created(any_api, t, "/telephony/phone-numbers", {
-        "phone_number": "+14155550162", "label": "Main", "capabilities": {"voice": False, "sms": True}})
+        "phone_number": unique_phone(), "label": "Main", "capabilities": {"voice": False, "sms": True}})
     patched = await _patch(any_api, t, f"/telephony/phone-numbers/{number['id']}", {"capabilities": {"sms": False}})
     assert patched["capabilities"] == {"voice": False, "sms": False} and patched["label"] == "Main"
     for body, field in [({"capabilities": None}, "capabilities"), ({"capabilities": {"sms": None}}, "capabilities.sms"),

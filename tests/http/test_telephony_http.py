@@ -9,6 +9,7 @@ from adapters.sql.uow import SqlUnitOfWork
 from application.telephony import ReadProviderCredentials
 from entrypoints.ioc import build_container
 from tests.conftest import Api
+from tests.http.calls_support import unique_phone
 
 
 async def _sealed(api: Api, provider_id: int) -> str | None:
@@ -78,15 +79,17 @@ async def test_phone_numbers(api: Api) -> None:
     t = await api.tenant()
     agent = (await api.client.post("/v2/agents", json={"name": "Inbound desk", "agent_mode": "inbound"},
                                    headers=t.headers)).json()["data"]
+    main = unique_phone()
     created = await api.client.post("/v2/telephony/phone-numbers", json={
-        "phone_number": "+1 415 555 0150", "label": "Main line", "inbound_agent_id": agent["id"],
+        "phone_number": f"{main[:2]} {main[2:5]} {main[5:8]} {main[8:]}", "label": "Main line",
+        "inbound_agent_id": agent["id"],
         "capabilities": {"voice": True, "sms": True}}, headers=t.headers)
     assert created.status_code == 201, created.text
     number = created.json()["data"]
     providers = (await api.client.get("/v2/telephony/providers", headers=t.headers)).json()["data"]
-    assert number["phone_number"] == "+14155550150" and number["provider_id"] == providers[0]["id"]
+    assert number["phone_number"] == main and number["provider_id"] == providers[0]["id"]
     assert number["capabilities"] == {"voice": True, "sms": True} and number["inbound_agent_id"] == agent["id"]
-    duplicate = await api.client.post("/v2/telephony/phone-numbers", json={"phone_number": "+14155550150"},
+    duplicate = await api.client.post("/v2/telephony/phone-numbers", json={"phone_number": main},
                                       headers=t.headers)
     assert duplicate.status_code == 409
     for body, field in [({"phone_number": "555"}, "phone_number"),
@@ -115,12 +118,13 @@ async def test_a_call_uses_the_agents_number_as_caller_id(api: Api) -> None:
     t = await api.tenant()
     agent = (await api.client.post("/v2/agents", json={"name": "A"}, headers=t.headers)).json()["data"]
     await api.client.post(f"/v2/agents/{agent['id']}/publish", headers=t.headers)
-    await api.client.post("/v2/telephony/phone-numbers", json={"phone_number": "+14155550160"}, headers=t.headers)
-    await api.client.post("/v2/telephony/phone-numbers", json={"phone_number": "+14155550161",
+    caller = unique_phone()
+    await api.client.post("/v2/telephony/phone-numbers", json={"phone_number": unique_phone()}, headers=t.headers)
+    await api.client.post("/v2/telephony/phone-numbers", json={"phone_number": caller,
                                                                 "inbound_agent_id": agent["id"]}, headers=t.headers)
     call = await api.client.post("/v2/calls", json={"bot_id": str(agent["id"]), "destination_phone": "+1555010000"},
                                  headers=t.headers)
-    assert call.json()["data"]["from_phone"] == "+14155550161"
+    assert call.json()["data"]["from_phone"] == caller
 
 
 async def test_stats_validation(api: Api) -> None:
