@@ -89,6 +89,11 @@ class Settings:
 
     @property
     def shared_rate_limits(self) -> bool:
+        """Whether rate-limit counters live in the database (shared by every process on it).
+
+        ``auto``: always on PostgreSQL (API processes started separately share one database, and
+        nothing tells one of them about the others); on SQLite only when one ``serve`` starts
+        several processes. ``memory`` and ``database`` force the choice."""
         if self.rate_limit_backend == "auto":
-            return self.processes > 1
+            return self.database_url.startswith("postgresql") or self.processes > 1
         return self.rate_limit_backend == "database"
