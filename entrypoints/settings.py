@@ -43,7 +43,8 @@ class Settings:
     webhook_retry_scale: float = 1.0
     log_level: str = "INFO"
     db_pool_size: int = 10
-    public_base_url: str = "http://127.0.0.1:8000"
+    public_base_url: str = ""
+    """The base of links Parley hands out; empty: the base URL of the request that asked for the link."""
     extraction_timeout_seconds: float = 30.0
     extraction_memory_mb: int = 1024
 

@@ -65,7 +65,7 @@ class CallsPlatformProvider(Provider):
 
     @provide
     def recording_links(self, settings: Settings) -> call_cases.RecordingLinkSettings:
-        return call_cases.RecordingLinkSettings(settings.secret_key, settings.public_base_url)
+        return call_cases.RecordingLinkSettings(settings.secret_key)
 
     phones = provide(LibPhoneNumberNormalizer, provides=PhoneNormalizer)
     telephony = provide(SimulatedTelephony, provides=Telephony)

@@ -93,7 +93,7 @@ async def test_each_test_number_reaches_its_final_state_with_events_log_and_reco
         if status in ("completed", "transferred", "voicemail"):
             assert log["recording_available"] and log["transcript"], number
             link = recording.json()["data"]
-            assert link["url"].startswith("http://127.0.0.1:8000/v2/recordings/")
+            assert link["url"].startswith("http://testserver.local/v2/recordings/")  # the server asked
             audio = await api.client.get(_path(link["url"]))
             assert audio.status_code == 200 and audio.headers["content-type"].startswith("audio/wav")
             with wave.open(io.BytesIO(audio.content)) as wav:
@@ -385,6 +385,37 @@ async def test_recording_links_are_signed_and_expire(make_api: ApiFactory, sqlit
     assert (await api.client.get(url)).status_code == 403
     other = await api.tenant()
     assert (await api.client.get(f"/v2/call-logs/{log_id}/recording", headers=other.headers)).status_code == 404
+
+
+async def _recorded_log(api: Api) -> tuple[Any, int]:
+    t = await api.tenant()
+    agent = await active_agent(api, t)
+    call_id = (await place(api, t, agent, "+1555010000")).json()["data"]["id"]
+    await finish_calls(api, t.organization_id)
+    return t, (await api.client.get(f"/v2/calls/{call_id}", headers=t.headers)).json()["data"]["call_log_id"]
+
+
+async def test_recording_links_point_at_the_server_and_prefix_the_client_used(make_api: ApiFactory,
+                                                                                sql_url: str) -> None:
+    """Without PARLEY_PUBLIC_BASE_URL a link goes back to the server that handed it out (e.g.
+    `parley serve --port 9000`), under the prefix the client used, and works as given."""
+    api = await make_api(sql_url, clock=ManualClock(START))
+    t, log_id = await _recorded_log(api)
+    for base in ("http://parley.internal:9000/api/v2", "https://calls.example.test/v2"):
+        got = await api.client.get(f"{base}/call-logs/{log_id}/recording", headers=t.headers)
+        url = got.json()["data"]["url"]
+        assert url.startswith(f"{base}/recordings/{log_id}.wav?expires="), url
+        downloaded = await api.client.get(url)
+        assert downloaded.status_code == 200 and downloaded.content[:4] == b"RIFF"
+
+
+async def test_recording_links_use_the_public_base_url_when_set(make_api: ApiFactory, sqlite_url: str) -> None:
+    api = await make_api(sqlite_url, clock=ManualClock(START), public_base_url="https://calls.example.com/parley/")
+    t, log_id = await _recorded_log(api)
+    got = await api.client.get(f"http://parley.internal:9000/api/v2/call-logs/{log_id}/recording", headers=t.headers)
+    url = got.json()["data"]["url"]
+    assert url.startswith(f"https://calls.example.com/parley/v2/recordings/{log_id}.wav?expires="), url
+    assert (await api.client.get(_path(url).removeprefix("/parley"))).status_code == 200
 
 
 async def test_call_logs_list_filters_and_scopes(make_api: ApiFactory, sqlite_url: str) -> None:
