@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from domain.addresses import DEFAULT_PORTS, check_url, ensure_public
+from domain.addresses import check_url, ensure_public
 from domain.errors import BlockedAddress, InvalidTransition, ValidationFailed
 from domain.events import DomainEvent
 from domain.state_machine import TransitionTable
@@ -82,22 +82,13 @@ def normalize_events(events: Iterable[str]) -> tuple[str, ...]:
 
 # -- subscription URLs -------------------------------------------------------------------------
 
-ANY_PORT = range(1, 65536)
-
-
-def allowed_ports(allow_loopback: bool) -> Iterable[int]:
-    """The ports a target may use: the short public list, or any port in development mode
-    (loopback targets allowed, so local receivers on random ports work)."""
-    return ANY_PORT if allow_loopback else DEFAULT_PORTS
-
-
 def check_target(url: str, *, allow_loopback: bool) -> str:
     """A subscription URL, checked as far as it can be without resolving it, in canonical form.
 
     Raises ``ValidationFailed`` (field ``url``) for a malformed URL and ``BlockedAddress`` for a
     literal private/reserved address or a ``localhost`` name (unless loopback is allowed). Host
     names are resolved, and their addresses checked, at every send."""
-    target = check_url(url, allowed_ports=allowed_ports(allow_loopback))
+    target = check_url(url, allow_loopback=allow_loopback)
     if target.ip is not None:
         ensure_public(target.ip, allow_loopback=allow_loopback)
     elif (target.host == "localhost" or target.host.endswith(".localhost")) and not allow_loopback:

@@ -70,6 +70,19 @@ async def test_invalid_bodies_are_400(api: Api) -> None:
             assert field in r.json()["error"]["details"]["validation_errors"], (body, r.json())
 
 
+async def test_loopback_targets_may_use_any_port_and_nothing_else_may(api: Api) -> None:
+    """PARLEY_ALLOW_LOOPBACK_TARGETS (on in tests): loopback receivers on any port, the same rule as
+    for scraping; every other target keeps 80, 443, 8080 and 8443."""
+    t = await api.tenant()
+    for url in ("http://127.0.0.1:5999/in", "http://localhost:5999/in", "http://[::1]:5999/in",
+                "https://hooks.example.com:8443/in"):
+        r = await api.client.post("/v2/webhooks", json={"url": url, "events": ["call.ended"]}, headers=t.headers)
+        assert r.status_code == 201, (url, r.text)
+    for url in ("http://hooks.example.com:5999/in", "https://93.184.215.14:22/in"):
+        r = await api.client.post("/v2/webhooks", json={"url": url, "events": ["call.ended"]}, headers=t.headers)
+        assert r.status_code == 400 and "url" in r.json()["error"]["details"]["validation_errors"], (url, r.text)
+
+
 async def test_private_targets_are_blocked(api: Api) -> None:
     settings = replace(api.settings, allow_loopback_targets=False)  # production: no loopback targets
     async with AsyncTestClient(create_app(http_container(settings), settings)) as client:

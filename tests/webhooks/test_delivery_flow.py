@@ -11,7 +11,7 @@ from adapters.egress import HttpxSafeHttp
 from application.ports.egress import ResolutionFailed
 from application.ports.webhooks import WebhookHttp
 from application.webhooks import WebhookPolicy
-from domain.webhooks import allowed_ports, verify_signature
+from domain.webhooks import verify_signature
 from tests.conftest import ApiFactory
 from tests.webhooks.conftest import Harness, make_harness
 from tests.webhooks.receiver import Receiver, Reply
@@ -311,7 +311,7 @@ class _Resolver:
 class _RebindingHttp(Provider):
     @provide(scope=Scope.APP)
     def http(self) -> WebhookHttp:
-        return HttpxSafeHttp(_Resolver(), allow_loopback=True, user_agent="t", allowed_ports=allowed_ports(True))
+        return HttpxSafeHttp(_Resolver(), allow_loopback=True, user_agent="t")
 
 
 async def test_targets_are_checked_again_at_send_time(make_api: ApiFactory, fresh_sqlite_url: str,
