@@ -201,7 +201,7 @@ RESPONSE_BODY_LOG_BYTES = 2048
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One event on its way to one subscription. ``webhook_id`` is what the receiver sees as
+    """One event on its way to one subscription. ``message_id`` is what the receiver sees as
     ``X-Webhook-Id``: the same on every attempt and on a manual redelivery."""
 
     id: int | None
@@ -210,7 +210,7 @@ class Delivery:
     event_type: str
     data: dict[str, Any]
     occurred_at: datetime
-    webhook_id: str
+    message_id: str
     event_id: int | None = None
     status: str = "pending"
     attempts: int = 0
@@ -232,7 +232,7 @@ class DeliveryAttempt:
     subscription_id: int
     delivery_id: int
     event_type: str
-    webhook_id: str
+    message_id: str
     attempt: int
     status: str
     response_status: int | None

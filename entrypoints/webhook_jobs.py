@@ -208,7 +208,7 @@ async def delivery_loop(container: AsyncContainer, settings: Settings, stop: asy
                 try:
                     outcomes.append(task.result())
                 except Exception:
-                    log.exception("webhook delivery %s crashed; its lease will expire", item.delivery.webhook_id)
+                    log.exception("webhook delivery %s crashed; its lease will expire", item.delivery.message_id)
             if outcomes:
                 try:
                     await record(container, worker, outcomes)

@@ -128,7 +128,7 @@ class InMemoryDeliveryRepository:
 
     async def add(self, delivery: Delivery) -> Delivery:
         rows = await self._rows()
-        if any(d.webhook_id == delivery.webhook_id for d, _ in rows.values()):
+        if any(d.message_id == delivery.message_id for d, _ in rows.values()):
             raise Conflict("this delivery exists already")
         stored = replace(delivery, id=self.uow.store.next_id(DELIVERIES), data=copy.deepcopy(delivery.data))
         rows[stored.id] = (stored, None)

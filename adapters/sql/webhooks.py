@@ -50,7 +50,7 @@ def _subscription_values(s: Subscription) -> dict[str, Any]:
 def _row_to_delivery(row: Any) -> Delivery:
     return Delivery(
         id=row.id, organization_id=row.organization_id, subscription_id=row.subscription_id,
-        event_type=row.event_type, data=dict(row.data), occurred_at=row.occurred_at, webhook_id=row.webhook_id,
+        event_type=row.event_type, data=dict(row.data), occurred_at=row.occurred_at, message_id=row.webhook_id,
         event_id=row.event_id, status=row.status, attempts=row.attempts, next_attempt_at=row.next_attempt_at,
         auto_retry=bool(row.auto_retry), created_at=row.created_at, updated_at=row.updated_at,
     )
@@ -59,7 +59,7 @@ def _row_to_delivery(row: Any) -> Delivery:
 def _delivery_values(d: Delivery) -> dict[str, Any]:
     return {
         "organization_id": d.organization_id, "subscription_id": d.subscription_id, "event_id": d.event_id,
-        "event_type": d.event_type, "data": d.data, "occurred_at": d.occurred_at, "webhook_id": d.webhook_id,
+        "event_type": d.event_type, "data": d.data, "occurred_at": d.occurred_at, "webhook_id": d.message_id,
         "status": d.status, "attempts": d.attempts, "auto_retry": d.auto_retry,
         "next_attempt_at": d.next_attempt_at, "created_at": d.created_at, "updated_at": d.updated_at,
     }
@@ -68,7 +68,7 @@ def _delivery_values(d: Delivery) -> dict[str, Any]:
 def _row_to_attempt(row: Any) -> DeliveryAttempt:
     return DeliveryAttempt(
         id=row.id, organization_id=row.organization_id, subscription_id=row.subscription_id,
-        delivery_id=row.delivery_id, event_type=row.event_type, webhook_id=row.webhook_id, attempt=row.attempt,
+        delivery_id=row.delivery_id, event_type=row.event_type, message_id=row.webhook_id, attempt=row.attempt,
         status=row.status, response_status=row.response_status, response_body=row.response_body,
         duration_ms=row.duration_ms, error=row.error, created_at=row.created_at, next_retry_at=row.next_retry_at,
     )
@@ -246,7 +246,7 @@ class SqlDeliveryRepository:
         conn = await self.uow.connection()
         await conn.execute(att.insert(), [{
             "organization_id": a.organization_id, "subscription_id": a.subscription_id, "delivery_id": a.delivery_id,
-            "event_type": a.event_type, "webhook_id": a.webhook_id, "attempt": a.attempt, "status": a.status,
+            "event_type": a.event_type, "webhook_id": a.message_id, "attempt": a.attempt, "status": a.status,
             "response_status": a.response_status, "response_body": a.response_body, "duration_ms": a.duration_ms,
             "error": a.error, "created_at": a.created_at, "next_retry_at": a.next_retry_at,
         } for a in attempts])

@@ -187,7 +187,7 @@ async def test_attempt_log_is_filtered_and_paged_newest_first(container: Any) ->
         sub = await (await r.get(SubscriptionRepository)).add(_sub(org, at))
         repo = await r.get(DeliveryRepository)
         d = await repo.add(_delivery(org, sub.id, at, 1))
-        rows = [DeliveryAttempt(None, org, sub.id, d.id, "call.ended" if n < 3 else "webhook.test", d.webhook_id, n,
+        rows = [DeliveryAttempt(None, org, sub.id, d.id, "call.ended" if n < 3 else "webhook.test", d.message_id, n,
                                 "failed" if n % 2 else "succeeded", 500 if n % 2 else 200, "body", 12, None,
                                 at + timedelta(seconds=n)) for n in range(1, 5)]
         await repo.add_attempts(rows)

@@ -189,7 +189,8 @@ async def test_test_send_is_queued_and_refused_while_paused(api: Api) -> None:
     queued = await c.post(f"/v2/webhooks/{hook['id']}/test", headers=t.headers)
     assert queued.status_code == 202, queued.text
     data = queued.json()["data"]
-    assert data["event"] == "webhook.test" and data["status"] == "pending" and data["webhook_id"].startswith("msg_")
+    assert data["event"] == "webhook.test" and data["status"] == "pending" and data["message_id"].startswith("msg_")
+    assert data["webhook_id"] == hook["id"]  # the subscription; message_id is the X-Webhook-Id
     await c.patch(f"/v2/webhooks/{hook['id']}", json={"status": "paused"}, headers=t.headers)
     refused = await c.post(f"/v2/webhooks/{hook['id']}/test", headers=t.headers)
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "conflict"
