@@ -252,7 +252,8 @@ class DispatchOutbox:
         deliveries = [
             Delivery(id=None, organization_id=e.organization_id, subscription_id=s.id or 0, event_type=e.type,
                      data=e.data, occurred_at=e.created_at or now, message_id=_new_message_id(self.random),
-                     event_id=e.id, next_attempt_at=now, created_at=now, updated_at=now)
+                     event_id=e.id, resource=wh.resource_of(e.type, e.data), next_attempt_at=now, created_at=now,
+                     updated_at=now)
             for e in events for s in by_org.get(e.organization_id, ()) if s.wants(e.type)
         ]
         if deliveries:

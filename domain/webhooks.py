@@ -63,6 +63,22 @@ def event(organization_id: int, type: str, data: Mapping[str, Any] | None = None
     return DomainEvent(organization_id, type, dict(data or {}))
 
 
+def resource_of(event_type: str, data: Mapping[str, Any]) -> str | None:
+    """The resource an event is about (``"call:abc"``, ``"appointment:42"``): the events of one
+    resource reach one subscription in the order they happened. It is the event group and the
+    ``id`` in the event's data; a rescheduling is about the appointment it moves. None (no
+    ordering) for the test event and for data without an ``id``."""
+    if event_type == TEST_EVENT:
+        return None
+    subject: Any = data
+    if event_type == "appointment.rescheduled" and isinstance(data.get("previous_appointment"), Mapping):
+        subject = data["previous_appointment"]
+    identifier = subject.get("id")
+    if identifier is None or isinstance(identifier, bool | dict | list):
+        return None
+    return f"{event_type.split('.', 1)[0]}:{identifier}"[:160]
+
+
 def normalize_events(events: Iterable[str]) -> tuple[str, ...]:
     """The subscribed event names, validated, without duplicates, in the order given."""
     names: list[str] = []
@@ -212,6 +228,9 @@ class Delivery:
     occurred_at: datetime
     message_id: str
     event_id: int | None = None
+    resource: str | None = None
+    """What the event is about (see :func:`resource_of`): while a delivery of a resource to a
+    subscription is pending, the later ones of that resource to it wait (in event order)."""
     status: str = "pending"
     attempts: int = 0
     next_attempt_at: datetime | None = None

@@ -212,6 +212,7 @@ async def delivery_loop(container: AsyncContainer, settings: Settings, stop: asy
             if outcomes:
                 try:
                     await record(container, worker, outcomes)
+                    next_claim = 0.0  # a finished delivery may release the next event of its resource
                 except Exception:
                     log.exception("recording %d webhook outcomes failed; they will be sent again", len(outcomes))
     finally:
