@@ -369,6 +369,13 @@ class SendDelivery:
             response_body=body_prefix[: wh.RESPONSE_BODY_LOG_BYTES].decode("utf-8", "replace") if status else None,
             duration_ms=duration_ms, error=verdict.error, created_at=now, next_retry_at=verdict.next_attempt_at,
         )
+        if not verdict.succeeded:
+            # one line per failed attempt; never the secret, the signature or the body
+            log.warning("webhook delivery failed: webhook %s, event %s, delivery %s, attempt %d, status %s: %s; %s",
+                        subscription.id, delivery.event_type, delivery.id, delivery.attempts, status or "-",
+                        verdict.error,
+                        f"next attempt at {wh.iso(verdict.next_attempt_at)}" if verdict.next_attempt_at
+                        else "no further automatic attempt")
         return DeliveryOutcome(claimed, verdict, attempt, self.clock.now())
 
 

@@ -23,6 +23,9 @@ class RateLimitPolicy:
     windows: tuple[Window, ...]
 
 
+QUIET_LOGGERS = ("httpx", "httpcore")
+
+
 class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id_var.get()
@@ -36,3 +39,7 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # the HTTP client logs every request at INFO (each webhook delivery, each page fetched):
+    # Parley logs what matters itself (a WARNING per failed delivery attempt)
+    for noisy in QUIET_LOGGERS:
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
