@@ -4,6 +4,7 @@ recordings, idempotency, the concurrency limit, cancel, the sweeper and fail-clo
 from __future__ import annotations
 
 import io
+import logging
 import wave
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -506,3 +507,25 @@ async def test_number_06_books_the_next_open_slot(make_api: ApiFactory, sql_url:
     assert kinds.index("call.answered") < booked_at < kinds.index("call.completed")
     plain = (await api.client.get(f"/v2/calls/{plain_id}", headers=t.headers)).json()["data"]
     assert plain["status"] == "completed" and plain["outcome"] == "conversation_completed"
+
+
+async def test_a_calendar_deleted_before_the_booking_is_a_warning_not_an_error(
+        make_api: ApiFactory, sqlite_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A handled fallback (the mid-call booking cannot be made: the calendar is gone, the call goes on
+    without it) logs one WARNING without a traceback; ERROR with a traceback is for bugs."""
+    api = await make_api(sqlite_url, clock=ManualClock(START))
+    t = await api.tenant()
+    calendar = (await api.client.post("/v2/scheduling/calendars", json={
+        "name": "Sales", "timezone": "UTC", "slot_duration_minutes": 30}, headers=t.headers)).json()["data"]
+    agent = await active_agent(api, t, calendar_id=calendar["id"])
+    deleted = await api.client.delete(f"/v2/scheduling/calendars/{calendar['id']}", headers=t.headers)
+    assert deleted.status_code == 204, deleted.text
+    call_id = (await place(api, t, agent, "+1555010006")).json()["data"]["id"]
+    caplog.set_level(logging.INFO)
+    await finish_calls(api, t.organization_id)
+    call = (await api.client.get(f"/v2/calls/{call_id}", headers=t.headers)).json()["data"]
+    assert call["status"] == "completed" and call["outcome"] == "conversation_completed"
+    mine = [r for r in caplog.records if r.name.startswith("parley")]
+    assert not [r for r in mine if r.levelno >= logging.ERROR or r.exc_info], [r.getMessage() for r in mine]
+    [warning] = [r for r in mine if r.levelno == logging.WARNING]
+    assert str(call_id) in warning.getMessage() and "calendar" in warning.getMessage()
