@@ -79,3 +79,51 @@ def test_serve_answers_with_the_demo_key(workdir: tuple[Path, dict[str, str]]) -
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def _wait_healthy(base: str, process: subprocess.Popen) -> None:  # type: ignore[type-arg]
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{base}/v2/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert process.poll() is None, "server exited"
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("server_kind", ["granian", "uvicorn"])
+def test_a_normal_shutdown_prints_no_pool_or_traceback_lines(workdir: tuple[Path, dict[str, str]],
+                                                             server_kind: str) -> None:
+    """`parley serve` (API + in-process worker, both with their engine) and `parley worker` stop on a
+    signal without SQLAlchemy's pool lines ("Pool disposed ... Current Overflow: -10") or tracebacks."""
+    import signal
+
+    cwd, env = workdir
+    demo = _run(["admin", "demo-key"], env, cwd)
+    port = _free_port()
+    server = subprocess.Popen([*PARLEY, "serve", "--port", str(port), "--server", server_kind], env=env, cwd=cwd,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    worker = subprocess.Popen([*PARLEY, "worker"], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_healthy(base, server)
+        listed = httpx.get(f"{base}/v2/agents", headers={"Authorization": f"Bearer {demo['key']}"}, timeout=5)
+        assert listed.status_code == 200  # the API's engine has connected
+        time.sleep(1)  # the worker processes have polled the database
+        server.send_signal(signal.SIGINT)
+        worker.send_signal(signal.SIGTERM)
+        served, _ = server.communicate(timeout=30)
+        worked, _ = worker.communicate(timeout=30)
+    finally:
+        for process in (server, worker):
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+    for name, output in (("serve", served), ("worker", worked)):
+        assert "Pool disposed" not in output and "Pool recreating" not in output, (name, output)
+        assert "Traceback" not in output and " ERROR " not in output, (name, output)
+    assert worker.returncode == 0, worked
