@@ -127,3 +127,49 @@ def test_a_normal_shutdown_prints_no_pool_or_traceback_lines(workdir: tuple[Path
         assert "Pool disposed" not in output and "Pool recreating" not in output, (name, output)
         assert "Traceback" not in output and " ERROR " not in output, (name, output)
     assert worker.returncode == 0, worked
+
+
+def test_make_run_serves_on_the_port_asked_for_and_says_so(workdir: tuple[Path, dict[str, str]]) -> None:
+    """`make run PORT=...` serves there, and the printed curl hint names that host and port."""
+    import re
+    import signal
+    import threading
+
+    _, env = workdir
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / ".venv" / ".installed").is_file():
+        pytest.skip("make run needs the project's .venv (make venv)")
+    port = _free_port()
+    run = subprocess.Popen(["make", "--no-print-directory", "run", f"PORT={port}"], cwd=repo, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(run.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any("Try: curl" in line for line in lines):
+            assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
+            time.sleep(0.2)
+        [hint] = [line for line in lines if "Try: curl" in line]
+        found = re.search(r'Bearer (\S+)" (http://\S+)', hint)
+        assert found is not None, hint
+        key, url = found.groups()
+        assert url == f"http://127.0.0.1:{port}/v2/agents"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = httpx.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=2)
+                break
+            except httpx.TransportError:
+                assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
+                time.sleep(0.2)
+        assert answer.status_code == 200
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGINT)
+            try:
+                run.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.wait(10)
+        reader.join(5)
