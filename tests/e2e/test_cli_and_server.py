@@ -173,3 +173,36 @@ def test_make_run_serves_on_the_port_asked_for_and_says_so(workdir: tuple[Path, 
                 os.killpg(run.pid, signal.SIGKILL)
                 run.wait(10)
         reader.join(5)
+
+
+@pytest.mark.postgres
+def test_two_api_processes_on_one_postgresql_share_the_rate_limit(tmp_path: Path, postgres_url: str) -> None:
+    """The README's deployment: `parley migrate`, then two `parley serve --no-worker` started separately on
+    one PostgreSQL database, default settings. A key's per-minute quota is one quota across both."""
+    env = {**os.environ, "PARLEY_DATABASE_URL": postgres_url, "PARLEY_VAR_DIR": str(tmp_path / "var"),
+           "PARLEY_RATE_LIMIT_PER_MINUTE": "6", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env.pop("PARLEY_RATE_LIMIT_BACKEND", None)
+    assert _run(["migrate"], env, tmp_path) == {"migrated": True}
+    demo = _run(["admin", "demo-key"], env, tmp_path)
+    ports = [_free_port(), _free_port()]
+    servers = []
+    try:
+        for port in ports:
+            servers.append(subprocess.Popen([*PARLEY, "serve", "--no-worker", "--port", str(port)], env=env,
+                                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            _wait_healthy(f"http://127.0.0.1:{port}", servers[-1])
+        if time.time() % 60 > 45:  # the counters are per clock minute: start the requests in a fresh one
+            time.sleep(61 - time.time() % 60)
+        headers = {"Authorization": f"Bearer {demo['key']}"}
+        statuses = [httpx.get(f"http://127.0.0.1:{ports[i % 2]}/v2/agents", headers=headers, timeout=5).status_code
+                    for i in range(10)]
+        assert statuses == [200] * 6 + [429] * 4
+    finally:
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            try:
+                server.wait(20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(10)
