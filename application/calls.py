@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from application.context import Actor
+from application.context import Actor, ApiBaseUrl
 from application.dnc import DncGate
 from application.ports.accounts import OrganizationRepository
 from application.ports.agents import AgentRepository
@@ -398,7 +398,6 @@ class GetCallLog:
 @dataclass(frozen=True, slots=True)
 class RecordingLinkSettings:
     secret_key: str
-    public_base_url: str
     ttl_seconds: int = recordings.LINK_TTL_SECONDS
 
 
@@ -411,8 +410,9 @@ class RecordingLink:
 class GetRecordingLink:
     """A 15-minute signed URL to the call's WAV recording (404 when the call has none)."""
 
-    def __init__(self, logs: CallLogRepository, settings: RecordingLinkSettings, clock: Clock) -> None:
-        self.logs, self.settings, self.clock = logs, settings, clock
+    def __init__(self, logs: CallLogRepository, settings: RecordingLinkSettings, base: ApiBaseUrl,
+                 clock: Clock) -> None:
+        self.logs, self.settings, self.base, self.clock = logs, settings, base, clock
 
     async def execute(self, actor: Actor, call_log_id: int) -> RecordingLink:
         log = await _load_log(self.logs, actor, call_log_id)
@@ -422,7 +422,7 @@ class GetRecordingLink:
         path = recordings.recording_path(call_log_id)
         signature = recordings.sign(self.settings.secret_key, recordings.METHOD, path, expires, log.organization_id)
         query = urlencode({"expires": expires, "signature": signature})
-        url = f"{self.settings.public_base_url.rstrip('/')}{path}?{query}"
+        url = f"{self.base.link(recordings.recording_file(call_log_id))}?{query}"
         return RecordingLink(url, datetime.fromtimestamp(expires, tz=UTC))
 
 

@@ -8,6 +8,18 @@ from domain.scopes import ScopeSet
 
 
 @dataclass(frozen=True, slots=True)
+class ApiBaseUrl:
+    """Where the client reaches the API, prefix included (``https://api.example.com/v2``): the base of
+    the links Parley hands out (signed recording URLs, calendar feed URLs)."""
+
+    url: str
+
+    def link(self, path: str) -> str:
+        """``path`` (``/recordings/7.wav``) under the API's base."""
+        return f"{self.url.rstrip('/')}{path}"
+
+
+@dataclass(frozen=True, slots=True)
 class Actor:
     organization_id: int          # the organization the request acts on (a sub-organization when asked)
     key_organization_id: int      # the organization that owns the credential

@@ -43,7 +43,7 @@ class WebhookPolicy:
     timeout_seconds: float = wh.DELIVERY_TIMEOUT_SECONDS
 
 
-def _new_webhook_id(random: Random) -> str:
+def _new_message_id(random: Random) -> str:
     return wh.WEBHOOK_ID_PREFIX + random.token(18)  # 24 URL-safe characters, 144 random bits
 
 
@@ -187,7 +187,7 @@ class SendTestEvent:
         return await self.deliveries.add(Delivery(
             id=None, organization_id=actor.organization_id, subscription_id=subscription_id,
             event_type=wh.TEST_EVENT, data=wh.sample_event_data(subscription, now), occurred_at=now,
-            webhook_id=_new_webhook_id(self.random), next_attempt_at=now, auto_retry=False,
+            message_id=_new_message_id(self.random), next_attempt_at=now, auto_retry=False,
             created_at=now, updated_at=now,
         ))
 
@@ -252,8 +252,9 @@ class DispatchOutbox:
         now = self.clock.now()
         deliveries = [
             Delivery(id=None, organization_id=e.organization_id, subscription_id=s.id or 0, event_type=e.type,
-                     data=e.data, occurred_at=e.created_at or now, webhook_id=_new_webhook_id(self.random),
-                     event_id=e.id, next_attempt_at=now, created_at=now, updated_at=now)
+                     data=e.data, occurred_at=e.created_at or now, message_id=_new_message_id(self.random),
+                     event_id=e.id, resource=wh.resource_of(e.type, e.data), next_attempt_at=now, created_at=now,
+                     updated_at=now)
             for e in events for s in by_org.get(e.organization_id, ()) if s.wants(e.type)
         ]
         if deliveries:
@@ -308,7 +309,7 @@ class SendDelivery:
         try:
             return await self._attempt(claimed)
         except Exception:
-            log.exception("webhook delivery %s failed unexpectedly", claimed.delivery.webhook_id)
+            log.exception("webhook delivery %s failed unexpectedly", claimed.delivery.message_id)
             now = self.clock.now()
             verdict = wh.judge(attempt=claimed.delivery.attempts, auto_retry=claimed.delivery.auto_retry, status=None,
                                error="internal error while sending", retry_after=None, now=now,
@@ -337,7 +338,7 @@ class SendDelivery:
             request_headers = {
                 "Content-Type": "application/json",
                 "User-Agent": wh.USER_AGENT,
-                wh.ID_HEADER: delivery.webhook_id,
+                wh.ID_HEADER: delivery.message_id,
                 wh.EVENT_HEADER: delivery.event_type,
                 wh.TIMESTAMP_HEADER: str(timestamp),
                 wh.SIGNATURE_HEADER: wh.signature_header(secrets, timestamp, body),
@@ -354,7 +355,7 @@ class SendDelivery:
             except DomainError as exc:
                 error = exc.message
             except Exception:
-                log.exception("webhook delivery %s raised", delivery.webhook_id)
+                log.exception("webhook delivery %s raised", delivery.message_id)
                 error = "internal error while sending"
         verdict = wh.judge(
             attempt=delivery.attempts, auto_retry=delivery.auto_retry, status=status, error=error,
@@ -363,12 +364,19 @@ class SendDelivery:
         )
         attempt = DeliveryAttempt(
             id=None, organization_id=delivery.organization_id, subscription_id=delivery.subscription_id,
-            delivery_id=delivery.id or 0, event_type=delivery.event_type, webhook_id=delivery.webhook_id,
+            delivery_id=delivery.id or 0, event_type=delivery.event_type, message_id=delivery.message_id,
             attempt=delivery.attempts, status="succeeded" if verdict.succeeded else "failed",
             response_status=status,
             response_body=body_prefix[: wh.RESPONSE_BODY_LOG_BYTES].decode("utf-8", "replace") if status else None,
             duration_ms=duration_ms, error=verdict.error, created_at=now, next_retry_at=verdict.next_attempt_at,
         )
+        if not verdict.succeeded:
+            # one line per failed attempt; never the secret, the signature or the body
+            log.warning("webhook delivery failed: webhook %s, event %s, delivery %s, attempt %d, status %s: %s; %s",
+                        subscription.id, delivery.event_type, delivery.id, delivery.attempts, status or "-",
+                        verdict.error,
+                        f"next attempt at {wh.iso(verdict.next_attempt_at)}" if verdict.next_attempt_at
+                        else "no further automatic attempt")
         return DeliveryOutcome(claimed, verdict, attempt, self.clock.now())
 
 

@@ -164,6 +164,25 @@ def is_public_address(ip: str | IPAddress, *, allow_loopback: bool) -> bool:
     return False
 
 
+def is_loopback_address(ip: str | IPAddress) -> bool:
+    """True for 127.0.0.0/8 and ::1, also when wrapped in another IPv6 form."""
+    if isinstance(ip, str):
+        try:
+            ip = ipaddress.ip_address(ip)
+        except ValueError:
+            return False
+    if isinstance(ip, ipaddress.IPv4Address):
+        return ip in LOOPBACK_V4
+    if ip == LOOPBACK_V6:
+        return True
+    embedded = _embedded_v4(ip)
+    return bool(embedded) and all(v4 in LOOPBACK_V4 for v4 in embedded)
+
+
+def is_loopback_name(host: str) -> bool:
+    return host == "localhost" or host.endswith(".localhost")
+
+
 BLOCKED_MESSAGE = "the URL points to an address that is not allowed (private, loopback or reserved network)"
 
 
@@ -199,6 +218,15 @@ class ParsedTarget:
     @property
     def url(self) -> str:
         return f"{self.scheme}://{self.authority}{self.target}"
+
+
+def port_allowed(port: int, addresses: Collection[str | IPAddress], *, allow_loopback: bool,
+                 allowed_ports: Collection[int] = DEFAULT_PORTS) -> bool:
+    """Whether a connection to ``port`` on ``addresses`` (every answer for the host) is allowed:
+    a listed port, or any port when loopback targets are allowed and every address is loopback."""
+    if port in allowed_ports:
+        return True
+    return allow_loopback and bool(addresses) and all(is_loopback_address(a) for a in addresses)
 
 
 def _bad(message: str) -> ValidationFailed:
@@ -264,13 +292,18 @@ def _canonical_host(raw: str) -> tuple[str, IPAddress | None]:
     return host, None
 
 
-def check_url(url: str, *, allowed_ports: Collection[int] = DEFAULT_PORTS) -> ParsedTarget:
+def check_url(url: str, *, allowed_ports: Collection[int] = DEFAULT_PORTS,
+              allow_loopback: bool = False) -> ParsedTarget:
     """Validate an outbound URL and return it in canonical form.
 
     Raises ``ValidationFailed`` (field ``url``) when it is not an absolute http(s) URL of at most
     2048 characters with a host, no user info and a port in ``allowed_ports`` (80, 443, 8080 and
-    8443 unless told otherwise). Whether the host's address may be reached is a separate
-    question: see :func:`is_public_address` (an address literal is in ``ParsedTarget.ip``).
+    8443 unless told otherwise). The port rule, the same for every outbound URL: when loopback
+    targets are allowed (``allow_loopback``, development), a loopback address or a ``localhost``
+    name may use any port (local servers on random ports); everything else keeps the list.
+    Whether the host's address may be reached is a separate question: see
+    :func:`is_public_address` (an address literal is in ``ParsedTarget.ip``), and
+    :func:`port_allowed` for the addresses a name resolves to.
     """
     if not isinstance(url, str) or not url:
         raise _bad("a URL is required")
@@ -293,8 +326,6 @@ def check_url(url: str, *, allowed_ports: Collection[int] = DEFAULT_PORTS) -> Pa
         raise _bad("is not a valid URL") from None
     if port is None:
         port = _SCHEME_PORT[scheme]
-    if port not in allowed_ports:
-        raise _bad("the port is not allowed (use 80, 443, 8080 or 8443)")
     hostname = parts.hostname
     ip: IPAddress | None
     if "[" in netloc:
@@ -307,6 +338,9 @@ def check_url(url: str, *, allowed_ports: Collection[int] = DEFAULT_PORTS) -> Pa
         host = str(ip)
     else:
         host, ip = _canonical_host(hostname)
+    loopback = is_loopback_address(ip) if ip is not None else is_loopback_name(host)
+    if port not in allowed_ports and not (allow_loopback and loopback):
+        raise _bad("the port is not allowed (use 80, 443, 8080 or 8443)")
     target = parts.path or "/"
     if not target.startswith("/"):
         raise _bad("is not a valid URL")

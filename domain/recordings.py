@@ -25,8 +25,14 @@ class RecordingLinkInvalid(Forbidden):
     code = "forbidden"
 
 
+def recording_file(call_log_id: int) -> str:
+    """The recording's path below the API prefix (``/v2`` or ``/api/v2``)."""
+    return f"/recordings/{call_log_id}.wav"
+
+
 def recording_path(call_log_id: int) -> str:
-    return f"/v2/recordings/{call_log_id}.wav"
+    """The canonical path that is signed, whichever prefix the link uses."""
+    return f"/v2{recording_file(call_log_id)}"
 
 
 def sign(secret: str, method: str, path: str, expires: int, organization_id: int) -> str:

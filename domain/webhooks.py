@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from domain.addresses import DEFAULT_PORTS, check_url, ensure_public
+from domain.addresses import check_url, ensure_public
 from domain.errors import BlockedAddress, InvalidTransition, ValidationFailed
 from domain.events import DomainEvent
 from domain.state_machine import TransitionTable
@@ -63,6 +63,22 @@ def event(organization_id: int, type: str, data: Mapping[str, Any] | None = None
     return DomainEvent(organization_id, type, dict(data or {}))
 
 
+def resource_of(event_type: str, data: Mapping[str, Any]) -> str | None:
+    """The resource an event is about (``"call:abc"``, ``"appointment:42"``): the events of one
+    resource reach one subscription in the order they happened. It is the event group and the
+    ``id`` in the event's data; a rescheduling is about the appointment it moves. None (no
+    ordering) for the test event and for data without an ``id``."""
+    if event_type == TEST_EVENT:
+        return None
+    subject: Any = data
+    if event_type == "appointment.rescheduled" and isinstance(data.get("previous_appointment"), Mapping):
+        subject = data["previous_appointment"]
+    identifier = subject.get("id")
+    if identifier is None or isinstance(identifier, bool | dict | list):
+        return None
+    return f"{event_type.split('.', 1)[0]}:{identifier}"[:160]
+
+
 def normalize_events(events: Iterable[str]) -> tuple[str, ...]:
     """The subscribed event names, validated, without duplicates, in the order given."""
     names: list[str] = []
@@ -82,22 +98,13 @@ def normalize_events(events: Iterable[str]) -> tuple[str, ...]:
 
 # -- subscription URLs -------------------------------------------------------------------------
 
-ANY_PORT = range(1, 65536)
-
-
-def allowed_ports(allow_loopback: bool) -> Iterable[int]:
-    """The ports a target may use: the short public list, or any port in development mode
-    (loopback targets allowed, so local receivers on random ports work)."""
-    return ANY_PORT if allow_loopback else DEFAULT_PORTS
-
-
 def check_target(url: str, *, allow_loopback: bool) -> str:
     """A subscription URL, checked as far as it can be without resolving it, in canonical form.
 
     Raises ``ValidationFailed`` (field ``url``) for a malformed URL and ``BlockedAddress`` for a
     literal private/reserved address or a ``localhost`` name (unless loopback is allowed). Host
     names are resolved, and their addresses checked, at every send."""
-    target = check_url(url, allowed_ports=allowed_ports(allow_loopback))
+    target = check_url(url, allow_loopback=allow_loopback)
     if target.ip is not None:
         ensure_public(target.ip, allow_loopback=allow_loopback)
     elif (target.host == "localhost" or target.host.endswith(".localhost")) and not allow_loopback:
@@ -210,7 +217,7 @@ RESPONSE_BODY_LOG_BYTES = 2048
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One event on its way to one subscription. ``webhook_id`` is what the receiver sees as
+    """One event on its way to one subscription. ``message_id`` is what the receiver sees as
     ``X-Webhook-Id``: the same on every attempt and on a manual redelivery."""
 
     id: int | None
@@ -219,8 +226,11 @@ class Delivery:
     event_type: str
     data: dict[str, Any]
     occurred_at: datetime
-    webhook_id: str
+    message_id: str
     event_id: int | None = None
+    resource: str | None = None
+    """What the event is about (see :func:`resource_of`): while a delivery of a resource to a
+    subscription is pending, the later ones of that resource to it wait (in event order)."""
     status: str = "pending"
     attempts: int = 0
     next_attempt_at: datetime | None = None
@@ -241,7 +251,7 @@ class DeliveryAttempt:
     subscription_id: int
     delivery_id: int
     event_type: str
-    webhook_id: str
+    message_id: str
     attempt: int
     status: str
     response_status: int | None

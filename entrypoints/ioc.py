@@ -30,6 +30,7 @@ from adapters.sql.engine import create_engine
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
 from application import accounts, agents
+from application.context import ApiBaseUrl
 from application.ports.accounts import (
     ApiKeyRepository,
     IdempotencyStore,
@@ -84,6 +85,13 @@ class DefaultTransactionModeProvider(Provider):
     @provide(scope=Scope.REQUEST)
     def mode(self) -> TransactionMode:
         return TransactionMode(write=True)
+
+    @provide(scope=Scope.REQUEST)
+    def api_base(self, settings: Settings) -> ApiBaseUrl:
+        """Outside HTTP there is no request to take a base URL from: only PARLEY_PUBLIC_BASE_URL."""
+        if not settings.public_base_url:
+            raise LookupError("links outside a request need PARLEY_PUBLIC_BASE_URL")
+        return ApiBaseUrl(settings.public_base_url.rstrip("/") + "/v2")
 
 
 class SqlProvider(Provider):

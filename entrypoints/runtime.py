@@ -30,6 +30,9 @@ class AuthFailurePolicy:
     windows: tuple[Window, ...]
 
 
+QUIET_LOGGERS = ("httpx", "httpcore")
+
+
 class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id_var.get()
@@ -43,3 +46,7 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # the HTTP client logs every request at INFO (each webhook delivery, each page fetched):
+    # Parley logs what matters itself (a WARNING per failed delivery attempt)
+    for noisy in QUIET_LOGGERS:
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

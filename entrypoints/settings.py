@@ -44,7 +44,8 @@ class Settings:
     webhook_retry_scale: float = 1.0
     log_level: str = "INFO"
     db_pool_size: int = 10
-    public_base_url: str = "http://127.0.0.1:8000"
+    public_base_url: str = ""
+    """The base of links Parley hands out; empty: the base URL of the request that asked for the link."""
     extraction_timeout_seconds: float = 30.0
     extraction_memory_mb: int = 1024
 
@@ -91,6 +92,11 @@ class Settings:
 
     @property
     def shared_rate_limits(self) -> bool:
+        """Whether rate-limit counters live in the database (shared by every process on it).
+
+        ``auto``: always on PostgreSQL (API processes started separately share one database, and
+        nothing tells one of them about the others); on SQLite only when one ``serve`` starts
+        several processes. ``memory`` and ``database`` force the choice."""
         if self.rate_limit_backend == "auto":
-            return self.processes > 1
+            return self.database_url.startswith("postgresql") or self.processes > 1
         return self.rate_limit_backend == "database"

@@ -208,10 +208,11 @@ async def delivery_loop(container: AsyncContainer, settings: Settings, stop: asy
                 try:
                     outcomes.append(task.result())
                 except Exception:
-                    log.exception("webhook delivery %s crashed; its lease will expire", item.delivery.webhook_id)
+                    log.exception("webhook delivery %s crashed; its lease will expire", item.delivery.message_id)
             if outcomes:
                 try:
                     await record(container, worker, outcomes)
+                    next_claim = 0.0  # a finished delivery may release the next event of its resource
                 except Exception:
                     log.exception("recording %d webhook outcomes failed; they will be sent again", len(outcomes))
     finally:

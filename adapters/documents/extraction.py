@@ -141,8 +141,8 @@ def html_to_text(markup: str | bytes) -> str:
         )
         if not text:
             text = trafilatura.html2txt(markup)
-    except Exception:  # trafilatura on hostile markup: treat as unreadable, never leak details
-        log.warning("HTML extraction failed", exc_info=True)
+    except Exception as exc:  # trafilatura on hostile markup: treat as unreadable, never leak details
+        log.warning("HTML extraction failed (%s); the document is unreadable", type(exc).__name__)
         raise ExtractionFailed("the HTML could not be read", UNREADABLE) from None
     return text or ""
 
@@ -216,8 +216,8 @@ class LocalTextExtractor:
                 parts.append(text)
         except ExtractionFailed:
             raise
-        except Exception:  # pypdf raises many kinds of errors on malformed files
-            log.info("PDF extraction failed", exc_info=True)
+        except Exception as exc:  # pypdf raises many kinds of errors on malformed files
+            log.warning("PDF extraction failed (%s); the document is unreadable", type(exc).__name__)
             raise ExtractionFailed(MSG_PDF, UNREADABLE) from None
         return "\n\n".join(parts)
 
@@ -248,8 +248,8 @@ class LocalTextExtractor:
 
             document = docx.Document(io.BytesIO(data))
             return "\n\n".join(_docx_blocks(document.iter_inner_content()))
-        except Exception:
-            log.info("DOCX extraction failed", exc_info=True)
+        except Exception as exc:
+            log.warning("DOCX extraction failed (%s); the document is unreadable", type(exc).__name__)
             raise ExtractionFailed(MSG_DOCX, UNREADABLE) from None
 
     # -- pages ----------------------------------------------------------------------------

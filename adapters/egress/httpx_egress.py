@@ -33,7 +33,7 @@ from application.ports.egress import (
     ResolutionFailed,
     Resolver,
 )
-from domain.addresses import DEFAULT_PORTS, ParsedTarget, check_url, ensure_public
+from domain.addresses import DEFAULT_PORTS, ParsedTarget, check_url, ensure_public, port_allowed
 from domain.errors import BlockedAddress, DomainError, UpstreamFetchFailed, ValidationFailed
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -220,8 +220,8 @@ async def _read_prefix(response: httpx.Response, size: int) -> bytes:
 class HttpxSafeHttp:
     """:class:`application.ports.egress.SafeHttp` over httpx, pinned to checked addresses.
 
-    ``allow_loopback`` lets 127.0.0.0/8 and ::1 through (development and tests only).
-    ``allowed_ports`` widens the port list of ``check_url`` (tests bind random ports).
+    ``allow_loopback`` lets 127.0.0.0/8 and ::1 through, on any port (development and tests only);
+    every other destination must use one of ``allowed_ports`` (80, 443, 8080, 8443).
     """
 
     def __init__(
@@ -268,6 +268,9 @@ class HttpxSafeHttp:
             address = str(ipaddress.ip_address(answer))
             if address not in addresses:
                 addresses.append(address)
+        if not port_allowed(target.port, addresses, allow_loopback=self._allow_loopback,
+                            allowed_ports=self._allowed_ports):
+            raise BlockedAddress("the port is only allowed for loopback targets")
         return addresses
 
     @asynccontextmanager
@@ -282,7 +285,7 @@ class HttpxSafeHttp:
     # -- GET ----------------------------------------------------------------------------------
 
     async def fetch(self, url: str, *, max_bytes: int, accept: tuple[str, ...] = DEFAULT_ACCEPT) -> FetchedPage:
-        target = check_url(url, allowed_ports=self._allowed_ports)
+        target = check_url(url, allowed_ports=self._allowed_ports, allow_loopback=self._allow_loopback)
         try:
             async with asyncio.timeout(self._total_timeout):
                 return await self._fetch(target, max_bytes=max_bytes, accept=accept)
@@ -341,7 +344,8 @@ class HttpxSafeHttp:
         except ValueError:
             raise UpstreamFetchFailed(MSG_BAD_REDIRECT) from None
         try:
-            return check_url(joined.partition("#")[0], allowed_ports=self._allowed_ports)
+            return check_url(joined.partition("#")[0], allowed_ports=self._allowed_ports,
+                             allow_loopback=self._allow_loopback)
         except ValidationFailed:
             raise BlockedAddress(MSG_REDIRECT_BLOCKED) from None
 
@@ -355,7 +359,7 @@ class HttpxSafeHttp:
         headers: Mapping[str, str],
         timeout: float,  # noqa: ASYNC109 - the port's signature: a per-delivery deadline
     ) -> PostResult:
-        target = check_url(url, allowed_ports=self._allowed_ports)
+        target = check_url(url, allowed_ports=self._allowed_ports, allow_loopback=self._allow_loopback)
         if timeout <= 0:
             raise ValueError("timeout must be positive")
         started = time.perf_counter()

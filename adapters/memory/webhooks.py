@@ -128,7 +128,7 @@ class InMemoryDeliveryRepository:
 
     async def add(self, delivery: Delivery) -> Delivery:
         rows = await self._rows()
-        if any(d.webhook_id == delivery.webhook_id for d, _ in rows.values()):
+        if any(d.message_id == delivery.message_id for d, _ in rows.values()):
             raise Conflict("this delivery exists already")
         stored = replace(delivery, id=self.uow.store.next_id(DELIVERIES), data=copy.deepcopy(delivery.data))
         rows[stored.id] = (stored, None)
@@ -141,10 +141,19 @@ class InMemoryDeliveryRepository:
     async def claim_due(self, now: datetime, limit: int, worker: str, lease_until: datetime) -> list[ClaimedDelivery]:
         rows = await self._rows()
         subscriptions = (await self.uow.tables())[SUBS]
+        waiting: dict[tuple[int, str], int] = {}  # (subscription, resource) -> its earliest pending event
+        for d, _ in rows.values():
+            if d.status == "pending" and d.resource is not None and d.event_id is not None:
+                key = (d.subscription_id, d.resource)
+                waiting[key] = min(waiting.get(key, d.event_id), d.event_id)
+
+        def first_of_its_resource(d: Delivery) -> bool:
+            return d.resource is None or d.event_id is None or waiting[(d.subscription_id, d.resource)] >= d.event_id
+
         due = sorted(
             (d for d, lease in rows.values()
              if d.status == "pending" and d.next_attempt_at is not None and d.next_attempt_at <= now
-             and (lease is None or lease.until < now)),
+             and (lease is None or lease.until < now) and first_of_its_resource(d)),
             key=lambda d: (d.next_attempt_at, d.id),
         )[:limit]
         claimed = []

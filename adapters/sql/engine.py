@@ -75,6 +75,9 @@ class _FairQueue(AsyncAdaptedQueue):  # type: ignore[type-arg]
 
 class FairQueuePool(AsyncAdaptedQueuePool):
     _queue_class = _FairQueue  # type: ignore[assignment]
+    # log under SQLAlchemy's own namespace (quiet below WARNING unless asked for), like the pools it ships:
+    # otherwise every engine.dispose() at shutdown printed "Pool disposed ... Pool recreating" at INFO
+    _sqla_logger_namespace = "sqlalchemy.pool.impl.FairQueuePool"
 
 
 def _json_loads(text: str | bytes) -> Any:

@@ -23,6 +23,7 @@ subs = webhook_subscriptions
 dlv = webhook_deliveries
 att = webhook_attempts
 
+DISPATCH_LOCK = 0x5041524C4559  # the advisory lock key of the outbox dispatcher ("PARLEY")
 _SUB_COLUMNS = [c for c in subs.c if c.name != "deleted_at"]
 _DLV_COLUMNS = [c for c in dlv.c if c.name not in ("locked_until", "locked_by")]
 
@@ -50,8 +51,9 @@ def _subscription_values(s: Subscription) -> dict[str, Any]:
 def _row_to_delivery(row: Any) -> Delivery:
     return Delivery(
         id=row.id, organization_id=row.organization_id, subscription_id=row.subscription_id,
-        event_type=row.event_type, data=dict(row.data), occurred_at=row.occurred_at, webhook_id=row.webhook_id,
-        event_id=row.event_id, status=row.status, attempts=row.attempts, next_attempt_at=row.next_attempt_at,
+        event_type=row.event_type, data=dict(row.data), occurred_at=row.occurred_at, message_id=row.webhook_id,
+        event_id=row.event_id, resource=row.resource, status=row.status, attempts=row.attempts,
+        next_attempt_at=row.next_attempt_at,
         auto_retry=bool(row.auto_retry), created_at=row.created_at, updated_at=row.updated_at,
     )
 
@@ -59,8 +61,8 @@ def _row_to_delivery(row: Any) -> Delivery:
 def _delivery_values(d: Delivery) -> dict[str, Any]:
     return {
         "organization_id": d.organization_id, "subscription_id": d.subscription_id, "event_id": d.event_id,
-        "event_type": d.event_type, "data": d.data, "occurred_at": d.occurred_at, "webhook_id": d.webhook_id,
-        "status": d.status, "attempts": d.attempts, "auto_retry": d.auto_retry,
+        "event_type": d.event_type, "data": d.data, "occurred_at": d.occurred_at, "webhook_id": d.message_id,
+        "resource": d.resource, "status": d.status, "attempts": d.attempts, "auto_retry": d.auto_retry,
         "next_attempt_at": d.next_attempt_at, "created_at": d.created_at, "updated_at": d.updated_at,
     }
 
@@ -68,7 +70,7 @@ def _delivery_values(d: Delivery) -> dict[str, Any]:
 def _row_to_attempt(row: Any) -> DeliveryAttempt:
     return DeliveryAttempt(
         id=row.id, organization_id=row.organization_id, subscription_id=row.subscription_id,
-        delivery_id=row.delivery_id, event_type=row.event_type, webhook_id=row.webhook_id, attempt=row.attempt,
+        delivery_id=row.delivery_id, event_type=row.event_type, message_id=row.webhook_id, attempt=row.attempt,
         status=row.status, response_status=row.response_status, response_body=row.response_body,
         duration_ms=row.duration_ms, error=row.error, created_at=row.created_at, next_retry_at=row.next_retry_at,
     )
@@ -185,10 +187,15 @@ class SqlDeliveryRepository:
 
     async def claim_due(self, now: datetime, limit: int, worker: str, lease_until: datetime) -> list[ClaimedDelivery]:
         conn = await self.uow.connection()
+        earlier = dlv.alias("earlier")
+        waits_for_earlier = sa.exists().where(  # an earlier event of the same resource is still on its way
+            earlier.c.subscription_id == dlv.c.subscription_id, earlier.c.resource == dlv.c.resource,
+            earlier.c.status == "pending", earlier.c.event_id < dlv.c.event_id)
         due = (
             sa.select(dlv.c.id)
             .where(dlv.c.status == "pending", dlv.c.next_attempt_at <= now,
-                   sa.or_(dlv.c.locked_until.is_(None), dlv.c.locked_until < now))
+                   sa.or_(dlv.c.locked_until.is_(None), dlv.c.locked_until < now),
+                   sa.or_(dlv.c.resource.is_(None), ~waits_for_earlier))
             .order_by(dlv.c.next_attempt_at, dlv.c.id)
             .limit(limit)
             .with_for_update(skip_locked=True)
@@ -246,7 +253,7 @@ class SqlDeliveryRepository:
         conn = await self.uow.connection()
         await conn.execute(att.insert(), [{
             "organization_id": a.organization_id, "subscription_id": a.subscription_id, "delivery_id": a.delivery_id,
-            "event_type": a.event_type, "webhook_id": a.webhook_id, "attempt": a.attempt, "status": a.status,
+            "event_type": a.event_type, "webhook_id": a.message_id, "attempt": a.attempt, "status": a.status,
             "response_status": a.response_status, "response_body": a.response_body, "duration_ms": a.duration_ms,
             "error": a.error, "created_at": a.created_at, "next_retry_at": a.next_retry_at,
         } for a in attempts])
@@ -276,6 +283,11 @@ class SqlOutboxReader:
 
     async def pending(self, limit: int) -> list[EventRecord]:
         conn = await self.uow.connection()
+        # one dispatcher at a time: deliveries are then created in event order, which the in-order
+        # delivery of a resource's events relies on (SQLite serializes writers anyway)
+        if self.uow.dialect == "postgresql" and not (await conn.execute(
+                sa.select(sa.func.pg_try_advisory_xact_lock(DISPATCH_LOCK)))).scalar():
+            return []
         rows = await conn.execute(
             sa.select(outbox_events).where(outbox_events.c.dispatched_at.is_(None))
             .order_by(outbox_events.c.id).limit(limit).with_for_update(skip_locked=True)

@@ -41,6 +41,7 @@ webhook_deliveries = sa.Table(
     sa.Column("data", Json, nullable=False),
     sa.Column("occurred_at", UtcDateTime, nullable=False),
     sa.Column("webhook_id", sa.String(64), nullable=False, unique=True),
+    sa.Column("resource", sa.String(160), nullable=True),  # deliveries of one resource go out in event order
     sa.Column("status", sa.String(20), nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False),
     sa.Column("auto_retry", sa.Boolean, nullable=False),
@@ -52,6 +53,8 @@ webhook_deliveries = sa.Table(
     sa.CheckConstraint("status in ('pending','succeeded','failed','cancelled')", name="status"),
     sa.UniqueConstraint("event_id", "subscription_id"),
     sa.Index("ix_webhook_deliveries_due", "next_attempt_at", "id",
+             sqlite_where=sa.text("status = 'pending'"), postgresql_where=sa.text("status = 'pending'")),
+    sa.Index("ix_webhook_deliveries_resource_pending", "subscription_id", "resource", "event_id",
              sqlite_where=sa.text("status = 'pending'"), postgresql_where=sa.text("status = 'pending'")),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )

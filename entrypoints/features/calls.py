@@ -44,6 +44,7 @@ from application.ports.platform import Clock, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository, Telephony, TelephonyProviderRepository
 from application.ports.usage import UsageRecorder
 from domain.dnc import DncUnavailable
+from domain.errors import DomainError
 from entrypoints.http.routes import calls as call_routes
 from entrypoints.http.routes import dnc as dnc_routes
 from entrypoints.http.routes import telephony as telephony_routes
@@ -65,7 +66,7 @@ class CallsPlatformProvider(Provider):
 
     @provide
     def recording_links(self, settings: Settings) -> call_cases.RecordingLinkSettings:
-        return call_cases.RecordingLinkSettings(settings.secret_key, settings.public_base_url)
+        return call_cases.RecordingLinkSettings(settings.secret_key)
 
     phones = provide(LibPhoneNumberNormalizer, provides=PhoneNormalizer)
     telephony = provide(SimulatedTelephony, provides=Telephony)
@@ -231,6 +232,9 @@ async def _advance(container: AsyncContainer, ref: CallRef) -> bool:
 
     try:
         return await step(True) is not None
+    except DomainError as exc:  # a handled fallback: e.g. the agent's calendar is gone, no open slot
+        log.warning("advancing call %s: its mid-call tool could not run (%s: %s); the call goes on without it",
+                    ref.call_id, exc.code, exc.message)
     except Exception:
         log.exception("advancing call %s failed; retrying without mid-call tools", ref.call_id)
     try:

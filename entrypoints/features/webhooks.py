@@ -9,7 +9,7 @@ from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemoryOutboxR
 from adapters.sql.webhooks import SqlDeliveryRepository, SqlOutboxReader, SqlSubscriptionRepository
 from application import webhooks as uc
 from application.ports.webhooks import DeliveryRepository, OutboxReader, SubscriptionRepository, WebhookHttp
-from domain.webhooks import USER_AGENT, allowed_ports
+from domain.webhooks import USER_AGENT
 from entrypoints.http.routes import webhooks as routes
 from entrypoints.settings import Settings
 from entrypoints.webhook_jobs import deliver_once, dispatch_once, drain, webhooks_job
@@ -27,8 +27,7 @@ class WebhookPlatformProvider(Provider):
 
     @provide
     def http(self, settings: Settings) -> WebhookHttp:
-        return HttpxSafeHttp(SystemResolver(), allow_loopback=settings.allow_loopback_targets, user_agent=USER_AGENT,
-                             allowed_ports=allowed_ports(settings.allow_loopback_targets))
+        return HttpxSafeHttp(SystemResolver(), allow_loopback=settings.allow_loopback_targets, user_agent=USER_AGENT)
 
     send = provide(uc.SendDelivery)
 

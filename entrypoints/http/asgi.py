@@ -72,6 +72,27 @@ def rewrite_path(path: str) -> str:
     return path
 
 
+_HOST_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def request_api_base(scope: Scope) -> str:
+    """The base URL the client used to reach the API, prefix included: scheme, the Host header
+    (or the server's address when the header is missing or malformed) and ``/v2`` or ``/api/v2``,
+    whichever the request came in on."""
+    scheme = scope.get("scheme", "http")
+    host = next((value.decode("latin-1") for key, value in scope.get("headers", []) if key == b"host"), "")
+    if not _HOST_RE.match(host):
+        server = scope.get("server") or ("127.0.0.1", _DEFAULT_PORTS.get(scheme, 80))
+        name, port = str(server[0]), server[1]
+        name = f"[{name}]" if ":" in name else name
+        host = name if port in (None, _DEFAULT_PORTS.get(scheme)) else f"{name}:{port}"
+    original = scope.get("state", {}).get("original_path", scope.get("path", ""))
+    prefix = PRIMARY_PREFIX if original == PRIMARY_PREFIX or original.startswith(PRIMARY_PREFIX + "/") \
+        else API_PREFIX
+    return f"{scheme}://{host}{prefix}"
+
+
 def wrap(app: ASGIApp) -> ASGIApp:
     async def outer(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

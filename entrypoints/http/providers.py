@@ -5,14 +5,23 @@ from __future__ import annotations
 from dishka import Provider, Scope, provide
 from litestar import Request
 
-from application.context import Actor
+from application.context import Actor, ApiBaseUrl
+from entrypoints.http.asgi import PRIMARY_PREFIX, request_api_base
 from entrypoints.runtime import TransactionMode
+from entrypoints.settings import Settings
 
 
 class HttpProvider(Provider):
     @provide(scope=Scope.REQUEST)
     def mode(self, request: Request) -> TransactionMode:  # type: ignore[type-arg]
         return TransactionMode(write=request.method not in ("GET", "HEAD", "OPTIONS"))
+
+    @provide(scope=Scope.REQUEST)
+    def api_base(self, request: Request, settings: Settings) -> ApiBaseUrl:  # type: ignore[type-arg]
+        """PARLEY_PUBLIC_BASE_URL when set, else the base URL this request came in on."""
+        if settings.public_base_url:
+            return ApiBaseUrl(settings.public_base_url.rstrip("/") + PRIMARY_PREFIX)
+        return ApiBaseUrl(request_api_base(request.scope))
 
     @provide(scope=Scope.REQUEST)
     def actor(self, request: Request) -> Actor:  # type: ignore[type-arg]

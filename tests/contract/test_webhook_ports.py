@@ -187,7 +187,7 @@ async def test_attempt_log_is_filtered_and_paged_newest_first(container: Any) ->
         sub = await (await r.get(SubscriptionRepository)).add(_sub(org, at))
         repo = await r.get(DeliveryRepository)
         d = await repo.add(_delivery(org, sub.id, at, 1))
-        rows = [DeliveryAttempt(None, org, sub.id, d.id, "call.ended" if n < 3 else "webhook.test", d.webhook_id, n,
+        rows = [DeliveryAttempt(None, org, sub.id, d.id, "call.ended" if n < 3 else "webhook.test", d.message_id, n,
                                 "failed" if n % 2 else "succeeded", 500 if n % 2 else 200, "body", 12, None,
                                 at + timedelta(seconds=n)) for n in range(1, 5)]
         await repo.add_attempts(rows)
@@ -244,3 +244,44 @@ async def test_secret_box_round_trips_and_refuses_tampering(container: Any) -> N
         pass
     else:
         raise AssertionError("a tampered token opened")
+
+
+
+async def test_a_resources_later_deliveries_wait_while_an_earlier_one_is_pending(container: Any) -> None:
+    at = datetime(2001, 9, 1, tzinfo=UTC)
+    org = await new_organization(container)
+    async with container() as r:
+        subscriptions = await r.get(SubscriptionRepository)
+        sub, other = await subscriptions.add(_sub(org, at)), await subscriptions.add(_sub(org, at))
+        chain = [replace(_delivery(org, sub.id, at, n, event_id=100 + n), resource="call:a") for n in range(3)]
+        unrelated = [replace(_delivery(org, sub.id, at, 7, event_id=107), resource="call:b"),
+                     replace(_delivery(org, other.id, at, 8, event_id=101), resource="call:a"),
+                     _delivery(org, sub.id, at, 9)]  # no resource: never waits
+        assert await (await r.get(DeliveryRepository)).add_many([*chain, *unrelated]) == 6
+        await _commit(r)
+    ids: dict[int, int] = {}
+
+    async def claim(now: datetime) -> list[int]:
+        async with container() as r:
+            claimed = await (await r.get(DeliveryRepository)).claim_due(now, 10, "w", now + timedelta(seconds=1))
+            await _commit(r)
+        ids.update({c.delivery.data["n"]: c.delivery.id for c in claimed})
+        return sorted(c.delivery.data["n"] for c in claimed)
+
+    async def finish(now: datetime, *updates: tuple[int, str, datetime | None]) -> None:
+        async with container() as r:
+            await (await r.get(DeliveryRepository)).finish("w", [
+                DeliveryUpdate(ids[n], status, retry_at, now) for n, status, retry_at in updates])
+            await _commit(r)
+
+    assert await claim(at) == [0, 7, 8, 9]  # the head of each (subscription, resource) chain, and the rest
+    retry_at = at + timedelta(seconds=5)
+    await finish(at, (0, "pending", retry_at), (7, "succeeded", None), (8, "succeeded", None), (9, "failed", None))
+    assert await claim(at + timedelta(seconds=2)) == []  # 1 and 2 wait for 0's retry
+    assert await claim(retry_at) == [0]
+    await finish(retry_at, (0, "succeeded", None))
+    assert await claim(retry_at) == [1]  # one at a time, in event order
+    await finish(retry_at, (1, "failed", None))  # finally failed: the next one goes
+    assert await claim(retry_at) == [2]
+    await finish(retry_at, (2, "succeeded", None))
+    await _settle(container, at)

@@ -4,6 +4,7 @@ recordings, idempotency, the concurrency limit, cancel, the sweeper and fail-clo
 from __future__ import annotations
 
 import io
+import logging
 import wave
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -93,7 +94,7 @@ async def test_each_test_number_reaches_its_final_state_with_events_log_and_reco
         if status in ("completed", "transferred", "voicemail"):
             assert log["recording_available"] and log["transcript"], number
             link = recording.json()["data"]
-            assert link["url"].startswith("http://127.0.0.1:8000/v2/recordings/")
+            assert link["url"].startswith("http://testserver.local/v2/recordings/")  # the server asked
             audio = await api.client.get(_path(link["url"]))
             assert audio.status_code == 200 and audio.headers["content-type"].startswith("audio/wav")
             with wave.open(io.BytesIO(audio.content)) as wav:
@@ -408,6 +409,37 @@ async def test_recording_links_are_signed_and_expire(make_api: ApiFactory, sqlit
     assert (await api.client.get(f"/v2/call-logs/{log_id}/recording", headers=other.headers)).status_code == 404
 
 
+async def _recorded_log(api: Api) -> tuple[Any, int]:
+    t = await api.tenant()
+    agent = await active_agent(api, t)
+    call_id = (await place(api, t, agent, "+1555010000")).json()["data"]["id"]
+    await finish_calls(api, t.organization_id)
+    return t, (await api.client.get(f"/v2/calls/{call_id}", headers=t.headers)).json()["data"]["call_log_id"]
+
+
+async def test_recording_links_point_at_the_server_and_prefix_the_client_used(make_api: ApiFactory,
+                                                                                sql_url: str) -> None:
+    """Without PARLEY_PUBLIC_BASE_URL a link goes back to the server that handed it out (e.g.
+    `parley serve --port 9000`), under the prefix the client used, and works as given."""
+    api = await make_api(sql_url, clock=ManualClock(START))
+    t, log_id = await _recorded_log(api)
+    for base in ("http://parley.internal:9000/api/v2", "https://calls.example.test/v2"):
+        got = await api.client.get(f"{base}/call-logs/{log_id}/recording", headers=t.headers)
+        url = got.json()["data"]["url"]
+        assert url.startswith(f"{base}/recordings/{log_id}.wav?expires="), url
+        downloaded = await api.client.get(url)
+        assert downloaded.status_code == 200 and downloaded.content[:4] == b"RIFF"
+
+
+async def test_recording_links_use_the_public_base_url_when_set(make_api: ApiFactory, sqlite_url: str) -> None:
+    api = await make_api(sqlite_url, clock=ManualClock(START), public_base_url="https://calls.example.com/parley/")
+    t, log_id = await _recorded_log(api)
+    got = await api.client.get(f"http://parley.internal:9000/api/v2/call-logs/{log_id}/recording", headers=t.headers)
+    url = got.json()["data"]["url"]
+    assert url.startswith(f"https://calls.example.com/parley/v2/recordings/{log_id}.wav?expires="), url
+    assert (await api.client.get(_path(url).removeprefix("/parley"))).status_code == 200
+
+
 async def test_call_logs_list_filters_and_scopes(make_api: ApiFactory, sqlite_url: str) -> None:
     api = await make_api(sqlite_url, clock=ManualClock(START))
     t = await api.tenant()
@@ -517,3 +549,25 @@ async def test_number_06_books_the_next_open_slot(make_api: ApiFactory, sql_url:
     assert kinds.index("call.answered") < booked_at < kinds.index("call.completed")
     plain = (await api.client.get(f"/v2/calls/{plain_id}", headers=t.headers)).json()["data"]
     assert plain["status"] == "completed" and plain["outcome"] == "conversation_completed"
+
+
+async def test_a_calendar_deleted_before_the_booking_is_a_warning_not_an_error(
+        make_api: ApiFactory, sqlite_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A handled fallback (the mid-call booking cannot be made: the calendar is gone, the call goes on
+    without it) logs one WARNING without a traceback; ERROR with a traceback is for bugs."""
+    api = await make_api(sqlite_url, clock=ManualClock(START))
+    t = await api.tenant()
+    calendar = (await api.client.post("/v2/scheduling/calendars", json={
+        "name": "Sales", "timezone": "UTC", "slot_duration_minutes": 30}, headers=t.headers)).json()["data"]
+    agent = await active_agent(api, t, calendar_id=calendar["id"])
+    deleted = await api.client.delete(f"/v2/scheduling/calendars/{calendar['id']}", headers=t.headers)
+    assert deleted.status_code == 204, deleted.text
+    call_id = (await place(api, t, agent, "+1555010006")).json()["data"]["id"]
+    caplog.set_level(logging.INFO)
+    await finish_calls(api, t.organization_id)
+    call = (await api.client.get(f"/v2/calls/{call_id}", headers=t.headers)).json()["data"]
+    assert call["status"] == "completed" and call["outcome"] == "conversation_completed"
+    mine = [r for r in caplog.records if r.name.startswith("parley")]
+    assert not [r for r in mine if r.levelno >= logging.ERROR or r.exc_info], [r.getMessage() for r in mine]
+    [warning] = [r for r in mine if r.levelno == logging.WARNING]
+    assert str(call_id) in warning.getMessage() and "calendar" in warning.getMessage()

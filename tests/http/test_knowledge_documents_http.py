@@ -33,7 +33,9 @@ def module_db(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 async def api(module_db: str, tmp_root: Path) -> AsyncIterator[Api]:
-    async with running_app(module_db, tmp_root / "var") as app:
+    # in-memory rate limits (lifted anyway): the streaming test drives the ASGI app on the test's own loop,
+    # outside the test client's, so nothing on the way to its 413 may use the pool's PostgreSQL connections
+    async with running_app(module_db, tmp_root / "var", rate_limit_backend="memory") as app:
         yield app
 
 

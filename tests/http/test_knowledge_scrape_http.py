@@ -389,3 +389,28 @@ async def test_hostile_urls_are_refused(closed_api: Api, closed_kb: tuple[Tenant
 
 def test_the_hostile_table_is_large() -> None:
     assert len(HOSTILE) >= 25
+
+
+async def test_loopback_targets_may_use_any_port_and_nothing_else_may(open_api: Api, closed_api: Api) -> None:
+    """PARLEY_ALLOW_LOOPBACK_TARGETS: loopback pages on any port (a local server on a random port),
+    the same rule as for webhooks; every other target keeps 80, 443, 8080 and 8443."""
+    httpd = QuietServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    httpd.state = PageServer("127.0.0.1")  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    port = httpd.server_address[1]
+    try:
+        t, kb = await _kb(open_api)
+        local = await _scrape(open_api, t, kb, f"http://127.0.0.1:{port}/page")
+        assert local.status_code == 201, local.text
+        for other in (f"http://site.test:{port}/page", f"http://public.test:{port}/"):
+            r = await _scrape(open_api, t, kb, other)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "bad_request", (other, r.text)
+        t2, kb2 = await _kb(closed_api)
+        refused = await _scrape(closed_api, t2, kb2, f"http://127.0.0.1:{port}/page")
+        assert refused.status_code == 400, refused.text
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)

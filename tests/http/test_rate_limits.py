@@ -70,3 +70,20 @@ async def test_keys_have_their_own_counters_and_rotation_shares_them(make_api: A
     assert r.status_code == 200 and r.headers["x-ratelimit-remaining"] == "0"  # a's GET + rotate + this one
     assert (await api.client.get("/v2/agents", headers=a.headers)).status_code == 429  # old key, same lineage
     assert (await api.client.get("/v2/agents", headers=b.headers)).status_code == 200
+
+
+@pytest.mark.postgres
+async def test_api_processes_on_one_postgresql_share_a_keys_counters(make_api: ApiFactory,
+                                                                      postgres_url: str) -> None:
+    """Two app instances started separately on the same PostgreSQL database, default backend
+    setting: the key's quota is one quota, whichever instance answers."""
+    clock = ManualClock(START)
+    first = await make_api(postgres_url, clock=clock, rate_limit_per_minute=4, rate_limit_per_hour=100)
+    second = await make_api(postgres_url, clock=clock, rate_limit_per_minute=4, rate_limit_per_hour=100)
+    assert first.settings.rate_limit_backend == "auto" and first.settings.processes == 1
+    t = await first.tenant()
+    statuses = []
+    for i in range(6):
+        app = (first, second)[i % 2]
+        statuses.append((await app.client.get("/v2/agents", headers=t.headers)).status_code)
+    assert statuses == [200, 200, 200, 200, 429, 429]

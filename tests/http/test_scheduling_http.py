@@ -486,6 +486,25 @@ async def test_ics_feed_round_trips_with_stable_uids_and_sequences(any_sched: Ap
     assert events[uid_new].decoded("dtstart") == datetime(2026, 3, 10, 10, tzinfo=UTC)
 
 
+async def test_feed_urls_point_at_the_server_and_prefix_the_client_used(sched: Api,
+                                                                         make_api: ApiFactory,
+                                                                         sqlite_url: str) -> None:
+    t = await sched.tenant()
+    cal = await make_calendar(sched, t)
+    base = "http://parley.internal:9000/api/v2"
+    issued = (await sched.client.post(f"{base}/scheduling/calendars/{cal['id']}/feed-token",
+                                      headers=t.headers)).json()["data"]
+    assert issued["url"] == f"{base}/scheduling/feeds/{issued['token']}.ics"
+    assert (await sched.client.get(issued["url"])).status_code == 200
+
+    configured = await make_api(sqlite_url, public_base_url="https://cal.example.com")
+    t2 = await configured.tenant()
+    cal2 = await make_calendar(configured, t2)
+    other = (await configured.client.post(f"{base}/scheduling/calendars/{cal2['id']}/feed-token",
+                                          headers=t2.headers)).json()["data"]
+    assert other["url"] == f"https://cal.example.com/v2/scheduling/feeds/{other['token']}.ics"
+
+
 async def test_secret_feed_url(sched: Api) -> None:
     t = await sched.tenant()
     c = sched.client

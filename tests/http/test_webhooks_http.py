@@ -70,6 +70,19 @@ async def test_invalid_bodies_are_400(api: Api) -> None:
             assert field in r.json()["error"]["details"]["validation_errors"], (body, r.json())
 
 
+async def test_loopback_targets_may_use_any_port_and_nothing_else_may(api: Api) -> None:
+    """PARLEY_ALLOW_LOOPBACK_TARGETS (on in tests): loopback receivers on any port, the same rule as
+    for scraping; every other target keeps 80, 443, 8080 and 8443."""
+    t = await api.tenant()
+    for url in ("http://127.0.0.1:5999/in", "http://localhost:5999/in", "http://[::1]:5999/in",
+                "https://hooks.example.com:8443/in"):
+        r = await api.client.post("/v2/webhooks", json={"url": url, "events": ["call.ended"]}, headers=t.headers)
+        assert r.status_code == 201, (url, r.text)
+    for url in ("http://hooks.example.com:5999/in", "https://93.184.215.14:22/in"):
+        r = await api.client.post("/v2/webhooks", json={"url": url, "events": ["call.ended"]}, headers=t.headers)
+        assert r.status_code == 400 and "url" in r.json()["error"]["details"]["validation_errors"], (url, r.text)
+
+
 async def test_private_targets_are_blocked(api: Api) -> None:
     settings = replace(api.settings, allow_loopback_targets=False)  # production: no loopback targets
     async with AsyncTestClient(create_app(http_container(settings), settings)) as client:
@@ -176,7 +189,8 @@ async def test_test_send_is_queued_and_refused_while_paused(api: Api) -> None:
     queued = await c.post(f"/v2/webhooks/{hook['id']}/test", headers=t.headers)
     assert queued.status_code == 202, queued.text
     data = queued.json()["data"]
-    assert data["event"] == "webhook.test" and data["status"] == "pending" and data["webhook_id"].startswith("msg_")
+    assert data["event"] == "webhook.test" and data["status"] == "pending" and data["message_id"].startswith("msg_")
+    assert data["webhook_id"] == hook["id"]  # the subscription; message_id is the X-Webhook-Id
     await c.patch(f"/v2/webhooks/{hook['id']}", json={"status": "paused"}, headers=t.headers)
     refused = await c.post(f"/v2/webhooks/{hook['id']}/test", headers=t.headers)
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "conflict"

@@ -11,7 +11,7 @@ from adapters.egress import HttpxSafeHttp
 from application.ports.egress import ResolutionFailed
 from application.ports.webhooks import WebhookHttp
 from application.webhooks import WebhookPolicy
-from domain.webhooks import allowed_ports, verify_signature
+from domain.webhooks import verify_signature
 from tests.conftest import ApiFactory
 from tests.webhooks.conftest import Harness, make_harness
 from tests.webhooks.receiver import Receiver, Reply
@@ -46,7 +46,8 @@ async def test_event_reaches_its_subscriber_signed_and_logged(harness: Harness) 
     log = logs[0]
     assert (log["status"], log["attempt"], log["event"], log["response_status"], log["response_body"]) == (
         "succeeded", 1, "call.ended", 200, "ok")
-    assert log["webhook_id"] == got.webhook_id and log["next_retry_at"] is None and log["error"] is None
+    assert log["message_id"] == got.webhook_id and log["webhook_id"] == hook["id"]  # the subscription's id
+    assert log["next_retry_at"] is None and log["error"] is None
     assert await h.drain() == 0  # nothing is sent twice
 
 
@@ -244,7 +245,7 @@ async def test_test_send_and_redelivery_keep_the_webhook_id(harness: Harness) ->
     h.receiver.script("/hook", Reply(500))
     await h.drain()
     [sample] = h.receiver.requests
-    assert sample.headers["x-webhook-event"] == "webhook.test" and sample.webhook_id == queued["webhook_id"]
+    assert sample.headers["x-webhook-event"] == "webhook.test" and sample.webhook_id == queued["message_id"]
     assert json.loads(sample.body)["data"]["subscription_id"] == hook["id"]
     [log] = await h.logs(t, hook["id"], "&event=webhook.test")
     assert log["status"] == "failed" and log["next_retry_at"] is None  # a test is one attempt
@@ -253,9 +254,10 @@ async def test_test_send_and_redelivery_keep_the_webhook_id(harness: Harness) ->
     assert len(h.receiver.requests) == 1
 
     again = await h.client.post(f"/v2/webhooks/{hook['id']}/logs/{log['id']}/redeliver", headers=t.headers)
-    assert again.status_code == 202 and again.json()["data"]["webhook_id"] == queued["webhook_id"]
+    assert again.status_code == 202 and again.json()["data"]["message_id"] == queued["message_id"]
+    assert again.json()["data"]["webhook_id"] == queued["webhook_id"] == hook["id"]
     await h.drain()
-    assert [r.webhook_id for r in h.receiver.requests] == [queued["webhook_id"]] * 2
+    assert [r.webhook_id for r in h.receiver.requests] == [queued["message_id"]] * 2
     logs = await h.logs(t, hook["id"])
     assert [(x["attempt"], x["status"]) for x in logs] == [(2, "succeeded"), (1, "failed")]
     missing = await h.client.post(f"/v2/webhooks/{hook['id']}/logs/{log['id'] + 999}/redeliver", headers=t.headers)
@@ -311,7 +313,7 @@ class _Resolver:
 class _RebindingHttp(Provider):
     @provide(scope=Scope.APP)
     def http(self) -> WebhookHttp:
-        return HttpxSafeHttp(_Resolver(), allow_loopback=True, user_agent="t", allowed_ports=allowed_ports(True))
+        return HttpxSafeHttp(_Resolver(), allow_loopback=True, user_agent="t")
 
 
 async def test_targets_are_checked_again_at_send_time(make_api: ApiFactory, fresh_sqlite_url: str,

@@ -58,7 +58,7 @@ async def test_serve_runs_the_webhook_worker(receiver: Receiver, tmp_path: Path)
             queued = await client.post(f"/webhooks/{hook['id']}/test")
             assert queued.status_code == 202
             [got] = await receiver.wait_for(1, timeout=15)
-            assert got.webhook_id == queued.json()["data"]["webhook_id"]
+            assert got.webhook_id == queued.json()["data"]["message_id"]
             assert verify_signature(hook["secret"], got.headers["x-webhook-timestamp"], got.body,
                                     got.headers["x-webhook-signature"], now=int(got.headers["x-webhook-timestamp"]))
             for _ in range(50):

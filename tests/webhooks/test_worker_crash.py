@@ -100,5 +100,5 @@ async def test_killed_worker_deliveries_arrive_once_more_with_the_same_id(
         ids = by_path[path]
         assert len(ids) == 2 and ids[0] == ids[1], (path, ids)  # at least once, with the same webhook id
         [log] = logs[path]
-        assert log["status"] == "succeeded" and log["webhook_id"] == ids[0] and log["attempt"] == 2
+        assert log["status"] == "succeeded" and log["message_id"] == ids[0] and log["attempt"] == 2
     assert len({ids[0] for ids in by_path.values()}) == 3

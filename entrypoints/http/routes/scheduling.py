@@ -12,7 +12,7 @@ from litestar import Response
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application import scheduling as uc
-from application.context import Actor
+from application.context import Actor, ApiBaseUrl
 from application.ports.platform import PageRequest
 from application.ports.scheduling import AppointmentFilter
 from domain.errors import NotFound, SlotUnavailable
@@ -37,7 +37,6 @@ from entrypoints.http.schemas.scheduling import (
     SlotOut,
 )
 from entrypoints.http.validation import e164, set_fields
-from entrypoints.settings import Settings
 
 TAGS = ["Scheduling"]
 READ = ("scheduling:read",)
@@ -326,10 +325,10 @@ async def calendar_feed(id: CalendarId, actor: FromDishka[Actor],
           location="/scheduling/calendars/{path.id}/feed-token",
           summary="Create or rotate the secret feed URL for calendar apps (the previous one stops working)",
           tags=TAGS, scopes=WRITE, errors={404: ""}, secret=True, status_code=201)
-async def create_feed_token(id: CalendarId, actor: FromDishka[Actor], settings: FromDishka[Settings],
+async def create_feed_token(id: CalendarId, actor: FromDishka[Actor], base: FromDishka[ApiBaseUrl],
                             use_case: FromDishka[uc.IssueFeedToken]) -> Envelope[FeedTokenOut]:
     token = await use_case.execute(actor, id)
-    url = f"{settings.public_base_url.rstrip('/')}/v2/scheduling/feeds/{token}{FEED_SUFFIX}"
+    url = base.link(f"/scheduling/feeds/{token}{FEED_SUFFIX}")
     return Envelope(FeedTokenOut(url, token))
 
 

@@ -81,23 +81,30 @@ class EventTypeOut(Struct):
     description: str
 
 
+WebhookIdField = Annotated[int, Meta(description="The subscription's id")]
+MessageIdField = Annotated[str, Meta(description="The delivery's X-Webhook-Id: the same on every attempt and "
+                                                 "redelivery (use it to ignore duplicates)")]
+
+
 class DeliveryQueued(Struct):
     delivery_id: int
-    webhook_id: str
+    webhook_id: WebhookIdField
+    message_id: MessageIdField
     event: str
     status: Literal["pending"]
     next_attempt_at: datetime | None
 
     @classmethod
     def of(cls, d: Delivery) -> DeliveryQueued:
-        return cls(d.id or 0, d.webhook_id, d.event_type, "pending", d.next_attempt_at)
+        return cls(d.id or 0, d.subscription_id, d.message_id, d.event_type, "pending", d.next_attempt_at)
 
 
 class DeliveryLogOut(Struct):
     id: int
     delivery_id: int
     event: str
-    webhook_id: str
+    webhook_id: WebhookIdField
+    message_id: MessageIdField
     attempt: int
     status: Literal["succeeded", "failed"]
     response_status: int | None
@@ -110,7 +117,8 @@ class DeliveryLogOut(Struct):
     @classmethod
     def of(cls, a: DeliveryAttempt) -> DeliveryLogOut:
         return cls(
-            id=a.id or 0, delivery_id=a.delivery_id, event=a.event_type, webhook_id=a.webhook_id, attempt=a.attempt,
+            id=a.id or 0, delivery_id=a.delivery_id, event=a.event_type, webhook_id=a.subscription_id,
+            message_id=a.message_id, attempt=a.attempt,
             status=a.status,  # type: ignore[arg-type]
             response_status=a.response_status, response_body=a.response_body, duration_ms=a.duration_ms,
             error=a.error, created_at=a.created_at, next_retry_at=a.next_retry_at,
