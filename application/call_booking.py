@@ -18,7 +18,7 @@ from application.context import Actor
 from domain.calls import iso
 from domain.errors import NotFound
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("parley.calls")
 
 
 def _booking(appointment: Any, calendar_id: int, timezone: str | None) -> dict[str, Any]:
