@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from application.context import Actor
 from application.ports.agents import AgentRepository
@@ -21,12 +21,6 @@ from domain.telephony import CallStats, PhoneNumber, TelephonyProvider, call_sta
 MAX_STATS_RANGE = timedelta(days=366)
 DEFAULT_STATS_RANGE = timedelta(days=30)
 MAX_PROVIDER_KEYS = 20  # credentials and settings, as the HTTP schema caps them
-T = TypeVar("T")
-
-
-def _page(items: list[T], page: PageRequest) -> Page[T]:
-    """Providers and numbers are few per organization: they are paged in memory."""
-    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
 
 
 async def _provider(providers: TelephonyProviderRepository, actor: Actor, provider_id: int) -> TelephonyProvider:
@@ -55,7 +49,7 @@ class ListProviders:
 
     async def execute(self, actor: Actor, page: PageRequest) -> Page[TelephonyProvider]:
         await self.providers.ensure_default(actor.organization_id, self.clock.now())
-        return _page(await self.providers.list(actor.organization_id), page)
+        return page.slice(await self.providers.list(actor.organization_id))
 
 
 class GetProvider:
@@ -179,7 +173,7 @@ class ListPhoneNumbers:
         self.numbers = numbers
 
     async def execute(self, actor: Actor, page: PageRequest, provider_id: int | None = None) -> Page[PhoneNumber]:
-        return _page(await self.numbers.list(actor.organization_id, provider_id), page)
+        return page.slice(await self.numbers.list(actor.organization_id, provider_id))
 
 
 class GetPhoneNumber:

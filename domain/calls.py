@@ -117,16 +117,6 @@ def events_for(trigger: str, target: str) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
-    role: str  # agent | user
-    text: str
-    at_ms: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "text": self.text, "at_ms": self.at_ms}
-
-
-@dataclass(frozen=True, slots=True)
 class Call:
     id: str
     organization_id: int

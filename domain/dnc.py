@@ -91,7 +91,3 @@ def parse_csv(text: str) -> tuple[list[CsvRow], list[CsvProblem]]:
         reason = cells[reason_col] if 0 <= reason_col < len(cells) and cells[reason_col] else None
         rows.append(CsvRow(line, value, reason[:500] if reason else None))
     return rows, problems
-
-
-def blocked_by(screened: dict[str, list[int]], number: str) -> list[int]:
-    return sorted(set(screened.get(number, [])))
