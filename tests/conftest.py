@@ -13,16 +13,17 @@ from typing import Any
 
 import httpx
 import pytest
-from dishka import AsyncContainer, Provider, Scope, provide
+from dishka import AsyncContainer, Provider
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from adapters.memory.clock import ManualClock
 from adapters.sql.schema import upgrade
 from application.accounts import CreateOrganization, CreateOrganizationCommand, IssueApiKey, IssueApiKeyCommand
-from application.ports.platform import Clock, UnitOfWork
+from application.ports.platform import UnitOfWork
 from entrypoints.http.app import create_app
 from entrypoints.ioc import build_container, http_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
 
 DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -87,16 +88,6 @@ def database_url(request: pytest.FixtureRequest) -> str:
     if request.param == "memory":
         return "memory://"
     return request.getfixturevalue(f"{request.param}_url")
-
-
-class ClockProvider(Provider):
-    def __init__(self, clock: Clock) -> None:
-        super().__init__()
-        self._clock = clock
-
-    @provide(scope=Scope.APP)
-    def clock(self) -> Clock:
-        return self._clock
 
 
 @dataclass

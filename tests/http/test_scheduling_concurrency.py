@@ -20,8 +20,9 @@ from adapters.memory.clock import ManualClock
 from adapters.sql.scheduling import SqlCalendarRepository, SqlScheduleReader
 from entrypoints.http.app import create_app
 from entrypoints.ioc import http_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import Api, ClockProvider
+from tests.conftest import Api
 from tests.http.scheduling_support import START, UNLIMITED, book, make_calendar, outbox
 
 ATTEMPTS = 20
