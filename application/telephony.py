@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from application.context import Actor
+from application.phones import e164
 from application.ports.agents import AgentRepository
 from application.ports.calls import CallRepository
 from application.ports.phones import PhoneNormalizer
@@ -201,9 +202,7 @@ class CreatePhoneNumber:
         self.agents, self.phones, self.clock = agents, phones, clock
 
     async def execute(self, actor: Actor, fields: PhoneNumberFields) -> PhoneNumber:
-        number = self.phones.normalize(fields.phone_number)
-        if number is None:
-            raise ValidationFailed.field("phone_number", "must be an E.164 phone number such as +14155550100")
+        number = e164(self.phones, fields.phone_number, "phone_number")
         now = self.clock.now()
         builtin = await self.providers.ensure_default(actor.organization_id, now)
         await _check_refs(actor, self.providers, self.agents, fields.provider_id, fields.inbound_agent_id)
