@@ -8,7 +8,7 @@ from dishka import AsyncContainer, Provider, Scope, make_async_container, provid
 from dishka.integrations.litestar import LitestarProvider
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.crypto import FernetSecretBox
+from adapters.crypto import Argon2PasswordHasher, FernetSecretBox
 from adapters.memory.accounts import (
     InMemoryApiKeyRepository,
     InMemoryIdempotencyStore,
@@ -39,6 +39,7 @@ from application.ports.accounts import (
     UserRepository,
 )
 from application.ports.agents import AgentCalendars, AgentRepository
+from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox
 from domain.rate_limit import Window, default_windows
@@ -62,6 +63,7 @@ class PlatformProvider(Provider):
         return self._settings
 
     clock = provide(SystemClock, provides=Clock)
+    passwords = provide(Argon2PasswordHasher, provides=PasswordHasher)
 
     @provide
     def secret_box(self, settings: Settings) -> SecretBox:
