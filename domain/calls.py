@@ -1,6 +1,6 @@
 """Outbound calls: the status machine, the events each move produces, call logs and outcomes.
 
-Status machine (DECISIONS §6)::
+Status machine (docs/calls.md)::
 
     queued ──dial──▶ ringing ──answer──▶ in_progress ──complete──▶ completed
       │                 │                    ├──transfer──▶ transferred
@@ -75,7 +75,7 @@ TRIGGER_FOR_FINAL = {
 QUEUE_TIMEOUT = timedelta(hours=24)
 RING_ALLOWANCE = timedelta(seconds=120)
 
-# DECISIONS §6: the simulator's fictional test numbers, +15550100 followed by two digits
+# the simulator's fictional test numbers (docs/calls.md), +15550100 followed by two digits
 SIMULATOR_TEST_NUMBER = re.compile(r"^\+15550100(\d{2})$")
 SIMULATOR_SCENARIOS = {
     "00": "complete",

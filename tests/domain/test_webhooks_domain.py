@@ -1,5 +1,5 @@
 """Webhook rules: the catalogue, URLs, the status machine, the retry schedule, verdicts and
-signatures (with the DECISIONS test vector and a round-trip property)."""
+signatures (with the test vector of docs/webhooks.md and a round-trip property)."""
 
 from __future__ import annotations
 
@@ -62,13 +62,13 @@ def test_any_changed_byte_breaks_the_signature(body: bytes, flip: int) -> None:
     assert not wh.verify_signature("s3cret", 1700000000, tampered, header, now=1700000000)
 
 
-def test_catalogue_has_every_spec_event_and_the_test_event() -> None:
-    spec = {
+def test_catalogue_has_every_documented_event_and_the_test_event() -> None:
+    documented = {
         "call.started", "call.answered", "call.ended", "call.completed", "call.failed", "call.transferred",
         "campaign.started", "campaign.paused", "campaign.completed", "campaign.failed", "contact.completed",
         "contact.failed", "appointment.booked", "appointment.cancelled", "appointment.rescheduled", "webhook.test",
     }
-    assert set(wh.EVENT_CATALOGUE) == spec
+    assert set(wh.EVENT_CATALOGUE) == documented
     assert all(text and "\n" not in text for text in wh.EVENT_CATALOGUE.values())
     assert wh.event_group("contact.failed") == "campaigns"
 
@@ -145,7 +145,7 @@ def test_rotation_keeps_the_old_secret_for_the_grace_period() -> None:
     assert _sub().rotated("new", timedelta(0), NOW).signing_secrets(NOW) == ("new",)
 
 
-def test_retry_schedule_follows_the_decisions_with_jitter_and_scale() -> None:
+def test_retry_schedule_follows_the_documented_delays_with_jitter_and_scale() -> None:
     expected = [5, 300, 1800, 7200, 18000, 36000, 36000]
     assert [wh.retry_delay(n).total_seconds() for n in range(1, 8)] == expected
     assert wh.retry_delay(8) is None and wh.retry_delay(0) is None
