@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import importlib.util
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -30,12 +28,9 @@ from adapters.sql.telephony import SqlPhoneNumberRepository, SqlTelephonyProvide
 from adapters.telephony.simulator import SimulatedTelephony, SimulatorConfig
 from application import calls as call_cases
 from application import dnc as dnc_cases
+from application import scheduling
 from application import telephony as telephony_cases
-from application.call_booking import (
-    AtomicSchedulingAppointmentBooker,
-    NoAppointmentBooker,
-    SchedulingAppointmentBooker,
-)
+from application.call_booking import AtomicSchedulingAppointmentBooker
 from application.ports.blobs import BlobStorage
 from application.ports.calls import AppointmentBooker, CallLogRepository, CallRef, CallRepository
 from application.ports.dnc import DncRepository, DncScreener
@@ -150,36 +145,16 @@ class CallsUseCaseProvider(Provider):
     )
 
 
-class NoBookingProvider(Provider):
-    booker = provide(NoAppointmentBooker, provides=AppointmentBooker, scope=Scope.REQUEST)
-
-
 def booking_provider() -> Provider:
-    """Mid-call booking through the in-house scheduling use cases when that feature is installed
-    (``application.scheduling``), else a booker that never books."""
-    if importlib.util.find_spec("application.scheduling") is None:
-        return NoBookingProvider()
-    scheduling = importlib.import_module("application.scheduling")
+    """Mid-call booking through the in-house scheduling use cases: ``BookNextOpenSlot`` finds and books the
+    first open slot under the calendar's lock."""
+    provider = Provider(scope=Scope.REQUEST)
 
-    if hasattr(scheduling, "BookNextOpenSlot"):
-        def booker(book_next_open_slot: Any, get_calendar: Any) -> AppointmentBooker:
-            return AtomicSchedulingAppointmentBooker(book_next_open_slot, scheduling.BookNextOpenSlotCommand,
-                                                     get_calendar)
+    @provider.provide
+    def booker(book_next_open_slot: scheduling.BookNextOpenSlot,
+               get_calendar: scheduling.GetCalendar) -> AppointmentBooker:
+        return AtomicSchedulingAppointmentBooker(book_next_open_slot, scheduling.BookNextOpenSlotCommand, get_calendar)
 
-        # real annotation objects: this module's annotations are strings and the scheduling types are local
-        booker.__annotations__ = {"book_next_open_slot": scheduling.BookNextOpenSlot,
-                                  "get_calendar": scheduling.GetCalendar, "return": AppointmentBooker}
-    else:
-        def booker(next_open_slot: Any, book_appointment: Any,  # type: ignore[misc]
-                   get_calendar: Any) -> AppointmentBooker:
-            return SchedulingAppointmentBooker(next_open_slot, book_appointment, scheduling.BookAppointmentCommand,
-                                               get_calendar)
-
-        booker.__annotations__ = {"next_open_slot": scheduling.NextOpenSlot,
-                                  "book_appointment": scheduling.BookAppointment,
-                                  "get_calendar": scheduling.GetCalendar, "return": AppointmentBooker}
-    provider = Provider()
-    provider.provide(booker, scope=Scope.REQUEST)
     return provider
 
 
