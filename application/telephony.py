@@ -17,11 +17,10 @@ from application.ports.secrets import SecretBox
 from application.ports.telephony import PhoneNumberRepository, TelephonyProviderRepository
 from domain.errors import Conflict, NotFound, ValidationFailed
 from domain.patching import apply_patch, merge_patch
-from domain.telephony import CallStats, PhoneNumber, TelephonyProvider, call_stats
+from domain.telephony import MAX_PROVIDER_KEYS, CallStats, PhoneNumber, TelephonyProvider, call_stats
 
 MAX_STATS_RANGE = timedelta(days=366)
 DEFAULT_STATS_RANGE = timedelta(days=30)
-MAX_PROVIDER_KEYS = 20  # credentials and settings, as the HTTP schema caps them
 
 
 async def _provider(providers: TelephonyProviderRepository, actor: Actor, provider_id: int) -> TelephonyProvider:
