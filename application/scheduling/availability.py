@@ -7,20 +7,11 @@ from datetime import UTC, date, datetime, timedelta
 
 from application.context import Actor
 from application.ports.platform import Clock
-from application.ports.scheduling import (
-    CalendarRepository,
-    ScheduleReader,
-)
+from application.ports.scheduling import CalendarRepository, ScheduleReader
 from application.scheduling.calendars import load_calendar
 from domain.errors import ValidationFailed
-from domain.scheduling.model import (
-    Calendar,
-    Slot,
-)
-from domain.scheduling.rules import (
-    availability_range,
-    require_supported,
-)
+from domain.scheduling.model import Calendar, Slot
+from domain.scheduling.rules import availability_range, require_supported
 from domain.scheduling.slots import next_open_slot_windows, open_slots, require_open_slot
 from domain.timezones import validate_timezone
 

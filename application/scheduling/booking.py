@@ -15,25 +15,13 @@ from typing import Any
 
 from application.context import Actor
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
-from application.ports.scheduling import (
-    AppointmentFilter,
-    AppointmentRepository,
-    CalendarRepository,
-    ScheduleReader,
-)
+from application.ports.scheduling import AppointmentFilter, AppointmentRepository, CalendarRepository, ScheduleReader
 from application.scheduling.availability import SlotFinder, aware_instant
 from application.scheduling.calendars import load_calendar
 from domain.errors import NotFound
 from domain.events import DomainEvent
 from domain.rfc3339 import format_utc
-from domain.scheduling.model import (
-    APPOINTMENT_MACHINE,
-    TRIGGER_TARGET,
-    Appointment,
-    Calendar,
-    Slot,
-    validate_attendee,
-)
+from domain.scheduling.model import APPOINTMENT_MACHINE, TRIGGER_TARGET, Appointment, Calendar, Slot, validate_attendee
 
 BOOKED = "appointment.booked"
 CANCELLED = "appointment.cancelled"

@@ -9,23 +9,11 @@ from typing import Any
 from application.context import Actor
 from application.ports.agents import AgentRepository
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
-from application.ports.scheduling import (
-    AppointmentRepository,
-    CalendarRepository,
-)
+from application.ports.scheduling import AppointmentRepository, CalendarRepository
 from domain.errors import Conflict, NotFound, ValidationFailed
 from domain.patching import apply_patch
-from domain.scheduling.model import (
-    AvailabilityRule,
-    Blackout,
-    Calendar,
-)
-from domain.scheduling.rules import (
-    MAX_RULES_PER_CALENDAR,
-    build_blackout,
-    build_rule,
-    validate_blackout_reason,
-)
+from domain.scheduling.model import AvailabilityRule, Blackout, Calendar
+from domain.scheduling.rules import MAX_RULES_PER_CALENDAR, build_blackout, build_rule, validate_blackout_reason
 
 CALENDAR_FIELDS = frozenset({"name", "timezone", "slot_duration_minutes", "buffer_minutes", "min_notice_minutes",
                              "horizon_days", "agent_id"})

@@ -6,17 +6,11 @@ from datetime import timedelta
 
 from application.context import Actor
 from application.ports.platform import Clock, Random, UnitOfWork
-from application.ports.scheduling import (
-    AppointmentRepository,
-    CalendarRepository,
-    IcsRenderer,
-)
+from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer
 from application.scheduling.calendars import load_calendar
 from domain.errors import NotFound
 from domain.scheduling.feeds import FEED_LOOKBACK_DAYS, FEED_MAX_EVENTS, feed_token_digest, is_feed_token_shaped
-from domain.scheduling.model import (
-    Calendar,
-)
+from domain.scheduling.model import Calendar
 
 FEED_TOKEN_BYTES = 24
 

@@ -24,18 +24,14 @@ from zoneinfo import ZoneInfo
 from domain.errors import InvalidTransition, ValidationFailed
 from domain.rfc3339 import format_utc, parse_instant
 from domain.state_machine import TransitionTable
-from domain.timezones import (
-    US_PER_MINUTE,
-    to_epoch_us,
-    validate_timezone,
-    zone_of,
-)
+from domain.timezones import US_PER_MINUTE, to_epoch_us, validate_timezone, zone_of
 
 SLOT_DURATION_RANGE = (5, 480)
 BUFFER_RANGE = (0, 240)
 MIN_NOTICE_RANGE = (0, 43_200)
 HORIZON_RANGE = (1, 365)
 NAME_MAX_LENGTH = 200
+
 INITIAL = "none"  # the state before an appointment exists
 STATUSES = ("pending", "confirmed", "cancelled", "completed", "no_show")
 SLOT_HOLDING_STATUSES = frozenset({"pending", "confirmed"})
@@ -45,6 +41,7 @@ BUSY_STATUSES = frozenset({"pending", "confirmed", "completed", "no_show"})
 TERMINAL_STATUSES = frozenset({"cancelled", "completed", "no_show"})
 CANCEL_REASONS = ("declined", "cancelled", "rescheduled")
 OUTCOMES = ("completed", "no_show")
+
 APPOINTMENT_MACHINE = TransitionTable.of(
     "appointment",
     [
@@ -60,6 +57,7 @@ APPOINTMENT_MACHINE = TransitionTable.of(
         ("confirmed", "no_show", "no_show"),
     ],
 )
+
 # the status a trigger leads to, used to word InvalidTransition
 TRIGGER_TARGET = {
     "book": "confirmed",
@@ -73,6 +71,7 @@ TRIGGER_TARGET = {
 }
 CANCEL_REASON_OF = {"decline": "declined", "cancel": "cancelled", "reschedule": "rescheduled"}
 OUTCOME_TRIGGER = {"completed": "complete", "no_show": "no_show"}
+
 _MAX_APPOINTMENT_US = SLOT_DURATION_RANGE[1] * US_PER_MINUTE
 
 

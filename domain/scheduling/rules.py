@@ -9,9 +9,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from domain.errors import ValidationFailed
 from domain.rfc3339 import parse_instant
 from domain.scheduling.model import AvailabilityRule, Blackout, optional_text, validate_weekday
-from domain.timezones import (
-    local_day_start,
-)
+from domain.timezones import local_day_start
 
 MAX_AVAILABILITY_RANGE_DAYS = 62
 _HHMM_RE = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
