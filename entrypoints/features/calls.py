@@ -28,7 +28,6 @@ from adapters.sql.telephony import SqlPhoneNumberRepository, SqlTelephonyProvide
 from adapters.telephony.simulator import SimulatedTelephony, SimulatorConfig
 from application import calls as call_cases
 from application import dnc as dnc_cases
-from application import scheduling
 from application import telephony as telephony_cases
 from application.call_booking import AtomicSchedulingAppointmentBooker
 from application.ports.blobs import BlobStorage
@@ -38,6 +37,7 @@ from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository, Telephony, TelephonyProviderRepository
 from application.ports.usage import UsageRecorder
+from application.scheduling import booking, calendars
 from domain.dnc import DncUnavailable
 from domain.errors import DomainError
 from entrypoints.http.routes import calls as call_routes
@@ -151,9 +151,8 @@ def booking_provider() -> Provider:
     provider = Provider(scope=Scope.REQUEST)
 
     @provider.provide
-    def booker(book_next_open_slot: scheduling.BookNextOpenSlot,
-               get_calendar: scheduling.GetCalendar) -> AppointmentBooker:
-        return AtomicSchedulingAppointmentBooker(book_next_open_slot, scheduling.BookNextOpenSlotCommand, get_calendar)
+    def booker(book_next_open_slot: booking.BookNextOpenSlot, get_calendar: calendars.GetCalendar) -> AppointmentBooker:
+        return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand, get_calendar)
 
     return provider
 

@@ -4,19 +4,10 @@ them through ``application.phones.e164``, the ``PhoneNormalizer`` port's one rul
 from __future__ import annotations
 
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
 from domain.errors import ValidationFailed
-
-
-def timezone(value: str, field: str = "timezone") -> str:
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValidationFailed.field(field, "must be an IANA time zone such as Europe/Berlin") from None
-    return value
 
 
 def set_fields(struct: msgspec.Struct) -> dict[str, Any]:
