@@ -18,7 +18,6 @@ from litestar.exceptions import (
 )
 from litestar.types import Message
 
-from application.principals import AuthenticationFailed
 from domain import errors as de
 from entrypoints.http.patterns import UNKNOWN_PATTERN, words_for
 
@@ -292,10 +291,6 @@ def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     return error_response(status, code, message)
 
 
-def handle_auth_failure(_: Request[Any, Any, Any], exc: AuthenticationFailed) -> Response[bytes]:
-    return Response(auth_error_body(exc.code, str(exc)), status_code=401, media_type="application/json")
-
-
 def handle_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal_error", "Internal server error")
@@ -304,7 +299,6 @@ def handle_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Respon
 EXCEPTION_HANDLERS: dict[Any, Any] = {
     de.DomainError: handle_domain_error,
     ValidationException: handle_validation,
-    AuthenticationFailed: handle_auth_failure,
     HTTPException: handle_http,
     Exception: handle_unexpected,
 }
