@@ -40,6 +40,10 @@ class Principal:
     user_id: int | None = None                 # SESSION: the signed-in user
     widget_claims: Mapping[str, Any] | None = None  # WIDGET: what the token grants
 
+    def __post_init__(self) -> None:
+        if self.authenticated and self.organization is None:
+            raise ValueError(f"a {self.kind} principal belongs to an organization")
+
     @classmethod
     def public(cls) -> Principal:
         return cls(PrincipalKind.PUBLIC)

@@ -38,3 +38,8 @@ def test_a_public_principal_is_no_actor() -> None:
     assert not principal.authenticated
     with pytest.raises(ValueError):
         principal.acting_in(_org(1))
+
+
+def test_an_authenticated_principal_belongs_to_an_organization() -> None:
+    with pytest.raises(ValueError, match="belongs to an organization"):
+        Principal(PrincipalKind.SESSION, user_id=4)
