@@ -61,8 +61,9 @@ from domain.scheduling import (  # noqa: E402
     open_slots,
     parse_hhmm,
 )
+from entrypoints.asgi_app import http_container  # noqa: E402
 from entrypoints.http.app import create_app  # noqa: E402
-from entrypoints.ioc import build_container, http_container  # noqa: E402
+from entrypoints.ioc import build_container  # noqa: E402
 from entrypoints.runtime import TransactionMode  # noqa: E402
 from entrypoints.settings import Settings  # noqa: E402
 
