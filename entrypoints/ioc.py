@@ -4,7 +4,7 @@ providers in ``entrypoints/http/container.py``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, alias, make_async_container, provide, provide_all
@@ -170,11 +170,11 @@ class UseCaseProvider(Provider):
 CORE = Feature(name="core", providers=(PlatformProvider, UseCaseProvider), sql=SqlProvider, memory=MemoryProvider)
 
 
-def configuration(settings: Settings) -> dict[Any, Any]:
+def configuration(settings: Settings, features: Sequence[Feature] | None = None) -> dict[Any, Any]:
     """The platform settings and every feature's section by type: the container's context. Reading the
     sections here fails at start-up on a PARLEY_* value that does not parse (``SettingsError``)."""
     values: dict[Any, Any] = {Settings: settings}
-    for feature in all_features():
+    for feature in all_features() if features is None else features:
         if feature.settings is not None:
             values[feature.settings] = settings.section(feature.settings)
     return values
@@ -189,12 +189,15 @@ class ConfigurationProvider(Provider):
             self.from_context(provides=section)
 
 
-def make_container(settings: Settings, *providers: Provider) -> AsyncContainer:
-    """The core's and every feature's providers on ``settings.backend``, then ``providers`` (which override)."""
+def make_container(settings: Settings, *providers: Provider, features: Sequence[Feature] | None = None
+                   ) -> AsyncContainer:
+    """The core's and the features' providers (every installed feature unless ``features`` names them) on
+    ``settings.backend``, then ``providers``, which override them."""
     settings = settings.with_secret_key()  # PARLEY_SECRET_KEY, or the one kept under var_dir
-    context = configuration(settings)
+    features = all_features() if features is None else features
+    context = configuration(settings, features)
     installed = [ConfigurationProvider(list(context))]
-    for feature in (CORE, *all_features()):
+    for feature in (CORE, *features):
         installed.extend(feature.container_providers(settings.backend))
     return make_async_container(*installed, *providers, context=context)
 
