@@ -10,17 +10,17 @@ from adapters.memory.scheduling import (
     InMemoryCalendarRepository,
     InMemoryScheduleReader,
 )
+from adapters.sql.schedule_cache import ScheduleCache
 from adapters.sql.scheduling import (
-    ScheduleCache,
     SqlAppointmentRepository,
     SqlCalendarRepository,
     SqlScheduleReader,
 )
-from application import scheduling
 from application.call_booking import AtomicSchedulingAppointmentBooker
 from application.ports.agents import AgentCalendars
 from application.ports.calls import AppointmentBooker
 from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer, ScheduleReader
+from application.scheduling import availability, booking, calendars, feeds
 from entrypoints.features import Feature
 
 
@@ -44,42 +44,41 @@ class MemorySchedulingProvider(Provider):
 class SchedulingProvider(Provider):
     renderer = provide(ICalendarRenderer, provides=IcsRenderer, scope=Scope.APP)
     # overrides the core's NoCalendars: agents may point at this feature's calendars
-    agent_calendars = provide(scheduling.CalendarsForAgents, provides=AgentCalendars, scope=Scope.REQUEST)
+    agent_calendars = provide(calendars.CalendarsForAgents, provides=AgentCalendars, scope=Scope.REQUEST)
 
     @provide(scope=Scope.REQUEST)
-    def appointment_booker(self, book_next_open_slot: scheduling.BookNextOpenSlot,
-                           get_calendar: scheduling.GetCalendar) -> AppointmentBooker:
+    def appointment_booker(self, book_next_open_slot: booking.BookNextOpenSlot,
+                           get_calendar: calendars.GetCalendar) -> AppointmentBooker:
         """Overrides the core's NoAppointmentBooker: agents book during calls on this feature's calendars."""
-        return AtomicSchedulingAppointmentBooker(book_next_open_slot, scheduling.BookNextOpenSlotCommand,
-                                                 get_calendar)
+        return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand, get_calendar)
 
     cases = provide_all(
-        scheduling.CreateCalendar,
-        scheduling.GetCalendar,
-        scheduling.ListCalendars,
-        scheduling.UpdateCalendar,
-        scheduling.DeleteCalendar,
-        scheduling.AddAvailabilityRule,
-        scheduling.ListAvailabilityRules,
-        scheduling.DeleteAvailabilityRule,
-        scheduling.AddBlackout,
-        scheduling.ListBlackouts,
-        scheduling.DeleteBlackout,
-        scheduling.GetAvailability,
-        scheduling.NextOpenSlot,
-        scheduling.BookAppointment,
-        scheduling.BookNextOpenSlot,
-        scheduling.GetAppointment,
-        scheduling.ListAppointments,
-        scheduling.RescheduleAppointment,
-        scheduling.ApproveAppointment,
-        scheduling.DeclineAppointment,
-        scheduling.CancelAppointment,
-        scheduling.RecordAppointmentOutcome,
-        scheduling.IssueFeedToken,
-        scheduling.RevokeFeedToken,
-        scheduling.RenderCalendarFeed,
-        scheduling.RenderFeedByToken,
+        calendars.CreateCalendar,
+        calendars.GetCalendar,
+        calendars.ListCalendars,
+        calendars.UpdateCalendar,
+        calendars.DeleteCalendar,
+        calendars.AddAvailabilityRule,
+        calendars.ListAvailabilityRules,
+        calendars.DeleteAvailabilityRule,
+        calendars.AddBlackout,
+        calendars.ListBlackouts,
+        calendars.DeleteBlackout,
+        availability.GetAvailability,
+        availability.NextOpenSlot,
+        booking.BookAppointment,
+        booking.BookNextOpenSlot,
+        booking.GetAppointment,
+        booking.ListAppointments,
+        booking.RescheduleAppointment,
+        booking.ApproveAppointment,
+        booking.DeclineAppointment,
+        booking.CancelAppointment,
+        booking.RecordAppointmentOutcome,
+        feeds.IssueFeedToken,
+        feeds.RevokeFeedToken,
+        feeds.RenderCalendarFeed,
+        feeds.RenderFeedByToken,
         scope=Scope.REQUEST,
     )
 
