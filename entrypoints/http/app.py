@@ -14,16 +14,15 @@ from litestar.openapi.spec import Components, SecurityScheme, Server
 
 from domain.errors import ValidationFailed
 from entrypoints import features
-from entrypoints.http import asgi
+from entrypoints.http import asgi, routes
 from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HANDLERS
 from entrypoints.http.pipeline import RequestPipeline
-from entrypoints.http.routes import accounts, agents, meta
+from entrypoints.http.routes import meta
 from entrypoints.http.routing import access_of
 from entrypoints.settings import Settings
 
 API_TITLE = "Parley Partner API"
 MAX_BODY = 1024 * 1024
-ROUTE_MODULES = [meta, agents, accounts]
 
 
 class _NoSchemaRoutes(Router):
@@ -110,13 +109,8 @@ class JsonRequest(Request[Any, Any, Any]):
 
 
 def route_handlers() -> list[Any]:
-    """Every route the API serves."""
-    handlers: list[Any] = []
-    for module in ROUTE_MODULES:
-        handlers.extend(module.ROUTES)
-    for feature in features.modules():
-        handlers.extend(getattr(feature, "ROUTES", []))
-    return handlers
+    """The routes of the core and of every installed feature (the registry in ``entrypoints/http/routes``)."""
+    return routes.route_handlers(feature.name for feature in features.all_features())
 
 
 class UndeclaredAccess(RuntimeError):
