@@ -1,7 +1,8 @@
-"""Mid-call booking (simulator number ...06): the AppointmentBooker.
+"""Mid-call booking (simulator number ...06): the AppointmentBooker implementations.
 
-The booker drives the in-house scheduling use cases; the composition root hands it those use cases and the
-command type, so this module does not depend on the scheduling feature. A booking carries its calendar's
+The scheduling booker drives the in-house scheduling use cases; the composition root hands it those use cases
+and the command type, so this module does not depend on the scheduling feature. ``NoAppointmentBooker`` (the
+core's default when no feature provides booking) never books. A booking carries its calendar's
 ``timezone``: the agent confirms it in the calendar's local time. A calendar that is gone by the time the agent
 books (deleted after the agent was pointed at it) is an ordinary "no booking" (None), not an error of the call.
 """
@@ -46,6 +47,13 @@ def _calendar_gone(organization_id: int, calendar_id: int, call_id: str) -> None
 
 def _notes(call_id: str) -> str:
     return f"Booked by the voice agent during call {call_id}"
+
+
+class NoAppointmentBooker:
+    async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
+                             attendee_name: str | None, attendee_phone: str | None,
+                             call_id: str) -> dict[str, Any] | None:
+        return None
 
 
 class AtomicSchedulingAppointmentBooker:

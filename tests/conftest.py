@@ -21,8 +21,9 @@ from adapters.memory.clock import ManualClock
 from adapters.sql.schema import upgrade
 from application.accounts import CreateOrganization, CreateOrganizationCommand, IssueApiKey, IssueApiKeyCommand
 from application.ports.platform import UnitOfWork
+from entrypoints.asgi_app import http_container
 from entrypoints.http.app import create_app
-from entrypoints.ioc import build_container, http_container
+from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
 

@@ -10,6 +10,7 @@ from dishka import AsyncContainer, Provider, Scope, provide_all
 
 from application.housekeeping import PurgeExpired
 from application.ports.platform import UnitOfWork
+from entrypoints.features import Feature
 from entrypoints.settings import Settings
 
 log = logging.getLogger("parley.housekeeping")
@@ -19,10 +20,6 @@ INTERVAL_SECONDS = 600.0
 class HousekeepingProvider(Provider):
     scope = Scope.REQUEST
     cases = provide_all(PurgeExpired)
-
-
-def providers(settings: Settings) -> list[Provider]:
-    return [HousekeepingProvider()]
 
 
 async def purge_once(container: AsyncContainer) -> None:
@@ -41,5 +38,4 @@ async def housekeeping(container: AsyncContainer, settings: Settings, stop: asyn
             await asyncio.wait_for(stop.wait(), timeout=INTERVAL_SECONDS)
 
 
-ROUTES: list[object] = []
-JOBS = [housekeeping]
+FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[housekeeping])
