@@ -59,7 +59,7 @@ class App:
 async def app(tmp_path: Path) -> AsyncIterator[App]:
     clock = ManualClock(NOW)
     settings = Settings(database_url="memory://", var_dir=tmp_path / "var", secret_key="test-secret-key",
-                        allow_loopback_targets=True, public_base_url="https://api.example.test")
+                        allow_loopback_targets=False, public_base_url="https://api.example.test")
     built = build_container(settings, ClockProvider(clock))
     yield App(built, clock)
     await built.close()
