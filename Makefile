@@ -27,11 +27,18 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
+# Two passes: most tests in parallel (pytest-xdist, one process per core, a database of their own each);
+# timing-sensitive multi-process tests (marked serial) and, for `make test`, the slow end-to-end, crash
+# and fuzz tests in one process, with no other test process competing.
+PARALLEL ?= -n 2 --dist loadfile
+
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial"
+	$(BIN)/pytest -q -m "slow or serial"
 
 test-fast: lint
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial"
+	$(BIN)/pytest -q -m "serial and not slow"
 
 migrate: venv
 	$(BIN)/parley migrate
