@@ -32,13 +32,26 @@ lint: venv
 # and fuzz tests in one process, with no other test process competing.
 PARALLEL ?= -n 2 --dist loadfile
 
+# Each pass writes a JUnit report; the last line of the run adds both passes up.
+REPORTS := var/test-reports
+
 test: lint
-	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial"
-	$(BIN)/pytest -q -m "slow or serial"
+	@rm -rf $(REPORTS); mkdir -p $(REPORTS)
+	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial" --junitxml=$(REPORTS)/parallel.xml; \
+	first=$$?; \
+	$(BIN)/pytest -q -m "slow or serial" --junitxml=$(REPORTS)/serial.xml; \
+	second=$$?; \
+	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
+	test $$first -eq 0 -a $$second -eq 0
 
 test-fast: lint
-	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial"
-	$(BIN)/pytest -q -m "serial and not slow"
+	@rm -rf $(REPORTS); mkdir -p $(REPORTS)
+	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial" --junitxml=$(REPORTS)/parallel.xml; \
+	first=$$?; \
+	$(BIN)/pytest -q -m "serial and not slow" --junitxml=$(REPORTS)/serial.xml; \
+	second=$$?; \
+	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
+	test $$first -eq 0 -a $$second -eq 0
 
 migrate: venv
 	$(BIN)/parley migrate
