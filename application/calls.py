@@ -138,6 +138,7 @@ class PlaceCall:
             max_duration_seconds=agent.max_call_duration_seconds, provider_id=provider.id,
             deadline_at=now + QUEUE_TIMEOUT, created_at=now, updated_at=now,
         )
+        self.uow.created_work()  # the worker dials it
         return await self.calls.add(call)
 
 

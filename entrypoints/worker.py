@@ -1,54 +1,131 @@
-"""The background worker: runs every feature's jobs until asked to stop."""
+"""The background worker: one job runner (``application/jobs.py``) over every feature's job kinds.
+
+A feature lists ``JOBS``: factories ``make(context: JobContext) -> JobKind``. ``ContainerUnits`` is the one way
+a job runs a unit of work (a request scope of the container, committed through its ``UnitOfWork``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
 import signal
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from dishka import AsyncContainer
 
+from application.jobs import JobKind, JobRunner
+from application.ports.platform import Clock, Random, UnitOfWork
 from entrypoints import features
+from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Settings
 
 log = logging.getLogger("parley.worker")
 
-Job = Callable[[AsyncContainer, Settings, asyncio.Event], Awaitable[None]]
+SAFETY_POLL_SECONDS = 15.0
+"""An idle runner looks at the queue at least this often (wake-ups and due times make it sooner)."""
 
 
-def jobs() -> list[Job]:
-    found: list[Job] = []
+class _Unit:
+    def __init__(self, request: AsyncContainer) -> None:
+        self.request = request
+
+    async def get(self, dependency: type[Any]) -> Any:
+        return await self.request.get(dependency)
+
+    async def commit(self) -> None:
+        await (await self.request.get(UnitOfWork)).commit()
+
+
+class ContainerUnits:
+    """Units of work from a container: ``async with units() as unit`` (rolled back unless committed)."""
+
+    def __init__(self, container: AsyncContainer) -> None:
+        self.container = container
+
+    @contextlib.asynccontextmanager
+    async def __call__(self) -> AsyncIterator[_Unit]:
+        async with self.container() as request:
+            yield _Unit(request)
+
+
+async def in_unit(container: AsyncContainer, work: Callable[[_Unit], Any]) -> Any:
+    """Run ``work(unit)`` in one unit of work and commit it (rolled back if it raises)."""
+    async with ContainerUnits(container)() as unit:
+        result = await work(unit)
+        await unit.commit()
+        return result
+
+
+@dataclass(frozen=True)
+class JobContext:
+    container: AsyncContainer
+    settings: Settings
+    units: ContainerUnits
+
+
+JobFactory = Callable[[JobContext], JobKind]
+
+
+def job_factories() -> list[JobFactory]:
+    found: list[JobFactory] = []
     for feature in features.modules():
         found.extend(getattr(feature, "JOBS", []))
     return found
 
 
-async def _guarded(job: Job, container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
-    """A job that fails is logged and restarted after a pause, until stop is set."""
-    name = getattr(job, "__qualname__", repr(job))
-    while not stop.is_set():
-        try:
-            await job(container, settings, stop)
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("worker job %s failed; restarting", name)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=1.0)
+def owner_name(random: Random) -> str:
+    return f"{socket.gethostname()[:32]}:{os.getpid()}:{random.hex(4)}"
+
+
+async def make_runner(container: AsyncContainer, settings: Settings, *,
+                      safety_poll_seconds: float = SAFETY_POLL_SECONDS,
+                      kinds: list[JobKind] | None = None) -> JobRunner:
+    context = JobContext(container, settings, ContainerUnits(container))
+    selected = kinds if kinds is not None else [make(context) for make in job_factories()]
+    return JobRunner(selected, context.units, await container.get(Clock), await container.get(Random),
+                     owner_name(await container.get(Random)), safety_poll_seconds=safety_poll_seconds)
 
 
 async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
-    selected = jobs()
-    log.info("worker running %d job(s)", len(selected))
-    await asyncio.gather(*(_guarded(job, container, settings, stop) for job in selected))
+    """Run every feature's jobs until ``stop``; wake-ups: this process's commits, and on PostgreSQL every
+    process's (LISTEN). On stop nothing new is claimed and in-flight jobs finish or are released."""
+    from adapters.sql.jobs import listen  # the composition root may name adapters
+
+    runner = await make_runner(container, settings)
+    wake = JOB_WAKE_UPS.subscribe()
+    runner.wake = wake
+    listener = None
+    if not settings.database_url.startswith("memory://"):
+        from sqlalchemy.ext.asyncio import AsyncEngine
+
+        try:
+            listener = await listen(await container.get(AsyncEngine), wake.set)
+        except Exception:
+            log.exception("listening for job notifications failed; the runner polls every %.0f s",
+                          runner.safety_poll_seconds)
+    try:
+        while not stop.is_set():
+            try:
+                await runner.start()
+                await runner.run(stop)
+            except Exception:
+                log.exception("the job runner failed; restarting")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=1.0)
+    finally:
+        JOB_WAKE_UPS.unsubscribe(wake)
+        if listener is not None:
+            with contextlib.suppress(Exception):
+                await listener.close()
 
 
 async def run_worker(settings: Settings, make_container: Callable[[Settings], AsyncContainer]) -> None:
-    """`parley worker`: until SIGTERM or SIGINT; in-flight work is finished or released by each job."""
+    """`parley worker`: until SIGTERM or SIGINT (drain: in-flight jobs finish or their leases are released)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.calls import CallFilter, CallLogFilter, CallRef
@@ -107,6 +107,15 @@ class InMemoryCallRepository:
              and (organization_id is None or c.organization_id == organization_id)),
             key=lambda c: c.deadline_at)  # type: ignore[arg-type, return-value]
         return [CallRef(c.organization_id, c.id) for c in found[:limit]]
+
+    async def next_due(self) -> datetime | None:
+        times = []
+        for c in (await self._calls()).values():
+            if c.status in ACTIVE_STATUSES and c.next_check_at is not None:
+                times.append(c.next_check_at)
+            if not c.is_final and c.deadline_at is not None:
+                times.append(c.deadline_at + timedelta(microseconds=1))  # overdue: strictly after the deadline
+        return min(times, default=None)
 
 
 class InMemoryCallLogRepository:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 
 from adapters.sql.calls_tables import call_logs, calls, usage_records
 from adapters.sql.dialect import insert
+from adapters.sql.metadata import UtcDateTime
 from adapters.sql.paging import fetch_page
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.calls import CallFilter, CallLogFilter, CallRef
@@ -162,6 +163,17 @@ class SqlCallRepository:
             query = query.where(calls.c.organization_id == organization_id)
         rows = await conn.execute(query.order_by(calls.c.deadline_at).limit(limit))
         return [CallRef(int(r[0]), r[1]) for r in rows]
+
+    async def next_due(self) -> datetime | None:
+        conn = await self.uow.connection()
+        check = (await conn.execute(sa.select(sa.type_coerce(sa.func.min(calls.c.next_check_at), UtcDateTime()))
+                                    .where(calls.c.status.in_(ACTIVE_STATUSES)))).scalar()
+        deadline = (await conn.execute(sa.select(sa.type_coerce(sa.func.min(calls.c.deadline_at), UtcDateTime()))
+                                       .where(calls.c.ended_at.is_(None), calls.c.status.not_in(FINAL_STATUSES)))
+                    ).scalar()
+        if deadline is not None:
+            deadline += timedelta(microseconds=1)  # overdue: strictly after the deadline
+        return min((t for t in (check, deadline) if t is not None), default=None)
 
 
 def _row_to_log(row: Any) -> CallLog:

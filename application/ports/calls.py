@@ -72,6 +72,10 @@ class CallRepository(Protocol):
         """Unfinished calls whose deadline has passed (the sweeper ends them)."""
         ...
 
+    async def next_due(self) -> datetime | None:
+        """The earliest time ``due`` or ``overdue`` will return a call (the worker sleeps until then)."""
+        ...
+
 
 class CallLogRepository(Protocol):
     async def add(self, log: CallLog) -> CallLog: ...

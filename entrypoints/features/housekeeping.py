@@ -1,19 +1,25 @@
-"""Housekeeping job: purges expired idempotency records and ended rate-limit windows."""
+"""Housekeeping job: purges expired idempotency records and ended rate-limit windows (every 10 minutes)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from dishka import AsyncContainer, Provider, Scope, provide_all
+from dishka import Provider, Scope, provide_all
 
 from application.housekeeping import PurgeExpired
-from application.ports.platform import UnitOfWork
+from application.jobs import JobKind
+from application.ports.jobs import ClaimedJob
+from application.ports.platform import Clock
 from entrypoints.settings import Settings
 
+if TYPE_CHECKING:
+    from entrypoints.worker import JobContext
+
 log = logging.getLogger("parley.housekeeping")
-INTERVAL_SECONDS = 600.0
+INTERVAL = timedelta(minutes=10)
+KIND = "housekeeping.purge"
 
 
 class HousekeepingProvider(Provider):
@@ -25,21 +31,19 @@ def providers(settings: Settings) -> list[Provider]:
     return [HousekeepingProvider()]
 
 
-async def purge_once(container: AsyncContainer) -> None:
-    async with container() as request:
-        purged = await (await request.get(PurgeExpired)).execute()
-        await (await request.get(UnitOfWork)).commit()
-    if purged.idempotency_records or purged.rate_limit_windows:
-        log.info("purged %d idempotency records and %d rate-limit windows", purged.idempotency_records,
-                 purged.rate_limit_windows)
+def purge_job(context: JobContext) -> JobKind:
+    async def purge(job: ClaimedJob) -> datetime:
+        async with context.units() as unit:
+            purged = await (await unit.get(PurgeExpired)).execute()
+            now = (await unit.get(Clock)).now()
+            await unit.commit()
+        if purged.idempotency_records or purged.rate_limit_windows:
+            log.info("purged %d idempotency records and %d rate-limit windows", purged.idempotency_records,
+                     purged.rate_limit_windows)
+        return now + INTERVAL
 
-
-async def housekeeping(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
-    while not stop.is_set():
-        await purge_once(container)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=INTERVAL_SECONDS)
+    return JobKind(KIND, purge, recurring=True)
 
 
 ROUTES: list[object] = []
-JOBS = [housekeeping]
+JOBS = [purge_job]
