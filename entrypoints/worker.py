@@ -12,7 +12,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,12 +69,22 @@ class JobContext:
 
 
 JobFactory = Callable[[JobContext], JobKind]
+Resident = Callable[[JobContext, asyncio.Event], Awaitable[None]]
+"""Work that runs in every worker process for its whole life, until the event is set (the webhook delivery pump:
+deliveries are their own leased queue that every process claims from side by side)."""
 
 
 def job_factories() -> list[JobFactory]:
     found: list[JobFactory] = []
     for feature in features.modules():
         found.extend(getattr(feature, "JOBS", []))
+    return found
+
+
+def residents() -> list[Resident]:
+    found: list[Resident] = []
+    for feature in features.modules():
+        found.extend(getattr(feature, "RESIDENT", []))
     return found
 
 
@@ -87,41 +97,65 @@ async def make_runner(container: AsyncContainer, settings: Settings, *,
                       kinds: list[JobKind] | None = None) -> JobRunner:
     context = JobContext(container, settings, ContainerUnits(container))
     selected = kinds if kinds is not None else [make(context) for make in job_factories()]
-    return JobRunner(selected, context.units, await container.get(Clock), await container.get(Random),
-                     owner_name(await container.get(Random)), safety_poll_seconds=safety_poll_seconds)
+    random = await container.get(Random)
+    return JobRunner(selected, context.units, await container.get(Clock), random, owner_name(random),
+                     safety_poll_seconds=safety_poll_seconds)
 
 
-async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
-    """Run every feature's jobs until ``stop``; wake-ups: this process's commits, and on PostgreSQL every
-    process's (LISTEN). On stop nothing new is claimed and in-flight jobs finish or are released."""
+@contextlib.asynccontextmanager
+async def listening(container: AsyncContainer, settings: Settings) -> AsyncIterator[None]:
+    """On PostgreSQL: every commit that created work, in any process, wakes this process's runners (LISTEN).
+    SQLite and memory: in-process wake-ups only (another process's work is found by the safety poll)."""
     from adapters.sql.jobs import listen  # the composition root may name adapters
 
-    runner = await make_runner(container, settings)
-    wake = JOB_WAKE_UPS.subscribe()
-    runner.wake = wake
     listener = None
     if not settings.database_url.startswith("memory://"):
         from sqlalchemy.ext.asyncio import AsyncEngine
 
         try:
-            listener = await listen(await container.get(AsyncEngine), wake.set)
+            listener = await listen(await container.get(AsyncEngine), JOB_WAKE_UPS.notify)
         except Exception:
-            log.exception("listening for job notifications failed; the runner polls every %.0f s",
-                          runner.safety_poll_seconds)
+            log.exception("listening for job notifications failed; idle runners rely on their safety poll")
     try:
-        while not stop.is_set():
-            try:
-                await runner.start()
-                await runner.run(stop)
-            except Exception:
-                log.exception("the job runner failed; restarting")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=1.0)
+        yield
     finally:
-        JOB_WAKE_UPS.unsubscribe(wake)
         if listener is not None:
             with contextlib.suppress(Exception):
                 await listener.close()
+
+
+async def _restarting(name: str, work: Callable[[], Awaitable[None]], stop: asyncio.Event) -> None:
+    """Work that fails is logged and restarted after a pause, until stop is set."""
+    while not stop.is_set():
+        try:
+            await work()
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("worker %s failed; restarting", name)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=1.0)
+
+
+async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
+    """Run every feature's jobs (one runner) and resident work until ``stop``. On stop nothing new is claimed and
+    in-flight jobs finish within the grace period or their leases are released."""
+    context = JobContext(container, settings, ContainerUnits(container))
+    runner = await make_runner(container, settings)
+    runner.wake = JOB_WAKE_UPS.subscribe()
+
+    async def run_runner() -> None:
+        await runner.start()
+        await runner.run(stop)
+
+    try:
+        async with listening(container, settings):
+            await asyncio.gather(_restarting("job runner", run_runner, stop),
+                                 *(_restarting(getattr(r, "__qualname__", repr(r)),
+                                               lambda r=r: r(context, stop), stop) for r in residents()))
+    finally:
+        JOB_WAKE_UPS.unsubscribe(runner.wake)
 
 
 async def run_worker(settings: Settings, make_container: Callable[[Settings], AsyncContainer]) -> None:

@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import TYPE_CHECKING
+
 from dishka import Provider, Scope, provide, provide_all
 
 from adapters.egress import HttpxSafeHttp, SystemResolver
 from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemoryOutboxReader, InMemorySubscriptionRepository
 from adapters.sql.webhooks import SqlDeliveryRepository, SqlOutboxReader, SqlSubscriptionRepository
 from application import webhooks as uc
+from application.jobs import JobKind
 from application.ports.webhooks import DeliveryRepository, OutboxReader, SubscriptionRepository, WebhookHttp
 from domain.webhooks import USER_AGENT
 from entrypoints.http.routes import webhooks as routes
+from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Settings
-from entrypoints.webhook_jobs import deliver_once, dispatch_once, drain, webhooks_job
+from entrypoints.webhook_jobs import (
+    WorkerOptions,
+    deliver_once,
+    delivery_loop,
+    dispatch_kind,
+    dispatch_once,
+    drain,
+)
+
+if TYPE_CHECKING:
+    from entrypoints.worker import JobContext
 
 _MEMORY = "memory://"
 
@@ -73,9 +88,22 @@ def providers(settings: Settings) -> list[Provider]:
     return [WebhookPlatformProvider(), storage, WebhookUseCaseProvider()]
 
 
+def dispatcher(context: JobContext) -> JobKind:
+    return dispatch_kind(context.container, WorkerOptions.from_env())
+
+
+async def delivery_pump(context: JobContext, stop: asyncio.Event) -> None:
+    wake = JOB_WAKE_UPS.subscribe()
+    try:
+        await delivery_loop(context.container, context.settings, stop, WorkerOptions.from_env(), wake)
+    finally:
+        JOB_WAKE_UPS.unsubscribe(wake)
+
+
 ROUTES = routes.ROUTES
-JOBS = [webhooks_job]
+JOBS = [dispatcher]
+RESIDENT = [delivery_pump]
 
 # one pass of each step, for tests and benchmarks: dispatch_once(container) -> events dispatched,
 # deliver_once(container) -> deliveries handled, drain(container) -> both until nothing is due
-__all__ = ["JOBS", "ROUTES", "deliver_once", "dispatch_once", "drain", "providers"]
+__all__ = ["JOBS", "RESIDENT", "ROUTES", "deliver_once", "dispatch_once", "drain", "providers"]
