@@ -52,7 +52,7 @@ class WorkerOptions:
     lease_seconds: float = 60.0
     """How long a claim holds; must exceed the 10 s send timeout by a margin. A delivery whose
     worker died is claimed again once its lease has expired."""
-    poll_seconds: float = 2.0
+    poll_seconds: float = 10.0
     """How often an idle worker looks for new events and due retries when nothing woke it (a commit in this
     process, or on PostgreSQL in any process, wakes it at once)."""
     dispatch_batch: int = 500

@@ -63,7 +63,7 @@ class InMemoryCallRepository:
     async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
         queued = sorted((c for c in (await self._calls()).values()
                          if c.organization_id == organization_id and c.status == "queued"),
-                        key=lambda c: (c.created_at, c.id))
+                        key=lambda c: (-c.priority, c.due_at or c.created_at, c.created_at, c.id))
         return copy.deepcopy(queued[:limit])
 
     async def lock_organization(self, organization_id: int) -> None:

@@ -31,6 +31,7 @@ def _row_to_call(row: Any) -> Call:
         telephony_ref=row.telephony_ref, telephony_state=dict(row.telephony_state or {}),
         next_check_at=row.next_check_at, deadline_at=row.deadline_at, created_at=row.created_at,
         updated_at=row.updated_at, started_at=row.started_at, answered_at=row.answered_at, ended_at=row.ended_at,
+        priority=row.priority, due_at=row.due_at,
     )
 
 
@@ -46,6 +47,7 @@ def _call_values(call: Call) -> dict[str, Any]:
         "telephony_state": call.telephony_state, "next_check_at": call.next_check_at,
         "deadline_at": call.deadline_at, "created_at": call.created_at, "updated_at": call.updated_at,
         "started_at": call.started_at, "answered_at": call.answered_at, "ended_at": call.ended_at,
+        "priority": call.priority, "due_at": call.due_at or call.created_at,
     }
 
 
@@ -105,7 +107,7 @@ class SqlCallRepository:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(calls).where(
             calls.c.organization_id == organization_id, calls.c.status == "queued",
-        ).order_by(calls.c.created_at, calls.c.id).limit(limit))
+        ).order_by(calls.c.priority.desc(), calls.c.due_at, calls.c.created_at, calls.c.id).limit(limit))
         return [_row_to_call(r) for r in rows]
 
     async def lock_organization(self, organization_id: int) -> None:

@@ -50,7 +50,9 @@ class CallRepository(Protocol):
         """Calls of the organization that hold a line (ringing or in progress)."""
         ...
 
-    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]: ...
+    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
+        """The organization's dial queue: higher ``priority`` first, then the earlier ``due_at``, then the older."""
+        ...
 
     async def lock_organization(self, organization_id: int) -> None:
         """Serialize dispatchers of one organization until the transaction ends (concurrency limit)."""

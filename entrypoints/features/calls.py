@@ -296,7 +296,7 @@ async def run_once(container: AsyncContainer, settings: Settings | None = None, 
     return report
 
 
-IDLE_RECHECK = timedelta(seconds=5)
+IDLE_RECHECK = timedelta(seconds=15)
 """With no call due, the job looks again after this (a call placed through another process on SQLite, which has no
 cross-process notifications)."""
 

@@ -37,3 +37,25 @@ async def test_0013_adds_the_jobs_table_to_a_populated_database_and_downgrades(e
         await _sql(empty_url, "SELECT count(*) FROM jobs")
     [[(orgs,)]] = await _sql(empty_url, "SELECT count(*) FROM organizations")
     assert orgs == 2
+
+
+
+@pytest.mark.slow
+async def test_0013_puts_queued_calls_of_before_in_the_dial_queue_in_creation_order(empty_url: str) -> None:
+    await asyncio.to_thread(_migrate, empty_url, *OTHER_HEADS)
+    await _populate(empty_url)
+    now = NOW.replace(tzinfo=None) if "sqlite" in empty_url else NOW
+    await _sql(empty_url,
+               "INSERT INTO agents (organization_id, name, status, agent_mode, language, voice, llm, prompt, "
+               "max_call_duration_seconds, voicemail, timezone, metadata, created_at, updated_at) VALUES "
+               "(1, 'Desk', 'active', 'outbound', 'en', '{}', '{}', '', 600, '{}', 'UTC', '{}', :now, :now)",
+               "INSERT INTO calls (id, organization_id, agent_id, destination_phone, from_phone, custom_data, prompt, "
+               "max_duration_seconds, status, telephony_state, created_at, updated_at) VALUES "
+               "('c1', 1, 1, '+14155550100', '+14155550199', '{}', '', 600, 'queued', '{}', :now, :now)",
+               params={"now": now})
+    await asyncio.to_thread(_migrate, empty_url, "0013")
+    [[row]] = await _sql(empty_url, "SELECT priority, due_at = created_at FROM calls WHERE id = 'c1'")
+    assert tuple(row) == (100, True) or tuple(row) == (100, 1)
+    await asyncio.to_thread(_migrate, empty_url, down="jobs@-1")
+    [[(count,)]] = await _sql(empty_url, "SELECT count(*) FROM calls")
+    assert count == 1

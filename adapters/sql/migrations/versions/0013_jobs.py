@@ -1,4 +1,5 @@
-"""jobs: the one job queue (claim under a lease, retry with backoff) every background loop runs on
+"""jobs: the one job queue (claim under a lease, retry with backoff) every background loop runs on; and the
+calls' dial queue order (``calls.priority``, ``calls.due_at``: a campaign never starves single calls)
 
 Revision ID: 0013
 Revises: 0001
@@ -14,12 +15,13 @@ from sqlalchemy.dialects import postgresql
 revision = "0013"
 down_revision = "0001"
 branch_labels = ("jobs",)
-depends_on = None
+depends_on = "0005"  # the calls table
 
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 Json = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
 Stamp = sa.DateTime(timezone=True)
 ACTIVE = sa.text("failed_at IS NULL")
+QUEUED = sa.text("status = 'queued'")
 
 
 def upgrade() -> None:
@@ -44,8 +46,16 @@ def upgrade() -> None:
     )
     op.create_index("ix_jobs_claim", "jobs", ["kind", "priority", "due_at", "id"],
                     sqlite_where=ACTIVE, postgresql_where=ACTIVE)
+    op.add_column("calls", sa.Column("priority", sa.Integer(), nullable=False, server_default=sa.text("100")))
+    op.add_column("calls", sa.Column("due_at", Stamp, nullable=True))
+    op.execute("UPDATE calls SET due_at = created_at")
+    op.create_index("ix_calls_dial_queue", "calls", ["organization_id", "priority", "due_at"],
+                    sqlite_where=QUEUED, postgresql_where=QUEUED)
 
 
 def downgrade() -> None:
+    op.drop_index("ix_calls_dial_queue", table_name="calls")
+    op.drop_column("calls", "due_at")  # SQLite 3.35+ drops a column in place
+    op.drop_column("calls", "priority")
     op.drop_index("ix_jobs_claim", table_name="jobs")
     op.drop_table("jobs")
