@@ -39,3 +39,30 @@ async def test_a_single_call_is_dialled_before_a_campaign_backlog(container: Any
         queue = await (await r.get(CallRepository)).oldest_queued(org, 4)
     assert [c.id.rsplit("-", 1)[0] for c in queue] == ["single-early", "single-late", "bulk00", "bulk01"]
     assert queue[0].priority == SINGLE_CALL_PRIORITY and queue[0].due_at == T0
+
+
+async def test_placing_a_call_wakes_the_job_runners_once_committed(container: Any) -> None:
+    from application.calls import PlaceCall, PlaceCallCommand
+    from application.context import Actor
+    from entrypoints.runtime import JOB_WAKE_UPS
+
+    org = await new_organization(container)
+    async with container() as r:
+        agent = await (await r.get(AgentRepository)).add(Agent(None, org, "Desk", status="active", prompt="Hi.",
+                                                               created_at=T0, updated_at=T0))
+        await (await r.get(UnitOfWork)).commit()
+    wake = JOB_WAKE_UPS.subscribe()
+    try:
+        async with container() as r:
+            await (await r.get(PlaceCall)).execute(PlaceCallCommand(Actor.system(org), str(agent.id), "+14155550123"))
+            assert not wake.is_set()  # not before the commit
+            await (await r.get(UnitOfWork)).rollback()
+        assert not wake.is_set()  # nor after a rollback
+        async with container() as r:
+            call = await (await r.get(PlaceCall)).execute(PlaceCallCommand(Actor.system(org), str(agent.id),
+                                                                           "+14155550123"))
+            await (await r.get(UnitOfWork)).commit()
+        assert wake.is_set()
+        assert call.priority == SINGLE_CALL_PRIORITY and call.due_at == call.created_at
+    finally:
+        JOB_WAKE_UPS.unsubscribe(wake)
