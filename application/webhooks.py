@@ -29,6 +29,7 @@ from application.ports.webhooks import (
 from domain import webhooks as wh
 from domain.errors import BlockedAddress, Conflict, DomainError, NotFound, ValidationFailed
 from domain.patching import apply_patch
+from domain.rfc3339 import format_utc_millis
 from domain.webhooks import Delivery, DeliveryAttempt, Subscription, Verdict
 
 log = logging.getLogger("parley.webhooks")
@@ -375,7 +376,7 @@ class SendDelivery:
             log.warning("webhook delivery failed: webhook %s, event %s, delivery %s, attempt %d, status %s: %s; %s",
                         subscription.id, delivery.event_type, delivery.id, delivery.attempts, status or "-",
                         verdict.error,
-                        f"next attempt at {wh.iso(verdict.next_attempt_at)}" if verdict.next_attempt_at
+                        f"next attempt at {format_utc_millis(verdict.next_attempt_at)}" if verdict.next_attempt_at
                         else "no further automatic attempt")
         return DeliveryOutcome(claimed, verdict, attempt, self.clock.now())
 
