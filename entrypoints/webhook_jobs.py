@@ -19,12 +19,13 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from dishka import AsyncContainer
 
 from application.jobs import JobKind, JobRunner
 from application.ports.jobs import ClaimedJob
-from application.ports.platform import Clock, Random, UnitOfWork
+from application.ports.platform import Clock, Random
 from application.ports.webhooks import ClaimedDelivery
 from application.webhooks import (
     ClaimDeliveries,
@@ -36,7 +37,7 @@ from application.webhooks import (
 )
 from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Settings
-from entrypoints.worker import ContainerUnits, listening
+from entrypoints.worker import ContainerUnits, in_unit, listening
 
 DISPATCH_KIND = "webhooks.dispatch"
 
@@ -87,29 +88,23 @@ def worker_name(random: Random | None = None) -> str:
 
 async def dispatch_once(container: AsyncContainer, settings: Settings | None = None, *, limit: int = 500) -> int:
     """Fan out one batch of undispatched events; returns how many events were dispatched."""
-    async with container() as request:
-        dispatched = await (await request.get(DispatchOutbox)).execute(limit)
-        await (await request.get(UnitOfWork)).commit()
-    return dispatched
+    return await in_unit(container, lambda unit: _run(unit, DispatchOutbox, limit))
 
 
 async def claim(container: AsyncContainer, worker: str, limit: int, lease: timedelta) -> list[ClaimedDelivery]:
-    async with container() as request:
-        claimed = await (await request.get(ClaimDeliveries)).execute(worker, limit, lease)
-        await (await request.get(UnitOfWork)).commit()
-    return claimed
+    return await in_unit(container, lambda unit: _run(unit, ClaimDeliveries, worker, limit, lease))
 
 
 async def record(container: AsyncContainer, worker: str, outcomes: Sequence[DeliveryOutcome]) -> None:
-    async with container() as request:
-        await (await request.get(RecordDeliveryOutcomes)).execute(worker, outcomes)
-        await (await request.get(UnitOfWork)).commit()
+    await in_unit(container, lambda unit: _run(unit, RecordDeliveryOutcomes, worker, outcomes))
 
 
 async def release(container: AsyncContainer, worker: str, delivery_ids: Sequence[int]) -> None:
-    async with container() as request:
-        await (await request.get(ReleaseDeliveries)).execute(worker, delivery_ids)
-        await (await request.get(UnitOfWork)).commit()
+    await in_unit(container, lambda unit: _run(unit, ReleaseDeliveries, worker, delivery_ids))
+
+
+async def _run(unit: Any, case: type[Any], *args: Any) -> Any:
+    return await (await unit.get(case)).execute(*args)
 
 
 async def deliver_once(container: AsyncContainer, settings: Settings | None = None,
@@ -160,20 +155,14 @@ async def _wait(events: Sequence[asyncio.Event], timeout: float) -> None:  # noq
 
 
 def dispatch_kind(container: AsyncContainer, options: WorkerOptions) -> JobKind:
-    """The dispatcher as a recurring job: fans out batches until the outbox is drained, then is due again after
-    the safety poll; a commit that recorded events wakes it at once."""
+    """The dispatcher as a recurring job: one-pass batches (``dispatch_once``) until the outbox is drained, then
+    due again after the safety poll; a commit that recorded events wakes it at once, and a dispatch that created
+    deliveries wakes the delivery pumps."""
 
     async def dispatch(job: ClaimedJob) -> datetime:
-        while True:
-            async with container() as request:
-                dispatched = await (await request.get(DispatchOutbox)).execute(options.dispatch_batch)
-                uow = await request.get(UnitOfWork)
-                if dispatched:
-                    uow.created_work()  # wakes the delivery pumps (this process; PostgreSQL: every process)
-                await uow.commit()
-                now = (await request.get(Clock)).now()
-            if dispatched < options.dispatch_batch:
-                return now + timedelta(seconds=options.poll_seconds)
+        while await dispatch_once(container, limit=options.dispatch_batch) >= options.dispatch_batch:
+            pass
+        return (await container.get(Clock)).now() + timedelta(seconds=options.poll_seconds)
 
     return JobKind(DISPATCH_KIND, dispatch, on_wake=True, recurring=True)
 
