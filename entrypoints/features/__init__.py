@@ -4,8 +4,9 @@ A feature module in this package defines:
 - ``providers(settings) -> list[dishka.Provider]``: its adapters and use cases (it may check
   ``settings.database_url == MEMORY_URL`` to choose in-memory adapters);
 - ``ROUTES``: its Litestar route handlers (from ``entrypoints.http.routes.<feature>``);
-- optionally ``JOBS``: async callables ``job(container, settings, stop: asyncio.Event)`` that the
-  worker runs until ``stop`` is set.
+- optionally ``JOBS``: factories ``make(context: entrypoints.worker.JobContext) -> application.jobs.JobKind``,
+  the job kinds the worker's job runner runs;
+- optionally ``RESIDENT``: ``work(context, stop: asyncio.Event)`` that every worker process runs until ``stop``.
 """
 
 from __future__ import annotations
