@@ -1,7 +1,8 @@
 """The background worker: one job runner (``application/jobs.py``) over every feature's job kinds.
 
-A feature lists ``JOBS``: factories ``make(context: JobContext) -> JobKind``. ``ContainerUnits`` is the one way
-a job runs a unit of work (a request scope of the container, committed through its ``UnitOfWork``).
+A feature's ``jobs`` are factories ``make(container, settings) -> JobKind``; its ``resident`` work runs in every
+worker process. ``ContainerUnits`` / ``in_unit`` are the one way a job runs a unit of work (a request scope of the
+container, committed through its ``UnitOfWork``).
 """
 
 from __future__ import annotations
@@ -13,16 +14,15 @@ import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from dishka import AsyncContainer
 
 from application.jobs import JobKind, JobRunner
 from application.ports.platform import Clock, Random, UnitOfWork
-from entrypoints import features
+from entrypoints.features import JobKindFactory, Resident, all_features
 from entrypoints.runtime import JOB_WAKE_UPS
-from entrypoints.settings import Settings
+from entrypoints.settings import Backend, Settings
 
 log = logging.getLogger("parley.worker")
 
@@ -61,31 +61,13 @@ async def in_unit(container: AsyncContainer, work: Callable[[_Unit], Any]) -> An
         return result
 
 
-@dataclass(frozen=True)
-class JobContext:
-    container: AsyncContainer
-    settings: Settings
-    units: ContainerUnits
-
-
-JobFactory = Callable[[JobContext], JobKind]
-Resident = Callable[[JobContext, asyncio.Event], Awaitable[None]]
-"""Work that runs in every worker process for its whole life, until the event is set (the webhook delivery pump:
-deliveries are their own leased queue that every process claims from side by side)."""
-
-
-def job_factories() -> list[JobFactory]:
-    found: list[JobFactory] = []
-    for feature in features.modules():
-        found.extend(getattr(feature, "JOBS", []))
-    return found
+def jobs() -> list[JobKindFactory]:
+    """Every feature's job kinds (factories)."""
+    return [make for feature in all_features() for make in feature.jobs]
 
 
 def residents() -> list[Resident]:
-    found: list[Resident] = []
-    for feature in features.modules():
-        found.extend(getattr(feature, "RESIDENT", []))
-    return found
+    return [work for feature in all_features() for work in feature.resident]
 
 
 def owner_name(random: Random) -> str:
@@ -95,10 +77,9 @@ def owner_name(random: Random) -> str:
 async def make_runner(container: AsyncContainer, settings: Settings, *,
                       safety_poll_seconds: float = SAFETY_POLL_SECONDS,
                       kinds: list[JobKind] | None = None) -> JobRunner:
-    context = JobContext(container, settings, ContainerUnits(container))
-    selected = kinds if kinds is not None else [make(context) for make in job_factories()]
+    selected = kinds if kinds is not None else [make(container, settings) for make in jobs()]
     random = await container.get(Random)
-    return JobRunner(selected, context.units, await container.get(Clock), random, owner_name(random),
+    return JobRunner(selected, ContainerUnits(container), await container.get(Clock), random, owner_name(random),
                      safety_poll_seconds=safety_poll_seconds)
 
 
@@ -109,7 +90,7 @@ async def listening(container: AsyncContainer, settings: Settings) -> AsyncItera
     from adapters.sql.jobs import listen  # the composition root may name adapters
 
     listener = None
-    if not settings.database_url.startswith("memory://"):
+    if settings.backend == Backend.POSTGRESQL:
         from sqlalchemy.ext.asyncio import AsyncEngine
 
         try:
@@ -141,7 +122,6 @@ async def _restarting(name: str, work: Callable[[], Awaitable[None]], stop: asyn
 async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
     """Run every feature's jobs (one runner) and resident work until ``stop``. On stop nothing new is claimed and
     in-flight jobs finish within the grace period or their leases are released."""
-    context = JobContext(container, settings, ContainerUnits(container))
     runner = await make_runner(container, settings)
     runner.wake = JOB_WAKE_UPS.subscribe()
 
@@ -153,7 +133,7 @@ async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.
         async with listening(container, settings):
             await asyncio.gather(_restarting("job runner", run_runner, stop),
                                  *(_restarting(getattr(r, "__qualname__", repr(r)),
-                                               lambda r=r: r(context, stop), stop) for r in residents()))
+                                               lambda r=r: r(container, settings, stop), stop) for r in residents()))
     finally:
         JOB_WAKE_UPS.unsubscribe(runner.wake)
 

@@ -9,12 +9,10 @@ step is its own unit of work. The job is due again when the next call is; a comm
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
@@ -31,14 +29,9 @@ from adapters.telephony.simulator import SimulatedTelephony, SimulatorConfig
 from application import calls as call_cases
 from application import dnc as dnc_cases
 from application import telephony as telephony_cases
-from application.call_booking import (
-    AtomicSchedulingAppointmentBooker,
-    NoAppointmentBooker,
-    SchedulingAppointmentBooker,
-)
 from application.jobs import JobKind
 from application.ports.blobs import BlobStorage
-from application.ports.calls import AppointmentBooker, CallLogRepository, CallRef, CallRepository
+from application.ports.calls import CallLogRepository, CallRef, CallRepository
 from application.ports.dnc import DncRepository, DncScreener
 from application.ports.jobs import ClaimedJob
 from application.ports.phones import PhoneNormalizer
@@ -47,27 +40,27 @@ from application.ports.telephony import PhoneNumberRepository, Telephony, Teleph
 from application.ports.usage import UsageRecorder
 from domain.dnc import DncUnavailable
 from domain.errors import DomainError
-from entrypoints.http.routes import calls as call_routes
-from entrypoints.http.routes import dnc as dnc_routes
-from entrypoints.http.routes import telephony as telephony_routes
+from entrypoints.features import Feature
 from entrypoints.settings import Settings
 from entrypoints.worker import in_unit
 
-if TYPE_CHECKING:
-    from entrypoints.worker import JobContext
-
 log = logging.getLogger("parley.calls")
 
-_MEMORY = "memory://"
 BATCH = 200
 KIND = "calls.progress"
+
+
+@dataclass(frozen=True)
+class CallsSettings:
+    simulator_speed: float = 1.0
+    """PARLEY_SIMULATOR_SPEED: the time factor of the telephony simulator."""
 
 
 class CallsPlatformProvider(Provider):
     scope = Scope.APP
 
     @provide
-    def simulator_config(self, settings: Settings) -> SimulatorConfig:
+    def simulator_config(self, settings: CallsSettings) -> SimulatorConfig:
         return SimulatorConfig(speed=settings.simulator_speed)
 
     @provide
@@ -78,18 +71,14 @@ class CallsPlatformProvider(Provider):
     telephony = provide(SimulatedTelephony, provides=Telephony)
 
 
-class FilesystemBlobProvider(Provider):
+class SqlCallsProvider(Provider):
+    """SQL storage; recordings in files under PARLEY_VAR_DIR."""
+
+    scope = Scope.REQUEST
+
     @provide(scope=Scope.APP)
     def blobs(self, settings: Settings) -> BlobStorage:
         return FilesystemBlobStorage(settings.var_dir / "blobs")
-
-
-class MemoryBlobProvider(Provider):
-    blobs = provide(InMemoryBlobStorage, provides=BlobStorage, scope=Scope.APP)
-
-
-class SqlCallsProvider(Provider):
-    scope = Scope.REQUEST
 
     calls = provide(SqlCallRepository, provides=CallRepository)
     logs = provide(SqlCallLogRepository, provides=CallLogRepository)
@@ -102,6 +91,8 @@ class SqlCallsProvider(Provider):
 
 class MemoryCallsProvider(Provider):
     scope = Scope.REQUEST
+
+    blobs = provide(InMemoryBlobStorage, provides=BlobStorage, scope=Scope.APP)
 
     calls = provide(InMemoryCallRepository, provides=CallRepository)
     logs = provide(InMemoryCallLogRepository, provides=CallLogRepository)
@@ -154,52 +145,6 @@ class CallsUseCaseProvider(Provider):
         telephony_cases.DeletePhoneNumber,
         telephony_cases.GetTelephonyStats,
     )
-
-
-class NoBookingProvider(Provider):
-    booker = provide(NoAppointmentBooker, provides=AppointmentBooker, scope=Scope.REQUEST)
-
-
-def booking_provider() -> Provider:
-    """Mid-call booking through the in-house scheduling use cases when that feature is installed
-    (``application.scheduling``), else a booker that never books."""
-    if importlib.util.find_spec("application.scheduling") is None:
-        return NoBookingProvider()
-    availability = importlib.import_module("application.scheduling.availability")
-    booking = importlib.import_module("application.scheduling.booking")
-    calendars = importlib.import_module("application.scheduling.calendars")
-
-    if hasattr(booking, "BookNextOpenSlot"):
-        def booker(book_next_open_slot: Any, get_calendar: Any) -> AppointmentBooker:
-            return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand,
-                                                     get_calendar)
-
-        # real annotation objects: this module's annotations are strings and the scheduling types are local
-        booker.__annotations__ = {"book_next_open_slot": booking.BookNextOpenSlot,
-                                  "get_calendar": calendars.GetCalendar, "return": AppointmentBooker}
-    else:
-        def booker(next_open_slot: Any, book_appointment: Any,  # type: ignore[misc]
-                   get_calendar: Any) -> AppointmentBooker:
-            return SchedulingAppointmentBooker(next_open_slot, book_appointment, booking.BookAppointmentCommand,
-                                               get_calendar)
-
-        booker.__annotations__ = {"next_open_slot": availability.NextOpenSlot,
-                                  "book_appointment": booking.BookAppointment,
-                                  "get_calendar": calendars.GetCalendar, "return": AppointmentBooker}
-    provider = Provider()
-    provider.provide(booker, scope=Scope.REQUEST)
-    return provider
-
-
-def providers(settings: Settings) -> list[Provider]:
-    memory = settings.database_url == _MEMORY
-    return [
-        CallsPlatformProvider(),
-        MemoryBlobProvider() if memory else FilesystemBlobProvider(),
-        MemoryCallsProvider() if memory else SqlCallsProvider(),
-        CallsUseCaseProvider(),
-        booking_provider(),
-    ]
 
 
 # ------------------------------------------------------------------------------------------------ the worker
@@ -303,21 +248,27 @@ IDLE_RECHECK = timedelta(seconds=15)
 cross-process notifications)."""
 
 
-def calls_job(context: JobContext) -> JobKind:
+def calls_job(container: AsyncContainer, settings: Settings) -> JobKind:
     """The simulator and dialler as one recurring job: a pass, then due again when the earliest active call
     has news or passes its deadline; a commit that creates work (a call placed, an event) runs it at once."""
 
     async def progress(job: ClaimedJob) -> datetime:
-        await run_once(context.container, context.settings)
+        await run_once(container, settings)
 
         async def next_due(r: Any) -> tuple[datetime | None, datetime]:
             return await (await r.get(CallRepository)).next_due(), (await r.get(Clock)).now()
 
-        due, now = await _unit(context.container, next_due)
+        due, now = await _unit(container, next_due)
         return min(due, now + IDLE_RECHECK) if due is not None else now + IDLE_RECHECK
 
     return JobKind(KIND, progress, on_wake=True, recurring=True, lease=timedelta(minutes=5))
 
 
-ROUTES = [*call_routes.ROUTES, *dnc_routes.ROUTES, *telephony_routes.ROUTES]
-JOBS = [calls_job]
+FEATURE = Feature(
+    name="calls",
+    providers=(CallsPlatformProvider, CallsUseCaseProvider),
+    sql=SqlCallsProvider,
+    memory=MemoryCallsProvider,
+    jobs=[calls_job],
+    settings=CallsSettings,
+)

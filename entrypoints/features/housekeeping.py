@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
-from dishka import Provider, Scope, provide_all
+from dishka import AsyncContainer, Provider, Scope, provide_all
 
 from application.housekeeping import PurgeExpired
 from application.jobs import JobKind
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
+from entrypoints.features import Feature
 from entrypoints.settings import Settings
-
-if TYPE_CHECKING:
-    from entrypoints.worker import JobContext
+from entrypoints.worker import in_unit
 
 log = logging.getLogger("parley.housekeeping")
 INTERVAL = timedelta(minutes=10)
@@ -27,23 +25,19 @@ class HousekeepingProvider(Provider):
     cases = provide_all(PurgeExpired)
 
 
-def providers(settings: Settings) -> list[Provider]:
-    return [HousekeepingProvider()]
-
-
-def purge_job(context: JobContext) -> JobKind:
+def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
     async def purge(job: ClaimedJob) -> datetime:
-        async with context.units() as unit:
-            purged = await (await unit.get(PurgeExpired)).execute()
-            now = (await unit.get(Clock)).now()
-            await unit.commit()
+        purged = await in_unit(container, lambda unit: _execute(unit))
         if purged.idempotency_records or purged.rate_limit_windows:
             log.info("purged %d idempotency records and %d rate-limit windows", purged.idempotency_records,
                      purged.rate_limit_windows)
-        return now + INTERVAL
+        return (await container.get(Clock)).now() + INTERVAL
 
     return JobKind(KIND, purge, recurring=True)
 
 
-ROUTES: list[object] = []
-JOBS = [purge_job]
+async def _execute(unit: object) -> object:
+    return await (await unit.get(PurgeExpired)).execute()  # type: ignore[attr-defined]
+
+
+FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[purge_job])

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from dishka import Provider, Scope, provide, provide_all
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.egress import HttpxSafeHttp, SystemResolver
 from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemoryOutboxReader, InMemorySubscriptionRepository
@@ -14,7 +14,7 @@ from application import webhooks as uc
 from application.jobs import JobKind
 from application.ports.webhooks import DeliveryRepository, OutboxReader, SubscriptionRepository, WebhookHttp
 from domain.webhooks import USER_AGENT
-from entrypoints.http.routes import webhooks as routes
+from entrypoints.features import Feature
 from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Settings
 from entrypoints.webhook_jobs import (
@@ -26,19 +26,21 @@ from entrypoints.webhook_jobs import (
     drain,
 )
 
-if TYPE_CHECKING:
-    from entrypoints.worker import JobContext
 
-_MEMORY = "memory://"
+@dataclass(frozen=True)
+class WebhookSettings:
+    ENV_PREFIX = "WEBHOOK_"
+
+    retry_scale: float = 1.0
+    """PARLEY_WEBHOOK_RETRY_SCALE: multiplies the retry delays (tests and demos shorten them)."""
 
 
 class WebhookPlatformProvider(Provider):
     scope = Scope.APP
 
     @provide
-    def policy(self, settings: Settings) -> uc.WebhookPolicy:
-        return uc.WebhookPolicy(allow_loopback=settings.allow_loopback_targets,
-                                retry_scale=settings.webhook_retry_scale)
+    def policy(self, settings: Settings, section: WebhookSettings) -> uc.WebhookPolicy:
+        return uc.WebhookPolicy(allow_loopback=settings.allow_loopback_targets, retry_scale=section.retry_scale)
 
     @provide
     def http(self, settings: Settings) -> WebhookHttp:
@@ -83,27 +85,28 @@ class WebhookUseCaseProvider(Provider):
     )
 
 
-def providers(settings: Settings) -> list[Provider]:
-    storage = MemoryWebhookProvider() if settings.database_url == _MEMORY else SqlWebhookProvider()
-    return [WebhookPlatformProvider(), storage, WebhookUseCaseProvider()]
+def dispatcher(container: AsyncContainer, settings: Settings) -> JobKind:
+    return dispatch_kind(container, WorkerOptions.from_env())
 
 
-def dispatcher(context: JobContext) -> JobKind:
-    return dispatch_kind(context.container, WorkerOptions.from_env())
-
-
-async def delivery_pump(context: JobContext, stop: asyncio.Event) -> None:
+async def delivery_pump(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
     wake = JOB_WAKE_UPS.subscribe()
     try:
-        await delivery_loop(context.container, context.settings, stop, WorkerOptions.from_env(), wake)
+        await delivery_loop(container, settings, stop, WorkerOptions.from_env(), wake)
     finally:
         JOB_WAKE_UPS.unsubscribe(wake)
 
 
-ROUTES = routes.ROUTES
-JOBS = [dispatcher]
-RESIDENT = [delivery_pump]
+FEATURE = Feature(
+    name="webhooks",
+    providers=(WebhookPlatformProvider, WebhookUseCaseProvider),
+    sql=SqlWebhookProvider,
+    memory=MemoryWebhookProvider,
+    jobs=[dispatcher],
+    resident=[delivery_pump],
+    settings=WebhookSettings,
+)
 
 # one pass of each step, for tests and benchmarks: dispatch_once(container) -> events dispatched,
 # deliver_once(container) -> deliveries handled, drain(container) -> both until nothing is due
-__all__ = ["JOBS", "RESIDENT", "ROUTES", "deliver_once", "dispatch_once", "drain", "providers"]
+__all__ = ["FEATURE", "WebhookSettings", "deliver_once", "dispatch_once", "drain"]
