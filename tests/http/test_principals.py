@@ -20,10 +20,10 @@ from application.ports.accounts import OrganizationRepository
 from application.ports.platform import PageRequest
 from domain.errors import ValidationFailed
 from domain.organizations import Organization
+from entrypoints.asgi_app import http_container
 from entrypoints.http.app import UndeclaredAccess, create_app, route_handlers
 from entrypoints.http.envelope import Envelope
 from entrypoints.http.routing import Access, AuthMode, endpoint
-from entrypoints.ioc import http_container
 from entrypoints.settings import Settings
 from tests.conftest import Api
 
