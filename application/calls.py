@@ -42,6 +42,7 @@ from domain.calls import (
     QUEUE_TIMEOUT,
     RING_ALLOWANCE,
     SIMULATOR_CALLER_ID,
+    SINGLE_CALL_PRIORITY,
     TRIGGER_FOR_FINAL,
     Call,
     CallLog,
@@ -136,7 +137,9 @@ class PlaceCall:
             first_message=first_message if agent.first_message else None,
             max_duration_seconds=agent.max_call_duration_seconds, provider_id=provider.id,
             deadline_at=now + QUEUE_TIMEOUT, created_at=now, updated_at=now,
+            priority=SINGLE_CALL_PRIORITY, due_at=now,
         )
+        self.uow.created_work()  # the worker dials it
         return await self.calls.add(call)
 
 

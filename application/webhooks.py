@@ -260,6 +260,7 @@ class DispatchOutbox:
         ]
         if deliveries:
             await self.deliveries.add_many(deliveries)
+            self.uow.created_work()  # wakes the delivery pumps once committed
         await self.outbox.mark_dispatched([e.id for e in events], now)
         return len(events)
 

@@ -74,6 +74,9 @@ TRIGGER_FOR_FINAL = {
 
 # how long a call may wait in the queue, and how long the line may ring, beyond which the sweeper ends it
 QUEUE_TIMEOUT = timedelta(hours=24)
+SINGLE_CALL_PRIORITY = 100
+"""The dial queue of an organization: higher priority first, then the earlier ``due_at``. A call placed on its own
+(``POST /calls``) has this priority; bulk dialling (a campaign) queues below it, so it never starves single calls."""
 RING_ALLOWANCE = timedelta(seconds=120)
 
 # the simulator's fictional test numbers (docs/calls.md), +15550100 followed by two digits
@@ -145,6 +148,9 @@ class Call:
     started_at: datetime | None = None
     answered_at: datetime | None = None
     ended_at: datetime | None = None
+    priority: int = SINGLE_CALL_PRIORITY
+    due_at: datetime | None = None
+    """When a queued call may be dialled (None: when it was created)."""
 
     @property
     def is_final(self) -> bool:

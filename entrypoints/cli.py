@@ -18,12 +18,12 @@ from application.accounts import (
     IssueApiKey,
     IssueApiKeyCommand,
 )
-from application.ports.platform import UnitOfWork
 from domain.errors import DomainError
 from domain.rfc3339 import format_utc_or_none
 from entrypoints.ioc import build_container, configuration
 from entrypoints.runtime import configure_logging
 from entrypoints.settings import Settings, SettingsError
+from entrypoints.worker import in_unit
 
 
 def _settings() -> Settings:
@@ -41,12 +41,10 @@ def migrate(settings: Settings) -> None:
 
 
 async def _in_transaction(settings: Settings, work: Any) -> Any:
+    """One operator command: one unit of work (the same helper the worker's jobs use), committed."""
     container = build_container(settings)
     try:
-        async with container() as request:
-            result = await work(request)
-            await (await request.get(UnitOfWork)).commit()
-            return result
+        return await in_unit(container, lambda unit: work(unit.request))
     finally:
         await container.close()
 

@@ -19,6 +19,7 @@ from adapters.memory.accounts import (
     InMemoryUserRepository,
 )
 from adapters.memory.agents import InMemoryAgentRepository
+from adapters.memory.jobs import InMemoryJobQueue
 from adapters.memory.store import InMemoryStore, InMemoryUnitOfWork
 from adapters.sql.accounts import (
     SqlApiKeyRepository,
@@ -29,6 +30,7 @@ from adapters.sql.accounts import (
 )
 from adapters.sql.agents import SqlAgentRepository
 from adapters.sql.engine import create_engine
+from adapters.sql.jobs import SqlJobQueue
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
 from application import accounts, agents
@@ -43,12 +45,13 @@ from application.ports.accounts import (
 )
 from application.ports.agents import AgentCalendars, AgentRepository
 from application.ports.calls import AppointmentBooker
+from application.ports.jobs import JobQueue
 from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox
 from domain.rate_limit import Window, default_windows
 from entrypoints.features import Feature, all_features
-from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy, TransactionMode
+from entrypoints.runtime import JOB_WAKE_UPS, AuthFailurePolicy, RateLimitPolicy, TransactionMode
 from entrypoints.settings import Settings
 
 
@@ -98,7 +101,7 @@ class SqlProvider(Provider):
 
     @provide(scope=Scope.REQUEST)
     async def uow(self, engine: AsyncEngine, clock: Clock, mode: TransactionMode) -> AsyncIterator[SqlUnitOfWork]:
-        uow = SqlUnitOfWork(engine, clock, write=mode.write)
+        uow = SqlUnitOfWork(engine, clock, write=mode.write, on_work=JOB_WAKE_UPS.notify)
         yield uow
         await uow.close()
 
@@ -109,6 +112,7 @@ class SqlProvider(Provider):
     users = provide(SqlUserRepository, provides=UserRepository, scope=Scope.REQUEST)
     idempotency = provide(SqlIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
     agents = provide(SqlAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
+    jobs = provide(SqlJobQueue, provides=JobQueue, scope=Scope.REQUEST)
 
     @provide(scope=Scope.REQUEST)
     def limiter(self, settings: Settings, memory: InMemoryRateLimiter, uow: SqlUnitOfWork) -> RateLimiter:
@@ -120,7 +124,7 @@ class MemoryProvider(Provider):
 
     @provide(scope=Scope.REQUEST)
     async def uow(self, store: InMemoryStore, clock: Clock) -> AsyncIterator[InMemoryUnitOfWork]:
-        uow = InMemoryUnitOfWork(store, clock)
+        uow = InMemoryUnitOfWork(store, clock, on_work=JOB_WAKE_UPS.notify)
         yield uow
         await uow.close()
 
@@ -131,6 +135,7 @@ class MemoryProvider(Provider):
     users = provide(InMemoryUserRepository, provides=UserRepository, scope=Scope.REQUEST)
     idempotency = provide(InMemoryIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
     agents = provide(InMemoryAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
+    jobs = provide(InMemoryJobQueue, provides=JobQueue, scope=Scope.REQUEST)
 
     limiter = alias(source=InMemoryRateLimiter, provides=RateLimiter)
 

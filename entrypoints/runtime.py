@@ -6,9 +6,15 @@ import contextvars
 import logging
 from dataclasses import dataclass
 
+from application.jobs import JobWakeUps
 from domain.rate_limit import Window
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+JOB_WAKE_UPS = JobWakeUps()
+"""The process's in-process wake-up: every unit of work that created background work notifies it after commit;
+every job runner of the process (the in-process worker of `parley serve`, `parley worker`) waits on it."""
 
 
 @dataclass(frozen=True, slots=True)

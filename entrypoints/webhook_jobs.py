@@ -1,9 +1,12 @@
-"""The webhook worker: the dispatcher (outbox -> deliveries) and the delivery loop (claim, send,
-record), plus one-pass functions that tests and benchmarks drive deterministically.
+"""The webhook worker: the dispatcher (outbox -> deliveries, the job kind ``webhooks.dispatch``) and the
+delivery pump (claim, send, record; resident in every worker process), plus one-pass functions that tests and
+benchmarks drive deterministically.
 
 Each unit of work opens its own request scope and commits it. Sending happens outside any
 transaction: a claim is a lease (``locked_until``), so no database lock is held while waiting for
-a receiver, and a worker that dies loses its leases when they expire.
+a receiver, and a worker that dies loses its leases when they expire. Deliveries are their own leased queue
+(claimed with SKIP LOCKED, so every worker process sends side by side); the pump sleeps until a wake-up
+(a commit that dispatched or recorded events) or its safety poll.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ import os
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from dishka import AsyncContainer
 
-from application.ports.platform import Random, UnitOfWork
+from application.jobs import JobKind, JobRunner
+from application.ports.jobs import ClaimedJob
+from application.ports.platform import Clock, Random
 from application.ports.webhooks import ClaimedDelivery
 from application.webhooks import (
     ClaimDeliveries,
@@ -29,7 +35,11 @@ from application.webhooks import (
     ReleaseDeliveries,
     SendDelivery,
 )
+from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Settings
+from entrypoints.worker import ContainerUnits, in_unit, listening
+
+DISPATCH_KIND = "webhooks.dispatch"
 
 log = logging.getLogger("parley.webhooks.worker")
 
@@ -43,8 +53,9 @@ class WorkerOptions:
     lease_seconds: float = 60.0
     """How long a claim holds; must exceed the 10 s send timeout by a margin. A delivery whose
     worker died is claimed again once its lease has expired."""
-    poll_seconds: float = 0.1
-    """How often an idle worker looks for new events and due retries."""
+    poll_seconds: float = 10.0
+    """How often an idle worker looks for new events and due retries when nothing woke it (a commit in this
+    process, or on PostgreSQL in any process, wakes it at once)."""
     dispatch_batch: int = 500
     shutdown_grace_seconds: float = 12.0
     """On stop: how long in-flight sends may take to finish before they are released."""
@@ -77,29 +88,23 @@ def worker_name(random: Random | None = None) -> str:
 
 async def dispatch_once(container: AsyncContainer, settings: Settings | None = None, *, limit: int = 500) -> int:
     """Fan out one batch of undispatched events; returns how many events were dispatched."""
-    async with container() as request:
-        dispatched = await (await request.get(DispatchOutbox)).execute(limit)
-        await (await request.get(UnitOfWork)).commit()
-    return dispatched
+    return await in_unit(container, lambda unit: _run(unit, DispatchOutbox, limit))
 
 
 async def claim(container: AsyncContainer, worker: str, limit: int, lease: timedelta) -> list[ClaimedDelivery]:
-    async with container() as request:
-        claimed = await (await request.get(ClaimDeliveries)).execute(worker, limit, lease)
-        await (await request.get(UnitOfWork)).commit()
-    return claimed
+    return await in_unit(container, lambda unit: _run(unit, ClaimDeliveries, worker, limit, lease))
 
 
 async def record(container: AsyncContainer, worker: str, outcomes: Sequence[DeliveryOutcome]) -> None:
-    async with container() as request:
-        await (await request.get(RecordDeliveryOutcomes)).execute(worker, outcomes)
-        await (await request.get(UnitOfWork)).commit()
+    await in_unit(container, lambda unit: _run(unit, RecordDeliveryOutcomes, worker, outcomes))
 
 
 async def release(container: AsyncContainer, worker: str, delivery_ids: Sequence[int]) -> None:
-    async with container() as request:
-        await (await request.get(ReleaseDeliveries)).execute(worker, delivery_ids)
-        await (await request.get(UnitOfWork)).commit()
+    await in_unit(container, lambda unit: _run(unit, ReleaseDeliveries, worker, delivery_ids))
+
+
+async def _run(unit: Any, case: type[Any], *args: Any) -> Any:
+    return await (await unit.get(case)).execute(*args)
 
 
 async def deliver_once(container: AsyncContainer, settings: Settings | None = None,
@@ -149,24 +154,23 @@ async def _wait(events: Sequence[asyncio.Event], timeout: float) -> None:  # noq
             w.cancel()
 
 
-async def dispatch_loop(container: AsyncContainer, settings: Settings, stop: asyncio.Event, options: WorkerOptions,
-                        wake: asyncio.Event) -> None:
-    while not stop.is_set():
-        try:
-            dispatched = await dispatch_once(container, settings, limit=options.dispatch_batch)
-        except Exception:
-            log.exception("webhook dispatch failed; retrying")
-            dispatched = 0
-            await _wait([stop], 1.0)
-        if dispatched:
-            wake.set()
-        if dispatched < options.dispatch_batch:
-            await _wait([stop], options.poll_seconds)
+def dispatch_kind(container: AsyncContainer, options: WorkerOptions) -> JobKind:
+    """The dispatcher as a recurring job: one-pass batches (``dispatch_once``) until the outbox is drained, then
+    due again after the safety poll; a commit that recorded events wakes it at once, and a dispatch that created
+    deliveries wakes the delivery pumps."""
+
+    async def dispatch(job: ClaimedJob) -> datetime:
+        while await dispatch_once(container, limit=options.dispatch_batch) >= options.dispatch_batch:
+            pass
+        return (await container.get(Clock)).now() + timedelta(seconds=options.poll_seconds)
+
+    return JobKind(DISPATCH_KIND, dispatch, on_wake=True, recurring=True)
 
 
 async def delivery_loop(container: AsyncContainer, settings: Settings, stop: asyncio.Event, options: WorkerOptions,
                         wake: asyncio.Event) -> None:
-    """Keeps up to ``options.concurrency`` deliveries in flight; records outcomes in batches."""
+    """Keeps up to ``options.concurrency`` deliveries in flight; records outcomes in batches. Idle, it sleeps
+    until ``wake`` (work was committed) or the poll interval."""
     worker = worker_name()
     lease = timedelta(seconds=options.lease_seconds)
     sender = await container.get(SendDelivery)
@@ -226,15 +230,27 @@ async def delivery_loop(container: AsyncContainer, settings: Settings, stop: asy
 
 async def webhooks_job(container: AsyncContainer, settings: Settings, stop: asyncio.Event,
                        options: WorkerOptions | None = None) -> None:
-    """The worker job: dispatcher and delivery loop, sharing a wake-up signal (a dispatch wakes
-    the delivery loop at once, so an idle system delivers within one poll interval)."""
+    """The webhook work alone (tests, the benchmark, ``python -m entrypoints.webhook_worker``): a job runner with
+    the dispatcher, and the delivery pump; both wake on this process's commits and, on PostgreSQL, on every
+    process's."""
     options = options or WorkerOptions.from_env()
-    wake = asyncio.Event()
-    async with asyncio.TaskGroup() as group:  # one loop failing stops the other (the worker restarts both)
-        group.create_task(dispatch_loop(container, settings, stop, options, wake))
-        group.create_task(delivery_loop(container, settings, stop, options, wake))
+    random = await container.get(Random)
+    runner = JobRunner([dispatch_kind(container, options)], ContainerUnits(container), await container.get(Clock),
+                       random, worker_name(random), wake=JOB_WAKE_UPS.subscribe(),
+                       safety_poll_seconds=options.poll_seconds, grace_seconds=options.shutdown_grace_seconds)
+    wake = JOB_WAKE_UPS.subscribe()
+    try:
+        async with listening(container, settings):
+            await runner.start()
+            async with asyncio.TaskGroup() as group:  # one failing stops the other (the worker restarts both)
+                group.create_task(runner.run(stop))
+                group.create_task(delivery_loop(container, settings, stop, options, wake))
+    finally:
+        JOB_WAKE_UPS.unsubscribe(runner.wake)
+        JOB_WAKE_UPS.unsubscribe(wake)
 
 
 __all__ = [
-    "WorkerOptions", "claim", "deliver_once", "dispatch_once", "drain", "record", "release", "webhooks_job",
+    "WorkerOptions", "claim", "deliver_once", "delivery_loop", "dispatch_kind", "dispatch_once", "drain", "record",
+    "release", "webhooks_job",
 ]

@@ -1,5 +1,5 @@
-"""`python -m entrypoints.webhook_worker`: a process that runs only the webhook jobs (dispatcher
-and delivery loop) against PARLEY_DATABASE_URL, until SIGTERM or SIGINT.
+"""`python -m entrypoints.webhook_worker`: a process that runs only the webhook work (the dispatcher job and the
+delivery pump) against PARLEY_DATABASE_URL, until SIGTERM or SIGINT.
 
 `parley worker` runs these jobs together with every other feature's; this entry point exists for
 the crash test and the benchmark, which start, kill and count webhook workers on their own.

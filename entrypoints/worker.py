@@ -1,49 +1,145 @@
-"""The background worker: runs every feature's jobs until asked to stop."""
+"""The background worker: one job runner (``application/jobs.py``) over every feature's job kinds.
+
+A feature's ``jobs`` are factories ``make(container, settings) -> JobKind``; its ``resident`` work runs in every
+worker process. ``ContainerUnits`` / ``in_unit`` are the one way a job runs a unit of work (a request scope of the
+container, committed through its ``UnitOfWork``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
 import signal
-from collections.abc import Callable
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from dishka import AsyncContainer
 
-from entrypoints.features import Job, all_features
-from entrypoints.settings import Settings
+from application.jobs import JobKind, JobRunner
+from application.ports.platform import Clock, Random, UnitOfWork
+from entrypoints.features import JobKindFactory, Resident, all_features
+from entrypoints.runtime import JOB_WAKE_UPS
+from entrypoints.settings import Backend, Settings
 
 log = logging.getLogger("parley.worker")
 
+SAFETY_POLL_SECONDS = 15.0
+"""An idle runner looks at the queue at least this often (wake-ups and due times make it sooner)."""
 
-def jobs() -> list[Job]:
-    return [job for feature in all_features() for job in feature.jobs]
+
+class _Unit:
+    def __init__(self, request: AsyncContainer) -> None:
+        self.request = request
+
+    async def get(self, dependency: type[Any]) -> Any:
+        return await self.request.get(dependency)
+
+    async def commit(self) -> None:
+        await (await self.request.get(UnitOfWork)).commit()
 
 
-async def _guarded(job: Job, container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
-    """A job that fails is logged and restarted after a pause, until stop is set."""
-    name = getattr(job, "__qualname__", repr(job))
+class ContainerUnits:
+    """Units of work from a container: ``async with units() as unit`` (rolled back unless committed)."""
+
+    def __init__(self, container: AsyncContainer) -> None:
+        self.container = container
+
+    @contextlib.asynccontextmanager
+    async def __call__(self) -> AsyncIterator[_Unit]:
+        async with self.container() as request:
+            yield _Unit(request)
+
+
+async def in_unit(container: AsyncContainer, work: Callable[[_Unit], Any]) -> Any:
+    """Run ``work(unit)`` in one unit of work and commit it (rolled back if it raises)."""
+    async with ContainerUnits(container)() as unit:
+        result = await work(unit)
+        await unit.commit()
+        return result
+
+
+def jobs() -> list[JobKindFactory]:
+    """Every feature's job kinds (factories)."""
+    return [make for feature in all_features() for make in feature.jobs]
+
+
+def residents() -> list[Resident]:
+    return [work for feature in all_features() for work in feature.resident]
+
+
+def owner_name(random: Random) -> str:
+    return f"{socket.gethostname()[:32]}:{os.getpid()}:{random.hex(4)}"
+
+
+async def make_runner(container: AsyncContainer, settings: Settings, *,
+                      safety_poll_seconds: float = SAFETY_POLL_SECONDS,
+                      kinds: list[JobKind] | None = None) -> JobRunner:
+    selected = kinds if kinds is not None else [make(container, settings) for make in jobs()]
+    random = await container.get(Random)
+    return JobRunner(selected, ContainerUnits(container), await container.get(Clock), random, owner_name(random),
+                     safety_poll_seconds=safety_poll_seconds)
+
+
+@contextlib.asynccontextmanager
+async def listening(container: AsyncContainer, settings: Settings) -> AsyncIterator[None]:
+    """On PostgreSQL: every commit that created work, in any process, wakes this process's runners (LISTEN).
+    SQLite and memory: in-process wake-ups only (another process's work is found by the safety poll)."""
+    from adapters.sql.jobs import listen  # the composition root may name adapters
+
+    listener = None
+    if settings.backend == Backend.POSTGRESQL:
+        from sqlalchemy.ext.asyncio import AsyncEngine
+
+        try:
+            listener = await listen(await container.get(AsyncEngine), JOB_WAKE_UPS.notify)
+        except Exception:
+            log.exception("listening for job notifications failed; idle runners rely on their safety poll")
+    try:
+        yield
+    finally:
+        if listener is not None:
+            with contextlib.suppress(Exception):
+                await listener.close()
+
+
+async def _restarting(name: str, work: Callable[[], Awaitable[None]], stop: asyncio.Event) -> None:
+    """Work that fails is logged and restarted after a pause, until stop is set."""
     while not stop.is_set():
         try:
-            await job(container, settings, stop)
+            await work()
             return
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("worker job %s failed; restarting", name)
+            log.exception("worker %s failed; restarting", name)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
 
 
 async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
-    selected = jobs()
-    log.info("worker running %d job(s)", len(selected))
-    await asyncio.gather(*(_guarded(job, container, settings, stop) for job in selected))
+    """Run every feature's jobs (one runner) and resident work until ``stop``. On stop nothing new is claimed and
+    in-flight jobs finish within the grace period or their leases are released."""
+    runner = await make_runner(container, settings)
+    runner.wake = JOB_WAKE_UPS.subscribe()
+
+    async def run_runner() -> None:
+        await runner.start()
+        await runner.run(stop)
+
+    try:
+        async with listening(container, settings):
+            await asyncio.gather(_restarting("job runner", run_runner, stop),
+                                 *(_restarting(getattr(r, "__qualname__", repr(r)),
+                                               lambda r=r: r(container, settings, stop), stop) for r in residents()))
+    finally:
+        JOB_WAKE_UPS.unsubscribe(runner.wake)
 
 
 async def run_worker(settings: Settings, make_container: Callable[[Settings], AsyncContainer]) -> None:
-    """`parley worker`: until SIGTERM or SIGINT; in-flight work is finished or released by each job."""
+    """`parley worker`: until SIGTERM or SIGINT (drain: in-flight jobs finish or their leases are released)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.calls import CallFilter, CallLogFilter, CallRef
@@ -59,7 +59,7 @@ class InMemoryCallRepository:
     async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
         queued = sorted((c for c in (await self._calls()).values()
                          if c.organization_id == organization_id and c.status == "queued"),
-                        key=lambda c: (c.created_at, c.id))
+                        key=lambda c: (-c.priority, c.due_at or c.created_at, c.created_at, c.id))
         return copy.deepcopy(queued[:limit])
 
     async def lock_organization(self, organization_id: int) -> None:
@@ -103,6 +103,15 @@ class InMemoryCallRepository:
              and (organization_id is None or c.organization_id == organization_id)),
             key=lambda c: c.deadline_at)  # type: ignore[arg-type, return-value]
         return [CallRef(c.organization_id, c.id) for c in found[:limit]]
+
+    async def next_due(self) -> datetime | None:
+        times = []
+        for c in (await self._calls()).values():
+            if c.status in ACTIVE_STATUSES and c.next_check_at is not None:
+                times.append(c.next_check_at)
+            if not c.is_final and c.deadline_at is not None:
+                times.append(c.deadline_at + timedelta(microseconds=1))  # overdue: strictly after the deadline
+        return min(times, default=None)
 
 
 class InMemoryCallLogRepository:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from application.ports.platform import Clock
@@ -24,9 +25,11 @@ class InMemoryStore:
 
 
 class InMemoryUnitOfWork:
-    def __init__(self, store: InMemoryStore, clock: Clock) -> None:
+    def __init__(self, store: InMemoryStore, clock: Clock, on_work: Callable[[], None] | None = None) -> None:
         self.store = store
         self.clock = clock
+        self._on_work = on_work
+        self._created_work = False
         self._snapshot: tuple[Any, Any, int] | None = None
         self._events: list[DomainEvent] = []
 
@@ -40,6 +43,9 @@ class InMemoryUnitOfWork:
     def record(self, event: DomainEvent) -> None:
         self._events.append(event)
 
+    def created_work(self) -> None:
+        self._created_work = True
+
     async def commit(self) -> None:
         if self._events:
             await self.tables()
@@ -47,12 +53,18 @@ class InMemoryUnitOfWork:
             for event in self._events:
                 self.store.outbox.append((self.store.next_id("outbox"), event, now))
             self._events.clear()
+            self._created_work = True
         if self._snapshot is not None:
             self._snapshot = None
             self.store.lock.release()
+        if self._created_work:
+            self._created_work = False
+            if self._on_work is not None:
+                self._on_work()
 
     async def rollback(self) -> None:
         self._events.clear()
+        self._created_work = False
         if self._snapshot is not None:
             tables, sequences, outbox_len = self._snapshot
             self.store.tables.clear()

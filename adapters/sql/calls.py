@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 
 from adapters.sql.calls_tables import call_logs, calls, usage_records
 from adapters.sql.dialect import insert
+from adapters.sql.metadata import UtcDateTime
 from adapters.sql.paging import fetch_page
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.calls import CallFilter, CallLogFilter, CallRef
@@ -30,6 +31,7 @@ def _row_to_call(row: Any) -> Call:
         telephony_ref=row.telephony_ref, telephony_state=dict(row.telephony_state or {}),
         next_check_at=row.next_check_at, deadline_at=row.deadline_at, created_at=row.created_at,
         updated_at=row.updated_at, started_at=row.started_at, answered_at=row.answered_at, ended_at=row.ended_at,
+        priority=row.priority, due_at=row.due_at,
     )
 
 
@@ -45,6 +47,7 @@ def _call_values(call: Call) -> dict[str, Any]:
         "telephony_state": call.telephony_state, "next_check_at": call.next_check_at,
         "deadline_at": call.deadline_at, "created_at": call.created_at, "updated_at": call.updated_at,
         "started_at": call.started_at, "answered_at": call.answered_at, "ended_at": call.ended_at,
+        "priority": call.priority, "due_at": call.due_at or call.created_at,
     }
 
 
@@ -104,7 +107,7 @@ class SqlCallRepository:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(calls).where(
             calls.c.organization_id == organization_id, calls.c.status == "queued",
-        ).order_by(calls.c.created_at, calls.c.id).limit(limit))
+        ).order_by(calls.c.priority.desc(), calls.c.due_at, calls.c.created_at, calls.c.id).limit(limit))
         return [_row_to_call(r) for r in rows]
 
     async def lock_organization(self, organization_id: int) -> None:
@@ -162,6 +165,17 @@ class SqlCallRepository:
             query = query.where(calls.c.organization_id == organization_id)
         rows = await conn.execute(query.order_by(calls.c.deadline_at).limit(limit))
         return [CallRef(int(r[0]), r[1]) for r in rows]
+
+    async def next_due(self) -> datetime | None:
+        conn = await self.uow.connection()
+        check = (await conn.execute(sa.select(sa.type_coerce(sa.func.min(calls.c.next_check_at), UtcDateTime()))
+                                    .where(calls.c.status.in_(ACTIVE_STATUSES)))).scalar()
+        deadline = (await conn.execute(sa.select(sa.type_coerce(sa.func.min(calls.c.deadline_at), UtcDateTime()))
+                                       .where(calls.c.ended_at.is_(None), calls.c.status.not_in(FINAL_STATUSES)))
+                    ).scalar()
+        if deadline is not None:
+            deadline += timedelta(microseconds=1)  # overdue: strictly after the deadline
+        return min((t for t in (check, deadline) if t is not None), default=None)
 
 
 def _row_to_log(row: Any) -> CallLog:

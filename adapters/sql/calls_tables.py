@@ -39,7 +39,11 @@ calls = sa.Table(
     sa.Column("started_at", UtcDateTime, nullable=True),
     sa.Column("answered_at", UtcDateTime, nullable=True),
     sa.Column("ended_at", UtcDateTime, nullable=True),
+    sa.Column("priority", sa.Integer, nullable=False, server_default=sa.text("100")),  # migration 0013
+    sa.Column("due_at", UtcDateTime, nullable=True),
     sa.CheckConstraint(f"status in {_CALL_STATUSES}", name="status"),
+    sa.Index("ix_calls_dial_queue", "organization_id", "priority", "due_at",
+             sqlite_where=sa.text("status = 'queued'"), postgresql_where=sa.text("status = 'queued'")),
     sa.Index("ix_calls_org_created", "organization_id", "created_at"),
     sa.Index("ix_calls_org_status", "organization_id", "status"),
     sa.Index("ix_calls_next_check", "next_check_at", sqlite_where=sa.text("next_check_at IS NOT NULL"),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from adapters.sql.engine import WRITE_OPTION
@@ -9,10 +12,16 @@ from adapters.sql.tables import outbox_events
 from application.ports.platform import Clock
 from domain.events import DomainEvent
 
+NOTIFY_CHANNEL = "parley_jobs"
+"""PostgreSQL channel a commit that created background work notifies (job runners LISTEN on it)."""
+
 
 class SqlUnitOfWork:
-    def __init__(self, engine: AsyncEngine, clock: Clock, *, write: bool = True) -> None:
+    def __init__(self, engine: AsyncEngine, clock: Clock, *, write: bool = True,
+                 on_work: Callable[[], None] | None = None) -> None:
         self._engine = engine
+        self._on_work = on_work
+        self._created_work = False
         self._clock = clock
         self._write = write
         self._connection: AsyncConnection | None = None
@@ -33,6 +42,10 @@ class SqlUnitOfWork:
     def record(self, event: DomainEvent) -> None:
         self._events.append(event)
 
+    def created_work(self) -> None:
+        """This transaction creates background work: job runners are woken once it committed."""
+        self._created_work = True
+
     async def commit(self) -> None:
         if self._events:
             conn = await self.connection()
@@ -43,11 +56,20 @@ class SqlUnitOfWork:
                  for e in self._events],
             )
             self._events.clear()
+            self._created_work = True
+        if self._created_work and self.dialect == "postgresql" and self._connection is not None:
+            # runners in other processes LISTEN; PostgreSQL delivers the notification at commit
+            await self._connection.execute(sa.text(f"NOTIFY {NOTIFY_CHANNEL}"))
         if self._connection is not None and self._connection.in_transaction():
             await self._connection.commit()
+        if self._created_work:
+            self._created_work = False
+            if self._on_work is not None:
+                self._on_work()
 
     async def rollback(self) -> None:
         self._events.clear()
+        self._created_work = False
         if self._connection is not None and self._connection.in_transaction():
             await self._connection.rollback()
 

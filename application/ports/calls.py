@@ -50,7 +50,9 @@ class CallRepository(Protocol):
         """Calls of the organization that hold a line (ringing or in progress)."""
         ...
 
-    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]: ...
+    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
+        """The organization's dial queue: higher ``priority`` first, then the earlier ``due_at``, then the older."""
+        ...
 
     async def lock_organization(self, organization_id: int) -> None:
         """Serialize dispatchers of one organization until the transaction ends (concurrency limit)."""
@@ -70,6 +72,10 @@ class CallRepository(Protocol):
 
     async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
         """Unfinished calls whose deadline has passed (the sweeper ends them)."""
+        ...
+
+    async def next_due(self) -> datetime | None:
+        """The earliest time ``due`` or ``overdue`` will return a call (the worker sleeps until then)."""
         ...
 
 

@@ -16,15 +16,20 @@ from typing import Any
 
 from dishka import AsyncContainer, Provider
 
+from application.jobs import JobKind
 from entrypoints.settings import Backend, Settings
 
-Job = Callable[[AsyncContainer, Settings, asyncio.Event], Awaitable[None]]
-"""A background job: runs until the event is set (``parley worker``, or in-process with ``parley serve``)."""
+JobKindFactory = Callable[[AsyncContainer, Settings], JobKind]
+"""Makes one of the feature's job kinds (``application/jobs.py``): the worker's one job runner runs them."""
+
+Resident = Callable[[AsyncContainer, Settings, asyncio.Event], Awaitable[None]]
+"""Work every worker process runs for its whole life, until the event is set (the webhook delivery pump:
+deliveries are their own leased queue that every process claims from side by side)."""
 
 
 @dataclass(frozen=True)
 class Feature:
-    """What a feature adds: dishka providers, background jobs and its settings section.
+    """What a feature adds: dishka providers, job kinds, resident work and its settings section.
 
     ``providers`` are instantiated for every container; ``sql`` / ``memory`` (optional) hold the provider of
     its storage ports for the SQL backends (SQLite, PostgreSQL) and for the in-memory backend: the composition
@@ -36,7 +41,8 @@ class Feature:
     providers: Sequence[type[Provider]] = ()
     sql: type[Provider] | None = None
     memory: type[Provider] | None = None
-    jobs: list[Job] = field(default_factory=list)
+    jobs: list[JobKindFactory] = field(default_factory=list)
+    resident: list[Resident] = field(default_factory=list)
     settings: type[Any] | None = None
 
     def container_providers(self, backend: Backend) -> list[Provider]:

@@ -1,17 +1,17 @@
 """Calls feature: outbound calls on the telephony simulator, call logs and recordings, Do-Not-Call screening,
 telephony providers, phone numbers and stats, and the usage hook.
 
-The worker job drives calls: each pass advances the calls whose telephony adapter has news, ends the ones
-stuck past their deadline, then dials queued calls while their organization has free lines. Every step
-is its own unit of work. ``run_once`` is one pass (tests call it with a manual clock).
+The worker job (``calls.progress``) drives calls: each pass advances the calls whose telephony adapter has news,
+ends the ones stuck past their deadline, then dials queued calls while their organization has free lines. Every
+step is its own unit of work. The job is due again when the next call is; a commit that created work wakes it.
+``run_once`` is one pass (tests call it with a manual clock).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
@@ -29,22 +29,25 @@ from adapters.telephony.simulator import SimulatedTelephony, SimulatorConfig
 from application import calls as call_cases
 from application import dnc as dnc_cases
 from application import telephony as telephony_cases
+from application.jobs import JobKind
 from application.ports.blobs import BlobStorage
 from application.ports.calls import CallLogRepository, CallRef, CallRepository
 from application.ports.dnc import DncRepository, DncScreener
+from application.ports.jobs import ClaimedJob
 from application.ports.phones import PhoneNormalizer
-from application.ports.platform import Clock, UnitOfWork
+from application.ports.platform import Clock
 from application.ports.telephony import PhoneNumberRepository, Telephony, TelephonyProviderRepository
 from application.ports.usage import UsageRecorder
 from domain.dnc import DncUnavailable
 from domain.errors import DomainError
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
+from entrypoints.worker import in_unit
 
 log = logging.getLogger("parley.calls")
 
-POLL_INTERVAL_SECONDS = 0.1
 BATCH = 200
+KIND = "calls.progress"
 
 
 @dataclass(frozen=True)
@@ -159,11 +162,7 @@ class PassReport:
 
 
 async def _unit(container: AsyncContainer, work: Any) -> Any:
-    """One unit of work in its own request scope: committed when ``work`` returns, rolled back if it raises."""
-    async with container() as request:
-        result = await work(request)
-        await (await request.get(UnitOfWork)).commit()
-        return result
+    return await in_unit(container, lambda unit: work(unit.request))
 
 
 async def _refs(container: AsyncContainer, method: str, organization_id: int | None) -> list[CallRef]:
@@ -244,12 +243,25 @@ async def run_once(container: AsyncContainer, settings: Settings | None = None, 
     return report
 
 
-async def telephony_worker(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
-    """The simulator and dialler loop: a pass every 100 ms (sooner again while there is work)."""
-    while not stop.is_set():
-        report = await run_once(container, settings)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=0.01 if report.total else POLL_INTERVAL_SECONDS)
+IDLE_RECHECK = timedelta(seconds=15)
+"""With no call due, the job looks again after this (a call placed through another process on SQLite, which has no
+cross-process notifications)."""
+
+
+def calls_job(container: AsyncContainer, settings: Settings) -> JobKind:
+    """The simulator and dialler as one recurring job: a pass, then due again when the earliest active call
+    has news or passes its deadline; a commit that creates work (a call placed, an event) runs it at once."""
+
+    async def progress(job: ClaimedJob) -> datetime:
+        await run_once(container, settings)
+
+        async def next_due(r: Any) -> tuple[datetime | None, datetime]:
+            return await (await r.get(CallRepository)).next_due(), (await r.get(Clock)).now()
+
+        due, now = await _unit(container, next_due)
+        return min(due, now + IDLE_RECHECK) if due is not None else now + IDLE_RECHECK
+
+    return JobKind(KIND, progress, on_wake=True, recurring=True, lease=timedelta(minutes=5))
 
 
 FEATURE = Feature(
@@ -257,6 +269,6 @@ FEATURE = Feature(
     providers=(CallsPlatformProvider, CallsUseCaseProvider),
     sql=SqlCallsProvider,
     memory=MemoryCallsProvider,
-    jobs=[telephony_worker],
+    jobs=[calls_job],
     settings=CallsSettings,
 )

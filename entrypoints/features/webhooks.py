@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
-from dishka import Provider, Scope, provide, provide_all
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.egress import HttpxSafeHttp, SystemResolver
 from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemoryOutboxReader, InMemorySubscriptionRepository
 from adapters.sql.webhooks import SqlDeliveryRepository, SqlOutboxReader, SqlSubscriptionRepository
 from application import webhooks as uc
+from application.jobs import JobKind
 from application.ports.webhooks import DeliveryRepository, OutboxReader, SubscriptionRepository, WebhookHttp
 from domain.webhooks import USER_AGENT
 from entrypoints.features import Feature
+from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Settings
-from entrypoints.webhook_jobs import deliver_once, dispatch_once, drain, webhooks_job
+from entrypoints.webhook_jobs import (
+    WorkerOptions,
+    deliver_once,
+    delivery_loop,
+    dispatch_kind,
+    dispatch_once,
+    drain,
+)
 
 
 @dataclass(frozen=True)
@@ -75,12 +85,25 @@ class WebhookUseCaseProvider(Provider):
     )
 
 
+def dispatcher(container: AsyncContainer, settings: Settings) -> JobKind:
+    return dispatch_kind(container, WorkerOptions.from_env())
+
+
+async def delivery_pump(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
+    wake = JOB_WAKE_UPS.subscribe()
+    try:
+        await delivery_loop(container, settings, stop, WorkerOptions.from_env(), wake)
+    finally:
+        JOB_WAKE_UPS.unsubscribe(wake)
+
+
 FEATURE = Feature(
     name="webhooks",
     providers=(WebhookPlatformProvider, WebhookUseCaseProvider),
     sql=SqlWebhookProvider,
     memory=MemoryWebhookProvider,
-    jobs=[webhooks_job],
+    jobs=[dispatcher],
+    resident=[delivery_pump],
     settings=WebhookSettings,
 )
 

@@ -1,0 +1,117 @@
+"""The job queue on SQL. Claims are exclusive: PostgreSQL skips rows another claimer holds
+(FOR UPDATE SKIP LOCKED); SQLite has one writer at a time (write transactions begin IMMEDIATE)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from adapters.sql.dialect import insert
+from adapters.sql.jobs_tables import jobs
+from adapters.sql.metadata import UtcDateTime
+from adapters.sql.uow import NOTIFY_CHANNEL, SqlUnitOfWork
+from application.ports.jobs import ClaimedJob, NewJob
+from application.ports.platform import Clock
+
+
+def _earlier(a: Any, b: Any) -> Any:
+    return sa.case((a <= b, a), else_=b)
+
+
+class SqlJobQueue:
+    def __init__(self, uow: SqlUnitOfWork, clock: Clock) -> None:
+        self.uow, self.clock = uow, clock
+
+    async def schedule(self, job: NewJob) -> None:
+        conn = await self.uow.connection()
+        statement = insert(jobs, self.uow.dialect).values(
+            kind=job.kind, key=job.key, payload=dict(job.payload), priority=job.priority, due_at=job.due_at,
+            attempts=0, version=0, created_at=self.clock.now())
+        excluded = statement.excluded
+        await conn.execute(statement.on_conflict_do_update(
+            index_elements=[jobs.c.kind, jobs.c.key],
+            set_={"due_at": _earlier(jobs.c.due_at, excluded.due_at),
+                  "priority": sa.case((jobs.c.priority >= excluded.priority, jobs.c.priority),
+                                      else_=excluded.priority),
+                  "payload": excluded.payload, "version": jobs.c.version + 1, "failed_at": None}))
+        self.uow.created_work()  # wakes the runners once committed
+
+    async def claim(self, kind: str, owner: str, now: datetime, lease_until: datetime, limit: int, *,
+                    due_by: datetime | None = None) -> list[ClaimedJob]:
+        conn = await self.uow.connection()
+        due = (
+            sa.select(jobs.c.id)
+            .where(jobs.c.kind == kind, jobs.c.failed_at.is_(None), jobs.c.due_at <= (due_by or now),
+                   sa.or_(jobs.c.lease_expires_at.is_(None), jobs.c.lease_expires_at <= now))
+            .order_by(jobs.c.priority.desc(), jobs.c.due_at, jobs.c.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        rows = (await conn.execute(
+            jobs.update().where(jobs.c.id.in_(due.scalar_subquery()))
+            .values(attempts=jobs.c.attempts + 1, lease_owner=owner, lease_expires_at=lease_until)
+            .returning(jobs.c.id, jobs.c.kind, jobs.c.key, jobs.c.payload, jobs.c.priority, jobs.c.due_at,
+                       jobs.c.attempts, jobs.c.version)
+        )).all()
+        claimed = [ClaimedJob(r.id, r.kind, r.key, dict(r.payload or {}), r.priority, r.due_at, r.attempts, owner,
+                              lease_until, r.version) for r in rows]
+        return sorted(claimed, key=lambda j: (-j.priority, j.due_at, j.id))
+
+    def _held(self, job: ClaimedJob) -> Any:
+        return sa.and_(jobs.c.id == job.id, jobs.c.lease_owner == job.lease_owner)
+
+    async def complete(self, job: ClaimedJob, next_due: datetime | None) -> bool:
+        conn = await self.uow.connection()
+        row = (await conn.execute(
+            sa.select(jobs.c.version, jobs.c.due_at).where(self._held(job)).with_for_update())).first()
+        if row is None:
+            return False
+        if row.version != job.schedule_version:  # scheduled again while running: run again
+            next_due = row.due_at if next_due is None else min(next_due, row.due_at)
+        if next_due is None:
+            await conn.execute(jobs.delete().where(self._held(job)))
+        else:
+            await conn.execute(jobs.update().where(self._held(job)).values(
+                due_at=next_due, attempts=0, lease_owner=None, lease_expires_at=None, last_error=None))
+        return True
+
+    async def retry(self, job: ClaimedJob, due_at: datetime, error: str) -> bool:
+        conn = await self.uow.connection()
+        result = await conn.execute(jobs.update().where(self._held(job)).values(
+            due_at=due_at, lease_owner=None, lease_expires_at=None, last_error=error[:2000]))
+        return bool(result.rowcount)
+
+    async def fail(self, job: ClaimedJob, error: str, now: datetime) -> bool:
+        conn = await self.uow.connection()
+        result = await conn.execute(jobs.update().where(self._held(job)).values(
+            lease_owner=None, lease_expires_at=None, last_error=error[:2000], failed_at=now))
+        return bool(result.rowcount)
+
+    async def release(self, owner: str, job_ids: Sequence[int]) -> None:
+        if not job_ids:
+            return
+        conn = await self.uow.connection()
+        await conn.execute(jobs.update().where(jobs.c.id.in_(list(job_ids)), jobs.c.lease_owner == owner).values(
+            attempts=sa.case((jobs.c.attempts > 0, jobs.c.attempts - 1), else_=0),
+            lease_owner=None, lease_expires_at=None))
+
+    async def next_due(self, kinds: Sequence[str]) -> datetime | None:
+        conn = await self.uow.connection()
+        when = sa.case((jobs.c.lease_expires_at > jobs.c.due_at, jobs.c.lease_expires_at), else_=jobs.c.due_at)
+        earliest = sa.type_coerce(sa.func.min(when), UtcDateTime())
+        return (await conn.execute(
+            sa.select(earliest).where(jobs.c.kind.in_(list(kinds)), jobs.c.failed_at.is_(None)))).scalar()
+
+
+async def listen(engine: Any, on_notify: Any) -> Any:
+    """PostgreSQL: call ``on_notify()`` whenever a commit in any process created work. Returns the
+    connection holding the LISTEN (close it to stop); None on SQLite (in-process wake-ups only)."""
+    if engine.dialect.name != "postgresql":
+        return None
+    conn = await engine.connect()
+    raw = (await conn.get_raw_connection()).driver_connection
+    await raw.add_listener(NOTIFY_CHANNEL, lambda *_: on_notify())
+    return conn

@@ -1,0 +1,100 @@
+"""The job queue: due work claimed under a lease, run, and recorded (``application/jobs.py`` runs it).
+
+A job is a row: ``kind`` (which handler runs it), ``key`` (at most one job per kind and key, so
+a recurring job or a job per resource is scheduled, not duplicated), ``payload``, ``priority``
+(higher first) and ``due_at`` (earlier first among equal priorities). A claim leases a job to one
+owner until ``lease_expires_at``; a job whose owner died is claimed again once its lease expired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    kind: str
+    due_at: datetime
+    key: str = ""
+    """At most one job per (kind, key): scheduling an existing one moves it earlier, never later."""
+    payload: dict[str, Any] = field(default_factory=dict)
+    priority: int = 0
+    """Higher runs first; among equal priorities the earlier ``due_at``, then the older job."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    id: int
+    kind: str
+    key: str
+    payload: dict[str, Any]
+    priority: int
+    due_at: datetime
+    attempts: int
+    """Attempts so far, this one included."""
+    lease_owner: str
+    lease_expires_at: datetime
+    schedule_version: int
+    """Bumped by every ``schedule``: a run that finishes on an older version was overtaken by new work."""
+
+
+class JobQueue(Protocol):
+    """Request-scoped: every method works in the caller's unit of work (the caller commits)."""
+
+    async def schedule(self, job: NewJob) -> None:
+        """Create the job, or make the pending one of the same (kind, key) due no later than ``job.due_at``
+        (and at least ``job.priority``). A job being run is marked so it runs again after its run."""
+        ...
+
+    async def claim(self, kind: str, owner: str, now: datetime, lease_until: datetime, limit: int, *,
+                    due_by: datetime | None = None) -> list[ClaimedJob]:
+        """Lease up to ``limit`` due jobs of ``kind`` (not leased, or lease expired) in priority, due, id order.
+        Two claimers never get the same job (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one writer).
+        ``due_by`` (a wake-up) also claims jobs due up to then."""
+        ...
+
+    async def complete(self, job: ClaimedJob, next_due: datetime | None) -> bool:
+        """The run succeeded: delete the job, or keep it due at ``next_due`` (a recurring job), attempts reset.
+        A job scheduled again during the run stays due at the earlier of both times. False when the lease was
+        lost (another owner has it now)."""
+        ...
+
+    async def retry(self, job: ClaimedJob, due_at: datetime, error: str) -> bool:
+        """The run failed: release the lease, due again at ``due_at``, ``last_error`` kept."""
+        ...
+
+    async def fail(self, job: ClaimedJob, error: str, now: datetime) -> bool:
+        """The run failed for the last time: the job stays, ``failed_at`` set, never claimed again."""
+        ...
+
+    async def release(self, owner: str, job_ids: Sequence[int]) -> None:
+        """Give leases back unrun (a draining worker): due as before, the attempt not counted."""
+        ...
+
+    async def next_due(self, kinds: Sequence[str]) -> datetime | None:
+        """The earliest time a job of these kinds may be claimed (due, or its lease expires); None: no job."""
+        ...
+
+
+class JobSignal(Protocol):
+    """Wakes runners after a commit that created work (in-process; PostgreSQL also NOTIFYs other processes)."""
+
+    def notify(self) -> None: ...
+
+
+class JobUnit(Protocol):
+    """One unit of work: ports resolved in it share one transaction, committed by ``commit``."""
+
+    async def get(self, dependency: type[Any]) -> Any: ...
+
+    async def commit(self) -> None: ...
+
+
+class JobUnits(Protocol):
+    """Opens units of work (``async with units() as unit: ...``); leaving without commit rolls back."""
+
+    def __call__(self) -> AbstractAsyncContextManager[JobUnit]: ...

@@ -1,0 +1,206 @@
+"""The job runner on the memory queue with a ManualClock: due order, backoff with jitter, giving up, lease
+expiry, concurrency limits, drain on stop and wake-ups."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.memory.clock import ManualClock
+from application.jobs import JobKind, JobRunner, JobWakeUps, backoff
+from application.ports.jobs import ClaimedJob, JobQueue, NewJob
+from entrypoints.ioc import build_container
+from entrypoints.settings import Settings
+from entrypoints.worker import ContainerUnits
+from tests.conftest import ClockProvider
+
+T0 = datetime(2026, 4, 6, 8, tzinfo=UTC)
+BOUND = 5.0  # seconds a test waits at most for the runner's task (it never needs it)
+
+
+class FixedRandom:
+    """Jitter at a known point: ``uniform(low, high)`` returns ``low + fraction * (high - low)``."""
+
+    def __init__(self, fraction: float) -> None:
+        self.fraction = fraction
+
+    def uniform(self, low: float, high: float) -> float:
+        return low + self.fraction * (high - low)
+
+    def hex(self, nbytes: int) -> str:
+        return "0" * nbytes * 2
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+@pytest.fixture
+async def units(tmp_path: Path, clock: ManualClock) -> AsyncIterator[ContainerUnits]:
+    settings = Settings(database_url="memory://", var_dir=tmp_path, secret_key="test-secret-key")
+    container = build_container(settings, ClockProvider(clock))
+    yield ContainerUnits(container)
+    await container.close()
+
+
+async def _schedule(units: ContainerUnits, *jobs: NewJob) -> None:
+    async with units() as unit:
+        for job in jobs:
+            await (await unit.get(JobQueue)).schedule(job)
+        await unit.commit()
+
+
+async def _claim(units: ContainerUnits, kind: str, now: datetime) -> list[ClaimedJob]:
+    async with units() as unit:  # left without commit: rolled back, the probe leaves no lease behind
+        return await (await unit.get(JobQueue)).claim(kind, "probe", now, now + timedelta(seconds=1), 100)
+
+
+def _runner(units: ContainerUnits, clock: ManualClock, *kinds: JobKind, **options: Any) -> JobRunner:
+    return JobRunner(kinds, units, clock, FixedRandom(0.0), "runner-1", **options)
+
+
+async def test_due_jobs_run_in_priority_order_and_later_ones_wait(units: ContainerUnits, clock: ManualClock) -> None:
+    ran: list[str] = []
+
+    async def handler(job: ClaimedJob) -> None:
+        ran.append(job.key)
+
+    await _schedule(units, NewJob("k", T0, "campaign"), NewJob("k", T0, "single", priority=10),
+                    NewJob("k", T0 + timedelta(minutes=1), "later"))
+    runner = _runner(units, clock, JobKind("k", handler))
+    assert await runner.run_due() == 2
+    assert ran == ["single", "campaign"]
+    assert await runner.run_due() == 0
+    clock.advance(minutes=1)
+    assert await runner.run_due() == 1 and ran[-1] == "later"
+
+
+async def test_a_failing_job_backs_off_exponentially_with_jitter_then_gives_up(
+        units: ContainerUnits, clock: ManualClock) -> None:
+    attempts: list[int] = []
+
+    async def flaky(job: ClaimedJob) -> None:
+        attempts.append(job.attempts)
+        raise RuntimeError("receiver down")
+
+    kind = JobKind("flaky", flaky, max_attempts=3, backoff_base=timedelta(seconds=10))
+    assert backoff(kind, 3, FixedRandom(1.0)) == timedelta(seconds=40)
+    assert backoff(kind, 3, FixedRandom(0.0)) == timedelta(seconds=20)  # jitter: between half and the whole
+    assert backoff(JobKind("x", flaky, backoff_max=timedelta(seconds=30)), 20, FixedRandom(1.0)).total_seconds() == 30
+    runner = JobRunner([kind], units, clock, FixedRandom(0.5), "runner-1")
+    await _schedule(units, NewJob("flaky", T0, "one"))
+    assert await runner.run_due() == 1
+    clock.advance(seconds=7.4)
+    assert await runner.run_due() == 0  # 10 s * 0.75
+    clock.advance(seconds=0.1)
+    assert await runner.run_due() == 1
+    clock.advance(seconds=14.9)
+    assert await runner.run_due() == 0  # 20 s * 0.75
+    clock.advance(seconds=0.1)
+    assert await runner.run_due() == 1
+    clock.advance(days=30)
+    assert await runner.run_due() == 0  # the third attempt was the last: the job failed for good
+    assert attempts == [1, 2, 3]
+
+
+async def test_a_crashed_owners_job_is_taken_over_after_its_lease(units: ContainerUnits, clock: ManualClock) -> None:
+    ran: list[int] = []
+
+    async def handler(job: ClaimedJob) -> None:
+        ran.append(job.attempts)
+
+    await _schedule(units, NewJob("k", T0, "only"))
+    async with units() as unit:  # a worker claims it and dies
+        await (await unit.get(JobQueue)).claim("k", "crashed", T0, T0 + timedelta(seconds=60), 1)
+        await unit.commit()
+    runner = _runner(units, clock, JobKind("k", handler))
+    clock.advance(seconds=59)
+    assert await runner.run_due() == 0
+    clock.advance(seconds=1)
+    assert await runner.run_due() == 1 and ran == [2]
+
+
+async def test_a_recurring_job_is_due_again_when_its_handler_says(units: ContainerUnits, clock: ManualClock) -> None:
+    async def tick(job: ClaimedJob) -> datetime:
+        return clock.now() + timedelta(minutes=10)
+
+    runner = _runner(units, clock, JobKind("tick", tick, recurring=True))
+    await runner.start()
+    assert await runner.run_due() == 1
+    clock.advance(minutes=9)
+    assert await runner.run_due() == 0
+    clock.advance(minutes=1)
+    assert await runner.run_due() == 1
+
+
+async def test_the_runner_holds_its_concurrency_limit_and_drains_on_stop(
+        units: ContainerUnits, clock: ManualClock) -> None:
+    started: list[str] = []
+    release = asyncio.Event()
+    two_running = asyncio.Event()
+
+    async def slow(job: ClaimedJob) -> None:
+        started.append(job.key)
+        if len(started) == 2:
+            two_running.set()
+        await release.wait()
+
+    await _schedule(units, *(NewJob("slow", T0, f"j{n}") for n in range(5)))
+    runner = _runner(units, clock, JobKind("slow", slow, concurrency=2), grace_seconds=BOUND)
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    await asyncio.wait_for(two_running.wait(), BOUND)
+    for _ in range(20):
+        await asyncio.sleep(0)  # let the runner look again: its slots are full
+    assert len(started) == 2
+    stop.set()  # drain: nothing new is claimed, the two in flight finish
+    release.set()
+    await asyncio.wait_for(task, BOUND)
+    assert len(started) == 2
+    assert sorted(j.key for j in await _claim(units, "slow", T0)) == ["j2", "j3", "j4"]  # the two finished
+
+
+async def test_a_drain_past_its_grace_releases_the_leases(units: ContainerUnits, clock: ManualClock) -> None:
+    running = asyncio.Event()
+
+    async def stuck(job: ClaimedJob) -> None:
+        running.set()
+        await asyncio.Event().wait()
+
+    await _schedule(units, NewJob("stuck", T0, "j"))
+    runner = _runner(units, clock, JobKind("stuck", stuck), grace_seconds=0)
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    await asyncio.wait_for(running.wait(), BOUND)
+    stop.set()
+    await asyncio.wait_for(task, BOUND)
+    [job] = await _claim(units, "stuck", T0)  # released at once, not after its 60 s lease
+    assert job.attempts == 1  # the interrupted attempt does not count
+
+
+async def test_a_wake_up_runs_an_on_wake_job_before_it_is_due(units: ContainerUnits, clock: ManualClock) -> None:
+    ran = asyncio.Event()
+
+    async def look(job: ClaimedJob) -> datetime:
+        ran.set()
+        return clock.now() + timedelta(hours=1)
+
+    await _schedule(units, NewJob("look", T0 + timedelta(hours=1)))
+    wake_ups = JobWakeUps()
+    runner = _runner(units, clock, JobKind("look", look, on_wake=True), wake=wake_ups.subscribe(),
+                     safety_poll_seconds=3600)
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not ran.is_set()  # not due, and the runner sleeps (the safety poll is an hour)
+    wake_ups.notify()
+    await asyncio.wait_for(ran.wait(), BOUND)
+    stop.set()
+    await asyncio.wait_for(task, BOUND)

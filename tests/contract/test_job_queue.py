@@ -1,0 +1,144 @@
+"""The job queue behaves the same on memory, SQLite and PostgreSQL: priority then due order, leases that
+expire, rescheduling, retry and failure; on PostgreSQL concurrent claimers never share a job."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.memory.clock import ManualClock
+from application.ports.jobs import ClaimedJob, JobQueue, NewJob
+from application.ports.platform import UnitOfWork
+from entrypoints.ioc import build_container
+from entrypoints.settings import Settings
+from tests.conftest import ClockProvider
+
+T0 = datetime(2026, 4, 6, 8, tzinfo=UTC)
+LEASE = timedelta(seconds=30)
+
+
+def _kind() -> str:
+    return f"test.{uuid.uuid4().hex[:12]}"  # the database is shared by the run: each test its own kind
+
+
+async def _do(container: Any, work: Any) -> Any:
+    async with container() as r:
+        result = await work(await r.get(JobQueue))
+        await (await r.get(UnitOfWork)).commit()
+        return result
+
+
+async def _claim(container: Any, kind: str, owner: str, now: datetime, limit: int = 10) -> list[ClaimedJob]:
+    return await _do(container, lambda q: q.claim(kind, owner, now, now + LEASE, limit))
+
+
+async def test_claims_follow_priority_then_due_time(container: Any) -> None:
+    kind = _kind()
+    for key, priority, due in [("campaign-1", 0, T0), ("campaign-2", 0, T0 - timedelta(minutes=1)),
+                               ("single-late", 10, T0), ("single-early", 10, T0 - timedelta(seconds=1)),
+                               ("future", 99, T0 + timedelta(hours=1))]:
+        await _do(container, lambda q, k=key, p=priority, d=due: q.schedule(NewJob(kind, d, k, {"n": k}, p)))
+    claimed = await _claim(container, kind, "w1", T0)
+    assert [j.key for j in claimed] == ["single-early", "single-late", "campaign-2", "campaign-1"]
+    assert claimed[0].payload == {"n": "single-early"} and claimed[0].attempts == 1
+    assert await _do(container, lambda q: q.next_due([kind])) == T0 + LEASE  # the claimed ones come back then
+
+
+async def test_a_campaign_backlog_never_starves_a_single_call(container: Any) -> None:
+    kind = _kind()
+    for n in range(30):  # a dialer queued a backlog long ago
+        await _do(container, lambda q, n=n: q.schedule(NewJob(kind, T0 - timedelta(hours=1), f"campaign-{n}")))
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0, "single", priority=10)))
+    first = await _claim(container, kind, "w1", T0, limit=1)
+    assert [j.key for j in first] == ["single"]
+
+
+async def test_a_lease_expires_and_another_owner_takes_the_job_over(container: Any) -> None:
+    kind = _kind()
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0, "only")))
+    [held] = await _claim(container, kind, "crashed", T0)
+    assert await _claim(container, kind, "other", T0 + LEASE - timedelta(seconds=1)) == []
+    assert await _do(container, lambda q: q.next_due([kind])) == T0 + LEASE
+    [taken] = await _claim(container, kind, "other", T0 + LEASE)
+    assert taken.id == held.id and taken.attempts == 2 and taken.lease_owner == "other"
+    assert await _do(container, lambda q: q.complete(held, None)) is False  # the old owner lost it
+    assert await _do(container, lambda q: q.complete(taken, None)) is True
+    assert await _do(container, lambda q: q.next_due([kind])) is None
+
+
+async def test_recurring_jobs_retries_failures_and_releases(container: Any) -> None:
+    kind = _kind()
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0, "tick")))
+    [job] = await _claim(container, kind, "w", T0)
+    assert await _do(container, lambda q: q.complete(job, T0 + timedelta(minutes=10)))
+    assert await _claim(container, kind, "w", T0 + timedelta(minutes=9)) == []
+    [job] = await _claim(container, kind, "w", T0 + timedelta(minutes=10))
+    assert job.attempts == 1  # a completed run resets the attempts
+    assert await _do(container, lambda q: q.retry(job, T0 + timedelta(minutes=11), "boom"))
+    assert await _claim(container, kind, "w", T0 + timedelta(minutes=10, seconds=59)) == []
+    [job] = await _claim(container, kind, "w", T0 + timedelta(minutes=11))
+    assert job.attempts == 2
+    await _do(container, lambda q: q.release("w", [job.id]))  # a draining runner gives it back unrun
+    [job] = await _claim(container, kind, "w2", T0 + timedelta(minutes=11))
+    assert job.attempts == 2
+    assert await _do(container, lambda q: q.fail(job, "gave up", T0))
+    assert await _claim(container, kind, "w", T0 + timedelta(days=1)) == []
+    assert await _do(container, lambda q: q.next_due([kind])) is None
+
+
+async def test_scheduling_again_moves_earlier_and_reruns_a_job_in_flight(container: Any) -> None:
+    kind = _kind()
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0 + timedelta(hours=1), "k")))
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0 + timedelta(hours=2), "k")))  # never later
+    assert await _do(container, lambda q: q.next_due([kind])) == T0 + timedelta(hours=1)
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0, "k")))
+    [job] = await _claim(container, kind, "w", T0)
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0, "k")))  # new work while it runs
+    assert await _do(container, lambda q: q.complete(job, None))
+    [again] = await _claim(container, kind, "w", T0)  # not deleted: it runs again
+    assert again.id == job.id
+    assert await _do(container, lambda q: q.complete(again, None))
+    assert await _do(container, lambda q: q.next_due([kind])) is None
+
+
+async def test_a_wake_up_claims_a_job_before_it_is_due(container: Any) -> None:
+    kind = _kind()
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0 + timedelta(minutes=5), "w")))
+    assert await _claim(container, kind, "w", T0) == []
+    woken = await _do(container, lambda q: q.claim(kind, "w", T0, T0 + LEASE, 1, due_by=T0 + timedelta(days=1)))
+    assert [j.key for j in woken] == ["w"]
+
+
+@pytest.mark.postgres
+async def test_concurrent_claimers_never_share_a_job_on_postgresql(postgres_url: str, tmp_root: Path) -> None:
+    clock = ManualClock(T0)
+    settings = Settings(database_url=postgres_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
+                        db_pool_size=20)
+    container = build_container(settings, ClockProvider(clock))
+    kind = _kind()
+    try:
+        async with container() as r:
+            queue = await r.get(JobQueue)
+            for n in range(200):
+                await queue.schedule(NewJob(kind, T0, f"job-{n}"))
+            await (await r.get(UnitOfWork)).commit()
+
+        async def claimer(name: str) -> list[int]:
+            got: list[int] = []
+            while True:
+                batch = await _claim(container, kind, name, T0, limit=7)
+                if not batch:
+                    return got
+                got.extend(j.id for j in batch)
+
+        results = await asyncio.gather(*(claimer(f"w{n}") for n in range(8)))
+        everything = [job_id for ids in results for job_id in ids]
+        assert len(everything) == 200 and len(set(everything)) == 200
+        assert sum(1 for ids in results if ids) > 1  # the claimers really ran side by side
+    finally:
+        await container.close()
