@@ -23,7 +23,7 @@ from application.ports.scheduling import (
     ScheduleReader,
 )
 from domain.errors import Conflict, NotFound, ValidationFailed
-from domain.events import DomainEvent
+from domain.events import EventType
 from domain.patching import apply_patch
 from domain.scheduling import (
     APPOINTMENT_MACHINE,
@@ -51,9 +51,6 @@ from domain.scheduling import (
     validate_timezone,
 )
 
-BOOKED = "appointment.booked"
-CANCELLED = "appointment.cancelled"
-RESCHEDULED = "appointment.rescheduled"
 FEED_TOKEN_BYTES = 24
 
 CALENDAR_FIELDS = frozenset({"name", "timezone", "slot_duration_minutes", "buffer_minutes", "min_notice_minutes",
@@ -464,7 +461,7 @@ async def _book(uow: UnitOfWork, appointments: AppointmentRepository, calendar: 
     )
     stored = await appointments.add(appointment)
     if stored.status == "confirmed":
-        uow.record(DomainEvent(stored.organization_id, BOOKED, appointment_view(stored)))
+        uow.record(EventType.APPOINTMENT_BOOKED(stored.organization_id, appointment_view(stored)))
     return stored
 
 
@@ -550,14 +547,14 @@ class RescheduleAppointment:
         replacement = await self.appointments.add(current.replacement(slot, now))
         data = appointment_view(replacement)
         data["previous_appointment"] = appointment_view(previous)
-        self.uow.record(DomainEvent(actor.organization_id, RESCHEDULED, data))
+        self.uow.record(EventType.APPOINTMENT_RESCHEDULED(actor.organization_id, data))
         return Rescheduling(previous, replacement)
 
 
 class _Move:
     """A status move of one appointment under its row lock, with the event it causes."""
 
-    event: str | None = None
+    event: EventType | None = None
 
     def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
                  clock: Clock) -> None:
@@ -570,14 +567,14 @@ class _Move:
         current = await _appointment_under_calendar_lock(self.calendars, self.appointments, actor, appointment_id)
         moved = await self.appointments.update(self.apply(current, self.clock.now()))
         if self.event is not None:
-            self.uow.record(DomainEvent(actor.organization_id, self.event, appointment_view(moved)))
+            self.uow.record(self.event(actor.organization_id, appointment_view(moved)))
         return moved
 
 
 class ApproveAppointment(_Move):
     """pending -> confirmed (event appointment.booked)."""
 
-    event = BOOKED
+    event = EventType.APPOINTMENT_BOOKED
 
     def apply(self, appointment: Appointment, now: datetime) -> Appointment:
         return appointment.approve(now)
@@ -586,7 +583,7 @@ class ApproveAppointment(_Move):
 class DeclineAppointment(_Move):
     """pending -> cancelled, reason declined (event appointment.cancelled)."""
 
-    event = CANCELLED
+    event = EventType.APPOINTMENT_CANCELLED
 
     def apply(self, appointment: Appointment, now: datetime) -> Appointment:
         return appointment.decline(now)
@@ -595,7 +592,7 @@ class DeclineAppointment(_Move):
 class CancelAppointment(_Move):
     """pending or confirmed -> cancelled, reason cancelled (event appointment.cancelled)."""
 
-    event = CANCELLED
+    event = EventType.APPOINTMENT_CANCELLED
 
     def apply(self, appointment: Appointment, now: datetime) -> Appointment:
         return appointment.cancel(now)

@@ -17,6 +17,7 @@ from adapters.memory.accounts import (
     InMemoryUserRepository,
 )
 from adapters.memory.agents import InMemoryAgentRepository
+from adapters.memory.outbox import InMemoryOutboxReader
 from adapters.memory.store import InMemoryStore, InMemoryUnitOfWork
 from adapters.sql.accounts import (
     SqlApiKeyRepository,
@@ -27,6 +28,7 @@ from adapters.sql.accounts import (
 )
 from adapters.sql.agents import SqlAgentRepository
 from adapters.sql.engine import create_engine
+from adapters.sql.outbox import SqlOutboxReader
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
 from application import accounts, agents
@@ -39,6 +41,7 @@ from application.ports.accounts import (
     UserRepository,
 )
 from application.ports.agents import AgentCalendars, AgentRepository
+from application.ports.events import OutboxReader
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox
 from domain.rate_limit import Window, default_windows
@@ -116,6 +119,7 @@ class SqlProvider(Provider):
     users = provide(SqlUserRepository, provides=UserRepository, scope=Scope.REQUEST)
     idempotency = provide(SqlIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
     agents = provide(SqlAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
+    outbox = provide(SqlOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
 
     @provide(scope=Scope.REQUEST)
     def limiter(self, settings: Settings, memory: InMemoryRateLimiter, uow: SqlUnitOfWork) -> RateLimiter:
@@ -140,6 +144,7 @@ class MemoryProvider(Provider):
     users = provide(InMemoryUserRepository, provides=UserRepository, scope=Scope.REQUEST)
     idempotency = provide(InMemoryIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
     agents = provide(InMemoryAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
+    outbox = provide(InMemoryOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
 
     @provide(scope=Scope.REQUEST)
     def limiter(self, memory: InMemoryRateLimiter) -> RateLimiter:

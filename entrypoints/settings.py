@@ -48,6 +48,8 @@ class Settings:
     """The base of links Parley hands out; empty: the base URL of the request that asked for the link."""
     extraction_timeout_seconds: float = 30.0
     extraction_memory_mb: int = 1024
+    outbox_retention_days: float = 7.0
+    """How long an outbox event every consumer has processed is kept before housekeeping purges it."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, *, dotenv: Path | None = Path(".env")) -> Settings:
@@ -75,6 +77,7 @@ class Settings:
             public_base_url=get("PUBLIC_BASE_URL") or base.public_base_url,
             extraction_timeout_seconds=float(get("EXTRACTION_TIMEOUT_SECONDS") or base.extraction_timeout_seconds),
             extraction_memory_mb=int(get("EXTRACTION_MEMORY_MB") or base.extraction_memory_mb),
+            outbox_retention_days=float(get("OUTBOX_RETENTION_DAYS") or base.outbox_retention_days),
         )
 
     def with_secret_key(self) -> Settings:

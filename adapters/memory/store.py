@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from application.ports.platform import Clock
-from domain.events import DomainEvent
+from domain.events import DomainEvent, require_catalogued
 
 
 class InMemoryStore:
@@ -16,6 +16,7 @@ class InMemoryStore:
         self.tables: dict[str, dict[Any, Any]] = defaultdict(dict)
         self.sequences: dict[str, int] = defaultdict(int)
         self.outbox: list[tuple[int, DomainEvent, Any]] = []
+        """(id, event, recorded at), in id order; read by adapters/memory/outbox.py."""
         self.lock = asyncio.Lock()
 
     def next_id(self, table: str) -> int:
@@ -27,25 +28,26 @@ class InMemoryUnitOfWork:
     def __init__(self, store: InMemoryStore, clock: Clock) -> None:
         self.store = store
         self.clock = clock
-        self._snapshot: tuple[Any, Any, int] | None = None
+        self._snapshot: tuple[Any, Any, list[Any]] | None = None
         self._events: list[DomainEvent] = []
 
     async def tables(self) -> dict[str, dict[Any, Any]]:
         if self._snapshot is None:
             await self.store.lock.acquire()
             self._snapshot = (copy.deepcopy(self.store.tables), copy.deepcopy(self.store.sequences),
-                              len(self.store.outbox))
+                              list(self.store.outbox))
         return self.store.tables
 
     def record(self, event: DomainEvent) -> None:
-        self._events.append(event)
+        """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox."""
+        self._events.append(require_catalogued(event))
 
     async def commit(self) -> None:
         if self._events:
             await self.tables()
             now = self.clock.now()
             for event in self._events:
-                self.store.outbox.append((self.store.next_id("outbox"), event, now))
+                self.store.outbox.append((self.store.next_id("outbox"), require_catalogued(event), now))
             self._events.clear()
         if self._snapshot is not None:
             self._snapshot = None
@@ -54,12 +56,12 @@ class InMemoryUnitOfWork:
     async def rollback(self) -> None:
         self._events.clear()
         if self._snapshot is not None:
-            tables, sequences, outbox_len = self._snapshot
+            tables, sequences, outbox = self._snapshot
             self.store.tables.clear()
             self.store.tables.update(tables)
             self.store.sequences.clear()
             self.store.sequences.update(sequences)
-            del self.store.outbox[outbox_len:]
+            self.store.outbox[:] = outbox
             self._snapshot = None
             self.store.lock.release()
 

@@ -1,14 +1,17 @@
-"""Housekeeping job: purges expired idempotency records and ended rate-limit windows."""
+"""Housekeeping job: purges expired idempotency records, ended rate-limit windows, and outbox events
+every consumer has processed once the retention window (PARLEY_OUTBOX_RETENTION_DAYS) has passed."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from datetime import timedelta
 
-from dishka import AsyncContainer, Provider, Scope, provide_all
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from application.housekeeping import PurgeExpired
+from application.outbox import OutboxPolicy, PurgeConsumedEvents
 from application.ports.platform import UnitOfWork
 from entrypoints.settings import Settings
 
@@ -18,7 +21,11 @@ INTERVAL_SECONDS = 600.0
 
 class HousekeepingProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(PurgeExpired)
+    cases = provide_all(PurgeExpired, PurgeConsumedEvents)
+
+    @provide(scope=Scope.APP)
+    def outbox_policy(self, settings: Settings) -> OutboxPolicy:
+        return OutboxPolicy(retention=timedelta(days=settings.outbox_retention_days))
 
 
 def providers(settings: Settings) -> list[Provider]:
@@ -28,10 +35,11 @@ def providers(settings: Settings) -> list[Provider]:
 async def purge_once(container: AsyncContainer) -> None:
     async with container() as request:
         purged = await (await request.get(PurgeExpired)).execute()
+        events = await (await request.get(PurgeConsumedEvents)).execute()
         await (await request.get(UnitOfWork)).commit()
-    if purged.idempotency_records or purged.rate_limit_windows:
-        log.info("purged %d idempotency records and %d rate-limit windows", purged.idempotency_records,
-                 purged.rate_limit_windows)
+    if purged.idempotency_records or purged.rate_limit_windows or events:
+        log.info("purged %d idempotency records, %d rate-limit windows and %d outbox events",
+                 purged.idempotency_records, purged.rate_limit_windows, events)
 
 
 async def housekeeping(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:

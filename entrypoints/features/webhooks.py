@@ -5,10 +5,10 @@ from __future__ import annotations
 from dishka import Provider, Scope, provide, provide_all
 
 from adapters.egress import HttpxSafeHttp, SystemResolver
-from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemoryOutboxReader, InMemorySubscriptionRepository
-from adapters.sql.webhooks import SqlDeliveryRepository, SqlOutboxReader, SqlSubscriptionRepository
+from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemorySubscriptionRepository
+from adapters.sql.webhooks import SqlDeliveryRepository, SqlSubscriptionRepository
 from application import webhooks as uc
-from application.ports.webhooks import DeliveryRepository, OutboxReader, SubscriptionRepository, WebhookHttp
+from application.ports.webhooks import DeliveryRepository, SubscriptionRepository, WebhookHttp
 from domain.webhooks import USER_AGENT
 from entrypoints.http.routes import webhooks as routes
 from entrypoints.settings import Settings
@@ -37,7 +37,6 @@ class SqlWebhookProvider(Provider):
 
     subscriptions = provide(SqlSubscriptionRepository, provides=SubscriptionRepository)
     deliveries = provide(SqlDeliveryRepository, provides=DeliveryRepository)
-    outbox = provide(SqlOutboxReader, provides=OutboxReader)
 
 
 class MemoryWebhookProvider(Provider):
@@ -45,7 +44,6 @@ class MemoryWebhookProvider(Provider):
 
     subscriptions = provide(InMemorySubscriptionRepository, provides=SubscriptionRepository)
     deliveries = provide(InMemoryDeliveryRepository, provides=DeliveryRepository)
-    outbox = provide(InMemoryOutboxReader, provides=OutboxReader)
 
 
 class WebhookUseCaseProvider(Provider):

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from application.ports.platform import UnitOfWork
-from domain.webhooks import event
+from domain.events import event
 from entrypoints.ioc import build_container
 from entrypoints.webhook_jobs import WorkerOptions, deliver_once, webhooks_job
 from tests.conftest import ApiFactory
