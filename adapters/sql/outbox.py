@@ -29,7 +29,13 @@ class SqlOutboxReader:
         return conn
 
     async def pending(self, consumer: str, limit: int) -> list[EventRecord]:
-        conn = await self._register(consumer)
+        conn = await self.uow.connection()
+        seen = (await conn.execute(sa.select(cursors.c.last_id).where(cursors.c.consumer == consumer))).scalar()
+        if seen is not None and (await conn.execute(
+                sa.select(outbox_events.c.id).where(outbox_events.c.id > seen).limit(1))).first() is None:
+            return []  # nothing new: an idle poll neither writes nor locks
+        if seen is None:
+            await self._register(consumer)
         # one pass per consumer at a time (another pass skips): the consumer then sees events in id
         # order, which the in-order delivery of a resource's events relies on (SQLite: one writer)
         last_id = (await conn.execute(
