@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from application.context import Actor
-from domain.calls import iso
 from domain.errors import NotFound
+from domain.rfc3339 import format_utc_or_none
 
 log = logging.getLogger("parley.calls")
 
@@ -25,8 +25,8 @@ def _booking(appointment: Any, calendar_id: int, timezone: str | None) -> dict[s
     return {
         "appointment_id": getattr(appointment, "id", None),
         "calendar_id": calendar_id,
-        "slot_start": iso(getattr(appointment, "slot_start", None)),
-        "slot_end": iso(getattr(appointment, "slot_end", None)),
+        "slot_start": format_utc_or_none(getattr(appointment, "slot_start", None)),
+        "slot_end": format_utc_or_none(getattr(appointment, "slot_end", None)),
         "status": getattr(appointment, "status", None),
         "timezone": timezone,
     }

@@ -1,9 +1,9 @@
 """Webhook use cases: subscriptions (create, read, change, delete, test, rotate the secret, read
 the log, redeliver) and the worker's steps (dispatch the outbox, claim, send, record, release).
 
-Other features emit events with ``uow.record(domain.events.APPOINTMENT_BOOKED(org_id, data))``
-inside their use case; nothing else is needed to reach subscribers: the dispatcher is the outbox's
-``webhooks`` consumer (application/outbox.py).
+Other features emit events with ``uow.record(EventType.APPOINTMENT_BOOKED(org_id, data))``
+(``domain.events``) inside their use case; nothing else is needed to reach subscribers: the
+dispatcher is the outbox's ``webhooks`` consumer (application/outbox.py).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from application.ports.webhooks import (
 from domain import webhooks as wh
 from domain.errors import BlockedAddress, Conflict, DomainError, NotFound, ValidationFailed
 from domain.patching import apply_patch
+from domain.rfc3339 import format_utc_millis
 from domain.webhooks import Delivery, DeliveryAttempt, Subscription, Verdict
 
 log = logging.getLogger("parley.webhooks")
@@ -378,7 +379,7 @@ class SendDelivery:
             log.warning("webhook delivery failed: webhook %s, event %s, delivery %s, attempt %d, status %s: %s; %s",
                         subscription.id, delivery.event_type, delivery.id, delivery.attempts, status or "-",
                         verdict.error,
-                        f"next attempt at {wh.iso(verdict.next_attempt_at)}" if verdict.next_attempt_at
+                        f"next attempt at {format_utc_millis(verdict.next_attempt_at)}" if verdict.next_attempt_at
                         else "no further automatic attempt")
         return DeliveryOutcome(claimed, verdict, attempt, self.clock.now())
 

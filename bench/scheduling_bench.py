@@ -51,16 +51,10 @@ from application.accounts import (  # noqa: E402
 from application.context import Actor  # noqa: E402
 from application.ports.platform import Clock, UnitOfWork  # noqa: E402
 from application.ports.scheduling import AppointmentRepository, CalendarRepository  # noqa: E402
-from application.scheduling import AvailabilityQuery, GetAvailability  # noqa: E402
-from domain.scheduling import (  # noqa: E402
-    Appointment,
-    AvailabilityRule,
-    Blackout,
-    Calendar,
-    HeldIntervals,
-    open_slots,
-    parse_hhmm,
-)
+from application.scheduling.availability import AvailabilityQuery, GetAvailability  # noqa: E402
+from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar, HeldIntervals  # noqa: E402
+from domain.scheduling.rules import parse_hhmm  # noqa: E402
+from domain.scheduling.slots import open_slots  # noqa: E402
 from entrypoints.http.app import create_app  # noqa: E402
 from entrypoints.ioc import build_container, http_container  # noqa: E402
 from entrypoints.runtime import TransactionMode  # noqa: E402

@@ -27,11 +27,12 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from domain.errors import InvalidTransition
+from domain.errors import InvalidTransition, ValidationFailed
 from domain.events import EventType
+from domain.rfc3339 import format_utc_or_none
 from domain.state_machine import TransitionTable
+from domain.timezones import zone_of
 
 STATUSES = ("queued", "ringing", "in_progress", "completed", "busy", "no_answer", "failed", "voicemail",
             "cancelled", "transferred")
@@ -197,11 +198,11 @@ class Call:
             "duration_seconds": self.duration_seconds,
             "transferred_to": self.transferred_to,
             "call_log_id": self.call_log_id,
-            "created_at": iso(self.created_at),
-            "updated_at": iso(self.updated_at),
-            "started_at": iso(self.started_at),
-            "answered_at": iso(self.answered_at),
-            "ended_at": iso(self.ended_at),
+            "created_at": format_utc_or_none(self.created_at),
+            "updated_at": format_utc_or_none(self.updated_at),
+            "started_at": format_utc_or_none(self.started_at),
+            "answered_at": format_utc_or_none(self.answered_at),
+            "ended_at": format_utc_or_none(self.ended_at),
         }
 
 
@@ -232,11 +233,6 @@ class CallLog:
         return self.recording_key is not None
 
 
-def iso(value: datetime | None) -> str | None:
-    """RFC 3339 in UTC with a trailing Z (as the HTTP layer renders datetimes)."""
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
-
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December")
@@ -246,8 +242,8 @@ def spoken_time(value: datetime, tz_name: str | None) -> str:
     """An instant as an agent says it to a caller, in the zone ``tz_name``: "Tuesday, March 3 at 2:30 PM".
     Without a usable zone it is said in UTC, and says so ("... at 2:30 PM UTC")."""
     try:
-        zone = ZoneInfo(tz_name) if tz_name else None
-    except (ZoneInfoNotFoundError, ValueError):
+        zone = zone_of(tz_name) if tz_name else None
+    except ValidationFailed:
         zone = None
     local = value.astimezone(zone or UTC)
     hour = local.hour % 12 or 12

@@ -15,6 +15,7 @@ from typing import Any
 from domain.addresses import check_url, ensure_public
 from domain.errors import BlockedAddress, InvalidTransition, ValidationFailed
 from domain.events import CATALOGUE, EventType, subject_of
+from domain.rfc3339 import format_utc_millis
 from domain.state_machine import TransitionTable
 
 # -- events a subscription can ask for (the catalogue is domain.events) -------------------------
@@ -214,14 +215,9 @@ class DeliveryAttempt:
     next_retry_at: datetime | None = None
 
 
-def iso(value: datetime) -> str:
-    """RFC 3339 / ISO 8601 in UTC with a trailing Z and millisecond precision."""
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def delivery_body(event_type: str, occurred_at: datetime, data: Mapping[str, Any]) -> bytes:
     """The JSON body of a delivery: ``{"event", "timestamp", "data"}`` (compact, UTF-8)."""
-    document = {"event": event_type, "timestamp": iso(occurred_at), "data": data}
+    document = {"event": event_type, "timestamp": format_utc_millis(occurred_at), "data": data}
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
@@ -308,7 +304,7 @@ def failing_too_long(failing_since: datetime | None, now: datetime) -> bool:
 
 
 def failure_reason(failing_since: datetime, last_error: str | None) -> str:
-    reason = f"deliveries have failed without a success since {iso(failing_since)} (5 days)"
+    reason = f"deliveries have failed without a success since {format_utc_millis(failing_since)} (5 days)"
     return f"{reason}; last error: {last_error}" if last_error else reason
 
 
@@ -377,5 +373,5 @@ def sample_event_data(subscription: Subscription, now: datetime) -> dict[str, An
         "subscription_id": subscription.id,
         "subscription_name": subscription.name,
         "message": "This is a test event from Parley. No action is needed.",
-        "sent_at": iso(now),
+        "sent_at": format_utc_millis(now),
     }

@@ -20,6 +20,7 @@ from application.accounts import (
 )
 from application.ports.platform import UnitOfWork
 from domain.errors import DomainError
+from domain.rfc3339 import format_utc_or_none
 from entrypoints.ioc import build_container
 from entrypoints.runtime import configure_logging
 from entrypoints.settings import Settings
@@ -52,10 +53,6 @@ def _print(obj: dict[str, Any]) -> None:
     print(json.dumps(obj, default=str))
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value else None
-
-
 async def create_org(settings: Settings, name: str, plan: str, org_type: str, parent: int | None) -> dict[str, Any]:
     async def work(r: Any) -> dict[str, Any]:
         org = await (await r.get(CreateOrganization)).execute(CreateOrganizationCommand(name, plan, org_type, parent))
@@ -72,7 +69,7 @@ async def create_key(settings: Settings, org: int, scopes: list[str], name: str,
         issued = await (await r.get(IssueApiKey)).execute(IssueApiKeyCommand(org, name, tuple(scopes), expires))
         rec = issued.record
         return {"id": rec.id, "key": issued.secret, "organization_id": rec.organization_id, "name": rec.name,
-                "scopes": list(rec.scopes), "expires_at": _iso(rec.expires_at)}
+                "scopes": list(rec.scopes), "expires_at": format_utc_or_none(rec.expires_at)}
 
     return await _in_transaction(settings, work)
 

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import icalendar
 
-from domain.scheduling import ICS_STATUS, Appointment, Calendar, ics_uid
+from domain.scheduling.feeds import ICS_STATUS, ics_uid
+from domain.scheduling.model import Appointment, Calendar
 
 PRODID = "-//Parley//Scheduling//EN"
 

@@ -10,7 +10,7 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.scheduling import AppointmentFilter
 from domain.errors import SlotUnavailable
-from domain.scheduling import (
+from domain.scheduling.model import (
     BUSY_STATUSES,
     SLOT_HOLDING_STATUSES,
     Appointment,

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from application.ports.platform import Page, PageRequest
-from domain.scheduling import Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot, Schedule
+from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot, Schedule
 
 
 @dataclass(frozen=True, slots=True)

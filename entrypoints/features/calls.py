@@ -159,25 +159,27 @@ def booking_provider() -> Provider:
     (``application.scheduling``), else a booker that never books."""
     if importlib.util.find_spec("application.scheduling") is None:
         return NoBookingProvider()
-    scheduling = importlib.import_module("application.scheduling")
+    availability = importlib.import_module("application.scheduling.availability")
+    booking = importlib.import_module("application.scheduling.booking")
+    calendars = importlib.import_module("application.scheduling.calendars")
 
-    if hasattr(scheduling, "BookNextOpenSlot"):
+    if hasattr(booking, "BookNextOpenSlot"):
         def booker(book_next_open_slot: Any, get_calendar: Any) -> AppointmentBooker:
-            return AtomicSchedulingAppointmentBooker(book_next_open_slot, scheduling.BookNextOpenSlotCommand,
+            return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand,
                                                      get_calendar)
 
         # real annotation objects: this module's annotations are strings and the scheduling types are local
-        booker.__annotations__ = {"book_next_open_slot": scheduling.BookNextOpenSlot,
-                                  "get_calendar": scheduling.GetCalendar, "return": AppointmentBooker}
+        booker.__annotations__ = {"book_next_open_slot": booking.BookNextOpenSlot,
+                                  "get_calendar": calendars.GetCalendar, "return": AppointmentBooker}
     else:
         def booker(next_open_slot: Any, book_appointment: Any,  # type: ignore[misc]
                    get_calendar: Any) -> AppointmentBooker:
-            return SchedulingAppointmentBooker(next_open_slot, book_appointment, scheduling.BookAppointmentCommand,
+            return SchedulingAppointmentBooker(next_open_slot, book_appointment, booking.BookAppointmentCommand,
                                                get_calendar)
 
-        booker.__annotations__ = {"next_open_slot": scheduling.NextOpenSlot,
-                                  "book_appointment": scheduling.BookAppointment,
-                                  "get_calendar": scheduling.GetCalendar, "return": AppointmentBooker}
+        booker.__annotations__ = {"next_open_slot": availability.NextOpenSlot,
+                                  "book_appointment": booking.BookAppointment,
+                                  "get_calendar": calendars.GetCalendar, "return": AppointmentBooker}
     provider = Provider()
     provider.provide(booker, scope=Scope.REQUEST)
     return provider

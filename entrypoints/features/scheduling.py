@@ -10,15 +10,15 @@ from adapters.memory.scheduling import (
     InMemoryCalendarRepository,
     InMemoryScheduleReader,
 )
+from adapters.sql.schedule_cache import ScheduleCache
 from adapters.sql.scheduling import (
-    ScheduleCache,
     SqlAppointmentRepository,
     SqlCalendarRepository,
     SqlScheduleReader,
 )
-from application import scheduling
 from application.ports.agents import AgentCalendars
 from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer, ScheduleReader
+from application.scheduling import availability, booking, calendars, feeds
 from entrypoints.http.routes.scheduling import ROUTES as SCHEDULING_ROUTES
 from entrypoints.settings import Settings
 
@@ -45,34 +45,34 @@ class MemorySchedulingProvider(Provider):
 class SchedulingProvider(Provider):
     renderer = provide(ICalendarRenderer, provides=IcsRenderer, scope=Scope.APP)
     # overrides the core's NoCalendars: agents may point at this feature's calendars
-    agent_calendars = provide(scheduling.CalendarsForAgents, provides=AgentCalendars, scope=Scope.REQUEST)
+    agent_calendars = provide(calendars.CalendarsForAgents, provides=AgentCalendars, scope=Scope.REQUEST)
     cases = provide_all(
-        scheduling.CreateCalendar,
-        scheduling.GetCalendar,
-        scheduling.ListCalendars,
-        scheduling.UpdateCalendar,
-        scheduling.DeleteCalendar,
-        scheduling.AddAvailabilityRule,
-        scheduling.ListAvailabilityRules,
-        scheduling.DeleteAvailabilityRule,
-        scheduling.AddBlackout,
-        scheduling.ListBlackouts,
-        scheduling.DeleteBlackout,
-        scheduling.GetAvailability,
-        scheduling.NextOpenSlot,
-        scheduling.BookAppointment,
-        scheduling.BookNextOpenSlot,
-        scheduling.GetAppointment,
-        scheduling.ListAppointments,
-        scheduling.RescheduleAppointment,
-        scheduling.ApproveAppointment,
-        scheduling.DeclineAppointment,
-        scheduling.CancelAppointment,
-        scheduling.RecordAppointmentOutcome,
-        scheduling.IssueFeedToken,
-        scheduling.RevokeFeedToken,
-        scheduling.RenderCalendarFeed,
-        scheduling.RenderFeedByToken,
+        calendars.CreateCalendar,
+        calendars.GetCalendar,
+        calendars.ListCalendars,
+        calendars.UpdateCalendar,
+        calendars.DeleteCalendar,
+        calendars.AddAvailabilityRule,
+        calendars.ListAvailabilityRules,
+        calendars.DeleteAvailabilityRule,
+        calendars.AddBlackout,
+        calendars.ListBlackouts,
+        calendars.DeleteBlackout,
+        availability.GetAvailability,
+        availability.NextOpenSlot,
+        booking.BookAppointment,
+        booking.BookNextOpenSlot,
+        booking.GetAppointment,
+        booking.ListAppointments,
+        booking.RescheduleAppointment,
+        booking.ApproveAppointment,
+        booking.DeclineAppointment,
+        booking.CancelAppointment,
+        booking.RecordAppointmentOutcome,
+        feeds.IssueFeedToken,
+        feeds.RevokeFeedToken,
+        feeds.RenderCalendarFeed,
+        feeds.RenderFeedByToken,
         scope=Scope.REQUEST,
     )
 

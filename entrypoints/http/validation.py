@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 import phonenumbers
@@ -20,14 +19,6 @@ def e164(value: str, field: str) -> str:
     if not phonenumbers.is_possible_number(parsed):
         raise ValidationFailed.field(field, "is not a possible phone number")
     return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
-
-
-def timezone(value: str, field: str = "timezone") -> str:
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValidationFailed.field(field, "must be an IANA time zone such as Europe/Berlin") from None
-    return value
 
 
 def set_fields(struct: msgspec.Struct) -> dict[str, Any]:

@@ -15,12 +15,29 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from adapters.memory.clock import ManualClock
 from adapters.memory.store import InMemoryStore
-from application import scheduling as uc
 from application.accounts import CreateOrganization, CreateOrganizationCommand
 from application.context import Actor
 from application.ports.platform import UnitOfWork
+from application.scheduling.booking import (
+    ApproveAppointment,
+    BookAppointment,
+    BookAppointmentCommand,
+    CancelAppointment,
+    DeclineAppointment,
+    GetAppointment,
+    RecordAppointmentOutcome,
+    RecordOutcomeCommand,
+    RescheduleAppointment,
+    RescheduleAppointmentCommand,
+)
+from application.scheduling.calendars import (
+    AddAvailabilityRule,
+    AddAvailabilityRuleCommand,
+    CreateCalendar,
+    CreateCalendarCommand,
+)
 from domain.errors import InvalidTransition, SlotUnavailable
-from domain.scheduling import APPOINTMENT_MACHINE, BUSY_STATUSES, SLOT_HOLDING_STATUSES
+from domain.scheduling.model import APPOINTMENT_MACHINE, BUSY_STATUSES, SLOT_HOLDING_STATUSES
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from tests.conftest import ClockProvider
@@ -76,9 +93,9 @@ class AppointmentLifecycle(RuleBasedStateMachine):
             return org.id or 0
 
         self.actor = Actor.system(self.loop.run_until_complete(organization()))
-        self.calendar_id = self.run(uc.CreateCalendar, uc.CreateCalendarCommand(
+        self.calendar_id = self.run(CreateCalendar, CreateCalendarCommand(
             self.actor, {"name": "C", "timezone": "America/New_York"})).id
-        self.run(uc.AddAvailabilityRule, uc.AddAvailabilityRuleCommand(self.actor, self.calendar_id, 1, "09:00",
+        self.run(AddAvailabilityRule, AddAvailabilityRuleCommand(self.actor, self.calendar_id, 1, "09:00",
                                                                        "10:30"))
 
     def pick(self, index: int) -> int | None:
@@ -86,14 +103,14 @@ class AppointmentLifecycle(RuleBasedStateMachine):
 
     @rule(slot=st.sampled_from(SLOTS), require_approval=st.booleans())
     def book(self, slot: datetime, require_approval: bool) -> None:
-        command = uc.BookAppointmentCommand(self.actor, self.calendar_id, slot, require_approval=require_approval)
+        command = BookAppointmentCommand(self.actor, self.calendar_id, slot, require_approval=require_approval)
         if self.holder(slot) is not None or slot < self.clock.now():
             try:
-                self.run(uc.BookAppointment, command)
+                self.run(BookAppointment, command)
             except SlotUnavailable:
                 return
             raise AssertionError("a held slot was booked again")
-        booked = self.run(uc.BookAppointment, command)
+        booked = self.run(BookAppointment, command)
         assert booked.status == ("pending" if require_approval else "confirmed")
         self.model[booked.id] = (booked.status, slot)
         if not require_approval:
@@ -106,10 +123,10 @@ class AppointmentLifecycle(RuleBasedStateMachine):
             return
         status, slot = self.model[appointment_id]
         if move in ("completed", "no_show"):
-            case, args = uc.RecordAppointmentOutcome, (uc.RecordOutcomeCommand(self.actor, appointment_id, move),)
+            case, args = RecordAppointmentOutcome, (RecordOutcomeCommand(self.actor, appointment_id, move),)
         else:
-            case = {"approve": uc.ApproveAppointment, "decline": uc.DeclineAppointment,
-                    "cancel": uc.CancelAppointment}[move]
+            case = {"approve": ApproveAppointment, "decline": DeclineAppointment,
+                    "cancel": CancelAppointment}[move]
             args = (self.actor, appointment_id)
         trigger = MOVE_TRIGGER[move]
         too_early = move in ("completed", "no_show") and self.clock.now() < slot
@@ -132,20 +149,20 @@ class AppointmentLifecycle(RuleBasedStateMachine):
         if appointment_id is None:
             return
         status, _ = self.model[appointment_id]
-        command = uc.RescheduleAppointmentCommand(self.actor, appointment_id, slot)
+        command = RescheduleAppointmentCommand(self.actor, appointment_id, slot)
         if not APPOINTMENT_MACHINE.can(status, "reschedule"):
             try:
-                self.run(uc.RescheduleAppointment, command)
+                self.run(RescheduleAppointment, command)
             except InvalidTransition:
                 return
             raise AssertionError(f"reschedule from {status} was allowed")
         if self.holder(slot, ignoring=appointment_id) is not None or slot < self.clock.now():
             try:
-                self.run(uc.RescheduleAppointment, command)
+                self.run(RescheduleAppointment, command)
             except SlotUnavailable:
                 return
             raise AssertionError("rescheduled into a held slot")
-        result = self.run(uc.RescheduleAppointment, command)
+        result = self.run(RescheduleAppointment, command)
         assert result.previous.id == appointment_id and result.appointment.rescheduled_from == appointment_id
         assert result.appointment.status == status and result.previous.cancel_reason == "rescheduled"
         self.model[appointment_id] = ("cancelled", self.model[appointment_id][1])
@@ -162,7 +179,7 @@ class AppointmentLifecycle(RuleBasedStateMachine):
         if not self.model:
             return
         for appointment_id, (status, slot) in self.model.items():
-            stored = self.run(uc.GetAppointment, self.actor, appointment_id)
+            stored = self.run(GetAppointment, self.actor, appointment_id)
             assert (stored.status, stored.slot_start) == (status, slot)
         for slot in SLOTS:
             holders = [i for i, (s, start) in self.model.items() if start == slot and s in SLOT_HOLDING_STATUSES]

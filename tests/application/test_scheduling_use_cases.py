@@ -15,10 +15,31 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from adapters.memory.clock import ManualClock
 from adapters.memory.store import InMemoryStore
 from adapters.sql.tables import outbox_events
-from application import scheduling as uc
 from application.context import Actor
 from application.ports.platform import UnitOfWork
 from application.ports.scheduling import AppointmentRepository
+from application.scheduling.availability import NextOpenSlot
+from application.scheduling.booking import (
+    BookAppointment,
+    BookAppointmentCommand,
+    BookNextOpenSlot,
+    BookNextOpenSlotCommand,
+    GetAppointment,
+    RescheduleAppointment,
+    RescheduleAppointmentCommand,
+    appointment_view,
+)
+from application.scheduling.calendars import (
+    AddAvailabilityRule,
+    AddAvailabilityRuleCommand,
+    AddBlackout,
+    AddBlackoutCommand,
+    CreateCalendar,
+    CreateCalendarCommand,
+    GetCalendar,
+    UpdateCalendar,
+    UpdateCalendarCommand,
+)
 from domain.errors import NotFound, SlotUnavailable, ValidationFailed
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
@@ -59,10 +80,10 @@ async def events(container: Any, organization_id: int) -> list[tuple[str, dict[s
 
 
 async def calendar_with_hours(container: Any, actor: Actor, **fields: Any) -> int:
-    cal = await run(container, uc.CreateCalendar, uc.CreateCalendarCommand(
+    cal = await run(container, CreateCalendar, CreateCalendarCommand(
         actor, {"name": "Desk", "timezone": "America/New_York", **fields}))
     for weekday in range(5):
-        await run(container, uc.AddAvailabilityRule, uc.AddAvailabilityRuleCommand(actor, cal.id, weekday, "09:00",
+        await run(container, AddAvailabilityRule, AddAvailabilityRuleCommand(actor, cal.id, weekday, "09:00",
                                                                                   "12:00"))
     return cal.id  # type: ignore[no-any-return]
 
@@ -74,9 +95,9 @@ def local(text: str) -> datetime:
 async def test_agent_books_mid_call_under_the_same_rules(clocked: Any) -> None:
     actor = Actor.system(await new_organization(clocked))
     cal = await calendar_with_hours(clocked, actor, buffer_minutes=15)
-    await run(clocked, uc.AddBlackout, uc.AddBlackoutCommand(actor, cal, "2026-03-03T09:00:00-05:00",
+    await run(clocked, AddBlackout, AddBlackoutCommand(actor, cal, "2026-03-03T09:00:00-05:00",
                                                              "2026-03-03T10:00:00-05:00"))
-    booked = await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(
+    booked = await run(clocked, BookAppointment, BookAppointmentCommand(
         actor, cal, local("2026-03-03T10:00:00-05:00"), attendee_name="Caller", attendee_phone="+14155550100",
         call_id="call-123"))
     assert booked.status == "confirmed" and booked.call_id == "call-123"
@@ -84,18 +105,18 @@ async def test_agent_books_mid_call_under_the_same_rules(clocked: Any) -> None:
                     "2026-03-03T10:30:00-05:00",  # inside the buffer of the booking
                     "2026-03-07T10:00:00-05:00"):  # Saturday: no rule
         with pytest.raises(SlotUnavailable):
-            await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal, local(refused)))
+            await run(clocked, BookAppointment, BookAppointmentCommand(actor, cal, local(refused)))
     with pytest.raises(ValidationFailed):
-        await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal, datetime(2026, 3, 3, 15)))
+        await run(clocked, BookAppointment, BookAppointmentCommand(actor, cal, datetime(2026, 3, 3, 15)))
     with pytest.raises(ValidationFailed):
-        await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(
+        await run(clocked, BookAppointment, BookAppointmentCommand(
             actor, cal, local("2026-03-03T11:00:00-05:00"), attendee_email="nope"))
     other = Actor.system(await new_organization(clocked))
     with pytest.raises(NotFound):
-        await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(other, cal,
+        await run(clocked, BookAppointment, BookAppointmentCommand(other, cal,
                                                                          local("2026-03-03T11:00:00-05:00")))
     recorded = await events(clocked, actor.organization_id)
-    assert recorded == [("appointment.booked", uc.appointment_view(booked))]
+    assert recorded == [("appointment.booked", appointment_view(booked))]
     assert recorded[0][1]["call_id"] == "call-123" and recorded[0][1]["slot_start"] == "2026-03-03T15:00:00Z"
 
 
@@ -103,38 +124,38 @@ async def test_next_open_slot_and_booking_it(clocked: Any) -> None:
     actor = Actor.system(await new_organization(clocked))
     cal = await calendar_with_hours(clocked, actor, min_notice_minutes=24 * 60)
     # now is Monday 07:00 New York; a day of notice makes Tuesday 09:00 the first open slot
-    first = await run(clocked, uc.NextOpenSlot, actor, cal, NOW)
+    first = await run(clocked, NextOpenSlot, actor, cal, NOW)
     assert first == local("2026-03-03T09:00:00-05:00")
-    later = await run(clocked, uc.NextOpenSlot, actor, cal, local("2026-03-03T11:45:00-05:00"))
+    later = await run(clocked, NextOpenSlot, actor, cal, local("2026-03-03T11:45:00-05:00"))
     assert later == local("2026-03-04T09:00:00-05:00")
-    friday_evening = await run(clocked, uc.NextOpenSlot, actor, cal, local("2026-03-06T12:00:00-05:00"))
+    friday_evening = await run(clocked, NextOpenSlot, actor, cal, local("2026-03-06T12:00:00-05:00"))
     assert friday_evening == local("2026-03-09T09:00:00-04:00")  # Monday, after the DST switch
-    booked = [await run(clocked, uc.BookNextOpenSlot, uc.BookNextOpenSlotCommand(actor, cal, NOW, call_id=f"c{i}"))
+    booked = [await run(clocked, BookNextOpenSlot, BookNextOpenSlotCommand(actor, cal, NOW, call_id=f"c{i}"))
               for i in range(3)]
     assert [b.slot_start for b in booked] == [local("2026-03-03T09:00:00-05:00"), local("2026-03-03T09:30:00-05:00"),
                                              local("2026-03-03T10:00:00-05:00")]
-    assert await run(clocked, uc.NextOpenSlot, actor, cal, NOW) == local("2026-03-03T10:30:00-05:00")
+    assert await run(clocked, NextOpenSlot, actor, cal, NOW) == local("2026-03-03T10:30:00-05:00")
     # the same start booked through BookAppointment is refused: one rule set
     with pytest.raises(SlotUnavailable):
-        await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal, booked[0].slot_start))
+        await run(clocked, BookAppointment, BookAppointmentCommand(actor, cal, booked[0].slot_start))
     assert len(await events(clocked, actor.organization_id)) == 3
 
-    empty = await run(clocked, uc.CreateCalendar, uc.CreateCalendarCommand(actor, {"name": "E", "timezone": "UTC"}))
-    assert await run(clocked, uc.NextOpenSlot, actor, empty.id, NOW) is None
-    assert await run(clocked, uc.BookNextOpenSlot, uc.BookNextOpenSlotCommand(actor, empty.id, NOW)) is None
+    empty = await run(clocked, CreateCalendar, CreateCalendarCommand(actor, {"name": "E", "timezone": "UTC"}))
+    assert await run(clocked, NextOpenSlot, actor, empty.id, NOW) is None
+    assert await run(clocked, BookNextOpenSlot, BookNextOpenSlotCommand(actor, empty.id, NOW)) is None
     short = await calendar_with_hours(clocked, actor, horizon_days=1)
-    assert await run(clocked, uc.NextOpenSlot, actor, short, local("2026-03-03T12:00:00-05:00")) is None
+    assert await run(clocked, NextOpenSlot, actor, short, local("2026-03-03T12:00:00-05:00")) is None
 
 
 async def test_reschedule_is_all_or_nothing(clocked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     actor = Actor.system(await new_organization(clocked))
     cal = await calendar_with_hours(clocked, actor)
-    booked = await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal,
+    booked = await run(clocked, BookAppointment, BookAppointmentCommand(actor, cal,
                                                                               local("2026-03-03T09:00:00-05:00")))
     target = local("2026-03-03T11:00:00-05:00")
 
     async with clocked() as r:
-        case = await r.get(uc.RescheduleAppointment)
+        case = await r.get(RescheduleAppointment)
         repo = await r.get(AppointmentRepository)
 
         async def failing_add(appointment: Any) -> Any:
@@ -142,16 +163,16 @@ async def test_reschedule_is_all_or_nothing(clocked: Any, monkeypatch: pytest.Mo
 
         monkeypatch.setattr(repo, "add", failing_add)
         with pytest.raises(SlotUnavailable):
-            await case.execute(uc.RescheduleAppointmentCommand(actor, booked.id, target))
+            await case.execute(RescheduleAppointmentCommand(actor, booked.id, target))
         await (await r.get(UnitOfWork)).rollback()  # what the pipeline does on an error
     monkeypatch.undo()
-    assert await run(clocked, uc.GetAppointment, actor, booked.id) == booked
-    assert await run(clocked, uc.NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T09:30:00-05:00")
-    assert await events(clocked, actor.organization_id) == [("appointment.booked", uc.appointment_view(booked))]
+    assert await run(clocked, GetAppointment, actor, booked.id) == booked
+    assert await run(clocked, NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T09:30:00-05:00")
+    assert await events(clocked, actor.organization_id) == [("appointment.booked", appointment_view(booked))]
 
-    moved = await run(clocked, uc.RescheduleAppointment, uc.RescheduleAppointmentCommand(actor, booked.id, target))
+    moved = await run(clocked, RescheduleAppointment, RescheduleAppointmentCommand(actor, booked.id, target))
     assert moved.previous.status == "cancelled" and moved.appointment.rescheduled_from == booked.id
-    assert await run(clocked, uc.NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T09:00:00-05:00")
+    assert await run(clocked, NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T09:00:00-05:00")
     kinds = [kind for kind, _ in await events(clocked, actor.organization_id)]
     assert kinds == ["appointment.booked", "appointment.rescheduled"]
 
@@ -159,13 +180,13 @@ async def test_reschedule_is_all_or_nothing(clocked: Any, monkeypatch: pytest.Mo
 async def test_calendar_changes_apply_to_new_bookings_only(clocked: Any) -> None:
     actor = Actor.system(await new_organization(clocked))
     cal = await calendar_with_hours(clocked, actor)
-    booked = await run(clocked, uc.BookAppointment, uc.BookAppointmentCommand(actor, cal,
+    booked = await run(clocked, BookAppointment, BookAppointmentCommand(actor, cal,
                                                                               local("2026-03-03T09:00:00-05:00")))
-    updated = await run(clocked, uc.UpdateCalendar, uc.UpdateCalendarCommand(actor, cal, {"slot_duration_minutes": 60}))
+    updated = await run(clocked, UpdateCalendar, UpdateCalendarCommand(actor, cal, {"slot_duration_minutes": 60}))
     assert updated.slot_duration_minutes == 60
-    assert (await run(clocked, uc.GetAppointment, actor, booked.id)).slot_end == booked.slot_end
+    assert (await run(clocked, GetAppointment, actor, booked.id)).slot_end == booked.slot_end
     # 09:00-10:00 would overlap the existing 09:00-09:30 booking; 10:00 is the first hour slot left
-    assert await run(clocked, uc.NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T10:00:00-05:00")
+    assert await run(clocked, NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T10:00:00-05:00")
     with pytest.raises(ValidationFailed):
-        await run(clocked, uc.UpdateCalendar, uc.UpdateCalendarCommand(actor, cal, {"horizon_days": 0}))
-    assert (await run(clocked, uc.GetCalendar, actor, cal)).horizon_days == 60
+        await run(clocked, UpdateCalendar, UpdateCalendarCommand(actor, cal, {"horizon_days": 0}))
+    assert (await run(clocked, GetCalendar, actor, cal)).horizon_days == 60

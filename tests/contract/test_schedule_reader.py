@@ -13,18 +13,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.sql.scheduling import ScheduleCache
+from adapters.sql.schedule_cache import ScheduleCache
 from application.ports.platform import UnitOfWork
 from application.ports.scheduling import AppointmentRepository, CalendarRepository, ScheduleReader
-from domain.scheduling import (
-    Appointment,
-    AvailabilityRule,
-    Blackout,
-    Calendar,
-    HeldIntervals,
-    Schedule,
-    to_epoch_us,
-)
+from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar, HeldIntervals, Schedule
+from domain.timezones import to_epoch_us
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from tests.conftest import new_organization
@@ -203,14 +196,14 @@ async def test_a_rolled_back_change_leaves_nothing_to_match(two_processes: tuple
 
 
 def test_the_cache_keeps_the_most_recently_used_calendars() -> None:
-    from adapters.sql.scheduling import _CachedSchedule
+    from adapters.sql.schedule_cache import CachedSchedule
 
     cache = ScheduleCache(max_calendars=2)
     held = HeldIntervals([7], [to_epoch_us(at(9))], [to_epoch_us(at(10))])
     for calendar_id in (1, 2):
-        cache.put((1, calendar_id), _CachedSchedule(calendar_id, at(0), at(23), (), (), held))
+        cache.put((1, calendar_id), CachedSchedule(calendar_id, at(0), at(23), (), (), held))
     assert cache.get((1, 1), 1, at(1), at(2)) is not None  # 1 is now the most recent
-    cache.put((1, 3), _CachedSchedule(3, at(0), at(23), (), (), held))
+    cache.put((1, 3), CachedSchedule(3, at(0), at(23), (), (), held))
     assert len(cache) == 2
     assert cache.get((1, 2), 2, at(1), at(2)) is None
     assert cache.get((1, 1), 1, at(1), at(2)) is not None
@@ -224,13 +217,12 @@ async def test_booking_checks_never_trust_the_cache(sql_url: str, tmp_root: Path
     another: the check under the calendar lock reads the tables."""
     from adapters.memory.clock import ManualClock
     from application.context import Actor
-    from application.scheduling import (
-        AvailabilityQuery,
+    from application.scheduling.availability import AvailabilityQuery, GetAvailability
+    from application.scheduling.booking import (
         BookAppointment,
         BookAppointmentCommand,
         BookNextOpenSlot,
         BookNextOpenSlotCommand,
-        GetAvailability,
     )
     from domain.errors import SlotUnavailable
     from tests.conftest import ClockProvider
@@ -274,12 +266,12 @@ async def test_booking_checks_never_trust_the_cache(sql_url: str, tmp_root: Path
 
 
 def test_the_cache_is_bounded_by_held_slots_too() -> None:
-    from adapters.sql.scheduling import _CachedSchedule
+    from adapters.sql.schedule_cache import CachedSchedule
 
-    def entry(revision: int, count: int) -> _CachedSchedule:
+    def entry(revision: int, count: int) -> CachedSchedule:
         held = HeldIntervals(list(range(count)), [to_epoch_us(at(9)) + i for i in range(count)],
                              [to_epoch_us(at(10)) + i for i in range(count)])
-        return _CachedSchedule(revision, at(0), at(23), (), (), held)
+        return CachedSchedule(revision, at(0), at(23), (), (), held)
 
     cache = ScheduleCache(max_calendars=10, max_held=100)
     cache.put((1, 1), entry(1, 60))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from domain.errors import InvalidTransition, ValidationFailed
-from domain.scheduling import (
+from domain.scheduling.model import (
     APPOINTMENT_MACHINE,
     INITIAL,
     SLOT_HOLDING_STATUSES,

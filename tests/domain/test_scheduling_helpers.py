@@ -11,25 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.errors import ValidationFailed
-from domain.scheduling import (
-    ICS_STATUS,
-    STATUSES,
-    Calendar,
-    Slot,
-    availability_range,
-    build_blackout,
-    feed_token_digest,
-    format_utc,
-    ics_uid,
-    is_feed_token_shaped,
-    local_day_start,
-    next_open_slot_windows,
-    parse_day_or_instant,
-    render_in_zone,
-    render_slots,
-    require_supported,
-    validate_attendee,
-)
+from domain.rfc3339 import format_utc, parse_day_or_instant, render_in_zone
+from domain.scheduling.feeds import ICS_STATUS, feed_token_digest, ics_uid, is_feed_token_shaped
+from domain.scheduling.model import STATUSES, Calendar, Slot, validate_attendee
+from domain.scheduling.rules import availability_range, build_blackout, require_supported
+from domain.scheduling.slots import next_open_slot_windows, render_slots
+from domain.timezones import local_day_start
 
 ZONES = ["UTC", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata", "America/Santiago",
          "Pacific/Chatham", "Europe/Dublin", "Pacific/Apia", "America/St_Johns"]

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain.errors import SlotUnavailable, ValidationFailed
-from domain.scheduling import (
+from domain.rfc3339 import parse_instant, render_in_zone
+from domain.scheduling.model import (
     STATUSES,
     Appointment,
     AvailabilityRule,
@@ -19,18 +20,11 @@ from domain.scheduling import (
     Calendar,
     HeldIntervals,
     Slot,
-    build_blackout,
-    build_rule,
-    is_open_slot,
-    open_slots,
-    parse_hhmm,
-    parse_instant,
     parse_slot_start,
-    render_in_zone,
-    require_open_slot,
-    validate_availability_range,
-    validate_timezone,
 )
+from domain.scheduling.rules import build_blackout, build_rule, parse_hhmm, validate_availability_range
+from domain.scheduling.slots import is_open_slot, open_slots, require_open_slot
+from domain.timezones import validate_timezone
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

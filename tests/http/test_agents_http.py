@@ -96,6 +96,22 @@ async def test_invalid_fields_give_validation_errors(api: Api) -> None:
     assert r.status_code == 400 and r.json()["error"]["code"] == "bad_request"
 
 
+async def test_an_agents_timezone_is_checked_like_a_calendars(api: Api) -> None:
+    """One validator for every IANA zone a client names: names Python opens but that are not IANA zones are
+    refused for an agent (create and PATCH) with the very words a calendar gets."""
+    t = await api.tenant()
+    created = await api.client.post("/v2/agents", json={"name": "A", "timezone": "Europe/Berlin"}, headers=t.headers)
+    assert created.status_code == 201 and created.json()["data"]["timezone"] == "Europe/Berlin"
+    agent_id = created.json()["data"]["id"]
+    for name in ("posix/Europe/Berlin", "right/UTC", "localtime", "Factory"):
+        agent = await api.client.post("/v2/agents", json={"name": "A", "timezone": name}, headers=t.headers)
+        patched = await api.client.patch(f"/v2/agents/{agent_id}", json={"timezone": name}, headers=t.headers)
+        calendar = await api.client.post("/v2/scheduling/calendars", json={"name": "C", "timezone": name},
+                                         headers=t.headers)
+        assert agent.status_code == patched.status_code == calendar.status_code == 400, name
+        assert _errors(agent)["timezone"] == _errors(patched)["timezone"] == _errors(calendar)["timezone"]
+
+
 # --------------------------------------------------------------------------- PATCH is a merge patch
 
 

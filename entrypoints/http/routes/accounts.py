@@ -10,7 +10,7 @@ from litestar.params import JSONBody, PathParameter
 from application import accounts as uc
 from application.context import Actor
 from application.ports.platform import Clock, PageRequest
-from domain.parsing import in_range
+from domain.rfc3339 import in_range
 from domain.scopes import CATALOGUE, PRESETS
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint

@@ -11,6 +11,7 @@ from application.context import Actor
 from application.ports.agents import AgentFilter
 from application.ports.platform import PageRequest
 from domain.agents import Llm, Voice, Voicemail
+from domain.timezones import validate_timezone
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.agents import (
@@ -22,7 +23,7 @@ from entrypoints.http.schemas.agents import (
     VersionDetail,
     VersionItem,
 )
-from entrypoints.http.validation import e164, require_non_blank, set_fields, timezone
+from entrypoints.http.validation import e164, require_non_blank, set_fields
 
 TAGS = ["Agents"]
 AgentId = Annotated[int, PathParameter(ge=1, le=2**53, description="Agent id")]
@@ -40,7 +41,7 @@ def _domain_fields(values: dict[str, Any]) -> dict[str, Any]:
     if out.get("transfer_phone") is not None:
         out["transfer_phone"] = e164(out["transfer_phone"], "transfer_phone")
     if "timezone" in out:
-        out["timezone"] = timezone(out["timezone"])
+        out["timezone"] = validate_timezone(out["timezone"])
     return out
 
 

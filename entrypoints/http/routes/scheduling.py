@@ -11,12 +11,14 @@ from dishka import FromDishka
 from litestar import Response
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
-from application import scheduling as uc
 from application.context import Actor, ApiBaseUrl
 from application.ports.platform import PageRequest
 from application.ports.scheduling import AppointmentFilter
+from application.scheduling import availability, booking, calendars, feeds
 from domain.errors import NotFound, SlotUnavailable
-from domain.scheduling import parse_day_or_instant, parse_instant, parse_slot_start, render_in_zone, render_slots
+from domain.rfc3339 import parse_day_or_instant, parse_instant, render_in_zone
+from domain.scheduling.model import parse_slot_start
+from domain.scheduling.slots import render_slots
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import endpoint
 from entrypoints.http.schemas.scheduling import (
@@ -86,16 +88,16 @@ def _feed_response(body: bytes) -> Response[bytes]:
           location="/scheduling/calendars/{id}",
           scopes=WRITE, idempotent=True, errors={404: "not_found: agent_id is not an agent of this organization"})
 async def create_calendar(data: JSONBody[CalendarCreate], actor: FromDishka[Actor],
-                          use_case: FromDishka[uc.CreateCalendar]) -> Envelope[CalendarOut]:
+                          use_case: FromDishka[calendars.CreateCalendar]) -> Envelope[CalendarOut]:
     fields = {f: getattr(data, f) for f in data.__struct_fields__}
-    return Envelope(CalendarOut.of(await use_case.execute(uc.CreateCalendarCommand(actor, fields))))
+    return Envelope(CalendarOut.of(await use_case.execute(calendars.CreateCalendarCommand(actor, fields))))
 
 
 @endpoint("GET", "/scheduling/calendars", operation_id="listCalendars", summary="List calendars", tags=TAGS,
           scopes=READ)
 async def list_calendars(
     actor: FromDishka[Actor],
-    use_case: FromDishka[uc.ListCalendars],
+    use_case: FromDishka[calendars.ListCalendars],
     limit: Limit = 25,
     offset: Offset = 0,
     agent_id: Annotated[int | None, QueryParameter(ge=1, le=2**53, description="Only this agent's")] = None,
@@ -107,22 +109,23 @@ async def list_calendars(
 @endpoint("GET", "/scheduling/calendars/{id:int}", operation_id="getCalendar", summary="Get a calendar", tags=TAGS,
           scopes=READ, errors={404: ""})
 async def get_calendar(id: CalendarId, actor: FromDishka[Actor],
-                       use_case: FromDishka[uc.GetCalendar]) -> Envelope[CalendarOut]:
+                       use_case: FromDishka[calendars.GetCalendar]) -> Envelope[CalendarOut]:
     return Envelope(CalendarOut.of(await use_case.execute(actor, id)))
 
 
 @endpoint("PATCH", "/scheduling/calendars/{id:int}", operation_id="updateCalendar", summary="Update a calendar",
           tags=TAGS, scopes=WRITE, errors={404: ""})
 async def update_calendar(id: CalendarId, data: JSONBody[CalendarUpdate], actor: FromDishka[Actor],
-                          use_case: FromDishka[uc.UpdateCalendar]) -> Envelope[CalendarOut]:
-    calendar = await use_case.execute(uc.UpdateCalendarCommand(actor, id, set_fields(data)))
+                          use_case: FromDishka[calendars.UpdateCalendar]) -> Envelope[CalendarOut]:
+    calendar = await use_case.execute(calendars.UpdateCalendarCommand(actor, id, set_fields(data)))
     return Envelope(CalendarOut.of(calendar))
 
 
 @endpoint("DELETE", "/scheduling/calendars/{id:int}", operation_id="deleteCalendar", summary="Delete a calendar",
           tags=TAGS, scopes=DELETE, status_code=204,
           errors={404: "", 409: "conflict: the calendar still has upcoming pending or confirmed appointments"})
-async def delete_calendar(id: CalendarId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteCalendar]) -> None:
+async def delete_calendar(id: CalendarId, actor: FromDishka[Actor],
+                          use_case: FromDishka[calendars.DeleteCalendar]) -> None:
     await use_case.execute(actor, id)
 
 
@@ -134,15 +137,15 @@ async def delete_calendar(id: CalendarId, actor: FromDishka[Actor], use_case: Fr
           summary="Add an availability rule (weekday and local start/end)", tags=TAGS, scopes=WRITE,
           idempotent=True, errors={404: ""})
 async def create_rule(id: CalendarId, data: JSONBody[RuleCreate], actor: FromDishka[Actor],
-                      use_case: FromDishka[uc.AddAvailabilityRule]) -> Envelope[RuleOut]:
-    rule = await use_case.execute(uc.AddAvailabilityRuleCommand(actor, id, data.weekday, data.start_time,
+                      use_case: FromDishka[calendars.AddAvailabilityRule]) -> Envelope[RuleOut]:
+    rule = await use_case.execute(calendars.AddAvailabilityRuleCommand(actor, id, data.weekday, data.start_time,
                                                                 data.end_time))
     return Envelope(RuleOut.of(rule))
 
 
 @endpoint("GET", "/scheduling/calendars/{id:int}/rules", operation_id="listAvailabilityRules",
           summary="List a calendar's availability rules", tags=TAGS, scopes=READ, errors={404: ""})
-async def list_rules(id: CalendarId, actor: FromDishka[Actor], use_case: FromDishka[uc.ListAvailabilityRules],
+async def list_rules(id: CalendarId, actor: FromDishka[Actor], use_case: FromDishka[calendars.ListAvailabilityRules],
                      limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[RuleOut]:
     page = await use_case.execute(actor, id, PageRequest(limit, offset))
     return ListEnvelope([RuleOut.of(r) for r in page.items], ListMeta(page.total, page.limit, page.offset))
@@ -151,7 +154,7 @@ async def list_rules(id: CalendarId, actor: FromDishka[Actor], use_case: FromDis
 @endpoint("DELETE", "/scheduling/calendars/{id:int}/rules/{rule_id:int}", operation_id="deleteAvailabilityRule",
           summary="Delete an availability rule", tags=TAGS, scopes=DELETE, status_code=204, errors={404: ""})
 async def delete_rule(id: CalendarId, rule_id: RuleId, actor: FromDishka[Actor],
-                      use_case: FromDishka[uc.DeleteAvailabilityRule]) -> None:
+                      use_case: FromDishka[calendars.DeleteAvailabilityRule]) -> None:
     await use_case.execute(actor, id, rule_id)
 
 
@@ -163,8 +166,8 @@ async def delete_rule(id: CalendarId, rule_id: RuleId, actor: FromDishka[Actor],
           summary="Add a blackout (an RFC 3339 range in which nothing can be booked)", tags=TAGS, scopes=WRITE,
           idempotent=True, errors={404: ""})
 async def create_blackout(id: CalendarId, data: JSONBody[BlackoutCreate], actor: FromDishka[Actor],
-                          use_case: FromDishka[uc.AddBlackout]) -> Envelope[BlackoutOut]:
-    blackout = await use_case.execute(uc.AddBlackoutCommand(actor, id, data.start, data.end, data.reason))
+                          use_case: FromDishka[calendars.AddBlackout]) -> Envelope[BlackoutOut]:
+    blackout = await use_case.execute(calendars.AddBlackoutCommand(actor, id, data.start, data.end, data.reason))
     return Envelope(BlackoutOut.of(blackout))
 
 
@@ -173,7 +176,7 @@ async def create_blackout(id: CalendarId, data: JSONBody[BlackoutCreate], actor:
 async def list_blackouts(
     id: CalendarId,
     actor: FromDishka[Actor],
-    use_case: FromDishka[uc.ListBlackouts],
+    use_case: FromDishka[calendars.ListBlackouts],
     limit: Limit = 25,
     offset: Offset = 0,
     start: InstantQuery = None,
@@ -187,7 +190,7 @@ async def list_blackouts(
 @endpoint("DELETE", "/scheduling/calendars/{id:int}/blackouts/{blackout_id:int}", operation_id="deleteBlackout",
           summary="Delete a blackout", tags=TAGS, scopes=DELETE, status_code=204, errors={404: ""})
 async def delete_blackout(id: CalendarId, blackout_id: BlackoutId, actor: FromDishka[Actor],
-                          use_case: FromDishka[uc.DeleteBlackout]) -> None:
+                          use_case: FromDishka[calendars.DeleteBlackout]) -> None:
     await use_case.execute(actor, id, blackout_id)
 
 
@@ -199,14 +202,14 @@ async def delete_blackout(id: CalendarId, blackout_id: BlackoutId, actor: FromDi
           errors={404: "not_found: unknown calendar"})
 async def get_availability(
     actor: FromDishka[Actor],
-    use_case: FromDishka[uc.GetAvailability],
+    use_case: FromDishka[availability.GetAvailability],
     calendar_id: Annotated[int, QueryParameter(ge=1, le=2**53, description="Calendar id")],
     start: BoundQuery = None,
     end: BoundQuery = None,
     timezone: Annotated[str | None, QueryParameter(
         max_length=64, description="IANA zone the slots are rendered in (default: the calendar's)")] = None,
 ) -> Envelope[AvailabilityOut]:
-    query = uc.AvailabilityQuery(
+    query = availability.AvailabilityQuery(
         actor, calendar_id,
         parse_day_or_instant(start, "start") if start is not None else None,
         parse_day_or_instant(end, "end") if end is not None else None,
@@ -229,8 +232,8 @@ async def get_availability(
           errors={400: "bad_request: e.g. slot_start without an offset", 404: "not_found: unknown calendar",
                   409: SLOT_TAKEN})
 async def create_appointment(data: JSONBody[AppointmentCreate], actor: FromDishka[Actor],
-                             use_case: FromDishka[uc.BookAppointment]) -> Envelope[AppointmentOut]:
-    command = uc.BookAppointmentCommand(
+                             use_case: FromDishka[booking.BookAppointment]) -> Envelope[AppointmentOut]:
+    command = booking.BookAppointmentCommand(
         actor=actor, calendar_id=data.calendar_id, slot_start=parse_slot_start(data.slot_start),
         attendee_name=data.attendee_name, attendee_email=data.attendee_email,
         attendee_phone=e164(data.attendee_phone, "attendee_phone") if data.attendee_phone else None,
@@ -244,7 +247,7 @@ async def create_appointment(data: JSONBody[AppointmentCreate], actor: FromDishk
           tags=TAGS, scopes=READ)
 async def list_appointments(
     actor: FromDishka[Actor],
-    use_case: FromDishka[uc.ListAppointments],
+    use_case: FromDishka[booking.ListAppointments],
     limit: Limit = 25,
     offset: Offset = 0,
     calendar_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
@@ -261,7 +264,7 @@ async def list_appointments(
 @endpoint("GET", "/scheduling/appointments/{id:int}", operation_id="getAppointment", summary="Get an appointment",
           tags=TAGS, scopes=READ, errors={404: ""})
 async def get_appointment(id: AppointmentId, actor: FromDishka[Actor],
-                          use_case: FromDishka[uc.GetAppointment]) -> Envelope[AppointmentOut]:
+                          use_case: FromDishka[booking.GetAppointment]) -> Envelope[AppointmentOut]:
     return Envelope(AppointmentOut.of(await use_case.execute(actor, id)))
 
 
@@ -269,9 +272,10 @@ async def get_appointment(id: AppointmentId, actor: FromDishka[Actor],
           summary="Reschedule: the appointment is cancelled (rescheduled) and a new one with a new id replaces it",
           tags=TAGS, scopes=WRITE, errors={404: "", 409: f"{SLOT_TAKEN}; {ILLEGAL_MOVE}"})
 async def reschedule_appointment(id: AppointmentId, data: JSONBody[RescheduleIn], actor: FromDishka[Actor],
-                                 use_case: FromDishka[uc.RescheduleAppointment]) -> Envelope[RescheduleOut]:
+                                 use_case: FromDishka[booking.RescheduleAppointment]) -> Envelope[RescheduleOut]:
     with _slot_as_sent(data.slot_start):
-        result = await use_case.execute(uc.RescheduleAppointmentCommand(actor, id, parse_slot_start(data.slot_start)))
+        result = await use_case.execute(booking.RescheduleAppointmentCommand(actor, id,
+                                                                             parse_slot_start(data.slot_start)))
     new = result.appointment
     return Envelope(RescheduleOut(new.id or 0, result.previous.id or id, new.status,  # type: ignore[arg-type]
                                   new.slot_start, new.slot_end))
@@ -281,7 +285,7 @@ async def reschedule_appointment(id: AppointmentId, data: JSONBody[RescheduleIn]
           summary="Cancel an appointment (returns it, cancelled)", tags=TAGS,
           scopes=("scheduling:write", "scheduling:delete"), status_code=200, errors={404: "", 409: ILLEGAL_MOVE})
 async def cancel_appointment(id: AppointmentId, actor: FromDishka[Actor],
-                             use_case: FromDishka[uc.CancelAppointment]) -> Envelope[AppointmentOut]:
+                             use_case: FromDishka[booking.CancelAppointment]) -> Envelope[AppointmentOut]:
     return Envelope(AppointmentOut.of(await use_case.execute(actor, id)))
 
 
@@ -289,7 +293,7 @@ async def cancel_appointment(id: AppointmentId, actor: FromDishka[Actor],
           summary="Approve a pending appointment", tags=TAGS, scopes=WRITE, status_code=200,
           errors={404: "", 409: ILLEGAL_MOVE})
 async def approve_appointment(id: AppointmentId, actor: FromDishka[Actor],
-                              use_case: FromDishka[uc.ApproveAppointment]) -> Envelope[AppointmentOut]:
+                              use_case: FromDishka[booking.ApproveAppointment]) -> Envelope[AppointmentOut]:
     return Envelope(AppointmentOut.of(await use_case.execute(actor, id)))
 
 
@@ -297,7 +301,7 @@ async def approve_appointment(id: AppointmentId, actor: FromDishka[Actor],
           summary="Decline a pending appointment", tags=TAGS, scopes=WRITE, status_code=200,
           errors={404: "", 409: ILLEGAL_MOVE})
 async def decline_appointment(id: AppointmentId, actor: FromDishka[Actor],
-                              use_case: FromDishka[uc.DeclineAppointment]) -> Envelope[AppointmentOut]:
+                              use_case: FromDishka[booking.DeclineAppointment]) -> Envelope[AppointmentOut]:
     return Envelope(AppointmentOut.of(await use_case.execute(actor, id)))
 
 
@@ -305,8 +309,8 @@ async def decline_appointment(id: AppointmentId, actor: FromDishka[Actor],
           summary="Record the outcome of a confirmed appointment (completed or no_show)", tags=TAGS, scopes=WRITE,
           status_code=200, errors={404: "", 409: ILLEGAL_MOVE})
 async def record_outcome(id: AppointmentId, data: JSONBody[OutcomeIn], actor: FromDishka[Actor],
-                         use_case: FromDishka[uc.RecordAppointmentOutcome]) -> Envelope[AppointmentOut]:
-    appointment = await use_case.execute(uc.RecordOutcomeCommand(actor, id, data.outcome, data.notes))
+                         use_case: FromDishka[booking.RecordAppointmentOutcome]) -> Envelope[AppointmentOut]:
+    appointment = await use_case.execute(booking.RecordOutcomeCommand(actor, id, data.outcome, data.notes))
     return Envelope(AppointmentOut.of(appointment))
 
 
@@ -317,7 +321,7 @@ async def record_outcome(id: AppointmentId, data: JSONBody[OutcomeIn], actor: Fr
           summary="The calendar's appointments as an ICS (RFC 5545) feed", tags=TAGS, scopes=READ,
           errors={404: ""}, media_type="text/calendar")
 async def calendar_feed(id: CalendarId, actor: FromDishka[Actor],
-                        use_case: FromDishka[uc.RenderCalendarFeed]) -> Response[bytes]:
+                        use_case: FromDishka[feeds.RenderCalendarFeed]) -> Response[bytes]:
     return _feed_response(await use_case.execute(actor, id))
 
 
@@ -326,7 +330,7 @@ async def calendar_feed(id: CalendarId, actor: FromDishka[Actor],
           summary="Create or rotate the secret feed URL for calendar apps (the previous one stops working)",
           tags=TAGS, scopes=WRITE, errors={404: ""}, secret=True, status_code=201)
 async def create_feed_token(id: CalendarId, actor: FromDishka[Actor], base: FromDishka[ApiBaseUrl],
-                            use_case: FromDishka[uc.IssueFeedToken]) -> Envelope[FeedTokenOut]:
+                            use_case: FromDishka[feeds.IssueFeedToken]) -> Envelope[FeedTokenOut]:
     token = await use_case.execute(actor, id)
     url = base.link(f"/scheduling/feeds/{token}{FEED_SUFFIX}")
     return Envelope(FeedTokenOut(url, token))
@@ -335,7 +339,7 @@ async def create_feed_token(id: CalendarId, actor: FromDishka[Actor], base: From
 @endpoint("DELETE", "/scheduling/calendars/{id:int}/feed-token", operation_id="deleteCalendarFeedToken",
           summary="Revoke the secret feed URL", tags=TAGS, scopes=DELETE, status_code=204, errors={404: ""})
 async def delete_feed_token(id: CalendarId, actor: FromDishka[Actor],
-                            use_case: FromDishka[uc.RevokeFeedToken]) -> None:
+                            use_case: FromDishka[feeds.RevokeFeedToken]) -> None:
     await use_case.execute(actor, id)
 
 
@@ -343,7 +347,7 @@ async def delete_feed_token(id: CalendarId, actor: FromDishka[Actor],
           summary="The ICS feed behind a secret feed URL (no API key: the token in the URL is the credential)",
           tags=TAGS, auth="public", errors={404: "not_found: unknown or revoked token"}, media_type="text/calendar")
 async def feed_by_token(filename: Annotated[str, PathParameter(max_length=200, description="<token>.ics")],
-                        use_case: FromDishka[uc.RenderFeedByToken]) -> Response[bytes]:
+                        use_case: FromDishka[feeds.RenderFeedByToken]) -> Response[bytes]:
     if not filename.endswith(FEED_SUFFIX):
         raise NotFound("calendar feed", "for this token")
     return _feed_response(await use_case.execute(filename[: -len(FEED_SUFFIX)]))

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-from domain import parsing
+from domain import rfc3339
 from domain.calls import Call, CallLog
 
 CallStatus = Literal["queued", "ringing", "in_progress", "completed", "busy", "no_answer", "failed", "voicemail",
@@ -99,7 +99,7 @@ class RecordingLinkOut(Struct):
 
 
 def parse_instant(value: str | None, field: str) -> datetime | None:
-    """An optional RFC 3339 query value (``domain.parsing.parse_instant``); absent or empty is None."""
+    """An optional RFC 3339 query value (``domain.rfc3339.parse_instant``); absent or empty is None."""
     if value is None or value == "":
         return None
-    return parsing.parse_instant(value, field)
+    return rfc3339.parse_instant(value, field)

@@ -5,7 +5,8 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from domain.scheduling import Appointment, AvailabilityRule, Blackout, Calendar, format_hhmm
+from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar
+from domain.scheduling.rules import format_hhmm
 
 Name = Annotated[str, Meta(min_length=1, max_length=200)]
 TimeZone = Annotated[str, Meta(min_length=1, max_length=64, description="IANA time zone, e.g. Europe/Berlin")]

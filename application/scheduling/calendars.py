@@ -1,0 +1,208 @@
+"""Calendars and their availability rules and blackouts: creating, reading, changing and deleting them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from application.context import Actor
+from application.ports.agents import AgentRepository
+from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.scheduling import AppointmentRepository, CalendarRepository
+from domain.errors import Conflict, NotFound, ValidationFailed
+from domain.patching import apply_patch
+from domain.scheduling.model import AvailabilityRule, Blackout, Calendar
+from domain.scheduling.rules import MAX_RULES_PER_CALENDAR, build_blackout, build_rule, validate_blackout_reason
+
+CALENDAR_FIELDS = frozenset({"name", "timezone", "slot_duration_minutes", "buffer_minutes", "min_notice_minutes",
+                             "horizon_days", "agent_id"})
+
+
+async def load_calendar(calendars: CalendarRepository, actor: Actor, calendar_id: int, *,
+                        lock: bool = False) -> Calendar:
+    getter = calendars.get_for_update if lock else calendars.get
+    calendar = await getter(actor.organization_id, calendar_id)
+    if calendar is None:
+        raise NotFound("calendar", calendar_id)
+    return calendar
+
+
+async def _check_agent(agents: AgentRepository, organization_id: int, agent_id: int | None) -> None:
+    if agent_id is not None and await agents.get(organization_id, agent_id) is None:
+        raise NotFound("agent", agent_id)
+
+
+class CalendarsForAgents:
+    """AgentCalendars over the calendar repository: the organization's live (not deleted) calendars."""
+
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
+
+    async def exists(self, organization_id: int, calendar_id: int) -> bool:
+        return await self.calendars.get(organization_id, calendar_id) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateCalendarCommand:
+    actor: Actor
+    fields: dict[str, Any]
+    """name, timezone and optionally slot_duration_minutes, buffer_minutes, min_notice_minutes,
+    horizon_days, agent_id."""
+
+
+class CreateCalendar:
+    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, agents: AgentRepository, clock: Clock) -> None:
+        self.uow, self.calendars, self.agents, self.clock = uow, calendars, agents, clock
+
+    async def execute(self, command: CreateCalendarCommand) -> Calendar:
+        fields = {k: v for k, v in command.fields.items() if k in CALENDAR_FIELDS}
+        now = self.clock.now()
+        calendar = Calendar(id=None, organization_id=command.actor.organization_id, created_at=now, updated_at=now,
+                            **fields).validated()
+        await _check_agent(self.agents, calendar.organization_id, calendar.agent_id)
+        return await self.calendars.add(calendar)
+
+
+class GetCalendar:
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
+
+    async def execute(self, actor: Actor, calendar_id: int) -> Calendar:
+        return await load_calendar(self.calendars, actor, calendar_id)
+
+
+class ListCalendars:
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
+
+    async def execute(self, actor: Actor, page: PageRequest, agent_id: int | None = None) -> Page[Calendar]:
+        return await self.calendars.list(actor.organization_id, page, agent_id)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateCalendarCommand:
+    actor: Actor
+    calendar_id: int
+    changes: dict[str, Any]
+
+
+class UpdateCalendar:
+    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, agents: AgentRepository, clock: Clock) -> None:
+        self.uow, self.calendars, self.agents, self.clock = uow, calendars, agents, clock
+
+    async def execute(self, command: UpdateCalendarCommand) -> Calendar:
+        calendar = await load_calendar(self.calendars, command.actor, command.calendar_id, lock=True)
+        changes = {k: v for k, v in command.changes.items() if k in CALENDAR_FIELDS}
+        if changes.get("agent_id") is not None and changes["agent_id"] != calendar.agent_id:
+            await _check_agent(self.agents, calendar.organization_id, changes["agent_id"])
+        updated = apply_patch(calendar, changes).validated()
+        if updated == calendar:  # a PATCH that changes nothing leaves updated_at alone
+            return calendar
+        return await self.calendars.update(replace(updated, updated_at=self.clock.now()))
+
+
+class DeleteCalendar:
+    """Refused (409 conflict) while the calendar has pending or confirmed appointments that have not ended."""
+
+    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
+                 clock: Clock) -> None:
+        self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
+
+    async def execute(self, actor: Actor, calendar_id: int) -> None:
+        await load_calendar(self.calendars, actor, calendar_id, lock=True)
+        now = self.clock.now()
+        active = await self.appointments.count_holding_after(actor.organization_id, calendar_id, now)
+        if active:
+            raise Conflict(
+                f"the calendar has {active} upcoming pending or confirmed appointment(s); cancel them first",
+                details={"active_appointments": active},
+            )
+        await self.calendars.delete(actor.organization_id, calendar_id, now)
+
+
+@dataclass(frozen=True, slots=True)
+class AddAvailabilityRuleCommand:
+    actor: Actor
+    calendar_id: int
+    weekday: int
+    start_time: Any
+    """``"HH:MM"`` or a ``datetime.time``, local to the calendar."""
+    end_time: Any
+
+
+class AddAvailabilityRule:
+    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository) -> None:
+        self.uow, self.calendars = uow, calendars
+
+    async def execute(self, command: AddAvailabilityRuleCommand) -> AvailabilityRule:
+        rule = build_rule(id=None, calendar_id=command.calendar_id, weekday=command.weekday,
+                          start_time=command.start_time, end_time=command.end_time)
+        await load_calendar(self.calendars, command.actor, command.calendar_id, lock=True)
+        existing = await self.calendars.list_rules(command.actor.organization_id, command.calendar_id)
+        if len(existing) >= MAX_RULES_PER_CALENDAR:
+            raise ValidationFailed.field("rules", f"a calendar holds at most {MAX_RULES_PER_CALENDAR} rules")
+        return await self.calendars.add_rule(command.actor.organization_id, rule)
+
+
+class ListAvailabilityRules:
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
+
+    async def execute(self, actor: Actor, calendar_id: int, page: PageRequest) -> Page[AvailabilityRule]:
+        await load_calendar(self.calendars, actor, calendar_id)
+        rules = await self.calendars.list_rules(actor.organization_id, calendar_id)
+        return Page(rules[page.offset: page.offset + page.limit], len(rules), page.limit, page.offset)
+
+
+class DeleteAvailabilityRule:
+    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository) -> None:
+        self.uow, self.calendars = uow, calendars
+
+    async def execute(self, actor: Actor, calendar_id: int, rule_id: int) -> None:
+        await load_calendar(self.calendars, actor, calendar_id, lock=True)
+        if not await self.calendars.delete_rule(actor.organization_id, calendar_id, rule_id):
+            raise NotFound("availability rule", rule_id)
+
+
+@dataclass(frozen=True, slots=True)
+class AddBlackoutCommand:
+    actor: Actor
+    calendar_id: int
+    start: Any
+    """RFC 3339 text with an offset, or an aware datetime."""
+    end: Any
+    reason: str | None = None
+
+
+class AddBlackout:
+    """Existing appointments inside a new blackout are kept; the blackout only stops new bookings."""
+
+    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, clock: Clock) -> None:
+        self.uow, self.calendars, self.clock = uow, calendars, clock
+
+    async def execute(self, command: AddBlackoutCommand) -> Blackout:
+        blackout = build_blackout(id=None, calendar_id=command.calendar_id, start=command.start, end=command.end,
+                                  reason=validate_blackout_reason(command.reason))
+        await load_calendar(self.calendars, command.actor, command.calendar_id, lock=True)
+        return await self.calendars.add_blackout(command.actor.organization_id, blackout)
+
+
+class ListBlackouts:
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
+
+    async def execute(self, actor: Actor, calendar_id: int, page: PageRequest, start: datetime | None = None,
+                      end: datetime | None = None) -> Page[Blackout]:
+        await load_calendar(self.calendars, actor, calendar_id)
+        return await self.calendars.list_blackouts(actor.organization_id, calendar_id, page, start, end)
+
+
+class DeleteBlackout:
+    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository) -> None:
+        self.uow, self.calendars = uow, calendars
+
+    async def execute(self, actor: Actor, calendar_id: int, blackout_id: int) -> None:
+        await load_calendar(self.calendars, actor, calendar_id, lock=True)
+        if not await self.calendars.delete_blackout(actor.organization_id, calendar_id, blackout_id):
+            raise NotFound("blackout", blackout_id)
