@@ -414,7 +414,7 @@ class DeleteDocument:
             raise NotFound("document", document_id)
         await self.docs.delete(actor.organization_id, kb_id, document_id)
         self.uow.record(EventType.DOCUMENT_DELETED(actor.organization_id,
-                                            {"knowledge_base_id": kb_id, "document_id": document_id}))
+                                                   {"knowledge_base_id": kb_id, "document_id": document_id}))
 
 
 # -- search ---------------------------------------------------------------------------------
