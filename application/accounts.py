@@ -12,6 +12,7 @@ from typing import Any
 from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, OrganizationRepository, UserRepository
 from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
+from application.principals import AuthenticationFailed, Principal
 from domain import api_keys as keyfmt
 from domain.api_keys import ApiKey
 from domain.errors import Conflict, DomainError, InsufficientScope, NotFound, SubOrgForbidden, ValidationFailed
@@ -26,23 +27,13 @@ from domain.patching import apply_patch
 from domain.scopes import ScopeSet, normalise
 
 
-class AuthenticationFailed(Exception):
-    """A credential that does not identify a usable key (401 INVALID_API_KEY)."""
-
-    code = "INVALID_API_KEY"
-
-
-@dataclass(frozen=True, slots=True)
-class Authenticated:
-    key: ApiKey
-    organization: Organization
-
-
 class Authenticate:
+    """The API-key authenticator: a Bearer secret -> the key's principal."""
+
     def __init__(self, keys: ApiKeyRepository, clock: Clock) -> None:
         self.keys, self.clock = keys, clock
 
-    async def execute(self, token: str) -> Authenticated:
+    async def execute(self, token: str) -> Principal:
         if not keyfmt.is_well_formed(token):
             raise AuthenticationFailed("API key is malformed")
         found = await self.keys.find_credential(keyfmt.digest(token))
@@ -51,7 +42,7 @@ class Authenticate:
         key, org = found
         if not key.is_usable(self.clock.now()):
             raise AuthenticationFailed("API key is revoked or expired")
-        return Authenticated(key, org)
+        return Principal.api_key(key, org)
 
 
 class ResolveActingOrganization:

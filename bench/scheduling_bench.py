@@ -55,8 +55,9 @@ from application.scheduling.availability import AvailabilityQuery, GetAvailabili
 from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar, HeldIntervals  # noqa: E402
 from domain.scheduling.rules import parse_hhmm  # noqa: E402
 from domain.scheduling.slots import open_slots  # noqa: E402
+from entrypoints.asgi_app import http_container  # noqa: E402
 from entrypoints.http.app import create_app  # noqa: E402
-from entrypoints.ioc import build_container, http_container  # noqa: E402
+from entrypoints.ioc import build_container  # noqa: E402
 from entrypoints.runtime import TransactionMode  # noqa: E402
 from entrypoints.settings import Settings  # noqa: E402
 

@@ -1,16 +1,24 @@
-"""ASGI factory for servers (`uvicorn --factory entrypoints.asgi_app:make_app`)."""
+"""ASGI factory for servers (`uvicorn --factory entrypoints.asgi_app:make_app`) and the HTTP app's container."""
 
 from __future__ import annotations
 
 import os
 
+from dishka import AsyncContainer, Provider
+from dishka.integrations.litestar import LitestarProvider
 from litestar import Litestar
 
 from entrypoints.http.app import create_app
-from entrypoints.ioc import build_container, http_container
+from entrypoints.http.providers import HttpProvider
+from entrypoints.ioc import build_container, make_container
 from entrypoints.runtime import configure_logging
 from entrypoints.settings import Settings
 from entrypoints.worker import InProcessWorker
+
+
+def http_container(settings: Settings, *overrides: Provider) -> AsyncContainer:
+    """A container for the HTTP app: the composition root's, plus what a Litestar request provides."""
+    return make_container(settings, LitestarProvider(), HttpProvider(), *overrides)
 
 
 def make_app() -> Litestar:

@@ -21,21 +21,23 @@ from application.accounts import (
 from application.ports.platform import UnitOfWork
 from domain.errors import DomainError
 from domain.rfc3339 import format_utc_or_none
-from entrypoints.ioc import build_container
+from entrypoints.ioc import build_container, configuration
 from entrypoints.runtime import configure_logging
-from entrypoints.settings import Settings
+from entrypoints.settings import Settings, SettingsError
 
 
 def _settings() -> Settings:
-    return Settings.from_env()
+    """The settings from PARLEY_* variables and .env, every feature's section checked before anything starts."""
+    settings = Settings.from_env()
+    configuration(settings)
+    return settings
 
 
 def migrate(settings: Settings) -> None:
     from adapters.sql.schema import upgrade  # the composition root may name adapters
 
-    if settings.database_url.startswith("memory://"):
-        return
-    upgrade(settings.database_url)
+    if settings.backend.sql:
+        upgrade(settings.database_url)
 
 
 async def _in_transaction(settings: Settings, work: Any) -> Any:
@@ -168,7 +170,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    settings = _settings()
+    try:
+        settings = _settings()
+    except SettingsError as exc:
+        print(f"parley: {exc}", file=sys.stderr)
+        return 2
     if args.command == "serve":
         return serve(settings, args.host, args.port, args.workers, not args.no_worker, args.server)
     if args.command == "worker":

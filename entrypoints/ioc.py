@@ -1,11 +1,13 @@
-"""The composition root: dishka providers by layer. The only module that names adapters."""
+"""The composition root: dishka providers by layer, the core's and every feature's. The only module (with
+``entrypoints/features``) that names adapters. Nothing here knows HTTP: the HTTP app adds its request
+providers in ``entrypoints/http/container.py``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
-from dishka import AsyncContainer, Provider, Scope, make_async_container, provide, provide_all
-from dishka.integrations.litestar import LitestarProvider
+from dishka import AsyncContainer, Provider, Scope, alias, make_async_container, provide, provide_all
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.crypto import FernetSecretBox
@@ -32,6 +34,7 @@ from adapters.sql.outbox import SqlOutboxReader
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
 from application import accounts, agents
+from application.call_booking import NoAppointmentBooker
 from application.context import ApiBaseUrl
 from application.ports.accounts import (
     ApiKeyRepository,
@@ -41,28 +44,18 @@ from application.ports.accounts import (
     UserRepository,
 )
 from application.ports.agents import AgentCalendars, AgentRepository
+from application.ports.calls import AppointmentBooker
 from application.ports.events import OutboxReader
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox
 from domain.rate_limit import Window, default_windows
-from entrypoints import features
-from entrypoints.http.providers import HttpProvider
+from entrypoints.features import Feature, all_features
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy, TransactionMode
 from entrypoints.settings import Settings
-
-MEMORY_URL = "memory://"
 
 
 class PlatformProvider(Provider):
     scope = Scope.APP
-
-    def __init__(self, settings: Settings) -> None:
-        super().__init__()
-        self._settings = settings
-
-    @provide
-    def settings(self) -> Settings:
-        return self._settings
 
     clock = provide(SystemClock, provides=Clock)
 
@@ -110,9 +103,7 @@ class SqlProvider(Provider):
         yield uow
         await uow.close()
 
-    @provide(scope=Scope.REQUEST)
-    def uow_port(self, uow: SqlUnitOfWork) -> UnitOfWork:
-        return uow
+    uow_port = alias(source=SqlUnitOfWork, provides=UnitOfWork)
 
     organizations = provide(SqlOrganizationRepository, provides=OrganizationRepository, scope=Scope.REQUEST)
     api_keys = provide(SqlApiKeyRepository, provides=ApiKeyRepository, scope=Scope.REQUEST)
@@ -135,9 +126,7 @@ class MemoryProvider(Provider):
         yield uow
         await uow.close()
 
-    @provide(scope=Scope.REQUEST)
-    def uow_port(self, uow: InMemoryUnitOfWork) -> UnitOfWork:
-        return uow
+    uow_port = alias(source=InMemoryUnitOfWork, provides=UnitOfWork)
 
     organizations = provide(InMemoryOrganizationRepository, provides=OrganizationRepository, scope=Scope.REQUEST)
     api_keys = provide(InMemoryApiKeyRepository, provides=ApiKeyRepository, scope=Scope.REQUEST)
@@ -146,9 +135,7 @@ class MemoryProvider(Provider):
     agents = provide(InMemoryAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
     outbox = provide(InMemoryOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
 
-    @provide(scope=Scope.REQUEST)
-    def limiter(self, memory: InMemoryRateLimiter) -> RateLimiter:
-        return memory
+    limiter = alias(source=InMemoryRateLimiter, provides=RateLimiter)
 
 
 class UseCaseProvider(Provider):
@@ -168,8 +155,10 @@ class UseCaseProvider(Provider):
         accounts.RotateApiKey,
         accounts.CreateUser,
     )
-    # no calendar exists unless a scheduling feature provides AgentCalendars (features/scheduling.py does)
+    # ports one feature fills for others, with their defaults when it is not installed
+    # (features/scheduling.py provides both: agents' calendars, and booking during calls)
     agent_calendars = provide(agents.NoCalendars, provides=AgentCalendars)
+    appointment_booker = provide(NoAppointmentBooker, provides=AppointmentBooker)
     agent_cases = provide_all(
         agents.CreateAgent,
         agents.GetAgent,
@@ -183,23 +172,41 @@ class UseCaseProvider(Provider):
     )
 
 
-def persistence_provider(settings: Settings) -> Provider:
-    return MemoryProvider() if settings.database_url == MEMORY_URL else SqlProvider()
+CORE = Feature(name="core", providers=(PlatformProvider, UseCaseProvider), sql=SqlProvider, memory=MemoryProvider)
 
 
-def base_providers(settings: Settings) -> list[Provider]:
+def configuration(settings: Settings, features: Sequence[Feature] | None = None) -> dict[Any, Any]:
+    """The platform settings and every feature's section by type: the container's context. Reading the
+    sections here fails at start-up on a PARLEY_* value that does not parse (``SettingsError``)."""
+    values: dict[Any, Any] = {Settings: settings}
+    for feature in all_features() if features is None else features:
+        if feature.settings is not None:
+            values[feature.settings] = settings.section(feature.settings)
+    return values
+
+
+class ConfigurationProvider(Provider):
+    scope = Scope.APP
+
+    def __init__(self, sections: list[type[Any]]) -> None:
+        super().__init__()
+        for section in sections:
+            self.from_context(provides=section)
+
+
+def make_container(settings: Settings, *providers: Provider, features: Sequence[Feature] | None = None
+                   ) -> AsyncContainer:
+    """The core's and the features' providers (every installed feature unless ``features`` names them) on
+    ``settings.backend``, then ``providers``, which override them."""
     settings = settings.with_secret_key()  # PARLEY_SECRET_KEY, or the one kept under var_dir
-    providers = [PlatformProvider(settings), persistence_provider(settings), UseCaseProvider()]
-    for feature in features.modules():
-        providers.extend(feature.providers(settings))
-    return providers
-
-
-def http_container(settings: Settings, *overrides: Provider) -> AsyncContainer:
-    """A container for the HTTP app: the request comes from Litestar."""
-    return make_async_container(*base_providers(settings), LitestarProvider(), HttpProvider(), *overrides)
+    features = all_features() if features is None else features
+    context = configuration(settings, features)
+    installed = [ConfigurationProvider(list(context))]
+    for feature in (CORE, *features):
+        installed.extend(feature.container_providers(settings.backend))
+    return make_async_container(*installed, *providers, context=context)
 
 
 def build_container(settings: Settings, *overrides: Provider) -> AsyncContainer:
     """A container for the CLI and the worker (no HTTP request in scope)."""
-    return make_async_container(*base_providers(settings), DefaultTransactionModeProvider(), *overrides)
+    return make_container(settings, DefaultTransactionModeProvider(), *overrides)

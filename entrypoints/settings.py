@@ -1,13 +1,58 @@
-"""Settings from PARLEY_* environment variables (and an optional .env file)."""
+"""Settings from PARLEY_* environment variables (and an optional .env file), in sections.
+
+``Settings`` is the platform's section (database, secret key, limits shared by every feature); each feature
+declares its own section (a frozen dataclass, ``Feature.settings``) next to its providers. One loader reads
+every section: field ``name`` of a section with prefix ``P`` comes from ``PARLEY_<P><NAME>``; an unset or
+empty variable keeps the default; a value that does not parse fails at start-up with a ``SettingsError``
+naming the variable. The composition root provides ``Settings`` and every section through dishka.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import msgspec
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/parley.db"
+ENV_PREFIX = "PARLEY_"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+S = TypeVar("S")
+
+
+class SettingsError(ValueError):
+    """A PARLEY_* variable holds a value its setting cannot take."""
+
+
+class Backend(StrEnum):
+    """Where Parley keeps its data, derived once from PARLEY_DATABASE_URL."""
+
+    MEMORY = "memory"
+    SQLITE = "sqlite"
+    POSTGRESQL = "postgresql"
+
+    @classmethod
+    def of(cls, database_url: str) -> Backend:
+        scheme = database_url.split("://", 1)[0].split("+", 1)[0].lower() if "://" in database_url else ""
+        found = {"memory": cls.MEMORY, "sqlite": cls.SQLITE, "postgresql": cls.POSTGRESQL,
+                 "postgres": cls.POSTGRESQL}.get(scheme)
+        if found is None:
+            raise SettingsError(f"{ENV_PREFIX}DATABASE_URL={database_url!r}: expected memory://, "
+                                "sqlite+aiosqlite://... or postgresql+asyncpg://...")
+        return found
+
+    @property
+    def sql(self) -> bool:
+        return self is not Backend.MEMORY
 
 
 def _read_dotenv(path: Path) -> dict[str, str]:
@@ -23,62 +68,81 @@ def _read_dotenv(path: Path) -> dict[str, str]:
     return values
 
 
-def _bool(value: str | None, default: bool) -> bool:
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+def _parse(variable: str, kind: Any, raw: str) -> Any:
+    text = raw.strip()
+    if kind is bool:
+        if text.lower() in _TRUE | _FALSE:
+            return text.lower() in _TRUE
+        raise SettingsError(f"{variable}={raw!r}: expected true or false (1/0, yes/no, on/off)")
+    if kind is Path:
+        return Path(text)
+    try:
+        return msgspec.convert(text, kind, strict=False)
+    except msgspec.ValidationError as exc:
+        raise SettingsError(f"{variable}={raw!r}: {exc}") from None
+
+
+def load_section(section: type[S], environ: Mapping[str, str]) -> S:
+    """A section from ``PARLEY_<PREFIX><FIELD>`` variables; fields not marked ``env=False`` in their
+    metadata are read, the others keep their defaults."""
+    prefix = ENV_PREFIX + getattr(section, "ENV_PREFIX", "")
+    hints = typing.get_type_hints(section)
+    values: dict[str, Any] = {}
+    for spec in dataclasses.fields(section):  # type: ignore[arg-type]
+        if not spec.init or not spec.metadata.get("env", True):
+            continue
+        variable = prefix + spec.name.upper()
+        raw = environ.get(variable)
+        if raw is not None and raw.strip():
+            values[spec.name] = _parse(variable, hints[spec.name], raw)
+    return section(**values)
+
+
+def read_environ(environ: Mapping[str, str] | None = None, *, dotenv: Path | None = Path(".env")) -> dict[str, str]:
+    """The PARLEY_* variables: the .env file's, overridden by the process environment's."""
+    env = dict(_read_dotenv(dotenv)) if dotenv else {}
+    env.update(environ if environ is not None else os.environ)
+    return {name: value for name, value in env.items() if name.startswith(ENV_PREFIX)}
 
 
 @dataclass(frozen=True)
 class Settings:
+    """The platform's section; ``backend`` is derived from ``database_url`` once."""
+
     database_url: str = DEFAULT_DATABASE_URL
     allow_loopback_targets: bool = False
+    """Outbound URLs (webhooks, scraping) may target loopback addresses (development)."""
     secret_key: str = ""
-    simulator_speed: float = 1.0
     rate_limit_per_minute: int = 60
     rate_limit_per_hour: int = 1000
-    rate_limit_backend: str = "auto"  # auto | memory | database
+    rate_limit_backend: Literal["auto", "memory", "database"] = "auto"
     auth_failures_per_minute: int = 30  # failed authentications per client address and minute, then 429
     processes: int = 1
     var_dir: Path = field(default_factory=lambda: Path("./var"))
-    webhook_retry_scale: float = 1.0
     log_level: str = "INFO"
     db_pool_size: int = 10
     public_base_url: str = ""
     """The base of links Parley hands out; empty: the base URL of the request that asked for the link."""
-    extraction_timeout_seconds: float = 30.0
-    extraction_memory_mb: int = 1024
-    outbox_retention_days: float = 7.0
-    """How long an outbox event every consumer has processed is kept before housekeeping purges it."""
+    sections: tuple[Any, ...] = field(default=(), metadata={"env": False})
+    """Feature sections given explicitly (tests); the others are read from ``environ``."""
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False, metadata={"env": False})
+    """The PARLEY_* variables the feature sections are read from."""
+    backend: Backend = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "backend", Backend.of(self.database_url))
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, *, dotenv: Path | None = Path(".env")) -> Settings:
-        env = dict(_read_dotenv(dotenv)) if dotenv else {}
-        env.update(environ if environ is not None else os.environ)
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, dotenv: Path | None = Path(".env")) -> Settings:
+        env = read_environ(environ, dotenv=dotenv)
+        return replace(load_section(cls, env), environ=env)
 
-        def get(name: str) -> str | None:
-            return env.get(f"PARLEY_{name}")
-
-        base = cls()
-        return replace(
-            base,
-            database_url=get("DATABASE_URL") or base.database_url,
-            allow_loopback_targets=_bool(get("ALLOW_LOOPBACK_TARGETS"), False),
-            secret_key=get("SECRET_KEY") or "",
-            simulator_speed=float(get("SIMULATOR_SPEED") or base.simulator_speed),
-            rate_limit_per_minute=int(get("RATE_LIMIT_PER_MINUTE") or base.rate_limit_per_minute),
-            rate_limit_per_hour=int(get("RATE_LIMIT_PER_HOUR") or base.rate_limit_per_hour),
-            rate_limit_backend=get("RATE_LIMIT_BACKEND") or base.rate_limit_backend,
-            auth_failures_per_minute=int(get("AUTH_FAILURES_PER_MINUTE") or base.auth_failures_per_minute),
-            var_dir=Path(get("VAR_DIR") or base.var_dir),
-            webhook_retry_scale=float(get("WEBHOOK_RETRY_SCALE") or base.webhook_retry_scale),
-            log_level=get("LOG_LEVEL") or base.log_level,
-            db_pool_size=int(get("DB_POOL_SIZE") or base.db_pool_size),
-            public_base_url=get("PUBLIC_BASE_URL") or base.public_base_url,
-            extraction_timeout_seconds=float(get("EXTRACTION_TIMEOUT_SECONDS") or base.extraction_timeout_seconds),
-            extraction_memory_mb=int(get("EXTRACTION_MEMORY_MB") or base.extraction_memory_mb),
-            outbox_retention_days=float(get("OUTBOX_RETENTION_DAYS") or base.outbox_retention_days),
-        )
+    def section(self, section: type[S]) -> S:
+        """A feature's section: the one given in ``sections``, else read from ``environ``."""
+        for given in self.sections:
+            if type(given) is section:
+                return given  # type: ignore[no-any-return]
+        return load_section(section, self.environ)
 
     def with_secret_key(self) -> Settings:
         """Use PARLEY_SECRET_KEY, or generate one once and keep it under var_dir."""
@@ -101,5 +165,5 @@ class Settings:
         nothing tells one of them about the others); on SQLite only when one ``serve`` starts
         several processes. ``memory`` and ``database`` force the choice."""
         if self.rate_limit_backend == "auto":
-            return self.database_url.startswith("postgresql") or self.processes > 1
+            return self.backend is Backend.POSTGRESQL or self.processes > 1
         return self.rate_limit_backend == "database"

@@ -6,24 +6,19 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from dishka import AsyncContainer
 
-from entrypoints import features
+from entrypoints.features import Job, all_features
 from entrypoints.settings import Settings
 
 log = logging.getLogger("parley.worker")
 
-Job = Callable[[AsyncContainer, Settings, asyncio.Event], Awaitable[None]]
-
 
 def jobs() -> list[Job]:
-    found: list[Job] = []
-    for feature in features.modules():
-        found.extend(getattr(feature, "JOBS", []))
-    return found
+    return [job for feature in all_features() for job in feature.jobs]
 
 
 async def _guarded(job: Job, container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:

@@ -21,8 +21,9 @@ from adapters.memory.clock import ManualClock
 from adapters.sql.schema import upgrade
 from application.accounts import CreateOrganization, CreateOrganizationCommand, IssueApiKey, IssueApiKeyCommand
 from application.ports.platform import Clock, UnitOfWork
+from entrypoints.asgi_app import http_container
 from entrypoints.http.app import create_app
-from entrypoints.ioc import build_container, http_container
+from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 
 DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"

@@ -114,8 +114,8 @@ async def running_app(database_url: str, var_dir: Path, *overrides: Any, **setti
     every test works in organizations of its own anyway. Rate limits are lifted."""
     from litestar.testing import AsyncTestClient
 
+    from entrypoints.asgi_app import http_container
     from entrypoints.http.app import create_app
-    from entrypoints.ioc import http_container
     from entrypoints.settings import Settings
     from tests.conftest import Api
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import importlib.util
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -31,13 +29,8 @@ from adapters.telephony.simulator import SimulatedTelephony, SimulatorConfig
 from application import calls as call_cases
 from application import dnc as dnc_cases
 from application import telephony as telephony_cases
-from application.call_booking import (
-    AtomicSchedulingAppointmentBooker,
-    NoAppointmentBooker,
-    SchedulingAppointmentBooker,
-)
 from application.ports.blobs import BlobStorage
-from application.ports.calls import AppointmentBooker, CallLogRepository, CallRef, CallRepository
+from application.ports.calls import CallLogRepository, CallRef, CallRepository
 from application.ports.dnc import DncRepository, DncScreener
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, UnitOfWork
@@ -45,23 +38,26 @@ from application.ports.telephony import PhoneNumberRepository, Telephony, Teleph
 from application.ports.usage import UsageRecorder
 from domain.dnc import DncUnavailable
 from domain.errors import DomainError
-from entrypoints.http.routes import calls as call_routes
-from entrypoints.http.routes import dnc as dnc_routes
-from entrypoints.http.routes import telephony as telephony_routes
+from entrypoints.features import Feature
 from entrypoints.settings import Settings
 
 log = logging.getLogger("parley.calls")
 
-_MEMORY = "memory://"
 POLL_INTERVAL_SECONDS = 0.1
 BATCH = 200
+
+
+@dataclass(frozen=True)
+class CallsSettings:
+    simulator_speed: float = 1.0
+    """PARLEY_SIMULATOR_SPEED: the time factor of the telephony simulator."""
 
 
 class CallsPlatformProvider(Provider):
     scope = Scope.APP
 
     @provide
-    def simulator_config(self, settings: Settings) -> SimulatorConfig:
+    def simulator_config(self, settings: CallsSettings) -> SimulatorConfig:
         return SimulatorConfig(speed=settings.simulator_speed)
 
     @provide
@@ -72,18 +68,14 @@ class CallsPlatformProvider(Provider):
     telephony = provide(SimulatedTelephony, provides=Telephony)
 
 
-class FilesystemBlobProvider(Provider):
+class SqlCallsProvider(Provider):
+    """SQL storage; recordings in files under PARLEY_VAR_DIR."""
+
+    scope = Scope.REQUEST
+
     @provide(scope=Scope.APP)
     def blobs(self, settings: Settings) -> BlobStorage:
         return FilesystemBlobStorage(settings.var_dir / "blobs")
-
-
-class MemoryBlobProvider(Provider):
-    blobs = provide(InMemoryBlobStorage, provides=BlobStorage, scope=Scope.APP)
-
-
-class SqlCallsProvider(Provider):
-    scope = Scope.REQUEST
 
     calls = provide(SqlCallRepository, provides=CallRepository)
     logs = provide(SqlCallLogRepository, provides=CallLogRepository)
@@ -96,6 +88,8 @@ class SqlCallsProvider(Provider):
 
 class MemoryCallsProvider(Provider):
     scope = Scope.REQUEST
+
+    blobs = provide(InMemoryBlobStorage, provides=BlobStorage, scope=Scope.APP)
 
     calls = provide(InMemoryCallRepository, provides=CallRepository)
     logs = provide(InMemoryCallLogRepository, provides=CallLogRepository)
@@ -148,52 +142,6 @@ class CallsUseCaseProvider(Provider):
         telephony_cases.DeletePhoneNumber,
         telephony_cases.GetTelephonyStats,
     )
-
-
-class NoBookingProvider(Provider):
-    booker = provide(NoAppointmentBooker, provides=AppointmentBooker, scope=Scope.REQUEST)
-
-
-def booking_provider() -> Provider:
-    """Mid-call booking through the in-house scheduling use cases when that feature is installed
-    (``application.scheduling``), else a booker that never books."""
-    if importlib.util.find_spec("application.scheduling") is None:
-        return NoBookingProvider()
-    availability = importlib.import_module("application.scheduling.availability")
-    booking = importlib.import_module("application.scheduling.booking")
-    calendars = importlib.import_module("application.scheduling.calendars")
-
-    if hasattr(booking, "BookNextOpenSlot"):
-        def booker(book_next_open_slot: Any, get_calendar: Any) -> AppointmentBooker:
-            return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand,
-                                                     get_calendar)
-
-        # real annotation objects: this module's annotations are strings and the scheduling types are local
-        booker.__annotations__ = {"book_next_open_slot": booking.BookNextOpenSlot,
-                                  "get_calendar": calendars.GetCalendar, "return": AppointmentBooker}
-    else:
-        def booker(next_open_slot: Any, book_appointment: Any,  # type: ignore[misc]
-                   get_calendar: Any) -> AppointmentBooker:
-            return SchedulingAppointmentBooker(next_open_slot, book_appointment, booking.BookAppointmentCommand,
-                                               get_calendar)
-
-        booker.__annotations__ = {"next_open_slot": availability.NextOpenSlot,
-                                  "book_appointment": booking.BookAppointment,
-                                  "get_calendar": calendars.GetCalendar, "return": AppointmentBooker}
-    provider = Provider()
-    provider.provide(booker, scope=Scope.REQUEST)
-    return provider
-
-
-def providers(settings: Settings) -> list[Provider]:
-    memory = settings.database_url == _MEMORY
-    return [
-        CallsPlatformProvider(),
-        MemoryBlobProvider() if memory else FilesystemBlobProvider(),
-        MemoryCallsProvider() if memory else SqlCallsProvider(),
-        CallsUseCaseProvider(),
-        booking_provider(),
-    ]
 
 
 # ------------------------------------------------------------------------------------------------ the worker
@@ -304,5 +252,11 @@ async def telephony_worker(container: AsyncContainer, settings: Settings, stop: 
             await asyncio.wait_for(stop.wait(), timeout=0.01 if report.total else POLL_INTERVAL_SECONDS)
 
 
-ROUTES = [*call_routes.ROUTES, *dnc_routes.ROUTES, *telephony_routes.ROUTES]
-JOBS = [telephony_worker]
+FEATURE = Feature(
+    name="calls",
+    providers=(CallsPlatformProvider, CallsUseCaseProvider),
+    sql=SqlCallsProvider,
+    memory=MemoryCallsProvider,
+    jobs=[telephony_worker],
+    settings=CallsSettings,
+)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
@@ -13,10 +14,19 @@ from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 from application.housekeeping import PurgeExpired
 from application.outbox import OutboxPolicy, PurgeConsumedEvents
 from application.ports.platform import UnitOfWork
+from entrypoints.features import Feature
 from entrypoints.settings import Settings
 
 log = logging.getLogger("parley.housekeeping")
 INTERVAL_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class OutboxSettings:
+    ENV_PREFIX = "OUTBOX_"
+
+    retention_days: float = 7.0
+    """PARLEY_OUTBOX_RETENTION_DAYS: how long an outbox event every consumer has processed is kept."""
 
 
 class HousekeepingProvider(Provider):
@@ -24,12 +34,8 @@ class HousekeepingProvider(Provider):
     cases = provide_all(PurgeExpired, PurgeConsumedEvents)
 
     @provide(scope=Scope.APP)
-    def outbox_policy(self, settings: Settings) -> OutboxPolicy:
-        return OutboxPolicy(retention=timedelta(days=settings.outbox_retention_days))
-
-
-def providers(settings: Settings) -> list[Provider]:
-    return [HousekeepingProvider()]
+    def outbox_policy(self, section: OutboxSettings) -> OutboxPolicy:
+        return OutboxPolicy(retention=timedelta(days=section.retention_days))
 
 
 async def purge_once(container: AsyncContainer) -> None:
@@ -49,5 +55,5 @@ async def housekeeping(container: AsyncContainer, settings: Settings, stop: asyn
             await asyncio.wait_for(stop.wait(), timeout=INTERVAL_SECONDS)
 
 
-ROUTES: list[object] = []
-JOBS = [housekeeping]
+FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[housekeeping],
+                  settings=OutboxSettings)

@@ -1,7 +1,9 @@
-"""Knowledge bases: providers, routes. Adapters: SQL or in-memory storage and search, local text
+"""Knowledge bases: storage, use cases and settings. Adapters: SQL or in-memory storage and search, local text
 extraction, and the SSRF-safe page fetcher."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from dishka import Provider, Scope, provide, provide_all
 
@@ -22,10 +24,20 @@ from application.ports.knowledge import (
     PageFetcher,
     TextExtractor,
 )
-from entrypoints.http.routes import knowledge as routes
+from entrypoints.features import Feature
 from entrypoints.settings import Settings
 
 USER_AGENT = "Parley-Fetcher/2.0"
+
+
+@dataclass(frozen=True)
+class KnowledgeSettings:
+    """Limits of the worker processes that read uploaded files and scraped pages."""
+
+    extraction_timeout_seconds: float = 30.0
+    """PARLEY_EXTRACTION_TIMEOUT_SECONDS"""
+    extraction_memory_mb: int = 1024
+    """PARLEY_EXTRACTION_MEMORY_MB"""
 
 
 class SqlKnowledgeProvider(Provider):
@@ -59,7 +71,7 @@ class KnowledgeIoProvider(Provider):
         return HttpxSafeHttp(resolver, allow_loopback=settings.allow_loopback_targets, user_agent=USER_AGENT)
 
     @provide
-    def extractor(self, settings: Settings) -> TextExtractor:
+    def extractor(self, settings: KnowledgeSettings) -> TextExtractor:
         return IsolatedTextExtractor(LocalTextExtractor(), timeout_seconds=settings.extraction_timeout_seconds,
                                      memory_mb=settings.extraction_memory_mb)
 
@@ -85,9 +97,10 @@ class KnowledgeUseCaseProvider(Provider):
     )
 
 
-def providers(settings: Settings) -> list[Provider]:
-    storage = MemoryKnowledgeProvider() if settings.database_url == "memory://" else SqlKnowledgeProvider()
-    return [storage, KnowledgeIoProvider(), KnowledgeUseCaseProvider()]
-
-
-ROUTES = routes.ROUTES
+FEATURE = Feature(
+    name="knowledge",
+    providers=(KnowledgeIoProvider, KnowledgeUseCaseProvider),
+    sql=SqlKnowledgeProvider,
+    memory=MemoryKnowledgeProvider,
+    settings=KnowledgeSettings,
+)

@@ -16,13 +16,12 @@ from adapters.sql.scheduling import (
     SqlCalendarRepository,
     SqlScheduleReader,
 )
+from application.call_booking import AtomicSchedulingAppointmentBooker
 from application.ports.agents import AgentCalendars
+from application.ports.calls import AppointmentBooker
 from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer, ScheduleReader
 from application.scheduling import availability, booking, calendars, feeds
-from entrypoints.http.routes.scheduling import ROUTES as SCHEDULING_ROUTES
-from entrypoints.settings import Settings
-
-ROUTES = SCHEDULING_ROUTES
+from entrypoints.features import Feature
 
 
 class SqlSchedulingProvider(Provider):
@@ -46,6 +45,13 @@ class SchedulingProvider(Provider):
     renderer = provide(ICalendarRenderer, provides=IcsRenderer, scope=Scope.APP)
     # overrides the core's NoCalendars: agents may point at this feature's calendars
     agent_calendars = provide(calendars.CalendarsForAgents, provides=AgentCalendars, scope=Scope.REQUEST)
+
+    @provide(scope=Scope.REQUEST)
+    def appointment_booker(self, book_next_open_slot: booking.BookNextOpenSlot,
+                           get_calendar: calendars.GetCalendar) -> AppointmentBooker:
+        """Overrides the core's NoAppointmentBooker: agents book during calls on this feature's calendars."""
+        return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand, get_calendar)
+
     cases = provide_all(
         calendars.CreateCalendar,
         calendars.GetCalendar,
@@ -77,6 +83,9 @@ class SchedulingProvider(Provider):
     )
 
 
-def providers(settings: Settings) -> list[Provider]:
-    storage = MemorySchedulingProvider() if settings.database_url == "memory://" else SqlSchedulingProvider()
-    return [storage, SchedulingProvider()]
+FEATURE = Feature(
+    name="scheduling",
+    providers=(SchedulingProvider,),
+    sql=SqlSchedulingProvider,
+    memory=MemorySchedulingProvider,
+)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dishka import Provider, Scope, provide, provide_all
 
 from adapters.egress import HttpxSafeHttp, SystemResolver
@@ -10,20 +12,25 @@ from adapters.sql.webhooks import SqlDeliveryRepository, SqlSubscriptionReposito
 from application import webhooks as uc
 from application.ports.webhooks import DeliveryRepository, SubscriptionRepository, WebhookHttp
 from domain.webhooks import USER_AGENT
-from entrypoints.http.routes import webhooks as routes
+from entrypoints.features import Feature
 from entrypoints.settings import Settings
 from entrypoints.webhook_jobs import deliver_once, dispatch_once, drain, webhooks_job
 
-_MEMORY = "memory://"
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    ENV_PREFIX = "WEBHOOK_"
+
+    retry_scale: float = 1.0
+    """PARLEY_WEBHOOK_RETRY_SCALE: multiplies the retry delays (tests and demos shorten them)."""
 
 
 class WebhookPlatformProvider(Provider):
     scope = Scope.APP
 
     @provide
-    def policy(self, settings: Settings) -> uc.WebhookPolicy:
-        return uc.WebhookPolicy(allow_loopback=settings.allow_loopback_targets,
-                                retry_scale=settings.webhook_retry_scale)
+    def policy(self, settings: Settings, section: WebhookSettings) -> uc.WebhookPolicy:
+        return uc.WebhookPolicy(allow_loopback=settings.allow_loopback_targets, retry_scale=section.retry_scale)
 
     @provide
     def http(self, settings: Settings) -> WebhookHttp:
@@ -66,14 +73,15 @@ class WebhookUseCaseProvider(Provider):
     )
 
 
-def providers(settings: Settings) -> list[Provider]:
-    storage = MemoryWebhookProvider() if settings.database_url == _MEMORY else SqlWebhookProvider()
-    return [WebhookPlatformProvider(), storage, WebhookUseCaseProvider()]
-
-
-ROUTES = routes.ROUTES
-JOBS = [webhooks_job]
+FEATURE = Feature(
+    name="webhooks",
+    providers=(WebhookPlatformProvider, WebhookUseCaseProvider),
+    sql=SqlWebhookProvider,
+    memory=MemoryWebhookProvider,
+    jobs=[webhooks_job],
+    settings=WebhookSettings,
+)
 
 # one pass of each step, for tests and benchmarks: dispatch_once(container) -> events dispatched,
 # deliver_once(container) -> deliveries handled, drain(container) -> both until nothing is due
-__all__ = ["JOBS", "ROUTES", "deliver_once", "dispatch_once", "drain", "providers"]
+__all__ = ["FEATURE", "WebhookSettings", "deliver_once", "dispatch_once", "drain"]

@@ -14,15 +14,15 @@ from litestar.openapi.spec import Components, SecurityScheme, Server
 
 from domain.errors import ValidationFailed
 from entrypoints import features
-from entrypoints.http import asgi
-from entrypoints.http.envelope import EXCEPTION_HANDLERS
+from entrypoints.http import asgi, routes
+from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HANDLERS
 from entrypoints.http.pipeline import RequestPipeline
-from entrypoints.http.routes import accounts, agents, meta
+from entrypoints.http.routes import meta
+from entrypoints.http.routing import access_of
 from entrypoints.settings import Settings
 
 API_TITLE = "Parley Partner API"
 MAX_BODY = 1024 * 1024
-ROUTE_MODULES = [meta, agents, accounts]
 
 
 class _NoSchemaRoutes(Router):
@@ -109,16 +109,39 @@ class JsonRequest(Request[Any, Any, Any]):
 
 
 def route_handlers() -> list[Any]:
-    handlers: list[Any] = []
-    for module in ROUTE_MODULES:
-        handlers.extend(module.ROUTES)
-    for feature in features.modules():
-        handlers.extend(getattr(feature, "ROUTES", []))
-    return handlers
+    """The routes of the core and of every installed feature (the registry in ``entrypoints/http/routes``)."""
+    return routes.route_handlers(feature.name for feature in features.all_features())
 
 
-def create_app(container: AsyncContainer, settings: Settings) -> Litestar:
-    api = DishkaRouter(path=asgi.API_PREFIX, route_handlers=route_handlers())
+class UndeclaredAccess(RuntimeError):
+    """A route handler not built through ``endpoint()``: no authenticator would guard it."""
+
+
+def require_declared_access(handlers: list[Any]) -> None:
+    """Refuses (at start-up) any route whose access is not declared with ``endpoint(...)``."""
+    for handler in handlers:
+        if isinstance(handler, Router):
+            require_declared_access(handler.route_handlers)
+            continue
+        if access_of(getattr(handler, "opt", None) or {}) is None:
+            name = getattr(handler, "handler_name", None) or repr(handler)
+            paths = ", ".join(sorted(getattr(handler, "paths", ()) or ()))
+            raise UndeclaredAccess(
+                f"route {name} ({paths}) declares no access: declare it with "
+                "entrypoints.http.routing.endpoint(..., scopes=..., auth=...)")
+
+
+def api_router(handlers: list[Any]) -> Router:
+    """The JSON API: its routes, the request pipeline around each of them and the JSON error envelopes.
+    Another surface (the dashboard's HTML) mounts as its own router with its own pipeline and handlers."""
+    require_declared_access(handlers)
+    return DishkaRouter(path=asgi.API_PREFIX, route_handlers=handlers, middleware=[RequestPipeline],
+                        exception_handlers=EXCEPTION_HANDLERS)
+
+
+def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any] | None = None) -> Litestar:
+    """``handlers``: the API's routes (default: ``route_handlers()``)."""
+    api = api_router(route_handlers() if handlers is None else handlers)
     openapi = OpenAPIConfig(
         title=API_TITLE,
         version=meta.API_VERSION,
@@ -137,8 +160,7 @@ def create_app(container: AsyncContainer, settings: Settings) -> Litestar:
 
     app = Litestar(
         route_handlers=[api],
-        middleware=[RequestPipeline],
-        exception_handlers=EXCEPTION_HANDLERS,
+        exception_handlers=ROUTING_EXCEPTION_HANDLERS,  # no route matched: 404 / 405 in the JSON envelope
         openapi_config=openapi,
         request_max_body_size=MAX_BODY,
         request_class=JsonRequest,

@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 import uuid
 
-import msgspec
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from entrypoints.http.envelope import ErrorBody, ErrorEnvelope
+from entrypoints.http.envelope import router_error_messages
 from entrypoints.runtime import request_id_var
 
 API_PREFIX = "/api/v2"
@@ -30,13 +29,9 @@ def _nul_location(scope: Scope) -> str | None:
     return None
 
 
-async def _reject_nul(send: Send, location: str) -> None:
-    body = msgspec.json.encode(ErrorEnvelope(ErrorBody(
-        f"The {location} contains a NUL character", "bad_request",
-        {"validation_errors": {location: "must not contain NUL (%00) characters"}})))
-    await send({"type": "http.response.start", "status": 400,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+async def _reject(send: Send, messages: list[Message]) -> None:
+    for message in messages:
+        await send(message)
 
 
 _CONTENT_LENGTH = re.compile(rb"[0-9]{1,18}")
@@ -54,16 +49,6 @@ def _framing_problem(scope: Scope) -> tuple[int, str, str, str] | None:
     if any(char.isdecimal() and not char.isascii() for char in scope["path"]):
         return 404, "No such resource or route", "path", "ids are written in ASCII digits"
     return None
-
-
-async def _reject_framing(send: Send, problem: tuple[int, str, str, str]) -> None:
-    status, message, field, rule = problem
-    details = {"validation_errors": {field: rule}} if status == 400 else None
-    body = msgspec.json.encode(ErrorEnvelope(ErrorBody(message, "bad_request" if status == 400 else "not_found",
-                                                       details)))
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
 
 
 def rewrite_path(path: str) -> str:
@@ -123,11 +108,16 @@ def wrap(app: ASGIApp) -> ASGIApp:
         try:
             nul = _nul_location(scope)
             if nul is not None:
-                await _reject_nul(send_with_id, nul)
+                await _reject(send_with_id, router_error_messages(
+                    400, "bad_request", f"The {nul} contains a NUL character",
+                    {"validation_errors": {nul: "must not contain NUL (%00) characters"}}))
                 return
             problem = _framing_problem(scope)
             if problem is not None:
-                await _reject_framing(send_with_id, problem)
+                status, message, field, rule = problem
+                await _reject(send_with_id, router_error_messages(
+                    status, "bad_request" if status == 400 else "not_found", message,
+                    {"validation_errors": {field: rule}} if status == 400 else None))
                 return
             await app(scope, receive, send_with_id)
         finally:

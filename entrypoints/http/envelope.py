@@ -16,8 +16,8 @@ from litestar.exceptions import (
     NotFoundException,
     ValidationException,
 )
+from litestar.types import Message
 
-from application.accounts import AuthenticationFailed
 from domain import errors as de
 from entrypoints.http.patterns import UNKNOWN_PATTERN, words_for
 
@@ -103,14 +103,41 @@ def status_for(error: de.DomainError) -> int:
     return 400
 
 
-def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None,
-                   headers: dict[str, str] | None = None) -> Response[bytes]:
-    body = msgspec.json.encode(ErrorEnvelope(ErrorBody(message, code, details)))
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
+# The one place error envelopes are built: as bytes, as ASGI messages (the pipeline and the outermost ASGI
+# layer answer before or around Litestar) and as Litestar responses (the exception handlers).
+
+def router_error_body(code: str, message: str, details: dict[str, Any] | None = None) -> bytes:
+    return msgspec.json.encode(ErrorEnvelope(ErrorBody(message, code, details)))
 
 
 def auth_error_body(code: str, message: str, retry_after: int | None = None) -> bytes:
     return msgspec.json.encode(AuthErrorEnvelope(AuthErrorBody(code, message, retry_after)))
+
+
+def json_messages(status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> list[Message]:
+    """A whole JSON response as ASGI messages."""
+    return [
+        {"type": "http.response.start", "status": status,
+         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                     *(headers or [])]},
+        {"type": "http.response.body", "body": body},
+    ]
+
+
+def router_error_messages(status: int, code: str, message: str, details: dict[str, Any] | None = None,
+                          headers: list[tuple[bytes, bytes]] | None = None) -> list[Message]:
+    return json_messages(status, router_error_body(code, message, details), headers)
+
+
+def auth_error_messages(status: int, code: str, message: str, retry_after: int | None = None,
+                        headers: list[tuple[bytes, bytes]] | None = None) -> list[Message]:
+    return json_messages(status, auth_error_body(code, message, retry_after), headers)
+
+
+def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None,
+                   headers: dict[str, str] | None = None) -> Response[bytes]:
+    return Response(router_error_body(code, message, details), status_code=status, media_type="application/json",
+                    headers=headers)
 
 
 _FIELD_ERROR = re.compile(r"^Object (contains unknown|missing required) field `(?P<field>[^`]+)`$")
@@ -264,10 +291,6 @@ def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     return error_response(status, code, message)
 
 
-def handle_auth_failure(_: Request[Any, Any, Any], exc: AuthenticationFailed) -> Response[bytes]:
-    return Response(auth_error_body(exc.code, str(exc)), status_code=401, media_type="application/json")
-
-
 def handle_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal_error", "Internal server error")
@@ -276,7 +299,11 @@ def handle_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Respon
 EXCEPTION_HANDLERS: dict[Any, Any] = {
     de.DomainError: handle_domain_error,
     ValidationException: handle_validation,
-    AuthenticationFailed: handle_auth_failure,
+    HTTPException: handle_http,
+    Exception: handle_unexpected,
+}
+# before any router: a path no route serves (404) or a method its route does not (405)
+ROUTING_EXCEPTION_HANDLERS: dict[Any, Any] = {
     HTTPException: handle_http,
     Exception: handle_unexpected,
 }

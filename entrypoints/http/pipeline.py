@@ -1,5 +1,8 @@
 """The request pipeline: authentication, rate limits, scopes, sub-organizations, idempotency
-and the request's transaction, in that order, once for every route.
+and the request's transaction, in that order, once for every route of the API router.
+
+Its collaborators come in one ``RequestGate`` resolved from the request's container; the route's
+``Access.auth`` picks the authenticator, whose ``Principal`` becomes the use cases' ``Actor``.
 
 The handler runs inside the request's unit of work. Its response is held back until the
 transaction has committed (with the idempotency record, when there is one), so a client never
@@ -19,7 +22,7 @@ import msgspec
 from dishka import AsyncContainer
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from application.accounts import Authenticate, AuthenticationFailed, ResolveActingOrganization
+from application.accounts import ResolveActingOrganization
 from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, IdempotencyStore, RateLimiter
 from application.ports.platform import Clock, Random, UnitOfWork
@@ -28,9 +31,9 @@ from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.parsing import parse_id
-from domain.scopes import ScopeSet
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
-from entrypoints.http.envelope import ErrorBody, ErrorEnvelope, auth_error_body, status_for
+from entrypoints.http.authentication import Authenticators, Refused
+from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
 from entrypoints.http.routing import Access, access_of
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
 
@@ -56,21 +59,6 @@ def _headers(scope: Scope, name: bytes) -> list[str]:
 def client_address(scope: Scope) -> str:
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
-
-
-def _json(status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> list[Message]:
-    return [
-        {"type": "http.response.start", "status": status,
-         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                     *headers]},
-        {"type": "http.response.body", "body": body},
-    ]
-
-
-def _router_error(status: int, code: str, message: str, details: dict[str, Any] | None = None,
-                  headers: list[tuple[bytes, bytes]] | None = None) -> list[Message]:
-    body = msgspec.json.encode(ErrorEnvelope(ErrorBody(message, code, details)))
-    return _json(status, body, headers or [])
 
 
 async def _send_all(send: Send, messages: list[Message], extra_headers: list[tuple[bytes, bytes]]) -> None:
@@ -162,8 +150,25 @@ def with_location(app: ASGIApp, template: str) -> ASGIApp:
     return located
 
 
+@dataclass(frozen=True, slots=True)
+class RequestGate:
+    """What the pipeline works with, resolved once per request from the request's container."""
+
+    uow: UnitOfWork
+    clock: Clock
+    authenticators: Authenticators
+    limiter: RateLimiter
+    limits: RateLimitPolicy
+    failure_budget: AuthFailurePolicy
+    keys: ApiKeyRepository
+    acting: ResolveActingOrganization
+    idempotency: IdempotencyStore
+    random: Random
+    secrets: SecretBox
+
+
 class RequestPipeline:
-    """Litestar route middleware (applied to every route handler)."""
+    """Litestar middleware of the API router (runs for every route handler of it)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -172,20 +177,32 @@ class RequestPipeline:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        access = access_of(scope["route_handler"].opt)
-        if access is None or access.public:
-            await self.app(scope, receive, send)
+        handler = scope["route_handler"]
+        access = access_of(handler.opt)
+        if access is None:
+            if is_automatic_options(handler):  # Litestar's own OPTIONS answer: the methods a path serves
+                await self.app(scope, receive, send)
+                return
+            # unreachable through create_app (it refuses such a route); fail closed all the same
+            log.error("route %s has no declared access", scope["path"])
+            await _send_all(send, router_error_messages(500, "internal_error", "Internal server error"), [])
             return
         container: AsyncContainer = scope["state"]["dishka_container"]
+        gate = await container.get(RequestGate)
         app = self.app if access.location is None else with_location(self.app, access.location)
-        await _Run(app, scope, receive, send, container, access).run()
+        await _Run(app, scope, receive, send, gate, access).run()
+
+
+def is_automatic_options(handler: Any) -> bool:
+    """Whether ``handler`` is the OPTIONS handler Litestar adds to every path by itself."""
+    return set(handler.http_methods) == {"OPTIONS"} and getattr(handler, "handler_name", "") == "options_handler"
 
 
 class _Run:
-    def __init__(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, container: AsyncContainer,
+    def __init__(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, gate: RequestGate,
                  access: Access) -> None:
         self.app, self.scope, self.receive, self.send = app, scope, receive, send
-        self.container, self.access = container, access
+        self.gate, self.access = gate, access
         # a response that can carry a secret is kept out of every cache
         self.extra_headers: list[tuple[bytes, bytes]] = [(b"cache-control", b"no-store")] if access.secret else []
 
@@ -193,40 +210,35 @@ class _Run:
         await _send_all(self.send, messages, self.extra_headers)
 
     async def run(self) -> None:
-        scope = self.scope
-        uow = await self.container.get(UnitOfWork)
-        clock = await self.container.get(Clock)
+        scope, gate = self.scope, self.gate
+        uow = gate.uow
 
-        # 1. authentication
-        authorization = _header(scope, b"authorization")
-        if not authorization or authorization[:7].lower() != "bearer " or not authorization[7:].strip():
-            await self.reply(_json(401, auth_error_body("MISSING_AUTH", "Authorization: Bearer <API key> is required"),
-                                   [(b"www-authenticate", b'Bearer realm="parley"')]))
-            return
-        authenticate = await self.container.get(Authenticate)
+        # 1. authentication (the route's authenticator)
         try:
-            auth = await authenticate.execute(authorization[7:].strip())
-        except AuthenticationFailed as exc:
+            principal = await gate.authenticators.for_mode(self.access.auth).authenticate(scope)
+        except Refused as refused:
             await uow.rollback()
-            if not await self._failure_allowed(uow, clock):
+            if refused.presented and not await self._failure_allowed():
                 return
-            await self.reply(_json(401, auth_error_body(exc.code, str(exc)),
-                                   [(b"www-authenticate", b'Bearer realm="parley", error="invalid_token"')]))
+            challenge = [(b"www-authenticate", refused.challenge)] if refused.challenge else []
+            await self.reply(auth_error_messages(401, refused.code, refused.message, headers=challenge))
             return
         await uow.commit()
-        key, organization = auth.key, auth.organization
-        now = clock.now()
+        if not principal.authenticated:  # a public route: straight to the handler, in the unit of work
+            await self._handle(uow)
+            return
+        assert principal.organization is not None
+        key, organization = principal.key, principal.organization
+        now = gate.clock.now()
 
-        # 2. rate limit (per key lineage: a rotated key shares its predecessor's counters)
-        limiter = await self.container.get(RateLimiter)
-        limits = await self.container.get(RateLimitPolicy)
-        decision = await limiter.hit(f"key:{key.lineage_id or key.id}", limits.windows, now)
+        # 2. rate limit (per principal: a rotated key shares its predecessor's counters)
+        decision = await gate.limiter.hit(principal.rate_bucket, gate.limits.windows, now)
         self.extra_headers += [
             (b"x-ratelimit-limit", str(decision.limit).encode()),
             (b"x-ratelimit-remaining", str(decision.remaining).encode()),
             (b"x-ratelimit-reset", str(decision.reset_at).encode()),
         ]
-        notice = key.expiry_notice(now)
+        notice = key.expiry_notice(now) if key is not None else None
         if notice is not None:
             expires_at, days = notice
             self.extra_headers += [
@@ -235,19 +247,17 @@ class _Run:
             ]
         if not decision.allowed:
             retry = decision.retry_after or 1
-            await self.reply(_json(429, auth_error_body("RATE_LIMIT_EXCEEDED", "Rate limit exceeded", retry),
-                                   [(b"retry-after", str(retry).encode())]))
+            await self.reply(auth_error_messages(429, "RATE_LIMIT_EXCEEDED", "Rate limit exceeded", retry,
+                                                 [(b"retry-after", str(retry).encode())]))
             return
-        if key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION:
-            keys = await self.container.get(ApiKeyRepository)
-            await keys.touch(key.id or 0, now)
+        if key is not None and (key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION):
+            await gate.keys.touch(key.id or 0, now)
             await uow.commit()
 
         # 3. scopes
-        held = ScopeSet.of(key.scopes)
-        if not held.grants_any(self.access.scopes):
+        if not principal.scopes.grants_any(self.access.scopes):
             message = f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
-            await self.reply(_json(403, auth_error_body("INSUFFICIENT_SCOPE", message), []))
+            await self.reply(auth_error_messages(403, "INSUFFICIENT_SCOPE", message))
             return
 
         # 4. sub-organization
@@ -259,38 +269,37 @@ class _Run:
                     raise ValidationFailed.field(SUB_ORG_HEADER, "must be sent once")
                 sub_org_id = parse_id(sub_orgs[0], SUB_ORG_HEADER)
             except ValidationFailed as exc:
-                await self.reply(_router_error(400, exc.code, exc.message, exc.details))
+                await self.reply(router_error_messages(400, exc.code, exc.message, exc.details))
                 return
-            resolver = await self.container.get(ResolveActingOrganization)
             try:
-                acting = await resolver.execute(organization, sub_org_id)
+                acting = await gate.acting.execute(organization, sub_org_id)
             except SubOrgForbidden as exc:
                 await uow.rollback()
-                await self.reply(_router_error(403, exc.code, exc.message))
+                await self.reply(router_error_messages(403, exc.code, exc.message))
                 return
             await uow.commit()
-        actor = Actor(acting.id or 0, organization.id or 0, key.id, held, key.lineage)
+        actor = principal.acting_in(acting)
         scope["state"]["actor"] = actor
 
         # 5. idempotency, then the handler
         raw_key = _header(scope, b"idempotency-key")
         if self.access.idempotent and raw_key is not None:
-            await self._idempotent(uow, clock, actor, raw_key)
+            await self._idempotent(uow, gate.clock, actor, raw_key)
         else:
             await self._handle(uow)
 
-    async def _failure_allowed(self, uow: UnitOfWork, clock: Clock) -> bool:
+    async def _failure_allowed(self) -> bool:
         """Count a failed authentication against the client's address; False (and 429 sent) once the
-        address is over its budget. Keys that authenticate never touch this bucket."""
-        limiter = await self.container.get(RateLimiter)
-        budget = await self.container.get(AuthFailurePolicy)
-        decision = await limiter.hit(f"authfail:{client_address(self.scope)}", budget.windows, clock.now())
-        await uow.commit()
+        address is over its budget. Credentials that authenticate never touch this bucket."""
+        gate = self.gate
+        decision = await gate.limiter.hit(f"authfail:{client_address(self.scope)}", gate.failure_budget.windows,
+                                          gate.clock.now())
+        await gate.uow.commit()
         if decision.allowed:
             return True
         retry = decision.retry_after or 1
-        await self.reply(_json(429, auth_error_body(
-            "RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address", retry),
+        await self.reply(auth_error_messages(
+            429, "RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address", retry,
             [(b"retry-after", str(retry).encode()), (b"x-ratelimit-limit", str(decision.limit).encode()),
              (b"x-ratelimit-remaining", b"0"), (b"x-ratelimit-reset", str(decision.reset_at).encode())]))
         return False
@@ -306,7 +315,7 @@ class _Run:
         except Exception:
             log.exception("request failed")
             await uow.rollback()
-            await self.reply(_router_error(500, "internal_error", "Internal server error"))
+            await self.reply(router_error_messages(500, "internal_error", "Internal server error"))
             return
         await self.reply(captured.messages)
 
@@ -332,25 +341,24 @@ class _Run:
         try:
             key = policy.parse_key(raw_key)
         except DomainError as exc:
-            await self.reply(_router_error(400, exc.code, exc.message, exc.details))
+            await self.reply(router_error_messages(400, exc.code, exc.message, exc.details))
             return
         try:
             body = await self._read_body()
         except _Disconnected:
             return  # the client is gone: nothing was claimed, nothing to answer
         if body is None and self.access.large_body:
-            await self.reply(_router_error(
+            await self.reply(router_error_messages(
                 400, "idempotency_unsupported",
                 f"Idempotency-Key covers request bodies up to {policy.MAX_BODY_BYTES} bytes; "
                 "send a larger one without it"))
             return
         if body is None:
-            await self.reply(_router_error(413, "payload_too_large", "Request body too large"))
+            await self.reply(router_error_messages(413, "payload_too_large", "Request body too large"))
             return
         fingerprint = policy.fingerprint(self.scope["method"], self.scope["path"], body)
-        store = await self.container.get(IdempotencyStore)
-        random = await self.container.get(Random)
-        token = random.hex(16)
+        store = self.gate.idempotency
+        token = self.gate.random.hex(16)
         organization_id, lineage_id = actor.organization_id, actor.key_lineage_id or 0
 
         for _ in range(3):
@@ -368,17 +376,17 @@ class _Run:
                 return
             if decision is Decision.IN_FLIGHT:
                 await uow.rollback()
-                await self.reply(_router_error(409, "idempotency_key_in_use",
+                await self.reply(router_error_messages(409, "idempotency_key_in_use",
                                                "A request with this Idempotency-Key is still in progress"))
                 return
             if decision is Decision.MISMATCH:
                 await uow.rollback()
-                await self.reply(_router_error(422, "idempotency_key_mismatch",
+                await self.reply(router_error_messages(422, "idempotency_key_mismatch",
                                                "This Idempotency-Key was used with a different request"))
                 return
             await uow.rollback()  # lost a race: look again
         else:
-            await self.reply(_router_error(409, "idempotency_key_in_use",
+            await self.reply(router_error_messages(409, "idempotency_key_in_use",
                                            "A request with this Idempotency-Key is still in progress"))
             return
         await uow.commit()  # the claim is visible to every other request from here on
@@ -410,7 +418,7 @@ class _Run:
             await uow.rollback()
             await store.release(organization_id, lineage_id, key, token)
             await uow.commit()
-            await self.reply(_router_error(500, "internal_error", "Internal server error"))
+            await self.reply(router_error_messages(500, "internal_error", "Internal server error"))
             return
         await self.reply(captured.messages)
 
@@ -422,20 +430,20 @@ class _Run:
         body = captured.body()
         if not self.access.secret:
             return StoredResponse(captured.status, headers, body)
-        box = await self.container.get(SecretBox)
+        box = self.gate.secrets
         return StoredResponse(captured.status, headers, box.seal(body.decode("latin-1")).encode("ascii"), sealed=True)
 
     async def _replay(self, response: StoredResponse) -> None:
         body = response.body
         if response.sealed:
-            box = await self.container.get(SecretBox)
+            box = self.gate.secrets
             try:
                 body = box.open(body.decode("ascii")).encode("latin-1")
             except (SecretUnreadable, UnicodeError):
                 # sealed under another PARLEY_SECRET_KEY: the response cannot be given again, and acting
                 # again would break the key's promise
                 log.error("a stored idempotent response cannot be opened (was PARLEY_SECRET_KEY changed?)")
-                await self.reply(_router_error(500, "internal_error", "Internal server error"))
+                await self.reply(router_error_messages(500, "internal_error", "Internal server error"))
                 return
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
         headers += [(b"content-length", str(len(body)).encode()), (b"idempotency-replayed", b"true")]

@@ -1,17 +1,29 @@
-"""Request-derived values for the container: the transaction mode and the acting principal."""
+"""Request-derived values for the container: the transaction mode, the authenticators, the pipeline's
+collaborators and the acting principal."""
 
 from __future__ import annotations
 
-from dishka import Provider, Scope, provide
+from dishka import Provider, Scope, provide, provide_all
 from litestar import Request
 
 from application.context import Actor, ApiBaseUrl
 from entrypoints.http.asgi import PRIMARY_PREFIX, request_api_base
+from entrypoints.http.authentication import (
+    ApiKeyAuthenticator,
+    Authenticators,
+    PublicAuthenticator,
+    SessionAuthenticator,
+    WidgetAuthenticator,
+)
+from entrypoints.http.pipeline import RequestGate
 from entrypoints.runtime import TransactionMode
 from entrypoints.settings import Settings
 
 
 class HttpProvider(Provider):
+    gate = provide_all(ApiKeyAuthenticator, SessionAuthenticator, WidgetAuthenticator, PublicAuthenticator,
+                       Authenticators, RequestGate, scope=Scope.REQUEST)
+
     @provide(scope=Scope.REQUEST)
     def mode(self, request: Request) -> TransactionMode:  # type: ignore[type-arg]
         return TransactionMode(write=request.method not in ("GET", "HEAD", "OPTIONS"))

@@ -7,6 +7,7 @@ responses it can give go into the OpenAPI document. Every authenticated POST hon
 
 from __future__ import annotations
 
+import enum
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,13 +31,31 @@ Offset = Annotated[int, QueryParameter(ge=0, le=MAX_OFFSET, description="Items t
 _DECORATORS = {"GET": get, "POST": post, "PATCH": patch, "DELETE": delete, "PUT": put}
 
 
+class AuthMode(enum.StrEnum):
+    """Which authenticator a route answers to (``entrypoints/http/authentication.py``)."""
+
+    KEY = "key"                        # a Bearer API key
+    KEY_OR_SESSION = "key_or_session"  # a Bearer API key, or a dashboard session
+    WIDGET = "widget"                  # a widget token
+    PUBLIC = "public"                  # anyone
+
+
+def auth_mode(value: AuthMode | str, where: str = "") -> AuthMode:
+    """``value`` as an ``AuthMode``; an unknown mode raises (a route is refused when it is declared)."""
+    try:
+        return AuthMode(value)
+    except ValueError:
+        accepted = ", ".join(mode.value for mode in AuthMode)
+        raise ValueError(f"{where + ': ' if where else ''}unknown auth mode {value!r} (one of {accepted})") from None
+
+
 @dataclass(frozen=True, slots=True)
 class Access:
     """Who may call a route. ``scopes``: the alternatives, any one of which authorizes
     (each also granted by its family wildcard and by ``*``)."""
 
     scopes: tuple[str, ...] = ()
-    auth: str = "key"  # key | public | key_or_session | widget
+    auth: AuthMode = AuthMode.KEY
     idempotent: bool = False
     # the success response carries a secret (a new API key, a signing secret, a token): a stored replay of
     # it is sealed, and every response of the route says Cache-Control: no-store
@@ -49,7 +68,10 @@ class Access:
 
     @property
     def public(self) -> bool:
-        return self.auth == "public"
+        return self.auth is AuthMode.PUBLIC
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "auth", auth_mode(self.auth))
 
 
 _DESCRIPTIONS = {
@@ -107,7 +129,7 @@ def endpoint(
     summary: str,
     tags: list[str],
     scopes: tuple[str, ...] = (),
-    auth: str = "key",
+    auth: AuthMode | str = AuthMode.KEY,
     idempotent: bool | None = None,
     secret: bool = False,
     location: str | None = None,
@@ -118,12 +140,13 @@ def endpoint(
 ) -> Callable[[Callable[..., Any]], Any]:
     """``idempotent``: whether the route honours Idempotency-Key (default: every authenticated POST does);
     ``secret``: its success response carries a secret (see ``Access.secret``)."""
+    mode = auth_mode(auth, operation_id)
     if idempotent is None:
-        idempotent = method == "POST" and auth != "public"
-    access = Access(scopes=scopes, auth=auth, idempotent=idempotent, secret=secret,
+        idempotent = method == "POST" and mode is not AuthMode.PUBLIC
+    access = Access(scopes=scopes, auth=mode, idempotent=idempotent, secret=secret,
                     large_body=(kwargs.get("request_max_body_size") or 0) > MAX_BODY_BYTES,
                     location=location)
-    if access.auth != "public" and not access.scopes and access.auth == "key":
+    if access.auth is AuthMode.KEY and not access.scopes:
         raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
     security = [] if access.public else [{"BearerAuth": []}]
     decorator = _DECORATORS[method]

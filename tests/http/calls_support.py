@@ -15,9 +15,10 @@ from litestar.testing import AsyncTestClient
 from adapters.memory.clock import ManualClock
 from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
+from entrypoints.asgi_app import http_container
 from entrypoints.features.calls import PassReport, run_once
 from entrypoints.http.app import create_app
-from entrypoints.ioc import build_container, http_container
+from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from tests.conftest import Api, ClockProvider, Tenant
 

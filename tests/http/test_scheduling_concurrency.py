@@ -18,8 +18,8 @@ import pytest
 
 from adapters.memory.clock import ManualClock
 from adapters.sql.scheduling import SqlCalendarRepository, SqlScheduleReader
+from entrypoints.asgi_app import http_container
 from entrypoints.http.app import create_app
-from entrypoints.ioc import http_container
 from entrypoints.settings import Settings
 from tests.conftest import Api, ClockProvider
 from tests.http.scheduling_support import START, UNLIMITED, book, make_calendar, outbox

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from litestar.testing import AsyncTestClient
 
+from entrypoints.asgi_app import http_container
 from entrypoints.http.app import create_app
-from entrypoints.ioc import http_container
 from tests.conftest import Api, Tenant
 
 HOOK = "https://hooks.example.com/parley"

@@ -12,6 +12,7 @@ from application.ports.webhooks import AttemptFilter
 from application.webhooks import CreateSubscription, CreateSubscriptionCommand, ListDeliveryAttempts
 from domain.events import event
 from domain.webhooks import verify_signature
+from entrypoints.features.webhooks import WebhookSettings
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from entrypoints.webhook_jobs import drain
@@ -20,7 +21,7 @@ from tests.webhooks.receiver import Receiver, Reply
 
 async def test_events_are_delivered_and_retried_on_the_memory_backend(receiver: Receiver, tmp_path: Path) -> None:
     settings = Settings(database_url="memory://", secret_key="k", allow_loopback_targets=True, var_dir=tmp_path,
-                        webhook_retry_scale=0.0)
+                        sections=(WebhookSettings(retry_scale=0.0),))
     container = build_container(settings)
     try:
         async with container() as r:

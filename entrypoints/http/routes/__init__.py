@@ -1,1 +1,36 @@
-"""Route handlers, one module per resource. Handlers call one use case each."""
+"""Route handlers, one module per resource. Handlers call one use case each.
+
+``ROUTES`` is the HTTP side of the features: each feature's handlers under its name (``core`` for the
+platform's own). The app serves the routes of the installed features (``entrypoints.features``), so a
+feature's modules never import Litestar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from entrypoints.http.routes import (
+    accounts,
+    agents,
+    calls,
+    dnc,
+    knowledge,
+    meta,
+    scheduling,
+    telephony,
+    webhooks,
+)
+
+ROUTES: dict[str, list[Any]] = {
+    "core": [*meta.ROUTES, *agents.ROUTES, *accounts.ROUTES],
+    "calls": [*calls.ROUTES, *dnc.ROUTES, *telephony.ROUTES],
+    "knowledge": knowledge.ROUTES,
+    "scheduling": scheduling.ROUTES,
+    "webhooks": webhooks.ROUTES,
+}
+
+
+def route_handlers(features: Iterable[str]) -> list[Any]:
+    """The handlers of the core and of the named features, in that order."""
+    return [handler for name in ("core", *features) for handler in ROUTES.get(name, ())]

@@ -1,0 +1,74 @@
+"""Principals: who a request is, as its authenticator established it.
+
+Each authenticator (API key, dashboard session, widget token, public) yields a ``Principal``. Use cases
+never see a principal: they see the ``Actor`` it acts as (``Principal.acting_in``), which names the
+organization a request works in, the credential's own organization and the scopes it holds.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from application.context import Actor
+from domain.api_keys import ApiKey
+from domain.organizations import Organization
+from domain.scopes import ScopeSet
+
+
+class AuthenticationFailed(Exception):
+    """A credential that does not identify a usable principal (401)."""
+
+    code = "INVALID_API_KEY"
+
+
+class PrincipalKind(enum.StrEnum):
+    API_KEY = "api_key"
+    SESSION = "session"   # a dashboard user signed in
+    WIDGET = "widget"     # a widget token issued for one agent
+    PUBLIC = "public"     # no credential: who the caller is does not matter to the route
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    kind: PrincipalKind
+    organization: Organization | None = None
+    scopes: ScopeSet = field(default_factory=lambda: ScopeSet.of([]))
+    key: ApiKey | None = None                  # API_KEY: the key (its lineage shares rate limits and replays)
+    user_id: int | None = None                 # SESSION: the signed-in user
+    widget_claims: Mapping[str, Any] | None = None  # WIDGET: what the token grants
+
+    def __post_init__(self) -> None:
+        if self.authenticated and self.organization is None:
+            raise ValueError(f"a {self.kind} principal belongs to an organization")
+
+    @classmethod
+    def public(cls) -> Principal:
+        return cls(PrincipalKind.PUBLIC)
+
+    @classmethod
+    def api_key(cls, key: ApiKey, organization: Organization) -> Principal:
+        return cls(PrincipalKind.API_KEY, organization, ScopeSet.of(key.scopes), key=key)
+
+    @property
+    def authenticated(self) -> bool:
+        return self.kind is not PrincipalKind.PUBLIC
+
+    @property
+    def rate_bucket(self) -> str:
+        """The rate-limit counters it spends: a rotated key shares its predecessor's."""
+        if self.key is not None:
+            return f"key:{self.key.lineage_id or self.key.id}"
+        if self.user_id is not None:
+            return f"user:{self.user_id}"
+        return f"{self.kind}:{self.organization.id if self.organization else 0}"
+
+    def acting_in(self, organization: Organization) -> Actor:
+        """The actor use cases see, working in ``organization`` (its own, or a sub-organization)."""
+        if self.organization is None:
+            raise ValueError("a public principal acts in no organization")
+        key_id = self.key.id if self.key is not None else None
+        lineage = self.key.lineage if self.key is not None else None
+        return Actor(organization.id or 0, self.organization.id or 0, key_id, self.scopes, lineage)
