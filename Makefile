@@ -27,11 +27,31 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
+# Two passes: most tests in parallel (pytest-xdist, one process per core, a database of their own each);
+# timing-sensitive multi-process tests (marked serial) and, for `make test`, the slow end-to-end, crash
+# and fuzz tests in one process, with no other test process competing.
+PARALLEL ?= -n 2 --dist loadfile
+
+# Each pass writes a JUnit report; the last line of the run adds both passes up.
+REPORTS := var/test-reports
+
 test: lint
-	$(BIN)/pytest -q
+	@rm -rf $(REPORTS); mkdir -p $(REPORTS)
+	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial" --junitxml=$(REPORTS)/parallel.xml; \
+	first=$$?; \
+	$(BIN)/pytest -q -m "slow or serial" --junitxml=$(REPORTS)/serial.xml; \
+	second=$$?; \
+	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
+	test $$first -eq 0 -a $$second -eq 0
 
 test-fast: lint
-	$(BIN)/pytest -q -m "not slow"
+	@rm -rf $(REPORTS); mkdir -p $(REPORTS)
+	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial" --junitxml=$(REPORTS)/parallel.xml; \
+	first=$$?; \
+	$(BIN)/pytest -q -m "serial and not slow" --junitxml=$(REPORTS)/serial.xml; \
+	second=$$?; \
+	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
+	test $$first -eq 0 -a $$second -eq 0
 
 migrate: venv
 	$(BIN)/parley migrate

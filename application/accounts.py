@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, OrganizationRepository, UserRepository
+from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
 from application.principals import AuthenticationFailed, Principal
 from domain import api_keys as keyfmt
@@ -303,27 +301,12 @@ class RotateApiKey:
 
 # --- dashboard users ---------------------------------------------------------------------
 
-_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
-
-
-def hash_password(password: str, salt: bytes | None = None) -> str:
-    salt = salt or secrets.token_bytes(16)
-    derived = hashlib.scrypt(password.encode(), salt=salt, dklen=32, **_SCRYPT)
-    return f"scrypt${salt.hex()}${derived.hex()}"
-
-
-def verify_password(password: str, stored: str) -> bool:
-    try:
-        _, salt_hex, digest_hex = stored.split("$")
-    except ValueError:
-        return False
-    derived = hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt_hex), dklen=32, **_SCRYPT)
-    return hmac.compare_digest(derived.hex(), digest_hex)
-
-
 class CreateUser:
-    def __init__(self, uow: UnitOfWork, users: UserRepository, orgs: OrganizationRepository, clock: Clock) -> None:
-        self.uow, self.users, self.orgs, self.clock = uow, users, orgs, clock
+    """A dashboard user; the repository stores only what the ``PasswordHasher`` port made of the password."""
+
+    def __init__(self, uow: UnitOfWork, users: UserRepository, orgs: OrganizationRepository,
+                 passwords: PasswordHasher, clock: Clock) -> None:
+        self.uow, self.users, self.orgs, self.passwords, self.clock = uow, users, orgs, passwords, clock
 
     async def execute(self, organization_id: int, email: str, password: str) -> int:
         if "@" not in email:
@@ -334,7 +317,8 @@ class CreateUser:
             raise NotFound("organization", organization_id)
         if await self.users.find_by_email(email.lower()) is not None:
             raise Conflict("a user with this email exists")
-        return await self.users.add(organization_id, email.lower(), hash_password(password), self.clock.now())
+        return await self.users.add(organization_id, email.lower(), await self.passwords.hash(password),
+                                    self.clock.now())
 
 
 __all__ = ["Authenticate", "AuthenticationFailed", "DomainError"]

@@ -1,10 +1,10 @@
 """Mid-call booking (simulator number ...06): the AppointmentBooker implementations.
 
-The scheduling bookers drive the in-house scheduling use cases; the composition root hands them those use
-cases and the command type, so this module does not depend on the scheduling feature being installed.
-``NoAppointmentBooker`` never books. A booking carries its calendar's ``timezone``: the agent confirms it in
-the calendar's local time. A calendar that is gone by the time the agent books (deleted after the agent was
-pointed at it) is an ordinary "no booking" (None), not an error of the call.
+The scheduling booker drives the in-house scheduling use cases; the composition root hands it those use cases
+and the command type, so this module does not depend on the scheduling feature. ``NoAppointmentBooker`` (the
+core's default when no feature provides booking) never books. A booking carries its calendar's
+``timezone``: the agent confirms it in the calendar's local time. A calendar that is gone by the time the agent
+books (deleted after the agent was pointed at it) is an ordinary "no booking" (None), not an error of the call.
 """
 
 from __future__ import annotations
@@ -54,33 +54,6 @@ class NoAppointmentBooker:
                              attendee_name: str | None, attendee_phone: str | None,
                              call_id: str) -> dict[str, Any] | None:
         return None
-
-
-class SchedulingAppointmentBooker:
-    """``NextOpenSlot`` then ``BookAppointment``, as the organization itself (a system actor)."""
-
-    def __init__(self, next_open_slot: Any, book_appointment: Any, make_command: Callable[..., Any],
-                 get_calendar: Any = None) -> None:
-        self.next_open_slot, self.book_appointment, self.make_command = next_open_slot, book_appointment, make_command
-        self.get_calendar = get_calendar
-
-    async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
-                             attendee_name: str | None, attendee_phone: str | None,
-                             call_id: str) -> dict[str, Any] | None:
-        actor = Actor.system(organization_id)
-        try:
-            slot = await self.next_open_slot.execute(actor, calendar_id, after)
-            if slot is None:
-                return None
-            appointment = await self.book_appointment.execute(self.make_command(
-                actor=actor, calendar_id=calendar_id, slot_start=slot, attendee_name=attendee_name,
-                attendee_phone=attendee_phone, notes=_notes(call_id), call_id=call_id,
-            ))
-            timezone = await _timezone(self.get_calendar, actor, calendar_id)
-        except NotFound:
-            _calendar_gone(organization_id, calendar_id, call_id)
-            return None
-        return _booking(appointment, calendar_id, timezone)
 
 
 class AtomicSchedulingAppointmentBooker:

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 from application.context import Actor, ApiBaseUrl
 from application.dnc import DncGate
+from application.phones import e164
 from application.ports.accounts import OrganizationRepository
 from application.ports.agents import AgentRepository
 from application.ports.blobs import BlobStorage
@@ -104,9 +105,7 @@ class PlaceCall:
     async def execute(self, command: PlaceCallCommand) -> Call:
         org = command.actor.organization_id
         agent_id = _agent_id(command.bot_id)
-        destination = self.phones.normalize(command.destination_phone)
-        if destination is None:
-            raise ValidationFailed.field("destination_phone", "must be an E.164 phone number such as +14155550100")
+        destination = e164(self.phones, command.destination_phone, "destination_phone")
         agent = await self.agents.get(org, agent_id)
         if agent is None:
             raise NotFound("agent", agent_id)

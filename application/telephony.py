@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from application.context import Actor
+from application.phones import e164
 from application.ports.agents import AgentRepository
 from application.ports.calls import CallRepository
 from application.ports.phones import PhoneNormalizer
@@ -16,17 +17,10 @@ from application.ports.secrets import SecretBox
 from application.ports.telephony import PhoneNumberRepository, TelephonyProviderRepository
 from domain.errors import Conflict, NotFound, ValidationFailed
 from domain.patching import apply_patch, merge_patch
-from domain.telephony import CallStats, PhoneNumber, TelephonyProvider, call_stats
+from domain.telephony import MAX_PROVIDER_KEYS, CallStats, PhoneNumber, TelephonyProvider, call_stats
 
 MAX_STATS_RANGE = timedelta(days=366)
 DEFAULT_STATS_RANGE = timedelta(days=30)
-MAX_PROVIDER_KEYS = 20  # credentials and settings, as the HTTP schema caps them
-T = TypeVar("T")
-
-
-def _page(items: list[T], page: PageRequest) -> Page[T]:
-    """Providers and numbers are few per organization: they are paged in memory."""
-    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
 
 
 async def _provider(providers: TelephonyProviderRepository, actor: Actor, provider_id: int) -> TelephonyProvider:
@@ -55,7 +49,7 @@ class ListProviders:
 
     async def execute(self, actor: Actor, page: PageRequest) -> Page[TelephonyProvider]:
         await self.providers.ensure_default(actor.organization_id, self.clock.now())
-        return _page(await self.providers.list(actor.organization_id), page)
+        return page.slice(await self.providers.list(actor.organization_id))
 
 
 class GetProvider:
@@ -179,7 +173,7 @@ class ListPhoneNumbers:
         self.numbers = numbers
 
     async def execute(self, actor: Actor, page: PageRequest, provider_id: int | None = None) -> Page[PhoneNumber]:
-        return _page(await self.numbers.list(actor.organization_id, provider_id), page)
+        return page.slice(await self.numbers.list(actor.organization_id, provider_id))
 
 
 class GetPhoneNumber:
@@ -207,9 +201,7 @@ class CreatePhoneNumber:
         self.agents, self.phones, self.clock = agents, phones, clock
 
     async def execute(self, actor: Actor, fields: PhoneNumberFields) -> PhoneNumber:
-        number = self.phones.normalize(fields.phone_number)
-        if number is None:
-            raise ValidationFailed.field("phone_number", "must be an E.164 phone number such as +14155550100")
+        number = e164(self.phones, fields.phone_number, "phone_number")
         now = self.clock.now()
         builtin = await self.providers.ensure_default(actor.organization_id, now)
         await _check_refs(actor, self.providers, self.agents, fields.provider_id, fields.inbound_agent_id)

@@ -49,7 +49,7 @@ from application.accounts import (  # noqa: E402
     IssueApiKeyCommand,
 )
 from application.context import Actor  # noqa: E402
-from application.ports.platform import Clock, UnitOfWork  # noqa: E402
+from application.ports.platform import UnitOfWork  # noqa: E402
 from application.ports.scheduling import AppointmentRepository, CalendarRepository  # noqa: E402
 from application.scheduling.availability import AvailabilityQuery, GetAvailability  # noqa: E402
 from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar, HeldIntervals  # noqa: E402
@@ -58,6 +58,7 @@ from domain.scheduling.slots import open_slots  # noqa: E402
 from entrypoints.asgi_app import http_container  # noqa: E402
 from entrypoints.http.app import create_app  # noqa: E402
 from entrypoints.ioc import build_container  # noqa: E402
+from entrypoints.overrides import ClockProvider  # noqa: E402
 from entrypoints.runtime import TransactionMode  # noqa: E402
 from entrypoints.settings import Settings  # noqa: E402
 
@@ -73,16 +74,6 @@ class _ReadOnly(Provider):
     @provide(scope=Scope.REQUEST)
     def mode(self) -> TransactionMode:
         return TransactionMode(write=False)
-
-
-class _Clock(Provider):
-    def __init__(self, clock: Clock) -> None:
-        super().__init__()
-        self._clock = clock
-
-    @provide(scope=Scope.APP)
-    def clock(self) -> Clock:
-        return self._clock
 
 
 def _percentiles(samples: list[float]) -> dict[str, float]:
@@ -251,7 +242,7 @@ async def run(database: str, iterations: int) -> list[dict[str, Any]]:
             await asyncio.to_thread(upgrade, url)
             settings = Settings(database_url=url, var_dir=Path(tmp) / "var", secret_key="bench-secret",
                                 rate_limit_per_minute=10**9, rate_limit_per_hour=10**9)
-            overrides: tuple[Provider, ...] = (_Clock(ManualClock(NOW)),)
+            overrides: tuple[Provider, ...] = (ClockProvider(ManualClock(NOW)),)
             org, calendar_id, key = await _seed(settings, overrides)
             stats, found = await _domain(settings, overrides, org, calendar_id, iterations)
             rows.append({"database": database, "path": "domain only", "slots": found, **stats})

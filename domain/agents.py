@@ -31,6 +31,15 @@ AGENT_MACHINE = TransitionTable.of(
 # PATCH {status: X} expressed as a trigger of the machine
 _STATUS_TRIGGER = {"active": "activate", "paused": "pause", "archived": "archive", "draft": "draft"}
 
+# The bounds of an agent's fields (the HTTP schemas take theirs from here)
+NAME_MAX_LENGTH = 200
+DESCRIPTION_MAX_LENGTH = 2000  # also first_message and the voicemail message
+PROMPT_MAX_LENGTH = 50_000
+MAX_CALL_DURATION_RANGE = (10, 14_400)  # seconds
+TEMPERATURE_RANGE = (0.0, 2.0)
+TRANSFER_PHONE_MAX_LENGTH = 32
+TIMEZONE_MAX_LENGTH = 64
+
 PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 

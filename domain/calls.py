@@ -1,6 +1,6 @@
 """Outbound calls: the status machine, the events each move produces, call logs and outcomes.
 
-Status machine (DECISIONS §6)::
+Status machine (docs/calls.md)::
 
     queued ──dial──▶ ringing ──answer──▶ in_progress ──complete──▶ completed
       │                 │                    ├──transfer──▶ transferred
@@ -77,7 +77,7 @@ TRIGGER_FOR_FINAL = {
 QUEUE_TIMEOUT = timedelta(hours=24)
 RING_ALLOWANCE = timedelta(seconds=120)
 
-# DECISIONS §6: the simulator's fictional test numbers, +15550100 followed by two digits
+# the simulator's fictional test numbers (docs/calls.md), +15550100 followed by two digits
 SIMULATOR_TEST_NUMBER = re.compile(r"^\+15550100(\d{2})$")
 SIMULATOR_SCENARIOS = {
     "00": "complete",
@@ -116,16 +116,6 @@ def events_for(trigger: str, target: str) -> list[EventType]:
     if target in FINAL_STATUSES:
         return [EventType.CALL_ENDED, EventType.CALL_FAILED]
     return []
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    role: str  # agent | user
-    text: str
-    at_ms: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "text": self.text, "at_ms": self.at_ms}
 
 
 @dataclass(frozen=True, slots=True)

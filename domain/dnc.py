@@ -16,6 +16,7 @@ from domain.errors import Unavailable
 
 MAX_NUMBERS_PER_REQUEST = 10_000
 MAX_CSV_ROWS = 100_000
+REASON_MAX_LENGTH = 500
 SCREEN_TIMEOUT_SECONDS = 5.0
 _PHONE_HEADERS = ("phone_number", "phone", "number", "phone number", "telephone", "mobile")
 
@@ -89,9 +90,5 @@ def parse_csv(text: str) -> tuple[list[CsvRow], list[CsvProblem]]:
             problems.append(CsvProblem(line, "", "no phone number in this row"))
             continue
         reason = cells[reason_col] if 0 <= reason_col < len(cells) and cells[reason_col] else None
-        rows.append(CsvRow(line, value, reason[:500] if reason else None))
+        rows.append(CsvRow(line, value, reason[:REASON_MAX_LENGTH] if reason else None))
     return rows, problems
-
-
-def blocked_by(screened: dict[str, list[int]], number: str) -> list[int]:
-    return sorted(set(screened.get(number, [])))

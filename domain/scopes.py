@@ -163,6 +163,6 @@ def normalise(scopes: Iterable[str]) -> tuple[str, ...]:
 
 
 def alternatives_for(required: str) -> tuple[str, ...]:
-    """The spec's scope column for a route needing ``required``: itself, its family wildcard, ``*``."""
+    """The scopes that grant a route needing ``required``: itself, its family wildcard, ``*``."""
     family = required.split(":", 1)[0]
     return (required, f"{family}:*", SUPER_SCOPE)

@@ -11,6 +11,7 @@ PROVIDER_TYPES = ("twilio", "telnyx", "vonage", "sip", "simulator")
 PROVIDER_STATUSES = ("active", "disabled")
 DEFAULT_PROVIDER_NAME = "Parley simulator"
 BUILTIN_SIMULATOR = "simulator"
+MAX_PROVIDER_KEYS = 20  # keys of a provider's credentials, and of its settings
 
 
 @dataclass(frozen=True, slots=True)

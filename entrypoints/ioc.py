@@ -10,7 +10,7 @@ from typing import Any
 from dishka import AsyncContainer, Provider, Scope, alias, make_async_container, provide, provide_all
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.crypto import FernetSecretBox
+from adapters.crypto import Argon2PasswordHasher, FernetSecretBox
 from adapters.memory.accounts import (
     InMemoryApiKeyRepository,
     InMemoryIdempotencyStore,
@@ -46,6 +46,7 @@ from application.ports.accounts import (
 from application.ports.agents import AgentCalendars, AgentRepository
 from application.ports.calls import AppointmentBooker
 from application.ports.events import OutboxReader
+from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox
 from domain.rate_limit import Window, default_windows
@@ -58,6 +59,7 @@ class PlatformProvider(Provider):
     scope = Scope.APP
 
     clock = provide(SystemClock, provides=Clock)
+    passwords = provide(Argon2PasswordHasher, provides=PasswordHasher)
 
     @provide
     def secret_box(self, settings: Settings) -> SecretBox:

@@ -13,17 +13,18 @@ from typing import Any
 
 import httpx
 import pytest
-from dishka import AsyncContainer, Provider, Scope, provide
+from dishka import AsyncContainer, Provider
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from adapters.memory.clock import ManualClock
 from adapters.sql.schema import upgrade
 from application.accounts import CreateOrganization, CreateOrganizationCommand, IssueApiKey, IssueApiKeyCommand
-from application.ports.platform import Clock, UnitOfWork
+from application.ports.platform import UnitOfWork
 from entrypoints.asgi_app import http_container
 from entrypoints.http.app import create_app
 from entrypoints.ioc import build_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
 
 DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -48,6 +49,7 @@ async def _pg_reachable(url: str) -> str | None:
 
 @pytest.fixture(scope="session")
 def tmp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's directory (the SQLite database, var/): pytest-xdist gives each worker a base of its own."""
     return tmp_path_factory.mktemp("parley")
 
 
@@ -60,7 +62,8 @@ async def sqlite_url(tmp_root: Path) -> str:
 
 @pytest.fixture(scope="session")
 async def postgres_url() -> AsyncIterator[str]:
-    """A database of its own for this run, dropped at the end. Required when CI is set."""
+    """A database of its own for this run (for this worker under pytest-xdist), dropped at the end. Required
+    when CI is set."""
     import asyncpg
 
     admin = _pg_admin_url()
@@ -69,7 +72,8 @@ async def postgres_url() -> AsyncIterator[str]:
         if IN_CI:
             pytest.fail(f"PostgreSQL is required in CI but unreachable at {admin}: {problem}")
         pytest.skip(f"PostgreSQL not reachable at {admin} ({problem}); set PARLEY_TEST_POSTGRES_URL")
-    name = f"parley_test_{uuid.uuid4().hex[:12]}"
+    # one database per run and, under pytest-xdist, per worker (gw0, gw1, ...): workers never share rows
+    name = f"parley_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
     dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
     conn = await asyncpg.connect(dsn)
     await conn.execute(f'CREATE DATABASE "{name}"')
@@ -88,16 +92,6 @@ def database_url(request: pytest.FixtureRequest) -> str:
     if request.param == "memory":
         return "memory://"
     return request.getfixturevalue(f"{request.param}_url")
-
-
-class ClockProvider(Provider):
-    def __init__(self, clock: Clock) -> None:
-        super().__init__()
-        self._clock = clock
-
-    @provide(scope=Scope.APP)
-    def clock(self) -> Clock:
-        return self._clock
 
 
 @dataclass

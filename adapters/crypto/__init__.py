@@ -1,5 +1,6 @@
-"""Cryptography adapters: secrets sealed at rest."""
+"""Cryptography adapters: secrets sealed at rest, password hashes."""
 
+from adapters.crypto.argon2_hasher import Argon2PasswordHasher
 from adapters.crypto.fernet_box import FernetSecretBox
 
-__all__ = ["FernetSecretBox"]
+__all__ = ["Argon2PasswordHasher", "FernetSecretBox"]

@@ -2,10 +2,11 @@
 
 Parsers of untrusted files have had infinite loops and runaway allocations (pypdf has had several), and a
 thread cannot be stopped. So files and pages are parsed by worker processes (``adapters.documents.worker``,
-a fresh interpreter with the parsers imported once, its address space limited). A worker that has not
-answered within the time limit is killed, the file refused as unreadable, and the next request starts a
-new worker. Workers are shared by every extractor of the process (per event loop and memory limit) and
-exit when their parent does (their stdin closes).
+a fresh interpreter with the parsers imported once, its address space limited). A file's time limit starts
+once its worker is ready (starting one has a bound of its own); a worker that has not answered within it is
+killed, the file refused as unreadable, and the next request starts a new worker. Workers are shared by every
+extractor of the process (per event loop and memory limit) and exit when their parent does (their stdin
+closes).
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adapters.documents.worker import HEADER, frame
+from adapters.documents.worker import HEADER, READY, frame
 from application.ports.egress import FetchedPage
 from application.ports.knowledge import ExtractedText, ExtractionFailed
 
 MSG_TIMEOUT = "the file took too long to read"
 MSG_CRASHED = "the file could not be read (the reader stopped)"
 UNREADABLE = "unreadable_file"
+STARTUP_SECONDS = 60.0
+"""How long a new worker may take to start (interpreter, parsers): bounded apart from a file's own time."""
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 
 
@@ -39,14 +42,27 @@ class _Worker:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "adapters.documents.worker", str(memory_mb), env=env,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-        return cls(process)
+        worker = cls(process)
+        try:
+            async with asyncio.timeout(STARTUP_SECONDS):
+                ready = await worker._receive()
+            if ready != READY:
+                raise asyncio.IncompleteReadError(ready, None)
+        except BaseException:
+            await worker.kill()
+            raise
+        return worker
+
+    async def _receive(self) -> bytes:
+        assert self.process.stdout is not None
+        (size,) = HEADER.unpack(await self.process.stdout.readexactly(HEADER.size))
+        return await self.process.stdout.readexactly(size)
 
     async def ask(self, request: bytes) -> Any:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
         self.process.stdin.write(frame(request))
         await self.process.stdin.drain()
-        (size,) = HEADER.unpack(await self.process.stdout.readexactly(HEADER.size))
-        return pickle.loads(await self.process.stdout.readexactly(size))  # our own worker's answer
+        return pickle.loads(await self._receive())  # our own worker's answer
 
     async def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -64,7 +80,10 @@ class _Pool:
 
     async def run(self, request: bytes, seconds: float) -> Any:
         async with self.slots:
-            worker = self.idle.pop() if self.idle else await _Worker.start(self.memory_mb)
+            try:  # a new worker is started before the file's time runs
+                worker = self.idle.pop() if self.idle else await _Worker.start(self.memory_mb)
+            except (TimeoutError, asyncio.IncompleteReadError, BrokenPipeError, ConnectionResetError):
+                return ("failed", MSG_CRASHED, UNREADABLE)
             try:
                 async with asyncio.timeout(seconds):
                     answer = await worker.ask(request)

@@ -2,7 +2,8 @@
 
 Reads requests from stdin and answers on stdout, one at a time, each a frame (4-byte big-endian length,
 then a pickle). A request is ``(extractor, method, args)``: a ``LocalTextExtractor`` with its limits,
-``extract_file_now`` or ``extract_page_now``, the arguments. An answer is ``("ok", ExtractedText)`` or
+``extract_file_now`` or ``extract_page_now``, the arguments. Its first frame, unasked, is ``READY``
+(unpickled) once the parsers are imported. An answer is ``("ok", ExtractedText)`` or
 ``("failed", message, code)``. The address space is limited to MEMORY_MB (0: no limit). It exits when
 stdin closes. Only the parent process writes to it, with data of its own making.
 """
@@ -15,6 +16,7 @@ import sys
 from typing import Any, BinaryIO
 
 HEADER = struct.Struct(">I")  # the length of the pickle that follows
+READY = b"ready"  # the first frame a worker writes, once its parsers are imported
 ALLOWED = frozenset({"extract_file_now", "extract_page_now"})
 
 
@@ -57,6 +59,8 @@ def main(argv: list[str]) -> int:
     import adapters.documents.extraction  # noqa: F401 - the parsers are imported once, before any request
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    stdout.write(frame(READY))  # a file's time starts now, not while the interpreter starts
+    stdout.flush()
     while True:
         request = read_frame(stdin)
         if request is None:

@@ -13,10 +13,6 @@ from domain.organizations import Organization
 from domain.rate_limit import RateLimitDecision, Window, WindowState
 
 
-def _page(items: list, page: PageRequest) -> Page:  # type: ignore[type-arg]
-    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
-
-
 class InMemoryOrganizationRepository:
     def __init__(self, uow: InMemoryUnitOfWork) -> None:
         self.uow = uow
@@ -36,10 +32,7 @@ class InMemoryOrganizationRepository:
         tables = await self.uow.tables()
         children = [o for o, deleted in sorted(tables["organizations"].values(), key=lambda e: e[0].id)
                     if o.parent_id == parent_id and deleted is None]
-        return _page(children, page)
-
-    async def count_children(self, parent_id: int) -> int:
-        return (await self.list_children(parent_id, PageRequest(1, 0))).total
+        return page.slice(children)
 
     async def update(self, org: Organization) -> Organization:
         tables = await self.uow.tables()
@@ -82,7 +75,7 @@ class InMemoryApiKeyRepository:
         tables = await self.uow.tables()
         keys = sorted((k for k in tables["api_keys"].values() if k.organization_id == organization_id),
                       key=lambda k: k.id)
-        return _page(keys, page)
+        return page.slice(keys)
 
     async def update(self, key: ApiKey) -> ApiKey:
         tables = await self.uow.tables()

@@ -39,7 +39,7 @@ class InMemoryAgentRepository:
             and (filters.agent_mode is None or a.agent_mode == filters.agent_mode)
             and (not needle or needle in a.name.lower() or needle in (a.description or "").lower())
         ]
-        return Page(found[page.offset: page.offset + page.limit], len(found), page.limit, page.offset)
+        return page.slice(found)
 
     async def update(self, agent: Agent) -> Agent:
         tables = await self.uow.tables()
@@ -64,7 +64,7 @@ class InMemoryAgentRepository:
         tables = await self.uow.tables()
         mine = [v for (aid, _), (org, v) in sorted(tables["agent_versions"].items())
                 if aid == agent_id and org == organization_id]
-        return Page(mine[page.offset: page.offset + page.limit], len(mine), page.limit, page.offset)
+        return page.slice(mine)
 
     async def get_version(self, organization_id: int, agent_id: int, version: int) -> AgentVersion | None:
         tables = await self.uow.tables()

@@ -13,10 +13,6 @@ from domain.calls import ACTIVE_STATUSES, Call, CallLog
 from domain.telephony import StatusCounts
 
 
-def _page(items: list, page: PageRequest) -> Page:  # type: ignore[type-arg]
-    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
-
-
 class InMemoryCallRepository:
     def __init__(self, uow: InMemoryUnitOfWork) -> None:
         self.uow = uow
@@ -54,7 +50,7 @@ class InMemoryCallRepository:
             and (filters.created_before is None or c.created_at < filters.created_before)  # type: ignore[operator]
         ]
         found.sort(key=lambda c: (c.created_at, c.id), reverse=True)
-        return _page(copy.deepcopy(found), page)
+        return page.slice(copy.deepcopy(found))
 
     async def count_active(self, organization_id: int) -> int:
         return sum(1 for c in (await self._calls()).values()
@@ -135,7 +131,7 @@ class InMemoryCallLogRepository:
             and (filters.end is None or (log.ended_at is not None and log.ended_at < filters.end))
         ]
         found.sort(key=lambda log: log.id, reverse=True)
-        return _page(copy.deepcopy(found), page)
+        return page.slice(copy.deepcopy(found))
 
     async def find_recording(self, call_log_id: int) -> tuple[int, str | None] | None:
         log = (await self.uow.tables())["call_logs"].get(call_log_id)

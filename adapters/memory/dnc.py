@@ -35,9 +35,9 @@ class InMemoryDncRepository:
     async def lists(self, organization_id: int, page: PageRequest) -> Page[DncList]:
         mine = sorted((x for x in (await self.uow.tables())["dnc_lists"].values()
                        if x.organization_id == organization_id), key=lambda x: x.id)
-        items = [replace(x, entry_count=await self._count(organization_id, x.id or 0))
-                 for x in mine[page.offset: page.offset + page.limit]]
-        return Page(items, len(mine), page.limit, page.offset)
+        listed = page.slice(mine)
+        return replace(listed, items=[replace(x, entry_count=await self._count(organization_id, x.id or 0))
+                                      for x in listed.items])
 
     async def delete_list(self, organization_id: int, list_id: int) -> None:
         tables = await self.uow.tables()
@@ -65,7 +65,7 @@ class InMemoryDncRepository:
         entries = (await self.uow.tables())["dnc_entries"]
         found = sorted((by_list[list_id] for (org, _), by_list in entries.items()
                         if org == organization_id and list_id in by_list), key=lambda e: e.phone_number)
-        return Page(found[page.offset: page.offset + page.limit], len(found), page.limit, page.offset)
+        return page.slice(found)
 
     async def remove_entry(self, organization_id: int, list_id: int, phone_number: str) -> bool:
         entries = (await self.uow.tables())["dnc_entries"]

@@ -26,10 +26,6 @@ class _Chunk:
     text: str
 
 
-def _page(items: list, page: PageRequest) -> Page:  # type: ignore[type-arg]
-    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
-
-
 class InMemoryKnowledgeBaseRepository:
     def __init__(self, uow: InMemoryUnitOfWork) -> None:
         self.uow = uow
@@ -51,15 +47,15 @@ class InMemoryKnowledgeBaseRepository:
 
     async def list(self, organization_id: int, page: PageRequest) -> Page[KnowledgeBase]:
         tables = await self.uow.tables()
-        return _page(sorted((kb for kb in tables[KBS].values() if kb.organization_id == organization_id),
-                            key=lambda kb: kb.id), page)
+        return page.slice(sorted((kb for kb in tables[KBS].values() if kb.organization_id == organization_id),
+                                 key=lambda kb: kb.id))
 
     async def list_for_agent(self, organization_id: int, agent_id: int, page: PageRequest) -> Page[KnowledgeBase]:
         tables = await self.uow.tables()
         ids = sorted(kb_id for (kb_id, aid), org in tables[LINKS].items()
                      if aid == agent_id and org[0] == organization_id)
         found = [tables[KBS][i] for i in ids if i in tables[KBS] and tables[KBS][i].organization_id == organization_id]
-        return _page(found, page)
+        return page.slice(found)
 
     async def update(self, kb: KnowledgeBase) -> KnowledgeBase:
         tables = await self.uow.tables()
@@ -149,7 +145,7 @@ class InMemoryDocumentRepository:
                  if self._of(d, organization_id, kb_id)
                  and (filters.status is None or d.status == filters.status)
                  and (filters.file_type is None or d.file_type == filters.file_type)]
-        return _page(found, page)
+        return page.slice(found)
 
     async def counts(self, organization_id: int, kb_ids: Sequence[int]) -> dict[int, int]:
         tables = await self.uow.tables()

@@ -23,10 +23,6 @@ from domain.scheduling.model import (
 )
 
 
-def _page(items: list[Any], page: PageRequest) -> Page[Any]:
-    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
-
-
 class InMemoryCalendarRepository:
     """Tables: ``calendars`` id -> (Calendar, deleted_at), ``availability_rules`` id -> (org, rule),
     ``blackouts`` id -> (org, blackout)."""
@@ -56,7 +52,7 @@ class InMemoryCalendarRepository:
         found = [c for c, deleted in sorted(tables["calendars"].values(), key=lambda e: e[0].id)
                  if c.organization_id == organization_id and deleted is None
                  and (agent_id is None or c.agent_id == agent_id)]
-        return _page(found, page)
+        return page.slice(found)
 
     async def update(self, calendar: Calendar) -> Calendar:
         current = await self._live(calendar.organization_id, calendar.id or 0)
@@ -128,7 +124,7 @@ class InMemoryCalendarRepository:
 
     async def list_blackouts(self, organization_id: int, calendar_id: int, page: PageRequest,
                              start: datetime | None = None, end: datetime | None = None) -> Page[Blackout]:
-        return _page(await self._blackouts(organization_id, calendar_id, start, end), page)
+        return page.slice(await self._blackouts(organization_id, calendar_id, start, end))
 
     async def blackouts_overlapping(self, organization_id: int, calendar_id: int, start: datetime,
                                     end: datetime) -> list[Blackout]:
@@ -194,7 +190,7 @@ class InMemoryAppointmentRepository:
                  and (filters.status is None or a.status == filters.status)
                  and (filters.start is None or a.slot_start >= filters.start)
                  and (filters.end is None or a.slot_start < filters.end)]
-        return _page(found, page)
+        return page.slice(found)
 
     async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
                          end: datetime) -> list[HeldSlot]:

@@ -24,10 +24,6 @@ class _Lease:
     worker: str
 
 
-def _page(items: list, page: PageRequest) -> Page:  # type: ignore[type-arg]
-    return Page(items[page.offset: page.offset + page.limit], len(items), page.limit, page.offset)
-
-
 class InMemorySubscriptionRepository:
     """Rows: id -> (subscription, deleted_at)."""
 
@@ -56,7 +52,7 @@ class InMemorySubscriptionRepository:
         found = [s for s, deleted in sorted(rows.values(), key=lambda e: e[0].id)
                  if deleted is None and s.organization_id == organization_id
                  and (filters.status is None or s.status == filters.status)]
-        return _page(found, page)
+        return page.slice(found)
 
     async def update(self, subscription: Subscription) -> Subscription:
         rows = await self._rows()
@@ -205,7 +201,7 @@ class InMemoryDeliveryRepository:
                  if a.organization_id == organization_id and a.subscription_id == subscription_id
                  and (filters.event is None or a.event_type == filters.event)
                  and (filters.status is None or a.status == filters.status)]
-        return _page(found, page)
+        return page.slice(found)
 
     async def get_attempt(self, organization_id: int, subscription_id: int, attempt_id: int) -> DeliveryAttempt | None:
         attempt = (await self.uow.tables())[ATTEMPTS].get(attempt_id)

@@ -56,13 +56,6 @@ class SqlOrganizationRepository:
         )
         return Page([_org(r) for r in rows], total, page.limit, page.offset)
 
-    async def count_children(self, parent_id: int) -> int:
-        conn = await self.uow.connection()
-        return (await conn.execute(
-            sa.select(sa.func.count()).select_from(organizations)
-            .where(organizations.c.parent_id == parent_id, organizations.c.deleted_at.is_(None))
-        )).scalar_one()
-
     async def update(self, org: Organization) -> Organization:
         conn = await self.uow.connection()
         CREDENTIALS.forget_organization(self.uow, org.id)

@@ -89,10 +89,6 @@ def _json_loads(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def is_sqlite(url: str) -> bool:
-    return make_url(url).get_backend_name() == "sqlite"
-
-
 def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEngine:
     """SQLite: WAL, a busy timeout, foreign keys, and BEGIN IMMEDIATE for write transactions
     (so concurrent writers queue instead of failing on a lock upgrade)."""

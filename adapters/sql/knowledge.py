@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
+from adapters.sql.constraints import constraint_errors
 from adapters.sql.dialect import insert
 from adapters.sql.knowledge_tables import (
     FTS_TABLE,
@@ -23,36 +23,10 @@ from adapters.sql.tables import agents, organizations
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.knowledge import DocumentFilter, SearchHit
 from application.ports.platform import Page, PageRequest
-from domain.errors import DuplicateDocument
 from domain.knowledge import AgentRef, Document, KnowledgeBase
 
 _KB_COLUMNS = list(knowledge_bases.c)
 _DOC_COLUMNS = list(documents.c)
-
-# Unique constraints that mean "this document is already there", by name, and by the column list
-# SQLite reports instead of a name.
-DUPLICATE_CONSTRAINTS = {
-    "uq_documents_knowledge_base_id_content_hash": ("knowledge_base_id", "content_hash"),
-    "uq_documents_knowledge_base_id_source_url": ("knowledge_base_id", "source_url"),
-}
-_SQLITE_UNIQUE = re.compile(r"UNIQUE constraint failed: ([\w., ]+)")
-
-
-def violated_constraint(error: sa.exc.IntegrityError) -> str | None:
-    """The name of the constraint an integrity error broke (PostgreSQL names it; for SQLite the
-    reported columns are matched against the known unique constraints)."""
-    for candidate in (error.orig, getattr(error.orig, "__cause__", None)):
-        name = getattr(candidate, "constraint_name", None)
-        if name:
-            return str(name)
-    found = _SQLITE_UNIQUE.search(str(error.orig))
-    if found:
-        columns = tuple(part.strip().rsplit(".", 1)[-1] for part in found.group(1).split(","))
-        for name, unique in DUPLICATE_CONSTRAINTS.items():
-            if unique == columns:
-                return name
-    return None
-
 
 def _kb(row: Any) -> KnowledgeBase:
     return KnowledgeBase(row.id, row.organization_id, row.agent_id, row.name, row.description, row.created_at,
@@ -191,15 +165,11 @@ class SqlDocumentRepository:
 
     async def add(self, document: Document) -> Document:
         conn = await self.uow.connection()
-        try:
-            # a savepoint, so a duplicate leaves the rest of the transaction usable (PostgreSQL)
+        # a savepoint, so a duplicate (DuplicateDocument) leaves the rest of the transaction usable (PostgreSQL)
+        with constraint_errors():
             async with conn.begin_nested():
                 row = (await conn.execute(documents.insert().returning(*_DOC_COLUMNS),
                                           _document_values(document))).one()
-        except sa.exc.IntegrityError as exc:
-            if violated_constraint(exc) in DUPLICATE_CONSTRAINTS:
-                raise DuplicateDocument("the document is already in this knowledge base") from None
-            raise
         return _document(row)
 
     async def get(self, organization_id: int, kb_id: int, document_id: int) -> Document | None:

@@ -12,7 +12,6 @@ import sqlalchemy as sa
 from adapters.sql.metadata import BigId, UtcDateTime, id_column, metadata, org_column
 
 FTS_TABLE = "document_chunks_fts"
-FTS_CONFIG = "simple"
 
 knowledge_bases = sa.Table(
     "knowledge_bases",

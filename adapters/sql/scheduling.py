@@ -8,12 +8,11 @@ from datetime import datetime, time, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
 
+from adapters.sql.constraints import constraint_errors
 from adapters.sql.paging import fetch_page
 from adapters.sql.schedule_cache import CachedSchedule, ScheduleCache
 from adapters.sql.scheduling_tables import (
-    ACTIVE_SLOT_INDEX,
     HOLDING_CONDITION,
     OUTCOME_CONDITION,
     appointments,
@@ -24,7 +23,6 @@ from adapters.sql.scheduling_tables import (
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.scheduling import AppointmentFilter
-from domain.errors import SlotUnavailable
 from domain.scheduling.model import (
     MAX_APPOINTMENT_LENGTH,
     Appointment,
@@ -37,19 +35,6 @@ from domain.scheduling.model import (
 )
 
 _CALENDAR_COLUMNS = [c for c in calendars.c if c.name not in ("deleted_at", "revision")]
-# SQLite names the columns of a violated unique index, PostgreSQL names the index
-_ACTIVE_SLOT_MARKERS = (ACTIVE_SLOT_INDEX, "appointments.calendar_id, appointments.slot_start")
-
-
-def _violates_active_slot(error: IntegrityError) -> bool:
-    text = str(error.orig)
-    return any(marker in text for marker in _ACTIVE_SLOT_MARKERS)
-
-
-def _slot_taken() -> SlotUnavailable:
-    return SlotUnavailable("slot_start is already held by another appointment of this calendar")
-
-
 def _row_to_calendar(row: Any) -> Calendar:
     return Calendar(
         id=row.id, organization_id=row.organization_id, name=row.name, timezone=row.timezone,
@@ -257,13 +242,9 @@ class SqlAppointmentRepository:
 
     async def add(self, appointment: Appointment) -> Appointment:
         conn = await self.uow.connection()
-        try:
+        with constraint_errors():  # the active-slot index: SlotUnavailable
             row = (await conn.execute(appointments.insert().returning(*appointments.c),
                                       _appointment_values(appointment))).one()
-        except IntegrityError as error:
-            if _violates_active_slot(error):
-                raise _slot_taken() from None
-            raise
         return _row_to_appointment(row)
 
     async def _get(self, organization_id: int, appointment_id: int, lock: bool) -> Appointment | None:
@@ -283,15 +264,11 @@ class SqlAppointmentRepository:
 
     async def update(self, appointment: Appointment) -> Appointment:
         conn = await self.uow.connection()
-        try:
+        with constraint_errors():
             await conn.execute(appointments.update().where(
                 appointments.c.organization_id == appointment.organization_id, appointments.c.id == appointment.id,
             ).values(status=appointment.status, cancel_reason=appointment.cancel_reason, notes=appointment.notes,
                      sequence=appointment.sequence, updated_at=appointment.updated_at))
-        except IntegrityError as error:
-            if _violates_active_slot(error):
-                raise _slot_taken() from None
-            raise
         return appointment
 
     async def list(self, organization_id: int, filters: AppointmentFilter, page: PageRequest) -> Page[Appointment]:

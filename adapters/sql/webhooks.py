@@ -7,15 +7,14 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
 
+from adapters.sql.constraints import constraint_errors
 from adapters.sql.dialect import insert
 from adapters.sql.paging import fetch_page
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.sql.webhooks_tables import webhook_attempts, webhook_deliveries, webhook_subscriptions
 from application.ports.platform import Page, PageRequest
 from application.ports.webhooks import AttemptFilter, ClaimedDelivery, DeliveryUpdate, SubscriptionFilter
-from domain.errors import Conflict
 from domain.webhooks import Delivery, DeliveryAttempt, Subscription
 
 subs = webhook_subscriptions
@@ -169,12 +168,8 @@ class SqlDeliveryRepository:
 
     async def add(self, delivery: Delivery) -> Delivery:
         conn = await self.uow.connection()
-        try:
+        with constraint_errors():
             row = (await conn.execute(dlv.insert().returning(*_DLV_COLUMNS), _delivery_values(delivery))).one()
-        except IntegrityError as exc:
-            if "uq_webhook_deliveries" in str(exc.orig):
-                raise Conflict("this delivery exists already") from None
-            raise
         return _row_to_delivery(row)
 
     async def get(self, organization_id: int, delivery_id: int) -> Delivery | None:

@@ -1,6 +1,6 @@
 """SimulatedTelephony: a faithful stand-in for a carrier, behind the Telephony port.
 
-Dialling fixes the call's whole timeline from the destination number (DECISIONS §6 test numbers) and the
+Dialling fixes the call's whole timeline from the destination number (the test numbers of docs/calls.md) and the
 agent: when the line is answered, what is said and when, and how it ends. The timeline lives in the call's
 telephony state (JSON on the call row), so any worker process can continue a call and nothing is lost in
 a restart. Polling with the clock's ``now`` reports every event whose time has come; the recording is a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
@@ -57,3 +58,7 @@ class Page(Generic[T]):
 class PageRequest:
     limit: int = 25
     offset: int = 0
+
+    def slice(self, items: Sequence[T]) -> Page[T]:
+        """This page of ``items``, all of which are in hand (the in-memory adapters, short lists)."""
+        return Page(list(items[self.offset: self.offset + self.limit]), len(items), self.limit, self.offset)

@@ -152,7 +152,7 @@ class ListAvailabilityRules:
     async def execute(self, actor: Actor, calendar_id: int, page: PageRequest) -> Page[AvailabilityRule]:
         await load_calendar(self.calendars, actor, calendar_id)
         rules = await self.calendars.list_rules(actor.organization_id, calendar_id)
-        return Page(rules[page.offset: page.offset + page.limit], len(rules), page.limit, page.offset)
+        return page.slice(rules)
 
 
 class DeleteAvailabilityRule:

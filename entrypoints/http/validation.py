@@ -1,24 +1,13 @@
-"""Edge validation helpers that need a library (phone numbers) or produce field errors."""
+"""Edge validation helpers that produce field errors. Phone numbers are not checked here: the handlers pass
+them through ``application.phones.e164``, the ``PhoneNormalizer`` port's one rule."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import msgspec
-import phonenumbers
 
 from domain.errors import ValidationFailed
-
-
-def e164(value: str, field: str) -> str:
-    """Normalise a phone number to E.164; a number without a leading + is rejected."""
-    try:
-        parsed = phonenumbers.parse(value, None)
-    except phonenumbers.NumberParseException:
-        raise ValidationFailed.field(field, "must be an E.164 phone number such as +14155550100") from None
-    if not phonenumbers.is_possible_number(parsed):
-        raise ValidationFailed.field(field, "is not a possible phone number")
-    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
 
 
 def set_fields(struct: msgspec.Struct) -> dict[str, Any]:

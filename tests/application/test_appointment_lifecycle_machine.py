@@ -39,8 +39,8 @@ from application.scheduling.calendars import (
 from domain.errors import InvalidTransition, SlotUnavailable
 from domain.scheduling.model import APPOINTMENT_MACHINE, BUSY_STATUSES, SLOT_HOLDING_STATUSES
 from entrypoints.ioc import build_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import ClockProvider
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 SLOTS = [datetime(2026, 3, 3, 14, tzinfo=UTC) + timedelta(minutes=30 * i) for i in range(3)]  # 09:00-10:30 EST

@@ -23,8 +23,8 @@ from application.ports.platform import UnitOfWork
 from domain.agents import Agent
 from entrypoints.features.calls import run_once
 from entrypoints.ioc import build_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import ClockProvider
 
 START = datetime(2026, 3, 2, 9, tzinfo=UTC)
 

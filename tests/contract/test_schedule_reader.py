@@ -225,7 +225,7 @@ async def test_booking_checks_never_trust_the_cache(sql_url: str, tmp_root: Path
         BookNextOpenSlotCommand,
     )
     from domain.errors import SlotUnavailable
-    from tests.conftest import ClockProvider
+    from entrypoints.overrides import ClockProvider
 
     settings = Settings(database_url=sql_url, var_dir=tmp_root / "var", secret_key="test-secret-key")
     container = build_container(settings, ClockProvider(ManualClock(NOW)))

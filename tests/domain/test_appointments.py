@@ -40,7 +40,7 @@ def new(require_approval: bool = False) -> Appointment:
                            attendee_name="Ann", now=START - timedelta(days=1), id=10)
 
 
-def test_table_matches_the_decisions() -> None:
+def test_table_matches_the_documented_lifecycle() -> None:
     assert APPOINTMENT_MACHINE.states() == {INITIAL, *STATUSES}
     assert frozenset({"pending", "confirmed"}) == SLOT_HOLDING_STATUSES
     expected = {

@@ -1,5 +1,5 @@
 """Webhook rules: the catalogue, URLs, the status machine, the retry schedule, verdicts and
-signatures (with the DECISIONS test vector and a round-trip property)."""
+signatures (with the test vector of docs/webhooks.md and a round-trip property)."""
 
 from __future__ import annotations
 
@@ -63,15 +63,15 @@ def test_any_changed_byte_breaks_the_signature(body: bytes, flip: int) -> None:
     assert not wh.verify_signature("s3cret", 1700000000, tampered, header, now=1700000000)
 
 
-def test_catalogue_has_every_spec_event_the_emitted_knowledge_events_and_the_test_event() -> None:
-    spec = {
+def test_catalogue_has_every_documented_event_the_emitted_knowledge_events_and_the_test_event() -> None:
+    documented = {
         "call.started", "call.answered", "call.ended", "call.completed", "call.failed", "call.transferred",
         "campaign.started", "campaign.paused", "campaign.completed", "campaign.failed", "contact.completed",
         "contact.failed", "appointment.booked", "appointment.cancelled", "appointment.rescheduled", "webhook.test",
     }
     knowledge = {"knowledge_base.created", "knowledge_base.updated", "knowledge_base.deleted",
                  "knowledge_base.attached", "knowledge_base.detached", "document.ready", "document.deleted"}
-    assert set(events.CATALOGUE) == spec | knowledge
+    assert set(events.CATALOGUE) == documented | knowledge
     assert all(e.description and "\n" not in e.description for e in events.EventType)
     assert events.EventType("contact.failed").group == "campaigns"
     assert events.EventType("document.ready").group == "knowledge_bases"
@@ -149,7 +149,7 @@ def test_rotation_keeps_the_old_secret_for_the_grace_period() -> None:
     assert _sub().rotated("new", timedelta(0), NOW).signing_secrets(NOW) == ("new",)
 
 
-def test_retry_schedule_follows_the_decisions_with_jitter_and_scale() -> None:
+def test_retry_schedule_follows_the_documented_delays_with_jitter_and_scale() -> None:
     expected = [5, 300, 1800, 7200, 18000, 36000, 36000]
     assert [wh.retry_delay(n).total_seconds() for n in range(1, 8)] == expected
     assert wh.retry_delay(8) is None and wh.retry_delay(0) is None

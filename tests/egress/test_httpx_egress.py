@@ -8,7 +8,6 @@ import gzip
 import ipaddress
 import ssl
 import threading
-import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -68,6 +67,9 @@ class Seen:
 class PageServer:
     port: int
     requests: list[Seen] = field(default_factory=list)
+    never_answer: threading.Event = field(default_factory=threading.Event)
+    """/slow and /hook-slow hold their request until this is set (when the server stops): a receiver
+    that never answers, so a deadline check does not race a sleeping server."""
 
     def clear(self) -> None:
         self.requests.clear()
@@ -101,6 +103,10 @@ class Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         return parts.path, parse_qs(parts.query)
 
+    def _hang(self) -> None:
+        state: PageServer = self.server.state  # type: ignore[attr-defined]
+        state.never_answer.wait(timeout=60)
+
     def do_GET(self) -> None:
         path, query = self._record()
         if path == "/page":
@@ -133,7 +139,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/image":
             self._send(200, b"\x89PNG\r\n\x1a\n", "image/png")
         elif path == "/slow":
-            time.sleep(1.5)
+            self._hang()
             self._send(200, SMALL_HTML)
         else:
             self._send(404)
@@ -148,7 +154,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/hook-error":
             self._send(500, b"receiver exploded", "text/plain")
         elif path == "/hook-slow":
-            time.sleep(1.5)
+            self._hang()
             self._send(200)
         else:
             self._send(404)
@@ -171,6 +177,7 @@ def _serve(ssl_context: ssl.SSLContext | None = None) -> Iterator[PageServer]:
     try:
         yield state
     finally:
+        state.never_answer.set()
         httpd.shutdown()
         httpd.server_close()
         thread.join(5)

@@ -19,8 +19,9 @@ from entrypoints.asgi_app import http_container
 from entrypoints.features.calls import PassReport, run_once
 from entrypoints.http.app import create_app
 from entrypoints.ioc import build_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import Api, ClockProvider, Tenant
+from tests.conftest import Api, Tenant
 
 CALL_EVENTS = ("call.started", "call.answered", "call.ended", "call.completed", "call.failed", "call.transferred")
 ApiWith = Callable[..., Awaitable[Api]]

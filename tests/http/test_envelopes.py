@@ -13,8 +13,8 @@ from dishka import Provider, Scope, provide
 
 from adapters.memory.clock import ManualClock
 from application.agents import CreateAgent, CreateAgentCommand, ListAgents
-from application.ports.platform import Clock
 from domain.events import EventType
+from entrypoints.overrides import ClockProvider
 from tests.conftest import Api, ApiFactory
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
@@ -212,12 +212,6 @@ class _FailingUseCases(Provider):
     create_agent = provide(_ExplodingCreateAgent, provides=CreateAgent, scope=Scope.REQUEST)
 
 
-class _FailingClock(Provider):
-    @provide(scope=Scope.APP)
-    def clock(self) -> Clock:
-        return _ExplodingClock()
-
-
 def _assert_opaque_500(response: httpx.Response) -> None:
     error = _router_error(response, 500, "internal_error")
     assert error["message"] == "Internal server error"
@@ -249,7 +243,7 @@ async def test_a_failed_idempotent_request_keeps_nothing_and_releases_its_key(ma
 
 async def test_an_unexpected_error_on_a_public_route_answers_an_opaque_500(make_api: ApiFactory,
                                                                           sqlite_url: str) -> None:
-    api = await make_api(sqlite_url, overrides=(_FailingClock(),))
+    api = await make_api(sqlite_url, overrides=(ClockProvider(_ExplodingClock()),))
     _assert_opaque_500(await api.client.get("/v2/health"))
 
 

@@ -1,4 +1,4 @@
-"""Idempotency-Key through the HTTP API (DECISIONS §4)."""
+"""Idempotency-Key through the HTTP API (docs/api.md, Idempotency)."""
 
 from __future__ import annotations
 

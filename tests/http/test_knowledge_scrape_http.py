@@ -15,9 +15,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from dishka import Provider, Scope, provide
 
 from application.ports.egress import ResolutionFailed, Resolver
+from entrypoints.overrides import Pinned
 from tests.conftest import Api, Tenant
 from tests.knowledge_samples import HTML_PAGE, running_app
 
@@ -125,16 +125,6 @@ class FakeResolver:
         return list(self.table[host])
 
 
-class ResolverOverride(Provider):
-    def __init__(self, resolver: Resolver) -> None:
-        super().__init__()
-        self._resolver = resolver
-
-    @provide(scope=Scope.APP)
-    def resolver(self) -> Resolver:
-        return self._resolver
-
-
 def resolver_table(server: PageServer) -> dict[str, list[str]]:
     return {
         "site.test": [server.host],
@@ -160,7 +150,7 @@ def module_db(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="module")
 async def open_api(module_db: str, tmp_root: Path, server: PageServer) -> AsyncIterator[Api]:
     """PARLEY_ALLOW_LOOPBACK_TARGETS=true, as in local development."""
-    async with running_app(module_db, tmp_root / "var", ResolverOverride(FakeResolver(resolver_table(server))),
+    async with running_app(module_db, tmp_root / "var", Pinned(Resolver, FakeResolver(resolver_table(server))),
                            allow_loopback_targets=True) as app:
         yield app
 
@@ -168,7 +158,7 @@ async def open_api(module_db: str, tmp_root: Path, server: PageServer) -> AsyncI
 @pytest.fixture(scope="module")
 async def closed_api(module_db: str, tmp_root: Path, server: PageServer) -> AsyncIterator[Api]:
     """The production default: loopback targets are refused like every other private range."""
-    async with running_app(module_db, tmp_root / "var", ResolverOverride(FakeResolver(resolver_table(server))),
+    async with running_app(module_db, tmp_root / "var", Pinned(Resolver, FakeResolver(resolver_table(server))),
                            allow_loopback_targets=False) as app:
         yield app
 

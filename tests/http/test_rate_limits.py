@@ -1,4 +1,4 @@
-"""Rate limits (DECISIONS §5): fixed windows per key lineage, 429 with Retry-After."""
+"""Rate limits (docs/api.md, Rate limits): fixed windows per key lineage, 429 with Retry-After."""
 
 from __future__ import annotations
 

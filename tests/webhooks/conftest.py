@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dishka import AsyncContainer, Provider, Scope, provide
+from dishka import AsyncContainer, Provider
 
 from adapters.memory.clock import ManualClock
 from adapters.sql.schema import upgrade
@@ -20,19 +20,10 @@ from application.ports.platform import UnitOfWork
 from application.webhooks import WebhookPolicy
 from domain.events import event
 from entrypoints.ioc import build_container
+from entrypoints.overrides import Pinned
 from entrypoints.webhook_jobs import WorkerOptions, drain
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.webhooks.receiver import Receiver
-
-
-class PolicyProvider(Provider):
-    def __init__(self, policy: WebhookPolicy) -> None:
-        super().__init__()
-        self._policy = policy
-
-    @provide(scope=Scope.APP)
-    def policy(self) -> WebhookPolicy:
-        return self._policy
 
 
 @pytest.fixture(scope="session")
@@ -128,7 +119,7 @@ async def make_harness(make_api: ApiFactory, url: str, receiver: Receiver,
     api = await make_api(url, clock=clock)
     overrides: list[Provider] = [*api.overrides, *extra]
     if policy is not None:
-        overrides.append(PolicyProvider(policy))
+        overrides.append(Pinned(WebhookPolicy, policy))
     jobs = build_container(api.settings, *overrides)
     return Harness(api, clock, jobs, receiver), jobs
 

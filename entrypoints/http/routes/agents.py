@@ -8,7 +8,9 @@ from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application import agents as uc
 from application.context import Actor
+from application.phones import e164
 from application.ports.agents import AgentFilter
+from application.ports.phones import PhoneNormalizer
 from application.ports.platform import PageRequest
 from domain.agents import Llm, Voice, Voicemail
 from domain.timezones import validate_timezone
@@ -23,13 +25,13 @@ from entrypoints.http.schemas.agents import (
     VersionDetail,
     VersionItem,
 )
-from entrypoints.http.validation import e164, require_non_blank, set_fields
+from entrypoints.http.validation import require_non_blank, set_fields
 
 TAGS = ["Agents"]
 AgentId = Annotated[int, PathParameter(ge=1, le=2**53, description="Agent id")]
 
 
-def _domain_fields(values: dict[str, Any]) -> dict[str, Any]:
+def _domain_fields(values: dict[str, Any], phones: PhoneNormalizer) -> dict[str, Any]:
     """Struct fields -> domain Agent fields, validated where a library or a rule is needed. A PATCH's nested
     objects arrive as merge-patch dicts (``set_fields``) and stay dicts: the use case merges them."""
     out = dict(values)
@@ -39,7 +41,7 @@ def _domain_fields(values: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(name), msgspec.Struct):
             out[name] = kind(**msgspec.structs.asdict(out[name]))
     if out.get("transfer_phone") is not None:
-        out["transfer_phone"] = e164(out["transfer_phone"], "transfer_phone")
+        out["transfer_phone"] = e164(phones, out["transfer_phone"], "transfer_phone")
     if "timezone" in out:
         out["timezone"] = validate_timezone(out["timezone"])
     return out
@@ -63,8 +65,8 @@ async def list_agents(
           tags=TAGS, scopes=("agents:write",), idempotent=True,
           errors={404: "not_found: calendar_id is not a calendar of this organization"})
 async def create_agent(data: JSONBody[AgentCreate], actor: FromDishka[Actor],
-                       use_case: FromDishka[uc.CreateAgent]) -> Envelope[AgentOut]:
-    fields = _domain_fields({f: getattr(data, f) for f in data.__struct_fields__})
+                       use_case: FromDishka[uc.CreateAgent], phones: FromDishka[PhoneNormalizer]) -> Envelope[AgentOut]:
+    fields = _domain_fields({f: getattr(data, f) for f in data.__struct_fields__}, phones)
     agent = await use_case.execute(uc.CreateAgentCommand(actor, fields))
     return Envelope(AgentOut.of(agent))
 
@@ -80,8 +82,8 @@ async def get_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[
           errors={404: "not_found: unknown agent, or calendar_id is not a calendar of this organization",
                   409: "invalid_transition: the status move is not allowed"})
 async def update_agent(id: AgentId, data: JSONBody[AgentUpdate], actor: FromDishka[Actor],
-                       use_case: FromDishka[uc.UpdateAgent]) -> Envelope[AgentOut]:
-    changes = _domain_fields(set_fields(data))
+                       use_case: FromDishka[uc.UpdateAgent], phones: FromDishka[PhoneNormalizer]) -> Envelope[AgentOut]:
+    changes = _domain_fields(set_fields(data), phones)
     agent = await use_case.execute(uc.UpdateAgentCommand(actor, id, changes))
     return Envelope(AgentOut.of(agent))
 

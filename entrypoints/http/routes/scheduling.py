@@ -12,6 +12,8 @@ from litestar import Response
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application.context import Actor, ApiBaseUrl
+from application.phones import e164
+from application.ports.phones import PhoneNormalizer
 from application.ports.platform import PageRequest
 from application.ports.scheduling import AppointmentFilter
 from application.scheduling import availability, booking, calendars, feeds
@@ -38,7 +40,7 @@ from entrypoints.http.schemas.scheduling import (
     RuleOut,
     SlotOut,
 )
-from entrypoints.http.validation import e164, set_fields
+from entrypoints.http.validation import set_fields
 
 TAGS = ["Scheduling"]
 READ = ("scheduling:read",)
@@ -232,11 +234,12 @@ async def get_availability(
           errors={400: "bad_request: e.g. slot_start without an offset", 404: "not_found: unknown calendar",
                   409: SLOT_TAKEN})
 async def create_appointment(data: JSONBody[AppointmentCreate], actor: FromDishka[Actor],
-                             use_case: FromDishka[booking.BookAppointment]) -> Envelope[AppointmentOut]:
+                             use_case: FromDishka[booking.BookAppointment],
+                             phones: FromDishka[PhoneNormalizer]) -> Envelope[AppointmentOut]:
     command = booking.BookAppointmentCommand(
         actor=actor, calendar_id=data.calendar_id, slot_start=parse_slot_start(data.slot_start),
         attendee_name=data.attendee_name, attendee_email=data.attendee_email,
-        attendee_phone=e164(data.attendee_phone, "attendee_phone") if data.attendee_phone else None,
+        attendee_phone=e164(phones, data.attendee_phone, "attendee_phone") if data.attendee_phone else None,
         require_approval=data.require_approval, notes=data.notes,
     )
     with _slot_as_sent(data.slot_start):

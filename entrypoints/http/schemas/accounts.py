@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from domain.api_keys import ApiKey
+from domain.api_keys import DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS, MIN_GRACE_HOURS, ApiKey
 from domain.organizations import Organization
 
 Plan = Literal["starter", "business", "enterprise"]
@@ -29,7 +29,7 @@ class ApiKeyCreate(Struct, forbid_unknown_fields=True):
 
 
 class ApiKeyRotate(Struct, forbid_unknown_fields=True):
-    grace_period_hours: Annotated[int, Meta(ge=1, le=168)] = 24
+    grace_period_hours: Annotated[int, Meta(ge=MIN_GRACE_HOURS, le=MAX_GRACE_HOURS)] = DEFAULT_GRACE_HOURS
 
 
 class ApiKeyOut(Struct):

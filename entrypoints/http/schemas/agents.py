@@ -6,21 +6,27 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from domain import agents as rules
 from domain.agents import Agent, AgentVersion
+from entrypoints.http.schemas import within
 
-Name = Annotated[str, Meta(min_length=1, max_length=200)]
+Name = Annotated[str, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
 Language = Annotated[str, Meta(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$", max_length=35,
                                description="BCP 47 language tag")]
 Mode = Literal["outbound", "inbound", "bidirectional"]
 Status = Literal["draft", "active", "paused", "archived"]
-Prompt = Annotated[str, Meta(max_length=50_000, description="System prompt; {{placeholders}} are filled at dial time")]
-Duration = Annotated[int, Meta(ge=10, le=14_400)]
-Temperature = Annotated[float, Meta(ge=0.0, le=2.0)]
+Prompt = Annotated[str, Meta(max_length=rules.PROMPT_MAX_LENGTH,
+                             description="System prompt; {{placeholders}} are filled at dial time")]
+Duration = Annotated[int, within(rules.MAX_CALL_DURATION_RANGE)]
+Temperature = Annotated[float, within(rules.TEMPERATURE_RANGE)]
 VoiceProvider = Annotated[str, Meta(min_length=1, max_length=50)]
 VoiceId = Annotated[str, Meta(min_length=1, max_length=100)]
 Model = Annotated[str, Meta(min_length=1, max_length=100)]
 VoicemailAction = Literal["hangup", "leave_message"]
-VoicemailMessage = Annotated[str, Meta(max_length=2000)]
+Text = Annotated[str, Meta(max_length=rules.DESCRIPTION_MAX_LENGTH)]
+VoicemailMessage = Text
+TransferPhone = Annotated[str, Meta(max_length=rules.TRANSFER_PHONE_MAX_LENGTH)]
+TimeZone = Annotated[str, Meta(max_length=rules.TIMEZONE_MAX_LENGTH)]
 MetadataPatch = Annotated[dict[str, Any], Meta(description="Merged into the metadata: null removes a key")]
 
 
@@ -57,36 +63,36 @@ class VoicemailPatch(Struct, forbid_unknown_fields=True):
 
 class AgentCreate(Struct, forbid_unknown_fields=True):
     name: Name
-    description: Annotated[str, Meta(max_length=2000)] | None = None
+    description: Text | None = None
     agent_mode: Mode = "outbound"
     language: Language = "en-US"
     voice: VoiceSchema = msgspec.field(default_factory=VoiceSchema)
     llm: LlmSchema = msgspec.field(default_factory=LlmSchema)
     prompt: Prompt = ""
-    first_message: Annotated[str, Meta(max_length=2000)] | None = None
+    first_message: Text | None = None
     max_call_duration_seconds: Duration = 600
     voicemail: VoicemailSchema = msgspec.field(default_factory=VoicemailSchema)
-    transfer_phone: Annotated[str, Meta(max_length=32)] | None = None
+    transfer_phone: TransferPhone | None = None
     calendar_id: Annotated[int, Meta(ge=1)] | None = None
-    timezone: Annotated[str, Meta(max_length=64)] = "UTC"
+    timezone: TimeZone = "UTC"
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class AgentUpdate(Struct, forbid_unknown_fields=True):
     name: Name | UnsetType = UNSET
-    description: Annotated[str, Meta(max_length=2000)] | UnsetType | None = UNSET
+    description: Text | UnsetType | None = UNSET
     status: Status | UnsetType = UNSET
     agent_mode: Mode | UnsetType = UNSET
     language: Language | UnsetType = UNSET
     voice: VoicePatch | UnsetType = UNSET
     llm: LlmPatch | UnsetType = UNSET
     prompt: Prompt | UnsetType = UNSET
-    first_message: Annotated[str, Meta(max_length=2000)] | UnsetType | None = UNSET
+    first_message: Text | UnsetType | None = UNSET
     max_call_duration_seconds: Duration | UnsetType = UNSET
     voicemail: VoicemailPatch | UnsetType = UNSET
-    transfer_phone: Annotated[str, Meta(max_length=32)] | UnsetType | None = UNSET
+    transfer_phone: TransferPhone | UnsetType | None = UNSET
     calendar_id: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
-    timezone: Annotated[str, Meta(max_length=64)] | UnsetType = UNSET
+    timezone: TimeZone | UnsetType = UNSET
     metadata: MetadataPatch | UnsetType = UNSET
 
 

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from msgspec import Meta, Struct
 
-from domain.dnc import MAX_NUMBERS_PER_REQUEST, DncEntry, DncList
+from domain.dnc import MAX_NUMBERS_PER_REQUEST, REASON_MAX_LENGTH, DncEntry, DncList
 
 PhoneList = Annotated[list[Annotated[str, Meta(min_length=1, max_length=64)]],
                       Meta(min_length=1, max_length=MAX_NUMBERS_PER_REQUEST)]
@@ -33,7 +33,7 @@ class DncListOut(Struct):
 
 class DncEntriesAdd(Struct, forbid_unknown_fields=True):
     phone_numbers: PhoneList
-    reason: Annotated[str, Meta(max_length=500)] | None = None
+    reason: Annotated[str, Meta(max_length=REASON_MAX_LENGTH)] | None = None
     default_region: Region | None = None
 
 

@@ -9,13 +9,14 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from application.knowledge import AgentKnowledgeBases, FileResult, KnowledgeBaseView, UploadOutcome
 from application.ports.knowledge import SearchHit
 from domain.knowledge import Document
+from domain.parsing import MAX_ID
 from entrypoints.http.envelope import ListMeta
 
 T = TypeVar("T")
 
 Name = Annotated[str, Meta(min_length=1, max_length=200)]
 Description = Annotated[str, Meta(max_length=2000)]
-Id = Annotated[int, Meta(ge=1, le=2**53)]
+Id = Annotated[int, Meta(ge=1, le=MAX_ID)]
 FileType = Literal["txt", "md", "csv", "html", "pdf", "docx"]
 DocumentStatus = Literal["processing", "ready", "failed"]
 

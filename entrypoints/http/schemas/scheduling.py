@@ -5,23 +5,27 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from domain.parsing import MAX_ID
+from domain.scheduling import model
 from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar
-from domain.scheduling.rules import format_hhmm
+from domain.scheduling.rules import BLACKOUT_REASON_MAX_LENGTH, format_hhmm
+from entrypoints.http.schemas import within
 
-Name = Annotated[str, Meta(min_length=1, max_length=200)]
+Name = Annotated[str, Meta(min_length=1, max_length=model.NAME_MAX_LENGTH)]
 TimeZone = Annotated[str, Meta(min_length=1, max_length=64, description="IANA time zone, e.g. Europe/Berlin")]
-SlotDuration = Annotated[int, Meta(ge=5, le=480, description="Minutes per slot")]
-Buffer = Annotated[int, Meta(ge=0, le=240, description="Minutes kept free before and after each appointment")]
-MinNotice = Annotated[int, Meta(ge=0, le=43_200, description="Minutes between now and the earliest bookable start")]
-Horizon = Annotated[int, Meta(ge=1, le=365, description="Days ahead that can be booked")]
-Id = Annotated[int, Meta(ge=1, le=2**53)]
+SlotDuration = Annotated[int, within(model.SLOT_DURATION_RANGE, description="Minutes per slot")]
+Buffer = Annotated[int, within(model.BUFFER_RANGE, description="Minutes kept free before and after each appointment")]
+MinNotice = Annotated[int, within(model.MIN_NOTICE_RANGE,
+                                  description="Minutes between now and the earliest bookable start")]
+Horizon = Annotated[int, within(model.HORIZON_RANGE, description="Days ahead that can be booked")]
+Id = Annotated[int, Meta(ge=1, le=MAX_ID)]
 Weekday = Annotated[int, Meta(ge=0, le=6, description="0 = Monday ... 6 = Sunday, of the calendar's local date")]
 WallTime = Annotated[str, Meta(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description='Local wall time "HH:MM"')]
 Instant = Annotated[str, Meta(min_length=1, max_length=64,
                               description="RFC 3339 timestamp with an explicit offset or Z")]
-Email = Annotated[str, Meta(max_length=320, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
-Phone = Annotated[str, Meta(max_length=32, description="E.164, e.g. +14155550100")]
-Notes = Annotated[str, Meta(max_length=5000)]
+Email = Annotated[str, Meta(max_length=model.ATTENDEE_EMAIL_MAX_LENGTH, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+Phone = Annotated[str, Meta(max_length=model.ATTENDEE_PHONE_MAX_LENGTH, description="E.164, e.g. +14155550100")]
+Notes = Annotated[str, Meta(max_length=model.NOTES_MAX_LENGTH)]
 Status = Literal["pending", "confirmed", "cancelled", "completed", "no_show"]
 CancelReason = Literal["declined", "cancelled", "rescheduled"]
 
@@ -91,7 +95,7 @@ class RuleOut(Struct):
 class BlackoutCreate(Struct, forbid_unknown_fields=True):
     start: Instant
     end: Instant
-    reason: Annotated[str, Meta(max_length=500)] | None = None
+    reason: Annotated[str, Meta(max_length=BLACKOUT_REASON_MAX_LENGTH)] | None = None
 
 
 class BlackoutOut(Struct):
@@ -123,7 +127,7 @@ class AvailabilityOut(Struct):
 class AppointmentCreate(Struct, forbid_unknown_fields=True):
     calendar_id: Id
     slot_start: Instant
-    attendee_name: Annotated[str, Meta(max_length=200)] | None = None
+    attendee_name: Annotated[str, Meta(max_length=model.ATTENDEE_NAME_MAX_LENGTH)] | None = None
     attendee_email: Email | None = None
     attendee_phone: Phone | None = None
     require_approval: bool = False

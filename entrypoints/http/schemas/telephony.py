@@ -5,21 +5,23 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from domain.telephony import CallStats, PhoneNumber, TelephonyProvider
+from domain.telephony import MAX_PROVIDER_KEYS, CallStats, PhoneNumber, TelephonyProvider
 
 ProviderType = Literal["twilio", "telnyx", "vonage", "sip", "simulator"]
 Name = Annotated[str, Meta(min_length=1, max_length=200)]
 Credentials = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=100)],
-                             Annotated[str, Meta(max_length=4000)]], Meta(max_length=20, description=(
+                             Annotated[str, Meta(max_length=4000)]], Meta(max_length=MAX_PROVIDER_KEYS, description=(
                                  "Write-only: encrypted at rest and never returned"))]
 Settings = Annotated[dict[Annotated[str, Meta(max_length=100)], Annotated[str, Meta(max_length=500)]],
-                     Meta(max_length=20)]
+                     Meta(max_length=MAX_PROVIDER_KEYS)]
 # PATCH merges these into the stored ones: a key sent replaces that key, null removes it
 CredentialsPatch = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=100)],
-                                  Annotated[str, Meta(max_length=4000)] | None], Meta(max_length=20, description=(
-                                      "Write-only, merged into the stored credentials: null removes a key"))]
+                                  Annotated[str, Meta(max_length=4000)] | None],
+                             Meta(max_length=MAX_PROVIDER_KEYS, description=(
+                                 "Write-only, merged into the stored credentials: null removes a key"))]
 SettingsPatch = Annotated[dict[Annotated[str, Meta(max_length=100)], Annotated[str, Meta(max_length=500)] | None],
-                          Meta(max_length=20, description="Merged into the stored settings: null removes a key")]
+                          Meta(max_length=MAX_PROVIDER_KEYS,
+                               description="Merged into the stored settings: null removes a key")]
 
 
 class ProviderCreate(Struct, forbid_unknown_fields=True):

@@ -6,15 +6,17 @@ from typing import Annotated, Any, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.webhooks import SubscriptionWithSecret
-from domain.webhooks import Delivery, DeliveryAttempt, Subscription
+from domain.addresses import MAX_URL_LENGTH
+from domain.webhooks import MAX_GRACE_HOURS, Delivery, DeliveryAttempt, Subscription
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, description="Defaults to the URL without its scheme")]
-Url = Annotated[str, Meta(min_length=1, max_length=2048, description="An http(s) URL on a public address")]
+Url = Annotated[str, Meta(min_length=1, max_length=MAX_URL_LENGTH, description="An http(s) URL on a public address")]
 EventName = Annotated[str, Meta(min_length=1, max_length=100)]
 Events = Annotated[list[EventName], Meta(min_length=1, max_length=50,
                                          description="Event names from GET /webhooks/events (at least one)")]
 Status = Literal["active", "paused", "disabled"]
-GraceHours = Annotated[int, Meta(ge=0, le=168, description="Hours the previous secret keeps signing (0-168)")]
+GraceHours = Annotated[int, Meta(ge=0, le=MAX_GRACE_HOURS, description=(
+    f"Hours the previous secret keeps signing (0-{MAX_GRACE_HOURS})"))]
 
 
 class WebhookCreate(Struct, forbid_unknown_fields=True):
