@@ -51,7 +51,7 @@ from domain.calls import (
     summarize,
 )
 from domain.errors import InvalidTransition, NotFound, ValidationFailed
-from domain.events import DomainEvent
+from domain.events import EventType
 from domain.organizations import PLAN_LIMITS
 from domain.parsing import MAX_ID, parse_id
 
@@ -68,10 +68,10 @@ class AgentNotCallable(InvalidTransition):
         self.args = (self.message,)
 
 
-def _record(uow: UnitOfWork, call: Call, event_types: list[str]) -> None:
+def _record(uow: UnitOfWork, call: Call, kinds: list[EventType]) -> None:
     view = call.view()
-    for event_type in event_types:
-        uow.record(DomainEvent(call.organization_id, event_type, view))
+    for kind in kinds:
+        uow.record(kind(call.organization_id, view))
 
 
 def _agent_id(bot_id: str) -> int:

@@ -24,7 +24,7 @@ from application.ports.knowledge import (
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from domain.agents import Agent
 from domain.errors import DuplicateDocument, NotFound, PlanLimitReached, UpstreamFetchFailed, ValidationFailed
-from domain.events import DomainEvent
+from domain.events import DomainEvent, EventType
 from domain.knowledge import (
     MAX_FILES_PER_UPLOAD,
     MAX_PAGE_BYTES,
@@ -83,9 +83,8 @@ async def _views(kbs: KnowledgeBaseRepository, docs: DocumentRepository, organiz
     return [KnowledgeBaseView(kb, agents.get(kb.id or 0, []), counts.get(kb.id or 0, 0)) for kb in items]
 
 
-def _kb_event(kb: KnowledgeBase, kind: str, **extra: Any) -> DomainEvent:
-    return DomainEvent(kb.organization_id, f"knowledge_base.{kind}",
-                       {"knowledge_base_id": kb.id, "agent_id": kb.agent_id, **extra})
+def _kb_event(kb: KnowledgeBase, kind: EventType, **extra: Any) -> DomainEvent:
+    return kind(kb.organization_id, {"knowledge_base_id": kb.id, "agent_id": kb.agent_id, **extra})
 
 
 # -- knowledge bases ------------------------------------------------------------------------
@@ -125,7 +124,7 @@ class CreateKnowledgeBase:
         kb = await self.kbs.add(KnowledgeBase(None, actor.organization_id, command.agent_id, command.name,
                                               command.description, now, now))
         await self.kbs.link(actor.organization_id, kb.id or 0, command.agent_id, now)
-        self.uow.record(_kb_event(kb, "created", name=kb.name))
+        self.uow.record(_kb_event(kb, EventType.KNOWLEDGE_BASE_CREATED, name=kb.name))
         return (await _views(self.kbs, self.docs, actor.organization_id, [kb]))[0]
 
 
@@ -172,7 +171,7 @@ class UpdateKnowledgeBase:
         if updated != kb:  # a PATCH that changes nothing leaves updated_at alone and emits no event
             changed = sorted(k for k in allowed if getattr(updated, k) != getattr(kb, k))
             kb = await self.kbs.update(replace(updated, updated_at=self.clock.now()))
-            self.uow.record(_kb_event(kb, "updated", fields=changed))
+            self.uow.record(_kb_event(kb, EventType.KNOWLEDGE_BASE_UPDATED, fields=changed))
         return (await _views(self.kbs, self.docs, actor.organization_id, [kb]))[0]
 
 
@@ -183,7 +182,7 @@ class DeleteKnowledgeBase:
     async def execute(self, actor: Actor, kb_id: int) -> None:
         kb = await _kb(self.kbs, actor, kb_id)
         await self.kbs.delete(actor.organization_id, kb_id)
-        self.uow.record(_kb_event(kb, "deleted"))
+        self.uow.record(_kb_event(kb, EventType.KNOWLEDGE_BASE_DELETED))
 
 
 # -- agent links ----------------------------------------------------------------------------
@@ -206,7 +205,7 @@ class AttachKnowledgeBase:
         await _agent(self.agents, actor, agent_id)
         kb = await _kb(self.kbs, actor, kb_id)
         if await self.kbs.link(actor.organization_id, kb_id, agent_id, self.clock.now()):
-            self.uow.record(_kb_event(kb, "attached", attached_agent_id=agent_id))
+            self.uow.record(_kb_event(kb, EventType.KNOWLEDGE_BASE_ATTACHED, attached_agent_id=agent_id))
         attached = await self.kbs.list_for_agent(actor.organization_id, agent_id, ALL_ATTACHED)
         return AgentKnowledgeBases(agent_id, await _views(self.kbs, self.docs, actor.organization_id,
                                                           attached.items))
@@ -227,7 +226,7 @@ class DetachKnowledgeBase:
         if not await self.kbs.unlink(actor.organization_id, kb_id, agent_id):
             raise ValidationFailed("the knowledge base is not attached to this agent",
                                    details={"knowledge_base_id": kb_id, "agent_id": agent_id})
-        self.uow.record(_kb_event(kb, "detached", detached_agent_id=agent_id))
+        self.uow.record(_kb_event(kb, EventType.KNOWLEDGE_BASE_DETACHED, detached_agent_id=agent_id))
 
 
 # -- documents ------------------------------------------------------------------------------
@@ -255,7 +254,7 @@ async def _ingest(uow: UnitOfWork, docs: DocumentRepository, clock: Clock, kb: K
     ))
     count = await docs.add_chunks(document, chunk_text(text))
     document = await docs.update(document.finish(count, clock.now()))
-    uow.record(DomainEvent(kb.organization_id, "document.ready", {
+    uow.record(EventType.DOCUMENT_READY(kb.organization_id, {
         "knowledge_base_id": kb_id, "document_id": document.id, "file_type": document.file_type,
         "source": source, "chunk_count": count,
     }))
@@ -414,8 +413,8 @@ class DeleteDocument:
         if document is None:
             raise NotFound("document", document_id)
         await self.docs.delete(actor.organization_id, kb_id, document_id)
-        self.uow.record(DomainEvent(actor.organization_id, "document.deleted",
-                                    {"knowledge_base_id": kb_id, "document_id": document_id}))
+        self.uow.record(EventType.DOCUMENT_DELETED(actor.organization_id,
+                                                   {"knowledge_base_id": kb_id, "document_id": document_id}))
 
 
 # -- search ---------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Webhook use cases: subscriptions (create, read, change, delete, test, rotate the secret, read
 the log, redeliver) and the worker's steps (dispatch the outbox, claim, send, record, release).
 
-Other features emit events with ``uow.record(domain.webhooks.event(org_id, "appointment.booked",
-data))`` inside their use case; nothing else is needed to reach subscribers.
+Other features emit events with ``uow.record(EventType.APPOINTMENT_BOOKED(org_id, data))``
+(``domain.events``) inside their use case; nothing else is needed to reach subscribers: the
+dispatcher is the outbox's ``webhooks`` consumer (application/outbox.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from application.context import Actor
+from application.outbox import WEBHOOKS
+from application.ports.events import OutboxReader
 from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
 from application.ports.secrets import SecretBox, SecretUnreadable
 from application.ports.webhooks import (
@@ -21,7 +24,6 @@ from application.ports.webhooks import (
     ClaimedDelivery,
     DeliveryRepository,
     DeliveryUpdate,
-    OutboxReader,
     SubscriptionFilter,
     SubscriptionRepository,
     WebhookHttp,
@@ -233,8 +235,9 @@ class Redeliver:
 
 
 class DispatchOutbox:
-    """Fan undispatched events out to the subscriptions that are active and want them now: one
-    delivery per (event, subscription), and the events marked dispatched, in one transaction."""
+    """The outbox's ``webhooks`` consumer: fan the events after its cursor out to the subscriptions
+    that are active and want them now, one delivery per (event, subscription), and move the cursor
+    past them, in one transaction."""
 
     def __init__(self, uow: UnitOfWork, outbox: OutboxReader, subscriptions: SubscriptionRepository,
                  deliveries: DeliveryRepository, random: Random, clock: Clock) -> None:
@@ -242,8 +245,8 @@ class DispatchOutbox:
         self.random, self.clock = random, clock
 
     async def execute(self, limit: int = 500) -> int:
-        """Returns how many events were dispatched (0: the outbox is empty)."""
-        events = await self.outbox.pending(limit)
+        """Returns how many events were dispatched (0: nothing new)."""
+        events = await self.outbox.pending(WEBHOOKS, limit)
         if not events:
             return 0
         organizations = sorted({e.organization_id for e in events})
@@ -261,7 +264,7 @@ class DispatchOutbox:
         if deliveries:
             await self.deliveries.add_many(deliveries)
             self.uow.created_work()  # wakes the delivery pumps once committed
-        await self.outbox.mark_dispatched([e.id for e in events], now)
+        await self.outbox.advance(WEBHOOKS, events[-1].id, now)
         return len(events)
 
 

@@ -39,7 +39,7 @@ from application.accounts import CreateOrganization, CreateOrganizationCommand  
 from application.context import Actor  # noqa: E402
 from application.ports.platform import UnitOfWork  # noqa: E402
 from application.webhooks import CreateSubscription, CreateSubscriptionCommand  # noqa: E402
-from domain.webhooks import event  # noqa: E402
+from domain.events import event  # noqa: E402
 from entrypoints.ioc import build_container  # noqa: E402
 from entrypoints.settings import Settings  # noqa: E402
 

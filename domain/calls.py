@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from domain.errors import InvalidTransition, ValidationFailed
+from domain.events import EventType
 from domain.rfc3339 import format_utc_or_none
 from domain.state_machine import TransitionTable
 from domain.timezones import zone_of
@@ -103,20 +104,20 @@ def is_simulator_test_number(number: str) -> bool:
     return SIMULATOR_TEST_NUMBER.match(number) is not None
 
 
-def events_for(trigger: str, target: str) -> list[str]:
-    """Event types a move produces, in emission order."""
+def events_for(trigger: str, target: str) -> list[EventType]:
+    """The events a move produces, in emission order."""
     if trigger == "dial":
-        return ["call.started"]
+        return [EventType.CALL_STARTED]
     if trigger == "answer":
-        return ["call.answered"]
+        return [EventType.CALL_ANSWERED]
     if target == "transferred":
-        return ["call.transferred", "call.ended"]
+        return [EventType.CALL_TRANSFERRED, EventType.CALL_ENDED]
     if target == "completed":
-        return ["call.ended", "call.completed"]
+        return [EventType.CALL_ENDED, EventType.CALL_COMPLETED]
     if target == "cancelled":
-        return ["call.ended"]
+        return [EventType.CALL_ENDED]
     if target in FINAL_STATUSES:
-        return ["call.ended", "call.failed"]
+        return [EventType.CALL_ENDED, EventType.CALL_FAILED]
     return []
 
 
@@ -156,7 +157,7 @@ class Call:
     def is_final(self) -> bool:
         return self.status in FINAL_STATUSES
 
-    def move(self, trigger: str, at: datetime, **changes: Any) -> tuple[Call, list[str]]:
+    def move(self, trigger: str, at: datetime, **changes: Any) -> tuple[Call, list[EventType]]:
         """Apply ``trigger`` at ``at``; returns the new call and the event types to emit (in order)."""
         target = CALL_MACHINE.next(self.status, trigger)
         values: dict[str, Any] = {"status": target, "updated_at": at, **changes}
@@ -171,7 +172,7 @@ class Call:
                 values["duration_seconds"] = 0
         return replace(self, **values), events_for(trigger, target)
 
-    def cancel(self, at: datetime) -> tuple[Call, list[str]]:
+    def cancel(self, at: datetime) -> tuple[Call, list[EventType]]:
         if self.status not in CANCELLABLE_STATUSES:
             raise InvalidTransition("call", self.status, "cancelled")
         return self.move("cancel", at, end_reason="cancelled", outcome="cancelled", duration_seconds=0)

@@ -1,13 +1,210 @@
-"""Domain events: facts recorded by use cases and written to the outbox with their change."""
+"""Domain events: the catalogue of every event Parley emits, and the events themselves.
+
+An event is a fact a use case records (``uow.record(EventType.CALL_ENDED(org_id, call.view()))``); the unit of
+work writes it to the outbox in the same transaction as the change that caused it, and the outbox's
+consumers (webhooks today) read it from there, each at its own pace.
+
+Every event comes from the catalogue below: each member of :class:`EventType` is the one constructor
+of its events and carries what ``GET /webhooks/events`` shows (name, group, description, example data).
+The catalogue is an enumeration, so it is closed: :class:`DomainEvent` refuses a type that is not
+one of its members, and the units of work refuse anything that is not such an event.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
+
+_CALL: dict[str, Any] = {
+    "id": "c8f0a7e2-3b1d-4c55-9a0e-5d2f1b7c9e41", "agent_id": 42, "bot_id": "42", "status": "completed",
+    "direction": "outbound", "destination_phone": "+14155550123", "from_phone": "+14155550100",
+    "contact_name": "Ada Lovelace", "custom_data": {"crm_id": "A-17"}, "end_reason": "completed",
+    "outcome": "booked", "duration_seconds": 84, "transferred_to": None, "call_log_id": 311,
+    "created_at": "2026-01-05T09:00:00.000Z", "updated_at": "2026-01-05T09:01:29.000Z",
+    "started_at": "2026-01-05T09:00:01.000Z", "answered_at": "2026-01-05T09:00:05.000Z",
+    "ended_at": "2026-01-05T09:01:29.000Z",
+}
+_NOT_YET = {"end_reason": None, "outcome": None, "duration_seconds": None, "call_log_id": None, "ended_at": None}
+_APPOINTMENT: dict[str, Any] = {
+    "id": 77, "calendar_id": 3, "status": "confirmed", "slot_start": "2026-01-06T10:00:00Z",
+    "slot_end": "2026-01-06T10:30:00Z", "attendee_name": "Ada Lovelace", "attendee_email": "ada@example.com",
+    "attendee_phone": "+14155550123", "notes": None, "cancel_reason": None, "rescheduled_from": None,
+    "call_id": None, "sequence": 0, "created_at": "2026-01-05T09:01:10Z", "updated_at": "2026-01-05T09:01:10Z",
+}
+_CAMPAIGN: dict[str, Any] = {"id": 12, "name": "January follow-ups", "agent_id": 42, "status": "running"}
+_CONTACT: dict[str, Any] = {"campaign_id": 12, "contact_id": 501, "phone": "+14155550123", "attempts": 1,
+                            "last_call_id": "c8f0a7e2-3b1d-4c55-9a0e-5d2f1b7c9e41", "reason": None}
+_KB: dict[str, Any] = {"knowledge_base_id": 5, "agent_id": 42}
+_DOCUMENT: dict[str, Any] = {"knowledge_base_id": 5, "document_id": 9}
+
+GROUPS: Mapping[str, str] = MappingProxyType({
+    "call": "calls",
+    "campaign": "campaigns",
+    "contact": "campaigns",
+    "appointment": "appointments",
+    "knowledge_base": "knowledge_bases",
+    "document": "knowledge_bases",
+    "webhook": "webhooks",
+})
+"""The group ``GET /webhooks/events`` files an event under, by the part of its name before the dot."""
+
+
+class EventType(StrEnum):
+    """The catalogue: every event Parley emits, in the order ``GET /webhooks/events`` lists them.
+
+    A member is its name (``EventType.CALL_ENDED == "call.ended"``) and the constructor of its events
+    (``EventType.CALL_ENDED(organization_id, data)``)."""
+
+    description: str
+    example: Mapping[str, Any]
+    """Example ``data`` of the event, as a subscriber receives it."""
+    subject: str
+    """The member of ``data`` (dotted for a nested one) naming what the event is about: a subscriber
+    receives one subject's events in the order they happened. Empty: no subject."""
+    emitted: bool
+    """False for ``webhook.test``: listed and subscribable, but sent directly, never through the outbox."""
+
+    def __new__(cls, value: str, description: str, example: Mapping[str, Any], subject: str = "id",
+                emitted: bool = True) -> EventType:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.description = description
+        member.example = MappingProxyType(dict(example))
+        member.subject = subject
+        member.emitted = emitted
+        return member
+
+    CALL_STARTED = ("call.started", "A call was placed (outbound) or received (inbound) and is ringing.",
+                    {**_CALL, **_NOT_YET, "status": "ringing", "answered_at": None})
+    CALL_ANSWERED = ("call.answered", "The other party picked up the call.",
+                     {**_CALL, **_NOT_YET, "status": "in_progress"})
+    CALL_ENDED = ("call.ended", "A call ended, whatever the reason; carries the end reason and the duration.", _CALL)
+    CALL_COMPLETED = ("call.completed",
+                      "A call finished with a conversation; its call log (transcript, summary) is ready.", _CALL)
+    CALL_FAILED = ("call.failed", "A call could not be connected (busy, no answer, failed).",
+                   {**_CALL, "status": "busy", "end_reason": "busy", "outcome": None, "duration_seconds": 0,
+                    "call_log_id": None, "answered_at": None})
+    CALL_TRANSFERRED = ("call.transferred", "The agent transferred the call to a human.",
+                        {**_CALL, "status": "transferred", "end_reason": "transferred", "outcome": None,
+                         "transferred_to": "+14155550199"})
+    CAMPAIGN_STARTED = ("campaign.started", "A campaign started dialing its contacts.", _CAMPAIGN)
+    CAMPAIGN_PAUSED = ("campaign.paused", "A running campaign was paused.", {**_CAMPAIGN, "status": "paused"})
+    CAMPAIGN_COMPLETED = ("campaign.completed", "A campaign has dialed every contact.",
+                          {**_CAMPAIGN, "status": "completed"})
+    CAMPAIGN_FAILED = ("campaign.failed", "A campaign stopped because of an error.", {**_CAMPAIGN, "status": "failed"})
+    CONTACT_COMPLETED = ("contact.completed", "A campaign contact was reached and the call completed.", _CONTACT,
+                         "contact_id")
+    CONTACT_FAILED = ("contact.failed", "A campaign contact could not be reached (after every retry) or was skipped.",
+                      {**_CONTACT, "attempts": 3, "reason": "no_answer"}, "contact_id")
+    APPOINTMENT_BOOKED = ("appointment.booked",
+                          "An appointment was confirmed: booked directly, approved, or booked by an agent mid-call.",
+                          _APPOINTMENT)
+    APPOINTMENT_CANCELLED = ("appointment.cancelled", "An appointment was cancelled or a pending request was declined.",
+                             {**_APPOINTMENT, "status": "cancelled", "cancel_reason": "cancelled"})
+    APPOINTMENT_RESCHEDULED = (
+        "appointment.rescheduled",
+        "An appointment was moved: the old one is cancelled and a new one replaces it (data: the new one, with the "
+        "old one as previous_appointment).",
+        {**_APPOINTMENT, "id": 78, "slot_start": "2026-01-07T10:00:00Z", "slot_end": "2026-01-07T10:30:00Z",
+         "rescheduled_from": 77, "sequence": 1,
+         "previous_appointment": {**_APPOINTMENT, "status": "rescheduled", "cancel_reason": "rescheduled"}},
+        "previous_appointment.id")
+    KNOWLEDGE_BASE_CREATED = ("knowledge_base.created", "A knowledge base was created.",
+                              {**_KB, "name": "Product FAQ"}, "knowledge_base_id")
+    KNOWLEDGE_BASE_UPDATED = ("knowledge_base.updated",
+                              "A knowledge base was changed; fields names the members that changed.",
+                              {**_KB, "fields": ["name"]}, "knowledge_base_id")
+    KNOWLEDGE_BASE_DELETED = ("knowledge_base.deleted", "A knowledge base and its documents were deleted.", _KB,
+                              "knowledge_base_id")
+    KNOWLEDGE_BASE_ATTACHED = ("knowledge_base.attached", "A knowledge base was attached to an agent.",
+                               {**_KB, "attached_agent_id": 42}, "knowledge_base_id")
+    KNOWLEDGE_BASE_DETACHED = ("knowledge_base.detached", "A knowledge base was detached from an agent.",
+                               {**_KB, "agent_id": None, "detached_agent_id": 42}, "knowledge_base_id")
+    DOCUMENT_READY = ("document.ready",
+                      "A document (file, text or scraped page) was extracted and indexed: it is searchable.",
+                      {**_DOCUMENT, "file_type": "pdf", "source": "upload", "chunk_count": 14}, "document_id")
+    DOCUMENT_DELETED = ("document.deleted", "A document was removed from its knowledge base.", _DOCUMENT,
+                        "document_id")
+    WEBHOOK_TEST = ("webhook.test", "A sample event sent by POST /webhooks/{id}/test.",
+                    {"subscription_id": 3, "subscription_name": "CRM",
+                     "message": "This is a test event from Parley. No action is needed.",
+                     "sent_at": "2026-01-05T09:00:00.000Z"}, "", False)
+
+    @property
+    def prefix(self) -> str:
+        return self.value.split(".", 1)[0]
+
+    @property
+    def group(self) -> str:
+        return GROUPS[self.prefix]
+
+    def __call__(self, organization_id: int, data: Mapping[str, Any] | None = None) -> DomainEvent:
+        """The event of this type that happened in ``organization_id``, with ``data``."""
+        return DomainEvent(self, organization_id, dict(data or {}))
+
+
+CATALOGUE: Mapping[str, EventType] = MappingProxyType({e.value: e for e in EventType})
+"""Every event of the catalogue by name."""
 
 
 @dataclass(frozen=True, slots=True)
 class DomainEvent:
+    """An event of the catalogue, ready for ``uow.record(...)``: made by its :class:`EventType`."""
+
+    kind: EventType
+    organization_id: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, EventType):
+            raise TypeError(f"{self.kind!r} is not an event of the catalogue (domain.events.EventType)")
+        if not self.kind.emitted:
+            raise ValueError(f"{self.kind.value!r} is never recorded in the outbox")
+
+    @property
+    def type(self) -> str:
+        return self.kind.value
+
+
+def require_catalogued(event: object) -> DomainEvent:
+    """``event`` when it is an event of the catalogue; TypeError otherwise (the units of work call this)."""
+    if type(event) is not DomainEvent or not isinstance(event.kind, EventType) or not event.kind.emitted:
+        raise TypeError(f"not an event of the catalogue: {event!r}")
+    return event
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """An event read back from the outbox by one of its consumers."""
+
+    id: int
     organization_id: int
     type: str
     data: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+def event(organization_id: int, name: str, data: Mapping[str, Any] | None = None) -> DomainEvent:
+    """The catalogue's event called ``name`` (for tests and tools that pick events by name; use cases
+    call the members). ValueError for a name outside the catalogue, or one never recorded."""
+    kind = CATALOGUE.get(name)
+    if kind is None or not kind.emitted:
+        raise ValueError(f"{name!r} is not an event of the catalogue")
+    return kind(organization_id, data)
+
+
+def subject_of(kind: EventType, data: Mapping[str, Any]) -> str | None:
+    """What an event is about (``"call:abc"``, ``"appointment:42"``): its prefix and the identifier at
+    ``kind.subject`` in its data; None when there is none (no ordering)."""
+    if not kind.subject:
+        return None
+    value: Any = data
+    for part in kind.subject.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if value is None or isinstance(value, bool | dict | list):
+        return None
+    return f"{kind.prefix}:{value}"[:160]

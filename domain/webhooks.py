@@ -1,4 +1,4 @@
-"""Webhooks: the event catalogue, subscriptions and their status machine, deliveries, the retry
+"""Webhooks: the events a subscription asks for, subscriptions and their status machine, deliveries, the retry
 schedule, the delivery body and its signature (including a receiver's verification)."""
 
 from __future__ import annotations
@@ -7,77 +7,29 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from domain.addresses import check_url, ensure_public
 from domain.errors import BlockedAddress, InvalidTransition, ValidationFailed
-from domain.events import DomainEvent
+from domain.events import CATALOGUE, EventType, subject_of
 from domain.rfc3339 import format_utc_millis
 from domain.state_machine import TransitionTable
 
-# -- the event catalogue -----------------------------------------------------------------------
+# -- events a subscription can ask for (the catalogue is domain.events) -------------------------
 
-TEST_EVENT = "webhook.test"
-
-EVENT_CATALOGUE: Mapping[str, str] = {
-    "call.started": "A call was placed (outbound) or received (inbound) and is ringing.",
-    "call.answered": "The other party picked up the call.",
-    "call.ended": "A call ended, whatever the reason; carries the end reason and the duration.",
-    "call.completed": "A call finished with a conversation; its call log (transcript, summary) is ready.",
-    "call.failed": "A call could not be connected (busy, no answer, failed).",
-    "call.transferred": "The agent transferred the call to a human.",
-    "campaign.started": "A campaign started dialing its contacts.",
-    "campaign.paused": "A running campaign was paused.",
-    "campaign.completed": "A campaign has dialed every contact.",
-    "campaign.failed": "A campaign stopped because of an error.",
-    "contact.completed": "A campaign contact was reached and the call completed.",
-    "contact.failed": "A campaign contact could not be reached (after every retry) or was skipped.",
-    "appointment.booked": "An appointment was confirmed: booked directly, approved, or booked by an agent mid-call.",
-    "appointment.cancelled": "An appointment was cancelled or a pending request was declined.",
-    "appointment.rescheduled": "An appointment was moved: the old one is cancelled and a new one replaces it.",
-    TEST_EVENT: "A sample event sent by POST /webhooks/{id}/test.",
-}
-
-EVENT_GROUPS: Mapping[str, str] = {
-    "call": "calls",
-    "campaign": "campaigns",
-    "contact": "campaigns",
-    "appointment": "appointments",
-    "webhook": "webhooks",
-}
-
-
-def event_group(name: str) -> str:
-    return EVENT_GROUPS[name.split(".", 1)[0]]
-
-
-def event(organization_id: int, type: str, data: Mapping[str, Any] | None = None) -> DomainEvent:
-    """A domain event of a catalogued type, ready for ``uow.record(...)``.
-
-    Raises ``ValueError`` for a name outside the catalogue: that is a programming error, not a
-    client's."""
-    if type not in EVENT_CATALOGUE or type == TEST_EVENT:
-        raise ValueError(f"{type!r} is not an event of the catalogue")
-    return DomainEvent(organization_id, type, dict(data or {}))
+TEST_EVENT = EventType.WEBHOOK_TEST.value
 
 
 def resource_of(event_type: str, data: Mapping[str, Any]) -> str | None:
     """The resource an event is about (``"call:abc"``, ``"appointment:42"``): the events of one
-    resource reach one subscription in the order they happened. It is the event group and the
-    ``id`` in the event's data; a rescheduling is about the appointment it moves. None (no
-    ordering) for the test event and for data without an ``id``."""
-    if event_type == TEST_EVENT:
-        return None
-    subject: Any = data
-    if event_type == "appointment.rescheduled" and isinstance(data.get("previous_appointment"), Mapping):
-        subject = data["previous_appointment"]
-    identifier = subject.get("id")
-    if identifier is None or isinstance(identifier, bool | dict | list):
-        return None
-    return f"{event_type.split('.', 1)[0]}:{identifier}"[:160]
+    resource reach one subscription in the order they happened. It is the catalogue's subject of
+    the event (``domain.events.subject_of``; a rescheduling is about the appointment it moves).
+    None (no ordering) for the test event and for data without its subject."""
+    kind = CATALOGUE.get(event_type)
+    return subject_of(kind, data) if kind is not None else None
 
 
 def normalize_events(events: Iterable[str]) -> tuple[str, ...]:
@@ -85,7 +37,7 @@ def normalize_events(events: Iterable[str]) -> tuple[str, ...]:
     names: list[str] = []
     unknown: list[str] = []
     for name in events:
-        if name not in EVENT_CATALOGUE:
+        if name not in CATALOGUE:
             unknown.append(name)
         elif name not in names:
             names.append(name)
@@ -423,14 +375,3 @@ def sample_event_data(subscription: Subscription, now: datetime) -> dict[str, An
         "message": "This is a test event from Parley. No action is needed.",
         "sent_at": format_utc_millis(now),
     }
-
-
-@dataclass(frozen=True, slots=True)
-class EventRecord:
-    """An event read back from the outbox."""
-
-    id: int
-    organization_id: int
-    type: str
-    data: dict[str, Any] = field(default_factory=dict)
-    created_at: datetime | None = None

@@ -20,6 +20,7 @@ from adapters.memory.accounts import (
 )
 from adapters.memory.agents import InMemoryAgentRepository
 from adapters.memory.jobs import InMemoryJobQueue
+from adapters.memory.outbox import InMemoryOutboxReader
 from adapters.memory.store import InMemoryStore, InMemoryUnitOfWork
 from adapters.sql.accounts import (
     SqlApiKeyRepository,
@@ -31,6 +32,7 @@ from adapters.sql.accounts import (
 from adapters.sql.agents import SqlAgentRepository
 from adapters.sql.engine import create_engine
 from adapters.sql.jobs import SqlJobQueue
+from adapters.sql.outbox import SqlOutboxReader
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
 from application import accounts, agents
@@ -45,6 +47,7 @@ from application.ports.accounts import (
 )
 from application.ports.agents import AgentCalendars, AgentRepository
 from application.ports.calls import AppointmentBooker
+from application.ports.events import OutboxReader
 from application.ports.jobs import JobQueue
 from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork
@@ -113,6 +116,7 @@ class SqlProvider(Provider):
     idempotency = provide(SqlIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
     agents = provide(SqlAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
     jobs = provide(SqlJobQueue, provides=JobQueue, scope=Scope.REQUEST)
+    outbox = provide(SqlOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
 
     @provide(scope=Scope.REQUEST)
     def limiter(self, settings: Settings, memory: InMemoryRateLimiter, uow: SqlUnitOfWork) -> RateLimiter:
@@ -136,6 +140,7 @@ class MemoryProvider(Provider):
     idempotency = provide(InMemoryIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
     agents = provide(InMemoryAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
     jobs = provide(InMemoryJobQueue, provides=JobQueue, scope=Scope.REQUEST)
+    outbox = provide(InMemoryOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
 
     limiter = alias(source=InMemoryRateLimiter, provides=RateLimiter)
 

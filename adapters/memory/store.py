@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from application.ports.platform import Clock
-from domain.events import DomainEvent
+from domain.events import DomainEvent, require_catalogued
 
 
 class InMemoryStore:
@@ -17,6 +17,7 @@ class InMemoryStore:
         self.tables: dict[str, dict[Any, Any]] = defaultdict(dict)
         self.sequences: dict[str, int] = defaultdict(int)
         self.outbox: list[tuple[int, DomainEvent, Any]] = []
+        """(id, event, recorded at), in id order; read by adapters/memory/outbox.py."""
         self.lock = asyncio.Lock()
 
     def next_id(self, table: str) -> int:
@@ -30,18 +31,19 @@ class InMemoryUnitOfWork:
         self.clock = clock
         self._on_work = on_work
         self._created_work = False
-        self._snapshot: tuple[Any, Any, int] | None = None
+        self._snapshot: tuple[Any, Any, list[Any]] | None = None
         self._events: list[DomainEvent] = []
 
     async def tables(self) -> dict[str, dict[Any, Any]]:
         if self._snapshot is None:
             await self.store.lock.acquire()
             self._snapshot = (copy.deepcopy(self.store.tables), copy.deepcopy(self.store.sequences),
-                              len(self.store.outbox))
+                              list(self.store.outbox))
         return self.store.tables
 
     def record(self, event: DomainEvent) -> None:
-        self._events.append(event)
+        """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox."""
+        self._events.append(require_catalogued(event))
 
     def created_work(self) -> None:
         self._created_work = True
@@ -51,7 +53,7 @@ class InMemoryUnitOfWork:
             await self.tables()
             now = self.clock.now()
             for event in self._events:
-                self.store.outbox.append((self.store.next_id("outbox"), event, now))
+                self.store.outbox.append((self.store.next_id("outbox"), require_catalogued(event), now))
             self._events.clear()
             self._created_work = True
         if self._snapshot is not None:
@@ -66,12 +68,12 @@ class InMemoryUnitOfWork:
         self._events.clear()
         self._created_work = False
         if self._snapshot is not None:
-            tables, sequences, outbox_len = self._snapshot
+            tables, sequences, outbox = self._snapshot
             self.store.tables.clear()
             self.store.tables.update(tables)
             self.store.sequences.clear()
             self.store.sequences.update(sequences)
-            del self.store.outbox[outbox_len:]
+            self.store.outbox[:] = outbox
             self._snapshot = None
             self.store.lock.release()
 

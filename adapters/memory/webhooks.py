@@ -1,4 +1,4 @@
-"""In-memory webhooks: subscriptions, the delivery queue and log, and the outbox reader."""
+"""In-memory webhooks: subscriptions, the delivery queue and its log."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.webhooks import AttemptFilter, ClaimedDelivery, DeliveryUpdate, SubscriptionFilter
 from domain.errors import Conflict
-from domain.webhooks import Delivery, DeliveryAttempt, EventRecord, Subscription
+from domain.webhooks import Delivery, DeliveryAttempt, Subscription
 
 SUBS = "webhook_subscriptions"
 DELIVERIES = "webhook_deliveries"
 ATTEMPTS = "webhook_attempts"
-DISPATCHED = "outbox_dispatched"
 
 
 @dataclass
@@ -209,27 +208,3 @@ class InMemoryDeliveryRepository:
         if attempt is None or attempt.organization_id != organization_id or attempt.subscription_id != subscription_id:
             return None
         return attempt
-
-
-class InMemoryOutboxReader:
-    """Reads ``store.outbox`` (written by the in-memory unit of work); dispatched ids are kept in
-    a table so that a rollback undoes them."""
-
-    def __init__(self, uow: InMemoryUnitOfWork) -> None:
-        self.uow = uow
-
-    async def pending(self, limit: int) -> list[EventRecord]:
-        dispatched = (await self.uow.tables())[DISPATCHED]
-        found = []
-        for event_id, event, created_at in self.uow.store.outbox:
-            if event_id not in dispatched:
-                found.append(EventRecord(event_id, event.organization_id, event.type, copy.deepcopy(event.data),
-                                         created_at))
-                if len(found) >= limit:
-                    break
-        return found
-
-    async def mark_dispatched(self, event_ids: Sequence[int], at: datetime) -> None:
-        dispatched = (await self.uow.tables())[DISPATCHED]
-        for event_id in event_ids:
-            dispatched[event_id] = at

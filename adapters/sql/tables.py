@@ -132,8 +132,13 @@ outbox_events = sa.Table(
     sa.Column("type", sa.String(100), nullable=False),
     sa.Column("data", Json, nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
-    sa.Column("dispatched_at", UtcDateTime, nullable=True),
-    sa.Index("ix_outbox_events_pending", "id", sqlite_where=sa.text("dispatched_at IS NULL"),
-             postgresql_where=sa.text("dispatched_at IS NULL")),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
+)
+
+outbox_cursors = sa.Table(
+    "outbox_cursors",
+    metadata,
+    sa.Column("consumer", sa.String(60), primary_key=True),
+    sa.Column("last_id", BigId, nullable=False),  # the last outbox event this consumer has processed (0012)
+    sa.Column("updated_at", UtcDateTime, nullable=True),
 )

@@ -10,7 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from adapters.sql.engine import WRITE_OPTION
 from adapters.sql.tables import outbox_events
 from application.ports.platform import Clock
-from domain.events import DomainEvent
+from domain.events import DomainEvent, require_catalogued
+
+OUTBOX_WRITE_LOCK = 0x5041524C4F42  # the advisory lock that orders outbox writes on PostgreSQL ("PARLOB")
 
 NOTIFY_CHANNEL = "parley_jobs"
 """PostgreSQL channel a commit that created background work notifies (job runners LISTEN on it)."""
@@ -40,7 +42,8 @@ class SqlUnitOfWork:
         return self._engine.dialect.name
 
     def record(self, event: DomainEvent) -> None:
-        self._events.append(event)
+        """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox."""
+        self._events.append(require_catalogued(event))
 
     def created_work(self) -> None:
         """This transaction creates background work: job runners are woken once it committed."""
@@ -50,10 +53,15 @@ class SqlUnitOfWork:
         if self._events:
             conn = await self.connection()
             now = self._clock.now()
+            if self.dialect == "postgresql":
+                # outbox ids become visible in id order: the lock is held until this transaction
+                # ends, so a smaller id can never commit after a larger one is visible, and a
+                # consumer's cursor never skips an event (SQLite has one writer at a time anyway)
+                await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(OUTBOX_WRITE_LOCK)))
             await conn.execute(
                 outbox_events.insert(),
-                [{"organization_id": e.organization_id, "type": e.type, "data": e.data, "created_at": now}
-                 for e in self._events],
+                [{"organization_id": e.organization_id, "type": require_catalogued(e).type, "data": e.data,
+                  "created_at": now} for e in self._events],
             )
             self._events.clear()
             self._created_work = True

@@ -1,4 +1,4 @@
-"""SQL adapters for webhooks: subscriptions, the delivery queue and log, and the outbox reader."""
+"""SQL adapters for webhooks: subscriptions, the delivery queue and its log."""
 
 from __future__ import annotations
 
@@ -11,18 +11,16 @@ import sqlalchemy as sa
 from adapters.sql.constraints import constraint_errors
 from adapters.sql.dialect import insert
 from adapters.sql.paging import fetch_page
-from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.sql.webhooks_tables import webhook_attempts, webhook_deliveries, webhook_subscriptions
 from application.ports.platform import Page, PageRequest
 from application.ports.webhooks import AttemptFilter, ClaimedDelivery, DeliveryUpdate, SubscriptionFilter
-from domain.webhooks import Delivery, DeliveryAttempt, EventRecord, Subscription
+from domain.webhooks import Delivery, DeliveryAttempt, Subscription
 
 subs = webhook_subscriptions
 dlv = webhook_deliveries
 att = webhook_attempts
 
-DISPATCH_LOCK = 0x5041524C4559  # the advisory lock key of the outbox dispatcher ("PARLEY")
 _SUB_COLUMNS = [c for c in subs.c if c.name != "deleted_at"]
 _DLV_COLUMNS = [c for c in dlv.c if c.name not in ("locked_until", "locked_by")]
 
@@ -270,28 +268,3 @@ class SqlDeliveryRepository:
             att.c.organization_id == organization_id, att.c.subscription_id == subscription_id,
             att.c.id == attempt_id))).first()
         return _row_to_attempt(row) if row else None
-
-
-class SqlOutboxReader:
-    def __init__(self, uow: SqlUnitOfWork) -> None:
-        self.uow = uow
-
-    async def pending(self, limit: int) -> list[EventRecord]:
-        conn = await self.uow.connection()
-        # one dispatcher at a time: deliveries are then created in event order, which the in-order
-        # delivery of a resource's events relies on (SQLite serializes writers anyway)
-        if self.uow.dialect == "postgresql" and not (await conn.execute(
-                sa.select(sa.func.pg_try_advisory_xact_lock(DISPATCH_LOCK)))).scalar():
-            return []
-        rows = await conn.execute(
-            sa.select(outbox_events).where(outbox_events.c.dispatched_at.is_(None))
-            .order_by(outbox_events.c.id).limit(limit).with_for_update(skip_locked=True)
-        )
-        return [EventRecord(r.id, r.organization_id, r.type, dict(r.data), r.created_at) for r in rows]
-
-    async def mark_dispatched(self, event_ids: Sequence[int], at: datetime) -> None:
-        if not event_ids:
-            return
-        conn = await self.uow.connection()
-        await conn.execute(outbox_events.update().where(outbox_events.c.id.in_(list(event_ids)))
-                           .values(dispatched_at=at))

@@ -1,4 +1,4 @@
-"""Ports for webhook subscriptions, the outbox reader, the delivery queue and its log."""
+"""Ports for webhook subscriptions, the delivery queue and its log (the outbox reader: ports/events.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Protocol
 
 from application.ports.egress import SafeHttp
 from application.ports.platform import Page, PageRequest
-from domain.webhooks import Delivery, DeliveryAttempt, EventRecord, Subscription
+from domain.webhooks import Delivery, DeliveryAttempt, Subscription
 
 
 class WebhookHttp(SafeHttp, Protocol):
@@ -124,14 +124,3 @@ class DeliveryRepository(Protocol):
 
     async def get_attempt(self, organization_id: int, subscription_id: int, attempt_id: int) -> DeliveryAttempt | None:
         ...
-
-
-class OutboxReader(Protocol):
-    """The events use cases recorded (``uow.record``), read back by the dispatcher."""
-
-    async def pending(self, limit: int) -> list[EventRecord]:
-        """Up to ``limit`` undispatched events, oldest first, locked for this transaction (other
-        dispatchers skip them)."""
-        ...
-
-    async def mark_dispatched(self, event_ids: Sequence[int], at: datetime) -> None: ...

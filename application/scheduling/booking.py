@@ -19,13 +19,9 @@ from application.ports.scheduling import AppointmentFilter, AppointmentRepositor
 from application.scheduling.availability import SlotFinder, aware_instant
 from application.scheduling.calendars import load_calendar
 from domain.errors import NotFound
-from domain.events import DomainEvent
+from domain.events import EventType
 from domain.rfc3339 import format_utc
 from domain.scheduling.model import APPOINTMENT_MACHINE, TRIGGER_TARGET, Appointment, Calendar, Slot, validate_attendee
-
-BOOKED = "appointment.booked"
-CANCELLED = "appointment.cancelled"
-RESCHEDULED = "appointment.rescheduled"
 
 
 def appointment_view(a: Appointment) -> dict[str, Any]:
@@ -128,7 +124,7 @@ async def _book(uow: UnitOfWork, appointments: AppointmentRepository, calendar: 
     )
     stored = await appointments.add(appointment)
     if stored.status == "confirmed":
-        uow.record(DomainEvent(stored.organization_id, BOOKED, appointment_view(stored)))
+        uow.record(EventType.APPOINTMENT_BOOKED(stored.organization_id, appointment_view(stored)))
     return stored
 
 
@@ -211,14 +207,14 @@ class RescheduleAppointment:
         replacement = await self.appointments.add(current.replacement(slot, now))
         data = appointment_view(replacement)
         data["previous_appointment"] = appointment_view(previous)
-        self.uow.record(DomainEvent(actor.organization_id, RESCHEDULED, data))
+        self.uow.record(EventType.APPOINTMENT_RESCHEDULED(actor.organization_id, data))
         return Rescheduling(previous, replacement)
 
 
 class _Move:
     """A status move of one appointment under its row lock, with the event it causes."""
 
-    event: str | None = None
+    event: EventType | None = None
 
     def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
                  clock: Clock) -> None:
@@ -231,14 +227,14 @@ class _Move:
         current = await _appointment_under_calendar_lock(self.calendars, self.appointments, actor, appointment_id)
         moved = await self.appointments.update(self.apply(current, self.clock.now()))
         if self.event is not None:
-            self.uow.record(DomainEvent(actor.organization_id, self.event, appointment_view(moved)))
+            self.uow.record(self.event(actor.organization_id, appointment_view(moved)))
         return moved
 
 
 class ApproveAppointment(_Move):
     """pending -> confirmed (event appointment.booked)."""
 
-    event = BOOKED
+    event = EventType.APPOINTMENT_BOOKED
 
     def apply(self, appointment: Appointment, now: datetime) -> Appointment:
         return appointment.approve(now)
@@ -247,7 +243,7 @@ class ApproveAppointment(_Move):
 class DeclineAppointment(_Move):
     """pending -> cancelled, reason declined (event appointment.cancelled)."""
 
-    event = CANCELLED
+    event = EventType.APPOINTMENT_CANCELLED
 
     def apply(self, appointment: Appointment, now: datetime) -> Appointment:
         return appointment.decline(now)
@@ -256,7 +252,7 @@ class DeclineAppointment(_Move):
 class CancelAppointment(_Move):
     """pending or confirmed -> cancelled, reason cancelled (event appointment.cancelled)."""
 
-    event = CANCELLED
+    event = EventType.APPOINTMENT_CANCELLED
 
     def apply(self, appointment: Appointment, now: datetime) -> Appointment:
         return appointment.cancel(now)

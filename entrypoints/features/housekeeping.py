@@ -1,14 +1,19 @@
-"""Housekeeping job: purges expired idempotency records and ended rate-limit windows (every 10 minutes)."""
+"""Housekeeping job (every 10 minutes): purges expired idempotency records, ended rate-limit windows, and
+outbox events every consumer has processed once the retention window (PARLEY_OUTBOX_RETENTION_DAYS) has
+passed."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from dishka import AsyncContainer, Provider, Scope, provide_all
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from application.housekeeping import PurgeExpired
 from application.jobs import JobKind
+from application.outbox import OutboxPolicy, PurgeConsumedEvents
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from entrypoints.features import Feature
@@ -20,24 +25,44 @@ INTERVAL = timedelta(minutes=10)
 KIND = "housekeeping.purge"
 
 
+@dataclass(frozen=True)
+class OutboxSettings:
+    ENV_PREFIX = "OUTBOX_"
+
+    retention_days: float = 7.0
+    """PARLEY_OUTBOX_RETENTION_DAYS: how long an outbox event every consumer has processed is kept."""
+
+
 class HousekeepingProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(PurgeExpired)
+    cases = provide_all(PurgeExpired, PurgeConsumedEvents)
+
+    @provide(scope=Scope.APP)
+    def outbox_policy(self, section: OutboxSettings) -> OutboxPolicy:
+        return OutboxPolicy(retention=timedelta(days=section.retention_days))
+
+
+async def purge_once(container: AsyncContainer) -> None:
+    """One purge, in one unit of work."""
+    purged, events = await in_unit(container, _execute)
+    if purged.idempotency_records or purged.rate_limit_windows or events:
+        log.info("purged %d idempotency records, %d rate-limit windows and %d outbox events",
+                 purged.idempotency_records, purged.rate_limit_windows, events)
+
+
+async def _execute(unit: Any) -> tuple[Any, int]:
+    purged = await (await unit.get(PurgeExpired)).execute()
+    events = await (await unit.get(PurgeConsumedEvents)).execute()
+    return purged, events
 
 
 def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
     async def purge(job: ClaimedJob) -> datetime:
-        purged = await in_unit(container, lambda unit: _execute(unit))
-        if purged.idempotency_records or purged.rate_limit_windows:
-            log.info("purged %d idempotency records and %d rate-limit windows", purged.idempotency_records,
-                     purged.rate_limit_windows)
+        await purge_once(container)
         return (await container.get(Clock)).now() + INTERVAL
 
     return JobKind(KIND, purge, recurring=True)
 
 
-async def _execute(unit: object) -> object:
-    return await (await unit.get(PurgeExpired)).execute()  # type: ignore[attr-defined]
-
-
-FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[purge_job])
+FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[purge_job],
+                  settings=OutboxSettings)

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.egress import HttpxSafeHttp, SystemResolver
-from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemoryOutboxReader, InMemorySubscriptionRepository
-from adapters.sql.webhooks import SqlDeliveryRepository, SqlOutboxReader, SqlSubscriptionRepository
+from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemorySubscriptionRepository
+from adapters.sql.webhooks import SqlDeliveryRepository, SqlSubscriptionRepository
 from application import webhooks as uc
 from application.jobs import JobKind
-from application.ports.webhooks import DeliveryRepository, OutboxReader, SubscriptionRepository, WebhookHttp
+from application.ports.webhooks import DeliveryRepository, SubscriptionRepository, WebhookHttp
 from domain.webhooks import USER_AGENT
 from entrypoints.features import Feature
 from entrypoints.runtime import JOB_WAKE_UPS
@@ -54,7 +54,6 @@ class SqlWebhookProvider(Provider):
 
     subscriptions = provide(SqlSubscriptionRepository, provides=SubscriptionRepository)
     deliveries = provide(SqlDeliveryRepository, provides=DeliveryRepository)
-    outbox = provide(SqlOutboxReader, provides=OutboxReader)
 
 
 class MemoryWebhookProvider(Provider):
@@ -62,7 +61,6 @@ class MemoryWebhookProvider(Provider):
 
     subscriptions = provide(InMemorySubscriptionRepository, provides=SubscriptionRepository)
     deliveries = provide(InMemoryDeliveryRepository, provides=DeliveryRepository)
-    outbox = provide(InMemoryOutboxReader, provides=OutboxReader)
 
 
 class WebhookUseCaseProvider(Provider):

@@ -9,17 +9,17 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from application.ports.events import OutboxReader
 from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.secrets import SecretBox
 from application.ports.webhooks import (
     AttemptFilter,
     DeliveryRepository,
     DeliveryUpdate,
-    OutboxReader,
     SubscriptionFilter,
     SubscriptionRepository,
 )
-from domain.events import DomainEvent
+from domain.events import event
 from domain.webhooks import Delivery, DeliveryAttempt, Subscription
 from tests.conftest import new_organization
 
@@ -209,27 +209,29 @@ async def test_attempt_log_is_filtered_and_paged_newest_first(container: Any) ->
 
 async def test_outbox_reader_sees_committed_events_once(container: Any) -> None:
     org = await new_organization(container)
+    consumer = f"test-{org}"  # a cursor of its own: the shared outbox is read from the start
     async with container() as r:
         uow = await r.get(UnitOfWork)
-        uow.record(DomainEvent(org, "call.ended", {"call_id": "a"}))
-        uow.record(DomainEvent(org, "call.started", {"call_id": "b"}))
+        uow.record(event(org, "call.ended", {"call_id": "a"}))
+        uow.record(event(org, "call.started", {"call_id": "b"}))
         await uow.commit()
-        uow.record(DomainEvent(org, "call.failed", {"call_id": "rolled back"}))
+        uow.record(event(org, "call.failed", {"call_id": "rolled back"}))
         await uow.rollback()
     async with container() as r:
-        mine = [e for e in await (await r.get(OutboxReader)).pending(100_000) if e.organization_id == org]
+        mine = [e for e in await (await r.get(OutboxReader)).pending(consumer, 100_000) if e.organization_id == org]
         assert [(e.type, e.data) for e in mine] == [
             ("call.ended", {"call_id": "a"}), ("call.started", {"call_id": "b"})]
         assert mine[0].id < mine[1].id and mine[0].created_at is not None
-        await (await r.get(OutboxReader)).mark_dispatched([mine[0].id], datetime(2001, 6, 1, tzinfo=UTC))
+        await (await r.get(OutboxReader)).advance(consumer, mine[0].id, datetime(2001, 6, 1, tzinfo=UTC))
         await (await r.get(UnitOfWork)).rollback()
     async with container() as r:
         reader = await r.get(OutboxReader)
-        assert len([e for e in await reader.pending(100_000) if e.organization_id == org]) == 2  # rolled back
-        await reader.mark_dispatched([e.id for e in mine], datetime(2001, 6, 1, tzinfo=UTC))
+        assert len([e for e in await reader.pending(consumer, 100_000) if e.organization_id == org]) == 2  # rolled back
+        await reader.advance(consumer, mine[-1].id, datetime(2001, 6, 1, tzinfo=UTC))
         await _commit(r)
     async with container() as r:
-        assert [e for e in await (await r.get(OutboxReader)).pending(100_000) if e.organization_id == org] == []
+        reader = await r.get(OutboxReader)
+        assert [e for e in await reader.pending(consumer, 100_000) if e.organization_id == org] == []
 
 
 async def test_secret_box_round_trips_and_refuses_tampering(container: Any) -> None:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from domain import events
 from domain import webhooks as wh
 from domain.errors import BlockedAddress, InvalidTransition, ValidationFailed
 
@@ -62,24 +63,27 @@ def test_any_changed_byte_breaks_the_signature(body: bytes, flip: int) -> None:
     assert not wh.verify_signature("s3cret", 1700000000, tampered, header, now=1700000000)
 
 
-def test_catalogue_has_every_documented_event_and_the_test_event() -> None:
+def test_catalogue_has_every_documented_event_the_emitted_knowledge_events_and_the_test_event() -> None:
     documented = {
         "call.started", "call.answered", "call.ended", "call.completed", "call.failed", "call.transferred",
         "campaign.started", "campaign.paused", "campaign.completed", "campaign.failed", "contact.completed",
         "contact.failed", "appointment.booked", "appointment.cancelled", "appointment.rescheduled", "webhook.test",
     }
-    assert set(wh.EVENT_CATALOGUE) == documented
-    assert all(text and "\n" not in text for text in wh.EVENT_CATALOGUE.values())
-    assert wh.event_group("contact.failed") == "campaigns"
+    knowledge = {"knowledge_base.created", "knowledge_base.updated", "knowledge_base.deleted",
+                 "knowledge_base.attached", "knowledge_base.detached", "document.ready", "document.deleted"}
+    assert set(events.CATALOGUE) == documented | knowledge
+    assert all(e.description and "\n" not in e.description for e in events.EventType)
+    assert events.EventType("contact.failed").group == "campaigns"
+    assert events.EventType("document.ready").group == "knowledge_bases"
 
 
 def test_event_factory_refuses_names_outside_the_catalogue() -> None:
-    e = wh.event(7, "appointment.booked", {"appointment_id": 1})
+    e = events.event(7, "appointment.booked", {"appointment_id": 1})
     assert (e.organization_id, e.type, e.data) == (7, "appointment.booked", {"appointment_id": 1})
     with pytest.raises(ValueError):
-        wh.event(7, "appointment.exploded")
+        events.event(7, "appointment.exploded")
     with pytest.raises(ValueError):
-        wh.event(7, "webhook.test")
+        events.event(7, "webhook.test")
 
 
 def test_events_are_validated_and_deduplicated() -> None:

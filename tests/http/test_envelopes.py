@@ -13,7 +13,7 @@ from dishka import Provider, Scope, provide
 
 from adapters.memory.clock import ManualClock
 from application.agents import CreateAgent, CreateAgentCommand, ListAgents
-from domain.events import DomainEvent
+from domain.events import EventType
 from entrypoints.overrides import ClockProvider
 from tests.conftest import Api, ApiFactory
 
@@ -198,7 +198,7 @@ class _ExplodingCreateAgent(CreateAgent):
     """Records an event (which must not be kept), then fails."""
 
     async def execute(self, command: CreateAgentCommand) -> Any:
-        self.uow.record(DomainEvent(command.actor.organization_id, "agent.created", {"id": 0}))
+        self.uow.record(EventType.CALL_STARTED(command.actor.organization_id, {"id": 0}))
         raise KeyError(SECRET_DETAIL)
 
 

@@ -46,8 +46,12 @@ async def test_event_catalogue(api: Api) -> None:
     r = await api.client.get("/v2/webhooks/events", headers=t.headers)
     assert r.status_code == 200
     names = {e["name"]: e for e in r.json()["data"]}
-    assert len(names) == 16 and names["appointment.rescheduled"]["group"] == "appointments"
+    assert len(names) == 23 and names["appointment.rescheduled"]["group"] == "appointments"
     assert names["webhook.test"]["description"]
+    # the knowledge-base events the code emits are listed (so they can be subscribed to), with example data
+    assert names["document.ready"]["group"] == "knowledge_bases"
+    assert names["knowledge_base.created"]["example"]["knowledge_base_id"]
+    assert all(isinstance(e["example"], dict) and e["example"] for e in names.values())
 
 
 async def test_invalid_bodies_are_400(api: Api) -> None:

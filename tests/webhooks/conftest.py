@@ -18,7 +18,7 @@ from adapters.memory.clock import ManualClock
 from adapters.sql.schema import upgrade
 from application.ports.platform import UnitOfWork
 from application.webhooks import WebhookPolicy
-from domain.webhooks import event
+from domain.events import event
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from entrypoints.webhook_jobs import WorkerOptions, drain

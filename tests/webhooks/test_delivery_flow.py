@@ -344,3 +344,20 @@ async def test_other_organizations_logs_and_redelivery_are_hidden(harness: Harne
     other = await h.subscribe(b, ["call.ended"], "/b")
     r = await h.client.post(f"/v2/webhooks/{other['id']}/logs/{log['id']}/redeliver", headers=b.headers)
     assert r.status_code == 404
+
+
+async def test_knowledge_base_events_can_be_subscribed_to_and_arrive_in_order(harness: Harness) -> None:
+    h = harness
+    t = await h.api.tenant()
+    await h.subscribe(t, ["knowledge_base.created", "knowledge_base.updated", "knowledge_base.deleted"])
+    agent = await h.client.post("/v2/agents", json={"name": "Desk", "prompt": "Answer."}, headers=t.headers)
+    kb = (await h.client.post("/v2/knowledge-bases", json={"name": "FAQ", "agent_id": agent.json()["data"]["id"]},
+                              headers=t.headers)).json()["data"]
+    assert (await h.client.patch(f"/v2/knowledge-bases/{kb['id']}", json={"name": "Product FAQ"},
+                                 headers=t.headers)).status_code == 200
+    assert (await h.client.delete(f"/v2/knowledge-bases/{kb['id']}", headers=t.headers)).status_code == 204
+    await h.drain()
+    received = [json.loads(r.body) for r in h.receiver.requests]
+    assert [b["event"] for b in received] == ["knowledge_base.created", "knowledge_base.updated",
+                                              "knowledge_base.deleted"]
+    assert {b["data"]["knowledge_base_id"] for b in received} == {kb["id"]}

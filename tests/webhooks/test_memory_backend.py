@@ -10,7 +10,8 @@ from application.context import Actor
 from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.webhooks import AttemptFilter
 from application.webhooks import CreateSubscription, CreateSubscriptionCommand, ListDeliveryAttempts
-from domain.webhooks import event, verify_signature
+from domain.events import event
+from domain.webhooks import verify_signature
 from entrypoints.features.webhooks import WebhookSettings
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings

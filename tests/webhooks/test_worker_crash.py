@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from application.ports.platform import UnitOfWork
-from domain.webhooks import event
+from domain.events import event
 from entrypoints.ioc import build_container
 from tests.conftest import ApiFactory
 from tests.webhooks.receiver import Receiver, Reply

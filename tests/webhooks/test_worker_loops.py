@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from application.ports.platform import UnitOfWork
-from domain.webhooks import event
+from domain.events import event
 from entrypoints import webhook_jobs
 from entrypoints.ioc import build_container
 from entrypoints.webhook_jobs import WorkerOptions, deliver_once, webhooks_job

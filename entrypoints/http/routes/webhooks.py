@@ -10,7 +10,7 @@ from application.context import Actor
 from application.ports.platform import PageRequest
 from application.ports.webhooks import AttemptFilter, SubscriptionFilter
 from domain.errors import ValidationFailed
-from domain.webhooks import EVENT_CATALOGUE, event_group
+from domain.events import CATALOGUE, EventType
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.webhooks import (
@@ -31,7 +31,7 @@ WebhookId = Annotated[int, PathParameter(ge=1, le=2**53, description="Webhook su
 LogId = Annotated[int, PathParameter(ge=1, le=2**53, description="Delivery log row id")]
 _URL_ERRORS = {400: "bad URL, unknown event or blocked_address (a private, loopback or reserved target)"}
 
-_CATALOGUE = [EventTypeOut(name, event_group(name), text) for name, text in EVENT_CATALOGUE.items()]
+_CATALOGUE = [EventTypeOut(e.value, e.group, e.description, dict(e.example)) for e in EventType]
 
 
 @endpoint("GET", "/webhooks/events", operation_id="listWebhookEvents",
@@ -112,7 +112,7 @@ async def list_logs(
     event: Annotated[str | None, QueryParameter(max_length=100, description="Only this event type")] = None,
     status: Annotated[Literal["succeeded", "failed"] | None, QueryParameter(description="Attempt outcome")] = None,
 ) -> ListEnvelope[DeliveryLogOut]:
-    if event is not None and event not in EVENT_CATALOGUE:
+    if event is not None and event not in CATALOGUE:
         raise ValidationFailed.field("event", "is not an event of GET /webhooks/events")
     page = await use_case.execute(actor, id, AttemptFilter(event, status), PageRequest(limit, offset))
     return ListEnvelope([DeliveryLogOut.of(a) for a in page.items], ListMeta(page.total, page.limit, page.offset))

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
@@ -81,6 +81,7 @@ class EventTypeOut(Struct):
     name: str
     group: str
     description: str
+    example: Annotated[dict[str, Any], Meta(description="Example data of the event, as a subscriber receives it")]
 
 
 WebhookIdField = Annotated[int, Meta(description="The subscription's id")]

@@ -1,0 +1,37 @@
+"""The outbox as a platform service: who consumes it, and how long processed events are kept.
+
+Every use case records its events with ``uow.record(...)`` (constructors: ``domain.events``); each
+consumer below reads them all, in id order, behind its own cursor (``OutboxReader``). A new
+consumer (triggers, usage) adds its name here; housekeeping purges an event only once every
+consumer here has processed it and the retention window has passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from application.ports.events import OutboxReader
+from application.ports.platform import Clock, UnitOfWork
+
+WEBHOOKS = "webhooks"
+"""The webhook dispatcher: fans events out to subscriptions (application/webhooks.DispatchOutbox)."""
+
+CONSUMERS: tuple[str, ...] = (WEBHOOKS,)
+"""Every consumer of the outbox."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxPolicy:
+    retention: timedelta = timedelta(days=7)
+    """How long a processed event stays in the outbox (for inspection and replays)."""
+
+
+class PurgeConsumedEvents:
+    """Delete the outbox events every consumer has processed and that are older than the retention."""
+
+    def __init__(self, uow: UnitOfWork, outbox: OutboxReader, clock: Clock, policy: OutboxPolicy) -> None:
+        self.uow, self.outbox, self.clock, self.policy = uow, outbox, clock, policy
+
+    async def execute(self) -> int:
+        return await self.outbox.purge(CONSUMERS, self.clock.now() - self.policy.retention)
