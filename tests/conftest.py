@@ -4,7 +4,9 @@ and factories for organizations and keys."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -53,17 +55,80 @@ def tmp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("parley")
 
 
-@pytest.fixture(scope="session")
-async def sqlite_url(tmp_root: Path) -> str:
-    url = f"sqlite+aiosqlite:///{tmp_root / 'parley.db'}"
-    await asyncio.to_thread(upgrade, url)
-    return url
+def pytest_configure(config: pytest.Config) -> None:
+    """One id for this run, shared by the pytest-xdist workers (they inherit the controller's environment):
+    it names the migrated templates the workers clone."""
+    os.environ.setdefault("PARLEY_TEST_RUN", uuid.uuid4().hex[:12])
+
+
+def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory every process of this run shares (the parent of the workers' own bases under xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _once(run_dir: Path, name: str, build: Callable[[], None]) -> None:
+    """Run ``build`` once per run, whichever process asks first; the others wait for it (a lock file)."""
+    done = run_dir / f"{name}.done"
+    with open(run_dir / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            build()
+            done.touch()
 
 
 @pytest.fixture(scope="session")
-async def postgres_url() -> AsyncIterator[str]:
-    """A database of its own for this run (for this worker under pytest-xdist), dropped at the end. Required
-    when CI is set."""
+async def sqlite_url(tmp_root: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """This run's SQLite database: migrated once per run, copied for each xdist worker."""
+    run_dir = _run_dir(tmp_path_factory)
+    template = run_dir / "parley-template.db"
+    await asyncio.to_thread(_once, run_dir, "sqlite-template", lambda: upgrade(f"sqlite+aiosqlite:///{template}"))
+    target = tmp_root / "parley.db"
+    shutil.copyfile(template, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
+def _pg_template_name() -> str:
+    return f"parley_template_{os.environ['PARLEY_TEST_RUN']}"
+
+
+def _create_pg_template(dsn: str, url: str) -> None:
+    """The migrated database of this run, which each worker's database copies (``CREATE DATABASE ... TEMPLATE``
+    instead of running every migration per worker); the controller drops it at the end of the run."""
+    import asyncpg
+
+    async def create() -> None:
+        conn = await asyncpg.connect(dsn)
+        await conn.execute(f'CREATE DATABASE "{url.rsplit("/", 1)[1]}"')
+        await conn.close()
+
+    asyncio.run(create())
+    upgrade(url)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get("PARLEY_TEST_RUN"):
+        return
+    import asyncpg
+
+    async def drop() -> None:
+        try:
+            conn = await asyncio.wait_for(asyncpg.connect(_pg_admin_url().replace("postgresql+asyncpg://",
+                                                                                  "postgresql://")), timeout=5)
+        except Exception:
+            return  # PostgreSQL was never reachable: no template either
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{_pg_template_name()}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture(scope="session")
+async def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """A database of its own for this run (for this worker under pytest-xdist), dropped at the end: a copy of
+    the run's migrated template. Required when CI is set."""
     import asyncpg
 
     admin = _pg_admin_url()
@@ -75,11 +140,13 @@ async def postgres_url() -> AsyncIterator[str]:
     # one database per run and, under pytest-xdist, per worker (gw0, gw1, ...): workers never share rows
     name = f"parley_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
     dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
+    template = _pg_template_name()
+    await asyncio.to_thread(_once, _run_dir(tmp_path_factory), "postgres-template",
+                            lambda: _create_pg_template(dsn, admin.rsplit("/", 1)[0] + f"/{template}"))
     conn = await asyncpg.connect(dsn)
-    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     await conn.close()
     url = admin.rsplit("/", 1)[0] + f"/{name}"
-    await asyncio.to_thread(upgrade, url)
     yield url
     conn = await asyncpg.connect(dsn)
     await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
