@@ -19,6 +19,7 @@ from dishka import AsyncContainer, Provider
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
+import tests.properties  # noqa: F401  (registers the hypothesis profiles before the plugin loads one)
 from adapters.memory.clock import ManualClock
 from adapters.sql.schema import upgrade
 from application.accounts import CreateOrganization, CreateOrganizationCommand, IssueApiKey, IssueApiKeyCommand

@@ -41,6 +41,7 @@ from domain.scheduling.model import APPOINTMENT_MACHINE, BUSY_STATUSES, SLOT_HOL
 from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
+from tests.properties import examples
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 SLOTS = [datetime(2026, 3, 3, 14, tzinfo=UTC) + timedelta(minutes=30 * i) for i in range(3)]  # 09:00-10:30 EST
@@ -191,5 +192,5 @@ class AppointmentLifecycle(RuleBasedStateMachine):
         assert [event.type for _, event, _ in store.outbox] == self.events
 
 
-AppointmentLifecycle.TestCase.settings = settings(max_examples=50, stateful_step_count=30, deadline=None)
+AppointmentLifecycle.TestCase.settings = settings(max_examples=examples(50), stateful_step_count=30, deadline=None)
 TestAppointmentLifecycle = AppointmentLifecycle.TestCase

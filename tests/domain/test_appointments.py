@@ -19,6 +19,7 @@ from domain.scheduling.model import (
     Appointment,
     Slot,
 )
+from tests.properties import examples
 
 START = datetime(2026, 3, 9, 13, tzinfo=UTC)
 SLOT = Slot(START, START + timedelta(minutes=30))
@@ -141,5 +142,5 @@ class AppointmentMachine(RuleBasedStateMachine):
             assert not any(appt.can(trigger) for trigger in ACTIONS)
 
 
-AppointmentMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=12, deadline=None)
+AppointmentMachine.TestCase.settings = settings(max_examples=examples(60), stateful_step_count=12, deadline=None)
 TestAppointmentMachine = AppointmentMachine.TestCase

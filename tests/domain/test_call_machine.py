@@ -21,6 +21,7 @@ from domain.calls import (
     spoken_time,
 )
 from domain.errors import InvalidTransition
+from tests.properties import examples
 
 T0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
 TRIGGERS = sorted({trigger for _, trigger in CALL_MACHINE.moves})
@@ -160,7 +161,7 @@ class CallLifecycle(RuleBasedStateMachine):
 
 
 TestCallLifecycle = CallLifecycle.TestCase
-TestCallLifecycle.settings = settings(max_examples=200, stateful_step_count=12, deadline=None)
+TestCallLifecycle.settings = settings(max_examples=examples(200), stateful_step_count=12, deadline=None)
 
 
 @pytest.mark.parametrize(("instant", "zone", "said"), [

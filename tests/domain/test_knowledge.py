@@ -23,6 +23,7 @@ from domain.knowledge import (
     normalise_text,
     search_terms,
 )
+from tests.properties import examples
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -31,7 +32,7 @@ texts = st.lists(pieces, max_size=800).map("".join)
 sizes = st.integers(min_value=1, max_value=400)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(texts, sizes, st.data())
 def test_chunk_spans_cover_the_text_in_order_within_the_size(text: str, size: int, data: st.DataObject) -> None:
     overlap = data.draw(st.integers(min_value=0, max_value=size - 1))

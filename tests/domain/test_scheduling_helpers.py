@@ -17,13 +17,14 @@ from domain.scheduling.model import STATUSES, Calendar, Slot, validate_attendee
 from domain.scheduling.rules import availability_range, build_blackout, require_supported
 from domain.scheduling.slots import next_open_slot_windows, render_slots
 from domain.timezones import local_day_start
+from tests.properties import examples
 
 ZONES = ["UTC", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata", "America/Santiago",
          "Pacific/Chatham", "Europe/Dublin", "Pacific/Apia", "America/St_Johns"]
 bases = st.datetimes(datetime(1990, 1, 1), datetime(2060, 1, 1), timezones=st.just(UTC))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(zone=st.sampled_from(ZONES), base=bases, offsets=st.lists(st.integers(0, 70 * 86_400), min_size=1, max_size=30),
        minutes=st.sampled_from([5, 15, 30, 60, 480]), far=st.booleans())
 def test_render_slots_equals_render_in_zone(zone: str, base: datetime, offsets: list[int], minutes: int,

@@ -25,6 +25,7 @@ from domain.scheduling.model import (
 from domain.scheduling.rules import build_blackout, build_rule, parse_hhmm, validate_availability_range
 from domain.scheduling.slots import is_open_slot, open_slots, require_open_slot
 from domain.timezones import validate_timezone
+from tests.properties import examples
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -297,7 +298,7 @@ def inside_some_rule(slot: Slot, rules: list[AvailabilityRule], zone: ZoneInfo) 
     )
 
 
-PROPERTY_SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY_SETTINGS = settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY_SETTINGS
@@ -361,7 +362,7 @@ def test_rendering_in_any_zone_keeps_the_instants(sc: dict, render_zone: str) ->
         s.start for s in slots}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(scenarios())
 def test_excluded_appointment_does_not_block_its_own_move(sc: dict) -> None:
     cal: Calendar = sc["calendar"]
@@ -512,7 +513,7 @@ def brute_force_day(tz: str, day: date, start: int, end: int, step: int) -> list
     return found
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.sampled_from(DST_ZONES), st.data(), st.integers(-16, 4), st.integers(1, 20),
        st.sampled_from([15, 30, 45, 60, 90]))
 def test_rules_across_offset_changes_match_a_scan(tz: str, data: st.DataObject, lead: int, length: int,

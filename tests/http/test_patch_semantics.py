@@ -13,6 +13,7 @@ from domain.patching import merge_patch
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import unique_phone
 from tests.http.scheduling_support import UNLIMITED, outbox
+from tests.properties import examples
 
 
 async def _clocked(make_api: ApiFactory, sql_url: str) -> tuple[Api, ManualClock, Tenant]:
@@ -138,7 +139,7 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(first=_AGENT_PATCH, second=_AGENT_PATCH)
 async def test_patch_then_read_is_the_merge_patch_of_before_and_patch(
         any_api: Api, first: dict[str, Any], second: dict[str, Any]) -> None:
