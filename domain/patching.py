@@ -16,6 +16,10 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+MergePatch = Mapping[str, Any]
+"""A PATCH document as the client sent it (RFC 7396): members left out are absent, ``None`` is JSON ``null``.
+Use cases that update a resource take one of these (validated at the edge by the resource's patch schema)."""
+
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7396 MergePatch(target, patch), without modifying either."""
@@ -30,7 +34,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return merged
 
 
-def apply_patch(resource: T, patch: Mapping[str, Any]) -> T:
+def apply_patch(resource: T, patch: MergePatch) -> T:
     """``resource`` (a frozen dataclass) with ``patch`` merged in; the same object when nothing changes."""
     changes: dict[str, Any] = {}
     for name, value in patch.items():
