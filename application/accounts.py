@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, OrganizationRepository, UserRepository
 from application.ports.passwords import PasswordHasher
-from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
+from application.ports.platform import Clock, Page, PageRequest, Random
 from application.principals import AuthenticationFailed, Principal
 from domain import api_keys as keyfmt
 from domain.api_keys import ApiKey
@@ -21,8 +20,13 @@ from domain.organizations import (
     check_sub_org_access,
     require_plan_within_parent,
 )
-from domain.patching import apply_patch
+from domain.patching import MergePatch, apply_patch
 from domain.scopes import ScopeSet, normalise
+
+
+@dataclass(frozen=True, slots=True)
+class AuthenticateCommand:
+    token: str = field(repr=False)  # the Bearer secret as sent
 
 
 class Authenticate:
@@ -31,7 +35,8 @@ class Authenticate:
     def __init__(self, keys: ApiKeyRepository, clock: Clock) -> None:
         self.keys, self.clock = keys, clock
 
-    async def execute(self, token: str) -> Principal:
+    async def execute(self, command: AuthenticateCommand) -> Principal:
+        token = command.token
         if not keyfmt.is_well_formed(token):
             raise AuthenticationFailed("API key is malformed")
         found = await self.keys.find_credential(keyfmt.digest(token))
@@ -43,13 +48,20 @@ class Authenticate:
         return Principal.api_key(key, org)
 
 
+@dataclass(frozen=True, slots=True)
+class ResolveActingOrganizationCommand:
+    own: Organization  # the credential's organization
+    sub_org_id: int    # X-Sub-Org-Id
+
+
 class ResolveActingOrganization:
     """Applies X-Sub-Org-Id: a partner acts on one of its children."""
 
     def __init__(self, orgs: OrganizationRepository) -> None:
         self.orgs = orgs
 
-    async def execute(self, own: Organization, sub_org_id: int) -> Organization:
+    async def execute(self, command: ResolveActingOrganizationCommand) -> Organization:
+        own, sub_org_id = command.own, command.sub_org_id
         if not own.is_partner:
             raise SubOrgForbidden("X-Sub-Org-Id needs a key of a partner organization")
         return check_sub_org_access(own, await self.orgs.get(sub_org_id), sub_org_id)
@@ -76,8 +88,8 @@ class CreateOrganizationCommand:
 class CreateOrganization:
     """Operator path (CLI): any plan and type; a child's plan still cannot exceed its parent's."""
 
-    def __init__(self, uow: UnitOfWork, orgs: OrganizationRepository, clock: Clock) -> None:
-        self.uow, self.orgs, self.clock = uow, orgs, clock
+    def __init__(self, orgs: OrganizationRepository, clock: Clock) -> None:
+        self.orgs, self.clock = orgs, clock
 
     async def execute(self, command: CreateOrganizationCommand) -> Organization:
         _check_org_fields(command.plan, command.org_type)
@@ -110,43 +122,72 @@ async def _child(orgs: OrganizationRepository, actor: Actor, org_id: int) -> Org
     return child
 
 
-class CreateSubOrganization:
-    def __init__(self, uow: UnitOfWork, orgs: OrganizationRepository, clock: Clock) -> None:
-        self.uow, self.orgs, self.clock = uow, orgs, clock
+@dataclass(frozen=True, slots=True)
+class CreateSubOrganizationCommand:
+    actor: Actor
+    name: str
+    plan: str | None = None  # None: the partner's plan
 
-    async def execute(self, actor: Actor, name: str, plan: str | None) -> Organization:
-        partner = await _own_partner(self.orgs, actor)
+
+class CreateSubOrganization:
+    def __init__(self, orgs: OrganizationRepository, clock: Clock) -> None:
+        self.orgs, self.clock = orgs, clock
+
+    async def execute(self, command: CreateSubOrganizationCommand) -> Organization:
+        partner = await _own_partner(self.orgs, command.actor)
+        plan = command.plan
         _check_org_fields(plan, None)
         if plan is not None:
             require_plan_within_parent(plan, partner)
         now = self.clock.now()
-        org = Organization(None, name.strip(), plan or partner.plan, "standard", partner.id, now, now)
+        org = Organization(None, command.name.strip(), plan or partner.plan, "standard", partner.id, now, now)
         return await self.orgs.add(org)
+
+
+@dataclass(frozen=True, slots=True)
+class ListSubOrganizationsCommand:
+    actor: Actor
+    page: PageRequest
 
 
 class ListSubOrganizations:
     def __init__(self, orgs: OrganizationRepository) -> None:
         self.orgs = orgs
 
-    async def execute(self, actor: Actor, page: PageRequest) -> Page[Organization]:
-        partner = await _own_partner(self.orgs, actor)
-        return await self.orgs.list_children(partner.id or 0, page)
+    async def execute(self, command: ListSubOrganizationsCommand) -> Page[Organization]:
+        partner = await _own_partner(self.orgs, command.actor)
+        return await self.orgs.list_children(partner.id or 0, command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class GetSubOrganizationCommand:
+    actor: Actor
+    org_id: int
 
 
 class GetSubOrganization:
     def __init__(self, orgs: OrganizationRepository) -> None:
         self.orgs = orgs
 
-    async def execute(self, actor: Actor, org_id: int) -> Organization:
-        return await _child(self.orgs, actor, org_id)
+    async def execute(self, command: GetSubOrganizationCommand) -> Organization:
+        return await _child(self.orgs, command.actor, command.org_id)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateSubOrganizationCommand:
+    actor: Actor
+    org_id: int
+    patch: MergePatch  # name, plan
 
 
 class UpdateSubOrganization:
-    def __init__(self, uow: UnitOfWork, orgs: OrganizationRepository, clock: Clock) -> None:
-        self.uow, self.orgs, self.clock = uow, orgs, clock
+    def __init__(self, orgs: OrganizationRepository, clock: Clock) -> None:
+        self.orgs, self.clock = orgs, clock
 
-    async def execute(self, actor: Actor, org_id: int, changes: dict[str, Any]) -> Organization:
-        child = await _child(self.orgs, actor, org_id)
+    async def execute(self, command: UpdateSubOrganizationCommand) -> Organization:
+        actor = command.actor
+        child = await _child(self.orgs, actor, command.org_id)
+        changes = dict(command.patch)
         _check_org_fields(changes.get("plan"), None)
         if changes.get("plan") is not None:
             partner = await _own_partner(self.orgs, actor)
@@ -159,14 +200,20 @@ class UpdateSubOrganization:
         return await self.orgs.update(replace(updated, updated_at=self.clock.now()))
 
 
-class DeleteSubOrganization:
-    def __init__(self, uow: UnitOfWork, orgs: OrganizationRepository, keys: ApiKeyRepository, clock: Clock) -> None:
-        self.uow, self.orgs, self.keys, self.clock = uow, orgs, keys, clock
+@dataclass(frozen=True, slots=True)
+class DeleteSubOrganizationCommand:
+    actor: Actor
+    org_id: int
 
-    async def execute(self, actor: Actor, org_id: int) -> None:
-        child = await _child(self.orgs, actor, org_id)
-        await self.keys.revoke_all(child.id or org_id)
-        await self.orgs.delete(child.id or org_id, self.clock.now())
+
+class DeleteSubOrganization:
+    def __init__(self, orgs: OrganizationRepository, keys: ApiKeyRepository, clock: Clock) -> None:
+        self.orgs, self.keys, self.clock = orgs, keys, clock
+
+    async def execute(self, command: DeleteSubOrganizationCommand) -> None:
+        child = await _child(self.orgs, command.actor, command.org_id)
+        await self.keys.revoke_all(child.id or command.org_id)
+        await self.orgs.delete(child.id or command.org_id, self.clock.now())
 
 
 # --- API keys ----------------------------------------------------------------------------
@@ -188,9 +235,8 @@ class IssueApiKeyCommand:
 
 
 class IssueApiKey:
-    def __init__(self, uow: UnitOfWork, keys: ApiKeyRepository, orgs: OrganizationRepository,
-                 clock: Clock, random: Random) -> None:
-        self.uow, self.keys, self.orgs, self.clock, self.random = uow, keys, orgs, clock, random
+    def __init__(self, keys: ApiKeyRepository, orgs: OrganizationRepository, clock: Clock, random: Random) -> None:
+        self.keys, self.orgs, self.clock, self.random = keys, orgs, clock, random
 
     async def execute(self, command: IssueApiKeyCommand) -> IssuedKey:
         try:
@@ -240,26 +286,61 @@ async def _enterprise(orgs: OrganizationRepository, actor: Actor, *plans: str) -
     org.require_plan(*plans, feature="API key management")
 
 
-class ManageApiKeys:
-    """List, read and revoke keys of the acting organization (enterprise plan)."""
+async def _key(keys: ApiKeyRepository, orgs: OrganizationRepository, actor: Actor, key_id: int) -> ApiKey:
+    """A key of the acting organization (enterprise plan)."""
+    await _enterprise(orgs, actor, "enterprise")
+    key = await keys.get(actor.organization_id, key_id)
+    if key is None:
+        raise NotFound("api key", key_id)
+    return key
 
-    def __init__(self, uow: UnitOfWork, keys: ApiKeyRepository, orgs: OrganizationRepository) -> None:
-        self.uow, self.keys, self.orgs = uow, keys, orgs
 
-    async def list(self, actor: Actor, page: PageRequest) -> Page[ApiKey]:
-        await _enterprise(self.orgs, actor, "enterprise")
-        return await self.keys.list(actor.organization_id, page)
+@dataclass(frozen=True, slots=True)
+class ListApiKeysCommand:
+    actor: Actor
+    page: PageRequest
 
-    async def get(self, actor: Actor, key_id: int) -> ApiKey:
-        await _enterprise(self.orgs, actor, "enterprise")
-        key = await self.keys.get(actor.organization_id, key_id)
-        if key is None:
-            raise NotFound("api key", key_id)
-        return key
 
-    async def revoke(self, actor: Actor, key_id: int) -> None:
-        key = await self.get(actor, key_id)
-        _require_every_scope_of(actor, key)
+class ListApiKeys:
+    """The keys of the acting organization (enterprise plan)."""
+
+    def __init__(self, keys: ApiKeyRepository, orgs: OrganizationRepository) -> None:
+        self.keys, self.orgs = keys, orgs
+
+    async def execute(self, command: ListApiKeysCommand) -> Page[ApiKey]:
+        await _enterprise(self.orgs, command.actor, "enterprise")
+        return await self.keys.list(command.actor.organization_id, command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class GetApiKeyCommand:
+    actor: Actor
+    key_id: int
+
+
+class GetApiKey:
+    def __init__(self, keys: ApiKeyRepository, orgs: OrganizationRepository) -> None:
+        self.keys, self.orgs = keys, orgs
+
+    async def execute(self, command: GetApiKeyCommand) -> ApiKey:
+        return await _key(self.keys, self.orgs, command.actor, command.key_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeApiKeyCommand:
+    actor: Actor
+    key_id: int
+
+
+class RevokeApiKey:
+    """Revoking needs every scope the key holds; revoking a revoked key is harmless."""
+
+    def __init__(self, keys: ApiKeyRepository, orgs: OrganizationRepository) -> None:
+        self.keys, self.orgs = keys, orgs
+
+    async def execute(self, command: RevokeApiKeyCommand) -> None:
+        key = await _key(self.keys, self.orgs, command.actor, command.key_id)
+        _require_every_scope_of(command.actor, key)
         if key.status != "revoked":
             await self.keys.update(key.revoked())
 
@@ -270,15 +351,22 @@ class Rotation:
     previous_key_expires_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class RotateApiKeyCommand:
+    actor: Actor
+    key_id: int
+    grace_period_hours: int | None = None  # None: the default grace period
+
+
 class RotateApiKey:
     """New secret, same scopes and lineage; the old key works until now + grace."""
 
-    def __init__(self, uow: UnitOfWork, keys: ApiKeyRepository, orgs: OrganizationRepository,
-                 clock: Clock, random: Random) -> None:
-        self.uow, self.keys, self.orgs, self.clock, self.random = uow, keys, orgs, clock, random
+    def __init__(self, keys: ApiKeyRepository, orgs: OrganizationRepository, clock: Clock, random: Random) -> None:
+        self.keys, self.orgs, self.clock, self.random = keys, orgs, clock, random
 
-    async def execute(self, actor: Actor, key_id: int, grace_period_hours: int | None) -> Rotation:
-        grace = keyfmt.grace_period(grace_period_hours)
+    async def execute(self, command: RotateApiKeyCommand) -> Rotation:
+        actor, key_id = command.actor, command.key_id
+        grace = keyfmt.grace_period(command.grace_period_hours)
         await _enterprise(self.orgs, actor, "business", "enterprise")
         key = await self.keys.get(actor.organization_id, key_id)
         if key is None:
@@ -301,14 +389,22 @@ class RotateApiKey:
 
 # --- dashboard users ---------------------------------------------------------------------
 
+@dataclass(frozen=True, slots=True)
+class CreateUserCommand:
+    organization_id: int
+    email: str
+    password: str = field(repr=False)
+
+
 class CreateUser:
     """A dashboard user; the repository stores only what the ``PasswordHasher`` port made of the password."""
 
-    def __init__(self, uow: UnitOfWork, users: UserRepository, orgs: OrganizationRepository,
-                 passwords: PasswordHasher, clock: Clock) -> None:
-        self.uow, self.users, self.orgs, self.passwords, self.clock = uow, users, orgs, passwords, clock
+    def __init__(self, users: UserRepository, orgs: OrganizationRepository, passwords: PasswordHasher,
+                 clock: Clock) -> None:
+        self.users, self.orgs, self.passwords, self.clock = users, orgs, passwords, clock
 
-    async def execute(self, organization_id: int, email: str, password: str) -> int:
+    async def execute(self, command: CreateUserCommand) -> int:
+        organization_id, email, password = command.organization_id, command.email, command.password
         if "@" not in email:
             raise ValidationFailed.field("email", "must be an email address")
         if len(password) < 8:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from application.context import Actor
 from application.ports.agents import AgentCalendars, AgentFilter, AgentRepository
-from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
-from domain.agents import Agent, AgentVersion, duplicate_name
+from application.ports.platform import Clock, Page, PageRequest
+from domain.agents import Agent, AgentVersion, Llm, Voice, Voicemail, duplicate_name
 from domain.errors import NotFound
-from domain.patching import apply_patch
+from domain.patching import MergePatch, apply_patch
 
 
 async def _load(agents: AgentRepository, actor: Actor, agent_id: int, *, lock: bool = False) -> Agent:
@@ -28,69 +29,108 @@ class NoCalendars:
         return False
 
 
-async def _check_calendar(calendars: AgentCalendars, organization_id: int, fields: dict[str, Any]) -> None:
+async def _check_calendar(calendars: AgentCalendars, organization_id: int, calendar_id: int | None) -> None:
     """An agent may only point at a live calendar of its own organization (404 naming calendar_id)."""
-    calendar_id = fields.get("calendar_id")
     if calendar_id is not None and not await calendars.exists(organization_id, calendar_id):
         raise NotFound("calendar", calendar_id, field="calendar_id")
 
 
 @dataclass(frozen=True, slots=True)
 class CreateAgentCommand:
+    """A new agent's fields, validated at the edge; what is not sent takes the agent's defaults."""
+
     actor: Actor
-    fields: dict[str, Any]
+    name: str
+    description: str | None = None
+    agent_mode: str = "outbound"
+    language: str = "en-US"
+    voice: Voice = field(default_factory=Voice)
+    llm: Llm = field(default_factory=Llm)
+    prompt: str = ""
+    first_message: str | None = None
+    max_call_duration_seconds: int = 600
+    voicemail: Voicemail = field(default_factory=Voicemail)
+    transfer_phone: str | None = None
+    calendar_id: int | None = None
+    timezone: str = "UTC"
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # the client's own JSON object, stored as sent
 
 
 class CreateAgent:
-    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
-        self.uow, self.agents, self.clock, self.calendars = uow, agents, clock, calendars
+    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
+        self.agents, self.clock, self.calendars = agents, clock, calendars
 
     async def execute(self, command: CreateAgentCommand) -> Agent:
-        await _check_calendar(self.calendars, command.actor.organization_id, command.fields)
+        await _check_calendar(self.calendars, command.actor.organization_id, command.calendar_id)
         now = self.clock.now()
         agent = Agent(
             id=None,
             organization_id=command.actor.organization_id,
+            name=command.name,
+            description=command.description,
+            agent_mode=command.agent_mode,
+            language=command.language,
+            voice=command.voice,
+            llm=command.llm,
+            prompt=command.prompt,
+            first_message=command.first_message,
+            max_call_duration_seconds=command.max_call_duration_seconds,
+            voicemail=command.voicemail,
+            transfer_phone=command.transfer_phone,
+            calendar_id=command.calendar_id,
+            timezone=command.timezone,
+            metadata=dict(command.metadata),
             created_at=now,
             updated_at=now,
-            **command.fields,
         )
         return await self.agents.add(agent)
+
+
+@dataclass(frozen=True, slots=True)
+class GetAgentCommand:
+    actor: Actor
+    agent_id: int
 
 
 class GetAgent:
     def __init__(self, agents: AgentRepository) -> None:
         self.agents = agents
 
-    async def execute(self, actor: Actor, agent_id: int) -> Agent:
-        return await _load(self.agents, actor, agent_id)
+    async def execute(self, command: GetAgentCommand) -> Agent:
+        return await _load(self.agents, command.actor, command.agent_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ListAgentsCommand:
+    actor: Actor
+    filters: AgentFilter
+    page: PageRequest
 
 
 class ListAgents:
     def __init__(self, agents: AgentRepository) -> None:
         self.agents = agents
 
-    async def execute(self, actor: Actor, filters: AgentFilter, page: PageRequest) -> Page[Agent]:
-        return await self.agents.list(actor.organization_id, filters, page)
+    async def execute(self, command: ListAgentsCommand) -> Page[Agent]:
+        return await self.agents.list(command.actor.organization_id, command.filters, command.page)
 
 
 @dataclass(frozen=True, slots=True)
 class UpdateAgentCommand:
     actor: Actor
     agent_id: int
-    changes: dict[str, Any]
-    """A merge patch (``domain.patching``): nested objects (voice, llm, voicemail, metadata) as dicts of the
-    members sent; ``status`` is a requested move."""
+    patch: MergePatch
+    """Nested objects (voice, llm, voicemail, metadata) as the members sent; ``status`` is a requested move."""
 
 
 class UpdateAgent:
-    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
-        self.uow, self.agents, self.clock, self.calendars = uow, agents, clock, calendars
+    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
+        self.agents, self.clock, self.calendars = agents, clock, calendars
 
     async def execute(self, command: UpdateAgentCommand) -> Agent:
         current = await _load(self.agents, command.actor, command.agent_id, lock=True)
-        await _check_calendar(self.calendars, command.actor.organization_id, command.changes)
-        changes = dict(command.changes)
+        await _check_calendar(self.calendars, command.actor.organization_id, command.patch.get("calendar_id"))
+        changes = dict(command.patch)
         target_status = changes.pop("status", None)
         agent = current.move_to(target_status) if target_status is not None else current
         agent = apply_patch(agent, changes)
@@ -99,11 +139,18 @@ class UpdateAgent:
         return await self.agents.update(replace(agent, updated_at=self.clock.now()))
 
 
-class DeleteAgent:
-    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock) -> None:
-        self.uow, self.agents, self.clock = uow, agents, clock
+@dataclass(frozen=True, slots=True)
+class DeleteAgentCommand:
+    actor: Actor
+    agent_id: int
 
-    async def execute(self, actor: Actor, agent_id: int) -> None:
+
+class DeleteAgent:
+    def __init__(self, agents: AgentRepository, clock: Clock) -> None:
+        self.agents, self.clock = agents, clock
+
+    async def execute(self, command: DeleteAgentCommand) -> None:
+        actor, agent_id = command.actor, command.agent_id
         await _load(self.agents, actor, agent_id, lock=True)
         await self.agents.delete(actor.organization_id, agent_id, self.clock.now())
 
@@ -114,13 +161,20 @@ class Publication:
     version: AgentVersion
 
 
+@dataclass(frozen=True, slots=True)
+class PublishAgentCommand:
+    actor: Actor
+    agent_id: int
+
+
 class PublishAgent:
     """Snapshot the agent as its next version and make it active (archived agents cannot)."""
 
-    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock) -> None:
-        self.uow, self.agents, self.clock = uow, agents, clock
+    def __init__(self, agents: AgentRepository, clock: Clock) -> None:
+        self.agents, self.clock = agents, clock
 
-    async def execute(self, actor: Actor, agent_id: int) -> Publication:
+    async def execute(self, command: PublishAgentCommand) -> Publication:
+        actor, agent_id = command.actor, command.agent_id
         agent = await _load(self.agents, actor, agent_id, lock=True)
         now = self.clock.now()
         published = agent.publish()
@@ -131,17 +185,24 @@ class PublishAgent:
         return Publication(updated, version)
 
 
-class DuplicateAgent:
-    def __init__(self, uow: UnitOfWork, agents: AgentRepository, clock: Clock) -> None:
-        self.uow, self.agents, self.clock = uow, agents, clock
+@dataclass(frozen=True, slots=True)
+class DuplicateAgentCommand:
+    actor: Actor
+    agent_id: int
+    name: str | None = None  # None: the original's name with " (Copy)"
 
-    async def execute(self, actor: Actor, agent_id: int, name: str | None) -> Agent:
-        original = await _load(self.agents, actor, agent_id)
+
+class DuplicateAgent:
+    def __init__(self, agents: AgentRepository, clock: Clock) -> None:
+        self.agents, self.clock = agents, clock
+
+    async def execute(self, command: DuplicateAgentCommand) -> Agent:
+        original = await _load(self.agents, command.actor, command.agent_id)
         now = self.clock.now()
         copy = replace(
             original,
             id=None,
-            name=duplicate_name(original.name, name),
+            name=duplicate_name(original.name, command.name),
             status="draft",
             current_version=None,
             metadata=dict(original.metadata),
@@ -151,22 +212,38 @@ class DuplicateAgent:
         return await self.agents.add(copy)
 
 
+@dataclass(frozen=True, slots=True)
+class ListAgentVersionsCommand:
+    actor: Actor
+    agent_id: int
+    page: PageRequest
+
+
 class ListAgentVersions:
     def __init__(self, agents: AgentRepository) -> None:
         self.agents = agents
 
-    async def execute(self, actor: Actor, agent_id: int, page: PageRequest) -> Page[AgentVersion]:
+    async def execute(self, command: ListAgentVersionsCommand) -> Page[AgentVersion]:
+        actor, agent_id = command.actor, command.agent_id
         await _load(self.agents, actor, agent_id)
-        return await self.agents.list_versions(actor.organization_id, agent_id, page)
+        return await self.agents.list_versions(actor.organization_id, agent_id, command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class GetAgentVersionCommand:
+    actor: Actor
+    agent_id: int
+    version: int
 
 
 class GetAgentVersion:
     def __init__(self, agents: AgentRepository) -> None:
         self.agents = agents
 
-    async def execute(self, actor: Actor, agent_id: int, version: int) -> AgentVersion:
+    async def execute(self, command: GetAgentVersionCommand) -> AgentVersion:
+        actor, agent_id = command.actor, command.agent_id
         await _load(self.agents, actor, agent_id)
-        found = await self.agents.get_version(actor.organization_id, agent_id, version)
+        found = await self.agents.get_version(actor.organization_id, agent_id, command.version)
         if found is None:
-            raise NotFound("agent version", version)
+            raise NotFound("agent version", command.version)
         return found

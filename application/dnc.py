@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from application.context import Actor
 from application.ports.dnc import DncRepository, DncScreener
 from application.ports.phones import PhoneNormalizer
-from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.platform import Clock, Page, PageRequest
 from domain.dnc import (
     MAX_NUMBERS_PER_REQUEST,
     SCREEN_TIMEOUT_SECONDS,
@@ -79,38 +79,64 @@ async def _load_list(dnc: DncRepository, actor: Actor, list_id: int) -> DncList:
     return found
 
 
-class CreateDncList:
-    def __init__(self, uow: UnitOfWork, dnc: DncRepository, clock: Clock) -> None:
-        self.uow, self.dnc, self.clock = uow, dnc, clock
+@dataclass(frozen=True, slots=True)
+class CreateDncListCommand:
+    actor: Actor
+    name: str
+    description: str | None = None
 
-    async def execute(self, actor: Actor, name: str, description: str | None) -> DncList:
+
+class CreateDncList:
+    def __init__(self, dnc: DncRepository, clock: Clock) -> None:
+        self.dnc, self.clock = dnc, clock
+
+    async def execute(self, command: CreateDncListCommand) -> DncList:
         now = self.clock.now()
-        return await self.dnc.add_list(DncList(None, actor.organization_id, name, description, now, now))
+        return await self.dnc.add_list(DncList(None, command.actor.organization_id, command.name,
+                                               command.description, now, now))
+
+
+@dataclass(frozen=True, slots=True)
+class ListDncListsCommand:
+    actor: Actor
+    page: PageRequest
 
 
 class ListDncLists:
     def __init__(self, dnc: DncRepository) -> None:
         self.dnc = dnc
 
-    async def execute(self, actor: Actor, page: PageRequest) -> Page[DncList]:
-        return await self.dnc.lists(actor.organization_id, page)
+    async def execute(self, command: ListDncListsCommand) -> Page[DncList]:
+        return await self.dnc.lists(command.actor.organization_id, command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class GetDncListCommand:
+    actor: Actor
+    list_id: int
 
 
 class GetDncList:
     def __init__(self, dnc: DncRepository) -> None:
         self.dnc = dnc
 
-    async def execute(self, actor: Actor, list_id: int) -> DncList:
-        return await _load_list(self.dnc, actor, list_id)
+    async def execute(self, command: GetDncListCommand) -> DncList:
+        return await _load_list(self.dnc, command.actor, command.list_id)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteDncListCommand:
+    actor: Actor
+    list_id: int
 
 
 class DeleteDncList:
-    def __init__(self, uow: UnitOfWork, dnc: DncRepository) -> None:
-        self.uow, self.dnc = uow, dnc
+    def __init__(self, dnc: DncRepository) -> None:
+        self.dnc = dnc
 
-    async def execute(self, actor: Actor, list_id: int) -> None:
-        await _load_list(self.dnc, actor, list_id)
-        await self.dnc.delete_list(actor.organization_id, list_id)
+    async def execute(self, command: DeleteDncListCommand) -> None:
+        await _load_list(self.dnc, command.actor, command.list_id)
+        await self.dnc.delete_list(command.actor.organization_id, command.list_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,16 +148,25 @@ class AddedEntries:
     invalid: list[CsvProblem]
 
 
+@dataclass(frozen=True, slots=True)
+class AddDncEntriesCommand:
+    actor: Actor
+    list_id: int
+    phone_numbers: tuple[str, ...]
+    reason: str | None = None
+    region: str | None = None  # the region of numbers sent without a country code
+
+
 class AddDncEntries:
     """Bulk add: every number must be valid (400 listing the invalid ones, nothing added)."""
 
-    def __init__(self, uow: UnitOfWork, dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
-        self.uow, self.dnc, self.phones, self.clock = uow, dnc, phones, clock
+    def __init__(self, dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.dnc, self.phones, self.clock = dnc, phones, clock
 
-    async def execute(self, actor: Actor, list_id: int, phone_numbers: list[str], reason: str | None,
-                      region: str | None = None) -> AddedEntries:
+    async def execute(self, command: AddDncEntriesCommand) -> AddedEntries:
+        actor, list_id, phone_numbers, reason = command.actor, command.list_id, command.phone_numbers, command.reason
         await _load_list(self.dnc, actor, list_id)
-        numbers = normalize_all(self.phones, phone_numbers, "phone_numbers", region)
+        numbers = normalize_all(self.phones, list(phone_numbers), "phone_numbers", command.region)
         now = self.clock.now()
         added = await self.dnc.add_entries(actor.organization_id, list_id, [(n, reason) for n in numbers], now)
         if added:
@@ -139,15 +174,24 @@ class AddDncEntries:
         return AddedEntries(list_id, len(phone_numbers), added, len(numbers) - added, [])
 
 
+@dataclass(frozen=True, slots=True)
+class ImportDncCsvCommand:
+    actor: Actor
+    list_id: int
+    text: str  # the CSV file, decoded
+    region: str | None = None  # the region of numbers sent without a country code
+
+
 class ImportDncCsv:
     """CSV import: valid rows are added, invalid rows are reported (by line) and skipped."""
 
-    def __init__(self, uow: UnitOfWork, dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
-        self.uow, self.dnc, self.phones, self.clock = uow, dnc, phones, clock
+    def __init__(self, dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.dnc, self.phones, self.clock = dnc, phones, clock
 
-    async def execute(self, actor: Actor, list_id: int, text: str, region: str | None = None) -> AddedEntries:
+    async def execute(self, command: ImportDncCsvCommand) -> AddedEntries:
+        actor, list_id, region = command.actor, command.list_id, command.region
         await _load_list(self.dnc, actor, list_id)
-        rows, problems = parse_csv(text)
+        rows, problems = parse_csv(command.text)
         received = len(rows) + len(problems)
         entries: dict[str, str | None] = {}
         for row in rows:
@@ -170,20 +214,35 @@ class ImportDncCsv:
         return AddedEntries(list_id, received, added, len(entries) - added, problems)
 
 
+@dataclass(frozen=True, slots=True)
+class ListDncEntriesCommand:
+    actor: Actor
+    list_id: int
+    page: PageRequest
+
+
 class ListDncEntries:
     def __init__(self, dnc: DncRepository) -> None:
         self.dnc = dnc
 
-    async def execute(self, actor: Actor, list_id: int, page: PageRequest) -> Page[DncEntry]:
-        await _load_list(self.dnc, actor, list_id)
-        return await self.dnc.entries(actor.organization_id, list_id, page)
+    async def execute(self, command: ListDncEntriesCommand) -> Page[DncEntry]:
+        await _load_list(self.dnc, command.actor, command.list_id)
+        return await self.dnc.entries(command.actor.organization_id, command.list_id, command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveDncEntryCommand:
+    actor: Actor
+    list_id: int
+    phone_number: str  # as sent (any form the normalizer reads)
 
 
 class RemoveDncEntry:
-    def __init__(self, uow: UnitOfWork, dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
-        self.uow, self.dnc, self.phones, self.clock = uow, dnc, phones, clock
+    def __init__(self, dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.dnc, self.phones, self.clock = dnc, phones, clock
 
-    async def execute(self, actor: Actor, list_id: int, phone_number: str) -> None:
+    async def execute(self, command: RemoveDncEntryCommand) -> None:
+        actor, list_id, phone_number = command.actor, command.list_id, command.phone_number
         await _load_list(self.dnc, actor, list_id)
         number = self.phones.normalize(phone_number)
         if number is None or not await self.dnc.remove_entry(actor.organization_id, list_id, number):
@@ -198,20 +257,29 @@ class CheckedNumber:
     list_ids: list[int]
 
 
+@dataclass(frozen=True, slots=True)
+class CheckNumbersCommand:
+    actor: Actor
+    phone_numbers: tuple[str, ...]
+
+
 class CheckNumbers:
     """POST /dnc/check: the same fail-closed screening the dial paths use."""
 
     def __init__(self, gate: DncGate, phones: PhoneNormalizer) -> None:
         self.gate, self.phones = gate, phones
 
-    async def execute(self, actor: Actor, phone_numbers: list[str]) -> list[CheckedNumber]:
+    async def execute(self, command: CheckNumbersCommand) -> list[CheckedNumber]:
+        phone_numbers = command.phone_numbers
         if len(phone_numbers) > MAX_NUMBERS_PER_REQUEST:
             raise ValidationFailed.field("phone_numbers", f"at most {MAX_NUMBERS_PER_REQUEST} numbers per request")
-        numbers = normalize_all(self.phones, phone_numbers, "phone_numbers")
-        found = await self.gate.screen(actor.organization_id, numbers)
+        numbers = normalize_all(self.phones, list(phone_numbers), "phone_numbers")
+        found = await self.gate.screen(command.actor.organization_id, numbers)
         return [CheckedNumber(n, bool(found.get(n)), found.get(n, [])) for n in numbers]
 
 
-__all__ = ["AddDncEntries", "AddedEntries", "CheckNumbers", "CheckedNumber", "CreateDncList", "DeleteDncList",
-           "DncGate", "GetDncList", "ImportDncCsv", "ListDncEntries", "ListDncLists", "RemoveDncEntry",
+__all__ = ["AddDncEntries", "AddDncEntriesCommand", "AddedEntries", "CheckNumbers", "CheckNumbersCommand",
+           "CheckedNumber", "CreateDncList", "CreateDncListCommand", "DeleteDncList", "DeleteDncListCommand",
+           "DncGate", "GetDncList", "GetDncListCommand", "ImportDncCsv", "ImportDncCsvCommand", "ListDncEntries",
+           "ListDncEntriesCommand", "ListDncLists", "ListDncListsCommand", "RemoveDncEntry", "RemoveDncEntryCommand",
            "normalize_all"]

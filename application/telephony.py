@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from application.context import Actor
 from application.phones import e164
 from application.ports.agents import AgentRepository
 from application.ports.calls import CallRepository
 from application.ports.phones import PhoneNormalizer
-from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.platform import Clock, Page, PageRequest
 from application.ports.secrets import SecretBox
 from application.ports.telephony import PhoneNumberRepository, TelephonyProviderRepository
 from domain.errors import Conflict, NotFound, ValidationFailed
-from domain.patching import apply_patch, merge_patch
+from domain.patching import MergePatch, apply_patch, merge_patch
 from domain.telephony import MAX_PROVIDER_KEYS, CallStats, PhoneNumber, TelephonyProvider, call_stats
 
 MAX_STATS_RANGE = timedelta(days=366)
@@ -41,66 +40,87 @@ def _open(box: SecretBox, provider: TelephonyProvider) -> dict[str, str]:
 _NOT_SENT = object()
 
 
+@dataclass(frozen=True, slots=True)
+class ListProvidersCommand:
+    actor: Actor
+    page: PageRequest
+
+
 class ListProviders:
     """Every organization has the built-in simulator provider; it is created on first use."""
 
-    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository, clock: Clock) -> None:
-        self.uow, self.providers, self.clock = uow, providers, clock
+    def __init__(self, providers: TelephonyProviderRepository, clock: Clock) -> None:
+        self.providers, self.clock = providers, clock
 
-    async def execute(self, actor: Actor, page: PageRequest) -> Page[TelephonyProvider]:
+    async def execute(self, command: ListProvidersCommand) -> Page[TelephonyProvider]:
+        actor = command.actor
         await self.providers.ensure_default(actor.organization_id, self.clock.now())
-        return page.slice(await self.providers.list(actor.organization_id))
-
-
-class GetProvider:
-    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository, clock: Clock) -> None:
-        self.uow, self.providers, self.clock = uow, providers, clock
-
-    async def execute(self, actor: Actor, provider_id: int) -> TelephonyProvider:
-        await self.providers.ensure_default(actor.organization_id, self.clock.now())
-        return await _provider(self.providers, actor, provider_id)
+        return command.page.slice(await self.providers.list(actor.organization_id))
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderFields:
+class GetProviderCommand:
+    actor: Actor
+    provider_id: int
+
+
+class GetProvider:
+    def __init__(self, providers: TelephonyProviderRepository, clock: Clock) -> None:
+        self.providers, self.clock = providers, clock
+
+    async def execute(self, command: GetProviderCommand) -> TelephonyProvider:
+        await self.providers.ensure_default(command.actor.organization_id, self.clock.now())
+        return await _provider(self.providers, command.actor, command.provider_id)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateProviderCommand:
+    actor: Actor
     name: str
     type: str
-    credentials: dict[str, str] | None = None
+    credentials: dict[str, str] | None = field(default=None, repr=False)  # sealed at rest, never returned
     settings: dict[str, str] | None = None
     is_default: bool = False
 
 
 class CreateProvider:
-    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository, box: SecretBox,
-                 clock: Clock) -> None:
-        self.uow, self.providers, self.box, self.clock = uow, providers, box, clock
+    def __init__(self, providers: TelephonyProviderRepository, box: SecretBox, clock: Clock) -> None:
+        self.providers, self.box, self.clock = providers, box, clock
 
-    async def execute(self, actor: Actor, fields: ProviderFields) -> TelephonyProvider:
+    async def execute(self, command: CreateProviderCommand) -> TelephonyProvider:
+        actor = command.actor
         now = self.clock.now()
         await self.providers.ensure_default(actor.organization_id, now)
-        sealed, names = _seal(self.box, fields.credentials) if fields.credentials else (None, ())
+        sealed, names = _seal(self.box, command.credentials) if command.credentials else (None, ())
         created = await self.providers.add(TelephonyProvider(
-            None, actor.organization_id, fields.name, fields.type, "active", fields.is_default, False, sealed,
-            names, dict(fields.settings or {}), now, now,
+            None, actor.organization_id, command.name, command.type, "active", command.is_default, False, sealed,
+            names, dict(command.settings or {}), now, now,
         ))
         if created.is_default:
             await self.providers.clear_default(actor.organization_id, created.id or 0)
         return created
 
 
+@dataclass(frozen=True, slots=True)
+class UpdateProviderCommand:
+    actor: Actor
+    provider_id: int
+    patch: MergePatch = field(repr=False)  # may hold credentials
+
+
 class UpdateProvider:
     """A merge patch: credentials and settings keep the keys not sent (null removes a key, ``credentials:
     null`` removes them all); ``is_default: true`` moves the default here."""
 
-    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository, box: SecretBox,
-                 clock: Clock) -> None:
-        self.uow, self.providers, self.box, self.clock = uow, providers, box, clock
+    def __init__(self, providers: TelephonyProviderRepository, box: SecretBox, clock: Clock) -> None:
+        self.providers, self.box, self.clock = providers, box, clock
 
-    async def execute(self, actor: Actor, provider_id: int, changes: dict[str, Any]) -> TelephonyProvider:
+    async def execute(self, command: UpdateProviderCommand) -> TelephonyProvider:
+        actor, provider_id = command.actor, command.provider_id
         now = self.clock.now()
         await self.providers.ensure_default(actor.organization_id, now)
         provider = await _provider(self.providers, actor, provider_id)
-        values = dict(changes)
+        values = dict(command.patch)
         credentials_patch = values.pop("credentials", _NOT_SENT)
         if values.get("is_default") is False and provider.is_default:
             raise Conflict("An organization always has a default provider: make another one the default instead",
@@ -126,12 +146,18 @@ class UpdateProvider:
         return updated
 
 
-class DeleteProvider:
-    def __init__(self, uow: UnitOfWork, providers: TelephonyProviderRepository,
-                 numbers: PhoneNumberRepository) -> None:
-        self.uow, self.providers, self.numbers = uow, providers, numbers
+@dataclass(frozen=True, slots=True)
+class DeleteProviderCommand:
+    actor: Actor
+    provider_id: int
 
-    async def execute(self, actor: Actor, provider_id: int) -> None:
+
+class DeleteProvider:
+    def __init__(self, providers: TelephonyProviderRepository, numbers: PhoneNumberRepository) -> None:
+        self.providers, self.numbers = providers, numbers
+
+    async def execute(self, command: DeleteProviderCommand) -> None:
+        actor, provider_id = command.actor, command.provider_id
         provider = await _provider(self.providers, actor, provider_id)
         provider.ensure_deletable()
         if provider.is_default:
@@ -142,14 +168,20 @@ class DeleteProvider:
         await self.providers.delete(actor.organization_id, provider_id)
 
 
+@dataclass(frozen=True, slots=True)
+class ReadProviderCredentialsCommand:
+    organization_id: int
+    provider_id: int
+
+
 class ReadProviderCredentials:
     """For carrier adapters only (never exposed over HTTP): the opened credentials of a provider."""
 
     def __init__(self, providers: TelephonyProviderRepository, box: SecretBox) -> None:
         self.providers, self.box = providers, box
 
-    async def execute(self, organization_id: int, provider_id: int) -> dict[str, str]:
-        provider = await self.providers.get(organization_id, provider_id)
+    async def execute(self, command: ReadProviderCredentialsCommand) -> dict[str, str]:
+        provider = await self.providers.get(command.organization_id, command.provider_id)
         return _open(self.box, provider) if provider is not None else {}
 
 
@@ -168,24 +200,38 @@ async def _check_refs(actor: Actor, providers: TelephonyProviderRepository, agen
         raise ValidationFailed.field("inbound_agent_id", f"no agent {agent_id} in this organization")
 
 
+@dataclass(frozen=True, slots=True)
+class ListPhoneNumbersCommand:
+    actor: Actor
+    page: PageRequest
+    provider_id: int | None = None  # None: on every provider
+
+
 class ListPhoneNumbers:
     def __init__(self, numbers: PhoneNumberRepository) -> None:
         self.numbers = numbers
 
-    async def execute(self, actor: Actor, page: PageRequest, provider_id: int | None = None) -> Page[PhoneNumber]:
-        return page.slice(await self.numbers.list(actor.organization_id, provider_id))
+    async def execute(self, command: ListPhoneNumbersCommand) -> Page[PhoneNumber]:
+        return command.page.slice(await self.numbers.list(command.actor.organization_id, command.provider_id))
+
+
+@dataclass(frozen=True, slots=True)
+class GetPhoneNumberCommand:
+    actor: Actor
+    number_id: int
 
 
 class GetPhoneNumber:
     def __init__(self, numbers: PhoneNumberRepository) -> None:
         self.numbers = numbers
 
-    async def execute(self, actor: Actor, number_id: int) -> PhoneNumber:
-        return await _number(self.numbers, actor, number_id)
+    async def execute(self, command: GetPhoneNumberCommand) -> PhoneNumber:
+        return await _number(self.numbers, command.actor, command.number_id)
 
 
 @dataclass(frozen=True, slots=True)
-class PhoneNumberFields:
+class CreatePhoneNumberCommand:
+    actor: Actor
     phone_number: str
     provider_id: int | None = None  # None: the organization's default provider
     label: str | None = None
@@ -195,33 +241,42 @@ class PhoneNumberFields:
 
 
 class CreatePhoneNumber:
-    def __init__(self, uow: UnitOfWork, numbers: PhoneNumberRepository, providers: TelephonyProviderRepository,
+    def __init__(self, numbers: PhoneNumberRepository, providers: TelephonyProviderRepository,
                  agents: AgentRepository, phones: PhoneNormalizer, clock: Clock) -> None:
-        self.uow, self.numbers, self.providers = uow, numbers, providers
+        self.numbers, self.providers = numbers, providers
         self.agents, self.phones, self.clock = agents, phones, clock
 
-    async def execute(self, actor: Actor, fields: PhoneNumberFields) -> PhoneNumber:
-        number = e164(self.phones, fields.phone_number, "phone_number")
+    async def execute(self, command: CreatePhoneNumberCommand) -> PhoneNumber:
+        actor = command.actor
+        number = e164(self.phones, command.phone_number, "phone_number")
         now = self.clock.now()
         builtin = await self.providers.ensure_default(actor.organization_id, now)
-        await _check_refs(actor, self.providers, self.agents, fields.provider_id, fields.inbound_agent_id)
-        provider_id = fields.provider_id
+        await _check_refs(actor, self.providers, self.agents, command.provider_id, command.inbound_agent_id)
+        provider_id = command.provider_id
         if provider_id is None:
             default = await self.providers.default(actor.organization_id)
             provider_id = (default or builtin).id or 0
         return await self.numbers.add(PhoneNumber(
-            None, actor.organization_id, number, provider_id, fields.label, fields.inbound_agent_id,
-            fields.voice, fields.sms, "active", now, now,
+            None, actor.organization_id, number, provider_id, command.label, command.inbound_agent_id,
+            command.voice, command.sms, "active", now, now,
         ))
 
 
-class UpdatePhoneNumber:
-    def __init__(self, uow: UnitOfWork, numbers: PhoneNumberRepository, providers: TelephonyProviderRepository,
-                 agents: AgentRepository, clock: Clock) -> None:
-        self.uow, self.numbers, self.providers, self.agents, self.clock = uow, numbers, providers, agents, clock
+@dataclass(frozen=True, slots=True)
+class UpdatePhoneNumberCommand:
+    actor: Actor
+    number_id: int
+    patch: MergePatch  # provider_id, label, inbound_agent_id, voice, sms
 
-    async def execute(self, actor: Actor, number_id: int, changes: dict[str, Any]) -> PhoneNumber:
-        current = await _number(self.numbers, actor, number_id)
+
+class UpdatePhoneNumber:
+    def __init__(self, numbers: PhoneNumberRepository, providers: TelephonyProviderRepository,
+                 agents: AgentRepository, clock: Clock) -> None:
+        self.numbers, self.providers, self.agents, self.clock = numbers, providers, agents, clock
+
+    async def execute(self, command: UpdatePhoneNumberCommand) -> PhoneNumber:
+        actor, changes = command.actor, command.patch
+        current = await _number(self.numbers, actor, command.number_id)
         await _check_refs(actor, self.providers, self.agents, changes.get("provider_id"),
                           changes.get("inbound_agent_id"))
         updated = apply_patch(current, changes)
@@ -230,13 +285,26 @@ class UpdatePhoneNumber:
         return await self.numbers.update(replace(updated, updated_at=self.clock.now()))
 
 
-class DeletePhoneNumber:
-    def __init__(self, uow: UnitOfWork, numbers: PhoneNumberRepository) -> None:
-        self.uow, self.numbers = uow, numbers
+@dataclass(frozen=True, slots=True)
+class DeletePhoneNumberCommand:
+    actor: Actor
+    number_id: int
 
-    async def execute(self, actor: Actor, number_id: int) -> None:
-        await _number(self.numbers, actor, number_id)
-        await self.numbers.delete(actor.organization_id, number_id)
+
+class DeletePhoneNumber:
+    def __init__(self, numbers: PhoneNumberRepository) -> None:
+        self.numbers = numbers
+
+    async def execute(self, command: DeletePhoneNumberCommand) -> None:
+        await _number(self.numbers, command.actor, command.number_id)
+        await self.numbers.delete(command.actor.organization_id, command.number_id)
+
+
+@dataclass(frozen=True, slots=True)
+class GetTelephonyStatsCommand:
+    actor: Actor
+    start: datetime | None = None  # None: end - 30 days
+    end: datetime | None = None    # None: now
 
 
 class GetTelephonyStats:
@@ -245,9 +313,10 @@ class GetTelephonyStats:
     def __init__(self, calls: CallRepository, clock: Clock) -> None:
         self.calls, self.clock = calls, clock
 
-    async def execute(self, actor: Actor, start: datetime | None, end: datetime | None) -> CallStats:
-        end = end or self.clock.now()
-        start = start or end - DEFAULT_STATS_RANGE
+    async def execute(self, command: GetTelephonyStatsCommand) -> CallStats:
+        actor = command.actor
+        end = command.end or self.clock.now()
+        start = command.start or end - DEFAULT_STATS_RANGE
         if start >= end:
             raise ValidationFailed.field("start", "must be before end")
         if end - start > MAX_STATS_RANGE:

@@ -34,7 +34,7 @@ import asyncpg  # noqa: E402
 from adapters.sql.schema import upgrade  # noqa: E402
 from application.accounts import CreateOrganization, CreateOrganizationCommand  # noqa: E402
 from application.context import Actor  # noqa: E402
-from application.dnc import CreateDncList, DncGate  # noqa: E402
+from application.dnc import CreateDncList, CreateDncListCommand, DncGate  # noqa: E402
 from application.ports.platform import UnitOfWork  # noqa: E402
 from entrypoints.ioc import build_container  # noqa: E402
 from entrypoints.settings import Settings  # noqa: E402
@@ -73,7 +73,8 @@ async def _drop_database(server: str, name: str) -> None:
 async def _seed(container: Any, url: str, entries: int) -> tuple[int, int, float]:
     async with container() as r:
         org = await (await r.get(CreateOrganization)).execute(CreateOrganizationCommand("Bench", "enterprise"))
-        dnc_list = await (await r.get(CreateDncList)).execute(Actor.system(org.id or 0), "Bench list", None)
+        command = CreateDncListCommand(Actor.system(org.id or 0), "Bench list")
+        dnc_list = await (await r.get(CreateDncList)).execute(command)
         await (await r.get(UnitOfWork)).commit()
     org_id, list_id = org.id or 0, dnc_list.id or 0
     now = datetime.now(UTC)

@@ -15,6 +15,7 @@ from application.accounts import (
     CreateOrganization,
     CreateOrganizationCommand,
     CreateUser,
+    CreateUserCommand,
     IssueApiKey,
     IssueApiKeyCommand,
 )
@@ -76,7 +77,7 @@ async def create_key(settings: Settings, org: int, scopes: list[str], name: str,
 
 async def create_user(settings: Settings, org: int, email: str, password: str) -> dict[str, Any]:
     async def work(r: Any) -> dict[str, Any]:
-        user_id = await (await r.get(CreateUser)).execute(org, email, password)
+        user_id = await (await r.get(CreateUser)).execute(CreateUserCommand(org, email, password))
         return {"id": user_id, "organization_id": org, "email": email.lower()}
 
     return await _in_transaction(settings, work)

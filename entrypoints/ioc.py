@@ -158,7 +158,9 @@ class UseCaseProvider(Provider):
         accounts.UpdateSubOrganization,
         accounts.DeleteSubOrganization,
         accounts.IssueApiKey,
-        accounts.ManageApiKeys,
+        accounts.ListApiKeys,
+        accounts.GetApiKey,
+        accounts.RevokeApiKey,
         accounts.RotateApiKey,
         accounts.CreateUser,
     )

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from litestar.types import Scope
 
-from application.accounts import Authenticate
+from application.accounts import Authenticate, AuthenticateCommand
 from application.principals import AuthenticationFailed, Principal
 from entrypoints.http.routing import AuthMode
 
@@ -52,7 +52,7 @@ class ApiKeyAuthenticator:
         if token is None:
             raise Refused("MISSING_AUTH", "Authorization: Bearer <API key> is required", challenge=BEARER_CHALLENGE)
         try:
-            return await self._authenticate.execute(token)
+            return await self._authenticate.execute(AuthenticateCommand(token))
         except AuthenticationFailed as exc:
             raise Refused(exc.code, str(exc), challenge=INVALID_TOKEN_CHALLENGE, presented=True) from None
 

@@ -22,7 +22,7 @@ import msgspec
 from dishka import AsyncContainer
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from application.accounts import ResolveActingOrganization
+from application.accounts import ResolveActingOrganization, ResolveActingOrganizationCommand
 from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, IdempotencyStore, RateLimiter
 from application.ports.platform import Clock, Random, UnitOfWork
@@ -272,7 +272,7 @@ class _Run:
                 await self.reply(router_error_messages(400, exc.code, exc.message, exc.details))
                 return
             try:
-                acting = await gate.acting.execute(organization, sub_org_id)
+                acting = await gate.acting.execute(ResolveActingOrganizationCommand(organization, sub_org_id))
             except SubOrgForbidden as exc:
                 await uow.rollback()
                 await self.reply(router_error_messages(403, exc.code, exc.message))

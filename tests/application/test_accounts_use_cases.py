@@ -10,23 +10,37 @@ import pytest
 
 from application.accounts import (
     Authenticate,
+    AuthenticateCommand,
     AuthenticationFailed,
     CreateOrganization,
     CreateOrganizationCommand,
     CreateSubOrganization,
+    CreateSubOrganizationCommand,
     CreateUser,
+    CreateUserCommand,
     DeleteSubOrganization,
+    DeleteSubOrganizationCommand,
+    GetApiKey,
+    GetApiKeyCommand,
     GetSubOrganization,
+    GetSubOrganizationCommand,
     IssueApiKey,
     IssueApiKeyCommand,
+    ListApiKeys,
+    ListApiKeysCommand,
     ListSubOrganizations,
-    ManageApiKeys,
+    ListSubOrganizationsCommand,
     ResolveActingOrganization,
+    ResolveActingOrganizationCommand,
+    RevokeApiKey,
+    RevokeApiKeyCommand,
     RotateApiKey,
+    RotateApiKeyCommand,
     UpdateSubOrganization,
+    UpdateSubOrganizationCommand,
 )
 from application.context import Actor
-from application.ports.platform import PageRequest, UnitOfWork
+from application.ports.platform import PageRequest
 from domain import api_keys as keyfmt
 from domain.errors import Conflict, InsufficientScope, NotFound, PlanRequired, SubOrgForbidden, ValidationFailed
 from domain.scopes import ScopeSet
@@ -73,69 +87,76 @@ async def test_a_child_plan_never_exceeds_its_partner(app: App) -> None:
     with pytest.raises(PlanRequired):
         await app.run(CreateOrganization, CreateOrganizationCommand("Child", "enterprise", parent_id=partner))
     with pytest.raises(PlanRequired):
-        await app.run(CreateSubOrganization, acting(partner), "Child", "enterprise")
-    child = await app.run(CreateSubOrganization, acting(partner), " Child ", None)
+        await app.run(CreateSubOrganization, CreateSubOrganizationCommand(acting(partner), "Child", "enterprise"))
+    child = await app.run(CreateSubOrganization, CreateSubOrganizationCommand(acting(partner), " Child ", None))
     assert (child.name, child.plan, child.parent_id) == ("Child", "business", partner)  # the partner's plan
     with pytest.raises(PlanRequired):
-        await app.run(UpdateSubOrganization, acting(partner), child.id, {"plan": "enterprise"})
+        await app.run(UpdateSubOrganization,
+                      UpdateSubOrganizationCommand(acting(partner), child.id, {"plan": "enterprise"}))
 
 
 async def test_only_partners_manage_sub_organizations_and_only_their_own(app: App) -> None:
     standard = await app.organization(org_type="standard")
     with pytest.raises(SubOrgForbidden):
-        await app.run(CreateSubOrganization, acting(standard), "Child", None)
+        await app.run(CreateSubOrganization, CreateSubOrganizationCommand(acting(standard), "Child", None))
     with pytest.raises(SubOrgForbidden):
-        await app.run(ListSubOrganizations, acting(standard), PAGE)
+        await app.run(ListSubOrganizations, ListSubOrganizationsCommand(acting(standard), PAGE))
 
     partner = await app.organization(org_type="partner")
     other = await app.organization(org_type="partner")
-    mine = await app.run(CreateSubOrganization, acting(partner), "Mine", None)
-    theirs = await app.run(CreateSubOrganization, acting(other), "Theirs", None)
-    listed = await app.run(ListSubOrganizations, acting(partner), PAGE)
+    mine = await app.run(CreateSubOrganization, CreateSubOrganizationCommand(acting(partner), "Mine", None))
+    theirs = await app.run(CreateSubOrganization, CreateSubOrganizationCommand(acting(other), "Theirs", None))
+    listed = await app.run(ListSubOrganizations, ListSubOrganizationsCommand(acting(partner), PAGE))
     assert [o.id for o in listed.items] == [mine.id]
-    for case, args in [(GetSubOrganization, ()), (UpdateSubOrganization, ({"name": "x"},)),
-                       (DeleteSubOrganization, ())]:
+    for case, command in [(GetSubOrganization, GetSubOrganizationCommand(acting(partner), theirs.id or 0)),
+                          (UpdateSubOrganization, UpdateSubOrganizationCommand(acting(partner), theirs.id or 0,
+                                                                               {"name": "x"})),
+                          (DeleteSubOrganization, DeleteSubOrganizationCommand(acting(partner), theirs.id or 0))]:
         with pytest.raises(NotFound):
-            await app.run(case, acting(partner), theirs.id, *args)
-    assert (await app.run(GetSubOrganization, acting(partner), mine.id)).name == "Mine"
+            await app.run(case, command)
+    assert (await app.run(GetSubOrganization, GetSubOrganizationCommand(acting(partner), mine.id))).name == "Mine"
 
 
 async def test_updating_a_child_touches_updated_at_only_when_something_changed(app: App) -> None:
     partner = await app.organization(org_type="partner")
-    child = await app.run(CreateSubOrganization, acting(partner), "Child", None)
+    child = await app.run(CreateSubOrganization, CreateSubOrganizationCommand(acting(partner), "Child", None))
     app.clock.advance(minutes=5)
-    same = await app.run(UpdateSubOrganization, acting(partner), child.id, {"name": " Child "})
+    same = await app.run(UpdateSubOrganization,
+                         UpdateSubOrganizationCommand(acting(partner), child.id, {"name": " Child "}))
     assert same.updated_at == child.updated_at
-    renamed = await app.run(UpdateSubOrganization, acting(partner), child.id, {"name": "Renamed"})
+    renamed = await app.run(UpdateSubOrganization,
+                            UpdateSubOrganizationCommand(acting(partner), child.id, {"name": "Renamed"}))
     assert (renamed.name, renamed.updated_at) == ("Renamed", app.clock.now())
 
 
 async def test_deleting_a_child_revokes_its_keys_and_hides_it(app: App) -> None:
     partner = await app.organization(org_type="partner")
-    child = await app.run(CreateSubOrganization, acting(partner), "Child", None)
+    child = await app.run(CreateSubOrganization, CreateSubOrganizationCommand(acting(partner), "Child", None))
     issued = await issue(app, child.id or 0, "*")
-    assert (await app.run(Authenticate, issued.secret)).organization.id == child.id
-    await app.run(DeleteSubOrganization, acting(partner), child.id)
+    assert (await app.run(Authenticate, AuthenticateCommand(issued.secret))).organization.id == child.id
+    await app.run(DeleteSubOrganization, DeleteSubOrganizationCommand(acting(partner), child.id))
     with pytest.raises(AuthenticationFailed):
-        await app.run(Authenticate, issued.secret)
+        await app.run(Authenticate, AuthenticateCommand(issued.secret))
     with pytest.raises(NotFound):
-        await app.run(GetSubOrganization, acting(partner), child.id)
-    assert (await app.run(ListSubOrganizations, acting(partner), PAGE)).items == []
+        await app.run(GetSubOrganization, GetSubOrganizationCommand(acting(partner), child.id))
+    assert (await app.run(ListSubOrganizations, ListSubOrganizationsCommand(acting(partner), PAGE))).items == []
 
 
 async def test_acting_for_a_sub_organization_needs_a_partner_and_its_own_child(app: App) -> None:
     partner_id = await app.organization(org_type="partner")
-    child = await app.run(CreateSubOrganization, acting(partner_id), "Child", None)
+    child = await app.run(CreateSubOrganization, CreateSubOrganizationCommand(acting(partner_id), "Child", None))
     stranger = await app.organization(org_type="partner")
     standard_id = await app.organization()
-    partner = (await app.run(Authenticate, (await issue(app, partner_id, "*")).secret)).organization
-    standard = (await app.run(Authenticate, (await issue(app, standard_id, "*")).secret)).organization
+    partner_key, standard_key = await issue(app, partner_id, "*"), await issue(app, standard_id, "*")
+    partner = (await app.run(Authenticate, AuthenticateCommand(partner_key.secret))).organization
+    standard = (await app.run(Authenticate, AuthenticateCommand(standard_key.secret))).organization
 
-    assert (await app.run(ResolveActingOrganization, partner, child.id)).id == child.id
+    resolved = await app.run(ResolveActingOrganization, ResolveActingOrganizationCommand(partner, child.id))
+    assert resolved.id == child.id
     with pytest.raises(SubOrgForbidden):
-        await app.run(ResolveActingOrganization, standard, child.id)
+        await app.run(ResolveActingOrganization, ResolveActingOrganizationCommand(standard, child.id))
     with pytest.raises((NotFound, SubOrgForbidden)):
-        await app.run(ResolveActingOrganization, partner, stranger)
+        await app.run(ResolveActingOrganization, ResolveActingOrganizationCommand(partner, stranger))
 
 
 # --- API keys -----------------------------------------------------------------------------------------
@@ -172,49 +193,41 @@ async def test_a_key_cannot_grant_scopes_it_does_not_hold_and_needs_enterprise(a
 async def test_authenticate_refuses_malformed_unknown_revoked_and_expired_keys(app: App) -> None:
     org = await app.organization()
     with pytest.raises(AuthenticationFailed, match="malformed"):
-        await app.run(Authenticate, "not-a-key")
+        await app.run(Authenticate, AuthenticateCommand("not-a-key"))
     good = await issue(app, org, "*", expires_in=timedelta(hours=1))
     forged = keyfmt.compose("A" * keyfmt.SECRET_LENGTH)  # well formed, never issued
     with pytest.raises(AuthenticationFailed, match="not valid"):
-        await app.run(Authenticate, forged)
-    found = await app.run(Authenticate, good.secret)
+        await app.run(Authenticate, AuthenticateCommand(forged))
+    found = await app.run(Authenticate, AuthenticateCommand(good.secret))
     assert (found.key.id, found.organization.id) == (good.record.id, org)
 
     app.clock.advance(hours=1)
     with pytest.raises(AuthenticationFailed, match="revoked or expired"):
-        await app.run(Authenticate, good.secret)
+        await app.run(Authenticate, AuthenticateCommand(good.secret))
 
     other = await issue(app, org, "*")
     await _revoke(app, acting(org), other.record.id)
     with pytest.raises(AuthenticationFailed, match="revoked or expired"):
-        await app.run(Authenticate, other.secret)
-
-
-async def _manage(app: App, verb: str, actor: Actor, *args: object) -> object:
-    """ManageApiKeys has several verbs (list, get, revoke) rather than one execute."""
-    async with app.container() as r:
-        result = await getattr(await r.get(ManageApiKeys), verb)(actor, *args)
-        await (await r.get(UnitOfWork)).commit()
-    return result
+        await app.run(Authenticate, AuthenticateCommand(other.secret))
 
 
 async def _revoke(app: App, actor: Actor, key_id: int | None) -> None:
-    await _manage(app, "revoke", actor, key_id)
+    await app.run(RevokeApiKey, RevokeApiKeyCommand(actor, key_id or 0))
 
 
 async def test_key_management_is_scoped_to_the_organization(app: App) -> None:
     mine, theirs = await app.organization(), await app.organization()
     own = await issue(app, mine, "*")
     foreign = await issue(app, theirs, "*")
-    listed = await _manage(app, "list", acting(mine), PAGE)
-    assert [k.id for k in listed.items] == [own.record.id]  # type: ignore[attr-defined]
+    listed = await app.run(ListApiKeys, ListApiKeysCommand(acting(mine), PAGE))
+    assert [k.id for k in listed.items] == [own.record.id]
     with pytest.raises(NotFound):
-        await _manage(app, "get", acting(mine), foreign.record.id)
+        await app.run(GetApiKey, GetApiKeyCommand(acting(mine), foreign.record.id))
     with pytest.raises(NotFound):
         await _revoke(app, acting(mine), foreign.record.id)
     with pytest.raises(NotFound):
-        await app.run(RotateApiKey, acting(mine), foreign.record.id, None)
-    assert (await app.run(Authenticate, foreign.secret)).key.status == "active"
+        await app.run(RotateApiKey, RotateApiKeyCommand(acting(mine), foreign.record.id, None))
+    assert (await app.run(Authenticate, AuthenticateCommand(foreign.secret))).key.status == "active"
 
 
 async def test_a_narrow_key_cannot_revoke_or_rotate_a_broader_one(app: App) -> None:
@@ -224,55 +237,56 @@ async def test_a_narrow_key_cannot_revoke_or_rotate_a_broader_one(app: App) -> N
     with pytest.raises(InsufficientScope):
         await _revoke(app, narrow, broad.record.id)
     with pytest.raises(InsufficientScope):
-        await app.run(RotateApiKey, narrow, broad.record.id, None)
-    assert (await app.run(Authenticate, broad.secret)).key.status == "active"
+        await app.run(RotateApiKey, RotateApiKeyCommand(narrow, broad.record.id, None))
+    assert (await app.run(Authenticate, AuthenticateCommand(broad.secret))).key.status == "active"
 
     same = await issue(app, org, "agents:read")
     await _revoke(app, narrow, same.record.id)  # a key holding no more than the caller's scopes
     await _revoke(app, narrow, same.record.id)  # revoking twice is harmless
-    assert (await _manage(app, "get", acting(org), same.record.id)).status == "revoked"  # type: ignore[attr-defined]
+    assert (await app.run(GetApiKey, GetApiKeyCommand(acting(org), same.record.id))).status == "revoked"
 
 
 async def test_rotation_keeps_scopes_and_lineage_and_the_old_key_works_for_the_grace_period(app: App) -> None:
     org = await app.organization()
     old = await issue(app, org, "agents:read", "calls:schedule")
-    rotation = await app.run(RotateApiKey, acting(org), old.record.id, 2)
+    rotation = await app.run(RotateApiKey, RotateApiKeyCommand(acting(org), old.record.id, 2))
     new = rotation.issued
     assert new.record.scopes == old.record.scopes and new.secret != old.secret
     assert new.record.lineage_id == old.record.id
     assert rotation.previous_key_expires_at == app.clock.now() + timedelta(hours=2)
-    assert (await app.run(Authenticate, old.secret)).key.rotated_to_id == new.record.id
+    assert (await app.run(Authenticate, AuthenticateCommand(old.secret))).key.rotated_to_id == new.record.id
 
     with pytest.raises(Conflict) as again:  # rotate the successor instead
-        await app.run(RotateApiKey, acting(org), old.record.id, 2)
+        await app.run(RotateApiKey, RotateApiKeyCommand(acting(org), old.record.id, 2))
     assert again.value.details == {"rotated_to_id": new.record.id}
     with pytest.raises(ValidationFailed):  # a grace period of 1 to 168 hours
-        await app.run(RotateApiKey, acting(org), new.record.id, 0)
-    second = await app.run(RotateApiKey, acting(org), new.record.id, 1)
+        await app.run(RotateApiKey, RotateApiKeyCommand(acting(org), new.record.id, 0))
+    second = await app.run(RotateApiKey, RotateApiKeyCommand(acting(org), new.record.id, 1))
     assert second.issued.record.lineage_id == old.record.id  # one lineage through every rotation
 
     app.clock.advance(hours=2)
     with pytest.raises(AuthenticationFailed):
-        await app.run(Authenticate, old.secret)
-    assert (await app.run(Authenticate, second.issued.secret)).key.id == second.issued.record.id
+        await app.run(Authenticate, AuthenticateCommand(old.secret))
+    found = await app.run(Authenticate, AuthenticateCommand(second.issued.secret))
+    assert found.key.id == second.issued.record.id
 
 
 async def test_rotation_never_extends_an_expiry_and_refuses_dead_keys_and_lower_plans(app: App) -> None:
     org = await app.organization()
     soon = await issue(app, org, "*", expires_in=timedelta(minutes=30))
-    rotation = await app.run(RotateApiKey, acting(org), soon.record.id, 24)
+    rotation = await app.run(RotateApiKey, RotateApiKeyCommand(acting(org), soon.record.id, 24))
     assert rotation.previous_key_expires_at == soon.record.expires_at
     assert rotation.issued.record.expires_at == soon.record.expires_at
 
     revoked = await issue(app, org, "*")
     await _revoke(app, acting(org), revoked.record.id)
     with pytest.raises(Conflict):
-        await app.run(RotateApiKey, acting(org), revoked.record.id, None)
+        await app.run(RotateApiKey, RotateApiKeyCommand(acting(org), revoked.record.id, None))
 
     starter = await app.organization(plan="starter")
     key = await issue(app, starter, "*")
     with pytest.raises(PlanRequired):
-        await app.run(RotateApiKey, acting(starter), key.record.id, None)
+        await app.run(RotateApiKey, RotateApiKeyCommand(acting(starter), key.record.id, None))
 
 
 # --- dashboard users ------------------------------------------------------------------------------------
@@ -281,11 +295,11 @@ async def test_rotation_never_extends_an_expiry_and_refuses_dead_keys_and_lower_
 async def test_users_have_unique_case_insensitive_emails_and_real_passwords(app: App) -> None:
     org = await app.organization()
     with pytest.raises(ValidationFailed):
-        await app.run(CreateUser, org, "not-an-email", "long enough")
+        await app.run(CreateUser, CreateUserCommand(org, "not-an-email", "long enough"))
     with pytest.raises(ValidationFailed):
-        await app.run(CreateUser, org, "a@example.com", "short")
+        await app.run(CreateUser, CreateUserCommand(org, "a@example.com", "short"))
     with pytest.raises(NotFound):
-        await app.run(CreateUser, 9999, "a@example.com", "long enough")
-    assert await app.run(CreateUser, org, "Ann@Example.com", "long enough") > 0
+        await app.run(CreateUser, CreateUserCommand(9999, "a@example.com", "long enough"))
+    assert await app.run(CreateUser, CreateUserCommand(org, "Ann@Example.com", "long enough")) > 0
     with pytest.raises(Conflict):
-        await app.run(CreateUser, org, "ann@example.COM", "another password")
+        await app.run(CreateUser, CreateUserCommand(org, "ann@example.COM", "another password"))

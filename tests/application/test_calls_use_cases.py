@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from application.agents import CreateAgent, CreateAgentCommand, PublishAgent
+from application.agents import CreateAgent, CreateAgentCommand, PublishAgent, PublishAgentCommand
 from application.calls import (
     AdvanceCall,
     AgentNotCallable,
@@ -32,10 +32,10 @@ COMPLETES, BUSY = "+1555010000", "+1555010001"
 
 
 async def agent(app: App, actor: Actor, *, publish: bool = True, **fields: Any) -> int:
-    created = await app.run(CreateAgent, CreateAgentCommand(actor, {
+    created = await app.run(CreateAgent, CreateAgentCommand(actor, **{
         "name": "Desk", "prompt": "Call {{contact_name}} about {{topic}}.", **fields}))
     if publish:
-        await app.run(PublishAgent, actor, created.id)
+        await app.run(PublishAgent, PublishAgentCommand(actor, created.id))
     return int(created.id)
 
 

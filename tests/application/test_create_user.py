@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from application.accounts import CreateUser
+from application.accounts import CreateUser, CreateUserCommand
 from application.ports.accounts import UserRepository
 from application.ports.passwords import PasswordHasher
 from application.ports.platform import UnitOfWork
@@ -17,7 +17,7 @@ async def test_the_stored_password_is_an_argon2_hash_that_verifies(container: An
     org = await new_organization(container)
     email = f"Ops-{uuid.uuid4().hex[:8]}@Example.com"
     async with container() as r:
-        user_id = await (await r.get(CreateUser)).execute(org, email, "correct horse")
+        user_id = await (await r.get(CreateUser)).execute(CreateUserCommand(org, email, "correct horse"))
         await (await r.get(UnitOfWork)).commit()
     async with container() as r:
         found = await (await r.get(UserRepository)).find_by_email(email.lower())

@@ -103,7 +103,7 @@ async def world(tmp_root: Path) -> AsyncIterator[World]:
 async def _agent(world: World, org: int, name: str = "Agent") -> int:
     from application.agents import CreateAgent, CreateAgentCommand
 
-    agent = await world.run(CreateAgent, CreateAgentCommand(Actor.system(org), {"name": name}))
+    agent = await world.run(CreateAgent, CreateAgentCommand(Actor.system(org), name=name))
     return agent.id
 
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from application.agents import CreateAgent, CreateAgentCommand, PublishAgent
+from application.agents import CreateAgent, CreateAgentCommand, PublishAgent, PublishAgentCommand
 from application.calls import CancelCall, PlaceCall, PlaceCallCommand
 from application.context import Actor
 from application.ports.platform import PageRequest
@@ -43,8 +43,8 @@ async def update(app: App, actor: Actor, subscription_id: int, **changes: object
 
 async def call_ended(app: App, actor: Actor) -> str:
     """A call placed and cancelled: one call.ended event committed for the actor's organization."""
-    agent = await app.run(CreateAgent, CreateAgentCommand(actor, {"name": "Desk", "prompt": "Hi"}))
-    await app.run(PublishAgent, actor, agent.id)
+    agent = await app.run(CreateAgent, CreateAgentCommand(actor, name="Desk", prompt="Hi"))
+    await app.run(PublishAgent, PublishAgentCommand(actor, agent.id))
     call = await app.run(PlaceCall, PlaceCallCommand(actor, str(agent.id), "+1555010000"))
     await app.run(CancelCall, actor, call.id)
     return call.id

@@ -13,6 +13,7 @@ from dishka import Provider, Scope, provide
 
 from adapters.memory.clock import ManualClock
 from application.agents import CreateAgent, CreateAgentCommand, ListAgents
+from application.ports.platform import UnitOfWork
 from domain.events import EventType
 from entrypoints.overrides import ClockProvider
 from tests.conftest import Api, ApiFactory
@@ -196,6 +197,9 @@ class _ExplodingListAgents(ListAgents):
 
 class _ExplodingCreateAgent(CreateAgent):
     """Records an event (which must not be kept), then fails."""
+
+    def __init__(self, uow: UnitOfWork) -> None:
+        self.uow = uow
 
     async def execute(self, command: CreateAgentCommand) -> Any:
         self.uow.record(EventType.CALL_STARTED(command.actor.organization_id, {"id": 0}))

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 from adapters.sql.calls_tables import telephony_providers
 from adapters.sql.uow import SqlUnitOfWork
-from application.telephony import ReadProviderCredentials
+from application.telephony import ReadProviderCredentials, ReadProviderCredentialsCommand
 from entrypoints.ioc import build_container
 from tests.conftest import Api
 from tests.http.calls_support import unique_phone
@@ -53,7 +53,8 @@ async def test_credentials_are_write_only_and_encrypted_at_rest(any_api: Api) ->
     container = build_container(api.settings, *api.overrides)
     try:
         async with container() as r:
-            opened = await (await r.get(ReadProviderCredentials)).execute(t.organization_id, provider["id"])
+            command = ReadProviderCredentialsCommand(t.organization_id, provider["id"])
+            opened = await (await r.get(ReadProviderCredentials)).execute(command)
     finally:
         await container.close()
     assert opened == {"account_sid": "AC123", "auth_token": "s3cr3t-token"}

@@ -51,9 +51,9 @@ async def list_scopes() -> Envelope[ScopeCatalogue]:
 
 @endpoint("GET", "/api-keys", operation_id="listApiKeys", summary="List API keys", tags=KEY_TAGS,
           scopes=("api-keys:read",), errors=_PLAN)
-async def list_keys(actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKeys], clock: FromDishka[Clock],
+async def list_keys(actor: FromDishka[Actor], use_case: FromDishka[uc.ListApiKeys], clock: FromDishka[Clock],
                     limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[ApiKeyOut]:
-    page = await manage.list(actor, PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListApiKeysCommand(actor, PageRequest(limit, offset)))
     now = clock.now()
     return ListEnvelope([ApiKeyOut.of(k, now) for k in page.items], ListMeta(page.total, page.limit, page.offset))
 
@@ -74,16 +74,16 @@ async def create_key(data: JSONBody[ApiKeyCreate], actor: FromDishka[Actor],
 
 @endpoint("GET", "/api-keys/{id:int}", operation_id="getApiKey", summary="Get an API key", tags=KEY_TAGS,
           scopes=("api-keys:read",), errors={**_PLAN, 404: ""})
-async def get_key(id: Id, actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKeys],
+async def get_key(id: Id, actor: FromDishka[Actor], use_case: FromDishka[uc.GetApiKey],
                   clock: FromDishka[Clock]) -> Envelope[ApiKeyOut]:
-    return Envelope(ApiKeyOut.of(await manage.get(actor, id), clock.now()))
+    return Envelope(ApiKeyOut.of(await use_case.execute(uc.GetApiKeyCommand(actor, id)), clock.now()))
 
 
 @endpoint("DELETE", "/api-keys/{id:int}", operation_id="revokeApiKey", summary="Revoke an API key",
           tags=KEY_TAGS, scopes=("api-keys:delete",), errors={403: f"{_PLAN[403]}; {_BROADER}", 404: ""},
           status_code=204)
-async def revoke_key(id: Id, actor: FromDishka[Actor], manage: FromDishka[uc.ManageApiKeys]) -> None:
-    await manage.revoke(actor, id)
+async def revoke_key(id: Id, actor: FromDishka[Actor], use_case: FromDishka[uc.RevokeApiKey]) -> None:
+    await use_case.execute(uc.RevokeApiKeyCommand(actor, id))
 
 
 @endpoint("POST", "/api-keys/{id:int}/rotate", operation_id="rotateApiKey",
@@ -93,7 +93,7 @@ async def revoke_key(id: Id, actor: FromDishka[Actor], manage: FromDishka[uc.Man
                   409: "conflict: the key is revoked, expired or already rotated"}, secret=True, status_code=200)
 async def rotate_key(id: Id, actor: FromDishka[Actor], rotate: FromDishka[uc.RotateApiKey],
                      data: JSONBody[ApiKeyRotate | None] = None) -> Envelope[ApiKeyRotated]:
-    result = await rotate.execute(actor, id, data.grace_period_hours if data else None)
+    result = await rotate.execute(uc.RotateApiKeyCommand(actor, id, data.grace_period_hours if data else None))
     return Envelope(ApiKeyRotated(result.issued.record.id or 0, result.issued.secret, id,
                                   result.previous_key_expires_at))
 
@@ -105,7 +105,7 @@ _PARTNER = {403: "sub_org_forbidden: only partner organizations manage sub-organ
           tags=ORG_TAGS, scopes=("organizations:read",), errors=_PARTNER)
 async def list_orgs(actor: FromDishka[Actor], use_case: FromDishka[uc.ListSubOrganizations],
                     limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[OrganizationOut]:
-    page = await use_case.execute(actor, PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListSubOrganizationsCommand(actor, PageRequest(limit, offset)))
     return ListEnvelope([OrganizationOut.of(o) for o in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -114,7 +114,8 @@ async def list_orgs(actor: FromDishka[Actor], use_case: FromDishka[uc.ListSubOrg
           tags=ORG_TAGS, scopes=("organizations:write",), errors=_PARTNER, idempotent=True, status_code=201)
 async def create_org(data: JSONBody[OrganizationCreate], actor: FromDishka[Actor],
                      use_case: FromDishka[uc.CreateSubOrganization]) -> Envelope[OrganizationOut]:
-    org = await use_case.execute(actor, require_non_blank(data.name, "name"), data.plan)
+    command = uc.CreateSubOrganizationCommand(actor, require_non_blank(data.name, "name"), data.plan)
+    org = await use_case.execute(command)
     return Envelope(OrganizationOut.of(org))
 
 
@@ -122,7 +123,7 @@ async def create_org(data: JSONBody[OrganizationCreate], actor: FromDishka[Actor
           tags=ORG_TAGS, scopes=("organizations:read",), errors={**_PARTNER, 404: ""})
 async def get_org(id: Id, actor: FromDishka[Actor],
                   use_case: FromDishka[uc.GetSubOrganization]) -> Envelope[OrganizationOut]:
-    return Envelope(OrganizationOut.of(await use_case.execute(actor, id)))
+    return Envelope(OrganizationOut.of(await use_case.execute(uc.GetSubOrganizationCommand(actor, id))))
 
 
 @endpoint("PATCH", "/organizations/{id:int}", operation_id="updateOrganization",
@@ -130,14 +131,15 @@ async def get_org(id: Id, actor: FromDishka[Actor],
           errors={**_PARTNER, 404: ""})
 async def update_org(id: Id, data: JSONBody[OrganizationUpdate], actor: FromDishka[Actor],
                      use_case: FromDishka[uc.UpdateSubOrganization]) -> Envelope[OrganizationOut]:
-    return Envelope(OrganizationOut.of(await use_case.execute(actor, id, set_fields(data))))
+    patch = set_fields(data)
+    return Envelope(OrganizationOut.of(await use_case.execute(uc.UpdateSubOrganizationCommand(actor, id, patch))))
 
 
 @endpoint("DELETE", "/organizations/{id:int}", operation_id="deleteOrganization",
           summary="Delete a sub-organization (its keys are revoked)", tags=ORG_TAGS,
           scopes=("organizations:write",), errors={**_PARTNER, 404: ""}, status_code=204)
 async def delete_org(id: Id, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteSubOrganization]) -> None:
-    await use_case.execute(actor, id)
+    await use_case.execute(uc.DeleteSubOrganizationCommand(actor, id))
 
 
 ROUTES = [list_scopes, list_keys, create_key, get_key, revoke_key, rotate_key,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 from dishka import FromDishka
@@ -13,6 +13,7 @@ from application.ports.agents import AgentFilter
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import PageRequest
 from domain.agents import Llm, Voice, Voicemail
+from domain.patching import MergePatch
 from domain.timezones import validate_timezone
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
@@ -31,15 +32,33 @@ TAGS = ["Agents"]
 AgentId = Annotated[int, PathParameter(ge=1, le=2**53, description="Agent id")]
 
 
-def _domain_fields(values: dict[str, Any], phones: PhoneNormalizer) -> dict[str, Any]:
-    """Struct fields -> domain Agent fields, validated where a library or a rule is needed. A PATCH's nested
-    objects arrive as merge-patch dicts (``set_fields``) and stay dicts: the use case merges them."""
-    out = dict(values)
+def _create_command(actor: Actor, data: AgentCreate, phones: PhoneNormalizer) -> uc.CreateAgentCommand:
+    """The POST body as the use case's command, validated where a library or a rule is needed."""
+    return uc.CreateAgentCommand(
+        actor=actor,
+        name=require_non_blank(data.name, "name"),
+        description=data.description,
+        agent_mode=data.agent_mode,
+        language=data.language,
+        voice=Voice(**msgspec.structs.asdict(data.voice)),
+        llm=Llm(**msgspec.structs.asdict(data.llm)),
+        prompt=data.prompt,
+        first_message=data.first_message,
+        max_call_duration_seconds=data.max_call_duration_seconds,
+        voicemail=Voicemail(**msgspec.structs.asdict(data.voicemail)),
+        transfer_phone=None if data.transfer_phone is None else e164(phones, data.transfer_phone, "transfer_phone"),
+        calendar_id=data.calendar_id,
+        timezone=validate_timezone(data.timezone),
+        metadata=data.metadata,
+    )
+
+
+def _patch(data: AgentUpdate, phones: PhoneNormalizer) -> MergePatch:
+    """The PATCH body as a merge patch (``set_fields``: nested objects as the members sent), validated where a
+    library or a rule is needed; the use case merges it."""
+    out = set_fields(data)
     if "name" in out:
         out["name"] = require_non_blank(out["name"], "name")
-    for name, kind in (("voice", Voice), ("llm", Llm), ("voicemail", Voicemail)):
-        if isinstance(out.get(name), msgspec.Struct):
-            out[name] = kind(**msgspec.structs.asdict(out[name]))
     if out.get("transfer_phone") is not None:
         out["transfer_phone"] = e164(phones, out["transfer_phone"], "transfer_phone")
     if "timezone" in out:
@@ -57,7 +76,8 @@ async def list_agents(
     agent_mode: Annotated[Literal["outbound", "inbound", "bidirectional"] | None, QueryParameter()] = None,
     search: Annotated[str | None, QueryParameter(max_length=200)] = None,
 ) -> ListEnvelope[AgentOut]:
-    page = await use_case.execute(actor, AgentFilter(status, agent_mode, search or None), PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListAgentsCommand(actor, AgentFilter(status, agent_mode, search or None),
+                                                     PageRequest(limit, offset)))
     return ListEnvelope([AgentOut.of(a) for a in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -66,15 +86,14 @@ async def list_agents(
           errors={404: "not_found: calendar_id is not a calendar of this organization"})
 async def create_agent(data: JSONBody[AgentCreate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.CreateAgent], phones: FromDishka[PhoneNormalizer]) -> Envelope[AgentOut]:
-    fields = _domain_fields({f: getattr(data, f) for f in data.__struct_fields__}, phones)
-    agent = await use_case.execute(uc.CreateAgentCommand(actor, fields))
+    agent = await use_case.execute(_create_command(actor, data, phones))
     return Envelope(AgentOut.of(agent))
 
 
 @endpoint("GET", "/agents/{id:int}", operation_id="getAgent", summary="Get an agent", tags=TAGS,
           scopes=("agents:read",), errors={404: ""})
 async def get_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.GetAgent]) -> Envelope[AgentOut]:
-    return Envelope(AgentOut.of(await use_case.execute(actor, id)))
+    return Envelope(AgentOut.of(await use_case.execute(uc.GetAgentCommand(actor, id))))
 
 
 @endpoint("PATCH", "/agents/{id:int}", operation_id="updateAgent", summary="Update an agent", tags=TAGS,
@@ -83,15 +102,14 @@ async def get_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[
                   409: "invalid_transition: the status move is not allowed"})
 async def update_agent(id: AgentId, data: JSONBody[AgentUpdate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.UpdateAgent], phones: FromDishka[PhoneNormalizer]) -> Envelope[AgentOut]:
-    changes = _domain_fields(set_fields(data), phones)
-    agent = await use_case.execute(uc.UpdateAgentCommand(actor, id, changes))
+    agent = await use_case.execute(uc.UpdateAgentCommand(actor, id, _patch(data, phones)))
     return Envelope(AgentOut.of(agent))
 
 
 @endpoint("DELETE", "/agents/{id:int}", operation_id="deleteAgent", summary="Delete an agent", tags=TAGS,
           scopes=("agents:delete",), errors={404: ""}, status_code=204)
 async def delete_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteAgent]) -> None:
-    await use_case.execute(actor, id)
+    await use_case.execute(uc.DeleteAgentCommand(actor, id))
 
 
 @endpoint("POST", "/agents/{id:int}/publish", operation_id="publishAgent",
@@ -100,7 +118,7 @@ async def delete_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDish
           status_code=200)
 async def publish_agent(id: AgentId, actor: FromDishka[Actor],
                         use_case: FromDishka[uc.PublishAgent]) -> Envelope[PublishResult]:
-    result = await use_case.execute(actor, id)
+    result = await use_case.execute(uc.PublishAgentCommand(actor, id))
     return Envelope(PublishResult(result.agent.id or id, result.version.version, "active",
                                   result.version.created_at))
 
@@ -111,14 +129,14 @@ async def publish_agent(id: AgentId, actor: FromDishka[Actor],
 async def duplicate_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.DuplicateAgent],
                           data: JSONBody[AgentDuplicate | None] = None) -> Envelope[AgentOut]:
     name = require_non_blank(data.name, "name") if data and data.name is not None else None
-    return Envelope(AgentOut.of(await use_case.execute(actor, id, name)))
+    return Envelope(AgentOut.of(await use_case.execute(uc.DuplicateAgentCommand(actor, id, name))))
 
 
 @endpoint("GET", "/agents/{id:int}/versions", operation_id="listAgentVersions",
           summary="List published versions", tags=TAGS, scopes=("agents:read",), errors={404: ""})
 async def list_versions(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[uc.ListAgentVersions],
                         limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[VersionItem]:
-    page = await use_case.execute(actor, id, PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListAgentVersionsCommand(actor, id, PageRequest(limit, offset)))
     return ListEnvelope([VersionItem(v.version, v.created_at, v.created_by) for v in page.items],
                         ListMeta(page.total, page.limit, page.offset))
 
@@ -127,7 +145,7 @@ async def list_versions(id: AgentId, actor: FromDishka[Actor], use_case: FromDis
           summary="Get a published version's snapshot", tags=TAGS, scopes=("agents:read",), errors={404: ""})
 async def get_version(id: AgentId, version: Annotated[int, PathParameter(ge=1, le=2**31)], actor: FromDishka[Actor],
                       use_case: FromDishka[uc.GetAgentVersion]) -> Envelope[VersionDetail]:
-    return Envelope(VersionDetail.of(await use_case.execute(actor, id, version)))
+    return Envelope(VersionDetail.of(await use_case.execute(uc.GetAgentVersionCommand(actor, id, version))))
 
 
 ROUTES = [list_agents, create_agent, get_agent, update_agent, delete_agent, publish_agent, duplicate_agent,

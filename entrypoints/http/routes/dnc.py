@@ -40,7 +40,7 @@ def _added(result: uc.AddedEntries) -> DncEntriesAdded:
           scopes=("dnc:read",))
 async def list_lists(actor: FromDishka[Actor], use_case: FromDishka[uc.ListDncLists], limit: Limit = 25,
                      offset: Offset = 0) -> ListEnvelope[DncListOut]:
-    page = await use_case.execute(actor, PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListDncListsCommand(actor, PageRequest(limit, offset)))
     return ListEnvelope([DncListOut.of(x) for x in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -49,28 +49,29 @@ async def list_lists(actor: FromDishka[Actor], use_case: FromDishka[uc.ListDncLi
           scopes=("dnc:write",), idempotent=True, status_code=201)
 async def create_list(data: JSONBody[DncListCreate], actor: FromDishka[Actor],
                       use_case: FromDishka[uc.CreateDncList]) -> Envelope[DncListOut]:
-    created = await use_case.execute(actor, require_non_blank(data.name, "name"), data.description)
+    created = await use_case.execute(uc.CreateDncListCommand(actor, require_non_blank(data.name, "name"),
+                                                             data.description))
     return Envelope(DncListOut.of(created))
 
 
 @endpoint("GET", "/dnc/lists/{id:int}", operation_id="getDncList", summary="Get a Do-Not-Call list", tags=TAGS,
           scopes=("dnc:read",), errors={404: ""})
 async def get_list(id: ListId, actor: FromDishka[Actor], use_case: FromDishka[uc.GetDncList]) -> Envelope[DncListOut]:
-    return Envelope(DncListOut.of(await use_case.execute(actor, id)))
+    return Envelope(DncListOut.of(await use_case.execute(uc.GetDncListCommand(actor, id))))
 
 
 @endpoint("DELETE", "/dnc/lists/{id:int}", operation_id="deleteDncList",
           summary="Delete a Do-Not-Call list and its entries", tags=TAGS, scopes=("dnc:write",), errors={404: ""},
           status_code=204)
 async def delete_list(id: ListId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteDncList]) -> None:
-    await use_case.execute(actor, id)
+    await use_case.execute(uc.DeleteDncListCommand(actor, id))
 
 
 @endpoint("GET", "/dnc/lists/{id:int}/entries", operation_id="listDncEntries",
           summary="List the numbers of a Do-Not-Call list", tags=TAGS, scopes=("dnc:read",), errors={404: ""})
 async def list_entries(id: ListId, actor: FromDishka[Actor], use_case: FromDishka[uc.ListDncEntries],
                        limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[DncEntryOut]:
-    page = await use_case.execute(actor, id, PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListDncEntriesCommand(actor, id, PageRequest(limit, offset)))
     return ListEnvelope([DncEntryOut.of(e) for e in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -79,7 +80,8 @@ async def list_entries(id: ListId, actor: FromDishka[Actor], use_case: FromDishk
           idempotent=True, status_code=201, errors={404: ""})
 async def add_entries(id: ListId, data: JSONBody[DncEntriesAdd], actor: FromDishka[Actor],
                       use_case: FromDishka[uc.AddDncEntries]) -> Envelope[DncEntriesAdded]:
-    result = await use_case.execute(actor, id, list(data.phone_numbers), data.reason, data.default_region)
+    result = await use_case.execute(uc.AddDncEntriesCommand(actor, id, tuple(data.phone_numbers), data.reason,
+                                                            data.default_region))
     return Envelope(_added(result))
 
 
@@ -109,7 +111,7 @@ async def import_entries(
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ValidationFailed.field("file", "must be UTF-8 text") from None
-    return Envelope(_added(await use_case.execute(actor, id, text, default_region)))
+    return Envelope(_added(await use_case.execute(uc.ImportDncCsvCommand(actor, id, text, default_region))))
 
 
 @endpoint("DELETE", "/dnc/lists/{id:int}/entries/{phone:str}", operation_id="removeDncEntry",
@@ -117,7 +119,7 @@ async def import_entries(
           status_code=204)
 async def remove_entry(id: ListId, phone: Annotated[str, PathParameter(max_length=64, description="E.164 number")],
                        actor: FromDishka[Actor], use_case: FromDishka[uc.RemoveDncEntry]) -> None:
-    await use_case.execute(actor, id, phone)
+    await use_case.execute(uc.RemoveDncEntryCommand(actor, id, phone))
 
 
 @endpoint("POST", "/dnc/check", operation_id="checkDnc",
@@ -125,7 +127,7 @@ async def remove_entry(id: ListId, phone: Annotated[str, PathParameter(max_lengt
           scopes=("dnc:read",), status_code=200, errors={503: DNC_UNAVAILABLE})
 async def check(data: JSONBody[DncCheck], actor: FromDishka[Actor],
                 use_case: FromDishka[uc.CheckNumbers]) -> Envelope[list[DncCheckResult]]:
-    results = await use_case.execute(actor, list(data.phone_numbers))
+    results = await use_case.execute(uc.CheckNumbersCommand(actor, tuple(data.phone_numbers)))
     return Envelope([DncCheckResult(r.phone_number, r.blocked, r.list_ids) for r in results])
 
 

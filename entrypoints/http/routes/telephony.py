@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from dishka import FromDishka
 from litestar.params import JSONBody, PathParameter, QueryParameter
@@ -32,7 +32,7 @@ NumberId = Annotated[int, PathParameter(ge=1, le=2**53, description="Phone numbe
           scopes=("telephony:read",))
 async def list_providers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListProviders], limit: Limit = 25,
                          offset: Offset = 0) -> ListEnvelope[ProviderOut]:
-    page = await use_case.execute(actor, PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListProvidersCommand(actor, PageRequest(limit, offset)))
     return ListEnvelope([ProviderOut.of(p) for p in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -41,8 +41,8 @@ async def list_providers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListP
           idempotent=True, status_code=201)
 async def create_provider(data: JSONBody[ProviderCreate], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.CreateProvider]) -> Envelope[ProviderOut]:
-    created = await use_case.execute(actor, uc.ProviderFields(
-        require_non_blank(data.name, "name"), data.type, data.credentials, data.settings, data.is_default))
+    created = await use_case.execute(uc.CreateProviderCommand(
+        actor, require_non_blank(data.name, "name"), data.type, data.credentials, data.settings, data.is_default))
     return Envelope(ProviderOut.of(created))
 
 
@@ -50,7 +50,7 @@ async def create_provider(data: JSONBody[ProviderCreate], actor: FromDishka[Acto
           summary="Get a telephony provider", tags=TAGS, scopes=("telephony:read",), errors={404: ""})
 async def get_provider(id: ProviderId, actor: FromDishka[Actor],
                        use_case: FromDishka[uc.GetProvider]) -> Envelope[ProviderOut]:
-    return Envelope(ProviderOut.of(await use_case.execute(actor, id)))
+    return Envelope(ProviderOut.of(await use_case.execute(uc.GetProviderCommand(actor, id))))
 
 
 @endpoint("PATCH", "/telephony/providers/{id:int}", operation_id="updateTelephonyProvider",
@@ -58,10 +58,10 @@ async def get_provider(id: ProviderId, actor: FromDishka[Actor],
           scopes=("telephony:manage",), errors={404: "", 409: "the default provider cannot be un-defaulted"})
 async def update_provider(id: ProviderId, data: JSONBody[ProviderUpdate], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.UpdateProvider]) -> Envelope[ProviderOut]:
-    changes: dict[str, Any] = set_fields(data)
-    if "name" in changes:
-        changes["name"] = require_non_blank(changes["name"], "name")
-    return Envelope(ProviderOut.of(await use_case.execute(actor, id, changes)))
+    patch = set_fields(data)
+    if "name" in patch:
+        patch["name"] = require_non_blank(patch["name"], "name")
+    return Envelope(ProviderOut.of(await use_case.execute(uc.UpdateProviderCommand(actor, id, patch))))
 
 
 @endpoint("DELETE", "/telephony/providers/{id:int}", operation_id="deleteTelephonyProvider",
@@ -69,7 +69,7 @@ async def update_provider(id: ProviderId, data: JSONBody[ProviderUpdate], actor:
           scopes=("telephony:delete",), errors={404: "", 409: "built-in, default, or still has phone numbers"},
           status_code=204)
 async def delete_provider(id: ProviderId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteProvider]) -> None:
-    await use_case.execute(actor, id)
+    await use_case.execute(uc.DeleteProviderCommand(actor, id))
 
 
 @endpoint("GET", "/telephony/phone-numbers", operation_id="listPhoneNumbers", summary="List phone numbers",
@@ -78,7 +78,7 @@ async def list_numbers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListPho
                        offset: Offset = 0,
                        provider_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
                        ) -> ListEnvelope[PhoneNumberOut]:
-    page = await use_case.execute(actor, PageRequest(limit, offset), provider_id)
+    page = await use_case.execute(uc.ListPhoneNumbersCommand(actor, PageRequest(limit, offset), provider_id))
     return ListEnvelope([PhoneNumberOut.of(n) for n in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -90,8 +90,8 @@ async def list_numbers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListPho
 async def create_number(data: JSONBody[PhoneNumberCreate], actor: FromDishka[Actor],
                         use_case: FromDishka[uc.CreatePhoneNumber]) -> Envelope[PhoneNumberOut]:
     capabilities = data.capabilities
-    created = await use_case.execute(actor, uc.PhoneNumberFields(
-        data.phone_number, data.provider_id, data.label, data.inbound_agent_id,
+    created = await use_case.execute(uc.CreatePhoneNumberCommand(
+        actor, data.phone_number, data.provider_id, data.label, data.inbound_agent_id,
         capabilities.voice if capabilities else True, capabilities.sms if capabilities else False))
     return Envelope(PhoneNumberOut.of(created))
 
@@ -100,7 +100,7 @@ async def create_number(data: JSONBody[PhoneNumberCreate], actor: FromDishka[Act
           tags=TAGS, scopes=("telephony:read",), errors={404: ""})
 async def get_number(id: NumberId, actor: FromDishka[Actor],
                      use_case: FromDishka[uc.GetPhoneNumber]) -> Envelope[PhoneNumberOut]:
-    return Envelope(PhoneNumberOut.of(await use_case.execute(actor, id)))
+    return Envelope(PhoneNumberOut.of(await use_case.execute(uc.GetPhoneNumberCommand(actor, id))))
 
 
 @endpoint("PATCH", "/telephony/phone-numbers/{id:int}", operation_id="updatePhoneNumber",
@@ -108,16 +108,16 @@ async def get_number(id: NumberId, actor: FromDishka[Actor],
           scopes=("telephony:write", "telephony:manage"), errors={404: ""})
 async def update_number(id: NumberId, data: JSONBody[PhoneNumberUpdate], actor: FromDishka[Actor],
                         use_case: FromDishka[uc.UpdatePhoneNumber]) -> Envelope[PhoneNumberOut]:
-    changes: dict[str, Any] = set_fields(data)
-    changes.update(changes.pop("capabilities", {}))  # {voice?, sms?}: the number's own fields
-    return Envelope(PhoneNumberOut.of(await use_case.execute(actor, id, changes)))
+    patch = set_fields(data)
+    patch.update(patch.pop("capabilities", {}))  # {voice?, sms?}: the number's own fields
+    return Envelope(PhoneNumberOut.of(await use_case.execute(uc.UpdatePhoneNumberCommand(actor, id, patch))))
 
 
 @endpoint("DELETE", "/telephony/phone-numbers/{id:int}", operation_id="deletePhoneNumber",
           summary="Release a phone number", tags=TAGS, scopes=("telephony:delete",), errors={404: ""},
           status_code=204)
 async def delete_number(id: NumberId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeletePhoneNumber]) -> None:
-    await use_case.execute(actor, id)
+    await use_case.execute(uc.DeletePhoneNumberCommand(actor, id))
 
 
 @endpoint("GET", "/telephony/stats", operation_id="getTelephonyStats",
@@ -129,7 +129,8 @@ async def stats(
     start: Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339; default end - 30 days")] = None,
     end: Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339; default now")] = None,
 ) -> Envelope[StatsOut]:
-    result = await use_case.execute(actor, parse_instant(start, "start"), parse_instant(end, "end"))
+    result = await use_case.execute(uc.GetTelephonyStatsCommand(actor, parse_instant(start, "start"),
+                                                                parse_instant(end, "end")))
     return Envelope(StatsOut.of(result))
 
 
