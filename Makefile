@@ -32,6 +32,11 @@ lint: venv
 # and fuzz tests in one process, with no other test process competing.
 PARALLEL ?= -n 2 --dist loadfile
 
+# The one-process pass collects only the files that mark tests slow or serial (tests/conftest.py refuses a mark
+# given any other way).
+ONE_PROCESS_FILES = $(shell grep -rlE --include='test_*.py' 'mark\.(slow|serial)' tests)
+SERIAL_FILES = $(shell grep -rlE --include='test_*.py' 'mark\.serial' tests)
+
 # Each pass writes a JUnit report; the last line of the run adds both passes up.
 REPORTS := var/test-reports
 
@@ -39,7 +44,7 @@ test: lint
 	@rm -rf $(REPORTS); mkdir -p $(REPORTS)
 	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial" --junitxml=$(REPORTS)/parallel.xml; \
 	first=$$?; \
-	$(BIN)/pytest -q -m "slow or serial" --junitxml=$(REPORTS)/serial.xml; \
+	$(BIN)/pytest -q -m "slow or serial" --junitxml=$(REPORTS)/serial.xml $(ONE_PROCESS_FILES); \
 	second=$$?; \
 	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
 	test $$first -eq 0 -a $$second -eq 0
@@ -49,7 +54,7 @@ test-fast: lint
 	@rm -rf $(REPORTS); mkdir -p $(REPORTS)
 	$(BIN)/pytest -q $(PARALLEL) -m "not slow and not serial" --hypothesis-profile=fast --junitxml=$(REPORTS)/parallel.xml; \
 	first=$$?; \
-	$(BIN)/pytest -q -m "serial and not slow" --hypothesis-profile=fast --junitxml=$(REPORTS)/serial.xml; \
+	$(BIN)/pytest -q -m "serial and not slow" --hypothesis-profile=fast --junitxml=$(REPORTS)/serial.xml $(SERIAL_FILES); \
 	second=$$?; \
 	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
 	test $$first -eq 0 -a $$second -eq 0

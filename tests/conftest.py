@@ -62,6 +62,19 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PARLEY_TEST_RUN", uuid.uuid4().hex[:12])
 
 
+_ONE_PROCESS_MARKS = ("slow", "serial")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The one-process pass of ``make test`` collects only the files that spell ``pytest.mark.slow`` or
+    ``pytest.mark.serial`` (the Makefile greps for them, which saves collecting the whole suite twice): a test
+    that gets either mark any other way would be run by neither pass, so it is refused here."""
+    for item in items:
+        for mark in _ONE_PROCESS_MARKS:
+            if item.get_closest_marker(mark) and f"mark.{mark}" not in Path(item.path).read_text(encoding="utf-8"):
+                raise pytest.UsageError(f"{item.nodeid} is marked {mark} without `pytest.mark.{mark}` in its file")
+
+
 def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory every process of this run shares (the parent of the workers' own bases under xdist)."""
     base = tmp_path_factory.getbasetemp()
