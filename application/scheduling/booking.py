@@ -64,11 +64,10 @@ async def _appointment_under_calendar_lock(calendars: CalendarRepository, appoin
     return await _appointment(appointments, actor, appointment_id, lock=True)
 
 
-@dataclass(frozen=True, slots=True)
-class BookAppointmentCommand:
-    actor: Actor
-    calendar_id: int
-    slot_start: datetime
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BookingDetails:
+    """What every booking command carries besides where the slot is: the attendee and how to book."""
+
     attendee_name: str | None = None
     attendee_email: str | None = None
     attendee_phone: str | None = None
@@ -76,6 +75,13 @@ class BookAppointmentCommand:
     notes: str | None = None
     call_id: str | None = None
     """The call during which a voice agent booked, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class BookAppointmentCommand(BookingDetails):
+    actor: Actor
+    calendar_id: int
+    slot_start: datetime
 
 
 class _Booking:
@@ -129,16 +135,10 @@ async def _book(uow: UnitOfWork, appointments: AppointmentRepository, calendar: 
 
 
 @dataclass(frozen=True, slots=True)
-class BookNextOpenSlotCommand:
+class BookNextOpenSlotCommand(BookingDetails):
     actor: Actor
     calendar_id: int
     after: datetime
-    attendee_name: str | None = None
-    attendee_email: str | None = None
-    attendee_phone: str | None = None
-    require_approval: bool = False
-    notes: str | None = None
-    call_id: str | None = None
 
 
 class BookNextOpenSlot(_Booking):
