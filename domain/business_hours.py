@@ -37,7 +37,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from domain.errors import DomainError, ValidationFailed
+from domain.errors import RangeTooLong, ValidationFailed
 from domain.timezones import (
     EPOCH,
     EPOCH_ORDINAL,
@@ -64,16 +64,6 @@ IsHoliday = Callable[[date], bool]
 
 def no_holidays(_: date) -> bool:
     return False
-
-
-class RangeTooLong(DomainError):
-    """A query window longer than the operation allows (422, naming the field)."""
-
-    code = "range_too_long"
-
-    @classmethod
-    def field(cls, name: str, message: str) -> RangeTooLong:
-        return cls(f"{name}: {message}", details={"validation_errors": {name: message}})
 
 
 # --------------------------------------------------------------------------- the model

@@ -14,7 +14,6 @@ from domain.business_hours import (
     MAX_PREVIEW_DAYS,
     HolidayRegion,
     Interval,
-    RangeTooLong,
     Schedule,
     ScheduleException,
     WeeklyInterval,
@@ -24,7 +23,7 @@ from domain.business_hours import (
     schedule_document,
     status_at,
 )
-from domain.errors import ValidationFailed
+from domain.errors import RangeTooLong, ValidationFailed
 from tests.properties import examples
 
 ZONES = ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "UTC"]
