@@ -4,7 +4,7 @@ preview of their openings. Use cases never commit (the HTTP pipeline does)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from application.context import Actor
 from application.ports.platform import Clock, Page, PageRequest
@@ -27,7 +27,7 @@ from domain.business_hours import (
 )
 from domain.errors import InUse, NotFound
 from domain.patching import MergePatch, merge_patch
-from domain.timezones import validate_timezone
+from domain.timezones import local_day_start, validate_timezone
 
 DEFAULT_PREVIEW_DAYS = 7
 
@@ -194,9 +194,9 @@ class GetScheduleStatus:
 class PreviewScheduleCommand:
     actor: Actor
     schedule_id: int
-    start: datetime | None = None
-    """Default: now."""
-    end: datetime | None = None
+    start: datetime | date | None = None
+    """Default: now. A date is the first instant of that local date (in ``timezone``, else the schedule's)."""
+    end: datetime | date | None = None
     """Default: start + 7 days; at most 62 days after start."""
     timezone: str | None = None
 
@@ -216,8 +216,16 @@ class PreviewSchedule:
 
     async def execute(self, command: PreviewScheduleCommand) -> SchedulePreview:
         zone = None if command.timezone is None else validate_timezone(command.timezone)
-        start = require_supported(self.clock.now() if command.start is None else command.start, "start")
-        end = start + timedelta(days=DEFAULT_PREVIEW_DAYS) if command.end is None else command.end
         schedule = await load_schedule(self.schedules, command.actor, command.schedule_id)
+        shown = zone or schedule.timezone
+
+        def bound(value: datetime | date, field: str) -> datetime:
+            if isinstance(value, datetime):
+                return require_supported(value, field)
+            require_supported(datetime(value.year, value.month, value.day, tzinfo=UTC), field)
+            return local_day_start(value, shown)
+
+        start = self.clock.now() if command.start is None else bound(command.start, "start")
+        end = start + timedelta(days=DEFAULT_PREVIEW_DAYS) if command.end is None else bound(command.end, "end")
         intervals = preview(schedule, start, end, zone=zone, is_holiday=holiday_predicate(self.calendars, schedule))
-        return SchedulePreview(schedule, start, require_supported(end, "end"), zone or schedule.timezone, intervals)
+        return SchedulePreview(schedule, start, end, shown, intervals)

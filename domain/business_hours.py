@@ -146,7 +146,7 @@ class Schedule:
 
 _HHMM_RE = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_COUNTRY_RE = re.compile(r"[A-Z]{2,3}")
+_COUNTRY_RE = re.compile(r"[A-Z]{2}")
 _SUBDIVISION_RE = re.compile(r"[A-Z0-9]{1,10}(-[A-Z0-9]{1,10})?")
 HHMM_RULE = 'must be a time "HH:MM" between 00:00 and 23:59'
 END_RULE = 'must be a time "HH:MM" between 00:00 and 23:59, or "24:00"'
@@ -226,8 +226,8 @@ def parse_exceptions(value: object, where: str = "exceptions") -> tuple[Schedule
         closed, intervals = item.get("closed"), item.get("intervals")
         if closed is not None and not isinstance(closed, bool):
             raise ValidationFailed.field(f"{here}.closed", "must be true or false")
-        if closed and intervals is not None:
-            raise ValidationFailed.field(f"{here}.intervals", "must be left out when closed is true")
+        if closed and intervals:
+            raise ValidationFailed.field(f"{here}.intervals", "must be empty or left out when closed is true")
         if closed:
             found.append(ScheduleException(day))
             continue
