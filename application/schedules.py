@@ -161,7 +161,7 @@ class DeleteSchedule:
 
 
 @dataclass(frozen=True, slots=True)
-class ScheduleStatusCommand:
+class GetScheduleStatusCommand:
     actor: Actor
     schedule_id: int
     at: datetime | None = None
@@ -182,7 +182,7 @@ class GetScheduleStatus:
     def __init__(self, schedules: ScheduleRepository, calendars: HolidayCalendars, clock: Clock) -> None:
         self.schedules, self.calendars, self.clock = schedules, calendars, clock
 
-    async def execute(self, command: ScheduleStatusCommand) -> ScheduleStatus:
+    async def execute(self, command: GetScheduleStatusCommand) -> ScheduleStatus:
         zone = None if command.timezone is None else validate_timezone(command.timezone)
         at = require_supported(self.clock.now() if command.at is None else command.at, "at")
         schedule = await load_schedule(self.schedules, command.actor, command.schedule_id)

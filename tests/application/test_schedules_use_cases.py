@@ -18,9 +18,9 @@ from application.schedules import (
     GetSchedule,
     GetScheduleCommand,
     GetScheduleStatus,
+    GetScheduleStatusCommand,
     PreviewSchedule,
     PreviewScheduleCommand,
-    ScheduleStatusCommand,
     UpdateSchedule,
     UpdateScheduleCommand,
 )
@@ -70,7 +70,7 @@ async def test_status_and_preview_follow_the_regions_holidays(app: App) -> None:
     actor = await app.actor()
     created = await app.run(CreateSchedule, new(actor, holidays=HolidayRegion("DE", "BE")))
     # 2026-03-08 is International Women's Day, a public holiday in Berlin only
-    status = await app.run(GetScheduleStatus, ScheduleStatusCommand(actor, created.id,
+    status = await app.run(GetScheduleStatus, GetScheduleStatusCommand(actor, created.id,
                                                                     datetime(2026, 3, 8, 10, tzinfo=UTC)))
     assert (status.status.open, status.status.reason) == (False, "holiday")
     assert status.status.next_open_at == datetime(2026, 3, 9, 8, tzinfo=UTC)

@@ -93,7 +93,7 @@ async def schedule_status(
         "RFC 3339 timestamp with an offset or Z (default: now)"))] = None,
     timezone: ZoneQuery = None,
 ) -> Envelope[StatusOut]:
-    command = schedules.ScheduleStatusCommand(actor, id, parse_instant(at, "at") if at is not None else None,
+    command = schedules.GetScheduleStatusCommand(actor, id, parse_instant(at, "at") if at is not None else None,
                                               timezone)
     result = await use_case.execute(command)
     status, zone = result.status, result.timezone
