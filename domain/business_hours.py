@@ -24,8 +24,7 @@ DST
 A wall time the zone skips (spring forward) is read as the first instant after the gap, so an interval
 that starts in the gap opens when the gap ends and one that lies wholly inside it is empty that day. A
 wall time the zone repeats (fall back) is read as its first occurrence (the earlier offset), for starts and
-ends alike. Between those two rules an interval always lasts its wall-clock length minus the hour skipped,
-or plus the hour repeated, inside it.
+ends alike. Both readings keep wall-time order, so an interval never ends before it starts.
 """
 
 from __future__ import annotations
