@@ -17,6 +17,7 @@ from entrypoints.http.routes import (
     dnc,
     knowledge,
     meta,
+    schedules,
     scheduling,
     telephony,
     webhooks,
@@ -27,6 +28,7 @@ ROUTES: dict[str, list[Any]] = {
     "calls": [*calls.ROUTES, *dnc.ROUTES, *telephony.ROUTES],
     "knowledge": knowledge.ROUTES,
     "scheduling": scheduling.ROUTES,
+    "schedules": schedules.ROUTES,
     "webhooks": webhooks.ROUTES,
 }
 
