@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from domain.errors import DomainError, InvalidTransition, ValidationFailed
+from domain.errors import InvalidTransition, Unprocessable, ValidationFailed
 from domain.state_machine import TransitionTable
 
 # ---------------------------------------------------------------------------------------------- campaigns
@@ -212,7 +212,7 @@ class Campaign:
         return {"id": self.id, "name": self.name, "agent_id": self.agent_id, "status": self.status}
 
 
-class CampaignEmpty(DomainError):
+class CampaignEmpty(Unprocessable):
     """A campaign without contacts cannot start (422 campaign_empty)."""
 
     code = "campaign_empty"

@@ -56,7 +56,7 @@ def test_the_worker_loads_no_litestar_module(tmp_path: Path) -> None:
 
 def test_every_feature_is_a_module_with_a_unique_name() -> None:
     names = [feature.name for feature in all_features()]
-    assert names == sorted(set(names)) == ["calls", "housekeeping", "knowledge", "scheduling", "webhooks"]
+    assert names == sorted(set(names)) == ["calls", "campaigns", "housekeeping", "knowledge", "scheduling", "webhooks"]
 
 
 def test_the_route_registry_names_installed_features_and_serves_every_handler_once() -> None:
