@@ -408,7 +408,9 @@ def csv_contacts(lines: Iterable[str]) -> Iterator[ContactDraft | RowRejection]:
 
 def _decoded(lines: Iterable[str]) -> Iterator[str]:
     try:
-        yield from lines
+        # not ``yield from``: closing this generator must not close the caller's file
+        for line in lines:  # noqa: UP028
+            yield line
     except UnicodeDecodeError:
         raise CsvUnreadable("must be UTF-8 text (with or without a byte order mark)") from None
 

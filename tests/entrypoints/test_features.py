@@ -18,6 +18,7 @@ from entrypoints.http.routes import (
     accounts,
     agents,
     calls,
+    campaigns,
     dnc,
     knowledge,
     meta,
@@ -61,7 +62,7 @@ def test_every_feature_is_a_module_with_a_unique_name() -> None:
 
 def test_the_route_registry_names_installed_features_and_serves_every_handler_once() -> None:
     assert set(ROUTES) <= {"core"} | {feature.name for feature in all_features()}
-    modules = [meta, agents, accounts, calls, dnc, telephony, knowledge, scheduling, webhooks]
+    modules = [meta, agents, accounts, calls, campaigns, dnc, telephony, knowledge, scheduling, webhooks]
     every = [handler for module in modules for handler in module.ROUTES]
     served = route_handlers()
     assert len(served) == len(every) == len({id(h) for h in served})

@@ -299,7 +299,8 @@ async def test_an_unknown_body_field_is_refused_as_documented(api: Api) -> None:
 
 # 201s that create several resources at once: nothing single to point a Location at
 BATCH_CREATES = {"POST /dnc/lists/{id}/entries", "POST /dnc/lists/{id}/entries/import",
-                 "POST /knowledge-bases/{id}/documents"}
+                 "POST /knowledge-bases/{id}/documents", "POST /campaigns/{id}/contacts",
+                 "POST /campaigns/{id}/contacts/import"}
 
 
 async def test_every_201_that_creates_a_resource_names_its_location(served: list[ServedOperation]) -> None:

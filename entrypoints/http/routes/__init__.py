@@ -14,6 +14,7 @@ from entrypoints.http.routes import (
     accounts,
     agents,
     calls,
+    campaigns,
     dnc,
     knowledge,
     meta,
@@ -25,6 +26,7 @@ from entrypoints.http.routes import (
 ROUTES: dict[str, list[Any]] = {
     "core": [*meta.ROUTES, *agents.ROUTES, *accounts.ROUTES],
     "calls": [*calls.ROUTES, *dnc.ROUTES, *telephony.ROUTES],
+    "campaigns": campaigns.ROUTES,
     "knowledge": knowledge.ROUTES,
     "scheduling": scheduling.ROUTES,
     "webhooks": webhooks.ROUTES,
