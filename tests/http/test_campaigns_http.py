@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
+from datetime import UTC, datetime
 from typing import Any
 
-from tests.conftest import Api, Tenant
-
-_NUMBERS = itertools.count(1)
+from adapters.memory.clock import ManualClock
+from tests.conftest import Api, ApiFactory, Tenant
+from tests.http.calls_support import unique_phone
 
 
 async def active_agent(api: Api, t: Tenant) -> int:
@@ -78,9 +78,8 @@ async def test_create_validates_fields_and_references(any_api: Api) -> None:
 async def test_the_from_number_must_be_the_organizations(any_api: Api) -> None:
     t, other = await any_api.tenant(), await any_api.tenant()
     c = any_api.client
-    mine = await c.post("/v2/telephony/phone-numbers", json={"phone_number": f"+1415557{next(_NUMBERS):04d}"},
-                        headers=t.headers)
-    theirs = await c.post("/v2/telephony/phone-numbers", json={"phone_number": f"+1415557{next(_NUMBERS):04d}"},
+    mine = await c.post("/v2/telephony/phone-numbers", json={"phone_number": unique_phone()}, headers=t.headers)
+    theirs = await c.post("/v2/telephony/phone-numbers", json={"phone_number": unique_phone()},
                           headers=other.headers)
     assert mine.status_code == theirs.status_code == 201, mine.text
     ok = await new_campaign(any_api, t, from_phone_number_id=mine.json()["data"]["id"])
@@ -278,3 +277,33 @@ async def test_a_large_import_is_inserted_in_batches(any_api: Api) -> None:
     assert r.json()["data"]["accepted"] + r.json()["data"]["rejected_count"] == 2_600
     got = (await any_api.client.get(f"/v2/campaigns/{campaign['id']}", headers=t.headers)).json()["data"]
     assert got["stats"]["total"] == got["stats"]["pending"] == r.json()["data"]["accepted"]
+
+
+async def test_patch_merges_checks_references_and_a_no_op_keeps_updated_at(make_api: ApiFactory,
+                                                                           sql_url: str) -> None:
+    clock = ManualClock(datetime(2026, 3, 2, 9, tzinfo=UTC))
+    api = await make_api(sql_url, clock=clock)
+    t, other = await api.tenant(), await api.tenant()
+    c = api.client
+    number = await c.post("/v2/telephony/phone-numbers", json={"phone_number": unique_phone()}, headers=t.headers)
+    campaign = await new_campaign(api, t, from_phone_number_id=number.json()["data"]["id"],
+                                  calling_hours={"start": "09:00", "end": "17:00"})
+    path = f"/v2/campaigns/{campaign['id']}"
+    clock.advance(minutes=5)
+    same = await c.patch(path, headers=t.headers, json={"name": campaign["name"], "calling_hours": {"end": "17:00"}})
+    assert same.status_code == 200 and same.json()["data"]["updated_at"] == campaign["updated_at"]
+    merged = await c.patch(path, headers=t.headers, json={"calling_hours": {"end": "24:00"},
+                                                           "from_phone_number_id": None, "timezone": "Asia/Tokyo"})
+    assert merged.status_code == 200, merged.text
+    data = merged.json()["data"]
+    assert data["calling_hours"] == {"start": "09:00", "end": "24:00"} and data["from_phone_number_id"] is None
+    assert data["timezone"] == "Asia/Tokyo" and data["updated_at"] != campaign["updated_at"]
+    foreign = await active_agent(api, other)
+    for body, status, field in (({"agent_id": foreign}, 404, "agent_id"), ({"schedule_id": 3}, 404, "schedule_id"),
+                                ({"calling_hours": {"start": "24:00"}}, 400, "calling_hours.start"),
+                                ({"status": "running"}, 400, "status"), ({"timezone": "Nope/Nope"}, 400, "timezone"),
+                                ({"max_concurrent_calls": 0}, 400, "max_concurrent_calls")):
+        refused = await c.patch(path, headers=t.headers, json=body)
+        assert refused.status_code == status, (body, refused.text)
+        assert field in refused.text, (body, refused.text)
+    assert (await c.get(path, headers=t.headers)).json()["data"]["agent_id"] == campaign["agent_id"]
