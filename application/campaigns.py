@@ -371,8 +371,9 @@ class _ContactIntake:
 
 
 async def _open_campaign(campaigns: CampaignRepository, actor: Actor, campaign_id: int) -> Campaign:
-    """The campaign contacts are added to: not a finished one (409 invalid_transition); running is fine."""
-    campaign = await _load(campaigns, actor, campaign_id)
+    """The campaign contacts are added to: not a finished one (409 invalid_transition); running is fine. Its row
+    stays locked until the request commits, so a cancel cannot slip in between the check and the inserts."""
+    campaign = await _load(campaigns, actor, campaign_id, lock=True)
     if campaign.status in FINAL_STATUSES:
         raise InvalidTransition("campaign", campaign.status, campaign.status, action="add contacts",
                                 allowed_from=("draft", "running", "paused"))

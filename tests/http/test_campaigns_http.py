@@ -8,6 +8,7 @@ from typing import Any
 from adapters.memory.clock import ManualClock
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import unique_phone
+from tests.http.scheduling_support import outbox
 
 
 async def active_agent(api: Api, t: Tenant) -> int:
@@ -126,9 +127,12 @@ async def test_lifecycle_start_pause_cancel_with_events(any_api: Api) -> None:
     assert (await c.post(f"{path}/cancel", headers=t.headers)).status_code == 409
     got = (await c.get(path, headers=t.headers)).json()["data"]
     assert got["stats"]["total"] == 3 and got["stats"]["cancelled"] == 3 and got["stats"]["pending"] == 0
-    events = (await c.get("/v2/webhooks/events", headers=t.headers)).json()["data"]
-    names = {e["name"] for e in events}
-    assert {"campaign.started", "campaign.paused"} <= names
+    catalogue = {e["name"] for e in (await c.get("/v2/webhooks/events", headers=t.headers)).json()["data"]}
+    assert {"campaign.started", "campaign.paused"} <= catalogue
+    # written to the outbox with the change; the idempotent replay and the refused moves wrote nothing
+    view = {"id": campaign["id"], "name": campaign["name"], "agent_id": campaign["agent_id"]}
+    assert await outbox(any_api, t.organization_id, "campaign.") == [
+        ("campaign.started", {**view, "status": "running"}), ("campaign.paused", {**view, "status": "paused"})]
     assert (await c.delete(path, headers=t.headers)).status_code == 204
     assert (await c.get(path, headers=t.headers)).status_code == 404
 
