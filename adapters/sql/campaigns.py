@@ -153,9 +153,9 @@ class SqlContactRepository:
                 for c in contacts]
         # ON CONFLICT (campaign_id, phone) DO NOTHING: a number the campaign has is a duplicate, under any
         # concurrency; RETURNING names the rows really inserted
-        stmt = insert(campaign_contacts, self.uow.dialect).values(rows).on_conflict_do_nothing(
+        stmt = insert(campaign_contacts, self.uow.dialect).on_conflict_do_nothing(
             index_elements=["campaign_id", "phone"]).returning(campaign_contacts.c.id)
-        return len((await conn.execute(stmt)).all())
+        return len((await conn.execute(stmt, rows)).all())
 
     async def get(self, organization_id: int, campaign_id: int, contact_id: int) -> Contact | None:
         conn = await self.uow.connection()

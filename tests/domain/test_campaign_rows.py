@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import itertools
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -76,3 +78,13 @@ def test_any_text_is_rows_rejections_or_unreadable(text: str) -> None:
         assert isinstance(item, ContactDraft | RowRejection)
         if isinstance(item, ContactDraft):
             assert "\x00" not in item.phone and "\x00" not in (item.name or "")
+
+
+def test_rows_are_read_lazily_one_at_a_time() -> None:
+    def endless() -> Iterator[str]:
+        yield "phone\n"
+        for n in itertools.count():
+            yield f"+1415{n:07d}\n"
+
+    first = list(itertools.islice(csv_contacts(endless()), 3))
+    assert [r.row for r in first] == [2, 3, 4]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -311,3 +312,20 @@ async def test_patch_merges_checks_references_and_a_no_op_keeps_updated_at(make_
         assert refused.status_code == status, (body, refused.text)
         assert field in refused.text, (body, refused.text)
     assert (await c.get(path, headers=t.headers)).json()["data"]["agent_id"] == campaign["agent_id"]
+
+
+async def test_concurrent_batches_of_the_same_numbers_add_each_once(concurrent_api: Api) -> None:
+    t = await concurrent_api.tenant()
+    campaign = await new_campaign(concurrent_api, t)
+    batch = {"contacts": [{"phone": f"+1415555{n:04d}"} for n in range(300)]}
+
+    async def send() -> Any:
+        return await concurrent_api.client.post(f"/v2/campaigns/{campaign['id']}/contacts", json=batch,
+                                                headers=t.headers)
+
+    answers = await asyncio.gather(*(send() for _ in range(4)))
+    assert [r.status_code for r in answers] == [201] * 4, [r.text for r in answers]
+    assert sum(r.json()["data"]["accepted"] for r in answers) == 300
+    assert sum(r.json()["data"]["duplicates"] for r in answers) == 900
+    got = (await concurrent_api.client.get(f"/v2/campaigns/{campaign['id']}", headers=t.headers)).json()["data"]
+    assert got["stats"]["total"] == 300
