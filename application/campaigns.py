@@ -407,6 +407,43 @@ class AddContacts:
 
 
 @dataclass(frozen=True, slots=True)
+class AddContactCommand:
+    actor: Actor
+    campaign_id: int
+    contact: ContactDraft
+
+
+@dataclass(frozen=True, slots=True)
+class ContactAdded:
+    contact: Contact
+    created: bool
+    """False: the campaign had the number already, and ``contact`` is that contact."""
+
+
+class AddContact:
+    """One contact (a lead handed to a campaign): the same intake as AddContacts, but a bad field is a 400 naming
+    it, and a number the campaign has already gives back the existing contact."""
+
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
+                 clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+
+    async def execute(self, command: AddContactCommand) -> ContactAdded:
+        campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
+        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "contact")
+        await intake.take(command.contact)
+        if intake.rejected:
+            rejection = intake.rejected[0]
+            raise ValidationFailed.field(rejection.field, rejection.message)
+        added = await intake.result()
+        phone = self.phones.normalize(command.contact.phone) or command.contact.phone
+        contact = await self.contacts.find_by_phone(command.actor.organization_id, command.campaign_id, phone)
+        if contact is None:  # the intake added it or found it in this very transaction
+            raise NotFound("contact", phone)
+        return ContactAdded(contact, added.accepted == 1)
+
+
+@dataclass(frozen=True, slots=True)
 class ImportContactsCommand:
     actor: Actor
     campaign_id: int

@@ -93,6 +93,10 @@ class InMemoryContactRepository:
             return None
         return found
 
+    async def find_by_phone(self, organization_id: int, campaign_id: int, phone: str) -> Contact | None:
+        contact_id = (await self.uow.tables())["campaign_phones"].get((campaign_id, phone))
+        return await self.get(organization_id, campaign_id, contact_id) if contact_id is not None else None
+
     async def list(self, organization_id: int, campaign_id: int, filters: ContactFilter,
                    page: PageRequest) -> Page[Contact]:
         mine = sorted((c for c in (await self.uow.tables())["campaign_contacts"].values()

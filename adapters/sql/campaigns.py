@@ -163,6 +163,12 @@ class SqlContactRepository:
             self._mine(organization_id, campaign_id), campaign_contacts.c.id == contact_id))).first()
         return _row_to_contact(row) if row else None
 
+    async def find_by_phone(self, organization_id: int, campaign_id: int, phone: str) -> Contact | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(campaign_contacts).where(
+            self._mine(organization_id, campaign_id), campaign_contacts.c.phone == phone))).first()
+        return _row_to_contact(row) if row else None
+
     async def list(self, organization_id: int, campaign_id: int, filters: ContactFilter,
                    page: PageRequest) -> Page[Contact]:
         conn = await self.uow.connection()

@@ -53,6 +53,10 @@ class ContactRepository(Protocol):
 
     async def get(self, organization_id: int, campaign_id: int, contact_id: int) -> Contact | None: ...
 
+    async def find_by_phone(self, organization_id: int, campaign_id: int, phone: str) -> Contact | None:
+        """The campaign's contact with ``phone`` (E.164): a campaign has each number once."""
+        ...
+
     async def list(self, organization_id: int, campaign_id: int, filters: ContactFilter,
                    page: PageRequest) -> Page[Contact]:
         """In the order they were added."""

@@ -44,6 +44,7 @@ class CampaignsUseCaseProvider(Provider):
         cases.PauseCampaign,
         cases.CancelCampaign,
         cases.AddContacts,
+        cases.AddContact,
         cases.ImportContacts,
         cases.ListContacts,
         cases.GetContact,

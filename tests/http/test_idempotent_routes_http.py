@@ -84,6 +84,11 @@ async def _call(api: Api, t: Tenant) -> Request:
                                           "contact_name": "Ada"}}
 
 
+async def _lead(api: Api, t: Tenant) -> Request:
+    agent = await active_agent(api, t)
+    return {"path": "/v2/leads", "json": {"phone": "+14155550100", "name": "Ada", "agent_id": agent["id"]}}
+
+
 async def _placed_call(api: Api, t: Tenant) -> str:
     request = await _call(api, t)
     return str((await _post(api, t, request["path"], request["json"]))["id"])
@@ -168,6 +173,7 @@ CASES: dict[str, Setup] = {
                               "/v2/scheduling/appointments/{id}/decline"),
     "createCalendarFeedToken": _on(_calendar, "/v2/scheduling/calendars/{id}/feed-token"),
     "createCall": _call,
+    "createLead": _lead,
     "cancelCall": _on(_placed_call, "/v2/calls/{id}/cancel"),
     "createDncList": _fixed("/v2/dnc/lists", {"name": "Opt-outs"}),
     "addDncEntries": _on(_dnc_list, "/v2/dnc/lists/{id}/entries", {"phone_numbers": ["+14155550101"]}),
