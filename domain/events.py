@@ -44,8 +44,7 @@ _LEAD: dict[str, Any] = {
     "id": 88, "status": "queued", "phone": "+14155550123", "name": "Ada Lovelace", "email": "ada@example.com",
     "agent_id": 42, "campaign_id": None, "external_id": "crm-A-17", "source": "website",
     "call_id": "c8f0a7e2-3b1d-4c55-9a0e-5d2f1b7c9e41", "contact_id": None, "reason": None,
-    "custom_data": {"crm_id": "A-17"}, "created_at": "2026-01-05T09:00:00.000Z",
-    "updated_at": "2026-01-05T09:00:00.000Z",
+    "custom_data": {"crm_id": "A-17"}, "created_at": "2026-01-05T09:00:00Z", "updated_at": "2026-01-05T09:00:00Z",
 }
 
 GROUPS: Mapping[str, str] = MappingProxyType({

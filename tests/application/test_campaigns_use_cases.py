@@ -169,3 +169,24 @@ async def test_finished_campaigns_take_no_contacts_and_only_pending_contacts_are
     await app.run(DeleteContact, DeleteContactCommand(actor, other.id, pending.id))
     with pytest.raises(NotFound):
         await app.run(DeleteContact, DeleteContactCommand(actor, other.id, pending.id))
+
+
+async def test_one_contact_goes_through_the_same_intake_and_a_known_number_is_the_existing_contact(app: App) -> None:
+    from application.campaigns import AddContact, AddContactCommand
+
+    actor = await app.actor()
+    c = await campaign(app, actor)
+    first = await app.run(AddContact, AddContactCommand(actor, c.id, ContactDraft(0, "+1 415 555 0100", "Ada",
+                                                                                   None, {"plan": "gold"})))
+    assert first.created and (first.contact.phone, first.contact.name, first.contact.custom_data) == (
+        "+14155550100", "Ada", {"plan": "gold"})
+    again = await app.run(AddContact, AddContactCommand(actor, c.id, ContactDraft(0, "+14155550100", "Other")))
+    assert not again.created and again.contact == first.contact
+    with pytest.raises(ValidationFailed) as bad:
+        await app.run(AddContact, AddContactCommand(actor, c.id, ContactDraft(0, "+14155550101", None, "Mars/Base")))
+    assert set(bad.value.details["validation_errors"]) == {"timezone"}
+    with pytest.raises(ValidationFailed) as bad:
+        await app.run(AddContact, AddContactCommand(actor, c.id, ContactDraft(0, "12")))
+    assert set(bad.value.details["validation_errors"]) == {"phone"}
+    listed = await app.run(ListContacts, ListContactsCommand(actor, c.id, ContactFilter(), PageRequest()))
+    assert listed.total == 1

@@ -156,3 +156,19 @@ async def test_deleting_a_campaign_takes_its_contacts_and_attempts(container: An
         assert await (await r.get(CampaignRepository)).get(org, cid) is None
         assert not await contacts.exists_in(org, cid)
         assert await contacts.attempts(org, contact.id or 0) == []
+
+
+async def test_a_contact_is_found_by_its_campaign_and_phone(container: Any) -> None:
+    org, other = await new_organization(container), await new_organization(container)
+    campaign = await _campaign(container, org)
+    second = await _campaign(container, org)
+    cid = campaign.id or 0
+    async with container() as r:
+        contacts = await r.get(ContactRepository)
+        await contacts.add_many(org, cid, [_contact(org, cid, n) for n in range(3)])
+        found = await contacts.find_by_phone(org, cid, "+14155550001")
+        assert found is not None and (found.phone, found.name, found.campaign_id) == ("+14155550001", "Contact 1", cid)
+        assert found == await contacts.get(org, cid, found.id or 0)
+        assert await contacts.find_by_phone(org, second.id or 0, "+14155550001") is None
+        assert await contacts.find_by_phone(other, cid, "+14155550001") is None
+        assert await contacts.find_by_phone(org, cid, "+14155550009") is None
