@@ -14,8 +14,9 @@ import pytest
 from adapters.memory.clock import ManualClock
 from application.ports.platform import UnitOfWork
 from domain.events import EventType
-from entrypoints.features.leads import follow_once
+from entrypoints.features.leads import KIND, follow_job, follow_once
 from entrypoints.ioc import build_container
+from entrypoints.worker import jobs, make_runner
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, outbox
@@ -103,6 +104,34 @@ async def test_a_lead_for_an_agent_queues_its_call_and_follows_it(make_api: ApiF
     assert [(d["id"], d["status"], d["call_id"]) for d in created] == [
         (lead["id"], "queued", lead["call_id"]), (busy["id"], "queued", busy["call_id"])]
     assert await follow(api) == 0  # nothing is read twice
+
+
+async def test_the_consumer_is_a_job_of_the_worker_woken_by_new_events(make_api: ApiFactory, sql_url: str) -> None:
+    clock = ManualClock(START)
+    api = await make_api(sql_url, clock=clock)
+    t = await api.tenant()
+    agent = await plain_agent(api, t)
+    assert follow_job in jobs()  # the worker runs it
+    lead = (await post_lead(api, t, phone="+1555010002", agent_id=agent["id"])).json()["data"]
+    await finish_calls(api, t.organization_id)
+    container = build_container(api.settings, *api.overrides)
+    try:
+        kind = follow_job(container, api.settings)
+        assert (kind.name, kind.on_wake, kind.recurring) == (KIND, True, True)
+        runner = await make_runner(container, api.settings, kinds=[kind])
+        await runner.start()
+        assert await runner.run_due() == 1  # a fresh start runs it once
+        assert (await get_lead(api, t, lead["id"]))["status"] == "failed"
+        # due again only after the idle re-check, unless a commit that recorded events wakes it
+        await record(api, EventType.CALL_ENDED(t.organization_id, {"id": "other", "status": "completed"}))
+        assert await runner.run_due() == 0
+        assert await runner.run_due(woken=True) == 1
+        clock.advance(seconds=16)
+        assert await runner.run_due() == 1
+    finally:
+        await container.close()
+    got = await get_lead(api, t, lead["id"])
+    assert (got["status"], got["reason"]) == ("failed", "no_answer")
 
 
 async def test_a_dnc_listed_number_is_kept_as_blocked_dnc_without_a_call(any_api: Api) -> None:
