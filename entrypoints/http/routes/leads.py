@@ -4,6 +4,7 @@ from typing import Annotated
 
 from dishka import FromDishka
 from litestar import Response
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application import leads as uc
@@ -24,6 +25,8 @@ DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed
 @endpoint("POST", "/leads", operation_id="createLead", location="/leads/{id}",
           summary="Receive a lead: call it at once (agent_id) or add it to a campaign (campaign_id)", tags=TAGS,
           scopes=("leads:write",), status_code=201,
+          responses={200: ResponseSpec(Envelope[LeadOut], description=(
+              "A lead with this external_id exists already: that lead, unchanged (nothing was done)"))},
           description=("201 with the new lead. A lead with this external_id exists already: 200 with that lead, "
                        "unchanged (nothing is done), also when two requests race. A number on a Do-Not-Call list: "
                        "201 with status blocked_dnc, no call and no contact."),
