@@ -4,6 +4,7 @@ the outbox consumer that moves each lead as its call or campaign contact ends.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from application.calls import AgentNotCallable, PlaceCall, PlaceCallCommand
@@ -201,7 +202,7 @@ class FollowLeadOutcomes:
         await self.outbox.advance(LEADS, events[-1].id, now)
         return len(events)
 
-    async def _follow(self, event: EventRecord, now: Any) -> None:
+    async def _follow(self, event: EventRecord, now: datetime) -> None:
         data, org = event.data, event.organization_id
         if event.type == EventType.CALL_ENDED and isinstance(data.get("id"), str):
             trigger = call_trigger(str(data.get("status")))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from entrypoints.worker import jobs, make_runner
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, outbox
+from tests.http.test_calls_http import FailingScreenerProvider
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 
@@ -154,6 +156,17 @@ async def test_a_dnc_listed_number_is_kept_as_blocked_dnc_without_a_call(any_api
     assert contacts.json()["meta"]["total"] == 0
     listed = await api.client.get("/v2/leads", params={"status": "blocked_dnc"}, headers=t.headers)
     assert listed.json()["meta"]["total"] == 2
+
+
+async def test_when_screening_fails_nothing_is_stored_or_dialled(tmp_root: Path, sql_url: str) -> None:
+    async for api_with in calls_support.apps_with_providers(tmp_root):
+        api = await api_with(sql_url, FailingScreenerProvider())
+        t = await api.tenant()
+        agent = await plain_agent(api, t)
+        refused = await post_lead(api, t, phone="+14155550100", agent_id=agent["id"], external_id="crm-9")
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "dnc_unavailable"
+        assert (await api.client.get("/v2/leads", headers=t.headers)).json()["meta"]["total"] == 0
+        assert (await api.client.get("/v2/calls", headers=t.headers)).json()["meta"]["total"] == 0
 
 
 async def test_a_repeated_external_id_returns_the_existing_lead_with_200(any_api: Api) -> None:
