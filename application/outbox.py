@@ -17,7 +17,11 @@ from application.ports.platform import Clock
 WEBHOOKS = "webhooks"
 """The webhook dispatcher: fans events out to subscriptions (application/webhooks.DispatchOutbox)."""
 
-CONSUMERS: tuple[str, ...] = (WEBHOOKS,)
+LEADS = "leads"
+"""Leads follow their calls: each lead's status moves when its call or campaign contact ends
+(application/leads.FollowLeadOutcomes)."""
+
+CONSUMERS: tuple[str, ...] = (WEBHOOKS, LEADS)
 """Every consumer of the outbox."""
 
 

@@ -101,6 +101,13 @@ class SubOrgForbidden(DomainError):
     code = "sub_org_forbidden"
 
 
+class Unprocessable(DomainError):
+    """A well-formed request the resource cannot act on in its present content (422), e.g. a campaign without
+    contacts cannot start."""
+
+    code = "unprocessable_entity"
+
+
 class DncBlocked(DomainError):
     code = "dnc_blocked"
 

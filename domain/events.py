@@ -40,6 +40,12 @@ _CONTACT: dict[str, Any] = {"campaign_id": 12, "contact_id": 501, "phone": "+141
                             "last_call_id": "c8f0a7e2-3b1d-4c55-9a0e-5d2f1b7c9e41", "reason": None}
 _KB: dict[str, Any] = {"knowledge_base_id": 5, "agent_id": 42}
 _DOCUMENT: dict[str, Any] = {"knowledge_base_id": 5, "document_id": 9}
+_LEAD: dict[str, Any] = {
+    "id": 88, "status": "queued", "phone": "+14155550123", "name": "Ada Lovelace", "email": "ada@example.com",
+    "agent_id": 42, "campaign_id": None, "external_id": "crm-A-17", "source": "website",
+    "call_id": "c8f0a7e2-3b1d-4c55-9a0e-5d2f1b7c9e41", "contact_id": None, "reason": None,
+    "custom_data": {"crm_id": "A-17"}, "created_at": "2026-01-05T09:00:00Z", "updated_at": "2026-01-05T09:00:00Z",
+}
 
 GROUPS: Mapping[str, str] = MappingProxyType({
     "call": "calls",
@@ -48,6 +54,7 @@ GROUPS: Mapping[str, str] = MappingProxyType({
     "appointment": "appointments",
     "knowledge_base": "knowledge_bases",
     "document": "knowledge_bases",
+    "lead": "leads",
     "webhook": "webhooks",
 })
 """The group ``GET /webhooks/events`` files an event under, by the part of its name before the dot."""
@@ -129,6 +136,9 @@ class EventType(StrEnum):
                       {**_DOCUMENT, "file_type": "pdf", "source": "upload", "chunk_count": 14}, "document_id")
     DOCUMENT_DELETED = ("document.deleted", "A document was removed from its knowledge base.", _DOCUMENT,
                         "document_id")
+    LEAD_CREATED = ("lead.created",
+                    "A lead was received: its call is queued, it joined a campaign, or its number is on a "
+                    "Do-Not-Call list (status blocked_dnc, never called).", _LEAD)
     WEBHOOK_TEST = ("webhook.test", "A sample event sent by POST /webhooks/{id}/test.",
                     {"subscription_id": 3, "subscription_name": "CRM",
                      "message": "This is a test event from Parley. No action is needed.",

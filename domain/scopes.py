@@ -70,7 +70,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "delete": "Revoke API keys",
         "manage": "Rotate API keys",
     },
-    "leads": {"write": "Ingest leads that queue outbound calls"},
+    "leads": {"read": "Read leads and their status", "write": "Ingest leads that queue outbound calls"},
     "triggers": {
         "read": "Read automation triggers",
         "write": "Create and update automation triggers",

@@ -35,7 +35,7 @@ from adapters.sql.jobs import SqlJobQueue
 from adapters.sql.outbox import SqlOutboxReader
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
-from application import accounts, agents
+from application import accounts, agents, campaigns
 from application.call_booking import NoAppointmentBooker
 from application.context import ApiBaseUrl
 from application.ports.accounts import (
@@ -47,6 +47,7 @@ from application.ports.accounts import (
 )
 from application.ports.agents import AgentCalendars, AgentRepository
 from application.ports.calls import AppointmentBooker
+from application.ports.campaigns import CampaignSchedules
 from application.ports.events import OutboxReader
 from application.ports.jobs import JobQueue
 from application.ports.passwords import PasswordHasher
@@ -170,6 +171,8 @@ class UseCaseProvider(Provider):
     # (features/scheduling.py provides both: agents' calendars, and booking during calls)
     agent_calendars = provide(agents.NoCalendars, provides=AgentCalendars)
     appointment_booker = provide(NoAppointmentBooker, provides=AppointmentBooker)
+    # campaigns' schedule_id: no schedule exists until a schedules feature provides its own
+    campaign_schedules = provide(campaigns.NoSchedules, provides=CampaignSchedules)
     # who uses a schedule (features/schedules.py): nothing, until the campaigns feature provides its own
     schedule_usage = provide(NoScheduleUsage, provides=ScheduleUsage)
     agent_cases = provide_all(

@@ -21,7 +21,7 @@ def test_an_event_is_made_only_by_the_catalogue() -> None:
         with pytest.raises(TypeError):
             DomainEvent(*free_form)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        EventType("lead.created")
+        EventType("lead.exploded")
     with pytest.raises(ValueError):
         EventType.WEBHOOK_TEST(7)  # sent directly by POST /webhooks/{id}/test, never through the outbox
 

@@ -71,10 +71,12 @@ def test_catalogue_has_every_documented_event_the_emitted_knowledge_events_and_t
     }
     knowledge = {"knowledge_base.created", "knowledge_base.updated", "knowledge_base.deleted",
                  "knowledge_base.attached", "knowledge_base.detached", "document.ready", "document.deleted"}
-    assert set(events.CATALOGUE) == documented | knowledge
+    added = {"lead.created"}
+    assert set(events.CATALOGUE) == documented | knowledge | added
     assert all(e.description and "\n" not in e.description for e in events.EventType)
     assert events.EventType("contact.failed").group == "campaigns"
     assert events.EventType("document.ready").group == "knowledge_bases"
+    assert events.EventType("lead.created").group == "leads"
 
 
 def test_event_factory_refuses_names_outside_the_catalogue() -> None:

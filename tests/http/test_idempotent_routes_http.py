@@ -84,6 +84,11 @@ async def _call(api: Api, t: Tenant) -> Request:
                                           "contact_name": "Ada"}}
 
 
+async def _lead(api: Api, t: Tenant) -> Request:
+    agent = await active_agent(api, t)
+    return {"path": "/v2/leads", "json": {"phone": "+14155550100", "name": "Ada", "agent_id": agent["id"]}}
+
+
 async def _placed_call(api: Api, t: Tenant) -> str:
     request = await _call(api, t)
     return str((await _post(api, t, request["path"], request["json"]))["id"])
@@ -112,6 +117,25 @@ async def _unique_number(api: Api, t: Tenant) -> Request:
     # a number belongs to one organization in the whole database, which every test of a run shares
     return {"path": "/v2/telephony/phone-numbers",
             "json": {"phone_number": unique_phone()}}
+
+
+async def _campaign(api: Api, t: Tenant, *, contacts: bool = False, running: bool = False) -> int:
+    agent = await active_agent(api, t)
+    campaign = int((await _post(api, t, "/v2/campaigns", {"name": "Spring", "agent_id": agent["id"]}))["id"])
+    if contacts or running:
+        await _post(api, t, f"/v2/campaigns/{campaign}/contacts", {"contacts": [{"phone": "+14155550100"}]})
+    if running:
+        await _post(api, t, f"/v2/campaigns/{campaign}/start")
+    return campaign
+
+
+async def _campaign_request(api: Api, t: Tenant) -> Request:
+    return {"path": "/v2/campaigns", "json": {"name": "Spring", "agent_id": (await active_agent(api, t))["id"]}}
+
+
+async def _contacts_import(api: Api, t: Tenant) -> Request:
+    return {"path": f"/v2/campaigns/{await _campaign(api, t)}/contacts/import",
+            "content": b"phone,name\n+14155550104,Ada\n", "headers": {"Content-Type": "text/csv"}}
 
 
 def _fixed(path: str, body: Any = None) -> Setup:
@@ -149,6 +173,7 @@ CASES: dict[str, Setup] = {
                               "/v2/scheduling/appointments/{id}/decline"),
     "createCalendarFeedToken": _on(_calendar, "/v2/scheduling/calendars/{id}/feed-token"),
     "createCall": _call,
+    "createLead": _lead,
     "cancelCall": _on(_placed_call, "/v2/calls/{id}/cancel"),
     "createDncList": _fixed("/v2/dnc/lists", {"name": "Opt-outs"}),
     "addDncEntries": _on(_dnc_list, "/v2/dnc/lists/{id}/entries", {"phone_numbers": ["+14155550101"]}),
@@ -162,6 +187,12 @@ CASES: dict[str, Setup] = {
     "createApiKey": _fixed("/v2/api-keys", {"name": "crm", "scopes": ["agents:read"]}),
     "rotateApiKey": _key_to_rotate,
     "createOrganization": _fixed("/v2/organizations", {"name": "Client"}),
+    "createCampaign": _campaign_request,
+    "addCampaignContacts": _on(_campaign, "/v2/campaigns/{id}/contacts", {"contacts": [{"phone": "+14155550100"}]}),
+    "importCampaignContacts": _contacts_import,
+    "startCampaign": _on(lambda api, t: _campaign(api, t, contacts=True), "/v2/campaigns/{id}/start"),
+    "pauseCampaign": _on(lambda api, t: _campaign(api, t, running=True), "/v2/campaigns/{id}/pause"),
+    "cancelCampaign": _on(_campaign, "/v2/campaigns/{id}/cancel"),
 }
 # honoured, and replayed in their own tests: scraping needs a page server, redelivery a delivery log
 COVERED_ELSEWHERE = {"scrapeDocument", "redeliverWebhook", "recordAppointmentOutcome"}

@@ -97,7 +97,10 @@ async def test_request_bodies_are_documented_exactly_where_a_route_reads_one(
 
 
 def _success(operation: Document) -> tuple[int, Document]:
-    found = [(int(s), r) for s, r in operation["responses"].items() if 200 <= int(s) < 400]
+    found = sorted((int(s), r) for s, r in operation["responses"].items() if 200 <= int(s) < 400)
+    if len(found) == 2 and [s for s, _ in found] == [200, 201] and _schema_ref(found[0][1]) == _schema_ref(
+            found[1][1]):
+        return found[1]  # a create that may answer with the resource it has already (POST /leads): one body
     return found[0] if len(found) == 1 else (0, {})
 
 
@@ -299,7 +302,8 @@ async def test_an_unknown_body_field_is_refused_as_documented(api: Api) -> None:
 
 # 201s that create several resources at once: nothing single to point a Location at
 BATCH_CREATES = {"POST /dnc/lists/{id}/entries", "POST /dnc/lists/{id}/entries/import",
-                 "POST /knowledge-bases/{id}/documents"}
+                 "POST /knowledge-bases/{id}/documents", "POST /campaigns/{id}/contacts",
+                 "POST /campaigns/{id}/contacts/import"}
 
 
 async def test_every_201_that_creates_a_resource_names_its_location(served: list[ServedOperation]) -> None:

@@ -96,7 +96,13 @@ async def _seed(api: Api, tenant: Tenant) -> dict[str, dict[str, Any]]:
     org = (await c.post("/v2/organizations", json={"name": "Seeded child"}, headers=h)).json()["data"]["id"]
     spare = (await c.post("/v2/api-keys", json={"name": "spare", "scopes": ["agents:read"]},
                           headers=h)).json()["data"]["id"]
+    campaign = (await c.post("/v2/campaigns", json={"name": "Seeded", "agent_id": agent},
+                             headers=h)).json()["data"]["id"]
+    await c.post(f"/v2/campaigns/{campaign}/contacts", json={"contacts": [{"phone": "+14155550100"}]}, headers=h)
+    contact = (await c.get(f"/v2/campaigns/{campaign}/contacts", headers=h)).json()["data"][0]["id"]
     return {
+        "/campaigns/{id}/contacts/{contactId}": {"id": campaign, "contactId": contact},
+        "/campaigns/{id}": {"id": campaign},
         "/agents/{id}/versions/{version}": {"id": agent, "version": 1},
         "/agents/{id}": {"id": agent},
         "/organizations/{id}": {"id": org},

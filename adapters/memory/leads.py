@@ -1,0 +1,67 @@
+"""In-memory leads."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+from adapters.memory.store import InMemoryUnitOfWork
+from application.ports.leads import LeadFilter
+from application.ports.platform import Page, PageRequest
+from domain.leads import Lead
+
+
+class InMemoryLeadRepository:
+    """``leads``: id -> Lead; ``lead_external_ids``: (organization, external id) -> id (the unique key)."""
+
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, lead: Lead) -> Lead | None:
+        tables = await self.uow.tables()
+        key = (lead.organization_id, lead.external_id)
+        if lead.external_id is not None and key in tables["lead_external_ids"]:
+            return None
+        stored = replace(lead, id=self.uow.store.next_id("leads"), custom_data=copy.deepcopy(lead.custom_data))
+        tables["leads"][stored.id] = stored
+        if lead.external_id is not None:
+            tables["lead_external_ids"][key] = stored.id
+        return stored
+
+    async def get(self, organization_id: int, lead_id: int) -> Lead | None:
+        found = (await self.uow.tables())["leads"].get(lead_id)
+        return found if found is not None and found.organization_id == organization_id else None
+
+    async def find_external(self, organization_id: int, external_id: str) -> Lead | None:
+        lead_id = (await self.uow.tables())["lead_external_ids"].get((organization_id, external_id))
+        return await self.get(organization_id, lead_id) if lead_id is not None else None
+
+    async def list(self, organization_id: int, filters: LeadFilter, page: PageRequest) -> Page[Lead]:
+        mine = [
+            x for x in (await self.uow.tables())["leads"].values()
+            if x.organization_id == organization_id and filters.status in (None, x.status)
+            and filters.source in (None, x.source)
+            and (filters.created_after is None or x.created_at >= filters.created_after)
+            and (filters.created_before is None or x.created_at < filters.created_before)
+        ]
+        mine.sort(key=lambda x: (x.created_at, x.id or 0), reverse=True)
+        return page.slice(mine)
+
+    async def update(self, lead: Lead) -> Lead:
+        tables = await self.uow.tables()
+        current = await self.get(lead.organization_id, lead.id or 0)
+        if current is not None:
+            tables["leads"][current.id] = replace(current, status=lead.status, reason=lead.reason,
+                                                  call_id=lead.call_id, contact_id=lead.contact_id,
+                                                  updated_at=lead.updated_at)
+        return lead
+
+    async def queued_for_call(self, organization_id: int, call_id: str) -> list[Lead]:
+        return sorted((x for x in (await self.uow.tables())["leads"].values()
+                       if x.organization_id == organization_id and x.status == "queued" and x.call_id == call_id),
+                      key=lambda x: x.id or 0)
+
+    async def queued_for_contact(self, organization_id: int, contact_id: int) -> list[Lead]:
+        return sorted((x for x in (await self.uow.tables())["leads"].values()
+                       if x.organization_id == organization_id and x.status == "queued"
+                       and x.contact_id == contact_id), key=lambda x: x.id or 0)

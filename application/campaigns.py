@@ -1,0 +1,539 @@
+"""Campaign use cases: campaigns (create, read, edit, delete, start, pause, cancel) and their contacts (added in
+bulk or imported from CSV, read, deleted). Dialling running campaigns is not here yet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from application.context import Actor
+from application.phones import E164_RULE
+from application.ports.agents import AgentRepository
+from application.ports.campaigns import (
+    CampaignFilter,
+    CampaignRepository,
+    CampaignSchedules,
+    ContactFilter,
+    ContactRepository,
+)
+from application.ports.phones import PhoneNormalizer
+from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.telephony import PhoneNumberRepository
+from domain.campaigns import (
+    CAMPAIGN_MACHINE,
+    DEFAULT_MAX_CONCURRENT_CALLS,
+    FINAL_STATUSES,
+    MAX_CONTACTS_PER_REQUEST,
+    MAX_REJECTIONS_REPORTED,
+    CallingHours,
+    Campaign,
+    CampaignEmpty,
+    CampaignStats,
+    Contact,
+    ContactAttempt,
+    ContactDraft,
+    RetryPolicy,
+    RowRejection,
+    check_row,
+    csv_contacts,
+)
+from domain.errors import InvalidTransition, NotFound, ValidationFailed
+from domain.events import EventType
+from domain.patching import MergePatch, apply_patch
+from domain.timezones import validate_timezone
+
+BATCH = 500
+"""Contacts inserted per statement while reading a request or a file."""
+
+
+class NoSchedules:
+    """CampaignSchedules when no schedules feature is installed: no schedule exists, so a campaign naming one
+    is refused (404 naming schedule_id)."""
+
+    async def exists(self, organization_id: int, schedule_id: int) -> bool:
+        return False
+
+
+async def _load(campaigns: CampaignRepository, actor: Actor, campaign_id: int, *, lock: bool = False) -> Campaign:
+    getter = campaigns.get_for_update if lock else campaigns.get
+    found = await getter(actor.organization_id, campaign_id)
+    if found is None:
+        raise NotFound("campaign", campaign_id)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _References:
+    """What a campaign points at, checked to belong to its organization (404 naming the field)."""
+
+    agents: AgentRepository
+    numbers: PhoneNumberRepository
+    schedules: CampaignSchedules
+
+    async def check(self, organization_id: int, *, agent_id: int | None = None, schedule_id: int | None = None,
+                    from_phone_number_id: int | None = None) -> None:
+        if agent_id is not None and await self.agents.get(organization_id, agent_id) is None:
+            raise NotFound("agent", agent_id, field="agent_id")
+        if schedule_id is not None and not await self.schedules.exists(organization_id, schedule_id):
+            raise NotFound("schedule", schedule_id, field="schedule_id")
+        if from_phone_number_id is not None:
+            number = await self.numbers.get(organization_id, from_phone_number_id)
+            if number is None:
+                raise NotFound("phone number", from_phone_number_id, field="from_phone_number_id")
+            if not number.voice:
+                raise ValidationFailed.field("from_phone_number_id", "must be a voice-capable number")
+
+
+# ---------------------------------------------------------------------------------------------- campaigns
+
+
+@dataclass(frozen=True, slots=True)
+class CreateCampaignCommand:
+    """A new campaign's fields, validated at the edge (time zone, bounds); what is not sent takes the defaults."""
+
+    actor: Actor
+    name: str
+    agent_id: int
+    schedule_id: int | None = None
+    timezone: str = "UTC"
+    timezone_mode: str = "recipient"
+    calling_hours: CallingHours = field(default_factory=CallingHours)
+    max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    from_phone_number_id: int | None = None
+
+
+class CreateCampaign:
+    def __init__(self, campaigns: CampaignRepository, agents: AgentRepository, numbers: PhoneNumberRepository,
+                 schedules: CampaignSchedules, clock: Clock) -> None:
+        self.campaigns, self.clock = campaigns, clock
+        self.references = _References(agents, numbers, schedules)
+
+    async def execute(self, command: CreateCampaignCommand) -> Campaign:
+        org = command.actor.organization_id
+        now = self.clock.now()
+        campaign = Campaign(
+            id=None, organization_id=org, name=command.name, agent_id=command.agent_id,
+            schedule_id=command.schedule_id, timezone=command.timezone, timezone_mode=command.timezone_mode,
+            calling_hours=command.calling_hours, max_concurrent_calls=command.max_concurrent_calls,
+            retry=command.retry, from_phone_number_id=command.from_phone_number_id, status="draft",
+            created_at=now, updated_at=now,
+        ).validate()
+        await self.references.check(org, agent_id=command.agent_id, schedule_id=command.schedule_id,
+                                    from_phone_number_id=command.from_phone_number_id)
+        return await self.campaigns.add(campaign)
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignDetail:
+    campaign: Campaign
+    stats: CampaignStats
+
+
+@dataclass(frozen=True, slots=True)
+class GetCampaignCommand:
+    actor: Actor
+    campaign_id: int
+
+
+class GetCampaign:
+    """The campaign with its contacts counted by status."""
+
+    def __init__(self, campaigns: CampaignRepository) -> None:
+        self.campaigns = campaigns
+
+    async def execute(self, command: GetCampaignCommand) -> CampaignDetail:
+        campaign = await _load(self.campaigns, command.actor, command.campaign_id)
+        return CampaignDetail(campaign, await self.campaigns.stats(command.actor.organization_id,
+                                                                   command.campaign_id))
+
+
+@dataclass(frozen=True, slots=True)
+class ListCampaignsCommand:
+    actor: Actor
+    filters: CampaignFilter
+    page: PageRequest
+
+
+class ListCampaigns:
+    def __init__(self, campaigns: CampaignRepository) -> None:
+        self.campaigns = campaigns
+
+    async def execute(self, command: ListCampaignsCommand) -> Page[Campaign]:
+        return await self.campaigns.list(command.actor.organization_id, command.filters, command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateCampaignCommand:
+    actor: Actor
+    campaign_id: int
+    patch: MergePatch
+    """Nested objects (calling_hours, retry and its rules) as the members sent; null clears schedule_id and
+    from_phone_number_id."""
+
+
+class UpdateCampaign:
+    """PATCH while draft or paused (else 409 invalid_transition)."""
+
+    def __init__(self, campaigns: CampaignRepository, agents: AgentRepository, numbers: PhoneNumberRepository,
+                 schedules: CampaignSchedules, clock: Clock) -> None:
+        self.campaigns, self.clock = campaigns, clock
+        self.references = _References(agents, numbers, schedules)
+
+    async def execute(self, command: UpdateCampaignCommand) -> Campaign:
+        current = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
+        current.ensure_editable()
+        updated = apply_patch(current, command.patch)
+        if updated == current:  # a PATCH that changes nothing leaves updated_at alone
+            return current
+        updated.validate()
+        patch = command.patch
+        await self.references.check(
+            current.organization_id,
+            agent_id=patch.get("agent_id") if patch.get("agent_id") != current.agent_id else None,
+            schedule_id=patch.get("schedule_id") if patch.get("schedule_id") != current.schedule_id else None,
+            from_phone_number_id=(patch.get("from_phone_number_id")
+                                  if patch.get("from_phone_number_id") != current.from_phone_number_id else None),
+        )
+        return await self.campaigns.update(replace(updated, updated_at=self.clock.now()))
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteCampaignCommand:
+    actor: Actor
+    campaign_id: int
+
+
+class DeleteCampaign:
+    """Deletes a draft or finished campaign with its contacts (else 409 invalid_transition)."""
+
+    def __init__(self, campaigns: CampaignRepository) -> None:
+        self.campaigns = campaigns
+
+    async def execute(self, command: DeleteCampaignCommand) -> None:
+        campaign = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
+        campaign.ensure_deletable()
+        await self.campaigns.delete(command.actor.organization_id, command.campaign_id)
+
+
+@dataclass(frozen=True, slots=True)
+class StartCampaignCommand:
+    actor: Actor
+    campaign_id: int
+
+
+class StartCampaign:
+    """draft or paused -> running: needs a contact (422 campaign_empty) and an active agent (409)."""
+
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, agents: AgentRepository,
+                 clock: Clock, uow: UnitOfWork) -> None:
+        self.campaigns, self.contacts, self.agents, self.clock, self.uow = campaigns, contacts, agents, clock, uow
+
+    async def execute(self, command: StartCampaignCommand) -> Campaign:
+        org = command.actor.organization_id
+        campaign = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
+        CAMPAIGN_MACHINE.next(campaign.status, "start")  # 409 invalid_transition before anything else
+        if not await self.contacts.exists_in(org, command.campaign_id):
+            raise CampaignEmpty(f"campaign {command.campaign_id} has no contacts: add some before starting it",
+                                details={"campaign_id": command.campaign_id})
+        agent = await self.agents.get(org, campaign.agent_id)
+        if agent is None or agent.status != "active":
+            state = "deleted" if agent is None else agent.status
+            raise InvalidTransition("campaign", campaign.status, "running", action="start",
+                                    reason=f"its agent {campaign.agent_id} is {state}, not active (publish it)",
+                                    details={"agent_id": campaign.agent_id, "agent_status": state})
+        started = await self.campaigns.update(campaign.move("start", self.clock.now()))
+        self.uow.record(EventType.CAMPAIGN_STARTED(org, started.view()))
+        return started
+
+
+@dataclass(frozen=True, slots=True)
+class PauseCampaignCommand:
+    actor: Actor
+    campaign_id: int
+
+
+class PauseCampaign:
+    """running -> paused: no new dials (calls in progress finish)."""
+
+    def __init__(self, campaigns: CampaignRepository, clock: Clock, uow: UnitOfWork) -> None:
+        self.campaigns, self.clock, self.uow = campaigns, clock, uow
+
+    async def execute(self, command: PauseCampaignCommand) -> Campaign:
+        campaign = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
+        paused = await self.campaigns.update(campaign.move("pause", self.clock.now()))
+        self.uow.record(EventType.CAMPAIGN_PAUSED(command.actor.organization_id, paused.view()))
+        return paused
+
+
+@dataclass(frozen=True, slots=True)
+class CancelCampaignCommand:
+    actor: Actor
+    campaign_id: int
+
+
+class CancelCampaign:
+    """draft, running or paused -> cancelled; its pending and retry_wait contacts are cancelled with it."""
+
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, clock: Clock) -> None:
+        self.campaigns, self.contacts, self.clock = campaigns, contacts, clock
+
+    async def execute(self, command: CancelCampaignCommand) -> Campaign:
+        campaign = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
+        now = self.clock.now()
+        cancelled = await self.campaigns.update(campaign.move("cancel", now))
+        await self.contacts.cancel_open(command.actor.organization_id, command.campaign_id, "campaign_cancelled",
+                                        now)
+        return cancelled
+
+
+# ----------------------------------------------------------------------------------------------- contacts
+
+
+@dataclass(frozen=True, slots=True)
+class ContactsAdded:
+    accepted: int
+    duplicates: int
+    rejected: list[RowRejection]
+    """The first MAX_REJECTIONS_REPORTED rejected rows, in row order."""
+    rejected_count: int
+
+
+class _ContactIntake:
+    """Turns rows into contacts batch by batch: a row with a bad field is rejected (and reported), a phone the
+    campaign has (or an earlier row of the same request had) is a duplicate, the rest are inserted."""
+
+    def __init__(self, contacts: ContactRepository, phones: PhoneNormalizer, campaign: Campaign, clock: Clock,
+                 subject: str) -> None:
+        self.contacts, self.phones, self.campaign, self.clock, self.subject = (contacts, phones, campaign, clock,
+                                                                               subject)
+        self.accepted = self.duplicates = self.rejected_count = 0
+        self.rejected: list[RowRejection] = []
+        self.batch: dict[str, Contact] = {}
+        self.in_batch_duplicates = 0
+
+    def _reject(self, rejection: RowRejection) -> None:
+        self.rejected_count += 1
+        if len(self.rejected) < MAX_REJECTIONS_REPORTED:
+            self.rejected.append(rejection)
+
+    async def take(self, item: ContactDraft | RowRejection) -> None:
+        if isinstance(item, RowRejection):
+            self._reject(item)
+            return
+        problem = check_row(item)
+        if problem is not None:
+            self._reject(problem)
+            return
+        if not item.phone.strip():
+            self._reject(RowRejection(item.row, "phone", "is required"))
+            return
+        phone = self.phones.normalize(item.phone)
+        if phone is None:
+            self._reject(RowRejection(item.row, "phone", E164_RULE))
+            return
+        if item.timezone is not None:
+            try:
+                validate_timezone(item.timezone)
+            except ValidationFailed:
+                self._reject(RowRejection(item.row, "timezone", "must be an IANA time zone name, such as "
+                                                                "Europe/Berlin"))
+                return
+        if phone in self.batch:
+            self.in_batch_duplicates += 1
+            return
+        now = self.clock.now()
+        self.batch[phone] = Contact(None, self.campaign.organization_id, self.campaign.id or 0, phone, item.name,
+                                    item.timezone, dict(item.custom_data), created_at=now, updated_at=now)
+        if len(self.batch) >= BATCH:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self.batch:
+            added = await self.contacts.add_many(self.campaign.organization_id, self.campaign.id or 0,
+                                                 list(self.batch.values()))
+            self.accepted += added
+            self.duplicates += len(self.batch) - added
+            self.batch = {}
+        self.duplicates += self.in_batch_duplicates
+        self.in_batch_duplicates = 0
+
+    async def result(self) -> ContactsAdded:
+        await self.flush()
+        if self.accepted + self.duplicates == 0:
+            shown = [{"row": r.row, "field": r.field, "message": r.message} for r in self.rejected[:100]]
+            raise ValidationFailed(
+                f"{self.subject}: no row holds a valid contact ({self.rejected_count} rejected)",
+                details={"validation_errors": {self.subject: "no valid contact"}, "rejected": shown,
+                         "rejected_count": self.rejected_count})
+        self.rejected.sort(key=lambda r: r.row)
+        return ContactsAdded(self.accepted, self.duplicates, self.rejected, self.rejected_count)
+
+
+async def _open_campaign(campaigns: CampaignRepository, actor: Actor, campaign_id: int) -> Campaign:
+    """The campaign contacts are added to: not a finished one (409 invalid_transition); running is fine. Its row
+    stays locked until the request commits, so a cancel cannot slip in between the check and the inserts."""
+    campaign = await _load(campaigns, actor, campaign_id, lock=True)
+    if campaign.status in FINAL_STATUSES:
+        raise InvalidTransition("campaign", campaign.status, campaign.status, action="add contacts",
+                                allowed_from=("draft", "running", "paused"))
+    return campaign
+
+
+@dataclass(frozen=True, slots=True)
+class AddContactsCommand:
+    actor: Actor
+    campaign_id: int
+    contacts: tuple[ContactDraft, ...]
+    """``row``: the item's position in the request's ``contacts``, from 0."""
+
+
+class AddContacts:
+    """Up to MAX_CONTACTS_PER_REQUEST contacts: bad rows are reported and skipped, duplicates counted; 400 only
+    when no row holds a valid contact."""
+
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
+                 clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+
+    async def execute(self, command: AddContactsCommand) -> ContactsAdded:
+        if len(command.contacts) > MAX_CONTACTS_PER_REQUEST:
+            raise ValidationFailed.field("contacts", f"at most {MAX_CONTACTS_PER_REQUEST} contacts per request")
+        campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
+        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "contacts")
+        for draft in command.contacts:
+            await intake.take(draft)
+        return await intake.result()
+
+
+@dataclass(frozen=True, slots=True)
+class AddContactCommand:
+    actor: Actor
+    campaign_id: int
+    contact: ContactDraft
+
+
+@dataclass(frozen=True, slots=True)
+class ContactAdded:
+    contact: Contact
+    created: bool
+    """False: the campaign had the number already, and ``contact`` is that contact."""
+
+
+class AddContact:
+    """One contact (a lead handed to a campaign): the same intake as AddContacts, but a bad field is a 400 naming
+    it, and a number the campaign has already gives back the existing contact."""
+
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
+                 clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+
+    async def execute(self, command: AddContactCommand) -> ContactAdded:
+        campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
+        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "contact")
+        await intake.take(command.contact)
+        if intake.rejected:
+            rejection = intake.rejected[0]
+            raise ValidationFailed.field(rejection.field, rejection.message)
+        added = await intake.result()
+        phone = self.phones.normalize(command.contact.phone) or command.contact.phone
+        contact = await self.contacts.find_by_phone(command.actor.organization_id, command.campaign_id, phone)
+        if contact is None:  # the intake added it or found it in this very transaction
+            raise NotFound("contact", phone)
+        return ContactAdded(contact, added.accepted == 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportContactsCommand:
+    actor: Actor
+    campaign_id: int
+    lines: Iterable[str]
+    """The CSV file as decoded lines (read lazily: the file is never held as rows)."""
+
+
+class ImportContacts:
+    """A CSV file read row by row and inserted in batches (domain.campaigns.csv_contacts has the format)."""
+
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
+                 clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+
+    async def execute(self, command: ImportContactsCommand) -> ContactsAdded:
+        campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
+        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "file")
+        for item in csv_contacts(command.lines):
+            await intake.take(item)
+        return await intake.result()
+
+
+@dataclass(frozen=True, slots=True)
+class ListContactsCommand:
+    actor: Actor
+    campaign_id: int
+    filters: ContactFilter
+    page: PageRequest
+
+
+class ListContacts:
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository) -> None:
+        self.campaigns, self.contacts = campaigns, contacts
+
+    async def execute(self, command: ListContactsCommand) -> Page[Contact]:
+        await _load(self.campaigns, command.actor, command.campaign_id)
+        return await self.contacts.list(command.actor.organization_id, command.campaign_id, command.filters,
+                                        command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class ContactDetail:
+    contact: Contact
+    attempts: list[ContactAttempt]
+
+
+@dataclass(frozen=True, slots=True)
+class GetContactCommand:
+    actor: Actor
+    campaign_id: int
+    contact_id: int
+
+
+async def _load_contact(campaigns: CampaignRepository, contacts: ContactRepository, actor: Actor, campaign_id: int,
+                        contact_id: int) -> Contact:
+    await _load(campaigns, actor, campaign_id)
+    found = await contacts.get(actor.organization_id, campaign_id, contact_id)
+    if found is None:
+        raise NotFound("contact", contact_id)
+    return found
+
+
+class GetContact:
+    """A contact with its attempts."""
+
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository) -> None:
+        self.campaigns, self.contacts = campaigns, contacts
+
+    async def execute(self, command: GetContactCommand) -> ContactDetail:
+        contact = await _load_contact(self.campaigns, self.contacts, command.actor, command.campaign_id,
+                                      command.contact_id)
+        return ContactDetail(contact, await self.contacts.attempts(command.actor.organization_id,
+                                                                   command.contact_id))
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteContactCommand:
+    actor: Actor
+    campaign_id: int
+    contact_id: int
+
+
+class DeleteContact:
+    """Removes a pending contact (else 409 invalid_transition)."""
+
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository) -> None:
+        self.campaigns, self.contacts = campaigns, contacts
+
+    async def execute(self, command: DeleteContactCommand) -> None:
+        contact = await _load_contact(self.campaigns, self.contacts, command.actor, command.campaign_id,
+                                      command.contact_id)
+        contact.ensure_deletable()
+        await self.contacts.delete(command.actor.organization_id, command.campaign_id, command.contact_id)

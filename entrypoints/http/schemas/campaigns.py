@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from domain import campaigns as rules
+from domain.campaigns import Campaign, CampaignStats, Contact, ContactAttempt
+from entrypoints.http.schemas import within
+
+Name = Annotated[str, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
+Id = Annotated[int, Meta(ge=1)]
+TimeZone = Annotated[str, Meta(max_length=rules.TIMEZONE_MAX_LENGTH, description="IANA time zone name")]
+TimezoneMode = Literal["recipient", "campaign"]
+Status = Literal["draft", "running", "paused", "completed", "cancelled", "failed"]
+ContactStatus = Literal["pending", "dialing", "retry_wait", "completed", "failed", "skipped_dnc", "cancelled"]
+# the format is the domain's rule (CallingHours.validate), which names the field in its words
+LocalTime = Annotated[str, Meta(max_length=5, description='Local wall-clock time "HH:MM" ("24:00" as an end)')]
+Concurrency = Annotated[int, within(rules.MAX_CONCURRENT_CALLS_RANGE)]
+MaxAttempts = Annotated[int, within(rules.MAX_ATTEMPTS_RANGE, description="Attempts in all, the first included")]
+DelayMinutes = Annotated[int, within(rules.DELAY_MINUTES_RANGE, description="Wait before the next attempt")]
+
+
+class CallingHoursSchema(Struct, forbid_unknown_fields=True):
+    start: LocalTime = "08:00"
+    end: LocalTime = "21:00"
+
+
+# retry rules as merge patches over the defaults (a create sends only what differs from them)
+class RetryRulePatch(Struct, forbid_unknown_fields=True):
+    max_attempts: MaxAttempts | UnsetType = UNSET
+    delay_minutes: DelayMinutes | UnsetType = UNSET
+
+
+class RetryPatch(Struct, forbid_unknown_fields=True):
+    busy: RetryRulePatch | UnsetType = UNSET
+    no_answer: RetryRulePatch | UnsetType = UNSET
+    voicemail: RetryRulePatch | UnsetType = UNSET
+    failed: RetryRulePatch | UnsetType = UNSET
+
+
+class CallingHoursPatch(Struct, forbid_unknown_fields=True):
+    start: LocalTime | UnsetType = UNSET
+    end: LocalTime | UnsetType = UNSET
+
+
+class CampaignCreate(Struct, forbid_unknown_fields=True):
+    name: Name
+    agent_id: Id
+    schedule_id: Id | None = None
+    timezone: TimeZone = "UTC"
+    timezone_mode: TimezoneMode = "recipient"
+    calling_hours: CallingHoursSchema = msgspec.field(default_factory=CallingHoursSchema)
+    max_concurrent_calls: Concurrency = rules.DEFAULT_MAX_CONCURRENT_CALLS
+    retry: RetryPatch | None = None
+    from_phone_number_id: Id | None = None
+
+
+class CampaignUpdate(Struct, forbid_unknown_fields=True):
+    name: Name | UnsetType = UNSET
+    agent_id: Id | UnsetType = UNSET
+    schedule_id: Id | UnsetType | None = UNSET
+    timezone: TimeZone | UnsetType = UNSET
+    timezone_mode: TimezoneMode | UnsetType = UNSET
+    calling_hours: CallingHoursPatch | UnsetType = UNSET
+    max_concurrent_calls: Concurrency | UnsetType = UNSET
+    retry: RetryPatch | UnsetType = UNSET
+    from_phone_number_id: Id | UnsetType | None = UNSET
+
+
+class RetryRuleOut(Struct):
+    max_attempts: int
+    delay_minutes: int
+
+
+class RetryOut(Struct):
+    busy: RetryRuleOut
+    no_answer: RetryRuleOut
+    voicemail: RetryRuleOut
+    failed: RetryRuleOut
+
+
+class StatsOut(Struct):
+    total: int
+    pending: int
+    dialing: int
+    retry_wait: int
+    completed: int
+    failed: int
+    skipped_dnc: int
+    cancelled: int
+
+    @classmethod
+    def of(cls, s: CampaignStats) -> StatsOut:
+        return cls(s.total, s.pending, s.dialing, s.retry_wait, s.completed, s.failed, s.skipped_dnc, s.cancelled)
+
+
+class CampaignOut(Struct):
+    id: int
+    name: str
+    agent_id: int
+    schedule_id: int | None
+    timezone: str
+    timezone_mode: TimezoneMode
+    calling_hours: CallingHoursSchema
+    max_concurrent_calls: int
+    retry: RetryOut
+    from_phone_number_id: int | None
+    status: Status
+    status_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    stats: StatsOut | UnsetType = UNSET
+    """Only on GET /campaigns/{id}."""
+
+    @classmethod
+    def of(cls, c: Campaign, stats: CampaignStats | None = None) -> CampaignOut:
+        retry = RetryOut(**{o: RetryRuleOut(r.max_attempts, r.delay_minutes)
+                            for o, r in ((o, c.retry.rule(o)) for o in rules.RETRY_OUTCOMES)})
+        return cls(
+            id=c.id or 0, name=c.name, agent_id=c.agent_id, schedule_id=c.schedule_id, timezone=c.timezone,
+            timezone_mode=c.timezone_mode,  # type: ignore[arg-type]
+            calling_hours=CallingHoursSchema(c.calling_hours.start, c.calling_hours.end),
+            max_concurrent_calls=c.max_concurrent_calls, retry=retry, from_phone_number_id=c.from_phone_number_id,
+            status=c.status,  # type: ignore[arg-type]
+            status_reason=c.status_reason, created_at=c.created_at,  # type: ignore[arg-type]
+            updated_at=c.updated_at,  # type: ignore[arg-type]
+            started_at=c.started_at, ended_at=c.ended_at,
+            stats=StatsOut.of(stats) if stats is not None else UNSET,
+        )
+
+
+class ContactIn(Struct, forbid_unknown_fields=True):
+    """One contact; a bad value here (a phone that is no number, an unknown zone) rejects the row, not the
+    request."""
+
+    phone: str
+    name: str | None = None
+    timezone: str | None = None
+    custom_data: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ContactsAdd(Struct, forbid_unknown_fields=True):
+    contacts: Annotated[list[ContactIn], Meta(min_length=1, max_length=rules.MAX_CONTACTS_PER_REQUEST)]
+
+
+class RejectedRow(Struct):
+    row: int
+    field: str
+    message: str
+
+
+class ContactsAdded(Struct):
+    accepted: int
+    duplicates: int
+    rejected: list[RejectedRow]
+    rejected_count: int
+
+
+class AttemptOut(Struct):
+    attempt: int
+    call_id: str | None
+    status: str
+    started_at: datetime | None
+    ended_at: datetime | None
+
+    @classmethod
+    def of(cls, a: ContactAttempt) -> AttemptOut:
+        return cls(a.attempt, a.call_id, a.status, a.started_at, a.ended_at)
+
+
+class ContactOut(Struct):
+    id: int
+    campaign_id: int
+    phone: str
+    name: str | None
+    timezone: str | None
+    custom_data: dict[str, Any]
+    status: ContactStatus
+    attempt_count: int
+    next_attempt_at: datetime | None
+    last_call_id: str | None
+    reason: str | None
+    created_at: datetime
+    updated_at: datetime
+    attempts: list[AttemptOut] | UnsetType = UNSET
+    """Only on GET /campaigns/{id}/contacts/{contactId}."""
+
+    @classmethod
+    def of(cls, c: Contact, attempts: list[ContactAttempt] | None = None) -> ContactOut:
+        return cls(
+            id=c.id or 0, campaign_id=c.campaign_id, phone=c.phone, name=c.name, timezone=c.timezone,
+            custom_data=c.custom_data, status=c.status,  # type: ignore[arg-type]
+            attempt_count=c.attempts, next_attempt_at=c.next_attempt_at, last_call_id=c.last_call_id,
+            reason=c.reason, created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]
+            attempts=[AttemptOut.of(a) for a in attempts] if attempts is not None else UNSET,
+        )
