@@ -1,4 +1,4 @@
-"""Tables of leads (migration 0130, branch ``leads``)."""
+"""Tables of leads (migration 0140, branch ``leads``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """leads: leads received for a call or a campaign, de-duplicated by the sender's external id
 
-Revision ID: 0130
+Revision ID: 0140
 Revises: 0001
 Create Date: 2026-11-24 01:00:00
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0130"
+revision = "0140"
 down_revision = "0001"
 branch_labels = ("leads",)
 depends_on = ("0015", "0005")  # campaigns (a lead may become a contact) and calls (a lead's call)
