@@ -65,14 +65,36 @@ def pytest_configure(config: pytest.Config) -> None:
 _ONE_PROCESS_MARKS = ("slow", "serial")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--http-on-sqlite-only", action="store_true",
+        help="the fast loop: HTTP tests parametrized over both SQL databases run on SQLite only (the PostgreSQL "
+             "adapters keep their contract suites; tests written for PostgreSQL alone still run)")
+
+
+_HTTP_TESTS = Path(__file__).parent / "http"
+
+
+def _postgres_variant_of_an_http_test(item: pytest.Item) -> bool:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return Path(item.path).is_relative_to(_HTTP_TESTS) and "postgres" in (params.get("sql_url"),
+                                                                          params.get("database_url"))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The one-process pass of ``make test`` collects only the files that spell ``pytest.mark.slow`` or
     ``pytest.mark.serial`` (the Makefile greps for them, which saves collecting the whole suite twice): a test
-    that gets either mark any other way would be run by neither pass, so it is refused here."""
+    that gets either mark any other way would be run by neither pass, so it is refused here. With
+    ``--http-on-sqlite-only`` (``make test-fast``) the PostgreSQL variants of the HTTP tests are deselected."""
     for item in items:
         for mark in _ONE_PROCESS_MARKS:
             if item.get_closest_marker(mark) and f"mark.{mark}" not in Path(item.path).read_text(encoding="utf-8"):
                 raise pytest.UsageError(f"{item.nodeid} is marked {mark} without `pytest.mark.{mark}` in its file")
+    if config.getoption("--http-on-sqlite-only"):
+        deselected = [item for item in items if _postgres_variant_of_an_http_test(item)]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if not _postgres_variant_of_an_http_test(item)]
 
 
 def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
