@@ -156,3 +156,18 @@ async def test_deleting_a_campaign_takes_its_contacts_and_attempts(container: An
         assert await (await r.get(CampaignRepository)).get(org, cid) is None
         assert not await contacts.exists_in(org, cid)
         assert await contacts.attempts(org, contact.id or 0) == []
+
+
+async def test_the_campaigns_using_a_schedule_are_the_running_and_paused_ones(container: Any) -> None:
+    org, other = await new_organization(container), await new_organization(container)
+    draft = await _campaign(container, org, schedule_id=5)
+    running = await _campaign(container, org, schedule_id=5, status="running")
+    paused = await _campaign(container, org, schedule_id=5, status="paused")
+    await _campaign(container, org, schedule_id=6, status="running")
+    await _campaign(container, org, schedule_id=5, status="cancelled")
+    await _campaign(container, other, schedule_id=5, status="running")
+    async with container() as r:
+        campaigns = await r.get(CampaignRepository)
+        assert await campaigns.using_schedule(org, 5) == [running.id, paused.id]
+        assert await campaigns.using_schedule(org, 7) == []
+        assert draft.id not in await campaigns.using_schedule(org, 5)
