@@ -54,6 +54,17 @@ class NoSchedules:
         return False
 
 
+class CampaignScheduleUsage:
+    """ScheduleUsage as campaigns see it: a running or paused campaign uses its schedule (so the schedule
+    cannot be deleted meanwhile)."""
+
+    def __init__(self, campaigns: CampaignRepository) -> None:
+        self.campaigns = campaigns
+
+    async def users_of(self, organization_id: int, schedule_id: int) -> list[int]:
+        return await self.campaigns.using_schedule(organization_id, schedule_id)
+
+
 async def _load(campaigns: CampaignRepository, actor: Actor, campaign_id: int, *, lock: bool = False) -> Campaign:
     getter = campaigns.get_for_update if lock else campaigns.get
     found = await getter(actor.organization_id, campaign_id)
@@ -223,11 +234,13 @@ class StartCampaignCommand:
 
 
 class StartCampaign:
-    """draft or paused -> running: needs a contact (422 campaign_empty) and an active agent (409)."""
+    """draft or paused -> running: needs a contact (422 campaign_empty), an active agent (409) and, when it names
+    one, a schedule that still exists (409)."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, agents: AgentRepository,
-                 clock: Clock, uow: UnitOfWork) -> None:
+                 schedules: CampaignSchedules, clock: Clock, uow: UnitOfWork) -> None:
         self.campaigns, self.contacts, self.agents, self.clock, self.uow = campaigns, contacts, agents, clock, uow
+        self.schedules = schedules
 
     async def execute(self, command: StartCampaignCommand) -> Campaign:
         org = command.actor.organization_id
@@ -242,6 +255,10 @@ class StartCampaign:
             raise InvalidTransition("campaign", campaign.status, "running", action="start",
                                     reason=f"its agent {campaign.agent_id} is {state}, not active (publish it)",
                                     details={"agent_id": campaign.agent_id, "agent_status": state})
+        if campaign.schedule_id is not None and not await self.schedules.exists(org, campaign.schedule_id):
+            raise InvalidTransition("campaign", campaign.status, "running", action="start",
+                                    reason=f"its schedule {campaign.schedule_id} was deleted (set another or null)",
+                                    details={"schedule_id": campaign.schedule_id})
         started = await self.campaigns.update(campaign.move("start", self.clock.now()))
         self.uow.record(EventType.CAMPAIGN_STARTED(org, started.view()))
         return started

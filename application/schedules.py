@@ -40,6 +40,16 @@ class NoScheduleUsage:
         return []
 
 
+class SchedulesForCampaigns:
+    """CampaignSchedules from this feature: a campaign may follow any live schedule of its organization."""
+
+    def __init__(self, schedules: ScheduleRepository) -> None:
+        self.schedules = schedules
+
+    async def exists(self, organization_id: int, schedule_id: int) -> bool:
+        return await self.schedules.get(organization_id, schedule_id) is not None
+
+
 async def load_schedule(schedules: ScheduleRepository, actor: Actor, schedule_id: int) -> Schedule:
     schedule = await schedules.get(actor.organization_id, schedule_id)
     if schedule is None:

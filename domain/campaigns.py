@@ -37,6 +37,8 @@ FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
 TIMEZONE_MODES = ("recipient", "campaign")
 EDITABLE_STATUSES = ("draft", "paused")
 """PATCH is accepted only in these states."""
+SCHEDULED_STATUSES = ("running", "paused")
+"""A campaign in these states uses its schedule: the schedule cannot be deleted meanwhile."""
 DELETABLE_STATUSES = ("draft", "completed", "cancelled", "failed")
 """DELETE is accepted only in these states (never while the campaign may be dialling)."""
 

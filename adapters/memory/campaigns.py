@@ -11,7 +11,7 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.campaigns import CampaignFilter, ContactFilter
 from application.ports.platform import Page, PageRequest
-from domain.campaigns import OPEN_CONTACT_STATUSES, Campaign, CampaignStats, Contact, ContactAttempt
+from domain.campaigns import OPEN_CONTACT_STATUSES, SCHEDULED_STATUSES, Campaign, CampaignStats, Contact, ContactAttempt
 from domain.errors import Conflict
 
 
@@ -53,6 +53,11 @@ class InMemoryCampaignRepository:
         for contact in [c for c in tables["campaign_contacts"].values() if c.campaign_id == campaign_id]:
             _drop_contact(tables, contact)
         del tables["campaigns"][campaign_id]
+
+    async def using_schedule(self, organization_id: int, schedule_id: int) -> list[int]:
+        return sorted(c.id or 0 for c in (await self.uow.tables())["campaigns"].values()
+                      if c.organization_id == organization_id and c.schedule_id == schedule_id
+                      and c.status in SCHEDULED_STATUSES)
 
     async def stats(self, organization_id: int, campaign_id: int) -> CampaignStats:
         contacts = (await self.uow.tables())["campaign_contacts"].values()

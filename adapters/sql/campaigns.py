@@ -16,6 +16,7 @@ from application.ports.campaigns import CampaignFilter, ContactFilter
 from application.ports.platform import Page, PageRequest
 from domain.campaigns import (
     OPEN_CONTACT_STATUSES,
+    SCHEDULED_STATUSES,
     CallingHours,
     Campaign,
     CampaignStats,
@@ -125,6 +126,13 @@ class SqlCampaignRepository:
         await conn.execute(campaign_contacts.delete().where(campaign_contacts.c.campaign_id == campaign_id,
                                                             campaign_contacts.c.organization_id == organization_id))
         await conn.execute(campaigns.delete().where(self._mine(organization_id, campaign_id)))
+
+    async def using_schedule(self, organization_id: int, schedule_id: int) -> list[int]:
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(campaigns.c.id).where(
+            campaigns.c.organization_id == organization_id, campaigns.c.schedule_id == schedule_id,
+            campaigns.c.status.in_(SCHEDULED_STATUSES)).order_by(campaigns.c.id))
+        return [row.id for row in rows]
 
     async def stats(self, organization_id: int, campaign_id: int) -> CampaignStats:
         conn = await self.uow.connection()

@@ -40,6 +40,10 @@ class CampaignRepository(Protocol):
         """Removes the campaign with its contacts and their attempts."""
         ...
 
+    async def using_schedule(self, organization_id: int, schedule_id: int) -> list[int]:
+        """Ids of the running or paused campaigns whose schedule_id is ``schedule_id``, smallest first."""
+        ...
+
     async def stats(self, organization_id: int, campaign_id: int) -> CampaignStats:
         """Its contacts counted by status (by the store, without loading them)."""
         ...

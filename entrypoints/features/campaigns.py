@@ -2,8 +2,9 @@
 in bulk or imported from CSV). The dialer that works through running campaigns is not part of it yet.
 
 It uses the calls feature's ports (phone normaliser, phone numbers) and the core's agents. Whether a
-``schedule_id`` names a schedule is the ``CampaignSchedules`` port: the core's default knows no schedule; a
-schedules feature provides its own (installed after this one, so it wins).
+``schedule_id`` names a schedule is the ``CampaignSchedules`` port: the core's default knows no schedule; the
+schedules feature provides its own. This feature provides ``ScheduleUsage`` to the schedules feature: a running
+or paused campaign keeps its schedule from being deleted.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from adapters.memory.campaigns import InMemoryCampaignRepository, InMemoryContac
 from adapters.sql.campaigns import SqlCampaignRepository, SqlContactRepository
 from application import campaigns as cases
 from application.ports.campaigns import CampaignRepository, ContactRepository
+from application.ports.schedules import ScheduleUsage
 from entrypoints.features import Feature
 
 
@@ -33,6 +35,9 @@ class MemoryCampaignsProvider(Provider):
 
 class CampaignsUseCaseProvider(Provider):
     scope = Scope.REQUEST
+
+    # overrides the core's NoScheduleUsage: a running or paused campaign keeps its schedule from being deleted
+    schedule_usage = provide(cases.CampaignScheduleUsage, provides=ScheduleUsage)
 
     cases = provide_all(
         cases.CreateCampaign,

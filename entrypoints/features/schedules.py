@@ -8,6 +8,7 @@ from adapters.holidays import PythonHolidayCalendars
 from adapters.memory.schedules import InMemoryScheduleRepository
 from adapters.sql.schedules import SqlScheduleRepository
 from application import schedules
+from application.ports.campaigns import CampaignSchedules
 from application.ports.schedules import HolidayCalendars, ScheduleRepository
 from entrypoints.features import Feature
 
@@ -23,6 +24,8 @@ class MemorySchedulesProvider(Provider):
 class SchedulesProvider(Provider):
     # computed locally by the holidays package; one calendar per region for the process
     holiday_calendars = provide(PythonHolidayCalendars, provides=HolidayCalendars, scope=Scope.APP)
+    # overrides the core's NoSchedules: a campaign's schedule_id may name this feature's schedules
+    campaign_schedules = provide(schedules.SchedulesForCampaigns, provides=CampaignSchedules, scope=Scope.REQUEST)
 
     cases = provide_all(
         schedules.CreateSchedule,

@@ -172,3 +172,18 @@ async def test_a_contact_is_found_by_its_campaign_and_phone(container: Any) -> N
         assert await contacts.find_by_phone(org, second.id or 0, "+14155550001") is None
         assert await contacts.find_by_phone(other, cid, "+14155550001") is None
         assert await contacts.find_by_phone(org, cid, "+14155550009") is None
+
+
+async def test_the_campaigns_using_a_schedule_are_the_running_and_paused_ones(container: Any) -> None:
+    org, other = await new_organization(container), await new_organization(container)
+    draft = await _campaign(container, org, schedule_id=5)
+    running = await _campaign(container, org, schedule_id=5, status="running")
+    paused = await _campaign(container, org, schedule_id=5, status="paused")
+    await _campaign(container, org, schedule_id=6, status="running")
+    await _campaign(container, org, schedule_id=5, status="cancelled")
+    await _campaign(container, other, schedule_id=5, status="running")
+    async with container() as r:
+        campaigns = await r.get(CampaignRepository)
+        assert await campaigns.using_schedule(org, 5) == [running.id, paused.id]
+        assert await campaigns.using_schedule(org, 7) == []
+        assert draft.id not in await campaigns.using_schedule(org, 5)

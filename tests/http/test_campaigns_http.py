@@ -329,3 +329,41 @@ async def test_concurrent_batches_of_the_same_numbers_add_each_once(concurrent_a
     assert sum(r.json()["data"]["duplicates"] for r in answers) == 900
     got = (await concurrent_api.client.get(f"/v2/campaigns/{campaign['id']}", headers=t.headers)).json()["data"]
     assert got["stats"]["total"] == 300
+
+
+async def test_a_campaign_follows_a_schedule_that_cannot_be_deleted_while_in_use(any_api: Api) -> None:
+    t, other = await any_api.tenant(), await any_api.tenant()
+    c = any_api.client
+    weekly = [{"day": d, "start": "09:00", "end": "17:00"} for d in range(5)]
+
+    async def schedule(tenant: Tenant) -> int:
+        r = await c.post("/v2/schedules", headers=tenant.headers,
+                         json={"name": "Office", "timezone": "Europe/Paris", "weekly": weekly})
+        assert r.status_code == 201, r.text
+        return int(r.json()["data"]["id"])
+
+    mine, theirs = await schedule(t), await schedule(other)
+    refused = await c.post("/v2/campaigns", headers=t.headers,
+                           json={"name": "X", "agent_id": await active_agent(any_api, t), "schedule_id": theirs})
+    assert refused.status_code == 404 and refused.json()["error"]["details"] == {"field": "schedule_id"}
+    campaign = await new_campaign(any_api, t, schedule_id=mine)
+    assert campaign["schedule_id"] == mine
+    path = f"/v2/campaigns/{campaign['id']}"
+    await c.post(f"{path}/contacts", headers=t.headers, json={"contacts": [{"phone": "+14155550100"}]})
+    assert (await c.post(f"{path}/start", headers=t.headers)).status_code == 200
+    in_use = await c.delete(f"/v2/schedules/{mine}", headers=t.headers)
+    assert in_use.status_code == 409 and in_use.json()["error"]["code"] == "in_use"
+    assert in_use.json()["error"]["details"]["campaign_ids"] == [campaign["id"]]
+    await c.post(f"{path}/pause", headers=t.headers)
+    assert (await c.delete(f"/v2/schedules/{mine}", headers=t.headers)).status_code == 409
+    # a draft does not hold its schedule; starting it once the schedule is gone is refused
+    draft = await new_campaign(any_api, t, agent_id=campaign["agent_id"], schedule_id=mine)
+    await c.post(f"/v2/campaigns/{draft['id']}/contacts", headers=t.headers,
+                 json={"contacts": [{"phone": "+14155550100"}]})
+    await c.post(f"{path}/cancel", headers=t.headers)
+    assert (await c.delete(f"/v2/schedules/{mine}", headers=t.headers)).status_code == 204
+    gone = await c.post(f"/v2/campaigns/{draft['id']}/start", headers=t.headers)
+    assert gone.status_code == 409 and gone.json()["error"]["details"]["schedule_id"] == mine
+    cleared = await c.patch(f"/v2/campaigns/{draft['id']}", headers=t.headers, json={"schedule_id": None})
+    assert cleared.status_code == 200 and cleared.json()["data"]["schedule_id"] is None
+    assert (await c.post(f"/v2/campaigns/{draft['id']}/start", headers=t.headers)).status_code == 200
