@@ -1,7 +1,7 @@
 """Mid-call booking (simulator number ...06): the AppointmentBooker implementations.
 
 The scheduling booker drives the in-house scheduling use cases; the composition root hands it those use cases
-and the command type, so this module does not depend on the scheduling feature. ``NoAppointmentBooker`` (the
+and their command types, so this module does not depend on the scheduling feature. ``NoAppointmentBooker`` (the
 core's default when no feature provides booking) never books. A booking carries its calendar's
 ``timezone``: the agent confirms it in the calendar's local time. A calendar that is gone by the time the agent
 books (deleted after the agent was pointed at it) is an ordinary "no booking" (None), not an error of the call.
@@ -32,11 +32,12 @@ def _booking(appointment: Any, calendar_id: int, timezone: str | None) -> dict[s
     }
 
 
-async def _timezone(get_calendar: Any, actor: Actor, calendar_id: int) -> str | None:
+async def _timezone(get_calendar: Any, make_calendar_ref: Callable[..., Any] | None, actor: Actor,
+                    calendar_id: int) -> str | None:
     """The calendar's IANA time zone (``GetCalendar``), None when it cannot be read."""
-    if get_calendar is None:
+    if get_calendar is None or make_calendar_ref is None:
         return None
-    calendar = await get_calendar.execute(actor, calendar_id)
+    calendar = await get_calendar.execute(make_calendar_ref(actor=actor, calendar_id=calendar_id))
     return getattr(calendar, "timezone", None)
 
 
@@ -60,8 +61,10 @@ class AtomicSchedulingAppointmentBooker:
     """``BookNextOpenSlot``: finds and books the first open slot under the calendar's lock (no race between
     finding and booking)."""
 
-    def __init__(self, book_next_open_slot: Any, make_command: Callable[..., Any], get_calendar: Any = None) -> None:
-        self.book_next_open_slot, self.make_command, self.get_calendar = book_next_open_slot, make_command, get_calendar
+    def __init__(self, book_next_open_slot: Any, make_command: Callable[..., Any], get_calendar: Any = None,
+                 make_calendar_ref: Callable[..., Any] | None = None) -> None:
+        self.book_next_open_slot, self.make_command = book_next_open_slot, make_command
+        self.get_calendar, self.make_calendar_ref = get_calendar, make_calendar_ref
 
     async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
                              attendee_name: str | None, attendee_phone: str | None,
@@ -74,7 +77,7 @@ class AtomicSchedulingAppointmentBooker:
             ))
             if appointment is None:
                 return None
-            timezone = await _timezone(self.get_calendar, actor, calendar_id)
+            timezone = await _timezone(self.get_calendar, self.make_calendar_ref, actor, calendar_id)
         except NotFound:
             _calendar_gone(organization_id, calendar_id, call_id)
             return None

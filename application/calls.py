@@ -151,20 +151,33 @@ async def _load_call(calls: CallRepository, actor: Actor, call_id: str, *, lock:
     return call
 
 
+@dataclass(frozen=True, slots=True)
+class GetCallCommand:
+    actor: Actor
+    call_id: str
+
+
 class GetCall:
     def __init__(self, calls: CallRepository) -> None:
         self.calls = calls
 
-    async def execute(self, actor: Actor, call_id: str) -> Call:
-        return await _load_call(self.calls, actor, call_id)
+    async def execute(self, command: GetCallCommand) -> Call:
+        return await _load_call(self.calls, command.actor, command.call_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ListCallsCommand:
+    actor: Actor
+    filters: CallFilter
+    page: PageRequest
 
 
 class ListCalls:
     def __init__(self, calls: CallRepository) -> None:
         self.calls = calls
 
-    async def execute(self, actor: Actor, filters: CallFilter, page: PageRequest) -> Page[Call]:
-        return await self.calls.list(actor.organization_id, filters, page)
+    async def execute(self, command: ListCallsCommand) -> Page[Call]:
+        return await self.calls.list(command.actor.organization_id, command.filters, command.page)
 
 
 # ---------------------------------------------------------------------------------------------- finishing
@@ -210,15 +223,20 @@ class CallFinisher:
         return finished
 
 
+@dataclass(frozen=True, slots=True)
+class CancelCallCommand:
+    actor: Actor
+    call_id: str
+
+
 class CancelCall:
     """POST /calls/{id}/cancel: while queued or ringing (409 invalid_transition otherwise)."""
 
-    def __init__(self, uow: UnitOfWork, calls: CallRepository, telephony: Telephony, finisher: CallFinisher,
-                 clock: Clock) -> None:
-        self.uow, self.calls, self.telephony, self.finisher, self.clock = uow, calls, telephony, finisher, clock
+    def __init__(self, calls: CallRepository, telephony: Telephony, finisher: CallFinisher, clock: Clock) -> None:
+        self.calls, self.telephony, self.finisher, self.clock = calls, telephony, finisher, clock
 
-    async def execute(self, actor: Actor, call_id: str) -> Call:
-        call = await _load_call(self.calls, actor, call_id, lock=True)
+    async def execute(self, command: CancelCallCommand) -> Call:
+        call = await _load_call(self.calls, command.actor, command.call_id, lock=True)
         now = self.clock.now()
         call.cancel(now)  # checks the move before anything is hung up
         if call.status == "ringing" and call.telephony_ref:
@@ -231,6 +249,11 @@ class CancelCall:
 # ---------------------------------------------------------------------------------------------- the worker
 
 
+@dataclass(frozen=True, slots=True)
+class DialNextQueuedCallCommand:
+    organization_id: int
+
+
 class DialNextQueuedCall:
     """Dial the organization's oldest queued call if it has a free line. Returns the call, or None when
     there was nothing to do. Raises DncUnavailable (the call stays queued) when screening fails."""
@@ -241,7 +264,8 @@ class DialNextQueuedCall:
         self.uow, self.calls, self.agents, self.organizations = uow, calls, agents, organizations
         self.providers, self.telephony, self.dnc, self.finisher, self.clock = providers, telephony, dnc, finisher, clock
 
-    async def execute(self, organization_id: int) -> Call | None:
+    async def execute(self, command: DialNextQueuedCallCommand) -> Call | None:
+        organization_id = command.organization_id
         await self.calls.lock_organization(organization_id)
         org = await self.organizations.get(organization_id)
         if org is None:
@@ -292,6 +316,13 @@ class DialNextQueuedCall:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class AdvanceCallCommand:
+    ref: CallRef
+    run_tools: bool = True
+    """False: a mid-call tool request is answered with nothing (the tool is not run)."""
+
+
 class AdvanceCall:
     """Apply what the line reported since the last look: answer, mid-call tools (booking), the end."""
 
@@ -302,7 +333,8 @@ class AdvanceCall:
         self.uow, self.calls, self.agents, self.telephony = uow, calls, agents, telephony
         self.booker, self.finisher, self.clock = booker, finisher, clock
 
-    async def execute(self, ref: CallRef, *, run_tools: bool = True) -> Call | None:
+    async def execute(self, command: AdvanceCallCommand) -> Call | None:
+        ref, run_tools = command.ref, command.run_tools
         call = await self.calls.get_for_update(ref.organization_id, ref.call_id)
         if call is None or call.status not in ACTIVE_STATUSES or not call.telephony_ref:
             return None
@@ -345,15 +377,20 @@ class AdvanceCall:
                                                 call.destination_phone, call.id)
 
 
+@dataclass(frozen=True, slots=True)
+class SweepOverdueCallCommand:
+    ref: CallRef
+
+
 class SweepOverdueCall:
     """End a call stuck past its deadline (max duration plus ringing allowance once dialled, or the queue
     time-out): status failed, end_reason ``timeout``, exactly one call.ended and one call.failed."""
 
-    def __init__(self, uow: UnitOfWork, calls: CallRepository, telephony: Telephony, finisher: CallFinisher,
-                 clock: Clock) -> None:
-        self.uow, self.calls, self.telephony, self.finisher, self.clock = uow, calls, telephony, finisher, clock
+    def __init__(self, calls: CallRepository, telephony: Telephony, finisher: CallFinisher, clock: Clock) -> None:
+        self.calls, self.telephony, self.finisher, self.clock = calls, telephony, finisher, clock
 
-    async def execute(self, ref: CallRef) -> Call | None:
+    async def execute(self, command: SweepOverdueCallCommand) -> Call | None:
+        ref = command.ref
         call = await self.calls.get_for_update(ref.organization_id, ref.call_id)
         now = self.clock.now()
         if call is None or call.is_final or call.deadline_at is None or call.deadline_at > now:
@@ -381,20 +418,33 @@ async def _load_log(logs: CallLogRepository, actor: Actor, call_log_id: int) -> 
     return log
 
 
+@dataclass(frozen=True, slots=True)
+class ListCallLogsCommand:
+    actor: Actor
+    filters: CallLogFilter
+    page: PageRequest
+
+
 class ListCallLogs:
     def __init__(self, logs: CallLogRepository) -> None:
         self.logs = logs
 
-    async def execute(self, actor: Actor, filters: CallLogFilter, page: PageRequest) -> Page[CallLog]:
-        return await self.logs.list(actor.organization_id, filters, page)
+    async def execute(self, command: ListCallLogsCommand) -> Page[CallLog]:
+        return await self.logs.list(command.actor.organization_id, command.filters, command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class GetCallLogCommand:
+    actor: Actor
+    call_log_id: int
 
 
 class GetCallLog:
     def __init__(self, logs: CallLogRepository) -> None:
         self.logs = logs
 
-    async def execute(self, actor: Actor, call_log_id: int) -> CallLog:
-        return await _load_log(self.logs, actor, call_log_id)
+    async def execute(self, command: GetCallLogCommand) -> CallLog:
+        return await _load_log(self.logs, command.actor, command.call_log_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,6 +459,12 @@ class RecordingLink:
     expires_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class GetRecordingLinkCommand:
+    actor: Actor
+    call_log_id: int
+
+
 class GetRecordingLink:
     """A 15-minute signed URL to the call's WAV recording (404 when the call has none)."""
 
@@ -416,8 +472,9 @@ class GetRecordingLink:
                  clock: Clock) -> None:
         self.logs, self.settings, self.base, self.clock = logs, settings, base, clock
 
-    async def execute(self, actor: Actor, call_log_id: int) -> RecordingLink:
-        log = await _load_log(self.logs, actor, call_log_id)
+    async def execute(self, command: GetRecordingLinkCommand) -> RecordingLink:
+        call_log_id = command.call_log_id
+        log = await _load_log(self.logs, command.actor, call_log_id)
         if not log.recording_available:
             raise NotFound("recording of call log", call_log_id)
         expires = int(self.clock.now().timestamp()) + self.settings.ttl_seconds
@@ -428,6 +485,15 @@ class GetRecordingLink:
         return RecordingLink(url, datetime.fromtimestamp(expires, tz=UTC))
 
 
+@dataclass(frozen=True, slots=True)
+class OpenRecordingCommand:
+    """What the signed URL carries (no actor: the signature is the credential)."""
+
+    call_log_id: int
+    expires: int | None
+    signature: str | None
+
+
 class OpenRecording:
     """The download behind a signed URL: the signature is the credential (403 when tampered or expired)."""
 
@@ -435,7 +501,8 @@ class OpenRecording:
                  clock: Clock) -> None:
         self.logs, self.blobs, self.settings, self.clock = logs, blobs, settings, clock
 
-    async def execute(self, call_log_id: int, expires: int | None, signature: str | None) -> bytes:
+    async def execute(self, command: OpenRecordingCommand) -> bytes:
+        call_log_id, expires, signature = command.call_log_id, command.expires, command.signature
         found = await self.logs.find_recording(call_log_id)
         if found is None:
             raise recordings.RecordingLinkInvalid("This recording link is not valid")

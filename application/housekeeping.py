@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from application.ports.accounts import IdempotencyStore, RateLimiter
-from application.ports.platform import Clock, UnitOfWork
+from application.ports.platform import Clock
 from domain.idempotency import REPLAY_WINDOW
 
 
@@ -15,11 +15,16 @@ class Purged:
     rate_limit_windows: int
 
 
-class PurgeExpired:
-    def __init__(self, uow: UnitOfWork, store: IdempotencyStore, limiter: RateLimiter, clock: Clock) -> None:
-        self.uow, self.store, self.limiter, self.clock = uow, store, limiter, clock
+@dataclass(frozen=True, slots=True)
+class PurgeExpiredCommand:
+    """Purge what has expired by now (the clock's)."""
 
-    async def execute(self) -> Purged:
+
+class PurgeExpired:
+    def __init__(self, store: IdempotencyStore, limiter: RateLimiter, clock: Clock) -> None:
+        self.store, self.limiter, self.clock = store, limiter, clock
+
+    async def execute(self, command: PurgeExpiredCommand) -> Purged:
         now = self.clock.now()
         records = await self.store.purge_expired(now - REPLAY_WINDOW)
         windows = await self.limiter.purge(now)

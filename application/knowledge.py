@@ -40,7 +40,7 @@ from domain.knowledge import (
     normalise_text,
     search_terms,
 )
-from domain.patching import apply_patch
+from domain.patching import MergePatch, apply_patch
 
 PAGE_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 EMBEDDED_DOCUMENTS = 1000
@@ -128,18 +128,34 @@ class CreateKnowledgeBase:
         return (await _views(self.kbs, self.docs, actor.organization_id, [kb]))[0]
 
 
+@dataclass(frozen=True, slots=True)
+class GetKnowledgeBaseCommand:
+    actor: Actor
+    knowledge_base_id: int
+    with_documents: bool = False
+
+
 class GetKnowledgeBase:
     def __init__(self, kbs: KnowledgeBaseRepository, docs: DocumentRepository) -> None:
         self.kbs, self.docs = kbs, docs
 
-    async def execute(self, actor: Actor, kb_id: int, with_documents: bool = False) -> KnowledgeBaseView:
+    async def execute(self, command: GetKnowledgeBaseCommand) -> KnowledgeBaseView:
+        actor, kb_id = command.actor, command.knowledge_base_id
         kb = await _kb(self.kbs, actor, kb_id)
         view = (await _views(self.kbs, self.docs, actor.organization_id, [kb]))[0]
-        if not with_documents:
+        if not command.with_documents:
             return view
         page = await self.docs.list(actor.organization_id, kb_id, DocumentFilter(),
                                     PageRequest(EMBEDDED_DOCUMENTS, 0))
         return replace(view, documents=page.items)
+
+
+@dataclass(frozen=True, slots=True)
+class ListKnowledgeBasesCommand:
+    actor: Actor
+    agent_id: int | None
+    """None: every knowledge base of the organization."""
+    page: PageRequest
 
 
 class ListKnowledgeBases:
@@ -149,7 +165,8 @@ class ListKnowledgeBases:
     def __init__(self, kbs: KnowledgeBaseRepository, docs: DocumentRepository, agents: AgentRepository) -> None:
         self.kbs, self.docs, self.agents = kbs, docs, agents
 
-    async def execute(self, actor: Actor, agent_id: int | None, page: PageRequest) -> Page[KnowledgeBaseView]:
+    async def execute(self, command: ListKnowledgeBasesCommand) -> Page[KnowledgeBaseView]:
+        actor, agent_id, page = command.actor, command.agent_id, command.page
         if agent_id is None:
             found = await self.kbs.list(actor.organization_id, page)
         else:
@@ -159,14 +176,23 @@ class ListKnowledgeBases:
         return Page(views, found.total, found.limit, found.offset)
 
 
+@dataclass(frozen=True, slots=True)
+class UpdateKnowledgeBaseCommand:
+    actor: Actor
+    knowledge_base_id: int
+    patch: MergePatch
+    """Any of name, description."""
+
+
 class UpdateKnowledgeBase:
     def __init__(self, uow: UnitOfWork, kbs: KnowledgeBaseRepository, docs: DocumentRepository,
                  clock: Clock) -> None:
         self.uow, self.kbs, self.docs, self.clock = uow, kbs, docs, clock
 
-    async def execute(self, actor: Actor, kb_id: int, changes: dict[str, Any]) -> KnowledgeBaseView:
-        kb = await _kb(self.kbs, actor, kb_id)
-        allowed = {k: v for k, v in changes.items() if k in ("name", "description")}
+    async def execute(self, command: UpdateKnowledgeBaseCommand) -> KnowledgeBaseView:
+        actor = command.actor
+        kb = await _kb(self.kbs, actor, command.knowledge_base_id)
+        allowed = {k: v for k, v in command.patch.items() if k in ("name", "description")}
         updated = apply_patch(kb, allowed)
         if updated != kb:  # a PATCH that changes nothing leaves updated_at alone and emits no event
             changed = sorted(k for k in allowed if getattr(updated, k) != getattr(kb, k))
@@ -175,11 +201,18 @@ class UpdateKnowledgeBase:
         return (await _views(self.kbs, self.docs, actor.organization_id, [kb]))[0]
 
 
+@dataclass(frozen=True, slots=True)
+class DeleteKnowledgeBaseCommand:
+    actor: Actor
+    knowledge_base_id: int
+
+
 class DeleteKnowledgeBase:
     def __init__(self, uow: UnitOfWork, kbs: KnowledgeBaseRepository) -> None:
         self.uow, self.kbs = uow, kbs
 
-    async def execute(self, actor: Actor, kb_id: int) -> None:
+    async def execute(self, command: DeleteKnowledgeBaseCommand) -> None:
+        actor, kb_id = command.actor, command.knowledge_base_id
         kb = await _kb(self.kbs, actor, kb_id)
         await self.kbs.delete(actor.organization_id, kb_id)
         self.uow.record(_kb_event(kb, EventType.KNOWLEDGE_BASE_DELETED))
@@ -194,6 +227,13 @@ class AgentKnowledgeBases:
     knowledge_bases: list[KnowledgeBaseView]
 
 
+@dataclass(frozen=True, slots=True)
+class AttachKnowledgeBaseCommand:
+    actor: Actor
+    agent_id: int
+    knowledge_base_id: int
+
+
 class AttachKnowledgeBase:
     """Attach a knowledge base of the organization to another agent (attaching twice is a no-op)."""
 
@@ -201,7 +241,8 @@ class AttachKnowledgeBase:
                  agents: AgentRepository, clock: Clock) -> None:
         self.uow, self.kbs, self.docs, self.agents, self.clock = uow, kbs, docs, agents, clock
 
-    async def execute(self, actor: Actor, agent_id: int, kb_id: int) -> AgentKnowledgeBases:
+    async def execute(self, command: AttachKnowledgeBaseCommand) -> AgentKnowledgeBases:
+        actor, agent_id, kb_id = command.actor, command.agent_id, command.knowledge_base_id
         await _agent(self.agents, actor, agent_id)
         kb = await _kb(self.kbs, actor, kb_id)
         if await self.kbs.link(actor.organization_id, kb_id, agent_id, self.clock.now()):
@@ -211,11 +252,19 @@ class AttachKnowledgeBase:
                                                           attached.items))
 
 
+@dataclass(frozen=True, slots=True)
+class DetachKnowledgeBaseCommand:
+    actor: Actor
+    agent_id: int
+    knowledge_base_id: int
+
+
 class DetachKnowledgeBase:
     def __init__(self, uow: UnitOfWork, kbs: KnowledgeBaseRepository, agents: AgentRepository) -> None:
         self.uow, self.kbs, self.agents = uow, kbs, agents
 
-    async def execute(self, actor: Actor, agent_id: int, kb_id: int) -> None:
+    async def execute(self, command: DetachKnowledgeBaseCommand) -> None:
+        actor, agent_id, kb_id = command.actor, command.agent_id, command.knowledge_base_id
         await _agent(self.agents, actor, agent_id)
         kb = await _kb(self.kbs, actor, kb_id)
         if kb.agent_id == agent_id:
@@ -298,6 +347,13 @@ class UploadOutcome:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class UploadDocumentsCommand:
+    actor: Actor
+    knowledge_base_id: int
+    files: Sequence[UploadedFile]
+
+
 class UploadDocuments:
     """Ingest uploaded files one by one: each succeeds or fails on its own; at least one must
     succeed. Extraction runs outside any transaction (nothing is locked meanwhile): the use case
@@ -307,7 +363,8 @@ class UploadDocuments:
                  extractor: TextExtractor, clock: Clock) -> None:
         self.uow, self.kbs, self.docs, self.extractor, self.clock = uow, kbs, docs, extractor, clock
 
-    async def execute(self, actor: Actor, kb_id: int, files: Sequence[UploadedFile]) -> UploadOutcome:
+    async def execute(self, command: UploadDocumentsCommand) -> UploadOutcome:
+        actor, kb_id, files = command.actor, command.knowledge_base_id, command.files
         if not files:
             raise ValidationFailed(
                 "no file was sent: use the multipart field files (several) or file (one)",
@@ -347,6 +404,13 @@ class UploadDocuments:
         return result
 
 
+@dataclass(frozen=True, slots=True)
+class ScrapeDocumentCommand:
+    actor: Actor
+    knowledge_base_id: int
+    url: str
+
+
 class ScrapeDocument:
     """Fetch one public page through the SSRF-safe fetcher and ingest its main text. The fetch runs
     outside any transaction (see UploadDocuments): run it in a unit of work of its own."""
@@ -361,8 +425,9 @@ class ScrapeDocument:
         if same is not None:
             raise DuplicateDocument("this page is already in the knowledge base", details={"document_id": same.id})
 
-    async def execute(self, actor: Actor, kb_id: int, url: str) -> Document:
-        source_url = normalise_source_url(url)
+    async def execute(self, command: ScrapeDocumentCommand) -> Document:
+        actor, kb_id = command.actor, command.knowledge_base_id
+        source_url = normalise_source_url(command.url)
         await _kb(self.kbs, actor, kb_id)
         await self._unseen(actor, kb_id, source_url)
         # Only read so far: end that transaction so no lock is held during the fetch.
@@ -382,20 +447,37 @@ class ScrapeDocument:
             raise UpstreamFetchFailed(f"the page could not be used: {exc.message}") from None
 
 
+@dataclass(frozen=True, slots=True)
+class ListDocumentsCommand:
+    actor: Actor
+    knowledge_base_id: int
+    filters: DocumentFilter
+    page: PageRequest
+
+
 class ListDocuments:
     def __init__(self, kbs: KnowledgeBaseRepository, docs: DocumentRepository) -> None:
         self.kbs, self.docs = kbs, docs
 
-    async def execute(self, actor: Actor, kb_id: int, filters: DocumentFilter, page: PageRequest) -> Page[Document]:
+    async def execute(self, command: ListDocumentsCommand) -> Page[Document]:
+        actor, kb_id = command.actor, command.knowledge_base_id
         await _kb(self.kbs, actor, kb_id)
-        return await self.docs.list(actor.organization_id, kb_id, filters, page)
+        return await self.docs.list(actor.organization_id, kb_id, command.filters, command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class GetDocumentCommand:
+    actor: Actor
+    knowledge_base_id: int
+    document_id: int
 
 
 class GetDocument:
     def __init__(self, kbs: KnowledgeBaseRepository, docs: DocumentRepository) -> None:
         self.kbs, self.docs = kbs, docs
 
-    async def execute(self, actor: Actor, kb_id: int, document_id: int) -> Document:
+    async def execute(self, command: GetDocumentCommand) -> Document:
+        actor, kb_id, document_id = command.actor, command.knowledge_base_id, command.document_id
         await _kb(self.kbs, actor, kb_id)
         document = await self.docs.get(actor.organization_id, kb_id, document_id)
         if document is None:
@@ -403,11 +485,19 @@ class GetDocument:
         return document
 
 
+@dataclass(frozen=True, slots=True)
+class DeleteDocumentCommand:
+    actor: Actor
+    knowledge_base_id: int
+    document_id: int
+
+
 class DeleteDocument:
     def __init__(self, uow: UnitOfWork, kbs: KnowledgeBaseRepository, docs: DocumentRepository) -> None:
         self.uow, self.kbs, self.docs = uow, kbs, docs
 
-    async def execute(self, actor: Actor, kb_id: int, document_id: int) -> None:
+    async def execute(self, command: DeleteDocumentCommand) -> None:
+        actor, kb_id, document_id = command.actor, command.knowledge_base_id, command.document_id
         await _kb(self.kbs, actor, kb_id)
         document = await self.docs.get(actor.organization_id, kb_id, document_id)
         if document is None:
@@ -427,16 +517,33 @@ def _terms(query: str) -> list[str]:
     return terms
 
 
+@dataclass(frozen=True, slots=True)
+class SearchKnowledgeCommand:
+    actor: Actor
+    knowledge_base_id: int
+    query: str
+    limit: int = 10
+
+
 class SearchKnowledge:
     """Rank a knowledge base's chunks by full-text relevance to ``query``."""
 
     def __init__(self, kbs: KnowledgeBaseRepository, search: KnowledgeSearch) -> None:
         self.kbs, self.search = kbs, search
 
-    async def execute(self, actor: Actor, knowledge_base_id: int, query: str, limit: int = 10) -> list[SearchHit]:
-        terms = _terms(query)
+    async def execute(self, command: SearchKnowledgeCommand) -> list[SearchHit]:
+        actor, knowledge_base_id = command.actor, command.knowledge_base_id
+        terms = _terms(command.query)
         await _kb(self.kbs, actor, knowledge_base_id)
-        return await self.search.search(actor.organization_id, [knowledge_base_id], terms, limit)
+        return await self.search.search(actor.organization_id, [knowledge_base_id], terms, command.limit)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAgentKnowledgeCommand:
+    actor: Actor
+    agent_id: int
+    query: str
+    limit: int = 5
 
 
 class SearchAgentKnowledge:
@@ -446,8 +553,9 @@ class SearchAgentKnowledge:
     def __init__(self, kbs: KnowledgeBaseRepository, agents: AgentRepository, search: KnowledgeSearch) -> None:
         self.kbs, self.agents, self.search = kbs, agents, search
 
-    async def execute(self, actor: Actor, agent_id: int, query: str, limit: int = 5) -> list[SearchHit]:
-        terms = search_terms(query)
+    async def execute(self, command: SearchAgentKnowledgeCommand) -> list[SearchHit]:
+        actor, agent_id, limit = command.actor, command.agent_id, command.limit
+        terms = search_terms(command.query)
         await _agent(self.agents, actor, agent_id)
         if not terms:
             return []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from application.ports.events import OutboxReader
-from application.ports.platform import Clock, UnitOfWork
+from application.ports.platform import Clock
 
 WEBHOOKS = "webhooks"
 """The webhook dispatcher: fans events out to subscriptions (application/webhooks.DispatchOutbox)."""
@@ -27,11 +27,16 @@ class OutboxPolicy:
     """How long a processed event stays in the outbox (for inspection and replays)."""
 
 
+@dataclass(frozen=True, slots=True)
+class PurgeConsumedEventsCommand:
+    """Purge what every consumer has processed, older than the retention (by the clock's now)."""
+
+
 class PurgeConsumedEvents:
     """Delete the outbox events every consumer has processed and that are older than the retention."""
 
-    def __init__(self, uow: UnitOfWork, outbox: OutboxReader, clock: Clock, policy: OutboxPolicy) -> None:
-        self.uow, self.outbox, self.clock, self.policy = uow, outbox, clock, policy
+    def __init__(self, outbox: OutboxReader, clock: Clock, policy: OutboxPolicy) -> None:
+        self.outbox, self.clock, self.policy = outbox, clock, policy
 
-    async def execute(self) -> int:
+    async def execute(self, command: PurgeConsumedEventsCommand) -> int:
         return await self.outbox.purge(CONSUMERS, self.clock.now() - self.policy.retention)

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from application.context import Actor
 from application.outbox import WEBHOOKS
@@ -30,7 +29,7 @@ from application.ports.webhooks import (
 )
 from domain import webhooks as wh
 from domain.errors import BlockedAddress, Conflict, DomainError, NotFound, ValidationFailed
-from domain.patching import apply_patch
+from domain.patching import MergePatch, apply_patch
 from domain.rfc3339 import format_utc_millis
 from domain.webhooks import Delivery, DeliveryAttempt, Subscription, Verdict
 
@@ -80,9 +79,9 @@ class SubscriptionWithSecret:
 
 
 class CreateSubscription:
-    def __init__(self, uow: UnitOfWork, subscriptions: SubscriptionRepository, box: SecretBox, random: Random,
-                 clock: Clock, policy: WebhookPolicy) -> None:
-        self.uow, self.subscriptions, self.box = uow, subscriptions, box
+    def __init__(self, subscriptions: SubscriptionRepository, box: SecretBox, random: Random, clock: Clock,
+                 policy: WebhookPolicy) -> None:
+        self.subscriptions, self.box = subscriptions, box
         self.random, self.clock, self.policy = random, clock, policy
 
     async def execute(self, command: CreateSubscriptionCommand) -> SubscriptionWithSecret:
@@ -98,37 +97,49 @@ class CreateSubscription:
         return SubscriptionWithSecret(subscription, secret)
 
 
+@dataclass(frozen=True, slots=True)
+class GetSubscriptionCommand:
+    actor: Actor
+    subscription_id: int
+
+
 class GetSubscription:
     def __init__(self, subscriptions: SubscriptionRepository) -> None:
         self.subscriptions = subscriptions
 
-    async def execute(self, actor: Actor, subscription_id: int) -> Subscription:
-        return await _load(self.subscriptions, actor, subscription_id)
+    async def execute(self, command: GetSubscriptionCommand) -> Subscription:
+        return await _load(self.subscriptions, command.actor, command.subscription_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ListSubscriptionsCommand:
+    actor: Actor
+    filters: SubscriptionFilter
+    page: PageRequest
 
 
 class ListSubscriptions:
     def __init__(self, subscriptions: SubscriptionRepository) -> None:
         self.subscriptions = subscriptions
 
-    async def execute(self, actor: Actor, filters: SubscriptionFilter, page: PageRequest) -> Page[Subscription]:
-        return await self.subscriptions.list(actor.organization_id, filters, page)
+    async def execute(self, command: ListSubscriptionsCommand) -> Page[Subscription]:
+        return await self.subscriptions.list(command.actor.organization_id, command.filters, command.page)
 
 
 @dataclass(frozen=True, slots=True)
 class UpdateSubscriptionCommand:
     actor: Actor
     subscription_id: int
-    changes: dict[str, Any]
+    patch: MergePatch
     """Any of name, url, events, status (active or paused)."""
 
 
 class UpdateSubscription:
-    def __init__(self, uow: UnitOfWork, subscriptions: SubscriptionRepository, clock: Clock,
-                 policy: WebhookPolicy) -> None:
-        self.uow, self.subscriptions, self.clock, self.policy = uow, subscriptions, clock, policy
+    def __init__(self, subscriptions: SubscriptionRepository, clock: Clock, policy: WebhookPolicy) -> None:
+        self.subscriptions, self.clock, self.policy = subscriptions, clock, policy
 
     async def execute(self, command: UpdateSubscriptionCommand) -> Subscription:
-        changes = dict(command.changes)
+        changes = dict(command.patch)
         if "url" in changes:
             changes["url"] = wh.check_target(changes["url"], allow_loopback=self.policy.allow_loopback)
         if "events" in changes:
@@ -143,23 +154,38 @@ class UpdateSubscription:
         return await self.subscriptions.update(replace(subscription, updated_at=now))
 
 
-class DeleteSubscription:
-    def __init__(self, uow: UnitOfWork, subscriptions: SubscriptionRepository, clock: Clock) -> None:
-        self.uow, self.subscriptions, self.clock = uow, subscriptions, clock
+@dataclass(frozen=True, slots=True)
+class DeleteSubscriptionCommand:
+    actor: Actor
+    subscription_id: int
 
-    async def execute(self, actor: Actor, subscription_id: int) -> None:
+
+class DeleteSubscription:
+    def __init__(self, subscriptions: SubscriptionRepository, clock: Clock) -> None:
+        self.subscriptions, self.clock = subscriptions, clock
+
+    async def execute(self, command: DeleteSubscriptionCommand) -> None:
+        actor, subscription_id = command.actor, command.subscription_id
         await _load(self.subscriptions, actor, subscription_id, lock=True)
         await self.subscriptions.delete(actor.organization_id, subscription_id, self.clock.now())
+
+
+@dataclass(frozen=True, slots=True)
+class RotateSecretCommand:
+    actor: Actor
+    subscription_id: int
+    grace_period_hours: int
+    """How long the previous secret keeps signing alongside the new one (0 to MAX_GRACE_HOURS)."""
 
 
 class RotateSecret:
     """A new signing secret; the old one keeps signing (alongside) for the grace period."""
 
-    def __init__(self, uow: UnitOfWork, subscriptions: SubscriptionRepository, box: SecretBox, random: Random,
-                 clock: Clock) -> None:
-        self.uow, self.subscriptions, self.box, self.random, self.clock = uow, subscriptions, box, random, clock
+    def __init__(self, subscriptions: SubscriptionRepository, box: SecretBox, random: Random, clock: Clock) -> None:
+        self.subscriptions, self.box, self.random, self.clock = subscriptions, box, random, clock
 
-    async def execute(self, actor: Actor, subscription_id: int, grace_period_hours: int) -> SubscriptionWithSecret:
+    async def execute(self, command: RotateSecretCommand) -> SubscriptionWithSecret:
+        actor, subscription_id, grace_period_hours = command.actor, command.subscription_id, command.grace_period_hours
         if not 0 <= grace_period_hours <= wh.MAX_GRACE_HOURS:
             raise ValidationFailed.field("grace_period_hours", f"must be between 0 and {wh.MAX_GRACE_HOURS}")
         subscription = await _load(self.subscriptions, actor, subscription_id, lock=True)
@@ -175,15 +201,22 @@ def _require_active(subscription: Subscription) -> None:
                        details={"status": subscription.status})
 
 
+@dataclass(frozen=True, slots=True)
+class SendTestEventCommand:
+    actor: Actor
+    subscription_id: int
+
+
 class SendTestEvent:
     """Queue a ``webhook.test`` delivery to one subscription (one attempt, no retries)."""
 
-    def __init__(self, uow: UnitOfWork, subscriptions: SubscriptionRepository, deliveries: DeliveryRepository,
-                 random: Random, clock: Clock) -> None:
-        self.uow, self.subscriptions, self.deliveries = uow, subscriptions, deliveries
+    def __init__(self, subscriptions: SubscriptionRepository, deliveries: DeliveryRepository, random: Random,
+                 clock: Clock) -> None:
+        self.subscriptions, self.deliveries = subscriptions, deliveries
         self.random, self.clock = random, clock
 
-    async def execute(self, actor: Actor, subscription_id: int) -> Delivery:
+    async def execute(self, command: SendTestEventCommand) -> Delivery:
+        actor, subscription_id = command.actor, command.subscription_id
         subscription = await _load(self.subscriptions, actor, subscription_id)
         _require_active(subscription)
         now = self.clock.now()
@@ -195,14 +228,31 @@ class SendTestEvent:
         ))
 
 
+@dataclass(frozen=True, slots=True)
+class ListDeliveryAttemptsCommand:
+    actor: Actor
+    subscription_id: int
+    filters: AttemptFilter
+    page: PageRequest
+
+
 class ListDeliveryAttempts:
     def __init__(self, subscriptions: SubscriptionRepository, deliveries: DeliveryRepository) -> None:
         self.subscriptions, self.deliveries = subscriptions, deliveries
 
-    async def execute(self, actor: Actor, subscription_id: int, filters: AttemptFilter,
-                      page: PageRequest) -> Page[DeliveryAttempt]:
+    async def execute(self, command: ListDeliveryAttemptsCommand) -> Page[DeliveryAttempt]:
+        actor, subscription_id = command.actor, command.subscription_id
         await _load(self.subscriptions, actor, subscription_id)
-        return await self.deliveries.list_attempts(actor.organization_id, subscription_id, filters, page)
+        return await self.deliveries.list_attempts(actor.organization_id, subscription_id, command.filters,
+                                                   command.page)
+
+
+@dataclass(frozen=True, slots=True)
+class RedeliverCommand:
+    actor: Actor
+    subscription_id: int
+    attempt_id: int
+    """The delivery log row whose delivery is sent again."""
 
 
 class Redeliver:
@@ -211,11 +261,11 @@ class Redeliver:
     A delivery still waiting for an automatic retry is simply made due now (its schedule goes
     on); a finished one (succeeded, failed, cancelled) gets one more attempt, without retries."""
 
-    def __init__(self, uow: UnitOfWork, subscriptions: SubscriptionRepository, deliveries: DeliveryRepository,
-                 clock: Clock) -> None:
-        self.uow, self.subscriptions, self.deliveries, self.clock = uow, subscriptions, deliveries, clock
+    def __init__(self, subscriptions: SubscriptionRepository, deliveries: DeliveryRepository, clock: Clock) -> None:
+        self.subscriptions, self.deliveries, self.clock = subscriptions, deliveries, clock
 
-    async def execute(self, actor: Actor, subscription_id: int, attempt_id: int) -> Delivery:
+    async def execute(self, command: RedeliverCommand) -> Delivery:
+        actor, subscription_id, attempt_id = command.actor, command.subscription_id, command.attempt_id
         subscription = await _load(self.subscriptions, actor, subscription_id)
         attempt = await self.deliveries.get_attempt(actor.organization_id, subscription_id, attempt_id)
         if attempt is None:
@@ -234,6 +284,12 @@ class Redeliver:
 # -- the worker's steps ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class DispatchOutboxCommand:
+    limit: int = 500
+    """At most this many events per pass."""
+
+
 class DispatchOutbox:
     """The outbox's ``webhooks`` consumer: fan the events after its cursor out to the subscriptions
     that are active and want them now, one delivery per (event, subscription), and move the cursor
@@ -244,9 +300,9 @@ class DispatchOutbox:
         self.uow, self.outbox, self.subscriptions, self.deliveries = uow, outbox, subscriptions, deliveries
         self.random, self.clock = random, clock
 
-    async def execute(self, limit: int = 500) -> int:
+    async def execute(self, command: DispatchOutboxCommand) -> int:
         """Returns how many events were dispatched (0: nothing new)."""
-        events = await self.outbox.pending(WEBHOOKS, limit)
+        events = await self.outbox.pending(WEBHOOKS, command.limit)
         if not events:
             return 0
         organizations = sorted({e.organization_id for e in events})
@@ -268,13 +324,20 @@ class DispatchOutbox:
         return len(events)
 
 
-class ClaimDeliveries:
-    def __init__(self, uow: UnitOfWork, deliveries: DeliveryRepository, clock: Clock) -> None:
-        self.uow, self.deliveries, self.clock = uow, deliveries, clock
+@dataclass(frozen=True, slots=True)
+class ClaimDeliveriesCommand:
+    worker: str
+    limit: int
+    lease: timedelta
 
-    async def execute(self, worker: str, limit: int, lease: timedelta) -> list[ClaimedDelivery]:
+
+class ClaimDeliveries:
+    def __init__(self, deliveries: DeliveryRepository, clock: Clock) -> None:
+        self.deliveries, self.clock = deliveries, clock
+
+    async def execute(self, command: ClaimDeliveriesCommand) -> list[ClaimedDelivery]:
         now = self.clock.now()
-        return await self.deliveries.claim_due(now, limit, worker, now + lease)
+        return await self.deliveries.claim_due(now, command.limit, command.worker, now + command.lease)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +351,11 @@ class DeliveryOutcome:
     @property
     def delivery(self) -> Delivery:
         return self.claimed.delivery
+
+
+@dataclass(frozen=True, slots=True)
+class SendDeliveryCommand:
+    claimed: ClaimedDelivery
 
 
 class SendDelivery:
@@ -310,7 +378,8 @@ class SendDelivery:
             self._opened[sealed] = plain
         return plain
 
-    async def execute(self, claimed: ClaimedDelivery) -> DeliveryOutcome:
+    async def execute(self, command: SendDeliveryCommand) -> DeliveryOutcome:
+        claimed = command.claimed
         try:
             return await self._attempt(claimed)
         except Exception:
@@ -385,16 +454,22 @@ class SendDelivery:
         return DeliveryOutcome(claimed, verdict, attempt, self.clock.now())
 
 
+@dataclass(frozen=True, slots=True)
+class RecordDeliveryOutcomesCommand:
+    worker: str
+    outcomes: Sequence[DeliveryOutcome]
+
+
 class RecordDeliveryOutcomes:
     """Store a batch of outcomes: each delivery's new state, the log rows, and each
     subscription's health (a success clears the failure streak; 410, or 5 days of failures
     without a success, disables it with a reason)."""
 
-    def __init__(self, uow: UnitOfWork, deliveries: DeliveryRepository, subscriptions: SubscriptionRepository,
-                 clock: Clock) -> None:
-        self.uow, self.deliveries, self.subscriptions, self.clock = uow, deliveries, subscriptions, clock
+    def __init__(self, deliveries: DeliveryRepository, subscriptions: SubscriptionRepository, clock: Clock) -> None:
+        self.deliveries, self.subscriptions, self.clock = deliveries, subscriptions, clock
 
-    async def execute(self, worker: str, outcomes: Sequence[DeliveryOutcome]) -> None:
+    async def execute(self, command: RecordDeliveryOutcomesCommand) -> None:
+        worker, outcomes = command.worker, command.outcomes
         if not outcomes:
             return
         await self.deliveries.finish(worker, [
@@ -432,10 +507,16 @@ class RecordDeliveryOutcomes:
             await self.subscriptions.mark_healthy(organization_id, subscription_ids)
 
 
-class ReleaseDeliveries:
-    def __init__(self, uow: UnitOfWork, deliveries: DeliveryRepository) -> None:
-        self.uow, self.deliveries = uow, deliveries
+@dataclass(frozen=True, slots=True)
+class ReleaseDeliveriesCommand:
+    worker: str
+    delivery_ids: Sequence[int]
 
-    async def execute(self, worker: str, delivery_ids: Sequence[int]) -> None:
-        if delivery_ids:
-            await self.deliveries.release(worker, delivery_ids)
+
+class ReleaseDeliveries:
+    def __init__(self, deliveries: DeliveryRepository) -> None:
+        self.deliveries = deliveries
+
+    async def execute(self, command: ReleaseDeliveriesCommand) -> None:
+        if command.delivery_ids:
+            await self.deliveries.release(command.worker, command.delivery_ids)

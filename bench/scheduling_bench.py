@@ -51,7 +51,7 @@ from application.accounts import (  # noqa: E402
 from application.context import Actor  # noqa: E402
 from application.ports.platform import UnitOfWork  # noqa: E402
 from application.ports.scheduling import AppointmentRepository, CalendarRepository  # noqa: E402
-from application.scheduling.availability import AvailabilityQuery, GetAvailability  # noqa: E402
+from application.scheduling.availability import GetAvailability, GetAvailabilityCommand  # noqa: E402
 from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar, HeldIntervals  # noqa: E402
 from domain.scheduling.rules import parse_hhmm  # noqa: E402
 from domain.scheduling.slots import open_slots  # noqa: E402
@@ -140,7 +140,7 @@ async def _use_case(settings: Settings, overrides: tuple[Provider, ...], org: in
                     iterations: int, changed: bool = False) -> tuple[dict[str, float], int]:
     container = build_container(settings, *overrides, _ReadOnly())
     actor = Actor.system(org)
-    query = AvailabilityQuery(actor, calendar_id, NOW, NOW + timedelta(days=DAYS))
+    query = GetAvailabilityCommand(actor, calendar_id, NOW, NOW + timedelta(days=DAYS))
     samples: list[float] = []
     found = 0
     other = _OtherProcess(settings, overrides, org, calendar_id) if changed else None

@@ -65,6 +65,22 @@ class InvalidTransition(Conflict):
         self.target = target
 
 
+class InUse(Conflict):
+    """The resource is still used by another one (a schedule by a running or paused campaign)."""
+
+    code = "in_use"
+
+
+class RangeTooLong(DomainError):
+    """A well-formed query window longer than the operation allows (422), naming the field."""
+
+    code = "range_too_long"
+
+    @classmethod
+    def field(cls, name: str, message: str) -> RangeTooLong:
+        return cls(f"{name}: {message}", details={"validation_errors": {name: message}})
+
+
 class SlotUnavailable(Conflict):
     code = "slot_unavailable"
 

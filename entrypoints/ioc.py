@@ -52,7 +52,9 @@ from application.ports.events import OutboxReader
 from application.ports.jobs import JobQueue
 from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork
+from application.ports.schedules import ScheduleUsage
 from application.ports.secrets import SecretBox
+from application.schedules import NoScheduleUsage
 from domain.rate_limit import Window, default_windows
 from entrypoints.features import Feature, all_features
 from entrypoints.runtime import JOB_WAKE_UPS, AuthFailurePolicy, RateLimitPolicy, TransactionMode
@@ -171,6 +173,8 @@ class UseCaseProvider(Provider):
     appointment_booker = provide(NoAppointmentBooker, provides=AppointmentBooker)
     # campaigns' schedule_id: no schedule exists until a schedules feature provides its own
     campaign_schedules = provide(campaigns.NoSchedules, provides=CampaignSchedules)
+    # who uses a schedule (features/schedules.py): nothing, until the campaigns feature provides its own
+    schedule_usage = provide(NoScheduleUsage, provides=ScheduleUsage)
     agent_cases = provide_all(
         agents.CreateAgent,
         agents.GetAgent,

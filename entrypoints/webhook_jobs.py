@@ -29,11 +29,16 @@ from application.ports.platform import Clock, Random
 from application.ports.webhooks import ClaimedDelivery
 from application.webhooks import (
     ClaimDeliveries,
+    ClaimDeliveriesCommand,
     DeliveryOutcome,
     DispatchOutbox,
+    DispatchOutboxCommand,
     RecordDeliveryOutcomes,
+    RecordDeliveryOutcomesCommand,
     ReleaseDeliveries,
+    ReleaseDeliveriesCommand,
     SendDelivery,
+    SendDeliveryCommand,
 )
 from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Settings
@@ -88,23 +93,25 @@ def worker_name(random: Random | None = None) -> str:
 
 async def dispatch_once(container: AsyncContainer, settings: Settings | None = None, *, limit: int = 500) -> int:
     """Fan out one batch of undispatched events; returns how many events were dispatched."""
-    return await in_unit(container, lambda unit: _run(unit, DispatchOutbox, limit))
+    return await in_unit(container, lambda unit: _run(unit, DispatchOutbox, DispatchOutboxCommand(limit)))
 
 
 async def claim(container: AsyncContainer, worker: str, limit: int, lease: timedelta) -> list[ClaimedDelivery]:
-    return await in_unit(container, lambda unit: _run(unit, ClaimDeliveries, worker, limit, lease))
+    command = ClaimDeliveriesCommand(worker, limit, lease)
+    return await in_unit(container, lambda unit: _run(unit, ClaimDeliveries, command))
 
 
 async def record(container: AsyncContainer, worker: str, outcomes: Sequence[DeliveryOutcome]) -> None:
-    await in_unit(container, lambda unit: _run(unit, RecordDeliveryOutcomes, worker, outcomes))
+    command = RecordDeliveryOutcomesCommand(worker, outcomes)
+    await in_unit(container, lambda unit: _run(unit, RecordDeliveryOutcomes, command))
 
 
 async def release(container: AsyncContainer, worker: str, delivery_ids: Sequence[int]) -> None:
-    await in_unit(container, lambda unit: _run(unit, ReleaseDeliveries, worker, delivery_ids))
+    await in_unit(container, lambda unit: _run(unit, ReleaseDeliveries, ReleaseDeliveriesCommand(worker, delivery_ids)))
 
 
-async def _run(unit: Any, case: type[Any], *args: Any) -> Any:
-    return await (await unit.get(case)).execute(*args)
+async def _run(unit: Any, case: type[Any], command: Any) -> Any:
+    return await (await unit.get(case)).execute(command)
 
 
 async def deliver_once(container: AsyncContainer, settings: Settings | None = None,
@@ -121,7 +128,7 @@ async def deliver_once(container: AsyncContainer, settings: Settings | None = No
 
     async def send(item: ClaimedDelivery) -> DeliveryOutcome:
         async with gate:
-            return await sender.execute(item)
+            return await sender.execute(SendDeliveryCommand(item))
 
     outcomes = await asyncio.gather(*(send(item) for item in claimed))
     await record(container, worker, outcomes)
@@ -195,7 +202,7 @@ async def delivery_loop(container: AsyncContainer, settings: Settings, stop: asy
                         log.exception("claiming webhook deliveries failed")
                         claimed = []
                     for item in claimed:
-                        in_flight[asyncio.create_task(sender.execute(item))] = item
+                        in_flight[asyncio.create_task(sender.execute(SendDeliveryCommand(item)))] = item
                     # a short batch means nothing more is due: look again after the poll interval
                     next_claim = 0.0 if len(claimed) == wanted else loop.time() + options.poll_seconds
             if not in_flight:

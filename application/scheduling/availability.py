@@ -66,7 +66,7 @@ class SlotFinder:
 
 
 @dataclass(frozen=True, slots=True)
-class AvailabilityQuery:
+class GetAvailabilityCommand:
     actor: Actor
     calendar_id: int
     start: datetime | date | None = None
@@ -91,14 +91,21 @@ class GetAvailability:
         self.calendars, self.clock = calendars, clock
         self.finder = SlotFinder(schedules)
 
-    async def execute(self, query: AvailabilityQuery) -> Availability:
-        tz = validate_timezone(query.timezone) if query.timezone is not None else None
-        calendar = await load_calendar(self.calendars, query.actor, query.calendar_id)
+    async def execute(self, command: GetAvailabilityCommand) -> Availability:
+        tz = validate_timezone(command.timezone) if command.timezone is not None else None
+        calendar = await load_calendar(self.calendars, command.actor, command.calendar_id)
         tz = tz or calendar.timezone
         now = self.clock.now()
-        start, end = availability_range(query.start, query.end, tz, now)
+        start, end = availability_range(command.start, command.end, tz, now)
         slots = await self.finder.open_slots(calendar, start, end, now)
         return Availability(calendar, tz, start, end, slots)
+
+
+@dataclass(frozen=True, slots=True)
+class NextOpenSlotCommand:
+    actor: Actor
+    calendar_id: int
+    after: datetime
 
 
 class NextOpenSlot:
@@ -110,8 +117,8 @@ class NextOpenSlot:
         self.calendars, self.clock = calendars, clock
         self.finder = SlotFinder(schedules)
 
-    async def execute(self, actor: Actor, calendar_id: int, after: datetime) -> datetime | None:
-        after = aware_instant(after, "after")
-        calendar = await load_calendar(self.calendars, actor, calendar_id)
+    async def execute(self, command: NextOpenSlotCommand) -> datetime | None:
+        after = aware_instant(command.after, "after")
+        calendar = await load_calendar(self.calendars, command.actor, command.calendar_id)
         slot = await self.finder.first(calendar, after, self.clock.now())
         return slot.start if slot else None

@@ -64,11 +64,10 @@ async def _appointment_under_calendar_lock(calendars: CalendarRepository, appoin
     return await _appointment(appointments, actor, appointment_id, lock=True)
 
 
-@dataclass(frozen=True, slots=True)
-class BookAppointmentCommand:
-    actor: Actor
-    calendar_id: int
-    slot_start: datetime
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BookingDetails:
+    """What every booking command carries besides where the slot is: the attendee and how to book."""
+
     attendee_name: str | None = None
     attendee_email: str | None = None
     attendee_phone: str | None = None
@@ -76,6 +75,13 @@ class BookAppointmentCommand:
     notes: str | None = None
     call_id: str | None = None
     """The call during which a voice agent booked, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class BookAppointmentCommand(BookingDetails):
+    actor: Actor
+    calendar_id: int
+    slot_start: datetime
 
 
 class _Booking:
@@ -129,16 +135,10 @@ async def _book(uow: UnitOfWork, appointments: AppointmentRepository, calendar: 
 
 
 @dataclass(frozen=True, slots=True)
-class BookNextOpenSlotCommand:
+class BookNextOpenSlotCommand(BookingDetails):
     actor: Actor
     calendar_id: int
     after: datetime
-    attendee_name: str | None = None
-    attendee_email: str | None = None
-    attendee_phone: str | None = None
-    require_approval: bool = False
-    notes: str | None = None
-    call_id: str | None = None
 
 
 class BookNextOpenSlot(_Booking):
@@ -154,20 +154,36 @@ class BookNextOpenSlot(_Booking):
         return await self._take(command, calendar, found.start, now, attendee)
 
 
+@dataclass(frozen=True, slots=True)
+class AppointmentRef:
+    """One appointment of the actor's organization: what reading it or a status move (approve, decline,
+    cancel) needs."""
+
+    actor: Actor
+    appointment_id: int
+
+
 class GetAppointment:
     def __init__(self, appointments: AppointmentRepository) -> None:
         self.appointments = appointments
 
-    async def execute(self, actor: Actor, appointment_id: int) -> Appointment:
-        return await _appointment(self.appointments, actor, appointment_id)
+    async def execute(self, command: AppointmentRef) -> Appointment:
+        return await _appointment(self.appointments, command.actor, command.appointment_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ListAppointmentsCommand:
+    actor: Actor
+    filters: AppointmentFilter
+    page: PageRequest
 
 
 class ListAppointments:
     def __init__(self, appointments: AppointmentRepository) -> None:
         self.appointments = appointments
 
-    async def execute(self, actor: Actor, filters: AppointmentFilter, page: PageRequest) -> Page[Appointment]:
-        return await self.appointments.list(actor.organization_id, filters, page)
+    async def execute(self, command: ListAppointmentsCommand) -> Page[Appointment]:
+        return await self.appointments.list(command.actor.organization_id, command.filters, command.page)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,8 +239,10 @@ class _Move:
     def apply(self, appointment: Appointment, now: datetime) -> Appointment:
         raise NotImplementedError
 
-    async def execute(self, actor: Actor, appointment_id: int) -> Appointment:
-        current = await _appointment_under_calendar_lock(self.calendars, self.appointments, actor, appointment_id)
+    async def execute(self, command: AppointmentRef) -> Appointment:
+        actor = command.actor
+        current = await _appointment_under_calendar_lock(self.calendars, self.appointments, actor,
+                                                         command.appointment_id)
         moved = await self.appointments.update(self.apply(current, self.clock.now()))
         if self.event is not None:
             self.uow.record(self.event(actor.organization_id, appointment_view(moved)))
@@ -259,7 +277,7 @@ class CancelAppointment(_Move):
 
 
 @dataclass(frozen=True, slots=True)
-class RecordOutcomeCommand:
+class RecordAppointmentOutcomeCommand:
     actor: Actor
     appointment_id: int
     outcome: str
@@ -270,11 +288,10 @@ class RecordOutcomeCommand:
 class RecordAppointmentOutcome:
     """confirmed -> completed or no_show (no event: the catalogue has none for outcomes)."""
 
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
-                 clock: Clock) -> None:
-        self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
+    def __init__(self, calendars: CalendarRepository, appointments: AppointmentRepository, clock: Clock) -> None:
+        self.calendars, self.appointments, self.clock = calendars, appointments, clock
 
-    async def execute(self, command: RecordOutcomeCommand) -> Appointment:
+    async def execute(self, command: RecordAppointmentOutcomeCommand) -> Appointment:
         notes = validate_attendee(notes=command.notes)[3] if command.notes is not None else None
         current = await _appointment_under_calendar_lock(self.calendars, self.appointments, command.actor,
                                                          command.appointment_id)

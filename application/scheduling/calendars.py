@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Any
+from datetime import datetime, time
 
 from application.context import Actor
 from application.ports.agents import AgentRepository
-from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.platform import Clock, Page, PageRequest
 from application.ports.scheduling import AppointmentRepository, CalendarRepository
 from domain.errors import Conflict, NotFound, ValidationFailed
-from domain.patching import apply_patch
+from domain.patching import MergePatch, apply_patch
 from domain.scheduling.model import AvailabilityRule, Blackout, Calendar
 from domain.scheduling.rules import MAX_RULES_PER_CALENDAR, build_blackout, build_rule, validate_blackout_reason
 
 CALENDAR_FIELDS = frozenset({"name", "timezone", "slot_duration_minutes", "buffer_minutes", "min_notice_minutes",
                              "horizon_days", "agent_id"})
+"""The calendar fields a client sets (on create, and in a PATCH)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CalendarRef:
+    """One calendar of the actor's organization: what reading, deleting or (re)issuing its feed needs."""
+
+    actor: Actor
+    calendar_id: int
 
 
 async def load_calendar(calendars: CalendarRepository, actor: Actor, calendar_id: int, *,
@@ -46,20 +54,28 @@ class CalendarsForAgents:
 @dataclass(frozen=True, slots=True)
 class CreateCalendarCommand:
     actor: Actor
-    fields: dict[str, Any]
-    """name, timezone and optionally slot_duration_minutes, buffer_minutes, min_notice_minutes,
-    horizon_days, agent_id."""
+    name: str
+    timezone: str
+    """IANA time zone, e.g. Europe/Berlin."""
+    slot_duration_minutes: int = 30
+    buffer_minutes: int = 0
+    min_notice_minutes: int = 0
+    horizon_days: int = 60
+    agent_id: int | None = None
 
 
 class CreateCalendar:
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, agents: AgentRepository, clock: Clock) -> None:
-        self.uow, self.calendars, self.agents, self.clock = uow, calendars, agents, clock
+    def __init__(self, calendars: CalendarRepository, agents: AgentRepository, clock: Clock) -> None:
+        self.calendars, self.agents, self.clock = calendars, agents, clock
 
     async def execute(self, command: CreateCalendarCommand) -> Calendar:
-        fields = {k: v for k, v in command.fields.items() if k in CALENDAR_FIELDS}
         now = self.clock.now()
-        calendar = Calendar(id=None, organization_id=command.actor.organization_id, created_at=now, updated_at=now,
-                            **fields).validated()
+        calendar = Calendar(
+            id=None, organization_id=command.actor.organization_id, name=command.name, timezone=command.timezone,
+            slot_duration_minutes=command.slot_duration_minutes, buffer_minutes=command.buffer_minutes,
+            min_notice_minutes=command.min_notice_minutes, horizon_days=command.horizon_days,
+            agent_id=command.agent_id, created_at=now, updated_at=now,
+        ).validated()
         await _check_agent(self.agents, calendar.organization_id, calendar.agent_id)
         return await self.calendars.add(calendar)
 
@@ -68,32 +84,41 @@ class GetCalendar:
     def __init__(self, calendars: CalendarRepository) -> None:
         self.calendars = calendars
 
-    async def execute(self, actor: Actor, calendar_id: int) -> Calendar:
-        return await load_calendar(self.calendars, actor, calendar_id)
+    async def execute(self, command: CalendarRef) -> Calendar:
+        return await load_calendar(self.calendars, command.actor, command.calendar_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ListCalendarsCommand:
+    actor: Actor
+    page: PageRequest
+    agent_id: int | None = None
+    """Only this agent's calendars."""
 
 
 class ListCalendars:
     def __init__(self, calendars: CalendarRepository) -> None:
         self.calendars = calendars
 
-    async def execute(self, actor: Actor, page: PageRequest, agent_id: int | None = None) -> Page[Calendar]:
-        return await self.calendars.list(actor.organization_id, page, agent_id)
+    async def execute(self, command: ListCalendarsCommand) -> Page[Calendar]:
+        return await self.calendars.list(command.actor.organization_id, command.page, command.agent_id)
 
 
 @dataclass(frozen=True, slots=True)
 class UpdateCalendarCommand:
     actor: Actor
     calendar_id: int
-    changes: dict[str, Any]
+    patch: MergePatch
+    """Any of the CALENDAR_FIELDS."""
 
 
 class UpdateCalendar:
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, agents: AgentRepository, clock: Clock) -> None:
-        self.uow, self.calendars, self.agents, self.clock = uow, calendars, agents, clock
+    def __init__(self, calendars: CalendarRepository, agents: AgentRepository, clock: Clock) -> None:
+        self.calendars, self.agents, self.clock = calendars, agents, clock
 
     async def execute(self, command: UpdateCalendarCommand) -> Calendar:
         calendar = await load_calendar(self.calendars, command.actor, command.calendar_id, lock=True)
-        changes = {k: v for k, v in command.changes.items() if k in CALENDAR_FIELDS}
+        changes = {k: v for k, v in command.patch.items() if k in CALENDAR_FIELDS}
         if changes.get("agent_id") is not None and changes["agent_id"] != calendar.agent_id:
             await _check_agent(self.agents, calendar.organization_id, changes["agent_id"])
         updated = apply_patch(calendar, changes).validated()
@@ -105,11 +130,11 @@ class UpdateCalendar:
 class DeleteCalendar:
     """Refused (409 conflict) while the calendar has pending or confirmed appointments that have not ended."""
 
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, appointments: AppointmentRepository,
-                 clock: Clock) -> None:
-        self.uow, self.calendars, self.appointments, self.clock = uow, calendars, appointments, clock
+    def __init__(self, calendars: CalendarRepository, appointments: AppointmentRepository, clock: Clock) -> None:
+        self.calendars, self.appointments, self.clock = calendars, appointments, clock
 
-    async def execute(self, actor: Actor, calendar_id: int) -> None:
+    async def execute(self, command: CalendarRef) -> None:
+        actor, calendar_id = command.actor, command.calendar_id
         await load_calendar(self.calendars, actor, calendar_id, lock=True)
         now = self.clock.now()
         active = await self.appointments.count_holding_after(actor.organization_id, calendar_id, now)
@@ -126,14 +151,14 @@ class AddAvailabilityRuleCommand:
     actor: Actor
     calendar_id: int
     weekday: int
-    start_time: Any
+    start_time: str | time
     """``"HH:MM"`` or a ``datetime.time``, local to the calendar."""
-    end_time: Any
+    end_time: str | time
 
 
 class AddAvailabilityRule:
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository) -> None:
-        self.uow, self.calendars = uow, calendars
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
 
     async def execute(self, command: AddAvailabilityRuleCommand) -> AvailabilityRule:
         rule = build_rule(id=None, calendar_id=command.calendar_id, weekday=command.weekday,
@@ -145,21 +170,37 @@ class AddAvailabilityRule:
         return await self.calendars.add_rule(command.actor.organization_id, rule)
 
 
+@dataclass(frozen=True, slots=True)
+class ListAvailabilityRulesCommand:
+    actor: Actor
+    calendar_id: int
+    page: PageRequest
+
+
 class ListAvailabilityRules:
     def __init__(self, calendars: CalendarRepository) -> None:
         self.calendars = calendars
 
-    async def execute(self, actor: Actor, calendar_id: int, page: PageRequest) -> Page[AvailabilityRule]:
+    async def execute(self, command: ListAvailabilityRulesCommand) -> Page[AvailabilityRule]:
+        actor, calendar_id = command.actor, command.calendar_id
         await load_calendar(self.calendars, actor, calendar_id)
         rules = await self.calendars.list_rules(actor.organization_id, calendar_id)
-        return page.slice(rules)
+        return command.page.slice(rules)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAvailabilityRuleCommand:
+    actor: Actor
+    calendar_id: int
+    rule_id: int
 
 
 class DeleteAvailabilityRule:
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository) -> None:
-        self.uow, self.calendars = uow, calendars
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
 
-    async def execute(self, actor: Actor, calendar_id: int, rule_id: int) -> None:
+    async def execute(self, command: DeleteAvailabilityRuleCommand) -> None:
+        actor, calendar_id, rule_id = command.actor, command.calendar_id, command.rule_id
         await load_calendar(self.calendars, actor, calendar_id, lock=True)
         if not await self.calendars.delete_rule(actor.organization_id, calendar_id, rule_id):
             raise NotFound("availability rule", rule_id)
@@ -169,17 +210,17 @@ class DeleteAvailabilityRule:
 class AddBlackoutCommand:
     actor: Actor
     calendar_id: int
-    start: Any
+    start: str | datetime
     """RFC 3339 text with an offset, or an aware datetime."""
-    end: Any
+    end: str | datetime
     reason: str | None = None
 
 
 class AddBlackout:
     """Existing appointments inside a new blackout are kept; the blackout only stops new bookings."""
 
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, clock: Clock) -> None:
-        self.uow, self.calendars, self.clock = uow, calendars, clock
+    def __init__(self, calendars: CalendarRepository, clock: Clock) -> None:
+        self.calendars, self.clock = calendars, clock
 
     async def execute(self, command: AddBlackoutCommand) -> Blackout:
         blackout = build_blackout(id=None, calendar_id=command.calendar_id, start=command.start, end=command.end,
@@ -188,21 +229,39 @@ class AddBlackout:
         return await self.calendars.add_blackout(command.actor.organization_id, blackout)
 
 
+@dataclass(frozen=True, slots=True)
+class ListBlackoutsCommand:
+    actor: Actor
+    calendar_id: int
+    page: PageRequest
+    start: datetime | None = None
+    end: datetime | None = None
+
+
 class ListBlackouts:
     def __init__(self, calendars: CalendarRepository) -> None:
         self.calendars = calendars
 
-    async def execute(self, actor: Actor, calendar_id: int, page: PageRequest, start: datetime | None = None,
-                      end: datetime | None = None) -> Page[Blackout]:
+    async def execute(self, command: ListBlackoutsCommand) -> Page[Blackout]:
+        actor, calendar_id = command.actor, command.calendar_id
         await load_calendar(self.calendars, actor, calendar_id)
-        return await self.calendars.list_blackouts(actor.organization_id, calendar_id, page, start, end)
+        return await self.calendars.list_blackouts(actor.organization_id, calendar_id, command.page, command.start,
+                                                   command.end)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteBlackoutCommand:
+    actor: Actor
+    calendar_id: int
+    blackout_id: int
 
 
 class DeleteBlackout:
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository) -> None:
-        self.uow, self.calendars = uow, calendars
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
 
-    async def execute(self, actor: Actor, calendar_id: int, blackout_id: int) -> None:
+    async def execute(self, command: DeleteBlackoutCommand) -> None:
+        actor, calendar_id, blackout_id = command.actor, command.calendar_id, command.blackout_id
         await load_calendar(self.calendars, actor, calendar_id, lock=True)
         if not await self.calendars.delete_blackout(actor.organization_id, calendar_id, blackout_id):
             raise NotFound("blackout", blackout_id)

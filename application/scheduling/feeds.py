@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
-from application.context import Actor
-from application.ports.platform import Clock, Random, UnitOfWork
+from application.ports.platform import Clock, Random
 from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer
-from application.scheduling.calendars import load_calendar
+from application.scheduling.calendars import CalendarRef, load_calendar
 from domain.errors import NotFound
 from domain.scheduling.feeds import FEED_LOOKBACK_DAYS, FEED_MAX_EVENTS, feed_token_digest, is_feed_token_shaped
 from domain.scheduling.model import Calendar
@@ -19,10 +19,11 @@ class IssueFeedToken:
     """Create or rotate the calendar's secret feed token; the previous token stops working at once.
     Only its SHA-256 is stored: the token is shown once, in the result."""
 
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository, random: Random) -> None:
-        self.uow, self.calendars, self.random = uow, calendars, random
+    def __init__(self, calendars: CalendarRepository, random: Random) -> None:
+        self.calendars, self.random = calendars, random
 
-    async def execute(self, actor: Actor, calendar_id: int) -> str:
+    async def execute(self, command: CalendarRef) -> str:
+        actor, calendar_id = command.actor, command.calendar_id
         await load_calendar(self.calendars, actor, calendar_id, lock=True)
         token = self.random.token(FEED_TOKEN_BYTES)
         await self.calendars.set_feed_token(actor.organization_id, calendar_id, feed_token_digest(token))
@@ -30,10 +31,11 @@ class IssueFeedToken:
 
 
 class RevokeFeedToken:
-    def __init__(self, uow: UnitOfWork, calendars: CalendarRepository) -> None:
-        self.uow, self.calendars = uow, calendars
+    def __init__(self, calendars: CalendarRepository) -> None:
+        self.calendars = calendars
 
-    async def execute(self, actor: Actor, calendar_id: int) -> None:
+    async def execute(self, command: CalendarRef) -> None:
+        actor, calendar_id = command.actor, command.calendar_id
         await load_calendar(self.calendars, actor, calendar_id, lock=True)
         await self.calendars.set_feed_token(actor.organization_id, calendar_id, None)
 
@@ -52,14 +54,21 @@ class _Feed:
 class RenderCalendarFeed(_Feed):
     """The calendar's appointments (every status, ending in the last 90 days or later) as ICS."""
 
-    async def execute(self, actor: Actor, calendar_id: int) -> bytes:
-        return await self._render(await load_calendar(self.calendars, actor, calendar_id))
+    async def execute(self, command: CalendarRef) -> bytes:
+        return await self._render(await load_calendar(self.calendars, command.actor, command.calendar_id))
+
+
+@dataclass(frozen=True, slots=True)
+class RenderFeedByTokenCommand:
+    token: str
+    """The secret feed token from the feed URL (no actor: the token is the credential)."""
 
 
 class RenderFeedByToken(_Feed):
     """The feed of the calendar whose secret token this is; NotFound for any other text."""
 
-    async def execute(self, token: str) -> bytes:
+    async def execute(self, command: RenderFeedByTokenCommand) -> bytes:
+        token = command.token
         calendar = await self.calendars.find_by_feed_token(feed_token_digest(token)) if is_feed_token_shaped(
             token) else None
         if calendar is None:

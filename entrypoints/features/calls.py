@@ -176,7 +176,7 @@ async def _refs(container: AsyncContainer, method: str, organization_id: int | N
 async def _advance(container: AsyncContainer, ref: CallRef) -> bool:
     async def step(run_tools: bool) -> Any:
         async def work(r: Any) -> Any:
-            return await (await r.get(call_cases.AdvanceCall)).execute(ref, run_tools=run_tools)
+            return await (await r.get(call_cases.AdvanceCall)).execute(call_cases.AdvanceCallCommand(ref, run_tools))
         return await _unit(container, work)
 
     try:
@@ -195,7 +195,7 @@ async def _advance(container: AsyncContainer, ref: CallRef) -> bool:
 
 async def _sweep(container: AsyncContainer, ref: CallRef) -> bool:
     async def work(r: Any) -> Any:
-        return await (await r.get(call_cases.SweepOverdueCall)).execute(ref)
+        return await (await r.get(call_cases.SweepOverdueCall)).execute(call_cases.SweepOverdueCallCommand(ref))
 
     try:
         return await _unit(container, work) is not None
@@ -208,7 +208,8 @@ async def _dial_queued(container: AsyncContainer, organization_id: int) -> int:
     dialled = 0
 
     async def work(r: Any) -> Any:
-        return await (await r.get(call_cases.DialNextQueuedCall)).execute(organization_id)
+        return await (await r.get(call_cases.DialNextQueuedCall)).execute(
+            call_cases.DialNextQueuedCallCommand(organization_id))
 
     for _ in range(BATCH):
         try:

@@ -11,9 +11,9 @@ from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
-from application.housekeeping import PurgeExpired
+from application.housekeeping import PurgeExpired, PurgeExpiredCommand
 from application.jobs import JobKind
-from application.outbox import OutboxPolicy, PurgeConsumedEvents
+from application.outbox import OutboxPolicy, PurgeConsumedEvents, PurgeConsumedEventsCommand
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from entrypoints.features import Feature
@@ -51,8 +51,8 @@ async def purge_once(container: AsyncContainer) -> None:
 
 
 async def _execute(unit: Any) -> tuple[Any, int]:
-    purged = await (await unit.get(PurgeExpired)).execute()
-    events = await (await unit.get(PurgeConsumedEvents)).execute()
+    purged = await (await unit.get(PurgeExpired)).execute(PurgeExpiredCommand())
+    events = await (await unit.get(PurgeConsumedEvents)).execute(PurgeConsumedEventsCommand())
     return purged, events
 
 

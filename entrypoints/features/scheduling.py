@@ -50,7 +50,8 @@ class SchedulingProvider(Provider):
     def appointment_booker(self, book_next_open_slot: booking.BookNextOpenSlot,
                            get_calendar: calendars.GetCalendar) -> AppointmentBooker:
         """Overrides the core's NoAppointmentBooker: agents book during calls on this feature's calendars."""
-        return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand, get_calendar)
+        return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand, get_calendar,
+                                                 calendars.CalendarRef)
 
     cases = provide_all(
         calendars.CreateCalendar,

@@ -7,6 +7,9 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$": "must be a language tag such as en or en-US",
     r"^[A-Za-z]{2}$": "must be a two-letter country code such as US or DE",
     r"^([01]\d|2[0-3]):[0-5]\d$": 'must be a 24-hour wall time "HH:MM" such as 09:00 or 17:30',
+    r"^(([01]\d|2[0-3]):[0-5]\d|24:00)$": 'must be a 24-hour wall time "HH:MM" such as 17:30, or "24:00"',
+    r"^\d{4}-\d{2}-\d{2}$": "must be a date YYYY-MM-DD such as 2026-12-24",
+    r"^[A-Z]{2}$": "must be a two-letter ISO 3166 country code in capitals, such as US or DE",
     r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "must be an email address such as ada@example.com",
     r"^[ -~]+$": "must be printable ASCII characters",
 }

@@ -19,6 +19,7 @@ from application.accounts import CreateOrganization, CreateOrganizationCommand
 from application.context import Actor
 from application.ports.platform import UnitOfWork
 from application.scheduling.booking import (
+    AppointmentRef,
     ApproveAppointment,
     BookAppointment,
     BookAppointmentCommand,
@@ -26,7 +27,7 @@ from application.scheduling.booking import (
     DeclineAppointment,
     GetAppointment,
     RecordAppointmentOutcome,
-    RecordOutcomeCommand,
+    RecordAppointmentOutcomeCommand,
     RescheduleAppointment,
     RescheduleAppointmentCommand,
 )
@@ -95,7 +96,7 @@ class AppointmentLifecycle(RuleBasedStateMachine):
 
         self.actor = Actor.system(self.loop.run_until_complete(organization()))
         self.calendar_id = self.run(CreateCalendar, CreateCalendarCommand(
-            self.actor, {"name": "C", "timezone": "America/New_York"})).id
+            self.actor, name="C", timezone="America/New_York")).id
         self.run(AddAvailabilityRule, AddAvailabilityRuleCommand(self.actor, self.calendar_id, 1, "09:00",
                                                                        "10:30"))
 
@@ -124,11 +125,11 @@ class AppointmentLifecycle(RuleBasedStateMachine):
             return
         status, slot = self.model[appointment_id]
         if move in ("completed", "no_show"):
-            case, args = RecordAppointmentOutcome, (RecordOutcomeCommand(self.actor, appointment_id, move),)
+            case, args = RecordAppointmentOutcome, (RecordAppointmentOutcomeCommand(self.actor, appointment_id, move),)
         else:
             case = {"approve": ApproveAppointment, "decline": DeclineAppointment,
                     "cancel": CancelAppointment}[move]
-            args = (self.actor, appointment_id)
+            args = (AppointmentRef(self.actor, appointment_id),)
         trigger = MOVE_TRIGGER[move]
         too_early = move in ("completed", "no_show") and self.clock.now() < slot
         if not APPOINTMENT_MACHINE.can(status, trigger) or too_early:
@@ -180,7 +181,7 @@ class AppointmentLifecycle(RuleBasedStateMachine):
         if not self.model:
             return
         for appointment_id, (status, slot) in self.model.items():
-            stored = self.run(GetAppointment, self.actor, appointment_id)
+            stored = self.run(GetAppointment, AppointmentRef(self.actor, appointment_id))
             assert (stored.status, stored.slot_start) == (status, slot)
         for slot in SLOTS:
             holders = [i for i, (s, start) in self.model.items() if start == slot and s in SLOT_HOLDING_STATUSES]

@@ -115,17 +115,17 @@ async def test_scraping_fetches_outside_any_transaction_and_records_events(world
     kb = view.knowledge_base.id
     world.fetcher.pages["https://shop.example/returns"] = b"<html><body><p>Returns are free.</p></body></html>"
 
-    doc = await world.run(uc.ScrapeDocument, actor, kb, "HTTPS://Shop.Example/returns#top")
+    doc = await world.run(uc.ScrapeDocument, uc.ScrapeDocumentCommand(actor, kb, "HTTPS://Shop.Example/returns#top"))
     assert (doc.status, doc.source_url, doc.file_type) == ("ready", "https://shop.example/returns", "html")
     assert world.fetcher.locked_during_fetch == [False]
     assert world.events() == ["knowledge_base.created", "document.ready"]
 
     with pytest.raises(UpstreamFetchFailed):
-        await world.run(uc.ScrapeDocument, actor, kb, "https://shop.example/missing")
+        await world.run(uc.ScrapeDocument, uc.ScrapeDocumentCommand(actor, kb, "https://shop.example/missing"))
     with pytest.raises(ValidationFailed):
-        await world.run(uc.ScrapeDocument, actor, kb, "ftp://shop.example/")
+        await world.run(uc.ScrapeDocument, uc.ScrapeDocumentCommand(actor, kb, "ftp://shop.example/"))
     with pytest.raises(NotFound):
-        await world.run(uc.ScrapeDocument, actor, 999, "https://shop.example/returns")
+        await world.run(uc.ScrapeDocument, uc.ScrapeDocumentCommand(actor, 999, "https://shop.example/returns"))
 
 
 async def test_upload_extracts_outside_any_transaction(world: World) -> None:
@@ -133,12 +133,12 @@ async def test_upload_extracts_outside_any_transaction(world: World) -> None:
     actor = Actor.system(org)
     kb = (await world.run(uc.CreateKnowledgeBase, uc.CreateKnowledgeBaseCommand(
         actor, "Files", await _agent(world, org)))).knowledge_base.id
-    outcome = await world.run(uc.UploadDocuments, actor, kb, [uc.UploadedFile("a.txt", b"Alpha."),
-                                                              uc.UploadedFile("b.txt", b"\x00junk")])
+    outcome = await world.run(uc.UploadDocuments, uc.UploadDocumentsCommand(
+        actor, kb, [uc.UploadedFile("a.txt", b"Alpha."), uc.UploadedFile("b.txt", b"\x00junk")]))
     assert outcome.summary() == {"total": 2, "success": 1, "failed": 1}
     assert world.extractor.locked_during_extraction == [False, False]
     with pytest.raises(ValidationFailed) as none:
-        await world.run(uc.UploadDocuments, actor, kb, [])
+        await world.run(uc.UploadDocuments, uc.UploadDocumentsCommand(actor, kb, []))
     assert none.value.details["summary"] == {"total": 0, "success": 0, "failed": 0}
 
 
@@ -150,22 +150,30 @@ async def test_an_agent_searches_every_knowledge_base_attached_to_it(world: Worl
     first = (await world.run(uc.CreateKnowledgeBase, uc.CreateKnowledgeBaseCommand(actor, "1", owner))).knowledge_base
     second = (await world.run(uc.CreateKnowledgeBase, uc.CreateKnowledgeBaseCommand(actor, "2", helper))
               ).knowledge_base
-    await world.run(uc.UploadDocuments, actor, first.id, [uc.UploadedFile("p.txt", b"Parking is free on Sundays.")])
-    await world.run(uc.UploadDocuments, actor, second.id, [uc.UploadedFile("q.txt", b"Parking costs two euros.")])
-    attached = await world.run(uc.AttachKnowledgeBase, actor, helper, first.id)
+    await world.run(uc.UploadDocuments, uc.UploadDocumentsCommand(
+        actor, first.id, [uc.UploadedFile("p.txt", b"Parking is free on Sundays.")]))
+    await world.run(uc.UploadDocuments, uc.UploadDocumentsCommand(
+        actor, second.id, [uc.UploadedFile("q.txt", b"Parking costs two euros.")]))
+    attached = await world.run(uc.AttachKnowledgeBase, uc.AttachKnowledgeBaseCommand(actor, helper, first.id))
     assert [v.knowledge_base.id for v in attached.knowledge_bases] == [first.id, second.id]
 
-    hits = await world.run(uc.SearchAgentKnowledge, actor, helper, "parking", 5)
+    async def agent_hits(agent_id: int, query: str) -> list[Any]:
+        return await world.run(uc.SearchAgentKnowledge, uc.SearchAgentKnowledgeCommand(actor, agent_id, query, 5))
+
+    async def kb_hits(kb_id: int, query: str) -> list[Any]:
+        return await world.run(uc.SearchKnowledge, uc.SearchKnowledgeCommand(actor, kb_id, query, 5))
+
+    hits = await agent_hits(helper, "parking")
     assert {h.knowledge_base_id for h in hits} == {first.id, second.id}
-    assert [h.knowledge_base_id for h in await world.run(uc.SearchAgentKnowledge, actor, owner, "parking", 5)] == [
+    assert [h.knowledge_base_id for h in await agent_hits(owner, "parking")] == [
         first.id]
-    assert await world.run(uc.SearchAgentKnowledge, actor, loner, "parking", 5) == []
-    assert await world.run(uc.SearchAgentKnowledge, actor, helper, "?!", 5) == []
-    assert [h.text for h in await world.run(uc.SearchKnowledge, actor, second.id, "euros", 5)] == [
+    assert await agent_hits(loner, "parking") == []
+    assert await agent_hits(helper, "?!") == []
+    assert [h.text for h in await kb_hits(second.id, "euros")] == [
         "Parking costs two euros."]
     with pytest.raises(ValidationFailed):
-        await world.run(uc.SearchKnowledge, actor, second.id, "...", 5)
-    await world.run(uc.DetachKnowledgeBase, actor, helper, first.id)
-    assert {h.knowledge_base_id for h in await world.run(uc.SearchAgentKnowledge, actor, helper, "parking", 5)} == {
+        await kb_hits(second.id, "...")
+    await world.run(uc.DetachKnowledgeBase, uc.DetachKnowledgeBaseCommand(actor, helper, first.id))
+    assert {h.knowledge_base_id for h in await agent_hits(helper, "parking")} == {
         second.id}
     assert "knowledge_base.attached" in world.events() and "knowledge_base.detached" in world.events()

@@ -18,8 +18,9 @@ from adapters.sql.tables import outbox_events
 from application.context import Actor
 from application.ports.platform import UnitOfWork
 from application.ports.scheduling import AppointmentRepository
-from application.scheduling.availability import NextOpenSlot
+from application.scheduling.availability import NextOpenSlot, NextOpenSlotCommand
 from application.scheduling.booking import (
+    AppointmentRef,
     BookAppointment,
     BookAppointmentCommand,
     BookNextOpenSlot,
@@ -34,6 +35,7 @@ from application.scheduling.calendars import (
     AddAvailabilityRuleCommand,
     AddBlackout,
     AddBlackoutCommand,
+    CalendarRef,
     CreateCalendar,
     CreateCalendarCommand,
     GetCalendar,
@@ -82,11 +84,15 @@ async def events(container: Any, organization_id: int) -> list[tuple[str, dict[s
 
 async def calendar_with_hours(container: Any, actor: Actor, **fields: Any) -> int:
     cal = await run(container, CreateCalendar, CreateCalendarCommand(
-        actor, {"name": "Desk", "timezone": "America/New_York", **fields}))
+        actor, **{"name": "Desk", "timezone": "America/New_York", **fields}))
     for weekday in range(5):
         await run(container, AddAvailabilityRule, AddAvailabilityRuleCommand(actor, cal.id, weekday, "09:00",
                                                                                   "12:00"))
     return cal.id  # type: ignore[no-any-return]
+
+
+async def next_open(container: Any, actor: Actor, calendar_id: int, after: datetime) -> datetime | None:
+    return await run(container, NextOpenSlot, NextOpenSlotCommand(actor, calendar_id, after))  # type: ignore[no-any-return]
 
 
 def local(text: str) -> datetime:
@@ -125,27 +131,27 @@ async def test_next_open_slot_and_booking_it(clocked: Any) -> None:
     actor = Actor.system(await new_organization(clocked))
     cal = await calendar_with_hours(clocked, actor, min_notice_minutes=24 * 60)
     # now is Monday 07:00 New York; a day of notice makes Tuesday 09:00 the first open slot
-    first = await run(clocked, NextOpenSlot, actor, cal, NOW)
+    first = await next_open(clocked, actor, cal, NOW)
     assert first == local("2026-03-03T09:00:00-05:00")
-    later = await run(clocked, NextOpenSlot, actor, cal, local("2026-03-03T11:45:00-05:00"))
+    later = await next_open(clocked, actor, cal, local("2026-03-03T11:45:00-05:00"))
     assert later == local("2026-03-04T09:00:00-05:00")
-    friday_evening = await run(clocked, NextOpenSlot, actor, cal, local("2026-03-06T12:00:00-05:00"))
+    friday_evening = await next_open(clocked, actor, cal, local("2026-03-06T12:00:00-05:00"))
     assert friday_evening == local("2026-03-09T09:00:00-04:00")  # Monday, after the DST switch
     booked = [await run(clocked, BookNextOpenSlot, BookNextOpenSlotCommand(actor, cal, NOW, call_id=f"c{i}"))
               for i in range(3)]
     assert [b.slot_start for b in booked] == [local("2026-03-03T09:00:00-05:00"), local("2026-03-03T09:30:00-05:00"),
                                              local("2026-03-03T10:00:00-05:00")]
-    assert await run(clocked, NextOpenSlot, actor, cal, NOW) == local("2026-03-03T10:30:00-05:00")
+    assert await next_open(clocked, actor, cal, NOW) == local("2026-03-03T10:30:00-05:00")
     # the same start booked through BookAppointment is refused: one rule set
     with pytest.raises(SlotUnavailable):
         await run(clocked, BookAppointment, BookAppointmentCommand(actor, cal, booked[0].slot_start))
     assert len(await events(clocked, actor.organization_id)) == 3
 
-    empty = await run(clocked, CreateCalendar, CreateCalendarCommand(actor, {"name": "E", "timezone": "UTC"}))
-    assert await run(clocked, NextOpenSlot, actor, empty.id, NOW) is None
+    empty = await run(clocked, CreateCalendar, CreateCalendarCommand(actor, name="E", timezone="UTC"))
+    assert await next_open(clocked, actor, empty.id, NOW) is None
     assert await run(clocked, BookNextOpenSlot, BookNextOpenSlotCommand(actor, empty.id, NOW)) is None
     short = await calendar_with_hours(clocked, actor, horizon_days=1)
-    assert await run(clocked, NextOpenSlot, actor, short, local("2026-03-03T12:00:00-05:00")) is None
+    assert await next_open(clocked, actor, short, local("2026-03-03T12:00:00-05:00")) is None
 
 
 async def test_reschedule_is_all_or_nothing(clocked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,13 +173,13 @@ async def test_reschedule_is_all_or_nothing(clocked: Any, monkeypatch: pytest.Mo
             await case.execute(RescheduleAppointmentCommand(actor, booked.id, target))
         await (await r.get(UnitOfWork)).rollback()  # what the pipeline does on an error
     monkeypatch.undo()
-    assert await run(clocked, GetAppointment, actor, booked.id) == booked
-    assert await run(clocked, NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T09:30:00-05:00")
+    assert await run(clocked, GetAppointment, AppointmentRef(actor, booked.id)) == booked
+    assert await next_open(clocked, actor, cal, TUESDAY) == local("2026-03-03T09:30:00-05:00")
     assert await events(clocked, actor.organization_id) == [("appointment.booked", appointment_view(booked))]
 
     moved = await run(clocked, RescheduleAppointment, RescheduleAppointmentCommand(actor, booked.id, target))
     assert moved.previous.status == "cancelled" and moved.appointment.rescheduled_from == booked.id
-    assert await run(clocked, NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T09:00:00-05:00")
+    assert await next_open(clocked, actor, cal, TUESDAY) == local("2026-03-03T09:00:00-05:00")
     kinds = [kind for kind, _ in await events(clocked, actor.organization_id)]
     assert kinds == ["appointment.booked", "appointment.rescheduled"]
 
@@ -185,9 +191,9 @@ async def test_calendar_changes_apply_to_new_bookings_only(clocked: Any) -> None
                                                                               local("2026-03-03T09:00:00-05:00")))
     updated = await run(clocked, UpdateCalendar, UpdateCalendarCommand(actor, cal, {"slot_duration_minutes": 60}))
     assert updated.slot_duration_minutes == 60
-    assert (await run(clocked, GetAppointment, actor, booked.id)).slot_end == booked.slot_end
+    assert (await run(clocked, GetAppointment, AppointmentRef(actor, booked.id))).slot_end == booked.slot_end
     # 09:00-10:00 would overlap the existing 09:00-09:30 booking; 10:00 is the first hour slot left
-    assert await run(clocked, NextOpenSlot, actor, cal, TUESDAY) == local("2026-03-03T10:00:00-05:00")
+    assert await next_open(clocked, actor, cal, TUESDAY) == local("2026-03-03T10:00:00-05:00")
     with pytest.raises(ValidationFailed):
         await run(clocked, UpdateCalendar, UpdateCalendarCommand(actor, cal, {"horizon_days": 0}))
-    assert (await run(clocked, GetCalendar, actor, cal)).horizon_days == 60
+    assert (await run(clocked, GetCalendar, CalendarRef(actor, cal))).horizon_days == 60

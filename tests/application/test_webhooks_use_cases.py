@@ -9,20 +9,27 @@ from datetime import timedelta
 import pytest
 
 from application.agents import CreateAgent, CreateAgentCommand, PublishAgent, PublishAgentCommand
-from application.calls import CancelCall, PlaceCall, PlaceCallCommand
+from application.calls import CancelCall, CancelCallCommand, PlaceCall, PlaceCallCommand
 from application.context import Actor
 from application.ports.platform import PageRequest
 from application.ports.webhooks import SubscriptionFilter
 from application.webhooks import (
     ClaimDeliveries,
+    ClaimDeliveriesCommand,
     CreateSubscription,
     CreateSubscriptionCommand,
     DeleteSubscription,
+    DeleteSubscriptionCommand,
     DispatchOutbox,
+    DispatchOutboxCommand,
     GetSubscription,
+    GetSubscriptionCommand,
     ListSubscriptions,
+    ListSubscriptionsCommand,
     RotateSecret,
+    RotateSecretCommand,
     SendTestEvent,
+    SendTestEventCommand,
     UpdateSubscription,
     UpdateSubscriptionCommand,
 )
@@ -46,13 +53,13 @@ async def call_ended(app: App, actor: Actor) -> str:
     agent = await app.run(CreateAgent, CreateAgentCommand(actor, name="Desk", prompt="Hi"))
     await app.run(PublishAgent, PublishAgentCommand(actor, agent.id))
     call = await app.run(PlaceCall, PlaceCallCommand(actor, str(agent.id), "+1555010000"))
-    await app.run(CancelCall, actor, call.id)
+    await app.run(CancelCall, CancelCallCommand(actor, call.id))
     return call.id
 
 
 async def claimed(app: App) -> list[tuple[int, str, str]]:
     """(subscription id, event type, call id) of every delivery due now."""
-    taken = await app.run(ClaimDeliveries, "test-worker", 100, LEASE)
+    taken = await app.run(ClaimDeliveries, ClaimDeliveriesCommand("test-worker", 100, LEASE))
     return sorted((c.delivery.subscription_id, c.delivery.event_type, c.delivery.data.get("id")) for c in taken)
 
 
@@ -86,7 +93,8 @@ async def test_status_moves_and_patches(app: App) -> None:
     with pytest.raises(BlockedAddress):
         await update(app, actor, sub.id, url="http://10.0.0.8/in")
     assert (await update(app, actor, sub.id, status="active")).status == "active"
-    only_paused = await app.run(ListSubscriptions, actor, SubscriptionFilter(status="paused"), PageRequest())
+    only_paused = await app.run(ListSubscriptions, ListSubscriptionsCommand(
+        actor, SubscriptionFilter(status="paused"), PageRequest()))
     assert only_paused.items == []
 
 
@@ -94,8 +102,8 @@ async def test_rotation_validates_the_grace_period_and_keeps_the_old_secret_for_
     actor = await app.actor()
     created = await subscribe(app, actor)
     with pytest.raises(ValidationFailed):
-        await app.run(RotateSecret, actor, created.subscription.id, -1)
-    rotated = await app.run(RotateSecret, actor, created.subscription.id, 24)
+        await app.run(RotateSecret, RotateSecretCommand(actor, created.subscription.id, -1))
+    rotated = await app.run(RotateSecret, RotateSecretCommand(actor, created.subscription.id, 24))
     assert rotated.secret != created.secret
     assert rotated.previous_secret_expires_at == app.clock.now() + timedelta(hours=24)
     now = app.clock.now()
@@ -106,11 +114,11 @@ async def test_rotation_validates_the_grace_period_and_keeps_the_old_secret_for_
 async def test_a_test_event_goes_only_to_an_active_subscription(app: App) -> None:
     actor = await app.actor()
     sub = (await subscribe(app, actor)).subscription
-    delivery = await app.run(SendTestEvent, actor, sub.id)
+    delivery = await app.run(SendTestEvent, SendTestEventCommand(actor, sub.id))
     assert (delivery.event_type, delivery.subscription_id, delivery.auto_retry) == ("webhook.test", sub.id, False)
     await update(app, actor, sub.id, status="paused")
     with pytest.raises(Conflict):
-        await app.run(SendTestEvent, actor, sub.id)
+        await app.run(SendTestEvent, SendTestEventCommand(actor, sub.id))
 
 
 async def test_the_dispatcher_fans_out_to_active_subscribers_of_the_event_in_the_organization(app: App) -> None:
@@ -123,8 +131,8 @@ async def test_the_dispatcher_fans_out_to_active_subscribers_of_the_event_in_the
 
     call_id = await call_ended(app, actor)
     assert [t for t, _ in await app.events(actor.organization_id)] == ["call.ended"]
-    assert await app.run(DispatchOutbox) == 1
-    assert await app.run(DispatchOutbox) == 0  # each event is fanned out once
+    assert await app.run(DispatchOutbox, DispatchOutboxCommand()) == 1
+    assert await app.run(DispatchOutbox, DispatchOutboxCommand()) == 0  # each event is fanned out once
     assert await claimed(app) == [(wants.id, "call.ended", call_id)]
 
 
@@ -133,24 +141,28 @@ async def test_an_event_dispatched_while_paused_is_not_delivered_after_resuming(
     sub = (await subscribe(app, actor, "call.ended")).subscription
     await update(app, actor, sub.id, status="paused")
     await call_ended(app, actor)
-    await app.run(DispatchOutbox)
+    await app.run(DispatchOutbox, DispatchOutboxCommand())
     await update(app, actor, sub.id, status="active")
-    await app.run(DispatchOutbox)
+    await app.run(DispatchOutbox, DispatchOutboxCommand())
     assert await claimed(app) == []
     later = await call_ended(app, actor)
-    await app.run(DispatchOutbox)
+    await app.run(DispatchOutbox, DispatchOutboxCommand())
     assert await claimed(app) == [(sub.id, "call.ended", later)]
 
 
 async def test_subscriptions_of_another_organization_do_not_exist(app: App) -> None:
     mine, theirs = await app.actor(), await app.actor()
     sub = (await subscribe(app, theirs)).subscription
-    for case, args in [(GetSubscription, ()), (DeleteSubscription, ()), (RotateSecret, (1,)), (SendTestEvent, ())]:
+    for case, command in [(GetSubscription, GetSubscriptionCommand(mine, sub.id)),
+                          (DeleteSubscription, DeleteSubscriptionCommand(mine, sub.id)),
+                          (RotateSecret, RotateSecretCommand(mine, sub.id, 1)),
+                          (SendTestEvent, SendTestEventCommand(mine, sub.id))]:
         with pytest.raises(NotFound):
-            await app.run(case, mine, sub.id, *args)
+            await app.run(case, command)
     with pytest.raises(NotFound):
         await update(app, mine, sub.id, status="paused")
-    assert (await app.run(ListSubscriptions, mine, SubscriptionFilter(), PageRequest())).items == []
-    await app.run(DeleteSubscription, theirs, sub.id)
+    assert (await app.run(ListSubscriptions, ListSubscriptionsCommand(
+        mine, SubscriptionFilter(), PageRequest()))).items == []
+    await app.run(DeleteSubscription, DeleteSubscriptionCommand(theirs, sub.id))
     with pytest.raises(NotFound):
-        await app.run(GetSubscription, theirs, sub.id)
+        await app.run(GetSubscription, GetSubscriptionCommand(theirs, sub.id))

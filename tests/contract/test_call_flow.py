@@ -16,7 +16,7 @@ from adapters.memory.store import InMemoryStore
 from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from application.accounts import CreateOrganization, CreateOrganizationCommand
-from application.calls import CancelCall, GetCall, PlaceCall, PlaceCallCommand
+from application.calls import CancelCall, CancelCallCommand, GetCall, GetCallCommand, PlaceCall, PlaceCallCommand
 from application.context import Actor
 from application.ports.agents import AgentRepository
 from application.ports.platform import UnitOfWork
@@ -54,7 +54,7 @@ async def _place(container: Any, org: int, agent: int, number: str, clock: Manua
 
 async def _get(container: Any, org: int, call_id: str) -> Any:
     async with container() as r:
-        return await (await r.get(GetCall)).execute(Actor.system(org), call_id)
+        return await (await r.get(GetCall)).execute(GetCallCommand(Actor.system(org), call_id))
 
 
 async def _events(container: Any, org: int) -> list[tuple[str, str]]:
@@ -79,7 +79,7 @@ async def test_calls_flow_on_every_backend(database_url: str, tmp_root: Path) ->
                for n in ("+1555010000", "+1555010001", "+1555010005", "+1555010000")}
         cancelled = await _place(container, org, agent, "+14155550100", clock)
         async with container() as r:
-            await (await r.get(CancelCall)).execute(Actor.system(org), cancelled)
+            await (await r.get(CancelCall)).execute(CancelCallCommand(Actor.system(org), cancelled))
             await (await r.get(UnitOfWork)).commit()
         report = await run_once(container, organization_id=org)
         assert report.dialled == 2  # the starter plan's two lines

@@ -150,7 +150,7 @@ async def test_rate_limiter_counts_and_refuses(container: Any) -> None:
 
 
 async def test_housekeeping_purges_only_what_expired(container: Any) -> None:
-    from application.housekeeping import PurgeExpired
+    from application.housekeeping import PurgeExpired, PurgeExpiredCommand
 
     org = await new_organization(container)
     async with container() as r:
@@ -159,7 +159,7 @@ async def test_housekeeping_purges_only_what_expired(container: Any) -> None:
         await store.insert_if_absent(IdempotencyRecord(org, 1, "new", "fp", datetime.now(UTC), None, "t", None))
         await (await r.get(UnitOfWork)).commit()
     async with container() as r:
-        await (await r.get(PurgeExpired)).execute()
+        await (await r.get(PurgeExpired)).execute(PurgeExpiredCommand())
         await (await r.get(UnitOfWork)).commit()
     async with container() as r:
         store = await r.get(IdempotencyStore)

@@ -217,7 +217,7 @@ async def test_booking_checks_never_trust_the_cache(sql_url: str, tmp_root: Path
     another: the check under the calendar lock reads the tables."""
     from adapters.memory.clock import ManualClock
     from application.context import Actor
-    from application.scheduling.availability import AvailabilityQuery, GetAvailability
+    from application.scheduling.availability import GetAvailability, GetAvailabilityCommand
     from application.scheduling.booking import (
         BookAppointment,
         BookAppointmentCommand,
@@ -239,7 +239,7 @@ async def test_booking_checks_never_trust_the_cache(sql_url: str, tmp_root: Path
             await (await r.get(CalendarRepository)).add_rule(org, AvailabilityRule(None, cal.id, 1, time(9), time(11)))
             held = await (await r.get(AppointmentRepository)).add(appt(org, cal.id, at(9)))
             await (await r.get(UnitOfWork)).commit()
-        query = AvailabilityQuery(actor, cal.id, at(0), at(0, day=4))
+        query = GetAvailabilityCommand(actor, cal.id, at(0), at(0, day=4))
         async with container() as r:
             open_before = [s.start for s in (await (await r.get(GetAvailability)).execute(query)).slots]
         assert open_before == [at(10), at(10, 30)]  # 09:00 held, 09:30 within its 30-minute buffer

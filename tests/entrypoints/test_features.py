@@ -22,6 +22,7 @@ from entrypoints.http.routes import (
     dnc,
     knowledge,
     meta,
+    schedules,
     scheduling,
     telephony,
     webhooks,
@@ -57,12 +58,14 @@ def test_the_worker_loads_no_litestar_module(tmp_path: Path) -> None:
 
 def test_every_feature_is_a_module_with_a_unique_name() -> None:
     names = [feature.name for feature in all_features()]
-    assert names == sorted(set(names)) == ["calls", "campaigns", "housekeeping", "knowledge", "scheduling", "webhooks"]
+    assert names == sorted(set(names)) == [
+        "calls", "campaigns", "housekeeping", "knowledge", "schedules", "scheduling", "webhooks",
+    ]
 
 
 def test_the_route_registry_names_installed_features_and_serves_every_handler_once() -> None:
     assert set(ROUTES) <= {"core"} | {feature.name for feature in all_features()}
-    modules = [meta, agents, accounts, calls, campaigns, dnc, telephony, knowledge, scheduling, webhooks]
+    modules = [meta, agents, accounts, calls, campaigns, dnc, telephony, knowledge, scheduling, schedules, webhooks]
     every = [handler for module in modules for handler in module.ROUTES]
     served = route_handlers()
     assert len(served) == len(every) == len({id(h) for h in served})

@@ -155,6 +155,8 @@ CASES: dict[str, Setup] = {
     "createKnowledgeBase": _kb_request,
     "uploadDocuments": _upload,
     "createCalendar": _fixed("/v2/scheduling/calendars", {"name": "Desk", "timezone": "UTC"}),
+    "createSchedule": _fixed("/v2/schedules", {"name": "Hours", "timezone": "UTC",
+                                               "weekly": [{"day": 0, "start": "09:00", "end": "17:00"}]}),
     "createAvailabilityRule": _on(_calendar, "/v2/scheduling/calendars/{id}/rules",
                                   {"weekday": 0, "start_time": "06:00", "end_time": "07:00"}),
     "createBlackout": _on(_calendar, "/v2/scheduling/calendars/{id}/blackouts",

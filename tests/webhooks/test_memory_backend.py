@@ -9,7 +9,12 @@ from application.accounts import CreateOrganization, CreateOrganizationCommand
 from application.context import Actor
 from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.webhooks import AttemptFilter
-from application.webhooks import CreateSubscription, CreateSubscriptionCommand, ListDeliveryAttempts
+from application.webhooks import (
+    CreateSubscription,
+    CreateSubscriptionCommand,
+    ListDeliveryAttempts,
+    ListDeliveryAttemptsCommand,
+)
 from domain.events import event
 from domain.webhooks import verify_signature
 from entrypoints.features.webhooks import WebhookSettings
@@ -42,8 +47,8 @@ async def test_events_are_delivered_and_retried_on_the_memory_backend(receiver: 
         assert verify_signature(made.secret, second.headers["x-webhook-timestamp"], second.body,
                                 second.headers["x-webhook-signature"], now=int(second.headers["x-webhook-timestamp"]))
         async with container() as r:
-            page = await (await r.get(ListDeliveryAttempts)).execute(
-                actor, made.subscription.id or 0, AttemptFilter(), PageRequest())
+            page = await (await r.get(ListDeliveryAttempts)).execute(ListDeliveryAttemptsCommand(
+                actor, made.subscription.id or 0, AttemptFilter(), PageRequest()))
         assert [(a.attempt, a.status) for a in page.items] == [(2, "succeeded"), (1, "failed")]
     finally:
         await container.close()

@@ -18,6 +18,7 @@ from entrypoints.http.routes import (
     dnc,
     knowledge,
     meta,
+    schedules,
     scheduling,
     telephony,
     webhooks,
@@ -29,6 +30,7 @@ ROUTES: dict[str, list[Any]] = {
     "campaigns": campaigns.ROUTES,
     "knowledge": knowledge.ROUTES,
     "scheduling": scheduling.ROUTES,
+    "schedules": schedules.ROUTES,
     "webhooks": webhooks.ROUTES,
 }
 

@@ -58,21 +58,21 @@ async def list_calls(
 ) -> ListEnvelope[CallOut]:
     filters = CallFilter(status, agent_id, parse_instant(created_after, "created_after"),
                          parse_instant(created_before, "created_before"))
-    page = await use_case.execute(actor, filters, PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListCallsCommand(actor, filters, PageRequest(limit, offset)))
     return ListEnvelope([CallOut.of(c) for c in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
 @endpoint("GET", "/calls/{id:str}", operation_id="getCall", summary="Get a call (poll status and results)",
           tags=TAGS, scopes=("calls:read",), errors={404: ""})
 async def get_call(id: CallId, actor: FromDishka[Actor], use_case: FromDishka[uc.GetCall]) -> Envelope[CallOut]:
-    return Envelope(CallOut.of(await use_case.execute(actor, id)))
+    return Envelope(CallOut.of(await use_case.execute(uc.GetCallCommand(actor, id))))
 
 
 @endpoint("POST", "/calls/{id:str}/cancel", operation_id="cancelCall",
           summary="Cancel a call while it is queued or ringing", tags=TAGS, scopes=("calls:cancel",),
           status_code=200, errors={404: "", 409: "invalid_transition: the call is past ringing"})
 async def cancel_call(id: CallId, actor: FromDishka[Actor], use_case: FromDishka[uc.CancelCall]) -> Envelope[CallOut]:
-    return Envelope(CallOut.of(await use_case.execute(actor, id)))
+    return Envelope(CallOut.of(await use_case.execute(uc.CancelCallCommand(actor, id))))
 
 
 @endpoint("GET", "/call-logs", operation_id="listCallLogs", summary="List call logs (newest first)",
@@ -88,7 +88,7 @@ async def list_call_logs(
     end: Annotated[str | None, QueryParameter(max_length=64, description="ended before (RFC 3339)")] = None,
 ) -> ListEnvelope[CallLogOut]:
     filters = CallLogFilter(agent_id, status, parse_instant(start, "start"), parse_instant(end, "end"))
-    page = await use_case.execute(actor, filters, PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListCallLogsCommand(actor, filters, PageRequest(limit, offset)))
     return ListEnvelope([CallLogOut.of(x) for x in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -96,7 +96,7 @@ async def list_call_logs(
           scopes=("calls:read",), errors={404: ""})
 async def get_call_log(id: LogId, actor: FromDishka[Actor],
                        use_case: FromDishka[uc.GetCallLog]) -> Envelope[CallLogOut]:
-    return Envelope(CallLogOut.of(await use_case.execute(actor, id)))
+    return Envelope(CallLogOut.of(await use_case.execute(uc.GetCallLogCommand(actor, id))))
 
 
 @endpoint("GET", "/call-logs/{id:int}/transcript", operation_id="getCallTranscript",
@@ -104,7 +104,7 @@ async def get_call_log(id: LogId, actor: FromDishka[Actor],
           tags=LOG_TAGS, scopes=("calls:read",), errors={404: ""})
 async def get_transcript(id: LogId, actor: FromDishka[Actor],
                          use_case: FromDishka[uc.GetCallLog]) -> Envelope[list[TurnOut]]:
-    log = await use_case.execute(actor, id)
+    log = await use_case.execute(uc.GetCallLogCommand(actor, id))
     return Envelope([TurnOut(t["role"], t["text"], t["at_ms"]) for t in log.transcript])
 
 
@@ -113,7 +113,7 @@ async def get_transcript(id: LogId, actor: FromDishka[Actor],
           scopes=("calls:recordings",), errors={404: "unknown call log, or the call has no recording"})
 async def get_recording(id: LogId, actor: FromDishka[Actor],
                         use_case: FromDishka[uc.GetRecordingLink]) -> Envelope[RecordingLinkOut]:
-    link = await use_case.execute(actor, id)
+    link = await use_case.execute(uc.GetRecordingLinkCommand(actor, id))
     return Envelope(RecordingLinkOut(link.url, link.expires_at))
 
 
@@ -134,7 +134,7 @@ async def download_recording(
         call_log_id = None
     if call_log_id is None:  # not "<call log id>.wav": a tampered link
         raise RecordingLinkInvalid("This recording link is not valid")
-    data = await use_case.execute(call_log_id, expires, signature)
+    data = await use_case.execute(uc.OpenRecordingCommand(call_log_id, expires, signature))
     return Response(data, media_type="audio/wav", headers={
         "Content-Disposition": f'inline; filename="{call_log_id}.wav"', "Cache-Control": "private, max-age=60"})
 

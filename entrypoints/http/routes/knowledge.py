@@ -62,7 +62,7 @@ async def list_knowledge_bases(
     limit: Limit = 25,
     offset: Offset = 0,
 ) -> CollectionEnvelope[KnowledgeBaseList]:
-    return _kb_list(await use_case.execute(actor, agent_id, PageRequest(limit, offset)))
+    return _kb_list(await use_case.execute(uc.ListKnowledgeBasesCommand(actor, agent_id, PageRequest(limit, offset))))
 
 
 @endpoint("POST", "/knowledge-bases", operation_id="createKnowledgeBase", location="/knowledge-bases/{id}",
@@ -86,7 +86,7 @@ async def get_knowledge_base(
     use_case: FromDishka[uc.GetKnowledgeBase],
     with_documents: Annotated[bool, QueryParameter(description="Include the documents (up to 1000)")] = False,
 ) -> Envelope[KnowledgeBaseOut]:
-    return Envelope(KnowledgeBaseOut.of(await use_case.execute(actor, id, with_documents)))
+    return Envelope(KnowledgeBaseOut.of(await use_case.execute(uc.GetKnowledgeBaseCommand(actor, id, with_documents))))
 
 
 @endpoint("PATCH", "/knowledge-bases/{id:int}", operation_id="updateKnowledgeBase",
@@ -96,7 +96,7 @@ async def update_knowledge_base(id: KbId, data: JSONBody[KnowledgeBaseUpdate], a
     changes = set_fields(data)
     if "name" in changes:
         changes["name"] = require_non_blank(changes["name"], "name")
-    return Envelope(KnowledgeBaseOut.of(await use_case.execute(actor, id, changes)))
+    return Envelope(KnowledgeBaseOut.of(await use_case.execute(uc.UpdateKnowledgeBaseCommand(actor, id, changes))))
 
 
 @endpoint("DELETE", "/knowledge-bases/{id:int}", operation_id="deleteKnowledgeBase",
@@ -104,7 +104,7 @@ async def update_knowledge_base(id: KbId, data: JSONBody[KnowledgeBaseUpdate], a
           status_code=204)
 async def delete_knowledge_base(id: KbId, actor: FromDishka[Actor],
                                 use_case: FromDishka[uc.DeleteKnowledgeBase]) -> None:
-    await use_case.execute(actor, id)
+    await use_case.execute(uc.DeleteKnowledgeBaseCommand(actor, id))
 
 
 # -- documents ------------------------------------------------------------------------------
@@ -121,7 +121,8 @@ async def list_documents(
     limit: Limit = 25,
     offset: Offset = 0,
 ) -> CollectionEnvelope[DocumentList]:
-    page = await use_case.execute(actor, id, DocumentFilter(status, file_type), PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListDocumentsCommand(actor, id, DocumentFilter(status, file_type),
+                                                          PageRequest(limit, offset)))
     items = [DocumentOut.of(d) for d in page.items]
     return CollectionEnvelope(DocumentList(items, len(items)), ListMeta(page.total, page.limit, page.offset))
 
@@ -145,14 +146,14 @@ async def upload_documents(
         for upload in uploads:
             with contextlib.suppress(Exception):
                 await upload.close()
-    return Envelope(UploadResult.of(await use_case.execute(actor, id, files)))
+    return Envelope(UploadResult.of(await use_case.execute(uc.UploadDocumentsCommand(actor, id, files))))
 
 
 @endpoint("GET", "/knowledge-bases/{id:int}/documents/{docId:int}", operation_id="getDocument",
           summary="Get a document", tags=TAGS, scopes=SCOPE_READ, errors={404: "not_found: unknown id"})
 async def get_document(id: KbId, docId: DocId, actor: FromDishka[Actor],
                        use_case: FromDishka[uc.GetDocument]) -> Envelope[DocumentOut]:
-    return Envelope(DocumentOut.of(await use_case.execute(actor, id, docId)))
+    return Envelope(DocumentOut.of(await use_case.execute(uc.GetDocumentCommand(actor, id, docId))))
 
 
 @endpoint("DELETE", "/knowledge-bases/{id:int}/documents/{docId:int}", operation_id="deleteDocument",
@@ -160,7 +161,7 @@ async def get_document(id: KbId, docId: DocId, actor: FromDishka[Actor],
           status_code=204)
 async def delete_document(id: KbId, docId: DocId, actor: FromDishka[Actor],
                           use_case: FromDishka[uc.DeleteDocument]) -> None:
-    await use_case.execute(actor, id, docId)
+    await use_case.execute(uc.DeleteDocumentCommand(actor, id, docId))
 
 
 @endpoint("POST", "/knowledge-bases/{id:int}/scrape", operation_id="scrapeDocument",
@@ -174,7 +175,7 @@ async def delete_document(id: KbId, docId: DocId, actor: FromDishka[Actor],
                   502: "upstream_fetch_failed: DNS, timeout, non-2xx, over 5 MB, or not a text page"})
 async def scrape_document(id: KbId, data: JSONBody[ScrapeRequest], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.ScrapeDocument]) -> Envelope[DocumentOut]:
-    return Envelope(DocumentOut.of(await use_case.execute(actor, id, data.url)))
+    return Envelope(DocumentOut.of(await use_case.execute(uc.ScrapeDocumentCommand(actor, id, data.url))))
 
 
 @endpoint("GET", "/knowledge-bases/{id:int}/search", operation_id="searchKnowledgeBase",
@@ -187,7 +188,7 @@ async def search_knowledge_base(
     q: Annotated[str, QueryParameter(min_length=1, max_length=500, description="Words to look for")],
     limit: Annotated[int, QueryParameter(ge=1, le=50, description="Results (1-50)")] = 10,
 ) -> Envelope[SearchResults]:
-    hits = await use_case.execute(actor, id, q, limit)
+    hits = await use_case.execute(uc.SearchKnowledgeCommand(actor, id, q, limit))
     results = [SearchResultOut.of(h) for h in hits]
     return Envelope(SearchResults(id, q, results, len(results)))
 
@@ -201,7 +202,7 @@ async def search_knowledge_base(
 async def list_agent_knowledge_bases(id: AgentId, actor: FromDishka[Actor],
                                      use_case: FromDishka[uc.ListKnowledgeBases], limit: Limit = 25,
                                      offset: Offset = 0) -> CollectionEnvelope[KnowledgeBaseList]:
-    return _kb_list(await use_case.execute(actor, id, PageRequest(limit, offset)))
+    return _kb_list(await use_case.execute(uc.ListKnowledgeBasesCommand(actor, id, PageRequest(limit, offset))))
 
 
 @endpoint("POST", "/agents/{id:int}/knowledge-bases", operation_id="attachKnowledgeBase",
@@ -209,7 +210,8 @@ async def list_agent_knowledge_bases(id: AgentId, actor: FromDishka[Actor],
           scopes=SCOPE_WRITE, status_code=200, errors={404: "not_found: unknown agent or knowledge base"})
 async def attach_knowledge_base(id: AgentId, data: JSONBody[AttachKnowledgeBaseRequest], actor: FromDishka[Actor],
                                 use_case: FromDishka[uc.AttachKnowledgeBase]) -> Envelope[AgentKnowledgeBasesOut]:
-    return Envelope(AgentKnowledgeBasesOut.of(await use_case.execute(actor, id, data.knowledge_base_id)))
+    command = uc.AttachKnowledgeBaseCommand(actor, id, data.knowledge_base_id)
+    return Envelope(AgentKnowledgeBasesOut.of(await use_case.execute(command)))
 
 
 @endpoint("DELETE", "/agents/{id:int}/knowledge-bases/{kbId:int}", operation_id="detachKnowledgeBase",
@@ -218,7 +220,7 @@ async def attach_knowledge_base(id: AgentId, data: JSONBody[AttachKnowledgeBaseR
                   404: "not_found: unknown agent or knowledge base"})
 async def detach_knowledge_base(id: AgentId, kbId: KbId, actor: FromDishka[Actor],
                                 use_case: FromDishka[uc.DetachKnowledgeBase]) -> None:
-    await use_case.execute(actor, id, kbId)
+    await use_case.execute(uc.DetachKnowledgeBaseCommand(actor, id, kbId))
 
 
 ROUTES = [

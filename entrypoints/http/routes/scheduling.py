@@ -91,8 +91,12 @@ def _feed_response(body: bytes) -> Response[bytes]:
           scopes=WRITE, idempotent=True, errors={404: "not_found: agent_id is not an agent of this organization"})
 async def create_calendar(data: JSONBody[CalendarCreate], actor: FromDishka[Actor],
                           use_case: FromDishka[calendars.CreateCalendar]) -> Envelope[CalendarOut]:
-    fields = {f: getattr(data, f) for f in data.__struct_fields__}
-    return Envelope(CalendarOut.of(await use_case.execute(calendars.CreateCalendarCommand(actor, fields))))
+    command = calendars.CreateCalendarCommand(
+        actor, name=data.name, timezone=data.timezone, slot_duration_minutes=data.slot_duration_minutes,
+        buffer_minutes=data.buffer_minutes, min_notice_minutes=data.min_notice_minutes,
+        horizon_days=data.horizon_days, agent_id=data.agent_id,
+    )
+    return Envelope(CalendarOut.of(await use_case.execute(command)))
 
 
 @endpoint("GET", "/scheduling/calendars", operation_id="listCalendars", summary="List calendars", tags=TAGS,
@@ -104,7 +108,7 @@ async def list_calendars(
     offset: Offset = 0,
     agent_id: Annotated[int | None, QueryParameter(ge=1, le=2**53, description="Only this agent's")] = None,
 ) -> ListEnvelope[CalendarOut]:
-    page = await use_case.execute(actor, PageRequest(limit, offset), agent_id)
+    page = await use_case.execute(calendars.ListCalendarsCommand(actor, PageRequest(limit, offset), agent_id))
     return ListEnvelope([CalendarOut.of(c) for c in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -112,7 +116,7 @@ async def list_calendars(
           scopes=READ, errors={404: ""})
 async def get_calendar(id: CalendarId, actor: FromDishka[Actor],
                        use_case: FromDishka[calendars.GetCalendar]) -> Envelope[CalendarOut]:
-    return Envelope(CalendarOut.of(await use_case.execute(actor, id)))
+    return Envelope(CalendarOut.of(await use_case.execute(calendars.CalendarRef(actor, id))))
 
 
 @endpoint("PATCH", "/scheduling/calendars/{id:int}", operation_id="updateCalendar", summary="Update a calendar",
@@ -128,7 +132,7 @@ async def update_calendar(id: CalendarId, data: JSONBody[CalendarUpdate], actor:
           errors={404: "", 409: "conflict: the calendar still has upcoming pending or confirmed appointments"})
 async def delete_calendar(id: CalendarId, actor: FromDishka[Actor],
                           use_case: FromDishka[calendars.DeleteCalendar]) -> None:
-    await use_case.execute(actor, id)
+    await use_case.execute(calendars.CalendarRef(actor, id))
 
 
 # --------------------------------------------------------------------------- rules
@@ -149,7 +153,7 @@ async def create_rule(id: CalendarId, data: JSONBody[RuleCreate], actor: FromDis
           summary="List a calendar's availability rules", tags=TAGS, scopes=READ, errors={404: ""})
 async def list_rules(id: CalendarId, actor: FromDishka[Actor], use_case: FromDishka[calendars.ListAvailabilityRules],
                      limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[RuleOut]:
-    page = await use_case.execute(actor, id, PageRequest(limit, offset))
+    page = await use_case.execute(calendars.ListAvailabilityRulesCommand(actor, id, PageRequest(limit, offset)))
     return ListEnvelope([RuleOut.of(r) for r in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -157,7 +161,7 @@ async def list_rules(id: CalendarId, actor: FromDishka[Actor], use_case: FromDis
           summary="Delete an availability rule", tags=TAGS, scopes=DELETE, status_code=204, errors={404: ""})
 async def delete_rule(id: CalendarId, rule_id: RuleId, actor: FromDishka[Actor],
                       use_case: FromDishka[calendars.DeleteAvailabilityRule]) -> None:
-    await use_case.execute(actor, id, rule_id)
+    await use_case.execute(calendars.DeleteAvailabilityRuleCommand(actor, id, rule_id))
 
 
 # --------------------------------------------------------------------------- blackouts
@@ -184,8 +188,8 @@ async def list_blackouts(
     start: InstantQuery = None,
     end: InstantQuery = None,
 ) -> ListEnvelope[BlackoutOut]:
-    page = await use_case.execute(actor, id, PageRequest(limit, offset), _instant(start, "start"),
-                                  _instant(end, "end"))
+    page = await use_case.execute(calendars.ListBlackoutsCommand(actor, id, PageRequest(limit, offset),
+                                                                 _instant(start, "start"), _instant(end, "end")))
     return ListEnvelope([BlackoutOut.of(b) for b in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -193,7 +197,7 @@ async def list_blackouts(
           summary="Delete a blackout", tags=TAGS, scopes=DELETE, status_code=204, errors={404: ""})
 async def delete_blackout(id: CalendarId, blackout_id: BlackoutId, actor: FromDishka[Actor],
                           use_case: FromDishka[calendars.DeleteBlackout]) -> None:
-    await use_case.execute(actor, id, blackout_id)
+    await use_case.execute(calendars.DeleteBlackoutCommand(actor, id, blackout_id))
 
 
 # --------------------------------------------------------------------------- availability
@@ -211,13 +215,13 @@ async def get_availability(
     timezone: Annotated[str | None, QueryParameter(
         max_length=64, description="IANA zone the slots are rendered in (default: the calendar's)")] = None,
 ) -> Envelope[AvailabilityOut]:
-    query = availability.AvailabilityQuery(
+    command = availability.GetAvailabilityCommand(
         actor, calendar_id,
         parse_day_or_instant(start, "start") if start is not None else None,
         parse_day_or_instant(end, "end") if end is not None else None,
         timezone,
     )
-    result = await use_case.execute(query)
+    result = await use_case.execute(command)
     slots = [SlotOut(s, e) for s, e in render_slots(result.slots, result.timezone)]
     return Envelope(AvailabilityOut(result.calendar.id or calendar_id, result.timezone,
                                     render_in_zone(result.start, result.timezone),
@@ -260,7 +264,7 @@ async def list_appointments(
     end: Annotated[str | None, QueryParameter(max_length=64, description="slot_start before (RFC 3339)")] = None,
 ) -> ListEnvelope[AppointmentOut]:
     filters = AppointmentFilter(calendar_id, status, _instant(start, "start"), _instant(end, "end"))
-    page = await use_case.execute(actor, filters, PageRequest(limit, offset))
+    page = await use_case.execute(booking.ListAppointmentsCommand(actor, filters, PageRequest(limit, offset)))
     return ListEnvelope([AppointmentOut.of(a) for a in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -268,7 +272,7 @@ async def list_appointments(
           tags=TAGS, scopes=READ, errors={404: ""})
 async def get_appointment(id: AppointmentId, actor: FromDishka[Actor],
                           use_case: FromDishka[booking.GetAppointment]) -> Envelope[AppointmentOut]:
-    return Envelope(AppointmentOut.of(await use_case.execute(actor, id)))
+    return Envelope(AppointmentOut.of(await use_case.execute(booking.AppointmentRef(actor, id))))
 
 
 @endpoint("PATCH", "/scheduling/appointments/{id:int}", operation_id="rescheduleAppointment",
@@ -289,7 +293,7 @@ async def reschedule_appointment(id: AppointmentId, data: JSONBody[RescheduleIn]
           scopes=("scheduling:write", "scheduling:delete"), status_code=200, errors={404: "", 409: ILLEGAL_MOVE})
 async def cancel_appointment(id: AppointmentId, actor: FromDishka[Actor],
                              use_case: FromDishka[booking.CancelAppointment]) -> Envelope[AppointmentOut]:
-    return Envelope(AppointmentOut.of(await use_case.execute(actor, id)))
+    return Envelope(AppointmentOut.of(await use_case.execute(booking.AppointmentRef(actor, id))))
 
 
 @endpoint("POST", "/scheduling/appointments/{id:int}/approve", operation_id="approveAppointment",
@@ -297,7 +301,7 @@ async def cancel_appointment(id: AppointmentId, actor: FromDishka[Actor],
           errors={404: "", 409: ILLEGAL_MOVE})
 async def approve_appointment(id: AppointmentId, actor: FromDishka[Actor],
                               use_case: FromDishka[booking.ApproveAppointment]) -> Envelope[AppointmentOut]:
-    return Envelope(AppointmentOut.of(await use_case.execute(actor, id)))
+    return Envelope(AppointmentOut.of(await use_case.execute(booking.AppointmentRef(actor, id))))
 
 
 @endpoint("POST", "/scheduling/appointments/{id:int}/decline", operation_id="declineAppointment",
@@ -305,7 +309,7 @@ async def approve_appointment(id: AppointmentId, actor: FromDishka[Actor],
           errors={404: "", 409: ILLEGAL_MOVE})
 async def decline_appointment(id: AppointmentId, actor: FromDishka[Actor],
                               use_case: FromDishka[booking.DeclineAppointment]) -> Envelope[AppointmentOut]:
-    return Envelope(AppointmentOut.of(await use_case.execute(actor, id)))
+    return Envelope(AppointmentOut.of(await use_case.execute(booking.AppointmentRef(actor, id))))
 
 
 @endpoint("POST", "/scheduling/appointments/{id:int}/outcome", operation_id="recordAppointmentOutcome",
@@ -313,7 +317,7 @@ async def decline_appointment(id: AppointmentId, actor: FromDishka[Actor],
           status_code=200, errors={404: "", 409: ILLEGAL_MOVE})
 async def record_outcome(id: AppointmentId, data: JSONBody[OutcomeIn], actor: FromDishka[Actor],
                          use_case: FromDishka[booking.RecordAppointmentOutcome]) -> Envelope[AppointmentOut]:
-    appointment = await use_case.execute(booking.RecordOutcomeCommand(actor, id, data.outcome, data.notes))
+    appointment = await use_case.execute(booking.RecordAppointmentOutcomeCommand(actor, id, data.outcome, data.notes))
     return Envelope(AppointmentOut.of(appointment))
 
 
@@ -325,7 +329,7 @@ async def record_outcome(id: AppointmentId, data: JSONBody[OutcomeIn], actor: Fr
           errors={404: ""}, media_type="text/calendar")
 async def calendar_feed(id: CalendarId, actor: FromDishka[Actor],
                         use_case: FromDishka[feeds.RenderCalendarFeed]) -> Response[bytes]:
-    return _feed_response(await use_case.execute(actor, id))
+    return _feed_response(await use_case.execute(calendars.CalendarRef(actor, id)))
 
 
 @endpoint("POST", "/scheduling/calendars/{id:int}/feed-token", operation_id="createCalendarFeedToken",
@@ -334,7 +338,7 @@ async def calendar_feed(id: CalendarId, actor: FromDishka[Actor],
           tags=TAGS, scopes=WRITE, errors={404: ""}, secret=True, status_code=201)
 async def create_feed_token(id: CalendarId, actor: FromDishka[Actor], base: FromDishka[ApiBaseUrl],
                             use_case: FromDishka[feeds.IssueFeedToken]) -> Envelope[FeedTokenOut]:
-    token = await use_case.execute(actor, id)
+    token = await use_case.execute(calendars.CalendarRef(actor, id))
     url = base.link(f"/scheduling/feeds/{token}{FEED_SUFFIX}")
     return Envelope(FeedTokenOut(url, token))
 
@@ -343,7 +347,7 @@ async def create_feed_token(id: CalendarId, actor: FromDishka[Actor], base: From
           summary="Revoke the secret feed URL", tags=TAGS, scopes=DELETE, status_code=204, errors={404: ""})
 async def delete_feed_token(id: CalendarId, actor: FromDishka[Actor],
                             use_case: FromDishka[feeds.RevokeFeedToken]) -> None:
-    await use_case.execute(actor, id)
+    await use_case.execute(calendars.CalendarRef(actor, id))
 
 
 @endpoint("GET", "/scheduling/feeds/{filename:str}", operation_id="getCalendarFeedByToken",
@@ -353,7 +357,7 @@ async def feed_by_token(filename: Annotated[str, PathParameter(max_length=200, d
                         use_case: FromDishka[feeds.RenderFeedByToken]) -> Response[bytes]:
     if not filename.endswith(FEED_SUFFIX):
         raise NotFound("calendar feed", "for this token")
-    return _feed_response(await use_case.execute(filename[: -len(FEED_SUFFIX)]))
+    return _feed_response(await use_case.execute(feeds.RenderFeedByTokenCommand(filename[: -len(FEED_SUFFIX)])))
 
 
 ROUTES = [

@@ -50,7 +50,8 @@ async def list_webhooks(
     offset: Offset = 0,
     status: Annotated[Literal["active", "paused", "disabled"] | None, QueryParameter()] = None,
 ) -> ListEnvelope[WebhookOut]:
-    page = await use_case.execute(actor, SubscriptionFilter(status), PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListSubscriptionsCommand(actor, SubscriptionFilter(status),
+                                                              PageRequest(limit, offset)))
     return ListEnvelope([WebhookOut.of(s) for s in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -68,7 +69,7 @@ async def create_webhook(data: JSONBody[WebhookCreate], actor: FromDishka[Actor]
           tags=TAGS, scopes=("webhooks:read",), errors={404: ""})
 async def get_webhook(id: WebhookId, actor: FromDishka[Actor],
                       use_case: FromDishka[uc.GetSubscription]) -> Envelope[WebhookOut]:
-    return Envelope(WebhookOut.of(await use_case.execute(actor, id)))
+    return Envelope(WebhookOut.of(await use_case.execute(uc.GetSubscriptionCommand(actor, id))))
 
 
 @endpoint("PATCH", "/webhooks/{id:int}", operation_id="updateWebhook",
@@ -88,7 +89,7 @@ async def update_webhook(id: WebhookId, data: JSONBody[WebhookUpdate], actor: Fr
           summary="Delete a webhook subscription (pending deliveries are cancelled)", tags=TAGS,
           scopes=("webhooks:delete",), errors={404: ""}, status_code=204)
 async def delete_webhook(id: WebhookId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteSubscription]) -> None:
-    await use_case.execute(actor, id)
+    await use_case.execute(uc.DeleteSubscriptionCommand(actor, id))
 
 
 @endpoint("POST", "/webhooks/{id:int}/test", operation_id="testWebhook",
@@ -97,7 +98,7 @@ async def delete_webhook(id: WebhookId, actor: FromDishka[Actor], use_case: From
           errors={404: "", 409: "conflict: the subscription is paused or disabled"})
 async def test_webhook(id: WebhookId, actor: FromDishka[Actor],
                        use_case: FromDishka[uc.SendTestEvent]) -> Envelope[DeliveryQueued]:
-    return Envelope(DeliveryQueued.of(await use_case.execute(actor, id)))
+    return Envelope(DeliveryQueued.of(await use_case.execute(uc.SendTestEventCommand(actor, id))))
 
 
 @endpoint("GET", "/webhooks/{id:int}/logs", operation_id="listWebhookLogs",
@@ -114,7 +115,8 @@ async def list_logs(
 ) -> ListEnvelope[DeliveryLogOut]:
     if event is not None and event not in CATALOGUE:
         raise ValidationFailed.field("event", "is not an event of GET /webhooks/events")
-    page = await use_case.execute(actor, id, AttemptFilter(event, status), PageRequest(limit, offset))
+    page = await use_case.execute(uc.ListDeliveryAttemptsCommand(actor, id, AttemptFilter(event, status),
+                                                                 PageRequest(limit, offset)))
     return ListEnvelope([DeliveryLogOut.of(a) for a in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
@@ -124,7 +126,7 @@ async def list_logs(
           errors={404: "", 409: "conflict: the subscription is paused or disabled, or the delivery is in flight"})
 async def redeliver(id: WebhookId, log_id: LogId, actor: FromDishka[Actor],
                     use_case: FromDishka[uc.Redeliver]) -> Envelope[DeliveryQueued]:
-    return Envelope(DeliveryQueued.of(await use_case.execute(actor, id, log_id)))
+    return Envelope(DeliveryQueued.of(await use_case.execute(uc.RedeliverCommand(actor, id, log_id))))
 
 
 @endpoint("POST", "/webhooks/{id:int}/rotate-secret", operation_id="rotateWebhookSecret",
@@ -133,7 +135,7 @@ async def redeliver(id: WebhookId, log_id: LogId, actor: FromDishka[Actor],
 async def rotate_secret(id: WebhookId, actor: FromDishka[Actor], use_case: FromDishka[uc.RotateSecret],
                         data: JSONBody[RotateSecretRequest | None] = None) -> Envelope[SecretRotated]:
     grace = data.grace_period_hours if data is not None else RotateSecretRequest().grace_period_hours
-    rotated = await use_case.execute(actor, id, grace)
+    rotated = await use_case.execute(uc.RotateSecretCommand(actor, id, grace))
     return Envelope(SecretRotated(rotated.subscription.id or id, rotated.secret, rotated.previous_secret_expires_at))
 
 
