@@ -18,13 +18,14 @@ each step in its own unit of work, so a failing contact never holds back the oth
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from application.calls import AgentNotCallable, PlaceCall, PlaceCallCommand
 from application.context import Actor
 from application.dnc import DncGate
+from application.phones import e164
 from application.ports.agents import AgentRepository
 from application.ports.calls import CallRepository
 from application.ports.campaigns import CampaignRepository, ContactRepository
@@ -34,10 +35,11 @@ from application.ports.platform import Clock, UnitOfWork
 from application.ports.schedules import HolidayCalendars, ScheduleRepository
 from application.schedules import holiday_predicate
 from domain.calling_window import OUTSIDE_CALLING_HOURS, SEARCH_DAYS, WindowRules, WindowVerdict, calling_window
-from domain.calls import SINGLE_CALL_PRIORITY
-from domain.campaigns import RETRY_OUTCOMES, Campaign, Contact, ContactAttempt, decide_retry
-from domain.errors import DncBlocked, ValidationFailed
+from domain.calls import SINGLE_CALL_PRIORITY, Call
+from domain.campaigns import OPEN_CONTACT_STATUSES, RETRY_OUTCOMES, Campaign, Contact, ContactAttempt, decide_retry
+from domain.errors import Conflict, DncBlocked, InvalidTransition, NotFound, ValidationFailed
 from domain.events import EventType
+from domain.rfc3339 import format_utc_or_none
 
 CAMPAIGN_CALL_PRIORITY = SINGLE_CALL_PRIORITY - 50
 """Campaign calls queue below single calls (``POST /calls``, leads, widget): those are never starved."""
@@ -129,6 +131,23 @@ class CampaignScheduleUsage:
 # ------------------------------------------------------------------------------------------------- dialling
 
 
+async def place_attempt(place: PlaceCall, contacts: ContactRepository, store: DialerStore, campaign: Campaign,
+                        contact: Contact, now: datetime) -> Call:
+    """The contact's next attempt: the call (placed as ``POST /calls`` places one, keyed by the attempt), the
+    attempt row and the move to ``dialing``, all in the caller's transaction. Raises what PlaceCall raises
+    (unresolved placeholders, DNC, the agent) before anything is written."""
+    org = campaign.organization_id
+    attempt = contact.attempts + 1
+    call = await place.execute(PlaceCallCommand(
+        Actor.system(org), str(campaign.agent_id), contact.phone, contact.name, dict(contact.custom_data),
+        priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign.id, contact_id=contact.id,
+        idempotency_key=attempt_key(contact.id or 0, attempt)))
+    await contacts.add_attempt(org, ContactAttempt(contact.id or 0, attempt, call.id, call.status, started_at=now))
+    await contacts.update(contact.move("dial", now, attempts=attempt, last_call_id=call.id, reason=None))
+    await store.mark_dialled(org, campaign.id or 0, now)
+    return call
+
+
 @dataclass(frozen=True, slots=True)
 class DialNextContactCommand:
     ref: CampaignRef
@@ -202,12 +221,8 @@ class DialNextContact:
         if screened.get(contact.phone):
             await self.moves.save(contact.move("skip_dnc", now, reason="dnc_blocked"))
             return "skipped"
-        attempt = contact.attempts + 1
         try:
-            call = await self.place.execute(PlaceCallCommand(
-                Actor.system(org), str(campaign.agent_id), contact.phone, contact.name, dict(contact.custom_data),
-                priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign.id, contact_id=contact.id,
-                idempotency_key=attempt_key(contact.id or 0, attempt)))
+            await place_attempt(self.place, self.contacts, self.store, campaign, contact, now)
         except DncBlocked:
             await self.moves.save(contact.move("skip_dnc", now, reason="dnc_blocked"))
             return "skipped"
@@ -220,10 +235,6 @@ class DialNextContact:
             failed = contact.move("dial", now, attempts=contact.attempts).move("fail", now, reason=reason)
             await self.moves.save(failed)
             return "skipped"
-        await self.contacts.add_attempt(org, ContactAttempt(contact.id or 0, attempt, call.id, call.status,
-                                                            started_at=now))
-        await self.contacts.update(contact.move("dial", now, attempts=attempt, last_call_id=call.id, reason=None))
-        await self.store.mark_dialled(org, campaign.id or 0, now)
         if campaign.status_reason is not None or campaign.next_dial_at is not None:
             await self.campaigns.update(replace(campaign, status_reason=None, next_dial_at=None))
         return "dialled"
@@ -274,3 +285,98 @@ class SettleContact:
         await self.moves.save(settled)
         await complete_if_done(self.campaigns, self.store, self.uow, campaign, now)
         return settled
+
+
+# ------------------------------------------------------------------------------------------------- dial now
+
+
+class OutsideCallingHours(Conflict):
+    """``POST /campaigns/{id}/dial`` outside the contact's calling window (409, ``details.next_open_at``)."""
+
+    code = OUTSIDE_CALLING_HOURS
+
+
+class ConcurrencyLimit(Conflict):
+    """``POST /campaigns/{id}/dial`` while the campaign has ``max_concurrent_calls`` calls unfinished (409)."""
+
+    code = "concurrency_limit"
+
+
+@dataclass(frozen=True, slots=True)
+class DialContactNowCommand:
+    """Either ``contact_id`` (a contact of the campaign) or ``phone`` (added first, or the contact that has it)."""
+
+    actor: Actor
+    campaign_id: int
+    contact_id: int | None = None
+    phone: str | None = None
+    name: str | None = None
+    custom_data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DialedNow:
+    contact_id: int
+    call_id: str
+
+
+class DialContactNow:
+    """Dial one contact now, under the same rules as the dialer: the campaign running (409 invalid_transition),
+    the cap (409 concurrency_limit), the contact's window (409 outside_calling_hours with
+    ``details.next_open_at``), DNC (422 dnc_blocked), placeholders (400). The contact must be ``pending`` or
+    ``retry_wait`` (409 invalid_transition)."""
+
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, store: DialerStore,
+                 calls: CallRepository, agents: AgentRepository, place: PlaceCall, dnc: DncGate,
+                 windows: CallingWindows, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.campaigns, self.contacts, self.store, self.calls, self.agents = campaigns, contacts, store, calls, agents
+        self.place, self.dnc, self.windows, self.phones, self.clock = place, dnc, windows, phones, clock
+
+    async def execute(self, command: DialContactNowCommand) -> DialedNow:
+        org = command.actor.organization_id
+        if (command.contact_id is None) == (command.phone is None):
+            raise ValidationFailed.field("contact_id", "send either contact_id or phone")
+        campaign = await self.campaigns.get_for_update(org, command.campaign_id)
+        if campaign is None:
+            raise NotFound("campaign", command.campaign_id)
+        if campaign.status != "running":
+            raise InvalidTransition("campaign", campaign.status, campaign.status, action="dial",
+                                    allowed_from=("running",))
+        now = self.clock.now()
+        contact = await self._contact(campaign, command, now)
+        if contact.status not in OPEN_CONTACT_STATUSES:
+            raise InvalidTransition("contact", contact.status, "dialing", action="dial",
+                                    allowed_from=OPEN_CONTACT_STATUSES, details={"contact_id": contact.id})
+        unfinished = await self.calls.count_unfinished_of_campaign(org, campaign.id or 0)
+        if unfinished >= campaign.max_concurrent_calls:
+            raise ConcurrencyLimit(f"campaign {campaign.id} has {unfinished} calls in progress, its limit "
+                                   f"(max_concurrent_calls {campaign.max_concurrent_calls})",
+                                   details={"max_concurrent_calls": campaign.max_concurrent_calls,
+                                            "in_progress": unfinished})
+        verdict = self.windows.verdict(await self.windows.rules(campaign), contact, now)
+        if not verdict.open:
+            raise OutsideCallingHours(
+                "it is outside the contact's calling hours (or the campaign's schedule is closed)",
+                details={"contact_id": contact.id, "next_open_at": format_utc_or_none(verdict.next_open_at),
+                         "timezones": list(verdict.zones)})
+        await self.dnc.ensure_callable(org, contact.phone)
+        call = await place_attempt(self.place, self.contacts, self.store, campaign, contact, now)
+        return DialedNow(contact.id or 0, call.id)
+
+    async def _contact(self, campaign: Campaign, command: DialContactNowCommand, now: datetime) -> Contact:
+        org, campaign_id = campaign.organization_id, campaign.id or 0
+        if command.contact_id is not None:
+            found = await self.contacts.get(org, campaign_id, command.contact_id)
+            if found is None:
+                raise NotFound("contact", command.contact_id, field="contact_id")
+            return found
+        phone = e164(self.phones, command.phone or "", "phone")
+        existing = await self.store.contact_by_phone(org, campaign_id, phone)
+        if existing is not None:
+            return existing
+        await self.contacts.add_many(org, campaign_id, [Contact(
+            None, org, campaign_id, phone, command.name, None, dict(command.custom_data), created_at=now,
+            updated_at=now)])
+        added = await self.store.contact_by_phone(org, campaign_id, phone)
+        assert added is not None
+        return added

@@ -63,6 +63,10 @@ class InMemoryDialerStore:
                  and c.next_attempt_at > after]
         return min(times, default=None)
 
+    async def contact_by_phone(self, organization_id: int, campaign_id: int, phone: str) -> Contact | None:
+        found = [c for c in await self._contacts(organization_id, campaign_id) if c.phone == phone]
+        return replace(found[0]) if found else None
+
     async def campaigns_using_schedule(self, organization_id: int, schedule_id: int) -> list[int]:
         return sorted(c.id for c in (await self.uow.tables())["campaigns"].values()
                       if c.organization_id == organization_id and c.schedule_id == schedule_id

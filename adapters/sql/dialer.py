@@ -72,6 +72,13 @@ class SqlDialerStore:
         return (await conn.execute(sa.select(sa.type_coerce(sa.func.min(c.next_attempt_at), UtcDateTime())).where(
             c.status.in_(OPEN), c.next_attempt_at > after, c.campaign_id.in_(running)))).scalar()
 
+    async def contact_by_phone(self, organization_id: int, campaign_id: int, phone: str) -> Contact | None:
+        conn = await self.uow.connection()
+        c = campaign_contacts.c
+        row = (await conn.execute(sa.select(campaign_contacts).where(
+            c.campaign_id == campaign_id, c.organization_id == organization_id, c.phone == phone))).first()
+        return _row_to_contact(row) if row else None
+
     async def campaigns_using_schedule(self, organization_id: int, schedule_id: int) -> list[int]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(campaigns.c.id).where(

@@ -54,6 +54,10 @@ class DialerStore(Protocol):
         dialer's job sleeps until then, or until a call ends)."""
         ...
 
+    async def contact_by_phone(self, organization_id: int, campaign_id: int, phone: str) -> Contact | None:
+        """The campaign's contact with this E.164 number (a number is in a campaign once)."""
+        ...
+
     async def campaigns_using_schedule(self, organization_id: int, schedule_id: int) -> list[int]:
         """Ids of the running or paused campaigns that follow the schedule."""
         ...

@@ -86,7 +86,8 @@ class CampaignsUseCaseProvider(Provider):
         cases.GetContact,
         cases.DeleteContact,
     )
-    dialer_cases = provide_all(dialer.CallingWindows, dialer.DialNextContact, dialer.SettleContact)
+    dialer_cases = provide_all(dialer.CallingWindows, dialer.DialNextContact, dialer.SettleContact,
+                               dialer.DialContactNow)
 
 
 # ------------------------------------------------------------------------------------------------ the dialer
@@ -179,7 +180,9 @@ def dialer_job(container: AsyncContainer, settings: Settings) -> JobKind:
             return now
         return min(due, now + IDLE_RECHECK) if due is not None else now + IDLE_RECHECK
 
-    return JobKind(KIND, dial, on_wake=True, recurring=True, lease=timedelta(minutes=5))
+    # a short lease: a killed worker's turn passes to another within it; a pass that outlives it may overlap the
+    # next one, which the campaign row lock makes harmless
+    return JobKind(KIND, dial, on_wake=True, recurring=True, lease=timedelta(seconds=30))
 
 
 FEATURE = Feature(

@@ -189,3 +189,51 @@ async def test_the_cap_is_never_exceeded_and_single_calls_go_first(make_api: Api
             break
     assert (await get(api, t, f"/campaigns/{c['id']}"))["stats"]["completed"] == 12
     assert len(await campaign_calls(api, t, c["id"])) == 12
+
+
+async def test_dial_now_answers_the_window_the_cap_and_the_campaign_state(make_api: ApiFactory, sql_url: str) -> None:
+    api = await make_api(sql_url, clock=ManualClock(datetime(2026, 1, 5, 8, tzinfo=UTC)))  # 03:00 in New York
+    t = await api.tenant()
+    night = {"phone": "+1555010000", "timezone": "America/New_York", "name": "Ada", "custom_data": {"plan": "x"}}
+    c = await campaign(api, t, [night], max_concurrent_calls=1, start=False)
+    path = f"/v2/campaigns/{c['id']}/dial"
+    contact_id = next(iter((await contacts(api, t, c["id"])).values()))["id"]
+    refused = await api.client.post(path, json={"contact_id": contact_id}, headers=t.headers)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "invalid_transition"
+    assert (await api.client.post(f"/v2/campaigns/{c['id']}/start", headers=t.headers)).status_code == 200
+    closed = await api.client.post(path, json={"contact_id": contact_id}, headers=t.headers)
+    assert closed.status_code == 409, closed.text
+    assert closed.json()["error"]["code"] == "outside_calling_hours"
+    assert closed.json()["error"]["details"]["next_open_at"] == "2026-01-05T13:00:00Z"
+    assert api.clock is not None
+    api.clock.set(datetime(2026, 1, 5, 13, tzinfo=UTC))  # 08:00 in New York: the window opens
+    dialled = await api.client.post(path, json={"contact_id": contact_id}, headers={**t.headers,
+                                                                                   "Idempotency-Key": "dial-1"})
+    assert dialled.status_code == 201, dialled.text
+    body = dialled.json()["data"]
+    assert body["contact_id"] == contact_id
+    replay = await api.client.post(path, json={"contact_id": contact_id}, headers={**t.headers,
+                                                                                  "Idempotency-Key": "dial-1"})
+    assert replay.status_code == 201 and replay.json()["data"] == body
+    assert replay.headers.get("idempotency-replayed") == "true"
+    call = await get(api, t, f"/calls/{body['call_id']}")
+    assert call["campaign_id"] == c["id"] and call["contact_id"] == contact_id
+    full = await api.client.post(path, json={"phone": "+1555010005", "name": "Bo", "custom_data": {"plan": "y"}},
+                                 headers=t.headers)
+    assert full.status_code == 409 and full.json()["error"]["code"] == "concurrency_limit"
+    cancelled = await api.client.post(f"/v2/calls/{body['call_id']}/cancel", headers=t.headers)
+    assert cancelled.status_code == 200, cancelled.text  # a final call frees its slot at once
+    added = await api.client.post(path, json={"phone": "+1 555 010 005", "name": "Bo", "custom_data": {"plan": "y"}},
+                                  headers=t.headers)
+    assert added.status_code == 201, added.text
+    by_phone = await contacts(api, t, c["id"])
+    assert by_phone["+1555010005"]["id"] == added.json()["data"]["contact_id"]
+    assert by_phone["+1555010005"]["status"] == "dialing"
+    await dial(api)
+    first = await get(api, t, f"/campaigns/{c['id']}/contacts/{contact_id}")
+    assert (first["status"], first["reason"]) == ("failed", "call_cancelled")
+    assert first["attempts"][0]["status"] == "cancelled"
+    again = await api.client.post(path, json={"contact_id": contact_id}, headers=t.headers)
+    assert again.status_code == 409 and again.json()["error"]["code"] == "invalid_transition"  # failed
+    neither = await api.client.post(path, json={}, headers=t.headers)
+    assert neither.status_code == 400

@@ -201,3 +201,17 @@ class ContactOut(Struct):
             reason=c.reason, created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]
             attempts=[AttemptOut.of(a) for a in attempts] if attempts is not None else UNSET,
         )
+
+
+class DialIn(Struct, forbid_unknown_fields=True):
+    """``{contact_id}`` or ``{phone, name?, custom_data?}`` (the contact is added first)."""
+
+    contact_id: Id | None = None
+    phone: str | None = None
+    name: Annotated[str, Meta(max_length=rules.CONTACT_NAME_MAX_LENGTH)] | None = None
+    custom_data: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class DialedOut(Struct):
+    contact_id: int
+    call_id: str
