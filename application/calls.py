@@ -97,6 +97,9 @@ class PlaceCallCommand:
     contact_id: int | None = None
     idempotency_key: str | None = None
     """A campaign attempt's key: when a call with it exists, that call is the answer (nothing is placed)."""
+    from_phone_number_id: int | None = None
+    """The caller id to use (a campaign's ``from_phone_number_id``); when it is gone or not voice-capable, the
+    agent's number as for any call."""
 
 
 class PlaceCall:
@@ -139,7 +142,11 @@ class PlaceCall:
         now = self.clock.now()
         builtin = await self.providers.ensure_default(org, now)
         provider = await self.providers.default(org) or builtin
-        caller = await self.numbers.outbound_for_agent(org, agent_id)
+        caller = None
+        if command.from_phone_number_id is not None:
+            chosen = await self.numbers.get(org, command.from_phone_number_id)
+            caller = chosen if chosen is not None and chosen.voice and chosen.status == "active" else None
+        caller = caller or await self.numbers.outbound_for_agent(org, agent_id)
         call = Call(
             id=self.random.uuid(), organization_id=org, agent_id=agent_id, destination_phone=destination,
             from_phone=caller.phone_number if caller else SIMULATOR_CALLER_ID, status="queued",

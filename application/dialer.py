@@ -141,7 +141,7 @@ async def place_attempt(place: PlaceCall, contacts: ContactRepository, store: Di
     call = await place.execute(PlaceCallCommand(
         Actor.system(org), str(campaign.agent_id), contact.phone, contact.name, dict(contact.custom_data),
         priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign.id, contact_id=contact.id,
-        idempotency_key=attempt_key(contact.id or 0, attempt)))
+        idempotency_key=attempt_key(contact.id or 0, attempt), from_phone_number_id=campaign.from_phone_number_id))
     await contacts.add_attempt(org, ContactAttempt(contact.id or 0, attempt, call.id, call.status, started_at=now))
     await contacts.update(contact.move("dial", now, attempts=attempt, last_call_id=call.id, reason=None))
     await store.mark_dialled(org, campaign.id or 0, now)

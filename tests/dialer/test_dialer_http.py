@@ -14,7 +14,7 @@ from entrypoints.features import calls as calls_feature
 from tests.conftest import ApiFactory
 from tests.dialer import support
 from tests.dialer.support import campaign, campaign_calls, contacts, dial, get, tick
-from tests.http.calls_support import outbox
+from tests.http.calls_support import outbox, unique_phone
 
 MONDAY_9 = datetime(2026, 1, 5, 9, tzinfo=UTC)
 OUTCOMES = {  # number: (final contact status, attempts made, reason)
@@ -237,3 +237,24 @@ async def test_dial_now_answers_the_window_the_cap_and_the_campaign_state(make_a
     assert again.status_code == 409 and again.json()["error"]["code"] == "invalid_transition"  # failed
     neither = await api.client.post(path, json={}, headers=t.headers)
     assert neither.status_code == 400
+
+
+async def test_fifty_contacts_on_test_numbers_complete_in_a_few_worker_rounds(make_api: ApiFactory,
+                                                                             sql_url: str) -> None:
+    api = await make_api(sql_url, clock=ManualClock(MONDAY_9))
+    t = await api.tenant()
+    number = await api.client.post("/v2/telephony/phone-numbers", json={"phone_number": unique_phone()},
+                                   headers=t.headers)
+    assert number.status_code == 201, number.text
+    people = [{"phone": p, "name": "Ada", "custom_data": {"plan": "x"}}
+              for p in ["+1555010000", "+1555010005"] + [f"+1415555{i:04d}" for i in range(48)]]
+    c = await campaign(api, t, people, max_concurrent_calls=10, timezone_mode="campaign",
+                       from_phone_number_id=number.json()["data"]["id"])
+    rounds = 0
+    while (await get(api, t, f"/campaigns/{c['id']}"))["status"] != "completed":
+        rounds += 1
+        assert rounds <= 30
+        await tick(api, seconds=60)
+    calls = await campaign_calls(api, t, c["id"])
+    assert len(calls) == 50 and {call["status"] for call in calls} == {"completed", "transferred"}
+    assert {call["from_phone"] for call in calls} == {number.json()["data"]["phone_number"]}
