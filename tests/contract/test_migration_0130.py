@@ -33,7 +33,7 @@ async def test_0130_keeps_calls_of_before_single_and_keys_campaign_attempts_once
     assert tuple(row) == (None, None, None)
     keyed = CALL.format(extra=", campaign_id, contact_id, idempotency_key", values=", 7, 9, 'k-1'")
     await _sql(empty_url, keyed, params={"now": now, "id": "c2"})
-    with pytest.raises(Exception, match="(?i)unique"):
+    with pytest.raises(Exception, match=r"(?i)unique"):
         await _sql(empty_url, keyed, params={"now": now, "id": "c3"})
     await _sql(empty_url, CALL.format(extra="", values=""), params={"now": now, "id": "c4"})  # null keys repeat
     [[(count,)]] = await _sql(empty_url, "SELECT count(*) FROM campaigns WHERE last_dialled_at IS NULL")
