@@ -323,13 +323,13 @@ class DialedNow:
 class DialContactNow:
     """Dial one contact now, under the same rules as the dialer: the campaign running (409 invalid_transition),
     the cap (409 concurrency_limit), the contact's window (409 outside_calling_hours with
-    ``details.next_open_at``), DNC (422 dnc_blocked), placeholders (400). The contact must be ``pending`` or
-    ``retry_wait`` (409 invalid_transition)."""
+    ``details.next_open_at``), DNC (422 dnc_blocked), placeholders (400), the agent (as ``POST /calls``). The
+    contact must be ``pending`` or ``retry_wait`` (409 invalid_transition)."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, store: DialerStore,
-                 calls: CallRepository, agents: AgentRepository, place: PlaceCall, dnc: DncGate,
-                 windows: CallingWindows, phones: PhoneNormalizer, clock: Clock) -> None:
-        self.campaigns, self.contacts, self.store, self.calls, self.agents = campaigns, contacts, store, calls, agents
+                 calls: CallRepository, place: PlaceCall, dnc: DncGate, windows: CallingWindows,
+                 phones: PhoneNormalizer, clock: Clock) -> None:
+        self.campaigns, self.contacts, self.store, self.calls = campaigns, contacts, store, calls
         self.place, self.dnc, self.windows, self.phones, self.clock = place, dnc, windows, phones, clock
 
     async def execute(self, command: DialContactNowCommand) -> DialedNow:
