@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from application.context import Actor
@@ -19,6 +20,7 @@ from domain.dnc import (
     parse_csv,
 )
 from domain.errors import DncBlocked, NotFound, ValidationFailed
+from domain.sms import RecipientOptedOut
 
 
 class DncGate:
@@ -49,6 +51,19 @@ class DncGate:
         if found.get(number):
             raise DncBlocked(f"{number} is on a Do-Not-Call list",
                              details={"phone_number": number, "list_ids": found[number]})
+
+    async def ensure_sendable(self, organization_id: int, number: str, opt_out_list_ids: Collection[int]) -> None:
+        """The SMS path: the same screening, telling a number on an ordinary list (``DncBlocked``) from one that
+        is only on the organization's SMS opt-out lists ``opt_out_list_ids`` (``RecipientOptedOut``). The
+        opt-out list is a DNC list like any other, so :meth:`ensure_callable` blocks calls to it too."""
+        listed = (await self.screen(organization_id, [number])).get(number)
+        if not listed:
+            return
+        if any(list_id not in opt_out_list_ids for list_id in listed):
+            raise DncBlocked(f"{number} is on a Do-Not-Call list",
+                             details={"phone_number": number, "list_ids": listed})
+        raise RecipientOptedOut(f"{number} replied STOP: it opted out of this organization's text messages",
+                                details={"phone_number": number, "list_ids": listed})
 
 
 def normalize_all(phones: PhoneNormalizer, raw: list[str], field: str,

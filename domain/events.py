@@ -47,6 +47,15 @@ _LEAD: dict[str, Any] = {
     "custom_data": {"crm_id": "A-17"}, "created_at": "2026-01-05T09:00:00Z", "updated_at": "2026-01-05T09:00:00Z",
 }
 
+_SMS: dict[str, Any] = {
+    "id": 314, "direction": "outbound", "from": "+14155550100", "to": "+14155550123",
+    "body": "Your appointment is confirmed for Tuesday at 10:00.", "status": "sent", "encoding": "gsm7",
+    "segments": 1, "error_code": None, "from_phone_number_id": 3, "created_at": "2026-01-05T09:00:00.000Z",
+    "sent_at": "2026-01-05T09:00:01.000Z", "delivered_at": None,
+    "status_events": [{"status": "queued", "at": "2026-01-05T09:00:00.000Z", "applied": True, "error_code": None},
+                      {"status": "sent", "at": "2026-01-05T09:00:01.000Z", "applied": True, "error_code": None}],
+}
+
 GROUPS: Mapping[str, str] = MappingProxyType({
     "call": "calls",
     "campaign": "campaigns",
@@ -55,6 +64,7 @@ GROUPS: Mapping[str, str] = MappingProxyType({
     "knowledge_base": "knowledge_bases",
     "document": "knowledge_bases",
     "lead": "leads",
+    "sms": "sms",
     "webhook": "webhooks",
 })
 """The group ``GET /webhooks/events`` files an event under, by the part of its name before the dot."""
@@ -139,6 +149,27 @@ class EventType(StrEnum):
     LEAD_CREATED = ("lead.created",
                     "A lead was received: its call is queued, it joined a campaign, or its number is on a "
                     "Do-Not-Call list (status blocked_dnc, never called).", _LEAD)
+    SMS_SENT = ("sms.sent", "An outbound SMS was handed to the carrier network (its receipt said sent).", _SMS)
+    SMS_DELIVERED = ("sms.delivered", "An outbound SMS reached the recipient's phone (delivery receipt).",
+                     {**_SMS, "status": "delivered", "delivered_at": "2026-01-05T09:00:03.000Z",
+                      "status_events": [*_SMS["status_events"], {
+                          "status": "delivered", "at": "2026-01-05T09:00:03.000Z", "applied": True,
+                          "error_code": None}]})
+    SMS_FAILED = ("sms.failed",
+                  "An outbound SMS could not be delivered: the carrier refused it (failed) or could not reach the "
+                  "phone (undelivered); error_code says why.",
+                  {**_SMS, "status": "undelivered", "error_code": "30003",
+                   "status_events": [*_SMS["status_events"], {
+                       "status": "undelivered", "at": "2026-01-05T09:00:03.000Z", "applied": True,
+                       "error_code": "30003"}]})
+    SMS_RECEIVED = ("sms.received",
+                    "An inbound SMS arrived on one of the organization's numbers; keyword is stop or start when it "
+                    "opted the sender out or back in (null otherwise).",
+                    {**_SMS, "id": 315, "direction": "inbound", "from": "+14155550123", "to": "+14155550100",
+                     "body": "STOP", "status": "received", "sent_at": None, "from_phone_number_id": 3,
+                     "keyword": "stop",
+                     "status_events": [{"status": "received", "at": "2026-01-05T09:05:00.000Z", "applied": True,
+                                        "error_code": None}]})
     WEBHOOK_TEST = ("webhook.test", "A sample event sent by POST /webhooks/{id}/test.",
                     {"subscription_id": 3, "subscription_name": "CRM",
                      "message": "This is a test event from Parley. No action is needed.",

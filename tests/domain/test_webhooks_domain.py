@@ -71,12 +71,13 @@ def test_catalogue_has_every_documented_event_the_emitted_knowledge_events_and_t
     }
     knowledge = {"knowledge_base.created", "knowledge_base.updated", "knowledge_base.deleted",
                  "knowledge_base.attached", "knowledge_base.detached", "document.ready", "document.deleted"}
-    added = {"lead.created"}
+    added = {"lead.created", "sms.sent", "sms.delivered", "sms.failed", "sms.received"}
     assert set(events.CATALOGUE) == documented | knowledge | added
     assert all(e.description and "\n" not in e.description for e in events.EventType)
     assert events.EventType("contact.failed").group == "campaigns"
     assert events.EventType("document.ready").group == "knowledge_bases"
     assert events.EventType("lead.created").group == "leads"
+    assert events.EventType("sms.received").group == "sms"
 
 
 def test_event_factory_refuses_names_outside_the_catalogue() -> None:

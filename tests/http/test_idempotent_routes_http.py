@@ -89,6 +89,13 @@ async def _lead(api: Api, t: Tenant) -> Request:
     return {"path": "/v2/leads", "json": {"phone": "+14155550100", "name": "Ada", "agent_id": agent["id"]}}
 
 
+async def _sms_inbound(api: Api, t: Tenant) -> Request:
+    number = await _post(api, t, "/v2/telephony/phone-numbers",
+                         {"phone_number": unique_phone(), "capabilities": {"sms": True}})
+    return {"path": "/v2/telephony/simulator/inbound-sms",
+            "json": {"from": "+14155550100", "to": number["phone_number"], "body": "STOP"}}
+
+
 async def _placed_call(api: Api, t: Tenant) -> str:
     request = await _call(api, t)
     return str((await _post(api, t, request["path"], request["json"]))["id"])
@@ -174,6 +181,8 @@ CASES: dict[str, Setup] = {
     "createCalendarFeedToken": _on(_calendar, "/v2/scheduling/calendars/{id}/feed-token"),
     "createCall": _call,
     "createLead": _lead,
+    "createSms": _fixed("/v2/sms", {"to": "+14155550100", "body": "Hello"}),
+    "simulateInboundSms": _sms_inbound,
     "cancelCall": _on(_placed_call, "/v2/calls/{id}/cancel"),
     "createDncList": _fixed("/v2/dnc/lists", {"name": "Opt-outs"}),
     "addDncEntries": _on(_dnc_list, "/v2/dnc/lists/{id}/entries", {"phone_numbers": ["+14155550101"]}),

@@ -21,6 +21,7 @@ from entrypoints.http.routes import (
     meta,
     schedules,
     scheduling,
+    sms,
     telephony,
     webhooks,
 )
@@ -33,6 +34,7 @@ ROUTES: dict[str, list[Any]] = {
     "leads": leads.ROUTES,
     "scheduling": scheduling.ROUTES,
     "schedules": schedules.ROUTES,
+    "sms": sms.ROUTES,
     "webhooks": webhooks.ROUTES,
 }
 

@@ -1,0 +1,259 @@
+"""SMS use cases: send a message (screened by the one DNC gate), read the history, apply carrier receipts
+forward-only, and receive inbound messages whose STOP / START keywords keep the organization's opt-out list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from application.context import Actor
+from application.dnc import DncGate
+from application.phones import e164
+from application.ports.dnc import DncRepository
+from application.ports.phones import PhoneNormalizer
+from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.sms import CarrierReceipt, MessageRef, OutboundSms, SmsCarrier, SmsFilter, SmsRepository
+from application.ports.telephony import PhoneNumberRepository
+from domain.calls import SIMULATOR_CALLER_ID
+from domain.dnc import DncList
+from domain.errors import NotFound, ValidationFailed
+from domain.events import EventType
+from domain.sms import (
+    BODY_MAX_LENGTH,
+    OPT_OUT_LIST_NAME,
+    SmsMessage,
+    StatusEvent,
+    keyword,
+    segment,
+)
+from domain.telephony import PhoneNumber
+
+RECEIPT_EVENTS = {
+    "sent": EventType.SMS_SENT,
+    "delivered": EventType.SMS_DELIVERED,
+    "undelivered": EventType.SMS_FAILED,
+    "failed": EventType.SMS_FAILED,
+}
+"""The event a receipt emits when it moves the status (a receipt that changes nothing emits none)."""
+OPT_OUT_REASON = "Replied {word} by SMS"
+
+
+def check_body(body: str) -> str:
+    """1 to 1600 characters, not only blanks, without NUL characters (400 naming ``body``)."""
+    if not body.strip():
+        raise ValidationFailed.field("body", "must not be empty")
+    if len(body) > BODY_MAX_LENGTH:
+        raise ValidationFailed.field("body", f"must be at most {BODY_MAX_LENGTH} characters")
+    if "\x00" in body:
+        raise ValidationFailed.field("body", "must not contain NUL characters")
+    return body
+
+
+@dataclass(frozen=True, slots=True)
+class SendSmsCommand:
+    actor: Actor
+    to: str
+    body: str
+    from_phone_number_id: int | None = None
+
+
+class SendSms:
+    """POST /sms: the recipient screened by the DNC gate (a DNC list: dnc_blocked; the SMS opt-out list:
+    recipient_opted_out; screening impossible: 503 and nothing sent), the message stored as queued and handed
+    to the carrier. Its receipts arrive later (the ``sms.receipts`` job)."""
+
+    def __init__(self, uow: UnitOfWork, messages: SmsRepository, numbers: PhoneNumberRepository,
+                 carrier: SmsCarrier, dnc: DncGate, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.uow, self.messages, self.numbers, self.carrier = uow, messages, numbers, carrier
+        self.dnc, self.phones, self.clock = dnc, phones, clock
+
+    async def execute(self, command: SendSmsCommand) -> SmsMessage:
+        org = command.actor.organization_id
+        to = e164(self.phones, command.to, "to")
+        body = check_body(command.body)
+        sender = await self._sender(org, command.from_phone_number_id)
+        await self.dnc.ensure_sendable(org, to, await self.messages.opt_out_list_ids(org, OPT_OUT_LIST_NAME))
+        # usage quotas will hook in here: the segments are known, nothing is stored or sent yet
+        seg = segment(body)
+        now = self.clock.now()
+        message = await self.messages.add(SmsMessage(
+            id=None, organization_id=org, direction="outbound",
+            from_phone=sender.phone_number if sender else SIMULATOR_CALLER_ID, to_phone=to, body=body,
+            status="queued", encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
+            from_phone_number_id=sender.id if sender else None, status_events=(StatusEvent("queued", now),)))
+        submitted = await self.carrier.send(OutboundSms(
+            org, message.id or 0, message.from_phone, to, body, seg.encoding, seg.segments), now)
+        message = await self.messages.update(replace(
+            message, carrier_id=submitted.carrier_id, carrier_state=dict(submitted.state),
+            next_check_at=submitted.next_check_at))
+        self.uow.created_work()  # the receipts job looks at it
+        return message
+
+    async def _sender(self, org: int, number_id: int | None) -> PhoneNumber | None:
+        """The number it is sent from: the one asked for (an active SMS number of the organization), else the
+        organization's first active SMS number, else None (the simulator's caller id)."""
+        if number_id is not None:
+            number = await self.numbers.get(org, number_id)
+            if number is None:
+                raise NotFound("phone number", number_id, field="from_phone_number_id")
+            if not number.sms or number.status != "active":
+                raise ValidationFailed.field("from_phone_number_id",
+                                             "must be an active phone number with sms enabled")
+            return number
+        return next((n for n in await self.numbers.list(org) if n.sms and n.status == "active"), None)
+
+
+@dataclass(frozen=True, slots=True)
+class GetSmsCommand:
+    actor: Actor
+    message_id: int
+
+
+class GetSms:
+    def __init__(self, messages: SmsRepository) -> None:
+        self.messages = messages
+
+    async def execute(self, command: GetSmsCommand) -> SmsMessage:
+        found = await self.messages.get(command.actor.organization_id, command.message_id)
+        if found is None:
+            raise NotFound("sms", command.message_id)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class ListSmsCommand:
+    actor: Actor
+    filters: SmsFilter
+    page: PageRequest
+
+
+class ListSms:
+    def __init__(self, messages: SmsRepository, phones: PhoneNormalizer) -> None:
+        self.messages, self.phones = messages, phones
+
+    async def execute(self, command: ListSmsCommand) -> Page[SmsMessage]:
+        filters = command.filters
+        if filters.to is not None:
+            filters = replace(filters, to=e164(self.phones, filters.to, "to"))
+        return await self.messages.list(command.actor.organization_id, filters, command.page)
+
+
+# ------------------------------------------------------------------------------------------ carrier receipts
+
+
+def _apply(uow: UnitOfWork, message: SmsMessage, receipts: list[CarrierReceipt]) -> SmsMessage:
+    for receipt in receipts:
+        message, moved = message.receive(receipt.status, receipt.at, receipt.error_code)
+        if moved:
+            uow.record(RECEIPT_EVENTS[receipt.status](message.organization_id, message.view()))
+    return message
+
+
+@dataclass(frozen=True, slots=True)
+class ApplySmsReceiptCommand:
+    receipt: CarrierReceipt
+
+
+class ApplySmsReceipt:
+    """One carrier receipt, as a carrier's status callback delivers it: kept in the message's status_events,
+    and moving its status only forward (an out-of-order or late receipt changes nothing else)."""
+
+    def __init__(self, uow: UnitOfWork, messages: SmsRepository, clock: Clock) -> None:
+        self.uow, self.messages, self.clock = uow, messages, clock
+
+    async def execute(self, command: ApplySmsReceiptCommand) -> SmsMessage:
+        receipt = command.receipt
+        message = await self.messages.find_by_carrier_id(receipt.carrier_id)
+        if message is None:
+            raise NotFound("sms with carrier id", receipt.carrier_id)
+        return await self.messages.update(_apply(self.uow, message, [receipt]))
+
+
+@dataclass(frozen=True, slots=True)
+class PollSmsCarrierCommand:
+    ref: MessageRef
+
+
+class PollSmsCarrier:
+    """The ``sms.receipts`` job's step for one message: the receipts its carrier produced by now, applied in the
+    order they came."""
+
+    def __init__(self, uow: UnitOfWork, messages: SmsRepository, carrier: SmsCarrier, clock: Clock) -> None:
+        self.uow, self.messages, self.carrier, self.clock = uow, messages, carrier, clock
+
+    async def execute(self, command: PollSmsCarrierCommand) -> SmsMessage | None:
+        ref = command.ref
+        message = await self.messages.get(ref.organization_id, ref.message_id, for_update=True)
+        if message is None or message.carrier_id is None or message.next_check_at is None:
+            return None
+        news = await self.carrier.poll(message.carrier_id, dict(message.carrier_state), self.clock.now())
+        message = _apply(self.uow, message, news.receipts)
+        return await self.messages.update(replace(message, carrier_state=news.state,
+                                                  next_check_at=news.next_check_at))
+
+
+# ------------------------------------------------------------------------------------------------- inbound
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiveSmsCommand:
+    actor: Actor
+    from_phone: str
+    to: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedSms:
+    message: SmsMessage
+    keyword: str | None
+    """``stop`` (the sender was added to the opt-out list), ``start`` (removed from it) or None."""
+
+
+class ReceiveSms:
+    """An inbound SMS (the simulator's endpoint stands for a carrier's inbound webhook) on one of the
+    organization's numbers: stored as ``received``; a whole-message STOP keyword puts the sender on the
+    organization's "SMS opt-outs" DNC list (made on first use), START removes it; ``sms.received``."""
+
+    def __init__(self, uow: UnitOfWork, messages: SmsRepository, numbers: PhoneNumberRepository,
+                 dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.uow, self.messages, self.numbers, self.dnc = uow, messages, numbers, dnc
+        self.phones, self.clock = phones, clock
+
+    async def execute(self, command: ReceiveSmsCommand) -> ReceivedSms:
+        org = command.actor.organization_id
+        sender = e164(self.phones, command.from_phone, "from")
+        to = e164(self.phones, command.to, "to")
+        body = check_body(command.body)
+        number = next((n for n in await self.numbers.list(org) if n.phone_number == to), None)
+        if number is None:
+            raise NotFound("phone number", to, field="to")
+        now = self.clock.now()
+        seg = segment(body)
+        message = await self.messages.add(SmsMessage(
+            id=None, organization_id=org, direction="inbound", from_phone=sender, to_phone=to, body=body,
+            status="received", encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
+            from_phone_number_id=number.id, status_events=(StatusEvent("received", now),)))
+        word = keyword(body)
+        if word == "stop":
+            await self._opt_out(org, sender, body.strip().upper(), now)
+        elif word == "start":
+            await self._opt_in(org, sender, now)
+        self.uow.record(EventType.SMS_RECEIVED(org, {**message.view(), "keyword": word}))
+        return ReceivedSms(message, word)
+
+    async def _opt_out(self, org: int, sender: str, word: str, now: datetime) -> None:
+        ids = await self.messages.opt_out_list_ids(org, OPT_OUT_LIST_NAME)
+        if ids:
+            list_id = ids[0]
+        else:
+            made = await self.dnc.add_list(DncList(None, org, OPT_OUT_LIST_NAME,
+                                                   "Senders who replied STOP (kept by inbound SMS)", now, now))
+            list_id = made.id or 0
+        if await self.dnc.add_entries(org, list_id, [(sender, OPT_OUT_REASON.format(word=word))], now):
+            await self.dnc.touch_list(org, list_id, now)
+
+    async def _opt_in(self, org: int, sender: str, now: datetime) -> None:
+        for list_id in await self.messages.opt_out_list_ids(org, OPT_OUT_LIST_NAME):
+            if await self.dnc.remove_entry(org, list_id, sender):
+                await self.dnc.touch_list(org, list_id, now)
