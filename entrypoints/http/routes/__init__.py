@@ -23,6 +23,7 @@ from entrypoints.http.routes import (
     scheduling,
     sms,
     telephony,
+    usage,
     webhooks,
 )
 
@@ -35,6 +36,7 @@ ROUTES: dict[str, list[Any]] = {
     "scheduling": scheduling.ROUTES,
     "schedules": schedules.ROUTES,
     "sms": sms.ROUTES,
+    "usage": usage.ROUTES,
     "webhooks": webhooks.ROUTES,
 }
 
