@@ -34,8 +34,7 @@ from application.ports.telephony import (
     Telephony,
     TelephonyProviderRepository,
 )
-from application.ports.usage import CALL_SECONDS, CALLS, UsageRecorder
-from application.usage import QuotaGate
+from application.ports.usage import CALL_SECONDS, CALLS, QuotaGate, UsageRecorder
 from domain import recordings
 from domain.agents import Agent, render
 from domain.calls import (

@@ -14,8 +14,7 @@ from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.sms import CarrierReceipt, MessageRef, OutboundSms, SmsCarrier, SmsFilter, SmsRepository
 from application.ports.telephony import PhoneNumberRepository
-from application.ports.usage import SMS_SEGMENTS, UsageRecorder
-from application.usage import QuotaGate
+from application.ports.usage import SMS_SEGMENTS, QuotaGate, UsageRecorder
 from domain.calls import SIMULATOR_CALLER_ID
 from domain.dnc import DncList
 from domain.errors import NotFound, ValidationFailed

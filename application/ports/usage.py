@@ -58,3 +58,12 @@ class UsageLedger(Protocol):
     async def daily(self, organization_id: int, metric: str, start: date, end: date) -> dict[date, int]:
         """The day counters of the metric for days in [start, end)."""
         ...
+
+
+class QuotaGate(Protocol):
+    """The one quota check of every dial and send (``PlaceCall``, ``SendSms``)."""
+
+    async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: datetime) -> None:
+        """Hold ``quantity`` of ``metric`` for the source ``reference`` (``call:<id>``, ``sms:<id>``) in the period
+        of ``at``, or raise QuotaExceeded (403) when the organization's plan has no room left and no overage."""
+        ...

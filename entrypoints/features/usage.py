@@ -13,7 +13,7 @@ from dishka import Provider, Scope, provide, provide_all
 from adapters.memory.usage import InMemoryUsageLedger
 from adapters.sql.usage import SqlUsageLedger
 from application import usage as cases
-from application.ports.usage import UsageLedger, UsageRecorder
+from application.ports.usage import QuotaGate, UsageLedger, UsageRecorder
 from entrypoints.features import Feature
 
 
@@ -28,8 +28,10 @@ class MemoryUsageProvider(Provider):
 class UsageUseCaseProvider(Provider):
     scope = Scope.REQUEST
 
+    # override the core's NoQuotaGate and the calls feature's plain recorder
     recorder = provide(cases.LedgerUsageRecorder, provides=UsageRecorder)
-    cases = provide_all(cases.QuotaGate, cases.GetUsage, cases.GetUsageMetrics)
+    quota = provide(cases.LedgerQuotaGate, provides=QuotaGate)
+    cases = provide_all(cases.GetUsage, cases.GetUsageMetrics)
 
 
 FEATURE = Feature(

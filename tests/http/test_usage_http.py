@@ -279,3 +279,33 @@ async def test_usage_metrics_is_a_daily_series_from_the_day_counters(make_api: A
     long = await api.client.get("/v2/usage/metrics", headers=t.headers, params={
         "metric": "calls", "start": "2024-01-01", "end": "2026-01-01"})
     assert long.status_code == 422 and long.json()["error"]["code"] == "range_too_long"
+
+
+async def test_every_dial_path_passes_the_quota_gate(make_api: ApiFactory, sql_url: str) -> None:
+    """The campaign dialer waits (status_reason quota_exceeded), dial-now and leads are refused: all place calls
+    through the one gate."""
+    from tests.dialer import support
+    from tests.dialer.support import campaign, contacts, tick
+
+    api = await make_api(sql_url, clock=ManualClock(START))
+    t = await api.tenant(plan="starter")
+    try:
+        c = await campaign(api, t, [{"phone": "+1555010000", "name": "Ada", "custom_data": {"plan": "x"}}],
+                           timezone_mode="campaign", start=False)
+        await record(api, t.organization_id, CALL_SECONDS, 100 * 60, "call:month")
+        assert (await api.client.post(f"/v2/campaigns/{c['id']}/start", headers=t.headers)).status_code == 200
+        await tick(api)
+        found = (await api.client.get(f"/v2/campaigns/{c['id']}", headers=t.headers)).json()["data"]
+        assert found["status"] == "running" and found["status_reason"] == "quota_exceeded"
+        contact = next(iter((await contacts(api, t, c["id"])).values()))
+        assert contact["status"] == "pending"
+        now = await api.client.post(f"/v2/campaigns/{c['id']}/dial", json={"contact_id": contact["id"]},
+                                    headers=t.headers)
+        assert now.status_code == 403 and now.json()["error"]["code"] == "quota_exceeded", now.text
+        agent = await active_agent(api, t, prompt="You call people back.", first_message="Hello.")
+        lead = await api.client.post("/v2/leads", json={"phone": "+1555010000", "agent_id": agent["id"]},
+                                     headers=t.headers)
+        assert lead.status_code == 403 and lead.json()["error"]["code"] == "quota_exceeded", lead.text
+        assert (await api.client.get("/v2/calls", headers=t.headers)).json()["meta"]["total"] == 0
+    finally:
+        await support.close_workers()
