@@ -45,7 +45,7 @@ from domain.campaigns import (
     ContactDraft,
     decide_retry,
 )
-from domain.errors import Conflict, DncBlocked, InvalidTransition, NotFound, ValidationFailed
+from domain.errors import Conflict, DncBlocked, InvalidTransition, NotFound, QuotaExceeded, ValidationFailed
 from domain.events import EventType
 from domain.rfc3339 import format_utc_or_none
 
@@ -216,6 +216,10 @@ class DialNextContact:
         except AgentNotCallable:  # paused (archived or deleted fail the campaign above)
             if campaign.status_reason != "agent_not_active":
                 await self.campaigns.update(replace(campaign, status_reason="agent_not_active", next_dial_at=None))
+            return "full"
+        except QuotaExceeded:  # the plan's included minutes are used up: wait, the contact is not dialled
+            if campaign.status_reason != "quota_exceeded":
+                await self.campaigns.update(replace(campaign, status_reason="quota_exceeded", next_dial_at=None))
             return "full"
         except ValidationFailed as exc:
             reason = "unresolved_placeholders" if "missing_placeholders" in (exc.details or {}) else "invalid_contact"

@@ -24,6 +24,7 @@ from entrypoints.http.routes import (
     scheduling,
     sms,
     telephony,
+    usage,
     webhooks,
 )
 
@@ -37,6 +38,7 @@ ROUTES: dict[str, list[Any]] = {
     "scheduling": scheduling.ROUTES,
     "schedules": schedules.ROUTES,
     "sms": sms.ROUTES,
+    "usage": usage.ROUTES,
     "webhooks": webhooks.ROUTES,
 }
 
