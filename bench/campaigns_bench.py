@@ -19,6 +19,24 @@ an Idempotency-Key (the route refuses a key on bodies over 1 MiB). Every round u
 server process, so each VmHWM belongs to that round alone; the rounds' median and range are printed, with the
 1-minute load average, the CPU time the server (and PostgreSQL) spent, and the share of the machine others used.
 
+  decision   PostgreSQL: 100 running campaigns, 1,000,000 contacts bulk-loaded with generate_series (most with
+             next_attempt_at in the future, i.e. outside their calling hours; 1 % due). Times the selection of
+             one dialer pass through the dialer's own store (`DialerStore`, as the job `campaigns.dial` calls
+             it, each call in its own unit of work): running_campaigns, due_contacts for every running
+             campaign, next_due (target < 50 ms for due contacts), and prints EXPLAIN (ANALYZE, BUFFERS) of the
+             exact statements those methods sent, with a verdict: an index on the next due time, or a scan.
+
+    .venv/bin/python bench/campaigns_bench.py decision [--campaigns 100] [--contacts 1000000] [--due-share 0.01]
+                                                       [--passes 20] [--rounds 3]
+
+  sustained  PostgreSQL: campaigns of due contacts (calling hours 00:00-24:00) and one `parley worker` process
+             with the simulator at high speed (PARLEY_SIMULATOR_SPEED, default 1000 here): dials per second
+             (attempts recorded by the dialer; target >= 50/s) and CPU per dial (the worker's CPU time /
+             dials, PostgreSQL's beside it), over a window after a warm-up; one fresh database per round.
+
+    .venv/bin/python bench/campaigns_bench.py sustained [--campaigns 20] [--contacts 10000] [--seconds 20]
+                                                        [--speed 1000] [--rounds 3]
+
 A PostgreSQL database `parley_bench_<random>` is created on 127.0.0.1:5432 (user postgres;
 PARLEY_BENCH_POSTGRES_URL or --postgres-admin-url to change) and dropped afterwards. Output: Markdown tables
 (and JSON with --json).
@@ -33,7 +51,9 @@ import io
 import json
 import os
 import random
+import re
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -354,22 +374,408 @@ def run_import(args: argparse.Namespace) -> dict[str, Any]:
             "rounds": {kind: [asdict(r) for r in rounds] for kind, rounds in results.items()}}
 
 
+# --- campaigns through the API, contacts bulk-loaded (decision, sustained) ----------------------------------------
+
+
+def _dialer_modules() -> tuple[Any, Any, Any]:
+    """The dialer's store port and the job's constants, or SystemExit when the dialer is not in this tree."""
+    try:
+        from application import dialer
+        from application.ports.dialer import DialerStore
+        from entrypoints.features import campaigns as feature
+    except ImportError as exc:
+        raise SystemExit(f"the campaign dialer is not in this tree ({exc}): nothing to measure") from None
+    if not hasattr(feature, "run_once"):
+        raise SystemExit("the campaign dialer's job (entrypoints.features.campaigns.run_once) is not in this tree")
+    return dialer, DialerStore, feature
+
+
+def _serve_command(port: int, server: str) -> list[str]:
+    return [sys.executable, "-m", "entrypoints.cli", "serve", "--no-worker", "--workers", "1", "--server", server,
+            "--host", "127.0.0.1", "--port", str(port)]
+
+
+def _expect(response: httpx.Response, status: int, what: str) -> Any:
+    if response.status_code != status:
+        raise RuntimeError(f"{what}: {response.status_code} {response.text[:400]}")
+    return response.json()["data"] if response.content else None
+
+
+CONTACTS_SQL = """
+INSERT INTO campaign_contacts (organization_id, campaign_id, phone, name, timezone, custom_data, status, attempts,
+                               next_attempt_at, reason, created_at, updated_at)
+SELECT $1, c.id, '+1' || (2012000000 + g)::text, 'Contact ' || g, NULL, '{"plan": "pro"}', 'pending', 0,
+       CASE WHEN g % 10000 < $3::float8 * 5000 THEN NULL
+            WHEN g % 10000 < $3::float8 * 10000 THEN now() - make_interval(mins => 1 + g % 60)
+            ELSE now() + make_interval(mins => 60 + g % 4320) END,
+       CASE WHEN g % 10000 < $3::float8 * 10000 THEN NULL ELSE 'outside_calling_hours' END,
+       now(), now()
+FROM unnest($2::bigint[]) AS c(id), generate_series(1, $4::int) AS g
+"""
+
+
+@dataclass
+class Seeded:
+    organization_id: int
+    campaign_ids: list[int]
+    load_seconds: float
+
+
+def seed_campaigns(db: Database, campaigns: int, contacts: int, due_share: float, campaign_fields: dict[str, Any],
+                   server: str) -> Seeded:
+    """An organization (enterprise plan), a published agent and ``campaigns`` campaigns through the real API; the
+    contacts bulk-loaded in one INSERT ... SELECT over generate_series (``due_share`` of them due now, half never
+    tried and half due since a few minutes, the rest due in 1-73 hours, as contacts deferred to their calling
+    hours are); then every campaign started through the API."""
+    import asyncpg
+
+    settings = _settings(db)
+    migrate(settings)
+
+    async def org_and_key() -> tuple[int, str]:
+        org = await create_org(settings, "Bench Org", "enterprise", "standard", None)
+        key = await create_key(settings, org["id"], ["campaigns:*", "agents:*"], "bench", None)
+        return int(org["id"]), str(key["key"])
+
+    organization_id, key = asyncio.run(org_and_key())
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    per_campaign = contacts // campaigns
+    with running(_serve_command(port, server), _server_env(db), f"{base}/v2/health", db.workdir / "seed.log"), \
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
+        agent = _expect(client.post("/v2/agents", json={"name": "Caller", "prompt": "You call about the renewal."}),
+                        201, "creating the agent")
+        _expect(client.post(f"/v2/agents/{agent['id']}/publish"), 200, "publishing the agent")
+        ids = [_expect(client.post("/v2/campaigns", json={"name": f"Campaign {n}", "agent_id": agent["id"],
+                                                          **campaign_fields}), 201, "creating a campaign")["id"]
+               for n in range(campaigns)]
+
+        async def load() -> float:
+            conn = await asyncpg.connect(db.url.replace("postgresql+asyncpg://", "postgresql://"))
+            try:
+                started = time.perf_counter()
+                await conn.execute(CONTACTS_SQL, organization_id, ids, due_share, per_campaign)
+                await conn.execute("ANALYZE campaign_contacts")
+                return time.perf_counter() - started
+            finally:
+                await conn.close()
+
+        load_seconds = asyncio.run(load())
+        for campaign_id in ids:
+            _expect(client.post(f"/v2/campaigns/{campaign_id}/start"), 200, "starting a campaign")
+    return Seeded(organization_id, ids, load_seconds)
+
+
+# --- decision ----------------------------------------------------------------------------------------------------
+
+
+_SCAN_NODE = re.compile(r"(Seq Scan|Index Scan|Index Only Scan|Bitmap Heap Scan)(?: Backward)? (?:using \w+ )?on "
+                        r"campaign_contacts\b.*actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)")
+
+
+def contacts_read(plan: str) -> int:
+    """Rows of campaign_contacts the plan's scan nodes produced or removed by a filter (times their loops)."""
+    total, loops = 0, 0
+    for line in plan.splitlines():
+        node = _SCAN_NODE.search(line)
+        if node:
+            loops = int(node.group(3))
+            total += int(node.group(2)) * loops
+            continue
+        removed = re.search(r"Rows Removed by (?:Filter|Index Recheck): (\d+)", line)
+        if removed and loops:
+            total += int(removed.group(1)) * loops
+        elif re.search(r"\(actual time", line):
+            loops = 0
+    return total
+
+
+def plan_verdict(plan: str, contacts: int) -> str:
+    indexes = sorted(set(re.findall(r"(?:Index|Index Only|Bitmap Index) Scan (?:Backward )?using (\w+)", plan)
+                         + re.findall(r"Bitmap Index Scan on (\w+)", plan)))
+    top = re.search(r"actual time=[\d.]+\.\.[\d.]+ rows=(\d+)", plan)
+    returned = int(top.group(1)) if top else 0
+    read = contacts_read(plan)
+    how = ("a sequential SCAN of campaign_contacts" if "Seq Scan on campaign_contacts" in plan
+           else "index " + ", ".join(indexes) if indexes else "no index")
+    share = read / contacts if contacts else 0.0
+    if "Seq Scan on campaign_contacts" in plan or share > 0.1:
+        verdict = "READS MOST CONTACTS"
+    elif read > 1000 and read > 10 * max(returned, 1):
+        verdict = "reads far more contacts than it returns"
+    else:
+        verdict = "reads about what it returns"
+    return f"{how}; {read:,} contact rows read ({share:.1%} of {contacts:,}) for {returned:,} returned: {verdict}"
+
+
+async def _decision_rounds(db: Database, seeded: Seeded, args: argparse.Namespace) -> dict[str, Any]:
+    import sqlalchemy as sa
+
+    dialer, dialer_store, feature = _dialer_modules()
+    from application.ports.platform import Clock
+    from entrypoints.worker import in_unit
+
+    container = build_container(_settings(db))
+    captured: dict[str, tuple[str, Any]] = {}
+    current: list[str] = []
+    listening: list[Any] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        if current and current[0] not in captured and statement.lstrip().upper().startswith("SELECT"):
+            captured[current[0]] = (statement, parameters)
+
+    async def call(r: Any, name: str, *call_args: Any) -> Any:
+        """One DialerStore method, as the job calls it; its first SELECT is kept for EXPLAIN."""
+        store = await r.get(dialer_store)
+        if not listening:
+            engine = (await (await r.get(UnitOfWork)).connection()).sync_engine
+            sa.event.listen(engine, "before_cursor_execute", capture)
+            listening.append(engine)
+        current[:] = [name]
+        try:
+            return await getattr(store, name)(*call_args)
+        finally:
+            current.clear()
+
+    async def unit(work: Any) -> Any:
+        return await in_unit(container, lambda u: work(u.request))
+
+    async def one_pass(now: datetime, separate: bool) -> dict[str, Any]:
+        """running_campaigns, due_contacts for each, next_due: each in its own unit of work as the job does
+        (``separate``), or all in one transaction (the queries' own cost, without a unit of work per call)."""
+        timings: dict[str, Any] = {"due": []}
+
+        async def body(r: Any | None) -> int:
+            async def run(name: str, *call_args: Any) -> Any:
+                if r is not None:
+                    return await call(r, name, *call_args)
+                return await unit(lambda req: call(req, name, *call_args))
+
+            started = time.perf_counter()
+            refs = await run("running_campaigns", feature.BATCH)
+            timings["running"] = time.perf_counter() - started
+            found = 0
+            for ref in refs:
+                one = time.perf_counter()
+                found += len(await run("due_contacts", ref.organization_id, ref.campaign_id, now, dialer.SCAN))
+                timings["due"].append(time.perf_counter() - one)
+            timings["selection"] = time.perf_counter() - started
+            one = time.perf_counter()
+            await run("next_due", now)
+            timings["next_due"] = time.perf_counter() - one
+            timings["pass"] = time.perf_counter() - started
+            timings["campaigns"] = len(refs)
+            return found
+
+        timings["found"] = await body(None) if separate else await unit(body)
+        return timings
+
+    async def clock_now(r: Any) -> datetime:
+        return (await r.get(Clock)).now()
+
+    def ms(values: list[float]) -> float:
+        return statistics.median(values) * 1000
+
+    try:
+        now = await unit(clock_now)
+        rounds: list[dict[str, Any]] = []
+        for _ in range(args.rounds):
+            row: dict[str, Any] = {"load_1min": os.getloadavg()[0]}
+            for label, separate in (("job", True), ("one_tx", False)):
+                passes = [await one_pass(now, separate) for _ in range(args.passes)]
+                due = sorted(d for p in passes for d in p["due"])
+                row.update({f"{label}_pass_ms": ms([p["pass"] for p in passes]),
+                            f"{label}_selection_ms": ms([p["selection"] for p in passes]),
+                            f"{label}_running_ms": ms([p["running"] for p in passes]),
+                            f"{label}_due_ms": ms(due), f"{label}_due_p95_ms": due[int(len(due) * 0.95)] * 1000,
+                            f"{label}_next_due_ms": ms([p["next_due"] for p in passes]),
+                            "campaigns": passes[0]["campaigns"], "found": passes[0]["found"]})
+            if "due_contacts" in captured:  # the peer: the same statement, its rows left as rows
+                statement, parameters = captured["due_contacts"]
+
+                async def raw(r: Any, statement: str = statement, parameters: Any = parameters) -> list[float]:
+                    conn = await (await r.get(UnitOfWork)).connection()
+                    spent = []
+                    for _ in range(args.passes * 5):
+                        one = time.perf_counter()
+                        (await conn.exec_driver_sql(statement, parameters)).all()
+                        spent.append(time.perf_counter() - one)
+                    return spent
+                row["raw_due_ms"] = ms(await unit(raw))
+            rounds.append(row)
+        # what a step asks when its campaign has nothing due (the campaign's earliest deferred contact)
+        await unit(lambda r: call(r, "earliest_attempt", seeded.organization_id, seeded.campaign_ids[0]))
+        plans: dict[str, str] = {}
+        for name, (statement, parameters) in captured.items():
+            async def explain(r: Any, statement: str = statement, parameters: Any = parameters) -> str:
+                conn = await (await r.get(UnitOfWork)).connection()
+                result = await conn.exec_driver_sql("EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters)
+                return "\n".join(str(row[0]) for row in result)
+            plans[name] = await unit(explain)
+        return {"rounds": rounds, "plans": plans, "statements": {k: v[0] for k, v in captured.items()}}
+    finally:
+        for engine in listening:
+            sa.event.remove(engine, "before_cursor_execute", capture)
+        await container.close()
+
+
+def run_decision(args: argparse.Namespace) -> dict[str, Any]:
+    _dialer_modules()
+    with fresh_database("postgres", args.postgres_admin_url) as db:
+        started = time.perf_counter()
+        seeded = seed_campaigns(db, args.campaigns, args.contacts, args.due_share, {}, args.server)
+        print(f"# seeded {args.campaigns} running campaigns, {args.contacts:,} contacts in "
+              f"{time.perf_counter() - started:.1f} s (contacts loaded and analysed in {seeded.load_seconds:.1f} s)",
+              flush=True)
+        result = asyncio.run(_decision_rounds(db, seeded, args))
+    rounds = result["rounds"]
+
+    def cell(key: str) -> str:
+        return _spread([r[key] for r in rounds])
+
+    n = rounds[0]["campaigns"]
+    lines = [f"### decision: {args.campaigns} running campaigns, {args.contacts:,} contacts "
+             f"({args.due_share:.0%} due), PostgreSQL; ms, median (range) of {args.rounds} rounds, each the median "
+             f"of {args.passes} passes", "",
+             "| DialerStore call | as the job calls it (a unit of work each) | all in one transaction |",
+             "|---|---:|---:|",
+             f"| running_campaigns | {cell('job_running_ms')} | {cell('one_tx_running_ms')} |",
+             f"| due_contacts, one campaign (p50) | {cell('job_due_ms')} | {cell('one_tx_due_ms')} |",
+             f"| due_contacts, one campaign (p95) | {cell('job_due_p95_ms')} | {cell('one_tx_due_p95_ms')} |",
+             f"| **selection of a pass**: running_campaigns + due_contacts x {n} | {cell('job_selection_ms')} | "
+             f"{cell('one_tx_selection_ms')} |",
+             f"| next_due (when the job runs next) | {cell('job_next_due_ms')} | {cell('one_tx_next_due_ms')} |",
+             f"| whole pass (selection + next_due) | {cell('job_pass_ms')} | {cell('one_tx_pass_ms')} |",
+             f"| peer: due_contacts' statement alone, rows not made into contacts (p50) | - | "
+             f"{cell('raw_due_ms') if all('raw_due_ms' in r for r in rounds) else '-'} |",
+             "", f"Target < 50 ms for the selection of a pass: "
+             f"{'met' if statistics.median([r['job_selection_ms'] for r in rounds]) < 50 else 'MISSED'} as the job "
+             f"calls it, {'met' if statistics.median([r['one_tx_selection_ms'] for r in rounds]) < 50 else 'MISSED'}"
+             f" in one transaction. Due contacts found per pass: {rounds[0]['found']:,}; load average (1 min) "
+             f"{_spread([r['load_1min'] for r in rounds], '{:.1f}')}.", ""]
+    for name, plan in result["plans"].items():
+        lines += [f"#### {name}: {plan_verdict(plan, args.contacts)}", "", "```", result["statements"][name].strip(),
+                  "", plan, "```", ""]
+    print("\n".join(lines), flush=True)
+    return result
+
+
+# --- sustained ---------------------------------------------------------------------------------------------------
+
+
+async def _counts(url: str) -> tuple[int, int]:
+    import asyncpg
+
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        row = await conn.fetchrow("SELECT (SELECT count(*) FROM contact_attempts) AS attempts, "
+                                  "(SELECT count(*) FROM campaign_contacts WHERE status IN ('pending', 'retry_wait'))"
+                                  " AS waiting")
+        return int(row["attempts"]), int(row["waiting"])
+    finally:
+        await conn.close()
+
+
+@dataclass
+class SustainedRound:
+    dials: int
+    seconds: float
+    dials_per_s: float
+    worker_cpu_ms_per_dial: float
+    database_cpu_ms_per_dial: float
+    others_share: float
+    load_1min: float
+    waiting_after: int
+
+
+def sustained_round(args: argparse.Namespace) -> SustainedRound:
+    from run import _stop
+
+    fields = {"calling_hours": {"start": "00:00", "end": "24:00"}, "timezone_mode": "campaign",
+              "max_concurrent_calls": 50}
+    with fresh_database("postgres", args.postgres_admin_url) as db:
+        seed_campaigns(db, args.campaigns, args.contacts, 1.0, fields, args.server)
+        env = {**_server_env(db), "PARLEY_SIMULATOR_SPEED": str(args.speed)}
+        with (db.workdir / "worker.log").open("ab") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], env=env, cwd=ROOT,
+                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 90
+            while asyncio.run(_counts(db.url))[0] == 0:
+                if worker.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the worker dialled nothing; see {db.workdir / 'worker.log'}")
+                time.sleep(0.2)
+            time.sleep(args.warmup)
+            first, cpu_before, load = asyncio.run(_counts(db.url))[0], _processes(), os.getloadavg()[0]
+            started = time.perf_counter()
+            time.sleep(args.seconds)
+            last, waiting = asyncio.run(_counts(db.url))
+            seconds, cpu_after = time.perf_counter() - started, _processes()
+        finally:
+            _stop(worker)
+        used = _cpu_used(cpu_before, cpu_after, worker.pid, db.cleanup_name)
+        dials = max(1, last - first)
+        if waiting == 0:
+            print("warning: the campaigns ran out of due contacts within the window; raise --contacts",
+                  file=sys.stderr)
+        return SustainedRound(dials=last - first, seconds=seconds, dials_per_s=(last - first) / seconds,
+                              worker_cpu_ms_per_dial=used["server"] / dials * 1000,
+                              database_cpu_ms_per_dial=used["database"] / dials * 1000,
+                              others_share=min(1.0, used["others"] / (seconds * (os.cpu_count() or 1))),
+                              load_1min=load, waiting_after=waiting)
+
+
+def run_sustained(args: argparse.Namespace) -> dict[str, Any]:
+    _dialer_modules()
+    rounds: list[SustainedRound] = []
+    for index in range(args.rounds):
+        r = sustained_round(args)
+        rounds.append(r)
+        print(f"# round {index + 1}: {r.dials} dials in {r.seconds:.1f} s = {r.dials_per_s:.1f}/s, worker "
+              f"{r.worker_cpu_ms_per_dial:.1f} ms CPU per dial, PostgreSQL {r.database_cpu_ms_per_dial:.1f} ms, "
+              f"load {r.load_1min:.1f}", flush=True)
+    rates = [r.dials_per_s for r in rounds]
+    lines = [f"### sustained: one `parley worker`, PostgreSQL, {args.campaigns} campaigns x "
+             f"{args.contacts // args.campaigns:,} due contacts, PARLEY_SIMULATOR_SPEED={args.speed:g}, "
+             f"{args.seconds:g} s window after {args.warmup:g} s; median (range) of {args.rounds} rounds", "",
+             "| dials/s | target >= 50/s | worker CPU ms per dial | PostgreSQL CPU ms per dial | others | load 1 min |",
+             "|---:|---|---:|---:|---:|---:|",
+             f"| {_spread(rates, '{:.1f}')} | {'met' if statistics.median(rates) >= 50 else 'MISSED'} "
+             f"| {_spread([r.worker_cpu_ms_per_dial for r in rounds], '{:.1f}')} "
+             f"| {_spread([r.database_cpu_ms_per_dial for r in rounds], '{:.1f}')} "
+             f"| {_spread([r.others_share * 100 for r in rounds], '{:.0f}')} % "
+             f"| {_spread([r.load_1min for r in rounds], '{:.1f}')} |", ""]
+    print("\n".join(lines), flush=True)
+    return {"rounds": [asdict(r) for r in rounds]}
+
+
 # --- main --------------------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Parley campaign benchmarks")
-    parser.add_argument("scenario", choices=["import"])
-    parser.add_argument("--database", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("scenario", choices=["import", "decision", "sustained"])
+    parser.add_argument("--database", choices=["sqlite", "postgres", "both"], default="both", help="import only")
+    parser.add_argument("--rows", type=int, default=100_000, help="import: contacts in the file")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--campaigns", type=int, default=None, help="decision: 100; sustained: 20")
+    parser.add_argument("--contacts", type=int, default=None, help="decision: 1,000,000; sustained: 10,000")
+    parser.add_argument("--due-share", type=float, default=0.01, help="decision: share of contacts due now")
+    parser.add_argument("--passes", type=int, default=20, help="decision: passes timed per round")
+    parser.add_argument("--speed", type=float, default=1000.0, help="sustained: PARLEY_SIMULATOR_SPEED")
+    parser.add_argument("--seconds", type=float, default=20.0, help="sustained: the measured window")
+    parser.add_argument("--warmup", type=float, default=5.0, help="sustained: seconds after the first dial")
     parser.add_argument("--server", choices=["granian", "uvicorn"], default="granian")
     parser.add_argument("--postgres-admin-url", default=os.environ.get("PARLEY_BENCH_POSTGRES_URL", PG_ADMIN))
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
     print(f"# {os.cpu_count()} CPUs, {sys.version.split()[0]}, load {os.getloadavg()[0]:.1f}, "
           f"{' '.join(sys.argv)}", flush=True)
-    result = run_import(args)
+    defaults = {"decision": (100, 1_000_000), "sustained": (20, 10_000)}.get(args.scenario, (1, 1))
+    args.campaigns = args.campaigns or defaults[0]
+    args.contacts = args.contacts or defaults[1]
+    runner = {"import": run_import, "decision": run_decision, "sustained": run_sustained}[args.scenario]
+    result = runner(args)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0
