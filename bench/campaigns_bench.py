@@ -686,43 +686,94 @@ class SustainedRound:
     others_share: float
     load_1min: float
     waiting_after: int
+    alone_dials: int  # the peer: the dialer's pass alone, in this process, calls left queued
+    alone_dials_per_s: float
+    alone_cpu_ms_per_dial: float
+    alone_database_cpu_ms_per_dial: float
+    recording_cpu_ms: float  # the simulator's WAV of one completed call at its length cap
+
+
+SUSTAINED_FIELDS = {"calling_hours": {"start": "00:00", "end": "24:00"}, "timezone_mode": "campaign",
+                    "max_concurrent_calls": 50}
+
+
+def _worker_window(db: Database, args: argparse.Namespace) -> dict[str, Any]:
+    from run import _stop
+
+    env = {**_server_env(db), "PARLEY_SIMULATOR_SPEED": str(args.speed)}
+    with (db.workdir / "worker.log").open("ab") as log:
+        worker = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], env=env, cwd=ROOT,
+                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while asyncio.run(_counts(db.url))[0] == 0:
+            if worker.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the worker dialled nothing; see {db.workdir / 'worker.log'}")
+            time.sleep(0.2)
+        time.sleep(args.warmup)
+        first, cpu_before, load = asyncio.run(_counts(db.url))[0], _processes(), os.getloadavg()[0]
+        started = time.perf_counter()
+        time.sleep(args.seconds)
+        last, waiting = asyncio.run(_counts(db.url))
+        seconds, cpu_after = time.perf_counter() - started, _processes()
+    finally:
+        _stop(worker)
+    used = _cpu_used(cpu_before, cpu_after, worker.pid, db.cleanup_name)
+    if waiting == 0:
+        print("warning: the campaigns ran out of due contacts within the window; raise --contacts", file=sys.stderr)
+    return {"dials": last - first, "seconds": seconds, "used": used, "load": load, "waiting": waiting}
+
+
+async def _dialer_alone(db: Database, seconds: float) -> dict[str, Any]:
+    """The job's own pass (``run_once``) in a loop in this process, no calls worker: every dial places a call
+    that stays queued, until the campaigns' caps (max_concurrent_calls each) or ``seconds`` run out. The first
+    pass warms the process up and is not counted."""
+    _, _, feature = _dialer_modules()
+    container = build_container(_settings(db))
+    try:
+        await feature.run_once(container)
+        dials, cpu, before, started = 0, time.process_time(), _processes(), time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            report = await feature.run_once(container)
+            if report.dialled == 0:
+                break
+            dials += report.dialled
+        elapsed, cpu, after = time.perf_counter() - started, time.process_time() - cpu, _processes()
+    finally:
+        await container.close()
+    used = _cpu_used(before, after, None, db.cleanup_name)
+    return {"dials": dials, "seconds": elapsed, "cpu": cpu, "database": used["database"]}
+
+
+def recording_cpu_ms() -> float:
+    """CPU of the simulator's WAV recording of one completed call, at its length cap (adapters/telephony/wav.py):
+    the calls worker writes one per completed call, in the same process as the dialer."""
+    from adapters.telephony import wav
+
+    turns = [{"role": "agent" if n % 2 else "user", "text": "a sentence of about ten words said on the call"}
+             for n in range(16)]
+    started = time.process_time()
+    for _ in range(5):
+        wav.tones(turns)
+    return (time.process_time() - started) / 5 * 1000
 
 
 def sustained_round(args: argparse.Namespace) -> SustainedRound:
-    from run import _stop
-
-    fields = {"calling_hours": {"start": "00:00", "end": "24:00"}, "timezone_mode": "campaign",
-              "max_concurrent_calls": 50}
     with fresh_database("postgres", args.postgres_admin_url) as db:
-        seed_campaigns(db, args.campaigns, args.contacts, 1.0, fields, args.server)
-        env = {**_server_env(db), "PARLEY_SIMULATOR_SPEED": str(args.speed)}
-        with (db.workdir / "worker.log").open("ab") as log:
-            worker = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], env=env, cwd=ROOT,
-                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 90
-            while asyncio.run(_counts(db.url))[0] == 0:
-                if worker.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the worker dialled nothing; see {db.workdir / 'worker.log'}")
-                time.sleep(0.2)
-            time.sleep(args.warmup)
-            first, cpu_before, load = asyncio.run(_counts(db.url))[0], _processes(), os.getloadavg()[0]
-            started = time.perf_counter()
-            time.sleep(args.seconds)
-            last, waiting = asyncio.run(_counts(db.url))
-            seconds, cpu_after = time.perf_counter() - started, _processes()
-        finally:
-            _stop(worker)
-        used = _cpu_used(cpu_before, cpu_after, worker.pid, db.cleanup_name)
-        dials = max(1, last - first)
-        if waiting == 0:
-            print("warning: the campaigns ran out of due contacts within the window; raise --contacts",
-                  file=sys.stderr)
-        return SustainedRound(dials=last - first, seconds=seconds, dials_per_s=(last - first) / seconds,
-                              worker_cpu_ms_per_dial=used["server"] / dials * 1000,
-                              database_cpu_ms_per_dial=used["database"] / dials * 1000,
-                              others_share=min(1.0, used["others"] / (seconds * (os.cpu_count() or 1))),
-                              load_1min=load, waiting_after=waiting)
+        seed_campaigns(db, args.campaigns, args.contacts, 1.0, SUSTAINED_FIELDS, args.server)
+        window = _worker_window(db, args)
+    with fresh_database("postgres", args.postgres_admin_url) as db:
+        seed_campaigns(db, args.campaigns, args.contacts, 1.0, SUSTAINED_FIELDS, args.server)
+        alone = asyncio.run(_dialer_alone(db, args.seconds))
+    dials, seconds, used = max(1, window["dials"]), window["seconds"], window["used"]
+    alone_dials = max(1, alone["dials"])
+    return SustainedRound(
+        dials=window["dials"], seconds=seconds, dials_per_s=window["dials"] / seconds,
+        worker_cpu_ms_per_dial=used["server"] / dials * 1000, database_cpu_ms_per_dial=used["database"] / dials * 1000,
+        others_share=min(1.0, used["others"] / (seconds * (os.cpu_count() or 1))), load_1min=window["load"],
+        waiting_after=window["waiting"], alone_dials=alone["dials"],
+        alone_dials_per_s=alone["dials"] / alone["seconds"], alone_cpu_ms_per_dial=alone["cpu"] / alone_dials * 1000,
+        alone_database_cpu_ms_per_dial=alone["database"] / alone_dials * 1000, recording_cpu_ms=recording_cpu_ms())
 
 
 def run_sustained(args: argparse.Namespace) -> dict[str, Any]:
@@ -731,20 +782,29 @@ def run_sustained(args: argparse.Namespace) -> dict[str, Any]:
     for index in range(args.rounds):
         r = sustained_round(args)
         rounds.append(r)
-        print(f"# round {index + 1}: {r.dials} dials in {r.seconds:.1f} s = {r.dials_per_s:.1f}/s, worker "
-              f"{r.worker_cpu_ms_per_dial:.1f} ms CPU per dial, PostgreSQL {r.database_cpu_ms_per_dial:.1f} ms, "
-              f"load {r.load_1min:.1f}", flush=True)
+        print(f"# round {index + 1}: worker {r.dials} dials in {r.seconds:.1f} s = {r.dials_per_s:.1f}/s, "
+              f"{r.worker_cpu_ms_per_dial:.1f} ms CPU per dial (PostgreSQL {r.database_cpu_ms_per_dial:.1f}); "
+              f"dialer alone {r.alone_dials} dials, {r.alone_dials_per_s:.1f}/s, {r.alone_cpu_ms_per_dial:.1f} ms "
+              f"(PostgreSQL {r.alone_database_cpu_ms_per_dial:.1f}); load {r.load_1min:.1f}", flush=True)
+
+    def cell(name: str, fmt: str = "{:.1f}") -> str:
+        return _spread([getattr(r, name) for r in rounds], fmt)
+
     rates = [r.dials_per_s for r in rounds]
-    lines = [f"### sustained: one `parley worker`, PostgreSQL, {args.campaigns} campaigns x "
-             f"{args.contacts // args.campaigns:,} due contacts, PARLEY_SIMULATOR_SPEED={args.speed:g}, "
-             f"{args.seconds:g} s window after {args.warmup:g} s; median (range) of {args.rounds} rounds", "",
-             "| dials/s | target >= 50/s | worker CPU ms per dial | PostgreSQL CPU ms per dial | others | load 1 min |",
-             "|---:|---|---:|---:|---:|---:|",
-             f"| {_spread(rates, '{:.1f}')} | {'met' if statistics.median(rates) >= 50 else 'MISSED'} "
-             f"| {_spread([r.worker_cpu_ms_per_dial for r in rounds], '{:.1f}')} "
-             f"| {_spread([r.database_cpu_ms_per_dial for r in rounds], '{:.1f}')} "
-             f"| {_spread([r.others_share * 100 for r in rounds], '{:.0f}')} % "
-             f"| {_spread([r.load_1min for r in rounds], '{:.1f}')} |", ""]
+    lines = [f"### sustained: PostgreSQL, {args.campaigns} running campaigns x {args.contacts // args.campaigns:,} due "
+             f"contacts (calling hours 00:00-24:00, max_concurrent_calls 50), PARLEY_SIMULATOR_SPEED={args.speed:g}; "
+             f"median (range) of {args.rounds} rounds", "",
+             "| run | dials | dials/s | CPU ms per dial | PostgreSQL CPU ms per dial |", "|---|---:|---:|---:|---:|",
+             f"| one `parley worker` (dialer, calls, webhooks: every job), {args.seconds:g} s after {args.warmup:g} s "
+             f"| {cell('dials', '{:.0f}')} | **{cell('dials_per_s')}** | {cell('worker_cpu_ms_per_dial')} "
+             f"| {cell('database_cpu_ms_per_dial')} |",
+             f"| peer: the dialer's pass alone (`run_once` in a loop in one process; calls stay queued, no simulator) "
+             f"| {cell('alone_dials', '{:.0f}')} | {cell('alone_dials_per_s')} | {cell('alone_cpu_ms_per_dial')} "
+             f"| {cell('alone_database_cpu_ms_per_dial')} |", "",
+             f"Target >= 50 dials/s from one worker: {'met' if statistics.median(rates) >= 50 else 'MISSED'}. "
+             f"The simulator's WAV recording of one completed call (8 s cap, written by the calls job in the worker): "
+             f"{cell('recording_cpu_ms')} ms of CPU. Others used {cell('others_share', '{:.2f}')} of the machine "
+             f"during the worker's window; load average (1 min) {cell('load_1min')}.", ""]
     print("\n".join(lines), flush=True)
     return {"rounds": [asdict(r) for r in rounds]}
 
