@@ -91,6 +91,15 @@ class PlaceCallCommand:
     destination_phone: str
     contact_name: str | None = None
     custom_data: dict[str, Any] = field(default_factory=dict)
+    priority: int = SINGLE_CALL_PRIORITY
+    """Its place in the organization's dial queue (a campaign's calls queue below single calls)."""
+    campaign_id: int | None = None
+    contact_id: int | None = None
+    idempotency_key: str | None = None
+    """A campaign attempt's key: when a call with it exists, that call is the answer (nothing is placed)."""
+    from_phone_number_id: int | None = None
+    """The caller id to use (a campaign's ``from_phone_number_id``); when it is gone or not voice-capable, the
+    agent's number as for any call."""
 
 
 class PlaceCall:
@@ -105,6 +114,10 @@ class PlaceCall:
 
     async def execute(self, command: PlaceCallCommand) -> Call:
         org = command.actor.organization_id
+        if command.idempotency_key is not None:
+            placed = await self.calls.get_by_key(org, command.idempotency_key)
+            if placed is not None:
+                return placed
         agent_id = _agent_id(command.bot_id)
         destination = e164(self.phones, command.destination_phone, "destination_phone")
         agent = await self.agents.get(org, agent_id)
@@ -129,7 +142,11 @@ class PlaceCall:
         now = self.clock.now()
         builtin = await self.providers.ensure_default(org, now)
         provider = await self.providers.default(org) or builtin
-        caller = await self.numbers.outbound_for_agent(org, agent_id)
+        caller = None
+        if command.from_phone_number_id is not None:
+            chosen = await self.numbers.get(org, command.from_phone_number_id)
+            caller = chosen if chosen is not None and chosen.voice and chosen.status == "active" else None
+        caller = caller or await self.numbers.outbound_for_agent(org, agent_id)
         call = Call(
             id=self.random.uuid(), organization_id=org, agent_id=agent_id, destination_phone=destination,
             from_phone=caller.phone_number if caller else SIMULATOR_CALLER_ID, status="queued",
@@ -137,7 +154,8 @@ class PlaceCall:
             first_message=first_message if agent.first_message else None,
             max_duration_seconds=agent.max_call_duration_seconds, provider_id=provider.id,
             deadline_at=now + QUEUE_TIMEOUT, created_at=now, updated_at=now,
-            priority=SINGLE_CALL_PRIORITY, due_at=now,
+            priority=command.priority, due_at=now, campaign_id=command.campaign_id,
+            contact_id=command.contact_id, idempotency_key=command.idempotency_key,
         )
         self.uow.created_work()  # the worker dials it
         return await self.calls.add(call)

@@ -152,6 +152,11 @@ class Call:
     priority: int = SINGLE_CALL_PRIORITY
     due_at: datetime | None = None
     """When a queued call may be dialled (None: when it was created)."""
+    campaign_id: int | None = None
+    contact_id: int | None = None
+    """A campaign call: its campaign and contact (None for a single call)."""
+    idempotency_key: str | None = None
+    """A campaign call's attempt key (``campaign-contact-{id}-attempt-{n}``): one call per key."""
 
     @property
     def is_final(self) -> bool:
@@ -194,6 +199,8 @@ class Call:
             "duration_seconds": self.duration_seconds,
             "transferred_to": self.transferred_to,
             "call_log_id": self.call_log_id,
+            "campaign_id": self.campaign_id,
+            "contact_id": self.contact_id,
             "created_at": format_utc_or_none(self.created_at),
             "updated_at": format_utc_or_none(self.updated_at),
             "started_at": format_utc_or_none(self.started_at),

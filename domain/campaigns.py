@@ -177,11 +177,14 @@ class Campaign:
     updated_at: datetime | None = None
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    next_dial_at: datetime | None = None
+    """Set by the dialer with ``status_reason`` (e.g. ``outside_calling_hours``): when it dials next."""
 
     def move(self, trigger: str, at: datetime, *, reason: str | None = None) -> Campaign:
         """Apply ``trigger`` at ``at`` (InvalidTransition if the machine has no such move)."""
         target = CAMPAIGN_MACHINE.next(self.status, trigger)
-        changes: dict[str, Any] = {"status": target, "status_reason": reason, "updated_at": at}
+        changes: dict[str, Any] = {"status": target, "status_reason": reason, "updated_at": at,
+                                   "next_dial_at": None}
         if target == "running" and self.started_at is None:
             changes["started_at"] = at
         if target in FINAL_STATUSES:

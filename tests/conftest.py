@@ -68,17 +68,18 @@ _ONE_PROCESS_MARKS = ("slow", "serial")
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--http-on-sqlite-only", action="store_true",
-        help="the fast loop: HTTP tests parametrized over both SQL databases run on SQLite only (the PostgreSQL "
-             "adapters keep their contract suites; tests written for PostgreSQL alone still run)")
+        help="the fast loop: HTTP-level tests (an app fixture) parametrized over both SQL databases run on SQLite "
+             "only (the PostgreSQL adapters keep their contract suites; tests written for PostgreSQL alone still run)")
 
 
-_HTTP_TESTS = Path(__file__).parent / "http"
+_APP_FIXTURES = frozenset({"any_api", "make_api", "concurrent_api"})
+"""Fixtures that run the whole app over HTTP: a test using one of them is an HTTP-level test."""
 
 
 def _postgres_variant_of_an_http_test(item: pytest.Item) -> bool:
     params = getattr(getattr(item, "callspec", None), "params", {})
-    return Path(item.path).is_relative_to(_HTTP_TESTS) and "postgres" in (params.get("sql_url"),
-                                                                          params.get("database_url"))
+    return (not _APP_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+            and "postgres" in (params.get("sql_url"), params.get("database_url")))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -24,6 +24,8 @@ class InMemoryCallRepository:
         table = await self._calls()
         if call.id in table:
             raise ValueError("duplicate call id")
+        if call.idempotency_key is not None and await self.get_by_key(call.organization_id, call.idempotency_key):
+            raise ValueError("duplicate call key")
         table[call.id] = copy.deepcopy(call)
         return call
 
@@ -46,11 +48,22 @@ class InMemoryCallRepository:
             if c.organization_id == organization_id
             and (filters.status is None or c.status == filters.status)
             and (filters.agent_id is None or c.agent_id == filters.agent_id)
+            and (filters.campaign_id is None or c.campaign_id == filters.campaign_id)
             and (filters.created_after is None or c.created_at >= filters.created_after)  # type: ignore[operator]
             and (filters.created_before is None or c.created_at < filters.created_before)  # type: ignore[operator]
         ]
         found.sort(key=lambda c: (c.created_at, c.id), reverse=True)
         return page.slice(copy.deepcopy(found))
+
+    async def get_by_key(self, organization_id: int, idempotency_key: str) -> Call | None:
+        for c in (await self._calls()).values():
+            if c.organization_id == organization_id and c.idempotency_key == idempotency_key:
+                return copy.deepcopy(c)
+        return None
+
+    async def count_unfinished_of_campaign(self, organization_id: int, campaign_id: int) -> int:
+        return sum(1 for c in (await self._calls()).values()
+                   if c.organization_id == organization_id and c.campaign_id == campaign_id and not c.is_final)
 
     async def count_active(self, organization_id: int) -> int:
         return sum(1 for c in (await self._calls()).values()

@@ -6,11 +6,13 @@ import re
 
 import phonenumbers
 from phonenumbers import NumberParseException, ValidationResult
+from phonenumbers import timezone as number_zones
 
 from domain.calls import is_simulator_test_number
 
 _SEPARATORS = re.compile(r"[\s().\-/]")
 MAX_INPUT = 64
+UNKNOWN_ZONE = "Etc/Unknown"
 
 
 class LibPhoneNumberNormalizer:
@@ -34,3 +36,12 @@ class LibPhoneNumberNormalizer:
         if phonenumbers.is_possible_number_with_reason(parsed) != ValidationResult.IS_POSSIBLE:
             return None
         return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+
+    def time_zones(self, e164: str) -> tuple[str, ...]:
+        if is_simulator_test_number(e164):
+            return ()
+        try:
+            parsed = phonenumbers.parse(e164, None)
+        except NumberParseException:
+            return ()
+        return tuple(sorted(z for z in number_zones.time_zones_for_number(parsed) if z != UNKNOWN_ZONE))

@@ -31,7 +31,8 @@ def _row_to_call(row: Any) -> Call:
         telephony_ref=row.telephony_ref, telephony_state=dict(row.telephony_state or {}),
         next_check_at=row.next_check_at, deadline_at=row.deadline_at, created_at=row.created_at,
         updated_at=row.updated_at, started_at=row.started_at, answered_at=row.answered_at, ended_at=row.ended_at,
-        priority=row.priority, due_at=row.due_at,
+        priority=row.priority, due_at=row.due_at, campaign_id=row.campaign_id, contact_id=row.contact_id,
+        idempotency_key=row.idempotency_key,
     )
 
 
@@ -48,6 +49,7 @@ def _call_values(call: Call) -> dict[str, Any]:
         "deadline_at": call.deadline_at, "created_at": call.created_at, "updated_at": call.updated_at,
         "started_at": call.started_at, "answered_at": call.answered_at, "ended_at": call.ended_at,
         "priority": call.priority, "due_at": call.due_at or call.created_at,
+        "campaign_id": call.campaign_id, "contact_id": call.contact_id, "idempotency_key": call.idempotency_key,
     }
 
 
@@ -90,6 +92,8 @@ class SqlCallRepository:
             where.append(calls.c.status == filters.status)
         if filters.agent_id is not None:
             where.append(calls.c.agent_id == filters.agent_id)
+        if filters.campaign_id is not None:
+            where.append(calls.c.campaign_id == filters.campaign_id)
         if filters.created_after is not None:
             where.append(calls.c.created_at >= filters.created_after)
         if filters.created_before is not None:
@@ -97,6 +101,18 @@ class SqlCallRepository:
         newest_first = [calls.c.created_at.desc(), calls.c.id.desc()]
         rows, total = await fetch_page(conn, list(calls.c), sa.and_(*where), newest_first, page)
         return Page([_row_to_call(r) for r in rows], total, page.limit, page.offset)
+
+    async def get_by_key(self, organization_id: int, idempotency_key: str) -> Call | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(calls).where(calls.c.organization_id == organization_id,
+                                                         calls.c.idempotency_key == idempotency_key))).first()
+        return _row_to_call(row) if row else None
+
+    async def count_unfinished_of_campaign(self, organization_id: int, campaign_id: int) -> int:
+        conn = await self.uow.connection()
+        return (await conn.execute(sa.select(sa.func.count()).select_from(calls).where(
+            calls.c.campaign_id == campaign_id, calls.c.organization_id == organization_id,
+            calls.c.status.not_in(FINAL_STATUSES)))).scalar_one()
 
     async def count_active(self, organization_id: int) -> int:
         conn = await self.uow.connection()

@@ -41,9 +41,18 @@ calls = sa.Table(
     sa.Column("ended_at", UtcDateTime, nullable=True),
     sa.Column("priority", sa.Integer, nullable=False, server_default=sa.text("100")),  # migration 0013
     sa.Column("due_at", UtcDateTime, nullable=True),
+    # campaign calls (migration 0130): their campaign and contact, and the attempt's key
+    sa.Column("campaign_id", BigId, nullable=True),
+    sa.Column("contact_id", BigId, nullable=True),
+    sa.Column("idempotency_key", sa.String(200), nullable=True),
     sa.CheckConstraint(f"status in {_CALL_STATUSES}", name="status"),
     sa.Index("ix_calls_dial_queue", "organization_id", "priority", "due_at",
              sqlite_where=sa.text("status = 'queued'"), postgresql_where=sa.text("status = 'queued'")),
+    sa.Index("ix_calls_campaign_status", "campaign_id", "status", sqlite_where=sa.text("campaign_id IS NOT NULL"),
+             postgresql_where=sa.text("campaign_id IS NOT NULL")),
+    sa.Index("uq_calls_org_idempotency_key", "organization_id", "idempotency_key", unique=True,
+             sqlite_where=sa.text("idempotency_key IS NOT NULL"),
+             postgresql_where=sa.text("idempotency_key IS NOT NULL")),
     sa.Index("ix_calls_org_created", "organization_id", "created_at"),
     sa.Index("ix_calls_org_status", "organization_id", "status"),
     sa.Index("ix_calls_next_check", "next_check_at", sqlite_where=sa.text("next_check_at IS NOT NULL"),

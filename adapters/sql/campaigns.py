@@ -40,7 +40,7 @@ def _row_to_campaign(row: Any) -> Campaign:
         calling_hours=CallingHours(**row.calling_hours), max_concurrent_calls=row.max_concurrent_calls,
         retry=_retry(row.retry), from_phone_number_id=row.from_phone_number_id, status=row.status,
         status_reason=row.status_reason, created_at=row.created_at, updated_at=row.updated_at,
-        started_at=row.started_at, ended_at=row.ended_at,
+        started_at=row.started_at, ended_at=row.ended_at, next_dial_at=row.next_dial_at,
     )
 
 
@@ -52,6 +52,7 @@ def _campaign_values(c: Campaign) -> dict[str, Any]:
         "max_concurrent_calls": c.max_concurrent_calls, "retry": c.retry.view(),
         "from_phone_number_id": c.from_phone_number_id, "status": c.status, "status_reason": c.status_reason,
         "created_at": c.created_at, "updated_at": c.updated_at, "started_at": c.started_at, "ended_at": c.ended_at,
+        "next_dial_at": c.next_dial_at,
     }
 
 

@@ -32,10 +32,14 @@ campaigns = sa.Table(
     sa.Column("updated_at", UtcDateTime, nullable=False),
     sa.Column("started_at", UtcDateTime, nullable=True),
     sa.Column("ended_at", UtcDateTime, nullable=True),
+    # the dialer (migration 0130): round-robin order, and when it dials next (status_reason's detail)
+    sa.Column("last_dialled_at", UtcDateTime, nullable=True),
+    sa.Column("next_dial_at", UtcDateTime, nullable=True),
     sa.CheckConstraint(f"status in {CAMPAIGN_STATUSES}", name="status"),
     sa.CheckConstraint("timezone_mode in ('recipient','campaign')", name="timezone_mode"),
     sa.CheckConstraint("max_concurrent_calls between 1 and 50", name="max_concurrent_calls"),
     sa.Index("ix_campaigns_org_status", "organization_id", "status"),
+    sa.Index("ix_campaigns_status_last_dialled", "status", "last_dialled_at"),
     sqlite_autoincrement=True,  # ids are never reused
 )
 
@@ -62,6 +66,8 @@ campaign_contacts = sa.Table(
     sa.Index("ix_campaign_contacts_campaign_status", "campaign_id", "status"),
     # what the dialer asks: the contacts whose next attempt is due
     sa.Index("ix_campaign_contacts_status_next_attempt_at", "status", "next_attempt_at"),
+    # the dialer's question per campaign (migration 0130): its open contacts by next due time
+    sa.Index("ix_campaign_contacts_campaign_due", "campaign_id", "status", "next_attempt_at"),
     sqlite_autoincrement=True,  # ids are never reused
 )
 

@@ -15,6 +15,7 @@ from domain.telephony import StatusCounts
 class CallFilter:
     status: str | None = None
     agent_id: int | None = None
+    campaign_id: int | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
 
@@ -45,6 +46,14 @@ class CallRepository(Protocol):
     async def update(self, call: Call) -> Call: ...
 
     async def list(self, organization_id: int, filters: CallFilter, page: PageRequest) -> Page[Call]: ...
+
+    async def get_by_key(self, organization_id: int, idempotency_key: str) -> Call | None:
+        """The call placed with this key (a campaign attempt's), if any."""
+        ...
+
+    async def count_unfinished_of_campaign(self, organization_id: int, campaign_id: int) -> int:
+        """Calls of the campaign not in a final status (queued, ringing, in progress): its slots in use."""
+        ...
 
     async def count_active(self, organization_id: int) -> int:
         """Calls of the organization that hold a line (ringing or in progress)."""

@@ -10,3 +10,8 @@ class PhoneNormalizer(Protocol):
         """The E.164 form of ``raw``, or None when it is not a possible phone number. Without ``region`` the
         number must carry its country code (+...)."""
         ...
+
+    def time_zones(self, e164: str) -> tuple[str, ...]:
+        """The IANA zones a normalised number may ring in (several for a number that spans zones, such as a
+        toll-free or a mobile number of a large country); empty when unknown (the simulator's test numbers)."""
+        ...

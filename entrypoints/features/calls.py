@@ -262,7 +262,9 @@ def calls_job(container: AsyncContainer, settings: Settings) -> JobKind:
         due, now = await _unit(container, next_due)
         return min(due, now + IDLE_RECHECK) if due is not None else now + IDLE_RECHECK
 
-    return JobKind(KIND, progress, on_wake=True, recurring=True, lease=timedelta(minutes=5))
+    # a short lease: calls of a killed worker move on within it; passes that overlap are safe (row and
+    # organization locks), as concurrent run_once passes are
+    return JobKind(KIND, progress, on_wake=True, recurring=True, lease=timedelta(seconds=30))
 
 
 FEATURE = Feature(

@@ -1,22 +1,54 @@
 """Campaigns feature: outbound campaigns and their contacts (create, edit, start, pause, cancel; contacts added
-in bulk or imported from CSV). The dialer that works through running campaigns is not part of it yet.
+in bulk or imported from CSV), and the dialer that works through running campaigns.
 
-It uses the calls feature's ports (phone normaliser, phone numbers) and the core's agents. Whether a
-``schedule_id`` names a schedule is the ``CampaignSchedules`` port: the core's default knows no schedule; the
-schedules feature provides its own. This feature provides ``ScheduleUsage`` to the schedules feature: a running
-or paused campaign keeps its schedule from being deleted.
+It uses the calls feature's ports (phone normaliser, phone numbers, calls, DNC gate, ``PlaceCall``), the
+schedules feature's schedules and holiday calendars, and the core's agents. It provides ``ScheduleUsage`` to the
+schedules feature (a running or paused campaign keeps its schedule); the schedules feature provides
+``CampaignSchedules`` (a campaign may name a live schedule).
+
+The worker job (``campaigns.dial``) is one pass: apply the outcomes of finished campaign calls, then give each
+running campaign a turn (round-robin: the one dialled longest ago first), placing at most ``CAMPAIGN_BUDGET``
+calls for it and ``PASS_BUDGET`` in all; every step is its own unit of work. It is due again when the next
+deferred or retried contact is (or after ``IDLE_RECHECK``); a commit that created work (a call placed or ended,
+a campaign started) runs it at once. ``run_once`` is one pass (tests call it with a manual clock).
 """
 
 from __future__ import annotations
 
-from dishka import Provider, Scope, provide, provide_all
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.memory.campaigns import InMemoryCampaignRepository, InMemoryContactRepository
+from adapters.memory.dialer import InMemoryDialerStore
 from adapters.sql.campaigns import SqlCampaignRepository, SqlContactRepository
+from adapters.sql.dialer import SqlDialerStore
 from application import campaigns as cases
+from application import dialer
+from application.jobs import JobKind
 from application.ports.campaigns import CampaignRepository, ContactRepository
+from application.ports.dialer import CampaignRef, ContactRef, DialerStore
+from application.ports.jobs import ClaimedJob
+from application.ports.platform import Clock
 from application.ports.schedules import ScheduleUsage
+from domain.dnc import DncUnavailable
 from entrypoints.features import Feature
+from entrypoints.settings import Settings
+from entrypoints.worker import in_unit
+
+log = logging.getLogger("parley.dialer")
+
+KIND = "campaigns.dial"
+BATCH = 500
+CAMPAIGN_BUDGET = 10
+"""Calls placed for one campaign per pass: campaigns share the line in turns."""
+PASS_BUDGET = 200
+MAX_STEPS = 100
+"""Steps per campaign per pass (deferring contacts outside their window takes steps without dialling)."""
+IDLE_RECHECK = timedelta(seconds=15)
 
 
 class SqlCampaignsProvider(Provider):
@@ -24,6 +56,7 @@ class SqlCampaignsProvider(Provider):
 
     campaigns = provide(SqlCampaignRepository, provides=CampaignRepository)
     contacts = provide(SqlContactRepository, provides=ContactRepository)
+    dialer = provide(SqlDialerStore, provides=DialerStore)
 
 
 class MemoryCampaignsProvider(Provider):
@@ -31,6 +64,7 @@ class MemoryCampaignsProvider(Provider):
 
     campaigns = provide(InMemoryCampaignRepository, provides=CampaignRepository)
     contacts = provide(InMemoryContactRepository, provides=ContactRepository)
+    dialer = provide(InMemoryDialerStore, provides=DialerStore)
 
 
 class CampaignsUseCaseProvider(Provider):
@@ -55,6 +89,103 @@ class CampaignsUseCaseProvider(Provider):
         cases.GetContact,
         cases.DeleteContact,
     )
+    dialer_cases = provide_all(dialer.CallingWindows, dialer.DialNextContact, dialer.SettleContact,
+                               dialer.DialContactNow)
+
+
+# ------------------------------------------------------------------------------------------------ the dialer
+
+
+@dataclass
+class DialerReport:
+    settled: int = 0
+    dialled: int = 0
+    skipped: int = 0
+    exhausted: bool = False
+    """A budget ran out: more may be due at once."""
+
+
+async def _unit(container: AsyncContainer, work: Any) -> Any:
+    return await in_unit(container, lambda unit: work(unit.request))
+
+
+async def _settle(container: AsyncContainer, ref: ContactRef) -> bool:
+    async def work(r: Any) -> Any:
+        return await (await r.get(dialer.SettleContact)).execute(dialer.SettleContactCommand(ref))
+
+    try:
+        return await _unit(container, work) is not None
+    except Exception:
+        log.exception("applying the outcome of contact %s failed", ref.contact_id)
+        return False
+
+
+async def _turn(container: AsyncContainer, ref: CampaignRef, budget: int, report: DialerReport) -> None:
+    async def work(r: Any) -> str:
+        return await (await r.get(dialer.DialNextContact)).execute(dialer.DialNextContactCommand(ref))
+
+    dialled = 0
+    for _ in range(MAX_STEPS):
+        if dialled >= min(budget, CAMPAIGN_BUDGET):
+            report.exhausted = True
+            return
+        try:
+            outcome = await _unit(container, work)
+        except DncUnavailable:
+            log.warning("DNC screening unavailable for campaign %s: its contacts wait", ref.campaign_id)
+            return
+        except Exception:
+            log.exception("dialling a contact of campaign %s failed", ref.campaign_id)
+            return
+        if outcome == "dialled":
+            dialled += 1
+            report.dialled += 1
+        elif outcome == "skipped":
+            report.skipped += 1
+        elif outcome != "deferred":
+            return
+    report.exhausted = True
+
+
+async def run_once(container: AsyncContainer, settings: Settings | None = None) -> DialerReport:
+    """One pass of the dialer: apply finished calls' outcomes, then a turn for each running campaign."""
+    report = DialerReport()
+
+    async def settled(r: Any) -> list[ContactRef]:
+        return await (await r.get(DialerStore)).settled_contacts(BATCH)
+
+    for ref in await _unit(container, settled):
+        report.settled += await _settle(container, ref)
+
+    async def running(r: Any) -> list[CampaignRef]:
+        return await (await r.get(DialerStore)).running_campaigns(BATCH)
+
+    for campaign in await _unit(container, running):
+        if report.dialled >= PASS_BUDGET:
+            report.exhausted = True
+            break
+        await _turn(container, campaign, PASS_BUDGET - report.dialled, report)
+    return report
+
+
+def dialer_job(container: AsyncContainer, settings: Settings) -> JobKind:
+    """The dialer as one recurring job, woken by every commit that creates work (calls ending among them)."""
+
+    async def dial(job: ClaimedJob) -> datetime:
+        report = await run_once(container, settings)
+
+        async def next_due(r: Any) -> tuple[datetime | None, datetime]:
+            now = (await r.get(Clock)).now()
+            return await (await r.get(DialerStore)).next_due(now), now
+
+        due, now = await _unit(container, next_due)
+        if report.exhausted:
+            return now
+        return min(due, now + IDLE_RECHECK) if due is not None else now + IDLE_RECHECK
+
+    # a short lease: a killed worker's turn passes to another within it; a pass that outlives it may overlap the
+    # next one, which the campaign row lock makes harmless
+    return JobKind(KIND, dial, on_wake=True, recurring=True, lease=timedelta(seconds=30))
 
 
 FEATURE = Feature(
@@ -62,4 +193,5 @@ FEATURE = Feature(
     providers=(CampaignsUseCaseProvider,),
     sql=SqlCampaignsProvider,
     memory=MemoryCampaignsProvider,
+    jobs=[dialer_job],
 )

@@ -367,3 +367,31 @@ async def test_a_campaign_follows_a_schedule_that_cannot_be_deleted_while_in_use
     cleared = await c.patch(f"/v2/campaigns/{draft['id']}", headers=t.headers, json={"schedule_id": None})
     assert cleared.status_code == 200 and cleared.json()["data"]["schedule_id"] is None
     assert (await c.post(f"/v2/campaigns/{draft['id']}/start", headers=t.headers)).status_code == 200
+
+
+async def test_ten_thousand_rows_with_one_percent_bad_are_accepted_but_the_bad_ones(any_api: Api) -> None:
+    t = await any_api.tenant()
+    campaign = await new_campaign(any_api, t)
+    bad = {n for n in range(10_000) if n % 100 == 37}
+    rows = "".join(f"{'not-a-phone' if n in bad else f'+1415555{n:04d}'},Person {n}\n" for n in range(10_000))
+    r = await any_api.client.post(f"/v2/campaigns/{campaign['id']}/contacts/import", headers=t.headers,
+                                  **_csv("ten-thousand.csv", ("phone,name\n" + rows).encode()))
+    assert r.status_code == 201, r.text
+    data = r.json()["data"]
+    assert (data["accepted"], data["duplicates"], data["rejected_count"]) == (9_900, 0, 100)
+    # the header is row 1, so the n-th data row (from 0) is row n + 2
+    assert [(e["row"], e["field"]) for e in data["rejected"]] == [(n + 2, "phone") for n in sorted(bad)]
+    stats = (await any_api.client.get(f"/v2/campaigns/{campaign['id']}", headers=t.headers)).json()["data"]["stats"]
+    assert stats["total"] == stats["pending"] == 9_900
+
+
+async def test_a_fifty_megabyte_file_is_413_and_adds_nothing(any_api: Api) -> None:
+    t = await any_api.tenant()
+    campaign = await new_campaign(any_api, t)
+    row = b"+14155550100,Ada\n"
+    huge = b"phone,name\n" + row * (50 * 1024 * 1024 // len(row))
+    r = await any_api.client.post(f"/v2/campaigns/{campaign['id']}/contacts/import", headers=t.headers,
+                                  **_csv("huge.csv", huge))
+    assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large"
+    stats = (await any_api.client.get(f"/v2/campaigns/{campaign['id']}", headers=t.headers)).json()["data"]["stats"]
+    assert stats["total"] == 0

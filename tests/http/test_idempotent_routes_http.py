@@ -195,7 +195,8 @@ CASES: dict[str, Setup] = {
     "cancelCampaign": _on(_campaign, "/v2/campaigns/{id}/cancel"),
 }
 # honoured, and replayed in their own tests: scraping needs a page server, redelivery a delivery log
-COVERED_ELSEWHERE = {"scrapeDocument", "redeliverWebhook", "recordAppointmentOutcome"}
+COVERED_ELSEWHERE = {"scrapeDocument", "redeliverWebhook", "recordAppointmentOutcome",
+                     "dialCampaignContact"}  # tests/dialer/test_dialer_http.py replays a dial
 
 
 def _post_operations(api: Api) -> dict[str, Any]:

@@ -55,8 +55,9 @@ async def list_calls(
     agent_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
     created_after: Instant = None,
     created_before: Instant = None,
+    campaign_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
 ) -> ListEnvelope[CallOut]:
-    filters = CallFilter(status, agent_id, parse_instant(created_after, "created_after"),
+    filters = CallFilter(status, agent_id, campaign_id, parse_instant(created_after, "created_after"),
                          parse_instant(created_before, "created_before"))
     page = await use_case.execute(uc.ListCallsCommand(actor, filters, PageRequest(limit, offset)))
     return ListEnvelope([CallOut.of(c) for c in page.items], ListMeta(page.total, page.limit, page.offset))

@@ -10,6 +10,7 @@ from litestar.exceptions import HTTPException
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application import campaigns as uc
+from application import dialer
 from application.context import Actor
 from application.ports.campaigns import CampaignFilter, ContactFilter
 from application.ports.platform import PageRequest
@@ -27,6 +28,8 @@ from entrypoints.http.schemas.campaigns import (
     ContactsAdd,
     ContactsAdded,
     ContactStatus,
+    DialedOut,
+    DialIn,
     RejectedRow,
     Status,
 )
@@ -146,6 +149,20 @@ async def cancel_campaign(id: CampaignId, actor: FromDishka[Actor],
     return Envelope(CampaignOut.of(await use_case.execute(uc.CancelCampaignCommand(actor, id))))
 
 
+@endpoint("POST", "/campaigns/{id:int}/dial", operation_id="dialCampaignContact",
+          summary="Dial one contact of a running campaign now (adding it first when a phone is given)", tags=TAGS,
+          scopes=("campaigns:execute",), status_code=201, location="/calls/{call_id}",
+          errors={400: "send contact_id or phone; unresolved placeholders", 404: "",
+                  409: "invalid_transition: the campaign is not running or the contact is not pending or "
+                       "retry_wait; outside_calling_hours (details.next_open_at); concurrency_limit",
+                  422: "dnc_blocked"})
+async def dial_contact(id: CampaignId, data: JSONBody[DialIn], actor: FromDishka[Actor],
+                       use_case: FromDishka[dialer.DialContactNow]) -> Envelope[DialedOut]:
+    done = await use_case.execute(dialer.DialContactNowCommand(actor, id, data.contact_id, data.phone, data.name,
+                                                               dict(data.custom_data)))
+    return Envelope(DialedOut(done.contact_id, done.call_id))
+
+
 # -- contacts -------------------------------------------------------------------------------
 
 
@@ -238,4 +255,5 @@ async def delete_contact(id: CampaignId, contactId: ContactId, actor: FromDishka
 
 
 ROUTES = [list_campaigns, create_campaign, get_campaign, update_campaign, delete_campaign, start_campaign,
-          pause_campaign, cancel_campaign, add_contacts, import_contacts, list_contacts, get_contact, delete_contact]
+          pause_campaign, cancel_campaign, dial_contact, add_contacts, import_contacts, list_contacts, get_contact,
+          delete_contact]

@@ -42,6 +42,9 @@ class CallOut(Struct):
     started_at: datetime | None
     answered_at: datetime | None
     ended_at: datetime | None
+    campaign_id: int | None = None
+    """A campaign's call: its campaign and contact (campaigns.md); null for a single call."""
+    contact_id: int | None = None
 
     @classmethod
     def of(cls, c: Call) -> CallOut:
@@ -52,6 +55,7 @@ class CallOut(Struct):
             duration_seconds=c.duration_seconds, transferred_to=c.transferred_to, call_log_id=c.call_log_id,
             created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]
             started_at=c.started_at, answered_at=c.answered_at, ended_at=c.ended_at,
+            campaign_id=c.campaign_id, contact_id=c.contact_id,
         )
 
 

@@ -114,6 +114,8 @@ class CampaignOut(Struct):
     updated_at: datetime
     started_at: datetime | None
     ended_at: datetime | None
+    next_dial_at: datetime | None = None
+    """With ``status_reason`` (``outside_calling_hours``, ``waiting_for_retry``): when the dialer dials next."""
     stats: StatsOut | UnsetType = UNSET
     """Only on GET /campaigns/{id}."""
 
@@ -129,7 +131,7 @@ class CampaignOut(Struct):
             status=c.status,  # type: ignore[arg-type]
             status_reason=c.status_reason, created_at=c.created_at,  # type: ignore[arg-type]
             updated_at=c.updated_at,  # type: ignore[arg-type]
-            started_at=c.started_at, ended_at=c.ended_at,
+            started_at=c.started_at, ended_at=c.ended_at, next_dial_at=c.next_dial_at,
             stats=StatsOut.of(stats) if stats is not None else UNSET,
         )
 
@@ -199,3 +201,17 @@ class ContactOut(Struct):
             reason=c.reason, created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]
             attempts=[AttemptOut.of(a) for a in attempts] if attempts is not None else UNSET,
         )
+
+
+class DialIn(Struct, forbid_unknown_fields=True):
+    """``{contact_id}`` or ``{phone, name?, custom_data?}`` (the contact is added first)."""
+
+    contact_id: Id | None = None
+    phone: str | None = None
+    name: Annotated[str, Meta(max_length=rules.CONTACT_NAME_MAX_LENGTH)] | None = None
+    custom_data: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class DialedOut(Struct):
+    contact_id: int
+    call_id: str

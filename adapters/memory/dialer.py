@@ -1,0 +1,74 @@
+"""In-memory queries of the campaign dialer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from adapters.memory.store import InMemoryUnitOfWork
+from application.ports.dialer import CampaignRef, ContactRef
+from domain.campaigns import Contact
+
+OPEN = ("pending", "retry_wait")
+UNFINISHED = ("pending", "dialing", "retry_wait")
+
+
+class InMemoryDialerStore:
+    """``campaign_dialled``: campaign id -> when it last dialled."""
+
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def _contacts(self, organization_id: int, campaign_id: int) -> list[Contact]:
+        return [c for c in (await self.uow.tables())["campaign_contacts"].values()
+                if c.organization_id == organization_id and c.campaign_id == campaign_id]
+
+    async def running_campaigns(self, limit: int) -> list[CampaignRef]:
+        tables = await self.uow.tables()
+        dialled = tables["campaign_dialled"]
+        running = [c for c in tables["campaigns"].values() if c.status == "running"]
+        running.sort(key=lambda c: (c.id in dialled, dialled.get(c.id) or c.created_at, c.id))
+        return [CampaignRef(c.organization_id, c.id) for c in running[:limit]]
+
+    async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:
+        due = [c for c in await self._contacts(organization_id, campaign_id)
+               if c.status in OPEN and (c.next_attempt_at is None or c.next_attempt_at <= now)]
+        due.sort(key=lambda c: (c.next_attempt_at is not None, c.next_attempt_at or now, c.id))
+        return [replace(c) for c in due[:limit]]
+
+    async def settled_contacts(self, limit: int) -> list[ContactRef]:
+        tables = await self.uow.tables()
+        found = [c for c in tables["campaign_contacts"].values()
+                 if c.status == "dialing" and c.last_call_id in tables["calls"]
+                 and tables["calls"][c.last_call_id].is_final]
+        found.sort(key=lambda c: (c.updated_at, c.id))
+        return [ContactRef(c.organization_id, c.campaign_id, c.id) for c in found[:limit]]
+
+    async def count_unfinished(self, organization_id: int, campaign_id: int) -> int:
+        return sum(1 for c in await self._contacts(organization_id, campaign_id) if c.status in UNFINISHED)
+
+    async def earliest_attempt(self, organization_id: int, campaign_id: int) -> tuple[datetime, str | None] | None:
+        waiting = [c for c in await self._contacts(organization_id, campaign_id)
+                   if c.status in OPEN and c.next_attempt_at is not None]
+        if not waiting:
+            return None
+        first = min(waiting, key=lambda c: c.next_attempt_at)  # type: ignore[arg-type,return-value]
+        return first.next_attempt_at, first.reason  # type: ignore[return-value]
+
+    async def next_due(self, after: datetime) -> datetime | None:
+        tables = await self.uow.tables()
+        running = {c.id for c in tables["campaigns"].values() if c.status == "running"}
+        times = [c.next_attempt_at for c in tables["campaign_contacts"].values()
+                 if c.campaign_id in running and c.status in OPEN and c.next_attempt_at is not None
+                 and c.next_attempt_at > after]
+        return min(times, default=None)
+
+    async def mark_dialled(self, organization_id: int, campaign_id: int, at: datetime) -> None:
+        (await self.uow.tables())["campaign_dialled"][campaign_id] = at
+
+    async def finish_attempt(self, organization_id: int, contact_id: int, attempt: int, status: str,
+                             ended_at: datetime | None) -> None:
+        attempts = (await self.uow.tables())["contact_attempts"]
+        found = attempts.get((contact_id, attempt))
+        if found is not None and found[0] == organization_id:
+            attempts[(contact_id, attempt)] = (organization_id, replace(found[1], status=status, ended_at=ended_at))

@@ -1,0 +1,86 @@
+"""SQL queries of the campaign dialer (``application/ports/dialer.py``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from adapters.sql.calls_tables import calls
+from adapters.sql.campaigns import _row_to_contact
+from adapters.sql.campaigns_tables import campaign_contacts, campaigns, contact_attempts
+from adapters.sql.metadata import UtcDateTime
+from adapters.sql.uow import SqlUnitOfWork
+from application.ports.dialer import CampaignRef, ContactRef
+from domain.calls import FINAL_STATUSES
+from domain.campaigns import Contact
+
+OPEN = ("pending", "retry_wait")
+UNFINISHED = ("pending", "dialing", "retry_wait")
+
+
+class SqlDialerStore:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def running_campaigns(self, limit: int) -> list[CampaignRef]:
+        conn = await self.uow.connection()
+        never = sa.case((campaigns.c.last_dialled_at.is_(None), 0), else_=1)
+        rows = await conn.execute(sa.select(campaigns.c.organization_id, campaigns.c.id)
+                                  .where(campaigns.c.status == "running")
+                                  .order_by(never, campaigns.c.last_dialled_at, campaigns.c.id).limit(limit))
+        return [CampaignRef(int(r[0]), int(r[1])) for r in rows]
+
+    async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:
+        conn = await self.uow.connection()
+        c = campaign_contacts.c
+        never = sa.case((c.next_attempt_at.is_(None), 0), else_=1)
+        rows = await conn.execute(sa.select(campaign_contacts).where(
+            c.campaign_id == campaign_id, c.organization_id == organization_id, c.status.in_(OPEN),
+            sa.or_(c.next_attempt_at.is_(None), c.next_attempt_at <= now),
+        ).order_by(never, c.next_attempt_at, c.id).limit(limit))
+        return [_row_to_contact(r) for r in rows]
+
+    async def settled_contacts(self, limit: int) -> list[ContactRef]:
+        conn = await self.uow.connection()
+        c = campaign_contacts.c
+        rows = await conn.execute(sa.select(c.organization_id, c.campaign_id, c.id)
+                                  .select_from(campaign_contacts.join(calls, calls.c.id == c.last_call_id))
+                                  .where(c.status == "dialing", calls.c.status.in_(FINAL_STATUSES))
+                                  .order_by(c.updated_at, c.id).limit(limit))
+        return [ContactRef(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+    async def count_unfinished(self, organization_id: int, campaign_id: int) -> int:
+        conn = await self.uow.connection()
+        c = campaign_contacts.c
+        return (await conn.execute(sa.select(sa.func.count()).select_from(campaign_contacts).where(
+            c.campaign_id == campaign_id, c.organization_id == organization_id, c.status.in_(UNFINISHED),
+        ))).scalar_one()
+
+    async def earliest_attempt(self, organization_id: int, campaign_id: int) -> tuple[datetime, str | None] | None:
+        conn = await self.uow.connection()
+        c = campaign_contacts.c
+        row = (await conn.execute(sa.select(c.next_attempt_at, c.reason).where(
+            c.campaign_id == campaign_id, c.organization_id == organization_id, c.status.in_(OPEN),
+            c.next_attempt_at.is_not(None)).order_by(c.next_attempt_at).limit(1))).first()
+        return (row[0], row[1]) if row else None
+
+    async def next_due(self, after: datetime) -> datetime | None:
+        conn = await self.uow.connection()
+        c = campaign_contacts.c
+        running = sa.select(campaigns.c.id).where(campaigns.c.status == "running")
+        return (await conn.execute(sa.select(sa.type_coerce(sa.func.min(c.next_attempt_at), UtcDateTime())).where(
+            c.status.in_(OPEN), c.next_attempt_at > after, c.campaign_id.in_(running)))).scalar()
+
+    async def mark_dialled(self, organization_id: int, campaign_id: int, at: datetime) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(campaigns.update().where(campaigns.c.id == campaign_id,
+                                                    campaigns.c.organization_id == organization_id)
+                           .values(last_dialled_at=at))
+
+    async def finish_attempt(self, organization_id: int, contact_id: int, attempt: int, status: str,
+                             ended_at: datetime | None) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(contact_attempts.update().where(
+            contact_attempts.c.organization_id == organization_id, contact_attempts.c.contact_id == contact_id,
+            contact_attempts.c.attempt == attempt).values(status=status, ended_at=ended_at))

@@ -1,0 +1,64 @@
+"""What the campaign dialer asks the store (``application/dialer.py``), beyond the campaign and contact
+repositories. The worker's scans (``running_campaigns``, ``settled_contacts``, ``next_due``) are the only reads
+not filtered by organization; each returns references the dialer then loads through organization-filtered
+methods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from domain.campaigns import Contact
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignRef:
+    organization_id: int
+    campaign_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContactRef:
+    organization_id: int
+    campaign_id: int
+    contact_id: int
+
+
+class DialerStore(Protocol):
+    async def running_campaigns(self, limit: int) -> list[CampaignRef]:
+        """Running campaigns, the one dialled longest ago (or never) first: the round-robin order."""
+        ...
+
+    async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:
+        """The campaign's ``pending`` and ``retry_wait`` contacts whose ``next_attempt_at`` is unset or at or
+        before ``now``, earliest first (by the index on campaign, status and next due time: never a scan of the
+        campaign's contacts)."""
+        ...
+
+    async def settled_contacts(self, limit: int) -> list[ContactRef]:
+        """``dialing`` contacts whose current call (``last_call_id``) has reached a final status."""
+        ...
+
+    async def count_unfinished(self, organization_id: int, campaign_id: int) -> int:
+        """Contacts ``pending``, ``dialing`` or ``retry_wait``."""
+        ...
+
+    async def earliest_attempt(self, organization_id: int, campaign_id: int) -> tuple[datetime, str | None] | None:
+        """The earliest ``next_attempt_at`` of the campaign's ``pending`` and ``retry_wait`` contacts, with that
+        contact's ``reason`` (``outside_calling_hours`` when it waits for its window)."""
+        ...
+
+    async def next_due(self, after: datetime) -> datetime | None:
+        """The earliest ``next_attempt_at`` after ``after`` of an open contact of a running campaign (the
+        dialer's job sleeps until then, or until a call ends)."""
+        ...
+
+    async def mark_dialled(self, organization_id: int, campaign_id: int, at: datetime) -> None:
+        """The campaign dialled at ``at`` (it goes to the back of the round-robin)."""
+        ...
+
+    async def finish_attempt(self, organization_id: int, contact_id: int, attempt: int, status: str,
+                             ended_at: datetime | None) -> None:
+        """The attempt's call ended with ``status``."""
+        ...

@@ -1,0 +1,125 @@
+"""The dialer's steps on the memory backend: dial, the cap, settle with the retry policy, completion, the
+round-robin between campaigns, and a campaign whose agent is archived."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from application.agents import UpdateAgent, UpdateAgentCommand
+from application.calls import CallFinisher
+from application.campaigns import (
+    AddContacts,
+    AddContactsCommand,
+    GetCampaign,
+    GetCampaignCommand,
+    StartCampaign,
+    StartCampaignCommand,
+)
+from application.dialer import (
+    CAMPAIGN_CALL_PRIORITY,
+    DialNextContact,
+    DialNextContactCommand,
+    SettleContact,
+    SettleContactCommand,
+)
+from application.ports.calls import CallFilter, CallRepository
+from application.ports.dialer import CampaignRef, DialerStore
+from application.ports.platform import PageRequest, UnitOfWork
+from domain.campaigns import ContactDraft, RetryPolicy, RetryRule
+from tests.application.conftest import App
+from tests.application.test_campaigns_use_cases import agent, campaign
+
+
+async def _running(app: App, actor, phones: list[str], **fields):  # type: ignore[no-untyped-def]
+    created = await campaign(app, actor, timezone_mode="campaign", **fields)
+    drafts = tuple(ContactDraft(n, p) for n, p in enumerate(phones))
+    await app.run(AddContacts, AddContactsCommand(actor, created.id, drafts))
+    await app.run(StartCampaign, StartCampaignCommand(actor, created.id))
+    return created
+
+
+async def _step(app: App, actor, campaign_id: int) -> str:  # type: ignore[no-untyped-def]
+    return str(await app.run(DialNextContact, DialNextContactCommand(CampaignRef(actor.organization_id, campaign_id))))
+
+
+async def _finish_all(app: App, actor, status: str) -> None:  # type: ignore[no-untyped-def]
+    """End every unfinished call with ``status`` (as the line would report it), then settle the contacts."""
+    async with app.container() as r:
+        calls = await r.get(CallRepository)
+        finisher = await r.get(CallFinisher)
+        store = await r.get(DialerStore)
+        for call in [c for c in (await calls.list(actor.organization_id, _all(), _page())).items if not c.is_final]:
+            trigger = {"completed": "complete", "busy": "busy"}[status]
+            ringing = call if call.status != "queued" else call.move("dial", app.clock.now())[0]
+            if trigger == "complete":
+                ringing = ringing.move("answer", app.clock.now())[0]
+            await finisher.finish(ringing, trigger, app.clock.now(), end_reason=status)
+        await (await r.get(UnitOfWork)).commit()
+        refs = await store.settled_contacts(100)
+    for ref in refs:
+        await app.run(SettleContact, SettleContactCommand(ref))
+
+
+def _all() -> CallFilter:
+    return CallFilter()
+
+
+def _page() -> PageRequest:
+    return PageRequest(100, 0)
+
+
+async def test_dial_keep_the_cap_retry_and_complete(app: App) -> None:
+    actor = await app.actor()
+    c = await _running(app, actor, ["+1555010000", "+1555010001", "+14155550100"], max_concurrent_calls=2,
+                       retry=RetryPolicy(busy=RetryRule(2, 10)))
+    assert [await _step(app, actor, c.id) for _ in range(3)] == ["dialled", "dialled", "full"]
+    async with app.container() as r:
+        queued = (await (await r.get(CallRepository)).list(actor.organization_id, _all(), _page())).items
+    assert {call.priority for call in queued} == {CAMPAIGN_CALL_PRIORITY}
+    assert {call.idempotency_key for call in queued} == {f"campaign-contact-{call.contact_id}-attempt-1"
+                                                          for call in queued}
+    await _finish_all(app, actor, "busy")
+    assert await _step(app, actor, c.id) == "dialled"  # the third contact; the busy ones wait 10 minutes
+    assert await _step(app, actor, c.id) == "idle"
+    detail = await app.run(GetCampaign, GetCampaignCommand(actor, c.id))
+    assert detail.stats.retry_wait == 2 and detail.campaign.status_reason == "waiting_for_retry"
+    await _finish_all(app, actor, "completed")
+    app.clock.advance(minutes=10)
+    assert [await _step(app, actor, c.id) for _ in range(2)] == ["dialled", "dialled"]
+    await _finish_all(app, actor, "busy")  # the second busy: no attempt left
+    detail = await app.run(GetCampaign, GetCampaignCommand(actor, c.id))
+    assert detail.campaign.status == "completed"
+    assert (detail.stats.completed, detail.stats.failed) == (1, 2)
+    kinds = [kind for kind, _ in await app.events(actor.organization_id)]
+    assert kinds.count("contact.failed") == 2 and kinds[-1] == "campaign.completed"
+
+
+async def test_campaigns_take_turns(app: App) -> None:
+    actor = await app.actor()
+    first = await _running(app, actor, [f"+1415555{i:04d}" for i in range(5)], max_concurrent_calls=50)
+    second = await _running(app, actor, [f"+1415556{i:04d}" for i in range(5)], max_concurrent_calls=50)
+    async with app.container() as r:
+        order = await (await r.get(DialerStore)).running_campaigns(10)
+    assert [ref.campaign_id for ref in order] == [first.id, second.id]  # neither dialled yet: oldest first
+    app.clock.advance(seconds=1)
+    await _step(app, actor, first.id)
+    async with app.container() as r:
+        order = await (await r.get(DialerStore)).running_campaigns(10)
+    assert [ref.campaign_id for ref in order] == [second.id, first.id]  # the one dialled goes to the back
+    app.clock.advance(seconds=1)
+    await _step(app, actor, second.id)
+    async with app.container() as r:
+        order = await (await r.get(DialerStore)).running_campaigns(10)
+    assert [ref.campaign_id for ref in order] == [first.id, second.id]
+
+
+async def test_a_campaign_whose_agent_is_archived_fails(app: App) -> None:
+    actor = await app.actor()
+    agent_id = await agent(app, actor)
+    c = await _running(app, actor, ["+1555010000"], agent_id=agent_id)
+    await app.run(UpdateAgent, UpdateAgentCommand(actor, agent_id, {"status": "archived"}))
+    assert await _step(app, actor, c.id) == "stopped"
+    detail = await app.run(GetCampaign, GetCampaignCommand(actor, c.id))
+    assert (detail.campaign.status, detail.campaign.status_reason) == ("failed", "agent_archived")
+    assert (await app.events(actor.organization_id))[-1][0] == "campaign.failed"
+    assert app.clock.now() - detail.campaign.ended_at < timedelta(seconds=1)  # type: ignore[operator]
