@@ -405,7 +405,7 @@ CONTACTS_SQL = """
 INSERT INTO campaign_contacts (organization_id, campaign_id, phone, name, timezone, custom_data, status, attempts,
                                next_attempt_at, reason, created_at, updated_at)
 SELECT $1, c.id, '+1' || (2012000000 + g)::text, 'Contact ' || g, NULL, '{"plan": "pro"}', 'pending', 0,
-       CASE WHEN g % 10000 < $3::float8 * 5000 THEN NULL
+       CASE WHEN g % 10000 < $3::float8 * 5000 THEN now()  -- never tried: due from when it was added
             WHEN g % 10000 < $3::float8 * 10000 THEN now() - make_interval(mins => 1 + g % 60)
             ELSE now() + make_interval(mins => 60 + g % 4320) END,
        CASE WHEN g % 10000 < $3::float8 * 10000 THEN NULL ELSE 'outside_calling_hours' END,
@@ -566,7 +566,8 @@ async def _decision_rounds(db: Database, seeded: Seeded, args: argparse.Namespac
             found = 0
             for ref in refs:
                 one = time.perf_counter()
-                found += len(await run("due_contacts", ref.organization_id, ref.campaign_id, now, dialer.SCAN))
+                found += len(await run("due_contacts", ref.organization_id, ref.campaign_id, now,
+                                       getattr(dialer, "FIRST_LOOK", dialer.SCAN)))
                 timings["due"].append(time.perf_counter() - one)
             timings["selection"] = time.perf_counter() - started
             one = time.perf_counter()
