@@ -132,7 +132,7 @@ def worker(settings: Settings) -> int:
 
     settings = settings.with_secret_key()
     migrate(settings)
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     asyncio.run(run_worker(settings, build_container))
     return 0
 
