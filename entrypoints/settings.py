@@ -120,6 +120,8 @@ class Settings:
     processes: int = 1
     var_dir: Path = field(default_factory=lambda: Path("./var"))
     log_level: str = "INFO"
+    environment: Literal["development", "production"] = "development"
+    """production: `parley check` also refuses loopback targets and an unset secret key."""
     log_format: Literal["json", "console"] = "json"
     """json: one JSON object per line (request and job lines carry their fields); console: a readable line."""
     metrics_token: str = ""
