@@ -123,7 +123,7 @@ class JobRunner:
         fields = {"job_kind": job.kind, "job_id": job.id, "job_key": job.key, "attempt": job.attempts,
                   "outcome": outcome, "duration_ms": round((self.clock.now() - started).total_seconds() * 1000, 3)}
         if outcome == "ok":
-            log.info("job %s %s ok", job.kind, job.key, extra=fields)
+            log.info("job %s%s ok", job.kind, f" {job.key}" if job.key else "", extra=fields)
         elif retry_in is not None:
             log.exception("job %s %s failed (attempt %d); retrying in %.1f s", job.kind, job.key, job.attempts,
                           retry_in.total_seconds(), extra=fields)
