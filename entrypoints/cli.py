@@ -223,7 +223,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"parley: {exc}", file=sys.stderr)
         return 1
     if args.command == "migrate":
-        migrate(settings)
+        try:
+            ready_database(settings, migrate_first=True)
+        except StartupRefused as exc:
+            print(f"parley: {exc}", file=sys.stderr)
+            return 1
         print(json.dumps({"migrated": True}))
         return 0
     migrate(settings)

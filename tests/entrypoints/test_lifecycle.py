@@ -24,6 +24,13 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.Monk
         monkeypatch.delenv(name, raising=False)
     root = logging.getLogger()
     saved = root.handlers[:], root.level
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the server or worker started: the start-up check let it through")
+
+    monkeypatch.setattr("uvicorn.run", started)
+    monkeypatch.setattr("granian.Granian", started)
+    monkeypatch.setattr("entrypoints.worker.run_worker", started)
     yield monkeypatch
     root.handlers[:], level = saved
     root.setLevel(level)
@@ -120,3 +127,9 @@ def test_check_without_problems_in_development(env: pytest.MonkeyPatch, capsys: 
     env.setenv("PARLEY_DATABASE_URL", "sqlite+aiosqlite:///./var/parley.db")
     env.setenv("PARLEY_ALLOW_LOOPBACK_TARGETS", "true")  # development: local receivers are the point
     assert cli.main(["check"]) == 0
+
+
+def test_migrate_on_an_unreachable_database_fails_in_one_line(env: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    env.setenv("PARLEY_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:1/parley")
+    assert "migrating the database" in _refused(["migrate"], capsys)

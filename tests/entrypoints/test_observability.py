@@ -7,7 +7,11 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,3 +165,24 @@ async def test_a_rate_limit_refusal_is_counted(make_api: ApiFactory, sqlite_url:
     after = _sample((await api.client.get("/metrics", headers=auth)).text, "parley_rate_limit_refusals_total",
                     {"reason": "rate_limit"})
     assert after == before + 1
+
+
+MULTIPROCESS_CHILD = """
+from entrypoints.observability import count_request
+count_request("/api/v2/agents", "GET", 200, 0.01)
+"""
+MULTIPROCESS_SCRAPE = """
+from entrypoints.observability import render
+print(render().decode())
+"""
+
+
+def test_multiprocess_mode_adds_up_every_process(tmp_path: Path) -> None:
+    """With PROMETHEUS_MULTIPROC_DIR, a scrape in one process shows what two other processes counted."""
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    for _ in range(2):
+        subprocess.run([sys.executable, "-c", MULTIPROCESS_CHILD], env=env, check=True, timeout=60)
+    scraped = subprocess.run([sys.executable, "-c", MULTIPROCESS_SCRAPE], env=env, check=True, timeout=60,
+                             capture_output=True, text=True).stdout
+    assert _sample(scraped, "parley_http_requests_total",
+                   {"route": "/api/v2/agents", "method": "GET", "status": "200"}) == 2
