@@ -34,7 +34,7 @@ from application.ports.telephony import (
     Telephony,
     TelephonyProviderRepository,
 )
-from application.ports.usage import CALL_SECONDS, UsageRecorder
+from application.ports.usage import CALL_SECONDS, CALLS, QuotaGate, UsageRecorder
 from domain import recordings
 from domain.agents import Agent, render
 from domain.calls import (
@@ -108,9 +108,9 @@ class PlaceCall:
 
     def __init__(self, uow: UnitOfWork, calls: CallRepository, agents: AgentRepository,
                  providers: TelephonyProviderRepository, numbers: PhoneNumberRepository, dnc: DncGate,
-                 phones: PhoneNormalizer, clock: Clock, random: Random) -> None:
+                 phones: PhoneNormalizer, clock: Clock, random: Random, quota: QuotaGate) -> None:
         self.uow, self.calls, self.agents, self.providers, self.numbers = uow, calls, agents, providers, numbers
-        self.dnc, self.phones, self.clock, self.random = dnc, phones, clock, random
+        self.dnc, self.phones, self.clock, self.random, self.quota = dnc, phones, clock, random, quota
 
     async def execute(self, command: PlaceCallCommand) -> Call:
         org = command.actor.organization_id
@@ -147,8 +147,11 @@ class PlaceCall:
             chosen = await self.numbers.get(org, command.from_phone_number_id)
             caller = chosen if chosen is not None and chosen.voice and chosen.status == "active" else None
         caller = caller or await self.numbers.outbound_for_agent(org, agent_id)
+        call_id = self.random.uuid()
+        # the one quota gate: a plan without overage reserves the call's longest duration, or 403 quota_exceeded
+        await self.quota.admit(org, CALL_SECONDS, f"call:{call_id}", agent.max_call_duration_seconds, now)
         call = Call(
-            id=self.random.uuid(), organization_id=org, agent_id=agent_id, destination_phone=destination,
+            id=call_id, organization_id=org, agent_id=agent_id, destination_phone=destination,
             from_phone=caller.phone_number if caller else SIMULATOR_CALLER_ID, status="queued",
             contact_name=command.contact_name, custom_data=dict(command.custom_data), prompt=prompt,
             first_message=first_message if agent.first_message else None,
@@ -237,6 +240,8 @@ class CallFinisher:
             finished = replace(finished, call_log_id=log.id)
         finished = await self.calls.update(finished)
         await self.usage.record(call.organization_id, CALL_SECONDS, duration, at, f"call:{call.id}")
+        if finished.started_at is not None:  # a call that reached the network counts as a call
+            await self.usage.record(call.organization_id, CALLS, 1, at, f"call:{call.id}")
         _record(self.uow, finished, events)
         return finished
 

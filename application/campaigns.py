@@ -361,7 +361,8 @@ class _ContactIntake:
             return
         now = self.clock.now()
         self.batch[phone] = Contact(None, self.campaign.organization_id, self.campaign.id or 0, phone, item.name,
-                                    item.timezone, dict(item.custom_data), created_at=now, updated_at=now)
+                                    item.timezone, dict(item.custom_data), next_attempt_at=now, created_at=now,
+                                    updated_at=now)  # due from when it is added: the dialer reads by due time
         if len(self.batch) >= BATCH:
             await self.flush()
 

@@ -45,14 +45,18 @@ from domain.campaigns import (
     ContactDraft,
     decide_retry,
 )
-from domain.errors import Conflict, DncBlocked, InvalidTransition, NotFound, ValidationFailed
+from domain.errors import Conflict, DncBlocked, InvalidTransition, NotFound, QuotaExceeded, ValidationFailed
 from domain.events import EventType
 from domain.rfc3339 import format_utc_or_none
 
 CAMPAIGN_CALL_PRIORITY = SINGLE_CALL_PRIORITY - 50
 """Campaign calls queue below single calls (``POST /calls``, leads, widget): those are never starved."""
 SCAN = 50
-"""Due contacts looked at per step (those outside their window are deferred, the first inside it dialled)."""
+"""Due contacts looked at per step at most (those outside their window are deferred, the first inside it
+dialled)."""
+FIRST_LOOK = 1
+"""Due contacts a step loads first: usually the first is dialled, so the rest of ``SCAN`` is loaded only when it
+was deferred (a deferred contact is due later, so the second read starts after it)."""
 WAITING_FOR_RETRY = "waiting_for_retry"
 NO_CALLING_WINDOW = "no_calling_window"
 """A contact whose zones never share an opening of the calling hours (e.g. 09:00-10:00 in Auckland and Berlin)."""
@@ -168,13 +172,16 @@ class DialNextContact:
         if await self.calls.count_unfinished_of_campaign(org, campaign_id) >= campaign.max_concurrent_calls:
             return "full"
         rules = await self.windows.rules(campaign)
-        deferred = 0
-        for contact in await self.store.due_contacts(org, campaign_id, now, SCAN):
-            verdict = self.windows.verdict(rules, contact, now)
-            if verdict.open:
-                return await self._dial(campaign, contact, now)
-            await self._defer(contact, verdict, rules, now)
-            deferred += 1
+        deferred, limit = 0, FIRST_LOOK
+        while limit > 0:
+            due = await self.store.due_contacts(org, campaign_id, now, limit)
+            for contact in due:
+                verdict = self.windows.verdict(rules, contact, now)
+                if verdict.open:
+                    return await self._dial(campaign, contact, now)
+                await self._defer(contact, verdict, rules, now)
+                deferred += 1
+            limit = SCAN - deferred if len(due) == limit and deferred == FIRST_LOOK else 0
         if deferred:
             return "deferred"
         if (await complete_if_done(self.campaigns, self.store, self.uow, campaign, now)).status == "completed":
@@ -216,6 +223,10 @@ class DialNextContact:
         except AgentNotCallable:  # paused (archived or deleted fail the campaign above)
             if campaign.status_reason != "agent_not_active":
                 await self.campaigns.update(replace(campaign, status_reason="agent_not_active", next_dial_at=None))
+            return "full"
+        except QuotaExceeded:  # the plan's included minutes are used up: wait, the contact is not dialled
+            if campaign.status_reason != "quota_exceeded":
+                await self.campaigns.update(replace(campaign, status_reason="quota_exceeded", next_dial_at=None))
             return "full"
         except ValidationFailed as exc:
             reason = "unresolved_placeholders" if "missing_placeholders" in (exc.details or {}) else "invalid_contact"

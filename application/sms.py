@@ -14,6 +14,7 @@ from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.sms import CarrierReceipt, MessageRef, OutboundSms, SmsCarrier, SmsFilter, SmsRepository
 from application.ports.telephony import PhoneNumberRepository
+from application.ports.usage import SMS_SEGMENTS, QuotaGate, UsageRecorder
 from domain.calls import SIMULATOR_CALLER_ID
 from domain.dnc import DncList
 from domain.errors import NotFound, ValidationFailed
@@ -63,9 +64,10 @@ class SendSms:
     to the carrier. Its receipts arrive later (the ``sms.receipts`` job)."""
 
     def __init__(self, uow: UnitOfWork, messages: SmsRepository, numbers: PhoneNumberRepository,
-                 carrier: SmsCarrier, dnc: DncGate, phones: PhoneNormalizer, clock: Clock) -> None:
+                 carrier: SmsCarrier, dnc: DncGate, phones: PhoneNormalizer, clock: Clock, quota: QuotaGate,
+                 usage: UsageRecorder) -> None:
         self.uow, self.messages, self.numbers, self.carrier = uow, messages, numbers, carrier
-        self.dnc, self.phones, self.clock = dnc, phones, clock
+        self.dnc, self.phones, self.clock, self.quota, self.usage = dnc, phones, clock, quota, usage
 
     async def execute(self, command: SendSmsCommand) -> SmsMessage:
         org = command.actor.organization_id
@@ -73,7 +75,6 @@ class SendSms:
         body = check_body(command.body)
         sender = await self._sender(org, command.from_phone_number_id)
         await self.dnc.ensure_sendable(org, to, await self.messages.opt_out_list_ids(org, OPT_OUT_LIST_NAME))
-        # usage quotas will hook in here: the segments are known, nothing is stored or sent yet
         seg = segment(body)
         now = self.clock.now()
         message = await self.messages.add(SmsMessage(
@@ -81,6 +82,9 @@ class SendSms:
             from_phone=sender.phone_number if sender else SIMULATOR_CALLER_ID, to_phone=to, body=body,
             status="queued", encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
             from_phone_number_id=sender.id if sender else None, status_events=(StatusEvent("queued", now),)))
+        # the one quota gate, then the ledger, in this transaction: refused → nothing stored, nothing sent
+        await self.quota.admit(org, SMS_SEGMENTS, f"sms:{message.id}", seg.segments, now)
+        await self.usage.record(org, SMS_SEGMENTS, seg.segments, now, f"sms:{message.id}")
         submitted = await self.carrier.send(OutboundSms(
             org, message.id or 0, message.from_phone, to, body, seg.encoding, seg.segments), now)
         message = await self.messages.update(replace(

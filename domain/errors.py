@@ -93,6 +93,12 @@ class PlanLimitReached(DomainError):
     code = "plan_limit_reached"
 
 
+class QuotaExceeded(DomainError):
+    """A plan without overage has no room left in the period for this call or message (403)."""
+
+    code = "quota_exceeded"
+
+
 class PlanRequired(DomainError):
     code = "plan_required"
 

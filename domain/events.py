@@ -65,6 +65,7 @@ GROUPS: Mapping[str, str] = MappingProxyType({
     "document": "knowledge_bases",
     "lead": "leads",
     "sms": "sms",
+    "usage": "usage",
     "webhook": "webhooks",
 })
 """The group ``GET /webhooks/events`` files an event under, by the part of its name before the dot."""
@@ -170,6 +171,13 @@ class EventType(StrEnum):
                      "keyword": "stop",
                      "status_events": [{"status": "received", "at": "2026-01-05T09:05:00.000Z", "applied": True,
                                         "error_code": None}]})
+    USAGE_THRESHOLD = ("usage.threshold",
+                       "Usage of an included amount (call_minutes or sms_segments) reached 80 % or 100 % in the "
+                       "billing period (a UTC calendar month); sent once per period, metric and threshold. "
+                       "hard_stop is true when the plan refuses usage past 100 % (quota_exceeded).",
+                       {"metric": "call_minutes", "threshold_percent": 80, "period": "2026-01",
+                        "period_start": "2026-01-01T00:00:00Z", "period_end": "2026-02-01T00:00:00Z",
+                        "used": 80.5, "included": 100, "plan": "starter", "hard_stop": True}, "metric")
     WEBHOOK_TEST = ("webhook.test", "A sample event sent by POST /webhooks/{id}/test.",
                     {"subscription_id": 3, "subscription_name": "CRM",
                      "message": "This is a test event from Parley. No action is needed.",

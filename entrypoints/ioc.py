@@ -57,7 +57,9 @@ from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.schedules import ScheduleUsage
 from application.ports.secrets import SecretBox
+from application.ports.usage import QuotaGate
 from application.schedules import NoScheduleUsage
+from application.usage import NoQuotaGate
 from domain.rate_limit import Window, default_windows
 from entrypoints.features import Feature, all_features
 from entrypoints.runtime import JOB_WAKE_UPS, AuthFailurePolicy, RateLimitPolicy, TransactionMode
@@ -180,6 +182,7 @@ class UseCaseProvider(Provider):
     campaign_schedules = provide(campaigns.NoSchedules, provides=CampaignSchedules)
     # who uses a schedule (features/schedules.py): nothing, until the campaigns feature provides its own
     schedule_usage = provide(NoScheduleUsage, provides=ScheduleUsage)
+    quota_gate = provide(NoQuotaGate, provides=QuotaGate)  # the usage feature's gate overrides it
     agent_cases = provide_all(
         agents.CreateAgent,
         agents.GetAgent,

@@ -32,8 +32,8 @@ class InMemoryDialerStore:
 
     async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:
         due = [c for c in await self._contacts(organization_id, campaign_id)
-               if c.status in OPEN and (c.next_attempt_at is None or c.next_attempt_at <= now)]
-        due.sort(key=lambda c: (c.next_attempt_at is not None, c.next_attempt_at or now, c.id))
+               if c.status in OPEN and c.next_attempt_at is not None and c.next_attempt_at <= now]
+        due.sort(key=lambda c: (c.next_attempt_at, c.id))
         return [replace(c) for c in due[:limit]]
 
     async def settled_contacts(self, limit: int) -> list[ContactRef]:
@@ -52,7 +52,7 @@ class InMemoryDialerStore:
                    if c.status in OPEN and c.next_attempt_at is not None]
         if not waiting:
             return None
-        first = min(waiting, key=lambda c: c.next_attempt_at)  # type: ignore[arg-type,return-value]
+        first = min(waiting, key=lambda c: (c.next_attempt_at, c.id))  # type: ignore[arg-type,return-value]
         return first.next_attempt_at, first.reason  # type: ignore[return-value]
 
     async def next_due(self, after: datetime) -> datetime | None:

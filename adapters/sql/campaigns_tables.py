@@ -9,6 +9,7 @@ from adapters.sql.metadata import BigId, Json, UtcDateTime, id_column, metadata,
 
 CAMPAIGN_STATUSES = "('draft','running','paused','completed','cancelled','failed')"
 CONTACT_STATUSES = "('pending','dialing','retry_wait','completed','failed','skipped_dnc','cancelled')"
+OPEN_CONTACTS = "status IN ('pending', 'retry_wait')"
 
 campaigns = sa.Table(
     "campaigns",
@@ -66,8 +67,10 @@ campaign_contacts = sa.Table(
     sa.Index("ix_campaign_contacts_campaign_status", "campaign_id", "status"),
     # what the dialer asks: the contacts whose next attempt is due
     sa.Index("ix_campaign_contacts_status_next_attempt_at", "status", "next_attempt_at"),
-    # the dialer's question per campaign (migration 0130): its open contacts by next due time
-    sa.Index("ix_campaign_contacts_campaign_due", "campaign_id", "status", "next_attempt_at"),
+    # the dialer's question per campaign (migration 0131): its open contacts (every one has a due time) in due
+    # order, so "due now", "the earliest" and "the next after" are each a walk of one index range
+    sa.Index("ix_campaign_contacts_open_due", "campaign_id", "next_attempt_at", "id",
+             sqlite_where=sa.text(OPEN_CONTACTS), postgresql_where=sa.text(OPEN_CONTACTS)),
     sqlite_autoincrement=True,  # ids are never reused
 )
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from adapters.telephony import conversation, wav
 from application.ports.blobs import BlobStorage
-from application.ports.telephony import CallSignal, DialHandle, DialRequest, PollResult
+from application.ports.telephony import CallSignal, DialHandle, DialRequest, PollResult, TelephonyHealth
 from domain.calls import simulator_scenario
 
 RING_SECONDS = {"complete": 4.0, "book": 4.0, "transfer": 4.0, "busy": 2.0, "no_answer": 30.0, "failed": 1.0,
@@ -46,6 +46,10 @@ def recording_key(organization_id: int, call_id: str) -> str:
 class SimulatedTelephony:
     def __init__(self, blobs: BlobStorage, config: SimulatorConfig) -> None:
         self.blobs, self.config = blobs, config
+
+    async def health(self) -> TelephonyHealth:
+        """The simulator runs in-process: it can always place calls."""
+        return TelephonyHealth(ok=True, provider="simulator")
 
     async def dial(self, request: DialRequest, now: datetime) -> DialHandle:
         scenario = simulator_scenario(request.to_phone)

@@ -31,9 +31,10 @@ class DialerStore(Protocol):
         ...
 
     async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:
-        """The campaign's ``pending`` and ``retry_wait`` contacts whose ``next_attempt_at`` is unset or at or
-        before ``now``, earliest first (by the index on campaign, status and next due time: never a scan of the
-        campaign's contacts)."""
+        """The campaign's ``pending`` and ``retry_wait`` contacts whose ``next_attempt_at`` is at or before
+        ``now``, earliest first, then by id (every open contact has a due time: a new one is due from when it
+        was added; read in the order of the index on the open contacts' campaign, due time and id: never a scan
+        of the campaign's contacts)."""
         ...
 
     async def settled_contacts(self, limit: int) -> list[ContactRef]:
@@ -51,7 +52,8 @@ class DialerStore(Protocol):
 
     async def next_due(self, after: datetime) -> datetime | None:
         """The earliest ``next_attempt_at`` after ``after`` of an open contact of a running campaign (the
-        dialer's job sleeps until then, or until a call ends)."""
+        dialer's job sleeps until then, or until a call ends): one index probe per running campaign, never a
+        scan of the contacts."""
         ...
 
     async def mark_dialled(self, organization_id: int, campaign_id: int, at: datetime) -> None:

@@ -67,6 +67,15 @@ class PollResult:
     handle: DialHandle
 
 
+@dataclass(frozen=True, slots=True)
+class TelephonyHealth:
+    """What a telephony provider answers to a health check (the cloud status)."""
+
+    ok: bool
+    provider: str
+    detail: str | None = None
+
+
 class Telephony(Protocol):
     async def dial(self, request: DialRequest, now: datetime) -> DialHandle:
         """Place the call; the line is ringing when this returns."""
@@ -82,6 +91,10 @@ class Telephony(Protocol):
 
     async def hang_up(self, handle: DialHandle, now: datetime) -> DialHandle:
         """End the call from our side (cancel while ringing, or a time-out)."""
+        ...
+
+    async def health(self) -> TelephonyHealth:
+        """Whether calls can be placed now (a cheap check; raising counts as not ok)."""
         ...
 
 

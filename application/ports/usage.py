@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Protocol
+
+from domain.usage import LedgerEntry
 
 CALL_SECONDS = "call_seconds"
 
@@ -16,4 +18,52 @@ class UsageRecorder(Protocol):
 
     async def total(self, organization_id: int, kind: str, start: datetime, end: datetime) -> float:
         """The sum of ``kind`` recorded at instants in [start, end)."""
+        ...
+
+
+CALLS = "calls"
+SMS_SEGMENTS = "sms_segments"
+
+
+class UsageLedger(Protocol):
+    """The append-only usage ledger and its per-period and per-day counters (the usage feature's storage).
+
+    Every write runs in the caller's unit of work, so it commits or rolls back with what it measures."""
+
+    async def append(self, entry: LedgerEntry) -> tuple[int, int] | None:
+        """Insert the entry unless its (source_type, source_id, metric) is already in the ledger; when inserted,
+        add its quantity to the period counter and the day counter in the same transaction and return the
+        period's ``used`` (before, after). A duplicate changes nothing and returns None."""
+        ...
+
+    async def reserve(self, organization_id: int, period: str, metric: str, source_type: str, source_id: str,
+                      quantity: int, limit: int | None) -> bool:
+        """Hold ``quantity`` of the period's counter for a source not yet measured, atomically: with a ``limit``,
+        only while ``used + reserved + quantity <= limit`` (a conditional UPDATE; False otherwise, nothing held).
+        Holding for a source that already holds is True and changes nothing."""
+        ...
+
+    async def release(self, source_type: str, source_id: str, metric: str) -> None:
+        """Give back what the source holds (once; nothing when it holds nothing)."""
+        ...
+
+    async def mark_threshold(self, organization_id: int, period: str, metric: str, percent: int) -> bool:
+        """True the first time the (organization, period, metric, percent) is marked, False afterwards."""
+        ...
+
+    async def used(self, organization_id: int, period: str) -> dict[str, int]:
+        """The period counters' ``used`` by metric (metrics without usage are absent)."""
+        ...
+
+    async def daily(self, organization_id: int, metric: str, start: date, end: date) -> dict[date, int]:
+        """The day counters of the metric for days in [start, end)."""
+        ...
+
+
+class QuotaGate(Protocol):
+    """The one quota check of every dial and send (``PlaceCall``, ``SendSms``)."""
+
+    async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: datetime) -> None:
+        """Hold ``quantity`` of ``metric`` for the source ``reference`` (``call:<id>``, ``sms:<id>``) in the period
+        of ``at``, or raise QuotaExceeded (403) when the organization's plan has no room left and no overage."""
         ...

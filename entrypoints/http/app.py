@@ -18,7 +18,7 @@ from entrypoints.http import asgi, routes
 from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HANDLERS
 from entrypoints.http.pipeline import RequestPipeline
 from entrypoints.http.routes import meta
-from entrypoints.http.routing import access_of
+from entrypoints.http.routing import SESSION_COOKIE, SESSION_SCHEME, access_of
 from entrypoints.observability import read_backlog
 from entrypoints.settings import Settings
 
@@ -149,6 +149,9 @@ def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any
         description="Scoped Bearer API for voice AI agents, calls, scheduling and webhooks.",
         components=Components(security_schemes={
             "BearerAuth": SecurityScheme(type="http", scheme="bearer", bearer_format="parley_sk_..."),
+            SESSION_SCHEME: SecurityScheme(type="apiKey", name=SESSION_COOKIE, security_scheme_in="cookie",
+                                           description="A dashboard session (POST /auth/login); only the "
+                                                       "routes that list it accept one"),
         }),
         servers=[Server(url=asgi.PRIMARY_PREFIX), Server(url=asgi.API_PREFIX)],
         openapi_router=_NoSchemaRoutes(path="/_schema", route_handlers=[]),

@@ -21,6 +21,8 @@ from domain.idempotency import MAX_BODY_BYTES
 from entrypoints.http.envelope import AuthErrorEnvelope, ErrorEnvelope
 
 ACCESS = "parley_access"
+SESSION_SCHEME = "SessionCookie"  # the dashboard session's security scheme (key_or_session routes)
+SESSION_COOKIE = "parley_session"
 BODY_PARAMETER = "data"  # Litestar's name for a handler's request body
 MAX_OFFSET = 2**53  # bounded, so a huge offset is a 400 and not an SQL integer overflow
 
@@ -148,7 +150,9 @@ def endpoint(
                     location=location)
     if access.auth is AuthMode.KEY and not access.scopes:
         raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
-    security = [] if access.public else [{"BearerAuth": []}]
+    security: list[dict[str, list[str]]] = [] if access.public else [{"BearerAuth": []}]
+    if access.auth is AuthMode.KEY_OR_SESSION:
+        security.append({SESSION_SCHEME: []})  # either one: OpenAPI's alternatives
     decorator = _DECORATORS[method]
     extra: dict[str, Any] = {}
     if status_code is not None:

@@ -1,9 +1,10 @@
 """The dialer's steps on the memory backend: dial, the cap, settle with the retry policy, completion, the
-round-robin between campaigns, and a campaign whose agent is archived."""
+round-robin between campaigns, a campaign whose agent is archived, and the contacts outside their calling
+window (deferred to its opening, at most SCAN looked at per step)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from application.agents import UpdateAgent, UpdateAgentCommand
 from application.calls import CallFinisher
@@ -17,6 +18,7 @@ from application.campaigns import (
 )
 from application.dialer import (
     CAMPAIGN_CALL_PRIORITY,
+    SCAN,
     DialNextContact,
     DialNextContactCommand,
     SettleContact,
@@ -123,3 +125,40 @@ async def test_a_campaign_whose_agent_is_archived_fails(app: App) -> None:
     assert (detail.campaign.status, detail.campaign.status_reason) == ("failed", "agent_archived")
     assert (await app.events(actor.organization_id))[-1][0] == "campaign.failed"
     assert app.clock.now() - detail.campaign.ended_at < timedelta(seconds=1)  # type: ignore[operator]
+
+
+async def test_a_step_defers_those_outside_their_window_and_dials_the_first_inside(app: App) -> None:
+    actor = await app.actor()  # 12:00 UTC: 01:00 the next day in Auckland, 13:00 in Berlin
+    created = await campaign(app, actor)
+    drafts = (*(ContactDraft(n, f"+1415557{n:04d}", None, "Pacific/Auckland") for n in range(3)),
+              ContactDraft(3, "+14155579999", None, "Europe/Berlin"))
+    await app.run(AddContacts, AddContactsCommand(actor, created.id, drafts))
+    await app.run(StartCampaign, StartCampaignCommand(actor, created.id))
+    assert await _step(app, actor, created.id) == "dialled"
+    opening = datetime(2026, 3, 2, 19, tzinfo=UTC)  # 08:00 in Auckland
+    async with app.container() as r:
+        store = await r.get(DialerStore)
+        assert await store.due_contacts(actor.organization_id, created.id, app.clock.now(), 10) == []
+        assert await store.earliest_attempt(actor.organization_id, created.id) == (opening, "outside_calling_hours")
+        assert await store.next_due(app.clock.now()) == opening
+    assert await _step(app, actor, created.id) == "idle"
+    detail = await app.run(GetCampaign, GetCampaignCommand(actor, created.id))
+    assert (detail.campaign.status_reason, detail.campaign.next_dial_at) == ("outside_calling_hours", opening)
+
+
+async def test_a_step_looks_at_most_at_scan_due_contacts(app: App) -> None:
+    actor = await app.actor()
+    created = await campaign(app, actor)
+    drafts = tuple(ContactDraft(n, f"+1415558{n:04d}", None, "Pacific/Auckland") for n in range(SCAN + 2))
+    await app.run(AddContacts, AddContactsCommand(actor, created.id, drafts))
+    await app.run(StartCampaign, StartCampaignCommand(actor, created.id))
+
+    async def due() -> int:
+        async with app.container() as r:
+            store = await r.get(DialerStore)
+            return len(await store.due_contacts(actor.organization_id, created.id, app.clock.now(), 100))
+
+    assert await due() == SCAN + 2
+    assert await _step(app, actor, created.id) == "deferred"
+    assert await due() == 2
+    assert [await _step(app, actor, created.id) for _ in range(2)] == ["deferred", "idle"]

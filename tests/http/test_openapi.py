@@ -10,6 +10,7 @@ import pytest
 import schemathesis
 
 from entrypoints.http.asgi import API_PREFIX
+from entrypoints.http.routing import AuthMode
 from tests.conftest import Api
 from tests.http.route_table import ServedOperation, served_operations
 
@@ -60,6 +61,8 @@ async def test_document_is_openapi_3_1_version_2_with_both_servers_and_bearer_au
     assert [server["url"] for server in document["servers"]] == ["/v2", "/api/v2"]
     assert document["components"]["securitySchemes"]["BearerAuth"] == {
         "type": "http", "scheme": "bearer", "bearerFormat": "parley_sk_..."}
+    session = document["components"]["securitySchemes"]["SessionCookie"]
+    assert (session["type"], session["in"], session["name"]) == ("apiKey", "cookie", "parley_session")
     assert not [p for p in document["paths"] if p.startswith(("/v2/", "/api/v2/"))], "paths are relative"
     schemathesis.openapi.from_dict(document).validate()  # against the OpenAPI 3.1 meta-schema
 
@@ -142,8 +145,11 @@ async def test_every_route_documents_the_errors_it_can_give(document: Document,
         expected = {400}  # on every route: a NUL in the path or query string is refused before routing
         if not access.public:
             expected |= {401, 403, 429}
-            if operation.get("security") != [{"BearerAuth": []}]:
-                problems.append(f"{op.label}: documents the BearerAuth security requirement")
+            security = [{"BearerAuth": []}]
+            if access.auth is AuthMode.KEY_OR_SESSION:  # either a key or a dashboard session
+                security.append({"SessionCookie": []})
+            if operation.get("security") != security:
+                problems.append(f"{op.label}: documents the security requirements {security}")
         elif operation.get("security"):
             problems.append(f"{op.label}: a public route needs no key")
         if op.route.path_parameters:

@@ -46,8 +46,8 @@ async def test_event_catalogue(api: Api) -> None:
     r = await api.client.get("/v2/webhooks/events", headers=t.headers)
     assert r.status_code == 200
     names = {e["name"]: e for e in r.json()["data"]}
-    assert len(names) == 28 and names["appointment.rescheduled"]["group"] == "appointments"
-    assert names["lead.created"]["group"] == "leads"
+    assert len(names) == 29 and names["appointment.rescheduled"]["group"] == "appointments"
+    assert names["lead.created"]["group"] == "leads" and names["usage.threshold"]["group"] == "usage"
     assert {names[f"sms.{x}"]["group"] for x in ("sent", "delivered", "failed", "received")} == {"sms"}
     assert names["webhook.test"]["description"]
     # the knowledge-base events the code emits are listed (so they can be subscribed to), with example data

@@ -15,6 +15,7 @@ from entrypoints.http.routes import (
     agents,
     calls,
     campaigns,
+    cloud,
     dnc,
     knowledge,
     leads,
@@ -23,6 +24,7 @@ from entrypoints.http.routes import (
     scheduling,
     sms,
     telephony,
+    usage,
     webhooks,
 )
 
@@ -30,11 +32,13 @@ ROUTES: dict[str, list[Any]] = {
     "core": [*meta.ROUTES, *agents.ROUTES, *accounts.ROUTES],
     "calls": [*calls.ROUTES, *dnc.ROUTES, *telephony.ROUTES],
     "campaigns": campaigns.ROUTES,
+    "cloud": cloud.ROUTES,
     "knowledge": knowledge.ROUTES,
     "leads": leads.ROUTES,
     "scheduling": scheduling.ROUTES,
     "schedules": schedules.ROUTES,
     "sms": sms.ROUTES,
+    "usage": usage.ROUTES,
     "webhooks": webhooks.ROUTES,
 }
 

@@ -1,0 +1,65 @@
+"""In-memory usage ledger (one transaction at a time, so each method is atomic as it is)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from adapters.memory.store import InMemoryUnitOfWork
+from domain.usage import LedgerEntry
+
+
+class InMemoryUsageLedger:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def append(self, entry: LedgerEntry) -> tuple[int, int] | None:
+        tables = await self.uow.tables()
+        key = (entry.source_type, entry.source_id, entry.metric)
+        if key in tables["usage_ledger"]:
+            return None
+        tables["usage_ledger"][key] = entry
+        counter = tables["usage_counters"].setdefault((entry.organization_id, entry.period, entry.metric), [0, 0])
+        before = counter[0]
+        counter[0] += entry.quantity
+        daily = tables["usage_daily"]
+        day = (entry.organization_id, entry.metric, entry.day)
+        daily[day] = daily.get(day, 0) + entry.quantity
+        return before, counter[0]
+
+    async def reserve(self, organization_id: int, period: str, metric: str, source_type: str, source_id: str,
+                      quantity: int, limit: int | None) -> bool:
+        tables = await self.uow.tables()
+        key = (source_type, source_id, metric)
+        if key in tables["usage_reservations"]:
+            return True
+        counter = tables["usage_counters"].setdefault((organization_id, period, metric), [0, 0])
+        if limit is not None and counter[0] + counter[1] + quantity > limit:
+            return False
+        counter[1] += quantity
+        tables["usage_reservations"][key] = (organization_id, period, quantity)
+        return True
+
+    async def release(self, source_type: str, source_id: str, metric: str) -> None:
+        tables = await self.uow.tables()
+        held = tables["usage_reservations"].pop((source_type, source_id, metric), None)
+        if held is not None:
+            organization_id, period, quantity = held
+            counter = tables["usage_counters"][(organization_id, period, metric)]
+            counter[1] = max(0, counter[1] - quantity)
+
+    async def mark_threshold(self, organization_id: int, period: str, metric: str, percent: int) -> bool:
+        marks = (await self.uow.tables())["usage_thresholds"]
+        key = (organization_id, period, metric, percent)
+        if key in marks:
+            return False
+        marks[key] = True
+        return True
+
+    async def used(self, organization_id: int, period: str) -> dict[str, int]:
+        counters = (await self.uow.tables())["usage_counters"]
+        return {metric: c[0] for (org, p, metric), c in counters.items() if org == organization_id and p == period}
+
+    async def daily(self, organization_id: int, metric: str, start: date, end: date) -> dict[date, int]:
+        daily = (await self.uow.tables())["usage_daily"]
+        return {day: used for (org, m, day), used in daily.items()
+                if org == organization_id and m == metric and start <= day < end}

@@ -1,0 +1,108 @@
+"""SQL usage ledger: insert-if-absent ledger rows, counters bumped in the same transaction only when the row
+was new, and quota reservations by a conditional UPDATE (one statement, so concurrent writers serialise on the
+counter row: PostgreSQL re-checks the condition on the row it waited for; SQLite writes one at a time)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import sqlalchemy as sa
+
+from adapters.sql.dialect import insert
+from adapters.sql.uow import SqlUnitOfWork
+from adapters.sql.usage_tables import usage_counters, usage_daily, usage_ledger, usage_reservations, usage_thresholds
+from domain.usage import LedgerEntry
+
+
+class SqlUsageLedger:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def append(self, entry: LedgerEntry) -> tuple[int, int] | None:
+        conn = await self.uow.connection()
+        dialect = self.uow.dialect
+        inserted = (await conn.execute(
+            insert(usage_ledger, dialect).values(
+                organization_id=entry.organization_id, metric=entry.metric, quantity=entry.quantity,
+                period=entry.period, source_type=entry.source_type, source_id=entry.source_id,
+                occurred_at=entry.occurred_at,
+            ).on_conflict_do_nothing(index_elements=["source_type", "source_id", "metric"])
+            .returning(usage_ledger.c.id))).first()
+        if inserted is None:
+            return None  # recorded before: counted once
+        counter = insert(usage_counters, dialect).values(
+            organization_id=entry.organization_id, period=entry.period, metric=entry.metric,
+            used=entry.quantity, reserved=0)
+        after = (await conn.execute(counter.on_conflict_do_update(
+            index_elements=["organization_id", "period", "metric"],
+            set_={"used": usage_counters.c.used + counter.excluded.used},
+        ).returning(usage_counters.c.used))).scalar_one()
+        day = insert(usage_daily, dialect).values(
+            organization_id=entry.organization_id, metric=entry.metric, day=entry.day, used=entry.quantity)
+        await conn.execute(day.on_conflict_do_update(
+            index_elements=["organization_id", "metric", "day"],
+            set_={"used": usage_daily.c.used + day.excluded.used}))
+        return int(after) - entry.quantity, int(after)
+
+    async def reserve(self, organization_id: int, period: str, metric: str, source_type: str, source_id: str,
+                      quantity: int, limit: int | None) -> bool:
+        conn = await self.uow.connection()
+        dialect = self.uow.dialect
+        held = (await conn.execute(
+            insert(usage_reservations, dialect).values(
+                source_type=source_type, source_id=source_id, metric=metric, organization_id=organization_id,
+                period=period, quantity=quantity,
+            ).on_conflict_do_nothing(index_elements=["source_type", "source_id", "metric"])
+            .returning(usage_reservations.c.quantity))).first()
+        if held is None:
+            return True  # this source holds already
+        await conn.execute(insert(usage_counters, dialect).values(
+            organization_id=organization_id, period=period, metric=metric, used=0, reserved=0,
+        ).on_conflict_do_nothing(index_elements=["organization_id", "period", "metric"]))
+        where = [usage_counters.c.organization_id == organization_id, usage_counters.c.period == period,
+                 usage_counters.c.metric == metric]
+        if limit is not None:
+            where.append(usage_counters.c.used + usage_counters.c.reserved + quantity <= limit)
+        taken = await conn.execute(sa.update(usage_counters).where(*where)
+                                   .values(reserved=usage_counters.c.reserved + quantity))
+        if taken.rowcount == 1:
+            return True
+        await conn.execute(sa.delete(usage_reservations).where(
+            usage_reservations.c.source_type == source_type, usage_reservations.c.source_id == source_id,
+            usage_reservations.c.metric == metric))
+        return False
+
+    async def release(self, source_type: str, source_id: str, metric: str) -> None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.delete(usage_reservations).where(
+            usage_reservations.c.source_type == source_type, usage_reservations.c.source_id == source_id,
+            usage_reservations.c.metric == metric,
+        ).returning(usage_reservations.c.organization_id, usage_reservations.c.period,
+                    usage_reservations.c.quantity))).first()
+        if row is None:
+            return
+        await conn.execute(sa.update(usage_counters).where(
+            usage_counters.c.organization_id == row.organization_id, usage_counters.c.period == row.period,
+            usage_counters.c.metric == metric,
+        ).values(reserved=sa.func.max(usage_counters.c.reserved - row.quantity, 0)
+                 if self.uow.dialect == "sqlite" else sa.func.greatest(usage_counters.c.reserved - row.quantity, 0)))
+
+    async def mark_threshold(self, organization_id: int, period: str, metric: str, percent: int) -> bool:
+        conn = await self.uow.connection()
+        marked = (await conn.execute(insert(usage_thresholds, self.uow.dialect).values(
+            organization_id=organization_id, period=period, metric=metric, percent=percent,
+        ).on_conflict_do_nothing().returning(usage_thresholds.c.percent))).first()
+        return marked is not None
+
+    async def used(self, organization_id: int, period: str) -> dict[str, int]:
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(usage_counters.c.metric, usage_counters.c.used).where(
+            usage_counters.c.organization_id == organization_id, usage_counters.c.period == period))
+        return {metric: int(used) for metric, used in rows}
+
+    async def daily(self, organization_id: int, metric: str, start: date, end: date) -> dict[date, int]:
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(usage_daily.c.day, usage_daily.c.used).where(
+            usage_daily.c.organization_id == organization_id, usage_daily.c.metric == metric,
+            usage_daily.c.day >= start, usage_daily.c.day < end))
+        return {day: int(used) for day, used in rows}

@@ -1,0 +1,222 @@
+"""Usage use cases: the one write path into the ledger (``LedgerUsageRecorder``), the one quota gate every dial
+and send passes (``QuotaGate``), and the reports (``GetUsage``, ``GetUsageMetrics``) read from counters.
+
+Quota rule (plans without overage, today starter): a call reserves its agent's ``max_call_duration_seconds``
+of the period's ``call_seconds`` when it is placed, atomically (a conditional UPDATE of the counter:
+``used + reserved + n <= included``); when the call ends, its billable seconds are recorded and the reservation
+is released in the same transaction. So calls in progress can never take the period past its included minutes,
+however many are placed at once. An SMS reserves and records its segments in the transaction that sends it.
+Plans with overage are never refused and reserve nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from application.context import Actor
+from application.ports.accounts import OrganizationRepository
+from application.ports.knowledge import KnowledgeBaseRepository
+from application.ports.platform import Clock, UnitOfWork
+from application.ports.telephony import PhoneNumberRepository
+from application.ports.usage import UsageLedger
+from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ValidationFailed
+from domain.events import EventType
+from domain.rfc3339 import format_utc, parse_day_or_instant
+from domain.usage import (
+    CALL_SECONDS,
+    CALLS,
+    HARD_STOP_PLANS,
+    MAX_SERIES_DAYS,
+    PUBLIC_METRIC,
+    SERIES_METRICS,
+    SMS_SEGMENTS,
+    LedgerEntry,
+    billable_seconds,
+    crossed_thresholds,
+    included,
+    period_bounds,
+    period_of,
+    resolve_period,
+)
+
+
+def _split(reference: str) -> tuple[str, str]:
+    source_type, _, source_id = reference.partition(":")
+    return (source_type, source_id) if source_id else ("other", reference)
+
+
+def _minutes(seconds: float) -> float:
+    return round(seconds / 60, 2)
+
+
+class LedgerUsageRecorder:
+    """``UsageRecorder`` over the ledger: append once per (source, metric), bump the counters, release what the
+    source reserved, and emit ``usage.threshold`` the first time a period crosses 80 % or 100 %."""
+
+    def __init__(self, uow: UnitOfWork, ledger: UsageLedger, organizations: OrganizationRepository) -> None:
+        self.uow, self.ledger, self.organizations = uow, ledger, organizations
+
+    async def record(self, organization_id: int, kind: str, quantity: float, at: datetime, reference: str) -> None:
+        source_type, source_id = _split(reference)
+        amount = billable_seconds(quantity) if kind == CALL_SECONDS else int(quantity)
+        if amount > 0:
+            period = period_of(at)
+            entry = LedgerEntry(organization_id, kind, amount, period, source_type, source_id, at.astimezone(UTC))
+            moved = await self.ledger.append(entry)
+            if moved is not None:
+                await self._thresholds(organization_id, kind, period, *moved)
+        await self.ledger.release(source_type, source_id, kind)
+
+    async def total(self, organization_id: int, kind: str, start: datetime, end: datetime) -> float:
+        """The day counters of ``kind`` over the days in [start, end) (whole UTC days)."""
+        days = await self.ledger.daily(organization_id, kind, start.astimezone(UTC).date(),
+                                       (end.astimezone(UTC) - timedelta(microseconds=1)).date() + timedelta(days=1))
+        return float(sum(days.values()))
+
+    async def _thresholds(self, organization_id: int, metric: str, period: str, before: int, after: int) -> None:
+        org = await self.organizations.get(organization_id)
+        allowance = included(org.plan, metric) if org is not None else None
+        for percent in crossed_thresholds(before, after, allowance):
+            if await self.ledger.mark_threshold(organization_id, period, metric, percent):
+                assert allowance is not None and org is not None
+                start, end = period_bounds(period)
+                public = PUBLIC_METRIC[metric]
+                scale = _minutes if metric == CALL_SECONDS else (lambda v: v)
+                self.uow.record(EventType.USAGE_THRESHOLD(organization_id, {
+                    "metric": public, "threshold_percent": percent, "period": period,
+                    "period_start": format_utc(start), "period_end": format_utc(end),
+                    "used": scale(after), "included": scale(allowance), "plan": org.plan,
+                    "hard_stop": org.plan in HARD_STOP_PLANS,
+                }))
+
+
+class NoQuotaGate:
+    """``QuotaGate`` while the usage feature is not installed: every call and message is admitted."""
+
+    async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: datetime) -> None:
+        return None
+
+
+class LedgerQuotaGate:
+    """``QuotaGate`` over the ledger's counters: on a plan without overage, reserve the amount against the
+    period's included allowance atomically, or refuse with 403 quota_exceeded naming the metric."""
+
+    def __init__(self, ledger: UsageLedger, organizations: OrganizationRepository) -> None:
+        self.ledger, self.organizations = ledger, organizations
+
+    async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: datetime) -> None:
+        org = await self.organizations.get(organization_id)
+        if org is None or org.plan not in HARD_STOP_PLANS:
+            return
+        allowance = included(org.plan, metric)
+        if allowance is None:
+            return
+        source_type, source_id = _split(reference)
+        period = period_of(at)
+        if not await self.ledger.reserve(organization_id, period, metric, source_type, source_id, quantity, allowance):
+            public = PUBLIC_METRIC[metric]
+            amount = f"{allowance // 60} call minutes" if metric == CALL_SECONDS else f"{allowance} SMS segments"
+            raise QuotaExceeded(
+                f"quota_exceeded: the {org.plan} plan includes {amount} per month and has no overage; "
+                f"the {period} allowance of {public} is used up",
+                details={"metric": public, "plan": org.plan, "period": period,
+                         "included": allowance // 60 if metric == CALL_SECONDS else allowance})
+
+
+# ---------------------------------------------------------------------------------------------- reports
+
+
+@dataclass(frozen=True, slots=True)
+class GetUsageCommand:
+    actor: Actor
+    period: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    period: str
+    period_start: datetime
+    period_end: datetime
+    plan: str
+    metrics: dict[str, Any]
+
+
+class GetUsage:
+    """GET /usage: one period's counters against the plan's included amounts (never a sum over the ledger)."""
+
+    def __init__(self, ledger: UsageLedger, organizations: OrganizationRepository,
+                 knowledge_bases: KnowledgeBaseRepository, numbers: PhoneNumberRepository, clock: Clock) -> None:
+        self.ledger, self.organizations, self.knowledge_bases = ledger, organizations, knowledge_bases
+        self.numbers, self.clock = numbers, clock
+
+    async def execute(self, command: GetUsageCommand) -> UsageReport:
+        period = resolve_period(command.period, self.clock.now())
+        org_id = command.actor.organization_id
+        org = await self.organizations.get(org_id)
+        if org is None:
+            raise NotFound("organization", org_id)
+        used = await self.ledger.used(org_id, period)
+        seconds = used.get(CALL_SECONDS, 0)
+        minutes_included = (included(org.plan, CALL_SECONDS) or 0) // 60
+        segments_included = included(org.plan, SMS_SEGMENTS) or 0
+        segments = used.get(SMS_SEGMENTS, 0)
+        numbers = await self.numbers.list(org_id)
+        start, end = period_bounds(period)
+        return UsageReport(period, start, end, org.plan, {
+            "call_minutes": {"used": _minutes(seconds), "used_seconds": seconds, "included": minutes_included,
+                             "remaining": max(0.0, round(minutes_included - seconds / 60, 2))},
+            "calls": used.get(CALLS, 0),
+            "sms_segments": {"used": segments, "included": segments_included,
+                             "remaining": max(0, segments_included - segments)},
+            "knowledge_bases": {"used": await self.knowledge_bases.count_for_update(org_id),
+                                "limit": org.limit("max_knowledge_bases")},
+            "phone_numbers": len([n for n in numbers if n.status == "active"]),
+        })
+
+
+@dataclass(frozen=True, slots=True)
+class GetUsageMetricsCommand:
+    actor: Actor
+    metric: str | None
+    start: str | None
+    end: str | None
+    granularity: str | None = "day"
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesPoint:
+    date: date
+    value: float
+
+
+def _day(value: str | None, name: str) -> date:
+    if not value:
+        raise ValidationFailed.field(name, "is required (a date YYYY-MM-DD or an RFC 3339 instant)")
+    parsed = parse_day_or_instant(value, name)
+    return parsed.astimezone(UTC).date() if isinstance(parsed, datetime) else parsed
+
+
+class GetUsageMetrics:
+    """GET /usage/metrics: one metric per UTC day over [start, end] (both dates included), read from the
+    per-day counters kept with the ledger; days without usage are 0."""
+
+    def __init__(self, ledger: UsageLedger) -> None:
+        self.ledger = ledger
+
+    async def execute(self, command: GetUsageMetricsCommand) -> list[SeriesPoint]:
+        metric = SERIES_METRICS.get(command.metric or "")
+        if metric is None:
+            raise ValidationFailed.field("metric", f"must be one of {', '.join(SERIES_METRICS)}")
+        if (command.granularity or "day") != "day":
+            raise ValidationFailed.field("granularity", "must be day")
+        start, end = _day(command.start, "start"), _day(command.end, "end")
+        if end < start:
+            raise ValidationFailed.field("end", "must not be before start")
+        if (end - start).days + 1 > MAX_SERIES_DAYS:
+            raise RangeTooLong.field("end", f"the range is at most {MAX_SERIES_DAYS} days")
+        days = await self.ledger.daily(command.actor.organization_id, metric, start, end + timedelta(days=1))
+        scale = _minutes if metric == CALL_SECONDS else float
+        return [SeriesPoint(start + timedelta(days=i), scale(days.get(start + timedelta(days=i), 0)))
+                for i in range((end - start).days + 1)]

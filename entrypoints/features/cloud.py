@@ -1,0 +1,109 @@
+"""Cloud status feature: ``GET /cloud/status`` (``application/cloud.py``) and the worker's heartbeat.
+
+The heartbeat (``cloud.heartbeat``) is a recurring job on the worker's job runner, so every worker process, and
+the in-process worker of ``parley serve``, runs it: the process that claims it records its name and the time,
+then it is due again after PARLEY_CLOUD_STATUS_HEARTBEAT_SECONDS (15 s). It is one small upsert: an idle server
+stays idle between beats. ``heartbeat_once`` is one beat (tests call it with a manual clock).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
+
+from adapters.memory.cloud import InMemoryHeartbeats, InMemoryPlatformHealth
+from adapters.sql.cloud import SqlHeartbeats, SqlPlatformHealth
+from application import cloud as cases
+from application.jobs import JobKind
+from application.ports.cloud import Heartbeats, PlatformHealth
+from application.ports.jobs import ClaimedJob
+from entrypoints.features import Feature
+from entrypoints.settings import Settings
+from entrypoints.worker import in_unit
+
+KIND = "cloud.heartbeat"
+
+
+@dataclass(frozen=True)
+class CloudStatusSettings:
+    """PARLEY_CLOUD_STATUS_*: the heartbeat's period and the thresholds of ``GET /cloud/status``."""
+
+    ENV_PREFIX = "CLOUD_STATUS_"
+
+    heartbeat_seconds: float = 15.0
+    """How often a worker records its heartbeat."""
+    database_degraded_ms: float = 250.0
+    """A database round trip slower than this: degraded (a failed one: down)."""
+    worker_degraded_seconds: float = 60.0
+    """The newest worker heartbeat older than this: degraded."""
+    worker_down_seconds: float = 300.0
+    """The newest worker heartbeat older than this, or none: down."""
+    outbox_degraded_seconds: float = 60.0
+    """The oldest event some outbox consumer has not processed is older than this: degraded."""
+    outbox_down_seconds: float = 900.0
+    """... older than this: down."""
+    outbox_degraded_pending: int = 1000
+    """More events than this waiting for a consumer: degraded."""
+
+    def thresholds(self) -> cases.StatusThresholds:
+        return cases.StatusThresholds(
+            database_degraded_ms=self.database_degraded_ms,
+            worker_degraded_seconds=self.worker_degraded_seconds,
+            worker_down_seconds=self.worker_down_seconds,
+            outbox_degraded_seconds=self.outbox_degraded_seconds,
+            outbox_down_seconds=self.outbox_down_seconds,
+            outbox_degraded_pending=self.outbox_degraded_pending,
+        )
+
+
+class CloudProvider(Provider):
+    scope = Scope.REQUEST
+    cases = provide_all(cases.GetCloudStatus, cases.RecordHeartbeat)
+
+    @provide(scope=Scope.APP)
+    def thresholds(self, section: CloudStatusSettings) -> cases.StatusThresholds:
+        return section.thresholds()
+
+
+class SqlCloudProvider(Provider):
+    scope = Scope.REQUEST
+    heartbeats = provide(SqlHeartbeats, provides=Heartbeats)
+    health = provide(SqlPlatformHealth, provides=PlatformHealth)
+
+
+class MemoryCloudProvider(Provider):
+    scope = Scope.REQUEST
+    heartbeats = provide(InMemoryHeartbeats, provides=Heartbeats)
+    health = provide(InMemoryPlatformHealth, provides=PlatformHealth)
+
+
+async def heartbeat_once(container: AsyncContainer, process: str) -> datetime:
+    """Record ``process``'s heartbeat in its own unit of work; returns when."""
+
+    async def work(unit: Any) -> datetime:
+        return await (await unit.get(cases.RecordHeartbeat)).execute(cases.RecordHeartbeatCommand(process))
+
+    return await in_unit(container, work)  # type: ignore[no-any-return]
+
+
+def heartbeat_job(container: AsyncContainer, settings: Settings) -> JobKind:
+    """The heartbeat as a recurring job: the worker process running it (the job's lease owner) beats."""
+    period = timedelta(seconds=settings.section(CloudStatusSettings).heartbeat_seconds)
+
+    async def beat(job: ClaimedJob) -> datetime:
+        return await heartbeat_once(container, job.lease_owner) + period
+
+    return JobKind(KIND, beat, recurring=True, backoff_max=period)
+
+
+FEATURE = Feature(
+    name="cloud",
+    providers=(CloudProvider,),
+    sql=SqlCloudProvider,
+    memory=MemoryCloudProvider,
+    jobs=[heartbeat_job],
+    settings=CloudStatusSettings,
+)

@@ -1,0 +1,42 @@
+"""Usage feature: the append-only usage ledger with its period and day counters, the one quota gate every dial
+and send passes, ``usage.threshold`` events, and the usage reports.
+
+It provides ``UsageRecorder`` over the ledger (overriding the calls feature's plain recorder), so the call
+finisher and the SMS sender write usage in the transaction of what they measure. It uses the core's
+organizations and the calls and knowledge features' phone numbers and knowledge bases.
+"""
+
+from __future__ import annotations
+
+from dishka import Provider, Scope, provide, provide_all
+
+from adapters.memory.usage import InMemoryUsageLedger
+from adapters.sql.usage import SqlUsageLedger
+from application import usage as cases
+from application.ports.usage import QuotaGate, UsageLedger, UsageRecorder
+from entrypoints.features import Feature
+
+
+class SqlUsageProvider(Provider):
+    ledger = provide(SqlUsageLedger, provides=UsageLedger, scope=Scope.REQUEST)
+
+
+class MemoryUsageProvider(Provider):
+    ledger = provide(InMemoryUsageLedger, provides=UsageLedger, scope=Scope.REQUEST)
+
+
+class UsageUseCaseProvider(Provider):
+    scope = Scope.REQUEST
+
+    # override the core's NoQuotaGate and the calls feature's plain recorder
+    recorder = provide(cases.LedgerUsageRecorder, provides=UsageRecorder)
+    quota = provide(cases.LedgerQuotaGate, provides=QuotaGate)
+    cases = provide_all(cases.GetUsage, cases.GetUsageMetrics)
+
+
+FEATURE = Feature(
+    name="usage",
+    providers=(UsageUseCaseProvider,),
+    sql=SqlUsageProvider,
+    memory=MemoryUsageProvider,
+)

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from dishka import FromDishka
+from litestar.params import QueryParameter
+
+from application import usage as uc
+from application.context import Actor
+from entrypoints.http.envelope import Envelope
+from entrypoints.http.routing import endpoint
+from entrypoints.http.schemas.usage import SeriesOut, UsageOut
+
+TAGS = ["Usage"]
+Text = Annotated[str | None, QueryParameter(max_length=64)]
+
+
+@endpoint("GET", "/usage", operation_id="getUsage", summary="Usage of a billing period against the plan",
+          tags=TAGS, scopes=("usage:read",),
+          description=("period: current (default), previous or YYYY-MM (a UTC calendar month). Read from the "
+                       "period's counters, kept in the transaction of each call or message they measure. "
+                       "call_minutes.used is billable seconds / 60 (each call's seconds rounded up)."),
+          errors={400: "bad_request: period is not current, previous or YYYY-MM"})
+async def get_usage(actor: FromDishka[Actor], use_case: FromDishka[uc.GetUsage],
+                    period: Annotated[str | None, QueryParameter(
+                        max_length=16, description="current, previous or YYYY-MM")] = None) -> Envelope[UsageOut]:
+    return Envelope(UsageOut.of(await use_case.execute(uc.GetUsageCommand(actor, period))))
+
+
+@endpoint("GET", "/usage/metrics", operation_id="getUsageMetrics", summary="A usage metric per UTC day",
+          tags=TAGS, scopes=("usage:read",),
+          description=("metric: call_minutes, calls or sms_segments; start and end: dates (YYYY-MM-DD) or RFC 3339 "
+                       "instants, both days included; granularity: day. Read from per-day counters; days "
+                       "without usage are 0."),
+          errors={400: "bad_request naming the invalid parameter",
+                  422: "range_too_long: more than 366 days"})
+async def get_usage_metrics(actor: FromDishka[Actor], use_case: FromDishka[uc.GetUsageMetrics],
+                            metric: Text = None, start: Text = None, end: Text = None,
+                            granularity: Text = "day") -> Envelope[SeriesOut]:
+    points = await use_case.execute(uc.GetUsageMetricsCommand(actor, metric, start, end, granularity))
+    return Envelope(SeriesOut.of(metric or "", points))
+
+
+ROUTES = [get_usage, get_usage_metrics]

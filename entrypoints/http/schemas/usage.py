@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from msgspec import Struct
+
+from application.usage import SeriesPoint, UsageReport
+
+
+class Allowance(Struct, kw_only=True):
+    used: int
+    included: int
+    remaining: int
+
+
+class CallMinutes(Struct, kw_only=True):
+    used: float
+    """Billable seconds / 60, to two decimals (each call's seconds rounded up)."""
+    used_seconds: int
+    included: int
+    remaining: float
+
+
+class Limited(Struct):
+    used: int
+    limit: int
+
+
+class UsageMetricsOut(Struct, kw_only=True):
+    call_minutes: CallMinutes
+    calls: int
+    sms_segments: Allowance
+    knowledge_bases: Limited
+    phone_numbers: int
+
+
+class UsageOut(Struct, kw_only=True):
+    period: str
+    period_start: datetime
+    period_end: datetime
+    plan: str
+    metrics: UsageMetricsOut
+
+    @classmethod
+    def of(cls, report: UsageReport) -> UsageOut:
+        m = report.metrics
+        return cls(period=report.period, period_start=report.period_start, period_end=report.period_end,
+                   plan=report.plan, metrics=UsageMetricsOut(
+                       call_minutes=CallMinutes(**m["call_minutes"]), calls=m["calls"],
+                       sms_segments=Allowance(**m["sms_segments"]),
+                       knowledge_bases=Limited(**m["knowledge_bases"]), phone_numbers=m["phone_numbers"]))
+
+
+class PointOut(Struct):
+    date: date
+    value: float
+
+
+class SeriesOut(Struct, kw_only=True):
+    metric: str
+    granularity: str
+    series: list[PointOut]
+
+    @classmethod
+    def of(cls, metric: str, points: list[SeriesPoint]) -> SeriesOut:
+        return cls(metric=metric, granularity="day", series=[PointOut(p.date, p.value) for p in points])

@@ -1,0 +1,41 @@
+"""The usage ledger port on every backend (memory, SQLite, PostgreSQL): append once per source, counters moved
+only by a new row, conditional reservations, release once, threshold marks once."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime
+from typing import Any
+
+from application.ports.platform import UnitOfWork
+from application.ports.usage import UsageLedger
+from domain.usage import CALL_SECONDS, SMS_SEGMENTS, LedgerEntry
+from tests.conftest import new_organization
+
+NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
+
+
+async def test_the_ledger_counts_each_source_once_and_reserves_conditionally(container: Any) -> None:
+    org = await new_organization(container, plan="starter")
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    async with container() as r:
+        ledger = await r.get(UsageLedger)
+        entry = LedgerEntry(org, SMS_SEGMENTS, 3, "2026-02", "sms", a, NOW)
+        assert await ledger.append(entry) == (0, 3)
+        assert await ledger.append(entry) is None
+        assert await ledger.append(LedgerEntry(org, SMS_SEGMENTS, 2, "2026-02", "sms", b, NOW)) == (3, 5)
+        assert await ledger.reserve(org, "2026-02", CALL_SECONDS, "call", a, 600, 1000)
+        assert await ledger.reserve(org, "2026-02", CALL_SECONDS, "call", a, 600, 1000)  # held already
+        assert not await ledger.reserve(org, "2026-02", CALL_SECONDS, "call", b, 600, 1000)
+        await ledger.release("call", a, CALL_SECONDS)
+        await ledger.release("call", a, CALL_SECONDS)  # once
+        assert await ledger.reserve(org, "2026-02", CALL_SECONDS, "call", b, 1000, 1000)
+        assert await ledger.mark_threshold(org, "2026-02", SMS_SEGMENTS, 80)
+        assert not await ledger.mark_threshold(org, "2026-02", SMS_SEGMENTS, 80)
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        ledger = await r.get(UsageLedger)
+        assert await ledger.used(org, "2026-02") == {SMS_SEGMENTS: 5, CALL_SECONDS: 0}
+        assert await ledger.used(org, "2026-01") == {}
+        assert await ledger.daily(org, SMS_SEGMENTS, date(2026, 2, 1), date(2026, 2, 3)) == {date(2026, 2, 2): 5}
+        assert await ledger.daily(org, SMS_SEGMENTS, date(2026, 2, 3), date(2026, 2, 4)) == {}
