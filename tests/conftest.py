@@ -9,7 +9,8 @@ import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from litestar.testing import AsyncTestClient
 import tests.properties  # noqa: F401  (registers the hypothesis profiles before the plugin loads one)
 from adapters.memory.clock import ManualClock
 from adapters.sql.schema import upgrade
+from adapters.system.clock import SystemClock
 from application.accounts import CreateOrganization, CreateOrganizationCommand, IssueApiKey, IssueApiKeyCommand
 from application.ports.platform import UnitOfWork
 from entrypoints.asgi_app import http_container
@@ -215,7 +217,7 @@ class Api:
 
     client: AsyncTestClient[Litestar]
     settings: Settings
-    clock: ManualClock | None
+    clock: ManualClock | LentClock | None
     overrides: tuple[Provider, ...]
     admin: AsyncContainer | None = None  # the operator's side (CLI use cases) on the same database
 
@@ -250,7 +252,7 @@ class Api:
 ApiFactory = Callable[..., Awaitable[Api]]
 
 
-async def _start_api(tmp_root: Path, database_url: str, *, clock: ManualClock | None = None,
+async def _start_api(tmp_root: Path, database_url: str, *, clock: ManualClock | LentClock | None = None,
                      overrides: tuple[Provider, ...] = (), **settings: Any) -> Api:
     # the test client always calls from one address: the failed-authentication budget is set per test
     settings = {"auth_failures_per_minute": 1_000_000, **settings}
@@ -265,19 +267,54 @@ async def _start_api(tmp_root: Path, database_url: str, *, clock: ManualClock | 
     return Api(client, base, clock, clock_overrides, build_container(base, *clock_overrides))
 
 
+class LentClock:
+    """The clock of a run's clocked apps: it reads the manual clock of the test that borrowed the app, and the
+    system clock between tests."""
+
+    def __init__(self) -> None:
+        self.target: ManualClock | None = None
+
+    def now(self) -> datetime:
+        return self.target.now() if self.target is not None else SystemClock().now()
+
+
+@pytest.fixture(scope="session")
+async def clocked_apps(tmp_root: Path) -> AsyncIterator[dict[str, tuple[Api, LentClock]]]:
+    """One app per database whose clock a test lends it (``make_api(url, clock=...)`` with nothing else): building
+    an app costs far more than most tests, and the tests that only need their own clock are isolated by their
+    own tenants like those on the shared apps."""
+    apps: dict[str, tuple[Api, LentClock]] = {}
+    yield apps
+    for api, _ in apps.values():
+        await api.close()
+
+
 @pytest.fixture
-async def make_api(tmp_root: Path) -> AsyncIterator[ApiFactory]:
+async def make_api(tmp_root: Path, clocked_apps: dict[str, tuple[Api, LentClock]]) -> AsyncIterator[ApiFactory]:
     """Build an app on a database URL, optionally with a manual clock, extra dishka providers
-    (``overrides``, for this app's container only: the last provider wins) and extra settings."""
+    (``overrides``, for this app's container only: the last provider wins) and extra settings. With a clock and
+    nothing else, the run's clocked app for that database is lent to the test (its clock reads the test's)."""
     started: list[Api] = []
+    lent: list[LentClock] = []
 
     async def factory(database_url: str, *, clock: ManualClock | None = None,
                       overrides: tuple[Provider, ...] = (), **settings: Any) -> Api:
+        if clock is not None and not overrides and not settings:
+            if database_url not in clocked_apps:
+                lender = LentClock()
+                clocked_apps[database_url] = (await _start_api(tmp_root, database_url, clock=lender), lender)
+            shared, lender = clocked_apps[database_url]
+            if lender.target is None:
+                lender.target = clock
+                lent.append(lender)
+                return replace(shared, clock=clock)
         api = await _start_api(tmp_root, database_url, clock=clock, overrides=overrides, **settings)
         started.append(api)
         return api
 
     yield factory
+    for lender in lent:
+        lender.target = None
     for api in started:
         await api.close()
 
