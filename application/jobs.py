@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from application.ports.jobs import ClaimedJob, JobQueue, JobUnits, NewJob
+from application.ports.jobs import ClaimedJob, JobObserver, JobQueue, JobUnits, NewJob
 from application.ports.platform import Clock, Random
 
 log = logging.getLogger("parley.jobs")
@@ -80,11 +80,12 @@ async def schedule(units: JobUnits, job: NewJob) -> None:
 class JobRunner:
     def __init__(self, kinds: Sequence[JobKind], units: JobUnits, clock: Clock, random: Random, owner: str, *,
                  wake: asyncio.Event | None = None, safety_poll_seconds: float = 15.0,
-                 grace_seconds: float = 12.0) -> None:
+                 grace_seconds: float = 12.0, observer: JobObserver | None = None) -> None:
         self.kinds = {kind.name: kind for kind in kinds}
         self.units, self.clock, self.random, self.owner = units, clock, random, owner
         self.wake = wake or asyncio.Event()
         self.safety_poll_seconds, self.grace_seconds = safety_poll_seconds, grace_seconds
+        self.observer = observer
         self._in_flight: dict[asyncio.Task[None], ClaimedJob] = {}
         self._woken: set[str] = set()
 
@@ -106,14 +107,36 @@ class JobRunner:
             await unit.commit()
         return claimed
 
-    async def _record(self, work: Callable[[JobQueue], Awaitable[bool]]) -> None:
+    async def _record(self, job: ClaimedJob, work: Callable[[JobQueue], Awaitable[bool]]) -> None:
         async with self.units() as unit:
-            await work(await unit.get(JobQueue))
+            held = await work(await unit.get(JobQueue))
             await unit.commit()
+        if not held:
+            log.warning("job %s %s ran past its lease (another runner may have it now)", job.kind, job.key,
+                        extra={"job_kind": job.kind, "job_id": job.id, "outcome": "lease_expired"})
+            if self.observer is not None:
+                self.observer.leases_expired(job.kind, [job.id])
+
+    def _finished(self, job: ClaimedJob, outcome: str, started: datetime, *,
+                  retry_in: timedelta | None = None) -> None:
+        """The job line (one per run: kind, id, key, attempt, outcome, duration) and the observer's count."""
+        fields = {"job_kind": job.kind, "job_id": job.id, "job_key": job.key, "attempt": job.attempts,
+                  "outcome": outcome, "duration_ms": round((self.clock.now() - started).total_seconds() * 1000, 3)}
+        if outcome == "ok":
+            log.info("job %s%s ok", job.kind, f" {job.key}" if job.key else "", extra=fields)
+        elif retry_in is not None:
+            log.exception("job %s %s failed (attempt %d); retrying in %.1f s", job.kind, job.key, job.attempts,
+                          retry_in.total_seconds(), extra=fields)
+        else:
+            log.exception("job %s %s failed for the last time (attempt %d)", job.kind, job.key, job.attempts,
+                          extra=fields)
+        if self.observer is not None:
+            self.observer.job_finished(job.kind, outcome)
 
     async def execute(self, job: ClaimedJob) -> None:
         """Run one claimed job and record its outcome (each in its own unit of work)."""
         kind = self.kinds[job.kind]
+        started = self.clock.now()
         try:
             next_due = await kind.handler(job)
         except asyncio.CancelledError:
@@ -121,15 +144,15 @@ class JobRunner:
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             if job.attempts >= kind.max_attempts:
-                log.exception("job %s %s failed for the last time (attempt %d)", job.kind, job.key, job.attempts)
-                await self._record(lambda q: q.fail(job, error, self.clock.now()))
+                self._finished(job, "failed", started)
+                await self._record(job, lambda q: q.fail(job, error, self.clock.now()))
             else:
                 delay = backoff(kind, job.attempts, self.random)
-                log.exception("job %s %s failed (attempt %d); retrying in %.1f s", job.kind, job.key, job.attempts,
-                              delay.total_seconds())
-                await self._record(lambda q: q.retry(job, self.clock.now() + delay, error))
+                self._finished(job, "retry", started, retry_in=delay)
+                await self._record(job, lambda q: q.retry(job, self.clock.now() + delay, error))
             return
-        await self._record(lambda q: q.complete(job, next_due))
+        self._finished(job, "ok", started)
+        await self._record(job, lambda q: q.complete(job, next_due))
 
     async def run_due(self, *, woken: bool = False) -> int:
         """Claim every job due now (as ``clock`` says) and run each once, to completion; returns how many ran.

@@ -23,7 +23,7 @@ def http_container(settings: Settings, *overrides: Provider) -> AsyncContainer:
 
 def make_app() -> Litestar:
     settings = Settings.from_env().with_secret_key()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     app = create_app(http_container(settings), settings)
     if os.environ.get("PARLEY_IN_PROCESS_WORKER") == "1":
         worker_container = build_container(settings)

@@ -21,6 +21,7 @@ from application.accounts import (
 )
 from domain.errors import DomainError
 from domain.rfc3339 import format_utc_or_none
+from entrypoints.checks import configuration_problems
 from entrypoints.ioc import build_container, configuration
 from entrypoints.runtime import configure_logging
 from entrypoints.settings import Settings, SettingsError
@@ -39,6 +40,23 @@ def migrate(settings: Settings) -> None:
 
     if settings.backend.sql:
         upgrade(settings.database_url)
+
+
+class StartupRefused(Exception):
+    """The database cannot be served: unreachable, or its schema behind (one line, for the operator)."""
+
+
+def ready_database(settings: Settings, *, migrate_first: bool) -> None:
+    """Migrate (``migrate_first``) or only verify that the schema is at the migrations' heads; raises
+    ``StartupRefused`` with a one-line reason when the database is unreachable or behind."""
+    from adapters.sql.schema import schema_problem, upgrade_problem  # the composition root may name adapters
+
+    if not settings.backend.sql:
+        return
+    problem = upgrade_problem(settings.database_url) if migrate_first \
+        else asyncio.run(schema_problem(settings.database_url))
+    if problem:
+        raise StartupRefused(problem)
 
 
 async def _in_transaction(settings: Settings, work: Any) -> Any:
@@ -97,8 +115,9 @@ async def demo_key(settings: Settings) -> dict[str, Any]:
     return demo
 
 
-def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bool, server: str) -> int:
-    migrate(settings)
+def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bool, server: str,
+          migrate_first: bool = True) -> int:
+    ready_database(settings, migrate_first=migrate_first)
     env = dict(os.environ)
     env["PARLEY_SECRET_KEY"] = settings.with_secret_key().secret_key
     env["PARLEY_PROCESSES"] = str(workers)
@@ -106,7 +125,8 @@ def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bo
     if run_worker and workers == 1:
         env["PARLEY_IN_PROCESS_WORKER"] = "1"
     elif run_worker:
-        worker_process = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], env=env)
+        worker_process = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker", "--no-migrate"],
+                                          env=env)
     os.environ.update(env)
     try:
         if server == "granian":
@@ -127,14 +147,23 @@ def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bo
     return 0
 
 
-def worker(settings: Settings) -> int:
+def worker(settings: Settings, migrate_first: bool = True) -> int:
     from entrypoints.worker import run_worker
 
     settings = settings.with_secret_key()
-    migrate(settings)
-    configure_logging(settings.log_level)
+    ready_database(settings, migrate_first=migrate_first)
+    configure_logging(settings.log_level, settings.log_format)
     asyncio.run(run_worker(settings, build_container))
     return 0
+
+
+def check(settings: Settings, workers: int, separate_worker: bool) -> int:
+    problems = configuration_problems(settings, workers=workers, separate_worker=separate_worker)
+    for problem in problems:
+        print(f"parley check: {problem}")
+    if not problems:
+        print("parley check: no configuration problems")
+    return 1 if problems else 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -146,7 +175,15 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, default=1)
     s.add_argument("--no-worker", action="store_true")
     s.add_argument("--server", choices=["uvicorn", "granian"], default=os.environ.get("PARLEY_SERVER", "granian"))
-    sub.add_parser("worker", help="run only the background worker")
+    s.add_argument("--no-migrate", action="store_true",
+                   help="do not migrate: refuse to start unless the schema is up to date (`parley migrate` ran)")
+    w = sub.add_parser("worker", help="run only the background worker")
+    w.add_argument("--no-migrate", action="store_true",
+                   help="do not migrate: refuse to start unless the schema is up to date (`parley migrate` ran)")
+    c = sub.add_parser("check", help="print configuration problems (exit 1 if any)")
+    c.add_argument("--workers", type=int, default=1, help="the --workers of the `parley serve` to check for")
+    c.add_argument("--no-worker", action="store_true",
+                   help="the background worker runs as a separate `parley worker` process")
     sub.add_parser("migrate", help="bring the database schema up to date")
     admin = sub.add_parser("admin", help="operator commands (print JSON)").add_subparsers(dest="admin", required=True)
     o = admin.add_parser("create-org")
@@ -174,12 +211,23 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"parley: {exc}", file=sys.stderr)
         return 2
-    if args.command == "serve":
-        return serve(settings, args.host, args.port, args.workers, not args.no_worker, args.server)
-    if args.command == "worker":
-        return worker(settings)
+    if args.command == "check":
+        return check(settings, args.workers, args.no_worker)
+    try:
+        if args.command == "serve":
+            return serve(settings, args.host, args.port, args.workers, not args.no_worker, args.server,
+                         not args.no_migrate)
+        if args.command == "worker":
+            return worker(settings, not args.no_migrate)
+    except StartupRefused as exc:
+        print(f"parley: {exc}", file=sys.stderr)
+        return 1
     if args.command == "migrate":
-        migrate(settings)
+        try:
+            ready_database(settings, migrate_first=True)
+        except StartupRefused as exc:
+            print(f"parley: {exc}", file=sys.stderr)
+            return 1
         print(json.dumps({"migrated": True}))
         return 0
     migrate(settings)

@@ -19,6 +19,7 @@ from adapters.memory.accounts import (
     InMemoryUserRepository,
 )
 from adapters.memory.agents import InMemoryAgentRepository
+from adapters.memory.gauges import InMemoryBacklogGauges
 from adapters.memory.jobs import InMemoryJobQueue
 from adapters.memory.outbox import InMemoryOutboxReader
 from adapters.memory.store import InMemoryStore, InMemoryUnitOfWork
@@ -31,6 +32,7 @@ from adapters.sql.accounts import (
 )
 from adapters.sql.agents import SqlAgentRepository
 from adapters.sql.engine import create_engine
+from adapters.sql.gauges import SqlBacklogGauges
 from adapters.sql.jobs import SqlJobQueue
 from adapters.sql.outbox import SqlOutboxReader
 from adapters.sql.uow import SqlUnitOfWork
@@ -49,6 +51,7 @@ from application.ports.agents import AgentCalendars, AgentRepository
 from application.ports.calls import AppointmentBooker
 from application.ports.campaigns import CampaignSchedules
 from application.ports.events import OutboxReader
+from application.ports.gauges import BacklogGauges
 from application.ports.jobs import JobQueue
 from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork
@@ -122,6 +125,7 @@ class SqlProvider(Provider):
     agents = provide(SqlAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
     jobs = provide(SqlJobQueue, provides=JobQueue, scope=Scope.REQUEST)
     outbox = provide(SqlOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
+    gauges = provide(SqlBacklogGauges, provides=BacklogGauges, scope=Scope.REQUEST)
 
     @provide(scope=Scope.REQUEST)
     def limiter(self, settings: Settings, memory: InMemoryRateLimiter, uow: SqlUnitOfWork) -> RateLimiter:
@@ -146,6 +150,7 @@ class MemoryProvider(Provider):
     agents = provide(InMemoryAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
     jobs = provide(InMemoryJobQueue, provides=JobQueue, scope=Scope.REQUEST)
     outbox = provide(InMemoryOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
+    gauges = provide(InMemoryBacklogGauges, provides=BacklogGauges, scope=Scope.REQUEST)
 
     limiter = alias(source=InMemoryRateLimiter, provides=RateLimiter)
 

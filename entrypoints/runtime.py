@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from dataclasses import dataclass
+from typing import TextIO
 
 from application.jobs import JobWakeUps
 from domain.rate_limit import Window
@@ -41,14 +42,19 @@ QUIET_LOGGERS = ("httpx", "httpcore")
 
 class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = request_id_var.get()
+        if not hasattr(record, "request_id"):
+            record.request_id = request_id_var.get()
         return True
 
 
-def configure_logging(level: str) -> None:
-    handler = logging.StreamHandler()
+def configure_logging(level: str, fmt: str = "json", stream: TextIO | None = None) -> None:
+    """stderr (or ``stream``) at ``level``: one JSON object per line (``fmt="json"``) or a readable line
+    (``"console"``), secrets redacted either way (entrypoints/observability.py)."""
+    from entrypoints.observability import ConsoleFormatter, JsonFormatter
+
+    handler = logging.StreamHandler(stream)
     handler.addFilter(RequestIdFilter())
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else ConsoleFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

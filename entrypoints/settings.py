@@ -120,6 +120,12 @@ class Settings:
     processes: int = 1
     var_dir: Path = field(default_factory=lambda: Path("./var"))
     log_level: str = "INFO"
+    environment: Literal["development", "production"] = "development"
+    """production: `parley check` also refuses loopback targets and an unset secret key."""
+    log_format: Literal["json", "console"] = "json"
+    """json: one JSON object per line (request and job lines carry their fields); console: a readable line."""
+    metrics_token: str = ""
+    """GET /metrics answers only ``Authorization: Bearer <this>``; empty: /metrics is not served (404)."""
     db_pool_size: int = 10
     public_base_url: str = ""
     """The base of links Parley hands out; empty: the base URL of the request that asked for the link."""

@@ -40,6 +40,7 @@ from application.webhooks import (
     SendDelivery,
     SendDeliveryCommand,
 )
+from entrypoints.observability import WEBHOOK_DELIVERIES, JobMetrics
 from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Settings
 from entrypoints.worker import ContainerUnits, in_unit, listening
@@ -223,6 +224,8 @@ async def delivery_loop(container: AsyncContainer, settings: Settings, stop: asy
             if outcomes:
                 try:
                     await record(container, worker, outcomes)
+                    for outcome in outcomes:
+                        WEBHOOK_DELIVERIES.labels(outcome.verdict.delivery_status).inc()
                     next_claim = 0.0  # a finished delivery may release the next event of its resource
                 except Exception:
                     log.exception("recording %d webhook outcomes failed; they will be sent again", len(outcomes))
@@ -244,7 +247,8 @@ async def webhooks_job(container: AsyncContainer, settings: Settings, stop: asyn
     random = await container.get(Random)
     runner = JobRunner([dispatch_kind(container, options)], ContainerUnits(container), await container.get(Clock),
                        random, worker_name(random), wake=JOB_WAKE_UPS.subscribe(),
-                       safety_poll_seconds=options.poll_seconds, grace_seconds=options.shutdown_grace_seconds)
+                       safety_poll_seconds=options.poll_seconds, grace_seconds=options.shutdown_grace_seconds,
+                       observer=JobMetrics())
     wake = JOB_WAKE_UPS.subscribe()
     try:
         async with listening(container, settings):

@@ -33,7 +33,7 @@ async def run(settings: Settings, options: WorkerOptions) -> None:
 
 def main() -> None:
     settings = Settings.from_env()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     asyncio.run(run(settings, WorkerOptions.from_env()))
 
 

@@ -21,6 +21,7 @@ from dishka import AsyncContainer
 from application.jobs import JobKind, JobRunner
 from application.ports.platform import Clock, Random, UnitOfWork
 from entrypoints.features import JobKindFactory, Resident, all_features
+from entrypoints.observability import JobMetrics
 from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Backend, Settings
 
@@ -80,7 +81,7 @@ async def make_runner(container: AsyncContainer, settings: Settings, *,
     selected = kinds if kinds is not None else [make(container, settings) for make in jobs()]
     random = await container.get(Random)
     return JobRunner(selected, ContainerUnits(container), await container.get(Clock), random, owner_name(random),
-                     safety_poll_seconds=safety_poll_seconds)
+                     safety_poll_seconds=safety_poll_seconds, observer=JobMetrics())
 
 
 @contextlib.asynccontextmanager

@@ -98,3 +98,12 @@ class JobUnits(Protocol):
     """Opens units of work (``async with units() as unit: ...``); leaving without commit rolls back."""
 
     def __call__(self) -> AbstractAsyncContextManager[JobUnit]: ...
+
+
+class JobObserver(Protocol):
+    """Told of every job run's outcome (``ok``, ``retry``, ``failed``) and of every lease a run lost (it ran
+    past its lease and another owner may have claimed the job): metrics."""
+
+    def job_finished(self, kind: str, outcome: str) -> None: ...
+
+    def leases_expired(self, kind: str, job_ids: Sequence[int]) -> None: ...

@@ -19,6 +19,7 @@ from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HAND
 from entrypoints.http.pipeline import RequestPipeline
 from entrypoints.http.routes import meta
 from entrypoints.http.routing import SESSION_COOKIE, SESSION_SCHEME, access_of
+from entrypoints.observability import read_backlog
 from entrypoints.settings import Settings
 
 API_TITLE = "Parley Partner API"
@@ -173,5 +174,6 @@ def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any
     )
     app.state["settings"] = settings
     setup_dishka(container, app)
-    app.asgi_handler = asgi.wrap(app.asgi_handler)
+    app.asgi_handler = asgi.wrap(app.asgi_handler, metrics_token=settings.metrics_token,
+                                 snapshot=lambda scope: read_backlog(container, {Request: Request(scope)}))
     return app

@@ -3,13 +3,22 @@ rewrite, before routing."""
 
 from __future__ import annotations
 
+import logging
 import re
+import secrets
+import time
 import uuid
+from collections.abc import Awaitable, Callable
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from entrypoints.http.envelope import router_error_messages
+from entrypoints.observability import count_request, outcome_of, render
 from entrypoints.runtime import request_id_var
+
+request_log = logging.getLogger("parley.http.request")
+METRICS_PATH = "/metrics"
+Snapshot = Callable[[Scope], Awaitable[dict[str, float]]]
 
 API_PREFIX = "/api/v2"
 PRIMARY_PREFIX = "/v2"
@@ -78,11 +87,48 @@ def request_api_base(scope: Scope) -> str:
     return f"{scheme}://{host}{prefix}"
 
 
-def wrap(app: ASGIApp) -> ASGIApp:
+async def _metrics(scope: Scope, send: Send, token: str, snapshot: Snapshot | None) -> None:
+    """GET /metrics: only with ``Authorization: Bearer <PARLEY_METRICS_TOKEN>``; not there without a token."""
+    if not token:
+        await _reject(send, router_error_messages(404, "not_found", "No such resource or route"))
+        return
+    given = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), "")
+    if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
+        await _reject(send, router_error_messages(401, "unauthorized", "A valid metrics token is required"))
+        return
+    values = await snapshot(scope) if snapshot is not None else None
+    body = render(values)
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"), (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _log_request(scope: Scope, method: str, status: int, seconds: float) -> str:
+    state = scope.get("state", {})
+    route = scope.get("path_template") or state.get("route") or "unmatched"
+    actor = state.get("actor")
+    outcome = outcome_of(status)
+    count_request(route, method, status, seconds)
+    request_log.info("%s %s %d", method, route, status, extra={
+        "organization_id": getattr(actor, "organization_id", None), "route": route, "method": method,
+        "status": status, "duration_ms": round(seconds * 1000, 3), "outcome": outcome})
+    return outcome
+
+
+def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = None) -> ASGIApp:
+    """``metrics_token``: GET /metrics answers that bearer token (404 without one); ``snapshot``: the gauges
+    read at scrape time."""
+
     async def outer(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
+        if scope["path"] == METRICS_PATH and scope["method"] in ("GET", "HEAD"):
+            await _metrics(scope, send, metrics_token, snapshot)
+            return
+        started = time.perf_counter()
+        status = 500
         incoming = None
         for key, value in scope["headers"]:
             if key == b"x-request-id":
@@ -100,7 +146,9 @@ def wrap(app: ASGIApp) -> ASGIApp:
         own = [(b"x-request-id", request_id.encode()), _NOSNIFF]
 
         async def send_with_id(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
+                status = message["status"]
                 headers = [h for h in message.get("headers", []) if h[0].lower() not in _SET_HERE]
                 message = {**message, "headers": [*headers, *own]}
             await send(message)
@@ -121,6 +169,7 @@ def wrap(app: ASGIApp) -> ASGIApp:
                 return
             await app(scope, receive, send_with_id)
         finally:
+            _log_request(scope, scope["method"], status, time.perf_counter() - started)
             request_id_var.reset(token)
 
     return outer

@@ -35,6 +35,7 @@ from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, Refused
 from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
 from entrypoints.http.routing import Access, access_of
+from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
 
 log = logging.getLogger("parley.http")
@@ -246,6 +247,7 @@ class _Run:
                 (b"x-api-key-expires-in-days", str(days).encode()),
             ]
         if not decision.allowed:
+            RATE_LIMIT_REFUSALS.labels("rate_limit").inc()
             retry = decision.retry_after or 1
             await self.reply(auth_error_messages(429, "RATE_LIMIT_EXCEEDED", "Rate limit exceeded", retry,
                                                  [(b"retry-after", str(retry).encode())]))
@@ -297,6 +299,7 @@ class _Run:
         await gate.uow.commit()
         if decision.allowed:
             return True
+        RATE_LIMIT_REFUSALS.labels("auth_failures").inc()
         retry = decision.retry_after or 1
         await self.reply(auth_error_messages(
             429, "RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address", retry,
