@@ -8,7 +8,7 @@ stays idle between beats. ``heartbeat_once`` is one beat (tests call it with a m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,6 +26,9 @@ from entrypoints.worker import in_unit
 
 KIND = "cloud.heartbeat"
 
+_DEFAULTS = cases.StatusThresholds()
+"""The thresholds' defaults live with the rules (``application/cloud.py``); the settings section only overrides."""
+
 
 @dataclass(frozen=True)
 class CloudStatusSettings:
@@ -35,28 +38,21 @@ class CloudStatusSettings:
 
     heartbeat_seconds: float = 15.0
     """How often a worker records its heartbeat."""
-    database_degraded_ms: float = 250.0
+    database_degraded_ms: float = _DEFAULTS.database_degraded_ms
     """A database round trip slower than this: degraded (a failed one: down)."""
-    worker_degraded_seconds: float = 60.0
+    worker_degraded_seconds: float = _DEFAULTS.worker_degraded_seconds
     """The newest worker heartbeat older than this: degraded."""
-    worker_down_seconds: float = 300.0
+    worker_down_seconds: float = _DEFAULTS.worker_down_seconds
     """The newest worker heartbeat older than this, or none: down."""
-    outbox_degraded_seconds: float = 60.0
+    outbox_degraded_seconds: float = _DEFAULTS.outbox_degraded_seconds
     """The oldest event some outbox consumer has not processed is older than this: degraded."""
-    outbox_down_seconds: float = 900.0
+    outbox_down_seconds: float = _DEFAULTS.outbox_down_seconds
     """... older than this: down."""
-    outbox_degraded_pending: int = 1000
+    outbox_degraded_pending: int = _DEFAULTS.outbox_degraded_pending
     """More events than this waiting for a consumer: degraded."""
 
     def thresholds(self) -> cases.StatusThresholds:
-        return cases.StatusThresholds(
-            database_degraded_ms=self.database_degraded_ms,
-            worker_degraded_seconds=self.worker_degraded_seconds,
-            worker_down_seconds=self.worker_down_seconds,
-            outbox_degraded_seconds=self.outbox_degraded_seconds,
-            outbox_down_seconds=self.outbox_down_seconds,
-            outbox_degraded_pending=self.outbox_degraded_pending,
-        )
+        return cases.StatusThresholds(**{f.name: getattr(self, f.name) for f in fields(cases.StatusThresholds)})
 
 
 class CloudProvider(Provider):
