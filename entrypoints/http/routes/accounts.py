@@ -10,6 +10,7 @@ from litestar.params import JSONBody, PathParameter
 from application import accounts as uc
 from application.context import Actor
 from application.ports.platform import Clock, PageRequest
+from domain.parsing import MAX_ID
 from domain.rfc3339 import in_range
 from domain.scopes import CATALOGUE, PRESETS
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
@@ -30,7 +31,7 @@ from entrypoints.http.validation import require_non_blank, set_fields
 
 KEY_TAGS = ["API keys"]
 ORG_TAGS = ["Organizations"]
-Id = Annotated[int, PathParameter(ge=1, le=2**53)]
+Id = Annotated[int, PathParameter(ge=1, le=MAX_ID)]
 _PLAN = {403: "plan_required: API key management needs the enterprise plan"}
 _BROADER = "INSUFFICIENT_SCOPE: the key holds a scope the calling key does not"
 

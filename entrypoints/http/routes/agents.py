@@ -13,6 +13,7 @@ from application.ports.agents import AgentFilter
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import PageRequest
 from domain.agents import Llm, Voice, Voicemail
+from domain.parsing import MAX_ID
 from domain.patching import MergePatch
 from domain.timezones import validate_timezone
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
@@ -29,7 +30,7 @@ from entrypoints.http.schemas.agents import (
 from entrypoints.http.validation import require_non_blank, set_fields
 
 TAGS = ["Agents"]
-AgentId = Annotated[int, PathParameter(ge=1, le=2**53, description="Agent id")]
+AgentId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Agent id")]
 
 
 def _create_command(actor: Actor, data: AgentCreate, phones: PhoneNormalizer) -> uc.CreateAgentCommand:

@@ -11,7 +11,7 @@ from application.context import Actor
 from application.ports.calls import CallFilter, CallLogFilter
 from application.ports.platform import PageRequest
 from domain.errors import ValidationFailed
-from domain.parsing import parse_id
+from domain.parsing import MAX_ID, parse_id
 from domain.recordings import RecordingLinkInvalid
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
@@ -28,7 +28,7 @@ from entrypoints.http.schemas.calls import (
 TAGS = ["Calls"]
 LOG_TAGS = ["Call logs"]
 CallId = Annotated[str, PathParameter(min_length=1, max_length=64, description="Call id (UUID)")]
-LogId = Annotated[int, PathParameter(ge=1, le=2**53, description="Call log id")]
+LogId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Call log id")]
 Instant = Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was dialled"
 @endpoint("POST", "/calls", operation_id="createCall", summary="Place an outbound call", tags=TAGS,
@@ -52,10 +52,10 @@ async def list_calls(
     limit: Limit = 25,
     offset: Offset = 0,
     status: Annotated[CallStatus | None, QueryParameter()] = None,
-    agent_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
+    agent_id: Annotated[int | None, QueryParameter(ge=1, le=MAX_ID)] = None,
     created_after: Instant = None,
     created_before: Instant = None,
-    campaign_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
+    campaign_id: Annotated[int | None, QueryParameter(ge=1, le=MAX_ID)] = None,
 ) -> ListEnvelope[CallOut]:
     filters = CallFilter(status, agent_id, campaign_id, parse_instant(created_after, "created_after"),
                          parse_instant(created_before, "created_before"))
@@ -83,7 +83,7 @@ async def list_call_logs(
     use_case: FromDishka[uc.ListCallLogs],
     limit: Limit = 25,
     offset: Offset = 0,
-    agent_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
+    agent_id: Annotated[int | None, QueryParameter(ge=1, le=MAX_ID)] = None,
     status: Annotated[CallStatus | None, QueryParameter()] = None,
     start: Annotated[str | None, QueryParameter(max_length=64, description="ended at or after (RFC 3339)")] = None,
     end: Annotated[str | None, QueryParameter(max_length=64, description="ended before (RFC 3339)")] = None,

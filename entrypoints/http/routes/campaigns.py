@@ -16,6 +16,7 @@ from application.ports.campaigns import CampaignFilter, ContactFilter
 from application.ports.platform import PageRequest
 from domain.campaigns import MAX_IMPORT_BYTES, CallingHours, ContactDraft, RetryPolicy
 from domain.errors import ValidationFailed
+from domain.parsing import MAX_ID
 from domain.patching import MergePatch, apply_patch
 from domain.timezones import validate_timezone
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
@@ -36,8 +37,8 @@ from entrypoints.http.schemas.campaigns import (
 from entrypoints.http.validation import require_non_blank, set_fields
 
 TAGS = ["Campaigns"]
-CampaignId = Annotated[int, PathParameter(ge=1, le=2**53, description="Campaign id")]
-ContactId = Annotated[int, PathParameter(ge=1, le=2**53, description="Contact id")]
+CampaignId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Campaign id")]
+ContactId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Contact id")]
 CSV_TYPES = ("text/csv", "text/plain", "application/csv", "application/vnd.ms-excel")
 MAX_CONTACTS_BODY = 8 * 1024 * 1024  # 10,000 contacts with their custom_data
 MULTIPART_SLACK = 64 * 1024  # boundaries and part headers around a file of MAX_IMPORT_BYTES

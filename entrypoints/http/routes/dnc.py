@@ -11,6 +11,7 @@ from application import dnc as uc
 from application.context import Actor
 from application.ports.platform import PageRequest
 from domain.errors import ValidationFailed
+from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routes.calls import DNC_UNAVAILABLE
 from entrypoints.http.routing import Limit, Offset, endpoint
@@ -27,7 +28,7 @@ from entrypoints.http.schemas.dnc import (
 from entrypoints.http.validation import require_non_blank
 
 TAGS = ["Do-Not-Call"]
-ListId = Annotated[int, PathParameter(ge=1, le=2**53, description="DNC list id")]
+ListId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="DNC list id")]
 CSV_TYPES = ("text/csv", "text/plain", "application/csv", "application/vnd.ms-excel")
 
 

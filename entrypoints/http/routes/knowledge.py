@@ -12,6 +12,7 @@ from application.context import Actor
 from application.ports.knowledge import DocumentFilter
 from application.ports.platform import Page, PageRequest
 from domain.knowledge import MAX_FILES_PER_UPLOAD, MAX_UPLOAD_BYTES
+from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.knowledge import (
@@ -37,9 +38,9 @@ AGENT_TAGS = ["Agents"]
 SCOPE_READ = ("kb:read",)
 SCOPE_WRITE = ("kb:write",)
 
-KbId = Annotated[int, PathParameter(ge=1, le=2**53, description="Knowledge base id")]
-AgentId = Annotated[int, PathParameter(ge=1, le=2**53, description="Agent id")]
-DocId = Annotated[int, PathParameter(ge=1, le=2**53, description="Document id")]
+KbId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Knowledge base id")]
+AgentId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Agent id")]
+DocId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Document id")]
 NOT_FOUND = {404: "not_found: unknown knowledge base"}
 
 
@@ -58,7 +59,7 @@ async def list_knowledge_bases(
     actor: FromDishka[Actor],
     use_case: FromDishka[uc.ListKnowledgeBases],
     agent_id: Annotated[int | None, QueryParameter(
-        ge=1, le=2**53, description="Only those attached to this agent (its own included)")] = None,
+        ge=1, le=MAX_ID, description="Only those attached to this agent (its own included)")] = None,
     limit: Limit = 25,
     offset: Offset = 0,
 ) -> CollectionEnvelope[KnowledgeBaseList]:

@@ -12,6 +12,7 @@ from application import schedules
 from application.context import Actor
 from application.ports.platform import PageRequest
 from domain.business_hours import MAX_PREVIEW_DAYS, parse_exceptions, parse_holidays, parse_weekly
+from domain.parsing import MAX_ID
 from domain.rfc3339 import parse_day_or_instant, parse_instant, render_in_zone
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
@@ -30,7 +31,7 @@ READ = ("schedules:read",)
 WRITE = ("schedules:write",)
 DELETE = ("schedules:delete",)
 
-ScheduleId = Annotated[int, PathParameter(ge=1, le=2**53, description="Schedule id")]
+ScheduleId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Schedule id")]
 ZoneQuery = Annotated[str | None, QueryParameter(max_length=64, description=(
     "IANA zone whose wall clock the hours are read in, and in which instants are written (default: the "
     "schedule's), e.g. a recipient's"))]

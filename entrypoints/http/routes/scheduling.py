@@ -18,11 +18,12 @@ from application.ports.platform import PageRequest
 from application.ports.scheduling import AppointmentFilter
 from application.scheduling import availability, booking, calendars, feeds
 from domain.errors import NotFound, SlotUnavailable
+from domain.parsing import MAX_ID
 from domain.rfc3339 import parse_day_or_instant, parse_instant, render_in_zone
 from domain.scheduling.model import parse_slot_start
 from domain.scheduling.slots import render_slots
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routing import endpoint
+from entrypoints.http.routing import MAX_OFFSET, endpoint
 from entrypoints.http.schemas.scheduling import (
     AppointmentCreate,
     AppointmentOut,
@@ -50,11 +51,11 @@ ICS_MEDIA_TYPE = "text/calendar"
 FEED_SUFFIX = ".ics"
 
 Limit = Annotated[int, QueryParameter(ge=1, le=100, description="Page size (1-100)")]
-Offset = Annotated[int, QueryParameter(ge=0, le=2**53, description="Items to skip")]
-CalendarId = Annotated[int, PathParameter(ge=1, le=2**53, description="Calendar id")]
-AppointmentId = Annotated[int, PathParameter(ge=1, le=2**53, description="Appointment id")]
-RuleId = Annotated[int, PathParameter(ge=1, le=2**53, description="Availability rule id")]
-BlackoutId = Annotated[int, PathParameter(ge=1, le=2**53, description="Blackout id")]
+Offset = Annotated[int, QueryParameter(ge=0, le=MAX_OFFSET, description="Items to skip")]
+CalendarId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Calendar id")]
+AppointmentId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Appointment id")]
+RuleId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Availability rule id")]
+BlackoutId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Blackout id")]
 InstantQuery = Annotated[str | None, QueryParameter(max_length=64,
                                                     description="RFC 3339 timestamp with an offset or Z")]
 BoundQuery = Annotated[str | None, QueryParameter(
@@ -106,7 +107,7 @@ async def list_calendars(
     use_case: FromDishka[calendars.ListCalendars],
     limit: Limit = 25,
     offset: Offset = 0,
-    agent_id: Annotated[int | None, QueryParameter(ge=1, le=2**53, description="Only this agent's")] = None,
+    agent_id: Annotated[int | None, QueryParameter(ge=1, le=MAX_ID, description="Only this agent's")] = None,
 ) -> ListEnvelope[CalendarOut]:
     page = await use_case.execute(calendars.ListCalendarsCommand(actor, PageRequest(limit, offset), agent_id))
     return ListEnvelope([CalendarOut.of(c) for c in page.items], ListMeta(page.total, page.limit, page.offset))
@@ -209,7 +210,7 @@ async def delete_blackout(id: CalendarId, blackout_id: BlackoutId, actor: FromDi
 async def get_availability(
     actor: FromDishka[Actor],
     use_case: FromDishka[availability.GetAvailability],
-    calendar_id: Annotated[int, QueryParameter(ge=1, le=2**53, description="Calendar id")],
+    calendar_id: Annotated[int, QueryParameter(ge=1, le=MAX_ID, description="Calendar id")],
     start: BoundQuery = None,
     end: BoundQuery = None,
     timezone: Annotated[str | None, QueryParameter(
@@ -257,7 +258,7 @@ async def list_appointments(
     use_case: FromDishka[booking.ListAppointments],
     limit: Limit = 25,
     offset: Offset = 0,
-    calendar_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
+    calendar_id: Annotated[int | None, QueryParameter(ge=1, le=MAX_ID)] = None,
     status: Annotated[Literal["pending", "confirmed", "cancelled", "completed", "no_show"] | None,
                       QueryParameter()] = None,
     start: Annotated[str | None, QueryParameter(max_length=64, description="slot_start at or after (RFC 3339)")] = None,

@@ -8,6 +8,7 @@ from litestar.params import JSONBody, PathParameter, QueryParameter
 from application import telephony as uc
 from application.context import Actor
 from application.ports.platform import PageRequest
+from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import parse_instant
@@ -23,8 +24,8 @@ from entrypoints.http.schemas.telephony import (
 from entrypoints.http.validation import require_non_blank, set_fields
 
 TAGS = ["Telephony"]
-ProviderId = Annotated[int, PathParameter(ge=1, le=2**53, description="Provider id")]
-NumberId = Annotated[int, PathParameter(ge=1, le=2**53, description="Phone number id")]
+ProviderId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Provider id")]
+NumberId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Phone number id")]
 
 
 @endpoint("GET", "/telephony/providers", operation_id="listTelephonyProviders",
@@ -76,7 +77,7 @@ async def delete_provider(id: ProviderId, actor: FromDishka[Actor], use_case: Fr
           tags=TAGS, scopes=("telephony:read",))
 async def list_numbers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListPhoneNumbers], limit: Limit = 25,
                        offset: Offset = 0,
-                       provider_id: Annotated[int | None, QueryParameter(ge=1, le=2**53)] = None,
+                       provider_id: Annotated[int | None, QueryParameter(ge=1, le=MAX_ID)] = None,
                        ) -> ListEnvelope[PhoneNumberOut]:
     page = await use_case.execute(uc.ListPhoneNumbersCommand(actor, PageRequest(limit, offset), provider_id))
     return ListEnvelope([PhoneNumberOut.of(n) for n in page.items], ListMeta(page.total, page.limit, page.offset))

@@ -11,6 +11,7 @@ from application.ports.platform import PageRequest
 from application.ports.webhooks import AttemptFilter, SubscriptionFilter
 from domain.errors import ValidationFailed
 from domain.events import CATALOGUE, EventType
+from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.webhooks import (
@@ -27,8 +28,8 @@ from entrypoints.http.schemas.webhooks import (
 from entrypoints.http.validation import require_non_blank, set_fields
 
 TAGS = ["Webhooks"]
-WebhookId = Annotated[int, PathParameter(ge=1, le=2**53, description="Webhook subscription id")]
-LogId = Annotated[int, PathParameter(ge=1, le=2**53, description="Delivery log row id")]
+WebhookId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Webhook subscription id")]
+LogId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Delivery log row id")]
 _URL_ERRORS = {400: "bad URL, unknown event or blocked_address (a private, loopback or reserved target)"}
 
 _CATALOGUE = [EventTypeOut(e.value, e.group, e.description, dict(e.example)) for e in EventType]

@@ -7,9 +7,10 @@ from msgspec import Meta, Struct
 
 from domain import leads as rules
 from domain.leads import Lead
+from domain.parsing import MAX_ID
 
 LeadStatus = Literal["queued", "called", "blocked_dnc", "failed"]
-Id = Annotated[int, Meta(ge=1, le=2**53)]
+Id = Annotated[int, Meta(ge=1, le=MAX_ID)]
 
 
 class LeadCreate(Struct, forbid_unknown_fields=True):

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from domain.parsing import MAX_ID
 from domain.sms import BODY_MAX_LENGTH, SmsMessage
 
 SmsStatus = Literal["queued", "sent", "delivered", "undelivered", "failed", "received"]
@@ -18,7 +19,7 @@ Body = Annotated[str, Meta(min_length=1, max_length=BODY_MAX_LENGTH,
 class SmsCreate(Struct, forbid_unknown_fields=True):
     to: Phone
     body: Body
-    from_phone_number_id: Annotated[int, Meta(ge=1, le=2**53, description=(
+    from_phone_number_id: Annotated[int, Meta(ge=1, le=MAX_ID, description=(
         "One of the organization's active numbers with sms enabled; default: its first such number, else the "
         "simulator's +1555010099"))] | None = None
 
