@@ -10,7 +10,6 @@ import hmac
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.processes import free_port
 from tests.webhooks.receiver import Receiver
 
 pytestmark = pytest.mark.slow
@@ -28,11 +28,6 @@ PARLEY = [sys.executable, "-m", "entrypoints.cli"]
 ROOT = Path(__file__).resolve().parents[2]
 FINAL = {"completed", "busy", "no_answer", "failed", "voicemail", "cancelled", "transferred"}
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _until(check: Any, seconds: float, what: str) -> Any:
@@ -46,7 +41,7 @@ async def _until(check: Any, seconds: float, what: str) -> Any:
 
 
 async def test_calls_end_to_end_on_a_real_server(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PARLEY_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'parley.db'}",
            "PARLEY_VAR_DIR": str(tmp_path / "var"), "PARLEY_ALLOW_LOOPBACK_TARGETS": "true",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.processes import free_port
 
 pytestmark = pytest.mark.slow
 PARLEY = [sys.executable, "-m", "entrypoints.cli"]
@@ -21,11 +22,6 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> dict:
     out = subprocess.run([*PARLEY, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -56,7 +52,7 @@ def test_serve_answers_with_the_demo_key(workdir: tuple[Path, dict[str, str]]) -
     cwd, env = workdir
     demo = _run(["admin", "demo-key"], env, cwd)
     assert _run(["admin", "demo-key"], env, cwd) == demo  # created once
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([*PARLEY, "serve", "--port", str(port)], env=env, cwd=cwd,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
@@ -103,7 +99,7 @@ def test_a_normal_shutdown_prints_no_pool_or_traceback_lines(workdir: tuple[Path
 
     cwd, env = workdir
     demo = _run(["admin", "demo-key"], env, cwd)
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([*PARLEY, "serve", "--port", str(port), "--server", server_kind], env=env, cwd=cwd,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     worker = subprocess.Popen([*PARLEY, "worker"], env=env, cwd=cwd, stdout=subprocess.PIPE,
@@ -139,7 +135,7 @@ def test_make_run_serves_on_the_port_asked_for_and_says_so(workdir: tuple[Path, 
     repo = Path(__file__).resolve().parents[2]
     if not (repo / ".venv" / ".installed").is_file():
         pytest.skip("make run needs the project's .venv (make venv)")
-    port = _free_port()
+    port = free_port()
     run = subprocess.Popen(["make", "--no-print-directory", "run", f"PORT={port}"], cwd=repo, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines: list[str] = []
@@ -184,7 +180,7 @@ def test_two_api_processes_on_one_postgresql_share_the_rate_limit(tmp_path: Path
     env.pop("PARLEY_RATE_LIMIT_BACKEND", None)
     assert _run(["migrate"], env, tmp_path) == {"migrated": True}
     demo = _run(["admin", "demo-key"], env, tmp_path)
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     servers = []
     try:
         for port in ports:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,16 +13,12 @@ import httpx
 import pytest
 
 from domain.webhooks import verify_signature
+from tests.processes import free_port
 from tests.webhooks.receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[2]
 PARLEY = [sys.executable, "-m", "entrypoints.cli"]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _serve(port: int, env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
@@ -39,7 +34,7 @@ async def test_serve_runs_the_webhook_worker(receiver: Receiver, tmp_path: Path)
     demo = await asyncio.to_thread(subprocess.run, [*PARLEY, "admin", "demo-key"], env=env, cwd=tmp_path,
                                    capture_output=True, text=True, timeout=60, check=True)
     key = json.loads(demo.stdout.strip().splitlines()[-1])["key"]
-    port = _free_port()
+    port = free_port()
     server = _serve(port, env, tmp_path)
     base = f"http://127.0.0.1:{port}/v2"
     headers = {"Authorization": f"Bearer {key}"}
