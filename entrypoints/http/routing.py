@@ -23,6 +23,7 @@ from entrypoints.http.envelope import AuthErrorEnvelope, ErrorEnvelope
 ACCESS = "parley_access"
 SESSION_SCHEME = "SessionCookie"  # the dashboard session's security scheme (key_or_session routes)
 SESSION_COOKIE = "parley_session"
+WIDGET_SCHEME = "WidgetAuth"  # a widget token, ``Authorization: Widget <token>`` (widget routes)
 BODY_PARAMETER = "data"  # Litestar's name for a handler's request body
 MAX_OFFSET = 2**53  # bounded, so a huge offset is a 400 and not an SQL integer overflow
 
@@ -151,6 +152,8 @@ def endpoint(
     if access.auth is AuthMode.KEY and not access.scopes:
         raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
     security: list[dict[str, list[str]]] = [] if access.public else [{"BearerAuth": []}]
+    if access.auth is AuthMode.WIDGET:
+        security = [{WIDGET_SCHEME: []}]  # a widget token only: a Bearer key never opens these routes
     if access.auth is AuthMode.KEY_OR_SESSION:
         security.append({SESSION_SCHEME: []})  # either one: OpenAPI's alternatives
     decorator = _DECORATORS[method]
