@@ -7,6 +7,7 @@ grants nothing else: reading its campaign's public face and adding (and dialling
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +51,12 @@ class WidgetGrant:
             return normalize_origin(origin) in self.origins
         except ValueError:
             return False
+
+
+def replay_scope(token_id: str) -> int:
+    """The idempotency scope of a token's requests, in the place of an API key's lineage: negative (never a key's
+    id) and its own per token, so no other token or key of the organization sees its stored responses."""
+    return -(int.from_bytes(hashlib.sha256(token_id.encode()).digest()[:7], "big") + 1)
 
 
 def normalize_origin(text: str) -> str:

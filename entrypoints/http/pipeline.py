@@ -23,7 +23,6 @@ from dishka import AsyncContainer
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from application.accounts import ResolveActingOrganization, ResolveActingOrganizationCommand
-from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, IdempotencyStore, RateLimiter
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox, SecretUnreadable
@@ -31,6 +30,7 @@ from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.parsing import parse_id
+from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, Refused
 from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
@@ -295,11 +295,13 @@ class _Run:
             await uow.commit()
         actor = principal.acting_in(acting)
         scope["state"]["actor"] = actor
+        # stored responses are scoped to the key's lineage, or to the widget token itself
+        lineage_id = replay_scope(principal.widget.token_id) if principal.widget else actor.key_lineage_id or 0
 
         # 5. idempotency, then the handler
         raw_key = _header(scope, b"idempotency-key")
         if self.access.idempotent and raw_key is not None:
-            await self._idempotent(uow, gate.clock, actor, raw_key)
+            await self._idempotent(uow, gate.clock, actor.organization_id, lineage_id, raw_key)
         else:
             await self._handle(uow)
 
@@ -351,9 +353,10 @@ class _Run:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _idempotent(self, uow: UnitOfWork, clock: Clock, actor: Actor, raw_key: str) -> None:
+    async def _idempotent(self, uow: UnitOfWork, clock: Clock, organization_id: int, lineage_id: int,
+                          raw_key: str) -> None:
         """Records are scoped to (acting organization, key lineage, key): no other key of the organization
-        sees them, a rotated successor does."""
+        sees them, a rotated successor does (a widget token's requests have a scope of their own)."""
         try:
             key = policy.parse_key(raw_key)
         except DomainError as exc:
@@ -375,7 +378,6 @@ class _Run:
         fingerprint = policy.fingerprint(self.scope["method"], self.scope["path"], body)
         store = self.gate.idempotency
         token = self.gate.random.hex(16)
-        organization_id, lineage_id = actor.organization_id, actor.key_lineage_id or 0
 
         for _ in range(3):
             now = clock.now()

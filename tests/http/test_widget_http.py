@@ -376,3 +376,18 @@ async def test_the_script_is_served_as_javascript_with_caching(api: Api) -> None
         assert script.headers["cache-control"] == "public, max-age=300"
         assert "/widget/contacts" in script.text and "Authorization" in script.text
         assert len(script.content) < 10_000  # a few KB
+
+
+async def test_a_tokens_stored_responses_are_its_own(clocked: Api) -> None:
+    w = await _widget(clocked)
+    other = (await _mint(clocked, w.tenant, w.campaign_id)).json()["data"]["token"]
+    key = {"Idempotency-Key": "visitor-1"}
+    first = await clocked.client.post("/v2/widget/contacts", json={"phone": PHONE}, headers={**w.headers(), **key})
+    assert first.status_code == 201, first.text
+    replay = await clocked.client.post("/v2/widget/contacts", json={"phone": PHONE}, headers={**w.headers(), **key})
+    assert replay.headers.get("idempotency-replayed") == "true" and replay.content == first.content
+    assert replay.headers["access-control-allow-origin"] == SHOP
+    elsewhere = await clocked.client.post("/v2/widget/contacts", json={"phone": PHONE},
+                                          headers={**w.headers(token=other), **key})
+    assert elsewhere.status_code == 201 and "idempotency-replayed" not in elsewhere.headers
+    assert elsewhere.json()["data"]["call_id"] is None  # the same contact, not dialled twice

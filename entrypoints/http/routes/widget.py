@@ -61,9 +61,9 @@ async def get_campaign(actor: FromDishka[Actor], grant: FromDishka[WidgetGrant],
           description=("The contact joins the token's campaign (a number it has already gives back that contact) "
                        "and is dialled at once when the campaign is running, its calling hours are open for the "
                        "number and the campaign is under its concurrency cap: then status is dialing and call_id "
-                       "names the call. Otherwise it waits in the queue for the dialer (call_id null). Does not "
-                       "honour Idempotency-Key (a repeated number gives back the same contact)."),
-          tags=TAGS, auth="widget", idempotent=False, status_code=201,
+                       "names the call. Otherwise it waits in the queue for the dialer (call_id null). "
+                       "Idempotency-Key is scoped to the token."),
+          tags=TAGS, auth="widget", status_code=201,
           errors={400: "invalid phone or name; unresolved {{placeholders}} of the campaign's agent",
                   401: WIDGET_401, 403: f"{ORIGIN_ERRORS}; quota_exceeded",
                   404: "not_found: the token's campaign was deleted",
