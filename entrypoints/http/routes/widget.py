@@ -28,9 +28,6 @@ from entrypoints.http.schemas.widget import (
 TAGS = ["Widget"]
 SCRIPT_MAX_AGE = 300
 """Browsers and CDNs keep the script this long (seconds): a new release reaches pages within minutes."""
-ORIGIN_ERRORS = ("origin_not_allowed: the request's Origin is missing or not one of the token's allowed_origins "
-                 "(also INSUFFICIENT_SCOPE never applies: a token opens only its widget routes)")
-WIDGET_401 = "Missing, expired or invalid widget token (MISSING_AUTH, INVALID_WIDGET_TOKEN); a Bearer key never works"
 
 
 @endpoint("POST", "/widget/tokens", operation_id="createWidgetToken",
@@ -49,7 +46,7 @@ async def create_token(data: JSONBody[WidgetTokenCreate], actor: FromDishka[Acto
 @endpoint("GET", "/widget/campaign", operation_id="getWidgetCampaign",
           summary="The token's campaign as a visitor sees it: name, agent, status, whether calls go out now",
           tags=TAGS, auth="widget",
-          errors={401: WIDGET_401, 403: ORIGIN_ERRORS, 404: "not_found: the token's campaign was deleted"})
+          errors={404: "not_found: the token's campaign was deleted"})
 async def get_campaign(actor: FromDishka[Actor], grant: FromDishka[WidgetGrant],
                        use_case: FromDishka[uc.GetWidgetCampaign]) -> Envelope[WidgetCampaignOut]:
     found = await use_case.execute(uc.GetWidgetCampaignCommand(actor, grant.campaign_id))
@@ -65,7 +62,7 @@ async def get_campaign(actor: FromDishka[Actor], grant: FromDishka[WidgetGrant],
                        "Idempotency-Key is scoped to the token."),
           tags=TAGS, auth="widget", status_code=201,
           errors={400: "invalid phone or name; unresolved {{placeholders}} of the campaign's agent",
-                  401: WIDGET_401, 403: f"{ORIGIN_ERRORS}; quota_exceeded",
+                  403: "quota_exceeded: the plan's included call minutes are used up",
                   404: "not_found: the token's campaign was deleted",
                   409: "invalid_transition: the campaign has ended", 422: "dnc_blocked: the number may not be called"})
 async def create_contact(data: JSONBody[WidgetContactCreate], actor: FromDishka[Actor],
