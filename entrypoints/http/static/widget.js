@@ -19,7 +19,7 @@
       host = document.createElement("div");
       script.parentNode.insertBefore(host, script.nextSibling);
     }
-    var root = host.attachShadow ? host.attachShadow({ mode: "open" }) : host;
+    var root = host.shadowRoot || (host.attachShadow ? host.attachShadow({ mode: "open" }) : host);
     root.innerHTML =
       "<style>" +
       ":host{all:initial}" +
