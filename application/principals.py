@@ -8,14 +8,13 @@ organization a request works in, the credential's own organization and the scope
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from application.context import Actor
 from domain.api_keys import ApiKey
 from domain.organizations import Organization
 from domain.scopes import ScopeSet
+from domain.widget import WidgetGrant
 
 
 class AuthenticationFailed(Exception):
@@ -27,7 +26,7 @@ class AuthenticationFailed(Exception):
 class PrincipalKind(enum.StrEnum):
     API_KEY = "api_key"
     SESSION = "session"   # a dashboard user signed in
-    WIDGET = "widget"     # a widget token issued for one agent
+    WIDGET = "widget"     # a widget token issued for one campaign
     PUBLIC = "public"     # no credential: who the caller is does not matter to the route
 
 
@@ -38,7 +37,7 @@ class Principal:
     scopes: ScopeSet = field(default_factory=lambda: ScopeSet.of([]))
     key: ApiKey | None = None                  # API_KEY: the key (its lineage shares rate limits and replays)
     user_id: int | None = None                 # SESSION: the signed-in user
-    widget_claims: Mapping[str, Any] | None = None  # WIDGET: what the token grants
+    widget: WidgetGrant | None = None          # WIDGET: what the token grants (its campaign, origins, jti)
 
     def __post_init__(self) -> None:
         if self.authenticated and self.organization is None:
@@ -52,6 +51,11 @@ class Principal:
     def api_key(cls, key: ApiKey, organization: Organization) -> Principal:
         return cls(PrincipalKind.API_KEY, organization, ScopeSet.of(key.scopes), key=key)
 
+    @classmethod
+    def widget_token(cls, grant: WidgetGrant, organization: Organization) -> Principal:
+        """A widget token's principal: no scopes (the token opens the widget routes only, for its campaign)."""
+        return cls(PrincipalKind.WIDGET, organization, widget=grant)
+
     @property
     def authenticated(self) -> bool:
         return self.kind is not PrincipalKind.PUBLIC
@@ -63,6 +67,8 @@ class Principal:
             return f"key:{self.key.lineage_id or self.key.id}"
         if self.user_id is not None:
             return f"user:{self.user_id}"
+        if self.widget is not None:
+            return f"widget:{self.widget.token_id}"  # each token its own budget, never its minting key's
         return f"{self.kind}:{self.organization.id if self.organization else 0}"
 
     def acting_in(self, organization: Organization) -> Actor:

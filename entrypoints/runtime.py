@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from application.jobs import JobWakeUps
+from application.principals import Principal, PrincipalKind
 from domain.rate_limit import Window
+from domain.widget import REQUESTS_PER_MINUTE
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
@@ -28,6 +30,12 @@ class TransactionMode:
 @dataclass(frozen=True, slots=True)
 class RateLimitPolicy:
     windows: tuple[Window, ...]
+    """An API key's (and a session's) windows."""
+    widget: tuple[Window, ...] = (Window(60, REQUESTS_PER_MINUTE),)
+    """A widget token's: its own bucket, never its minting key's."""
+
+    def windows_for(self, principal: Principal) -> tuple[Window, ...]:
+        return self.widget if principal.kind is PrincipalKind.WIDGET else self.windows
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from entrypoints.http import asgi, routes
 from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HANDLERS
 from entrypoints.http.pipeline import RequestPipeline
 from entrypoints.http.routes import meta
-from entrypoints.http.routing import SESSION_COOKIE, SESSION_SCHEME, access_of
+from entrypoints.http.routing import SESSION_COOKIE, SESSION_SCHEME, WIDGET_SCHEME, access_of
 from entrypoints.observability import read_backlog
 from entrypoints.settings import Settings
 
@@ -152,6 +152,10 @@ def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any
             SESSION_SCHEME: SecurityScheme(type="apiKey", name=SESSION_COOKIE, security_scheme_in="cookie",
                                            description="A dashboard session (POST /auth/login); only the "
                                                        "routes that list it accept one"),
+            WIDGET_SCHEME: SecurityScheme(type="http", scheme="widget",
+                                          description="Authorization: Widget <token>: a widget token "
+                                                      "(POST /widget/tokens), sent from one of its allowed origins; "
+                                                      "only the /widget routes accept one"),
         }),
         servers=[Server(url=asgi.PRIMARY_PREFIX), Server(url=asgi.API_PREFIX)],
         openapi_router=_NoSchemaRoutes(path="/_schema", route_handlers=[]),

@@ -60,10 +60,36 @@ def _framing_problem(scope: Scope) -> tuple[int, str, str, str] | None:
     return None
 
 
+WIDGET_SCRIPT_PATH = "/widget.js"
+WIDGET_PATHS = API_PREFIX + "/widget/"
+"""CORS is answered here, and nowhere else (docs/widget.md)."""
+_PREFLIGHT_HEADERS = [
+    (b"access-control-allow-methods", b"GET, POST"),
+    (b"access-control-allow-headers", b"Authorization, Content-Type"),
+    (b"access-control-max-age", b"600"),
+    (b"vary", b"Origin"),
+    (b"content-length", b"0"),
+]
+
+
 def rewrite_path(path: str) -> str:
+    """``/v2/*`` is served as ``/api/v2/*``; the widget's script is also served at the root (``/widget.js``)."""
     if path == PRIMARY_PREFIX or path.startswith(PRIMARY_PREFIX + "/"):
         return API_PREFIX + path[len(PRIMARY_PREFIX):]
+    if path == WIDGET_SCRIPT_PATH:
+        return API_PREFIX + WIDGET_SCRIPT_PATH
     return path
+
+
+async def _widget_preflight(scope: Scope, send: Send) -> None:
+    """A CORS preflight on ``/widget/*``, for any origin: the widget's requests may carry Authorization and
+    Content-Type; never credentials (cookies). Whether the real request is allowed is the token's to say."""
+    origin = next((value for key, value in scope["headers"] if key == b"origin"), None)
+    headers = list(_PREFLIGHT_HEADERS)
+    if origin is not None:
+        headers.insert(0, (b"access-control-allow-origin", origin))
+    await send({"type": "http.response.start", "status": 204, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
 
 
 _HOST_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$")
@@ -166,6 +192,9 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
                 await _reject(send_with_id, router_error_messages(
                     status, "bad_request" if status == 400 else "not_found", message,
                     {"validation_errors": {field: rule}} if status == 400 else None))
+                return
+            if scope["method"] == "OPTIONS" and scope["path"].startswith(WIDGET_PATHS):
+                await _widget_preflight(scope, send_with_id)
                 return
             await app(scope, receive, send_with_id)
         finally:

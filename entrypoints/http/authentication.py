@@ -1,8 +1,9 @@
 """Authenticators: one per ``AuthMode``, each reading its credential from the request and answering with a
 ``Principal`` or refusing (401 in the auth envelope).
 
-The API-key authenticator is the one in use; the dashboard-session and widget-token authenticators refuse
-every request until those credentials exist, so a route declared for them fails closed.
+The dashboard-session authenticator refuses every request until sessions exist, so a route declared for it
+fails closed. A widget token is sent as ``Authorization: Widget <token>`` and opens only widget routes; a Bearer
+credential never does (and a widget token sent as Bearer is no API key: 401 everywhere).
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from litestar.types import Scope
 
 from application.accounts import Authenticate, AuthenticateCommand
 from application.principals import AuthenticationFailed, Principal
+from application.widget import AuthenticateWidgetToken, AuthenticateWidgetTokenCommand
 from entrypoints.http.routing import AuthMode
 
 BEARER_CHALLENGE = b'Bearer realm="parley"'
 INVALID_TOKEN_CHALLENGE = b'Bearer realm="parley", error="invalid_token"'
+WIDGET_CHALLENGE = b'Widget realm="parley-widget"'
+INVALID_WIDGET_CHALLENGE = b'Widget realm="parley-widget", error="invalid_token"'
 
 
 class Refused(Exception):
@@ -35,12 +39,22 @@ class Authenticator(Protocol):
         ...
 
 
+def _authorization(scope: Scope) -> str | None:
+    return next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
+
+
+def credential(scope: Scope, scheme: str) -> str | None:
+    """The credential of ``Authorization: <scheme> <credential>`` (None when missing or another scheme)."""
+    value = _authorization(scope)
+    size = len(scheme) + 1
+    if not value or value[:size].lower() != f"{scheme.lower()} " or not value[size:].strip():
+        return None
+    return value[size:].strip()
+
+
 def bearer_token(scope: Scope) -> str | None:
     """The credential of ``Authorization: Bearer <credential>`` (None when missing or another scheme)."""
-    value = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
-    if not value or value[:7].lower() != "bearer " or not value[7:].strip():
-        return None
-    return value[7:].strip()
+    return credential(scope, "Bearer")
 
 
 class ApiKeyAuthenticator:
@@ -65,14 +79,22 @@ class SessionAuthenticator:
 
 
 class WidgetAuthenticator:
-    """Widget tokens: none can be minted yet, so every token is refused."""
+    """Widget tokens (``Authorization: Widget <token>``): a Bearer credential, an API key included, is refused."""
+
+    def __init__(self, authenticate: AuthenticateWidgetToken) -> None:
+        self._authenticate = authenticate
 
     async def authenticate(self, scope: Scope) -> Principal:
-        if bearer_token(scope) is None:
-            raise Refused("MISSING_AUTH", "Authorization: Bearer <widget token> is required",
-                          challenge=BEARER_CHALLENGE)
-        raise Refused("INVALID_WIDGET_TOKEN", "Widget token is not valid", challenge=INVALID_TOKEN_CHALLENGE,
-                      presented=True)
+        token = credential(scope, "Widget")
+        if token is None:
+            if _authorization(scope) is not None:
+                raise Refused("INVALID_WIDGET_TOKEN", "Widget routes take Authorization: Widget <token>, "
+                              "never a Bearer key", challenge=INVALID_WIDGET_CHALLENGE, presented=True)
+            raise Refused("MISSING_AUTH", "Authorization: Widget <token> is required", challenge=WIDGET_CHALLENGE)
+        try:
+            return await self._authenticate.execute(AuthenticateWidgetTokenCommand(token))
+        except AuthenticationFailed as exc:
+            raise Refused(exc.code, str(exc), challenge=INVALID_WIDGET_CHALLENGE, presented=True) from None
 
 
 class PublicAuthenticator:

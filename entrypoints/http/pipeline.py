@@ -23,7 +23,6 @@ from dishka import AsyncContainer
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from application.accounts import ResolveActingOrganization, ResolveActingOrganizationCommand
-from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, IdempotencyStore, RateLimiter
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox, SecretUnreadable
@@ -31,10 +30,11 @@ from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.parsing import parse_id
+from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, Refused
 from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
-from entrypoints.http.routing import Access, access_of
+from entrypoints.http.routing import Access, AuthMode, access_of
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
 
@@ -206,6 +206,8 @@ class _Run:
         self.gate, self.access = gate, access
         # a response that can carry a secret is kept out of every cache
         self.extra_headers: list[tuple[bytes, bytes]] = [(b"cache-control", b"no-store")] if access.secret else []
+        if access.auth is AuthMode.WIDGET:  # the answer depends on the caller's Origin (CORS, docs/widget.md)
+            self.extra_headers.append((b"vary", b"Origin"))
 
     async def reply(self, messages: list[Message]) -> None:
         await _send_all(self.send, messages, self.extra_headers)
@@ -232,8 +234,19 @@ class _Run:
         key, organization = principal.key, principal.organization
         now = gate.clock.now()
 
-        # 2. rate limit (per principal: a rotated key shares its predecessor's counters)
-        decision = await gate.limiter.hit(principal.rate_bucket, gate.limits.windows, now)
+        # 1b. a widget token works only from its own origins; the answer then lets that origin read it (CORS)
+        if principal.widget is not None:
+            origin = _header(scope, b"origin")
+            if not principal.widget.allows_origin(origin):
+                await self.reply(router_error_messages(
+                    403, "origin_not_allowed", "This widget token is not valid from this page's origin"
+                    if origin else "A widget request must carry the Origin header of an allowed page"))
+                return
+            self.extra_headers.append((b"access-control-allow-origin", (origin or "").encode("latin-1")))
+            scope["state"]["widget_grant"] = principal.widget
+
+        # 2. rate limit (per principal: a rotated key shares its predecessor's counters, a widget token has its own)
+        decision = await gate.limiter.hit(principal.rate_bucket, gate.limits.windows_for(principal), now)
         self.extra_headers += [
             (b"x-ratelimit-limit", str(decision.limit).encode()),
             (b"x-ratelimit-remaining", str(decision.remaining).encode()),
@@ -256,15 +269,15 @@ class _Run:
             await gate.keys.touch(key.id or 0, now)
             await uow.commit()
 
-        # 3. scopes
-        if not principal.scopes.grants_any(self.access.scopes):
+        # 3. scopes (a widget token holds none: its routes ask for none, and serve only its campaign)
+        if principal.widget is None and not principal.scopes.grants_any(self.access.scopes):
             message = f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
             await self.reply(auth_error_messages(403, "INSUFFICIENT_SCOPE", message))
             return
 
         # 4. sub-organization
         acting = organization
-        sub_orgs = _headers(scope, b"x-sub-org-id")
+        sub_orgs = _headers(scope, b"x-sub-org-id") if principal.widget is None else []  # a token has one org
         if sub_orgs:
             try:
                 if len(sub_orgs) > 1 or "," in sub_orgs[0]:  # repeated, or repeated and joined by a proxy
@@ -282,11 +295,13 @@ class _Run:
             await uow.commit()
         actor = principal.acting_in(acting)
         scope["state"]["actor"] = actor
+        # stored responses are scoped to the key's lineage, or to the widget token itself
+        lineage_id = replay_scope(principal.widget.token_id) if principal.widget else actor.key_lineage_id or 0
 
         # 5. idempotency, then the handler
         raw_key = _header(scope, b"idempotency-key")
         if self.access.idempotent and raw_key is not None:
-            await self._idempotent(uow, gate.clock, actor, raw_key)
+            await self._idempotent(uow, gate.clock, actor.organization_id, lineage_id, raw_key)
         else:
             await self._handle(uow)
 
@@ -338,9 +353,10 @@ class _Run:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _idempotent(self, uow: UnitOfWork, clock: Clock, actor: Actor, raw_key: str) -> None:
+    async def _idempotent(self, uow: UnitOfWork, clock: Clock, organization_id: int, lineage_id: int,
+                          raw_key: str) -> None:
         """Records are scoped to (acting organization, key lineage, key): no other key of the organization
-        sees them, a rotated successor does."""
+        sees them, a rotated successor does (a widget token's requests have a scope of their own)."""
         try:
             key = policy.parse_key(raw_key)
         except DomainError as exc:
@@ -362,7 +378,6 @@ class _Run:
         fingerprint = policy.fingerprint(self.scope["method"], self.scope["path"], body)
         store = self.gate.idempotency
         token = self.gate.random.hex(16)
-        organization_id, lineage_id = actor.organization_id, actor.key_lineage_id or 0
 
         for _ in range(3):
             now = clock.now()

@@ -7,6 +7,7 @@ from dishka import Provider, Scope, provide, provide_all
 from litestar import Request
 
 from application.context import Actor, ApiBaseUrl
+from domain.widget import WidgetGrant
 from entrypoints.http.asgi import PRIMARY_PREFIX, request_api_base
 from entrypoints.http.authentication import (
     ApiKeyAuthenticator,
@@ -41,3 +42,11 @@ class HttpProvider(Provider):
         if actor is None:
             raise LookupError("no authenticated actor on this request")
         return actor  # type: ignore[no-any-return]
+
+    @provide(scope=Scope.REQUEST)
+    def widget_grant(self, request: Request) -> WidgetGrant:  # type: ignore[type-arg]
+        """What the request's widget token grants (widget routes only)."""
+        grant = request.scope.get("state", {}).get("widget_grant")
+        if grant is None:
+            raise LookupError("no widget token on this request")
+        return grant  # type: ignore[no-any-return]

@@ -23,6 +23,7 @@ from entrypoints.http.envelope import AuthErrorEnvelope, ErrorEnvelope
 ACCESS = "parley_access"
 SESSION_SCHEME = "SessionCookie"  # the dashboard session's security scheme (key_or_session routes)
 SESSION_COOKIE = "parley_session"
+WIDGET_SCHEME = "WidgetAuth"  # a widget token, ``Authorization: Widget <token>`` (widget routes)
 BODY_PARAMETER = "data"  # Litestar's name for a handler's request body
 MAX_OFFSET = 2**53  # bounded, so a huge offset is a 400 and not an SQL integer overflow
 
@@ -88,6 +89,11 @@ _DESCRIPTIONS = {
     429: "Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After",
     502: "Upstream fetch failed (upstream_fetch_failed)",
 }
+_WIDGET_DESCRIPTIONS = {
+    401: "Missing, expired or invalid widget token (MISSING_AUTH, INVALID_WIDGET_TOKEN); a Bearer key is refused",
+    403: "origin_not_allowed: the request's Origin is missing or not one of the token's allowed origins",
+    429: "The token's 20 requests a minute are spent (RATE_LIMIT_EXCEEDED); see Retry-After",
+}
 _AUTH_STATUSES = {401, 429}
 _IDEMPOTENCY_UNSUPPORTED = (f"idempotency_unsupported: an Idempotency-Key with a body over "
                             f"{MAX_BODY_BYTES // 2**20} MB (send such a body without one)")
@@ -98,8 +104,9 @@ def _responses(access: Access, errors: dict[int, str], *, has_body: bool = False
     # 400 on every route: parameters, headers (X-Sub-Org-Id) and a NUL in the path or query are refused
     statuses: dict[int, str] = {400: _DESCRIPTIONS[400]}
     if not access.public:
+        described = _WIDGET_DESCRIPTIONS if access.auth is AuthMode.WIDGET else _DESCRIPTIONS
         for status in (401, 403, 429):
-            statuses[status] = _DESCRIPTIONS[status]
+            statuses[status] = described[status]
     if has_path_parameters:
         statuses[404] = _DESCRIPTIONS[404]  # an unknown id, or a path parameter of the wrong type
     if has_body:
@@ -151,6 +158,8 @@ def endpoint(
     if access.auth is AuthMode.KEY and not access.scopes:
         raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
     security: list[dict[str, list[str]]] = [] if access.public else [{"BearerAuth": []}]
+    if access.auth is AuthMode.WIDGET:
+        security = [{WIDGET_SCHEME: []}]  # a widget token only: a Bearer key never opens these routes
     if access.auth is AuthMode.KEY_OR_SESSION:
         security.append({SESSION_SCHEME: []})  # either one: OpenAPI's alternatives
     decorator = _DECORATORS[method]

@@ -30,6 +30,7 @@ from entrypoints.http.routes import (
     telephony,
     usage,
     webhooks,
+    widget,
 )
 from entrypoints.ioc import DefaultTransactionModeProvider, build_container, make_container
 from entrypoints.settings import Settings
@@ -64,14 +65,14 @@ def test_every_feature_is_a_module_with_a_unique_name() -> None:
     names = [feature.name for feature in all_features()]
     assert names == sorted(set(names)) == [
         "calls", "campaigns", "cloud", "housekeeping", "knowledge", "leads", "schedules", "scheduling", "sms", "usage",
-        "webhooks",
+        "webhooks", "widget",
     ]
 
 
 def test_the_route_registry_names_installed_features_and_serves_every_handler_once() -> None:
     assert set(ROUTES) <= {"core"} | {feature.name for feature in all_features()}
     modules = [meta, agents, accounts, calls, campaigns, cloud, dnc, telephony, knowledge, leads, scheduling, schedules,
-               sms, usage, webhooks]
+               sms, usage, webhooks, widget]
     every = [handler for module in modules for handler in module.ROUTES]
     served = route_handlers()
     assert len(served) == len(every) == len({id(h) for h in served})

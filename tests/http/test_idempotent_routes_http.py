@@ -145,6 +145,23 @@ async def _contacts_import(api: Api, t: Tenant) -> Request:
             "content": b"phone,name\n+14155550104,Ada\n", "headers": {"Content-Type": "text/csv"}}
 
 
+async def _widget_token(api: Api, t: Tenant, campaign: int) -> str:
+    minted = await _post(api, t, "/v2/widget/tokens", {"campaign_id": campaign,
+                                                       "allowed_origins": ["https://shop.example"]})
+    return str(minted["token"])
+
+
+async def _widget_token_request(api: Api, t: Tenant) -> Request:
+    return {"path": "/v2/widget/tokens", "json": {"campaign_id": await _campaign(api, t),
+                                                  "allowed_origins": ["https://shop.example"]}}
+
+
+async def _widget_contact(api: Api, t: Tenant) -> Request:
+    token = await _widget_token(api, t, await _campaign(api, t, running=True))
+    return {"path": "/v2/widget/contacts", "json": {"phone": "+14155550107", "name": "Ada"},
+            "headers": {"Authorization": f"Widget {token}", "Origin": "https://shop.example"}}
+
+
 def _fixed(path: str, body: Any = None) -> Setup:
     async def setup(api: Api, t: Tenant) -> Request:
         return {"path": path, "json": body}
@@ -202,6 +219,8 @@ CASES: dict[str, Setup] = {
     "startCampaign": _on(lambda api, t: _campaign(api, t, contacts=True), "/v2/campaigns/{id}/start"),
     "pauseCampaign": _on(lambda api, t: _campaign(api, t, running=True), "/v2/campaigns/{id}/pause"),
     "cancelCampaign": _on(_campaign, "/v2/campaigns/{id}/cancel"),
+    "createWidgetToken": _widget_token_request,
+    "createWidgetContact": _widget_contact,
 }
 # honoured, and replayed in their own tests: scraping needs a page server, redelivery a delivery log
 COVERED_ELSEWHERE = {"scrapeDocument", "redeliverWebhook", "recordAppointmentOutcome",

@@ -102,10 +102,12 @@ async def test_a_widget_route_is_answered_by_the_widget_authenticator(test_api: 
     tenant = await test_api.tenant(scopes=("*",))
     missing = await test_api.client.get("/v2/test/widget")
     _auth_error(missing, 401, "MISSING_AUTH")
-    assert missing.headers["www-authenticate"].startswith("Bearer")
+    assert missing.headers["www-authenticate"].startswith("Widget")  # the scheme a widget token is sent with
     # an API key is no widget token, whatever its scopes
     _auth_error(await test_api.client.get("/v2/test/widget", headers=tenant.headers), 401, "INVALID_WIDGET_TOKEN")
     _auth_error(await test_api.client.get("/v2/test/widget", headers={"Authorization": "Bearer wt_anything"}),
+                401, "INVALID_WIDGET_TOKEN")
+    _auth_error(await test_api.client.get("/v2/test/widget", headers={"Authorization": "Widget not-a-token"}),
                 401, "INVALID_WIDGET_TOKEN")
 
 

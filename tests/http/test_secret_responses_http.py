@@ -1,7 +1,7 @@
-"""Responses that carry a secret (a new or rotated API key, a webhook signing secret, a calendar feed token):
-their stored idempotent copy is sealed, never plain text in the database, and is still replayed byte for
-byte; they, and their replays, say Cache-Control: no-store. Every response says X-Content-Type-Options:
-nosniff."""
+"""Responses that carry a secret (a new or rotated API key, a webhook signing secret, a calendar feed token,
+a widget token): their stored idempotent copy is sealed, never plain text in the database, and is still
+replayed byte for byte; they, and their replays, say Cache-Control: no-store. Every response says
+X-Content-Type-Options: nosniff."""
 
 from __future__ import annotations
 
@@ -49,12 +49,19 @@ async def _feed_token(api: Api, t: Tenant) -> SecretRequest:
     return f"/v2/scheduling/calendars/{calendar}/feed-token", None, "token"
 
 
+async def _widget_token(api: Api, t: Tenant) -> SecretRequest:
+    agent = await _created(api, t, "/v2/agents", {"name": "Caller"})
+    campaign = await _created(api, t, "/v2/campaigns", {"name": "Call me", "agent_id": agent})
+    return "/v2/widget/tokens", {"campaign_id": campaign, "allowed_origins": ["https://shop.example"]}, "token"
+
+
 SECRET_ROUTES: dict[str, Callable[[Api, Tenant], Awaitable[SecretRequest]]] = {
     "createApiKey": _new_key,
     "rotateApiKey": _rotated_key,
     "createWebhook": _webhook,
     "rotateWebhookSecret": _webhook_secret,
     "createCalendarFeedToken": _feed_token,
+    "createWidgetToken": _widget_token,
 }
 
 

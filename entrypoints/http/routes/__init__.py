@@ -26,6 +26,7 @@ from entrypoints.http.routes import (
     telephony,
     usage,
     webhooks,
+    widget,
 )
 
 ROUTES: dict[str, list[Any]] = {
@@ -40,6 +41,7 @@ ROUTES: dict[str, list[Any]] = {
     "sms": sms.ROUTES,
     "usage": usage.ROUTES,
     "webhooks": webhooks.ROUTES,
+    "widget": widget.ROUTES,
 }
 
 

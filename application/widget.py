@@ -1,0 +1,181 @@
+"""The embeddable widget's use cases: minting a token (an API key's act), authenticating one, and what a token
+may do — read its campaign's public face, and hand its campaign one contact, dialled at once when it can be.
+
+A widget contact goes through the campaigns' one intake (``AddContact``) and the one dial-now path
+(``DialContactNow``): DNC, calling hours, the concurrency cap, the agent and the quota apply exactly as for
+``POST /campaigns/{id}/dial``. What differs is only the answer when the dial cannot happen now (the campaign is
+not running, the hours are closed, the cap is reached, the agent is paused): the contact stays in the queue for
+the dialer, and the visitor is told so instead of getting a 409.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from application.campaigns import AddContact, AddContactCommand
+from application.context import Actor
+from application.dialer import (
+    CallingWindows,
+    ConcurrencyLimit,
+    DialContactNow,
+    DialContactNowCommand,
+    OutsideCallingHours,
+)
+from application.ports.accounts import OrganizationRepository
+from application.ports.agents import AgentRepository
+from application.ports.campaigns import CampaignRepository
+from application.ports.platform import Clock, Random
+from application.ports.widget import WidgetTokenInvalid, WidgetTokens
+from application.principals import AuthenticationFailed, Principal
+from domain import widget as rules
+from domain.calling_window import calling_window
+from domain.campaigns import ContactDraft
+from domain.errors import InvalidTransition, NotFound
+from domain.widget import WidgetGrant
+
+
+class WidgetAuthenticationFailed(AuthenticationFailed):
+    code = "INVALID_WIDGET_TOKEN"
+
+
+# ------------------------------------------------------------------------------------------------ minting
+
+
+@dataclass(frozen=True, slots=True)
+class MintWidgetTokenCommand:
+    actor: Actor
+    campaign_id: int
+    allowed_origins: tuple[str, ...]
+    ttl_seconds: int = rules.TTL_DEFAULT_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class MintedWidgetToken:
+    token: str = field(repr=False)
+    grant: WidgetGrant
+
+
+class MintWidgetToken:
+    """A token for one campaign of the actor's organization (404 for any other), valid for ``ttl_seconds``
+    from the Clock's now and only from the listed origins. Nothing is stored: the token carries its grant."""
+
+    def __init__(self, campaigns: CampaignRepository, tokens: WidgetTokens, clock: Clock, random: Random) -> None:
+        self.campaigns, self.tokens, self.clock, self.random = campaigns, tokens, clock, random
+
+    async def execute(self, command: MintWidgetTokenCommand) -> MintedWidgetToken:
+        origins = rules.allowed_origins(command.allowed_origins)
+        ttl = rules.ttl_seconds(command.ttl_seconds)
+        org = command.actor.organization_id
+        campaign = await self.campaigns.get(org, command.campaign_id)
+        if campaign is None:
+            raise NotFound("campaign", command.campaign_id, field="campaign_id")
+        # whole seconds: the token's ``exp`` is an integer, and the response says the same instant
+        expires_at = (self.clock.now() + timedelta(seconds=ttl)).replace(microsecond=0)
+        grant = WidgetGrant(self.random.hex(16), org, campaign.id or 0, origins, expires_at)
+        return MintedWidgetToken(self.tokens.issue(grant), grant)
+
+
+# ------------------------------------------------------------------------------------------ authentication
+
+
+@dataclass(frozen=True, slots=True)
+class AuthenticateWidgetTokenCommand:
+    token: str = field(repr=False)  # as sent after ``Authorization: Widget``
+
+
+class AuthenticateWidgetToken:
+    """The widget authenticator: a token -> the widget principal of its organization (401
+    INVALID_WIDGET_TOKEN when the token does not verify at the Clock's now, or its organization is gone)."""
+
+    def __init__(self, tokens: WidgetTokens, organizations: OrganizationRepository, clock: Clock) -> None:
+        self.tokens, self.organizations, self.clock = tokens, organizations, clock
+
+    async def execute(self, command: AuthenticateWidgetTokenCommand) -> Principal:
+        try:
+            grant = self.tokens.verify(command.token, self.clock.now())
+        except WidgetTokenInvalid as exc:
+            raise WidgetAuthenticationFailed(f"Widget token is not valid ({exc})") from None
+        organization = await self.organizations.get(grant.organization_id)
+        if organization is None:
+            raise WidgetAuthenticationFailed("Widget token is not valid (its organization no longer exists)")
+        return Principal.widget_token(grant, organization)
+
+
+# --------------------------------------------------------------------------------------- the widget's routes
+
+
+@dataclass(frozen=True, slots=True)
+class GetWidgetCampaignCommand:
+    actor: Actor
+    campaign_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class WidgetCampaign:
+    name: str
+    agent_name: str | None
+    status: str
+    open_now: bool
+    next_open_at: datetime | None
+
+
+class GetWidgetCampaign:
+    """The campaign's public face. ``open_now`` / ``next_open_at``: its calling hours (and schedule) read in
+    the campaign's own time zone; a visitor's call is then placed under the window of their number's zone."""
+
+    def __init__(self, campaigns: CampaignRepository, agents: AgentRepository, windows: CallingWindows,
+                 clock: Clock) -> None:
+        self.campaigns, self.agents, self.windows, self.clock = campaigns, agents, windows, clock
+
+    async def execute(self, command: GetWidgetCampaignCommand) -> WidgetCampaign:
+        org = command.actor.organization_id
+        campaign = await self.campaigns.get(org, command.campaign_id)
+        if campaign is None:
+            raise NotFound("campaign", command.campaign_id)
+        agent = await self.agents.get(org, campaign.agent_id)
+        now = self.clock.now()
+        verdict = calling_window(now, await self.windows.rules(campaign), contact_zone=campaign.timezone)
+        running = campaign.status == "running"
+        return WidgetCampaign(campaign.name, agent.name if agent else None, campaign.status,
+                              running and verdict.open,
+                              (now if verdict.open else verdict.next_open_at) if running else None)
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitWidgetContactCommand:
+    actor: Actor
+    campaign_id: int
+    phone: str
+    name: str | None = None
+    custom_data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WidgetContactSubmitted:
+    contact_id: int
+    status: str
+    call_id: str | None
+
+
+class SubmitWidgetContact:
+    """Adds the visitor to the token's campaign (a number it has already gives back that contact) and dials it
+    now through ``DialContactNow``; when that cannot happen now (campaign not running, hours closed, cap
+    reached, agent paused, contact not pending) the contact waits for the dialer and ``call_id`` is None.
+    DNC (422 dnc_blocked), unresolved placeholders (400) and the quota (403) refuse the request as a dial does,
+    and nothing is kept."""
+
+    def __init__(self, add_contact: AddContact, dial: DialContactNow) -> None:
+        self.add_contact, self.dial = add_contact, dial
+
+    async def execute(self, command: SubmitWidgetContactCommand) -> WidgetContactSubmitted:
+        draft = ContactDraft(0, command.phone, command.name, None, dict(command.custom_data))
+        contact = (await self.add_contact.execute(AddContactCommand(command.actor, command.campaign_id,
+                                                                    draft))).contact
+        try:
+            dialled = await self.dial.execute(DialContactNowCommand(command.actor, command.campaign_id,
+                                                                    contact_id=contact.id))
+        except (OutsideCallingHours, ConcurrencyLimit, InvalidTransition):
+            return WidgetContactSubmitted(contact.id or 0, contact.status, None)
+        return WidgetContactSubmitted(dialled.contact_id, "dialing", dialled.call_id)
