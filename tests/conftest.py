@@ -74,14 +74,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "only (the PostgreSQL adapters keep their contract suites; tests written for PostgreSQL alone still run)")
 
 
-_APP_FIXTURES = frozenset({"any_api", "make_api", "concurrent_api"})
-"""Fixtures that run the whole app over HTTP: a test using one of them is an HTTP-level test."""
+_APP_FIXTURES = frozenset({"api", "any_api", "make_api", "concurrent_api", "api_with", "open_api", "closed_api",
+                           "test_api"})
+"""Fixtures that run the whole app over HTTP (the shared ones here and a few modules' own): a test using one of
+them is an HTTP-level test."""
+_DATABASE_PARAMETERS = ("sql_url", "database_url", "module_db", "fresh_url")
+"""The parameters that choose the database of a test (the shared fixtures' and a few modules' own)."""
 
 
 def _postgres_variant_of_an_http_test(item: pytest.Item) -> bool:
     params = getattr(getattr(item, "callspec", None), "params", {})
     return (not _APP_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
-            and "postgres" in (params.get("sql_url"), params.get("database_url")))
+            and "postgres" in (params.get(name) for name in _DATABASE_PARAMETERS))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
