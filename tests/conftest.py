@@ -74,14 +74,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "only (the PostgreSQL adapters keep their contract suites; tests written for PostgreSQL alone still run)")
 
 
-_APP_FIXTURES = frozenset({"any_api", "make_api", "concurrent_api"})
-"""Fixtures that run the whole app over HTTP: a test using one of them is an HTTP-level test."""
+_APP_FIXTURES = frozenset({"api", "any_api", "make_api", "concurrent_api", "api_with", "open_api", "closed_api",
+                           "test_api"})
+"""Fixtures that run the whole app over HTTP (the shared ones here and a few modules' own): a test using one of
+them is an HTTP-level test."""
+_DATABASE_PARAMETERS = ("sql_url", "database_url", "module_db", "fresh_url")
+"""The parameters that choose the database of a test (the shared fixtures' and a few modules' own)."""
 
 
 def _postgres_variant_of_an_http_test(item: pytest.Item) -> bool:
     params = getattr(getattr(item, "callspec", None), "params", {})
     return (not _APP_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
-            and "postgres" in (params.get("sql_url"), params.get("database_url")))
+            and "postgres" in (params.get(name) for name in _DATABASE_PARAMETERS))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -278,32 +282,42 @@ class LentClock:
         return self.target.now() if self.target is not None else SystemClock().now()
 
 
+_POOLABLE_SETTINGS = frozenset({"rate_limit_per_minute", "rate_limit_per_hour", "public_base_url"})
+"""Settings whose apps a run may share between tests: they only set limits or addresses, and what the app keeps
+in memory under them (rate-limit counters) belongs to a key, which each test makes for itself. Settings that key
+memory by something tests share (the failed-authentication budget is per client address) are not here."""
+
+
 @pytest.fixture(scope="session")
-async def clocked_apps(tmp_root: Path) -> AsyncIterator[dict[str, tuple[Api, LentClock]]]:
-    """One app per database whose clock a test lends it (``make_api(url, clock=...)`` with nothing else): building
-    an app costs far more than most tests, and the tests that only need their own clock are isolated by their
-    own tenants like those on the shared apps."""
-    apps: dict[str, tuple[Api, LentClock]] = {}
+async def clocked_apps(tmp_root: Path) -> AsyncIterator[dict[tuple[Any, ...], tuple[Api, LentClock]]]:
+    """The run's apps whose clock a test lends them, one per database and poolable settings
+    (``make_api(url, clock=..., **limits)`` with no providers): building an app costs far more than most tests,
+    and the tests that only need their own clock and limits are isolated by their own tenants like those on the
+    shared apps."""
+    apps: dict[tuple[Any, ...], tuple[Api, LentClock]] = {}
     yield apps
     for api, _ in apps.values():
         await api.close()
 
 
 @pytest.fixture
-async def make_api(tmp_root: Path, clocked_apps: dict[str, tuple[Api, LentClock]]) -> AsyncIterator[ApiFactory]:
+async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api, LentClock]]
+                   ) -> AsyncIterator[ApiFactory]:
     """Build an app on a database URL, optionally with a manual clock, extra dishka providers
-    (``overrides``, for this app's container only: the last provider wins) and extra settings. With a clock and
-    nothing else, the run's clocked app for that database is lent to the test (its clock reads the test's)."""
+    (``overrides``, for this app's container only: the last provider wins) and extra settings. With a clock,
+    no providers and only poolable settings, one of the run's clocked apps is lent to the test (its clock reads
+    the test's); a second such app in the same test is built afresh, so tests of several processes get several."""
     started: list[Api] = []
     lent: list[LentClock] = []
 
     async def factory(database_url: str, *, clock: ManualClock | None = None,
                       overrides: tuple[Provider, ...] = (), **settings: Any) -> Api:
-        if clock is not None and not overrides and not settings:
-            if database_url not in clocked_apps:
+        if clock is not None and not overrides and set(settings) <= _POOLABLE_SETTINGS:
+            key = (database_url, *sorted(settings.items()))
+            if key not in clocked_apps:
                 lender = LentClock()
-                clocked_apps[database_url] = (await _start_api(tmp_root, database_url, clock=lender), lender)
-            shared, lender = clocked_apps[database_url]
+                clocked_apps[key] = (await _start_api(tmp_root, database_url, clock=lender, **settings), lender)
+            shared, lender = clocked_apps[key]
             if lender.target is None:
                 lender.target = clock
                 lent.append(lender)
