@@ -6,8 +6,10 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,6 +25,7 @@ from domain.errors import DomainError
 from domain.rfc3339 import format_utc_or_none
 from entrypoints.checks import configuration_problems
 from entrypoints.ioc import build_container, configuration
+from entrypoints.observability import MULTIPROC_ENV
 from entrypoints.runtime import configure_logging
 from entrypoints.settings import Settings, SettingsError
 from entrypoints.worker import in_unit
@@ -124,7 +127,11 @@ def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bo
     worker_process = None
     if run_worker and workers == 1:
         env["PARLEY_IN_PROCESS_WORKER"] = "1"
-    elif run_worker:
+    metrics_dir = None
+    if workers > 1 and not env.get(MULTIPROC_ENV):
+        # several processes: prometheus-client's multiprocess mode, in a fresh directory for this run
+        metrics_dir = env[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="parley-metrics-")
+    if run_worker and workers > 1:
         worker_process = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker", "--no-migrate"],
                                           env=env)
     os.environ.update(env)
@@ -144,6 +151,8 @@ def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bo
         if worker_process is not None:
             worker_process.terminate()
             worker_process.wait(timeout=20)
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
 
 
