@@ -119,7 +119,7 @@ async def demo_key(settings: Settings) -> dict[str, Any]:
 
 
 def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bool, server: str,
-          migrate_first: bool = True) -> int:
+          migrate_first: bool = True, loop: str = "auto") -> int:
     ready_database(settings, migrate_first=migrate_first)
     env = dict(os.environ)
     env["PARLEY_SECRET_KEY"] = settings.with_secret_key().secret_key
@@ -138,15 +138,15 @@ def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bo
     try:
         if server == "granian":
             from granian import Granian
-            from granian.constants import Interfaces
+            from granian.constants import Interfaces, Loops
 
             Granian("entrypoints.asgi_app:make_app", address=host, port=port, workers=workers,
-                    interface=Interfaces.ASGI, factory=True).serve()
+                    interface=Interfaces.ASGI, factory=True, loop=Loops(loop)).serve()
         else:
             import uvicorn
 
             uvicorn.run("entrypoints.asgi_app:make_app", factory=True, host=host, port=port, workers=workers,
-                        log_level=settings.log_level.lower(), access_log=False, lifespan="on")
+                        log_level=settings.log_level.lower(), access_log=False, lifespan="on", loop=loop)
     finally:
         if worker_process is not None:
             worker_process.terminate()
@@ -184,6 +184,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, default=1)
     s.add_argument("--no-worker", action="store_true")
     s.add_argument("--server", choices=["uvicorn", "granian"], default=os.environ.get("PARLEY_SERVER", "granian"))
+    s.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default=os.environ.get("PARLEY_LOOP", "auto"),
+                   help="the event loop: auto = uvloop when installed (pip install uvloop), else asyncio")
     s.add_argument("--no-migrate", action="store_true",
                    help="do not migrate: refuse to start unless the schema is up to date (`parley migrate` ran)")
     w = sub.add_parser("worker", help="run only the background worker")
@@ -225,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return serve(settings, args.host, args.port, args.workers, not args.no_worker, args.server,
-                         not args.no_migrate)
+                         not args.no_migrate, args.loop)
         if args.command == "worker":
             return worker(settings, not args.no_migrate)
     except StartupRefused as exc:
