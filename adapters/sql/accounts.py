@@ -321,6 +321,21 @@ class SqlRateLimiter:
         row = (await conn.execute(stmt)).first()
         return None if row is None else int(row[0])
 
+    async def _increment_all(self, bucket: str, windows: list[Window], epoch: float) -> dict[int, int]:
+        """Every window's counter in one statement (one round trip, the hot rows locked for it alone): each is
+        counted unless at its limit. Returns window seconds -> new count for those counted."""
+        conn = await self.uow.connection()
+        c = rate_limit_counters.c
+        stmt = insert(rate_limit_counters, self.uow.dialect).values([
+            {"bucket": bucket, "window_seconds": w.seconds, "window_start": w.start(epoch), "count": 1}
+            for w in windows])
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["bucket", "window_seconds", "window_start"],
+            set_={"count": c.count + 1},
+            where=c.count < sa.case({w.seconds: w.limit for w in windows}, value=c.window_seconds),
+        ).returning(c.window_seconds, c.count)
+        return {int(row[0]): int(row[1]) for row in (await conn.execute(stmt)).all()}
+
     async def _read(self, bucket: str, window: Window, start: int) -> int:
         conn = await self.uow.connection()
         value = (await conn.execute(sa.select(rate_limit_counters.c.count).where(
@@ -350,16 +365,26 @@ class SqlRateLimiter:
             # milliseconds of counts, and every request stops waiting for the WAL flush of its own increment
             conn = await self.uow.connection()
             await conn.execute(_NO_SYNC_COMMIT)
-        # longest window first: a refused request gives back what it took from earlier windows
-        for window in sorted(windows, key=lambda w: -w.seconds):
-            start = window.start(epoch)
-            used = await self._increment(bucket, window, start)
-            if used is None:
-                allowed = False
-                states.append(WindowState(window, window.limit, window.end(epoch)))
-                break
-            counted.append((window, start))
-            states.append(WindowState(window, used, window.end(epoch)))
+        longest_first = sorted(windows, key=lambda w: -w.seconds)
+        if len({w.seconds for w in windows}) == len(windows):
+            # all windows in one statement; a refused request gives back what it took from the others
+            used_by = await self._increment_all(bucket, longest_first, epoch)
+            for window in longest_first:
+                if window.seconds in used_by:
+                    counted.append((window, window.start(epoch)))
+                    states.append(WindowState(window, used_by[window.seconds], window.end(epoch)))
+                else:
+                    allowed = False
+        else:
+            # longest window first: a refused request gives back what it took from earlier windows
+            for window in longest_first:
+                start = window.start(epoch)
+                used = await self._increment(bucket, window, start)
+                if used is None:
+                    allowed = False
+                    break
+                counted.append((window, start))
+                states.append(WindowState(window, used, window.end(epoch)))
         if not allowed:
             for window, start in counted:
                 await self._decrement(bucket, window, start)
