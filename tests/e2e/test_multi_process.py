@@ -234,7 +234,7 @@ async def test_three_servers_and_two_workers_on_one_database(empty_pg: str, tmp_
         assert listed["meta"]["total"] == 1 + DISTINCT_SLOTS
 
         # --- webhooks: each of the 11 appointment.booked events delivered exactly once --------------------
-        await receiver.wait_for(1 + DISTINCT_SLOTS, path="/booked", timeout=20)
+        await receiver.wait_for(1 + DISTINCT_SLOTS, path="/booked", timeout=40)
         await asyncio.sleep(1.5)  # a second delivery of any of them would arrive by now
         booked = receiver.on("/booked")
         ids = [r.webhook_id for r in booked]
@@ -274,7 +274,7 @@ async def test_three_servers_and_two_workers_on_one_database(empty_pg: str, tmp_
         assert sorted(c["attempt_count"] for c in contacts) == [1] * CONTACTS
 
         # every call's call.ended arrives, across the kill (a delivery in flight then is sent again, same id)
-        await receiver.wait_for(CONTACTS, path="/ended", timeout=20)
+        await receiver.wait_for(CONTACTS, path="/ended", timeout=40)
         by_id: dict[str, set[str]] = defaultdict(set)
         for got in receiver.on("/ended"):
             by_id[got.webhook_id].add(msgspec.json.decode(got.body)["data"]["id"])
