@@ -65,7 +65,9 @@ test-fast: lint
 migrate: venv
 	$(BIN)/parley migrate
 
+# the peers (FastAPI, pydantic, uvicorn[standard]) and uvloop are the optional `bench` group, not runtime dependencies
 bench: venv
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/run.py
 
 clean:

@@ -153,23 +153,59 @@ def parse_wrk(output: str) -> dict[str, Any]:
     }
 
 
-def wrk_command(url: str, *, duration: int, connections: int, threads: int, headers: dict[str, str]) -> list[str]:
+def wrk_command(url: str, *, duration: int, connections: int, threads: int, headers: dict[str, str],
+                script: Path | None = None, script_args: list[str] | None = None) -> list[str]:
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "--latency"]
     for name, value in headers.items():
         command += ["-H", f"{name}: {value}"]
-    return [*command, url]
+    if script is not None:
+        command += ["-s", str(script)]
+    return [*command, url, *(["--", *script_args] if script_args else [])]
+
+
+# POST /calls: a new Idempotency-Key (run, thread, counter) and destination number for every request
+POST_CALLS_LUA = """
+local counter = 0
+local prefix, bot = "run", "1"
+local n = 0
+function setup(thread)
+  n = n + 1
+  thread:set("tid", n)
+end
+function init(args)
+  prefix, bot = args[1] or prefix, args[2] or bot
+end
+request = function()
+  counter = counter + 1
+  local headers = {}
+  for name, value in pairs(wrk.headers) do headers[name] = value end
+  headers["Content-Type"] = "application/json"
+  headers["Idempotency-Key"] = prefix .. "-" .. tostring(tid) .. "-" .. tostring(counter)
+  local phone = string.format("+1415555%04d", (tid * 7919 + counter) % 10000)
+  local body = '{"bot_id":"' .. bot .. '","destination_phone":"' .. phone ..
+               '","contact_name":"Ann","custom_data":{"plan":"gold"}}'
+  return wrk.format("POST", wrk.path, headers, body)
+end
+"""
 
 
 def run_wrk(scenario: str, url: str, *, duration: int, connections: int, threads: int, headers: dict[str, str],
-            warmup: int, server_pid: int | None = None, database: str | None = None) -> WrkResult:
+            warmup: int, server_pid: int | None = None, database: str | None = None,
+            script: Path | None = None, script_args: list[str] | None = None) -> WrkResult:
+    def args() -> list[str] | None:  # a fresh idempotency prefix for every wrk run
+        return [f"{uuid.uuid4().hex[:10]}", *script_args[1:]] if script_args else None
+
     if warmup > 0:
-        subprocess.run(wrk_command(url, duration=warmup, connections=connections, threads=threads, headers=headers),
+        subprocess.run(wrk_command(url, duration=warmup, connections=connections, threads=threads, headers=headers,
+                                   script=script, script_args=args()),
                        check=True, capture_output=True, timeout=warmup + 60)
-    command = wrk_command(url, duration=duration, connections=connections, threads=threads, headers=headers)
+    command = wrk_command(url, duration=duration, connections=connections, threads=threads, headers=headers,
+                          script=script, script_args=args())
     before, started = _processes(), time.monotonic()
     done = subprocess.run(command, check=True, capture_output=True, text=True, timeout=duration + 60)
     after, elapsed = _processes(), time.monotonic() - started
-    shown = shlex.join([c if not c.startswith("Authorization:") else "Authorization: Bearer $KEY" for c in command])
+    visible = command[:command.index("--")] if "--" in command else command  # not the run's random prefix
+    shown = shlex.join(["Authorization: Bearer $KEY" if c.startswith("Authorization:") else c for c in visible])
     result = WrkResult(scenario=scenario, url=url, command=shown, **parse_wrk(done.stdout))
     used = _cpu_used(before, after, server_pid, database)
     if result.requests:
@@ -294,17 +330,25 @@ async def _seed_agents(settings: Settings, organization_id: int) -> None:
         await container.close()
 
 
-def seed(db: Database) -> str:
-    """Schema, an organization with a key holding agents:read, 10,000 agents; the bare table. Returns the key."""
+@dataclass
+class Seeded:
+    key: str
+    organization_id: int
+
+
+def seed(db: Database, *, bare: bool = True) -> Seeded:
+    """Schema, an organization with a key holding agents:read and calls:schedule, 10,000 agents; the bare table
+    (when scenario b is asked for)."""
     settings = _settings(db)
     migrate(settings)
 
-    async def work() -> str:
+    async def work() -> Seeded:
         org = await create_org(settings, "Bench Org", "enterprise", "standard", None)
-        key = await create_key(settings, org["id"], ["agents:read"], "bench", None)
+        key = await create_key(settings, org["id"], ["agents:read", "calls:schedule"], "bench", None)
         await _seed_agents(settings, org["id"])
-        await bare_app.seed(db.url)
-        return str(key["key"])
+        if bare:
+            await bare_app.seed(db.url)
+        return Seeded(str(key["key"]), int(org["id"]))
 
     return asyncio.run(work())
 
@@ -321,19 +365,31 @@ class Run:
     duration: int
     results: dict[str, WrkResult] = field(default_factory=dict)
 
-    @property
-    def ratio(self) -> float | None:
-        b, c = self.results.get("b"), self.results.get("c")
-        return c.rps / b.rps if b and c and b.rps else None
+    def rps_ratio(self, ours: str, peer: str) -> float | None:
+        a, b = self.results.get(ours), self.results.get(peer)
+        return a.rps / b.rps if a and b and b.rps else None
+
+    def cpu_ratio(self, ours: str, peer: str) -> float | None:
+        """The peer's CPU per request over ours (server and database): the ratio free of background load."""
+        a, b = self.results.get(ours), self.results.get(peer)
+        if not a or not b or a.server_cpu_ms is None or b.server_cpu_ms is None:
+            return None
+        cost_a, cost_b = a.server_cpu_ms + (a.database_cpu_ms or 0), b.server_cpu_ms + (b.database_cpu_ms or 0)
+        return cost_b / cost_a if cost_a > 0 else None
 
     @property
-    def cpu_ratio(self) -> float | None:
-        """(b)'s CPU per request over (c)'s (server and database): c/b free of the machine's background load."""
-        b, c = self.results.get("b"), self.results.get("c")
-        if not b or not c or b.server_cpu_ms is None or c.server_cpu_ms is None:
-            return None
-        cost_b, cost_c = b.server_cpu_ms + (b.database_cpu_ms or 0), c.server_cpu_ms + (c.database_cpu_ms or 0)
-        return cost_b / cost_c if cost_c > 0 else None
+    def ratio(self) -> float | None:
+        return self.rps_ratio("c", "b")
+
+
+# (ours, peer, target, what): the ratios reported, Parley's requests/s over the peer's
+RATIOS = [
+    ("c", "d", 2.0, "GET agents: Parley / FastAPI peer"),
+    ("c", "e", 0.5, "GET agents: Parley / raw floor"),
+    ("f", "g", 2.0, "POST /calls: Parley / FastAPI peer (insert only)"),
+    ("f", "h", 0.5, "POST /calls: Parley / raw floor (insert only)"),
+    ("c", "b", 0.6, "GET agents: Parley / bare Litestar + SQLAlchemy Core"),
+]
 
 
 def _server_env(db: Database) -> dict[str, str]:
@@ -372,41 +428,88 @@ def _merge(scenario: str, slices: list[WrkResult]) -> WrkResult:
     )
 
 
-def measure(db: Database, key: str, server: str, workers: int, args: argparse.Namespace) -> Run:
-    """Parley and the bare app run side by side (an idle server costs nothing) and the scenarios take turns in
-    ``--rounds`` slices, so a change in the machine's background load falls on (b) and (c) alike."""
+def _agents_page(base: str, headers: dict[str, str]) -> dict[str, Any]:
+    status, body = http_get(f"{base}?limit=25", headers)
+    if status != 200:
+        raise RuntimeError(f"unexpected answer {status} from {base}: {body[:300]!r}")
+    return dict(json.loads(body))
+
+
+def _post_call(url: str, headers: dict[str, str], bot: str) -> tuple[int, bytes]:
+    body = json.dumps({"bot_id": bot, "destination_phone": "+14155550100", "contact_name": "Ann",
+                       "custom_data": {"plan": "gold"}}).encode()
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        **headers, "Content-Type": "application/json", "Idempotency-Key": uuid.uuid4().hex})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def measure(db: Database, seeded: Seeded, server: str, workers: int, args: argparse.Namespace) -> Run:
+    """Parley and the peers run side by side (an idle server costs nothing) and the scenarios take turns in
+    ``--rounds`` slices, so a change in the machine's background load falls on every one alike."""
     run = Run(db.kind, server, workers, args.connections, args.duration)
     env = _server_env(db)
     log = db.workdir / f"{server}-{workers}.log"
-    auth = {"Authorization": f"Bearer {key}"}
+    auth = {"Authorization": f"Bearer {seeded.key}"}
     rounds = max(1, args.rounds)
     slice_seconds = max(1, round(args.duration / rounds))
+    script = db.workdir / "post_calls.lua"
+    script.write_text(POST_CALLS_LUA)
 
-    parley_port, bare_port = free_port(), free_port()
+    ports = {name: free_port() for name in ("parley", "bare", "fastapi", "raw")}
+    base = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
     parley = [str(VENV_BIN / "parley"), "serve", "--no-worker", "--workers", str(workers), "--server", server,
-              "--host", "127.0.0.1", "--port", str(parley_port)]
-    bare = [sys.executable, str(BENCH / "bare_app.py"), "serve", "--database-url", db.url, "--server", server,
-            "--workers", str(workers), "--port", str(bare_port)]
-    parley_base, bare_base = f"http://127.0.0.1:{parley_port}", f"http://127.0.0.1:{bare_port}"
-    with running(parley, env, f"{parley_base}/v2/health", log) as parley_process:
-        status, body = http_get(f"{parley_base}/v2/agents?limit=25", auth)
-        page = json.loads(body)
-        if status != 200 or len(page["data"]) != 25 or page["meta"]["total"] != AGENTS:
-            raise RuntimeError(f"unexpected /v2/agents answer {status}: {body[:300]!r}")
-        with running(bare, env, f"{bare_base}/rows", log) as bare_process:
-            targets = {
-                "a": (f"{parley_base}/v2/health", {}, parley_process.pid),
-                "b": (f"{bare_base}/rows", {}, bare_process.pid),
-                "c": (f"{parley_base}/v2/agents?limit=25", auth, parley_process.pid),
-            }
-            slices: dict[str, list[WrkResult]] = {name: [] for name in "abc" if name in args.scenarios}
-            for index in range(rounds):
-                for name in slices:
-                    url, headers, pid = targets[name]
-                    slices[name].append(run_wrk(
-                        name, url, duration=slice_seconds, connections=args.connections, threads=args.threads,
-                        headers=headers, warmup=args.warmup if index == 0 else 0, server_pid=pid,
-                        database=db.cleanup_name))
+              "--loop", args.parley_loop, "--host", "127.0.0.1", "--port", str(ports["parley"])]
+    commands = {
+        "bare": [sys.executable, str(BENCH / "bare_app.py"), "serve", "--database-url", db.url, "--server", server,
+                 "--workers", str(workers), "--port", str(ports["bare"])],
+        "fastapi": [sys.executable, str(BENCH / "peers.py"), "serve", "--app", "fastapi", "--database-url", db.url,
+                    "--organization", str(seeded.organization_id), "--port", str(ports["fastapi"])],
+        "raw": [sys.executable, str(BENCH / "peers.py"), "serve", "--app", "raw", "--database-url", db.url,
+                "--organization", str(seeded.organization_id), "--server", server, "--port", str(ports["raw"])],
+    }
+    ready = {"bare": "/rows", "fastapi": "/agents", "raw": "/agents"}
+    wanted = {"b": "bare", "d": "fastapi", "g": "fastapi", "e": "raw", "h": "raw"}
+    needed = {wanted[n] for n in args.scenarios if n in wanted}
+    with contextlib.ExitStack() as stack:
+        pids = {"parley": stack.enter_context(running(parley, env, f"{base['parley']}/v2/health", log)).pid}
+        for name in sorted(needed):
+            pids[name] = stack.enter_context(running(commands[name], env, base[name] + ready[name], log)).pid
+        page = _agents_page(f"{base['parley']}/v2/agents", auth)
+        if len(page["data"]) != 25 or page["meta"]["total"] != AGENTS:
+            raise RuntimeError(f"unexpected /v2/agents answer: {str(page)[:300]}")
+        for name in needed - {"bare"}:  # the peers answer the same agents, field for field
+            theirs = _agents_page(f"{base[name]}/agents", {})
+            if theirs["data"] != page["data"] or theirs["meta"]["total"] != AGENTS:
+                raise RuntimeError(f"the {name} peer's agents differ from Parley's: {str(theirs)[:300]}")
+        bot = str(next(a["id"] for a in page["data"] if a["status"] == "active"))
+        for name, url, headers in [("parley", f"{base['parley']}/v2/calls", auth),
+                                   *[(n, f"{base[n]}/calls", {}) for n in sorted(needed - {"bare"})]]:
+            status, body = _post_call(url, headers, bot)
+            if status != 201:
+                raise RuntimeError(f"POST /calls on {name} answered {status}: {body[:300]!r}")
+        post = {"script": script, "script_args": ["prefix", bot]}
+        targets: dict[str, tuple[str, dict[str, str], int, dict[str, Any]]] = {
+            "a": (f"{base['parley']}/v2/health", {}, pids["parley"], {}),
+            "b": (f"{base['bare']}/rows", {}, pids.get("bare", 0), {}),
+            "c": (f"{base['parley']}/v2/agents?limit=25", auth, pids["parley"], {}),
+            "d": (f"{base['fastapi']}/agents?limit=25", {}, pids.get("fastapi", 0), {}),
+            "e": (f"{base['raw']}/agents?limit=25", {}, pids.get("raw", 0), {}),
+            "f": (f"{base['parley']}/v2/calls", auth, pids["parley"], post),
+            "g": (f"{base['fastapi']}/calls", {}, pids.get("fastapi", 0), post),
+            "h": (f"{base['raw']}/calls", {}, pids.get("raw", 0), post),
+        }
+        slices: dict[str, list[WrkResult]] = {name: [] for name in SCENARIOS if name in args.scenarios}
+        for index in range(rounds):
+            for name in slices:
+                url, headers, pid, extra = targets[name]
+                slices[name].append(run_wrk(
+                    name, url, duration=slice_seconds, connections=args.connections, threads=args.threads,
+                    headers=headers, warmup=args.warmup if index == 0 else 0, server_pid=pid,
+                    database=db.cleanup_name, **extra))
     run.results = {name: _merge(name, parts) for name, parts in slices.items()}
     for result in run.results.values():
         if (result.others_cpu_share or 0) > 0.1:
@@ -421,8 +524,11 @@ def measure(db: Database, key: str, server: str, workers: int, args: argparse.Na
 
 # --- report ------------------------------------------------------------------------------
 
-_NAMES = {"a": "(a) GET /v2/health", "b": "(b) bare Litestar + SQLAlchemy, 25 rows",
-          "c": "(c) GET /v2/agents?limit=25"}
+SCENARIOS = "abcdefgh"
+_NAMES = {"a": "(a) Parley GET /v2/health", "b": "(b) bare Litestar + SQLAlchemy Core, 25 rows",
+          "c": "(c) Parley GET /v2/agents?limit=25", "d": "(d) FastAPI peer GET /agents",
+          "e": "(e) raw floor GET /agents", "f": "(f) Parley POST /v2/calls",
+          "g": "(g) FastAPI peer POST /calls (insert)", "h": "(h) raw floor POST /calls (insert)"}
 
 
 def markdown(runs: list[Run]) -> str:
@@ -430,20 +536,23 @@ def markdown(runs: list[Run]) -> str:
     for run in runs:
         lines += [f"### {run.database}, {run.server}, {run.workers} worker{'s' if run.workers > 1 else ''} "
                   f"({run.connections} connections, {run.duration} s per scenario)", "",
-                  "| scenario | requests/s | p50 ms | p99 ms | server CPU ms/req | PostgreSQL CPU ms/req | others |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
-        for name in ("a", "b", "c"):
+                  "| scenario | requests/s | p50 ms | p99 ms | server CPU ms/req | PostgreSQL CPU ms/req | non-2xx "
+                  "| others |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for name in SCENARIOS:
             r = run.results.get(name)
             if r:
                 lines.append(f"| {_NAMES[name]} | {r.rps:,.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
-                             f"{r.server_cpu_ms or 0:.2f} | {r.database_cpu_ms or 0:.2f} | "
+                             f"{r.server_cpu_ms or 0:.2f} | {r.database_cpu_ms or 0:.2f} | {r.non_2xx} | "
                              f"{r.others_cpu_share or 0:.0%} |")
-        if run.ratio is not None:
-            c = run.results["c"]
-            lines.append("")
-            lines.append(f"c/b = **{run.ratio:.2f}** (target >= 0.6: {'met' if run.ratio >= 0.6 else 'MISSED'}); "
-                         f"by CPU per request {run.cpu_ratio or 0:.2f}; "
-                         f"p99 of (c) = {c.p99_ms:.1f} ms (target < 50 ms: {'met' if c.p99_ms < 50 else 'MISSED'})")
+        lines.append("")
+        for ours, peer, target, what in RATIOS:
+            ratio = run.rps_ratio(ours, peer)
+            if ratio is None:
+                continue
+            cpu = run.cpu_ratio(ours, peer)
+            lines.append(f"- {what} ({ours}/{peer}) = **{ratio:.2f}** (target >= {target}: "
+                         f"{'met' if ratio >= target else 'MISSED'}); by CPU per request {cpu or 0:.2f}")
         lines.append("")
     return "\n".join(lines)
 
@@ -460,7 +569,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3, help="seconds of unmeasured load before each scenario")
     parser.add_argument("--rounds", type=int, default=3,
                         help="the scenarios take turns in this many slices of duration/rounds seconds (default 3)")
-    parser.add_argument("--scenarios", default="abc", help="any of a, b, c (default abc)")
+    parser.add_argument("--scenarios", default="cdefgh",
+                        help="any of a-h (default cdefgh: Parley and both peers, reads and writes)")
+    parser.add_argument("--parley-loop", choices=["auto", "asyncio", "uvloop"], default="auto",
+                        help="`parley serve --loop` (auto: uvloop when installed)")
     parser.add_argument("--postgres-admin-url", default=os.environ.get("PARLEY_BENCH_POSTGRES_URL", PG_ADMIN))
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
@@ -479,12 +591,12 @@ def main(argv: list[str] | None = None) -> int:
                   else [int(n) for n in args.workers.split(",")])
         with fresh_database(kind, args.postgres_admin_url) as db:
             started = time.monotonic()
-            key = seed(db)
-            print(f"# {kind}: seeded {AGENTS} agents and {bare_app.ROWS} bare rows in "
+            seeded = seed(db, bare="b" in args.scenarios)
+            print(f"# {kind}: seeded {AGENTS} agents in "
                   f"{time.monotonic() - started:.1f} s", flush=True)
             for server in servers:
                 for workers in counts:
-                    run = measure(db, key, server, workers, args)
+                    run = measure(db, seeded, server, workers, args)
                     runs.append(run)
                     print(markdown([run]), flush=True)
     if runs:
@@ -492,8 +604,9 @@ def main(argv: list[str] | None = None) -> int:
         for command in sorted({r.command for run in runs for r in run.results.values()}):
             print(f"    {command}")
     if args.json:
-        args.json.write_text(json.dumps([{**asdict(r), "ratio_c_b": r.ratio, "cpu_ratio_c_b": r.cpu_ratio}
-                                         for r in runs], indent=2))
+        args.json.write_text(json.dumps([{
+            **asdict(r), "ratios": {f"{o}/{p}": r.rps_ratio(o, p) for o, p, _, _ in RATIOS},
+            "cpu_ratios": {f"{o}/{p}": r.cpu_ratio(o, p) for o, p, _, _ in RATIOS}} for r in runs], indent=2))
     return 0
 
 

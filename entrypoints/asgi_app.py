@@ -11,6 +11,7 @@ from litestar import Litestar
 from entrypoints.http.app import create_app
 from entrypoints.http.providers import HttpProvider
 from entrypoints.ioc import build_container, make_container
+from entrypoints.observability import use_multiprocess_directory
 from entrypoints.runtime import configure_logging
 from entrypoints.settings import Settings
 from entrypoints.worker import InProcessWorker
@@ -23,6 +24,7 @@ def http_container(settings: Settings, *overrides: Provider) -> AsyncContainer:
 
 def make_app() -> Litestar:
     settings = Settings.from_env().with_secret_key()
+    use_multiprocess_directory()
     configure_logging(settings.log_level, settings.log_format)
     app = create_app(http_container(settings), settings)
     if os.environ.get("PARLEY_IN_PROCESS_WORKER") == "1":

@@ -6,8 +6,10 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,6 +25,7 @@ from domain.errors import DomainError
 from domain.rfc3339 import format_utc_or_none
 from entrypoints.checks import configuration_problems
 from entrypoints.ioc import build_container, configuration
+from entrypoints.observability import MULTIPROC_ENV
 from entrypoints.runtime import configure_logging
 from entrypoints.settings import Settings, SettingsError
 from entrypoints.worker import in_unit
@@ -116,7 +119,7 @@ async def demo_key(settings: Settings) -> dict[str, Any]:
 
 
 def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bool, server: str,
-          migrate_first: bool = True) -> int:
+          migrate_first: bool = True, loop: str = "auto") -> int:
     ready_database(settings, migrate_first=migrate_first)
     env = dict(os.environ)
     env["PARLEY_SECRET_KEY"] = settings.with_secret_key().secret_key
@@ -124,26 +127,32 @@ def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bo
     worker_process = None
     if run_worker and workers == 1:
         env["PARLEY_IN_PROCESS_WORKER"] = "1"
-    elif run_worker:
+    metrics_dir = None
+    if workers > 1 and not env.get(MULTIPROC_ENV):
+        # several processes: prometheus-client's multiprocess mode, in a fresh directory for this run
+        metrics_dir = env[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="parley-metrics-")
+    if run_worker and workers > 1:
         worker_process = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker", "--no-migrate"],
                                           env=env)
     os.environ.update(env)
     try:
         if server == "granian":
             from granian import Granian
-            from granian.constants import Interfaces
+            from granian.constants import Interfaces, Loops
 
             Granian("entrypoints.asgi_app:make_app", address=host, port=port, workers=workers,
-                    interface=Interfaces.ASGI, factory=True).serve()
+                    interface=Interfaces.ASGI, factory=True, loop=Loops(loop)).serve()
         else:
             import uvicorn
 
             uvicorn.run("entrypoints.asgi_app:make_app", factory=True, host=host, port=port, workers=workers,
-                        log_level=settings.log_level.lower(), access_log=False, lifespan="on")
+                        log_level=settings.log_level.lower(), access_log=False, lifespan="on", loop=loop)
     finally:
         if worker_process is not None:
             worker_process.terminate()
             worker_process.wait(timeout=20)
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
 
 
@@ -175,6 +184,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, default=1)
     s.add_argument("--no-worker", action="store_true")
     s.add_argument("--server", choices=["uvicorn", "granian"], default=os.environ.get("PARLEY_SERVER", "granian"))
+    s.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default=os.environ.get("PARLEY_LOOP", "auto"),
+                   help="the event loop: auto = uvloop when installed (pip install uvloop), else asyncio")
     s.add_argument("--no-migrate", action="store_true",
                    help="do not migrate: refuse to start unless the schema is up to date (`parley migrate` ran)")
     w = sub.add_parser("worker", help="run only the background worker")
@@ -216,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return serve(settings, args.host, args.port, args.workers, not args.no_worker, args.server,
-                         not args.no_migrate)
+                         not args.no_migrate, args.loop)
         if args.command == "worker":
             return worker(settings, not args.no_migrate)
     except StartupRefused as exc:

@@ -129,6 +129,16 @@ class _Snapshot(Collector):
                 yield GaugeMetricFamily(name, text, value=self.values[name])
 
 
+def use_multiprocess_directory() -> None:
+    """Pick prometheus-client's value class again from ``PROMETHEUS_MULTIPROC_DIR``: a server process forked from
+    one that imported prometheus-client before the variable was set (granian's workers, forked from the
+    `parley serve` that sets it) then writes its samples there too. Every metric here has labels, and a labelled
+    metric makes its values when a label set is first used, so they all get the class chosen now."""
+    from prometheus_client import values
+
+    values.ValueClass = values.get_value_class()
+
+
 def render(snapshot: dict[str, float] | None = None) -> bytes:
     """The exposition text: this process's metrics (every process's, in multiprocess mode) and ``snapshot``."""
     if os.environ.get(MULTIPROC_ENV):

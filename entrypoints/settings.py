@@ -127,6 +127,9 @@ class Settings:
     metrics_token: str = ""
     """GET /metrics answers only ``Authorization: Bearer <this>``; empty: /metrics is not served (404)."""
     db_pool_size: int = 10
+    job_lease_seconds: float = 0.0
+    """When above 0, no job kind's lease is longer than this: a killed worker's jobs are taken over sooner (a pass
+    that outlives its lease may then overlap the next one, which every job kind allows). 0: each kind's own."""
     public_base_url: str = ""
     """The base of links Parley hands out; empty: the base URL of the request that asked for the link."""
     sections: tuple[Any, ...] = field(default=(), metadata={"env": False})

@@ -14,6 +14,8 @@ import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from dishka import AsyncContainer
@@ -79,6 +81,9 @@ async def make_runner(container: AsyncContainer, settings: Settings, *,
                       safety_poll_seconds: float = SAFETY_POLL_SECONDS,
                       kinds: list[JobKind] | None = None) -> JobRunner:
     selected = kinds if kinds is not None else [make(container, settings) for make in jobs()]
+    if settings.job_lease_seconds > 0:
+        cap = timedelta(seconds=settings.job_lease_seconds)
+        selected = [replace(kind, lease=min(kind.lease, cap)) for kind in selected]
     random = await container.get(Random)
     return JobRunner(selected, ContainerUnits(container), await container.get(Clock), random, owner_name(random),
                      safety_poll_seconds=safety_poll_seconds, observer=JobMetrics())

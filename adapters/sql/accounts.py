@@ -302,6 +302,19 @@ class SqlIdempotencyStore:
 
 _NO_SYNC_COMMIT = sa.text("SET LOCAL synchronous_commit TO OFF")
 
+# PostgreSQL: every window counted, and the transaction's commit told not to wait for the WAL flush, in one round
+# trip (``set_config(..., true)`` is ``SET LOCAL``; the CTE is joined, so it runs once, before the rows are written)
+_PG_COUNT_ALL = sa.text("""
+WITH quiet AS (SELECT set_config('synchronous_commit', 'off', true) AS done)
+INSERT INTO rate_limit_counters AS counter (bucket, window_seconds, window_start, count)
+SELECT :bucket, w.seconds, w.start, 1
+FROM unnest(CAST(:seconds AS integer[]), CAST(:starts AS bigint[])) AS w(seconds, start)
+CROSS JOIN quiet
+ON CONFLICT (bucket, window_seconds, window_start) DO UPDATE SET count = counter.count + 1
+WHERE counter.count < (CAST(:limits AS integer[]))[array_position(CAST(:seconds AS integer[]), counter.window_seconds)]
+RETURNING counter.window_seconds, counter.count
+""")
+
 
 class SqlRateLimiter:
     """Shared counters: one atomic conditional upsert per window, in the request's connection."""
@@ -320,6 +333,26 @@ class SqlRateLimiter:
         ).returning(rate_limit_counters.c.count)
         row = (await conn.execute(stmt)).first()
         return None if row is None else int(row[0])
+
+    async def _increment_all(self, bucket: str, windows: list[Window], epoch: float) -> dict[int, int]:
+        """Every window's counter in one statement (one round trip, the hot rows locked for it alone): each is
+        counted unless at its limit. Returns window seconds -> new count for those counted."""
+        conn = await self.uow.connection()
+        if self.uow.dialect == "postgresql":
+            rows = await conn.execute(_PG_COUNT_ALL, {
+                "bucket": bucket, "seconds": [w.seconds for w in windows],
+                "starts": [w.start(epoch) for w in windows], "limits": [w.limit for w in windows]})
+            return {int(row[0]): int(row[1]) for row in rows.all()}
+        c = rate_limit_counters.c
+        stmt = insert(rate_limit_counters, self.uow.dialect).values([
+            {"bucket": bucket, "window_seconds": w.seconds, "window_start": w.start(epoch), "count": 1}
+            for w in windows])
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["bucket", "window_seconds", "window_start"],
+            set_={"count": c.count + 1},
+            where=c.count < sa.case({w.seconds: w.limit for w in windows}, value=c.window_seconds),
+        ).returning(c.window_seconds, c.count)
+        return {int(row[0]): int(row[1]) for row in (await conn.execute(stmt)).all()}
 
     async def _read(self, bucket: str, window: Window, start: int) -> int:
         conn = await self.uow.connection()
@@ -345,21 +378,33 @@ class SqlRateLimiter:
         counted: list[tuple[Window, int]] = []
         states: list[WindowState] = []
         allowed = True
-        if self.uow.dialect == "postgresql":
+        longest_first = sorted(windows, key=lambda w: -w.seconds)
+        at_once = len({w.seconds for w in windows}) == len(windows)
+        if self.uow.dialect == "postgresql" and not at_once:
             # counters need no flush to disk before the answer: a crash may forget the last few hundred
             # milliseconds of counts, and every request stops waiting for the WAL flush of its own increment
+            # (the one-statement path below says so in its statement)
             conn = await self.uow.connection()
             await conn.execute(_NO_SYNC_COMMIT)
-        # longest window first: a refused request gives back what it took from earlier windows
-        for window in sorted(windows, key=lambda w: -w.seconds):
-            start = window.start(epoch)
-            used = await self._increment(bucket, window, start)
-            if used is None:
-                allowed = False
-                states.append(WindowState(window, window.limit, window.end(epoch)))
-                break
-            counted.append((window, start))
-            states.append(WindowState(window, used, window.end(epoch)))
+        if at_once:
+            # all windows in one statement; a refused request gives back what it took from the others
+            used_by = await self._increment_all(bucket, longest_first, epoch)
+            for window in longest_first:
+                if window.seconds in used_by:
+                    counted.append((window, window.start(epoch)))
+                    states.append(WindowState(window, used_by[window.seconds], window.end(epoch)))
+                else:
+                    allowed = False
+        else:
+            # longest window first: a refused request gives back what it took from earlier windows
+            for window in longest_first:
+                start = window.start(epoch)
+                used = await self._increment(bucket, window, start)
+                if used is None:
+                    allowed = False
+                    break
+                counted.append((window, start))
+                states.append(WindowState(window, used, window.end(epoch)))
         if not allowed:
             for window, start in counted:
                 await self._decrement(bucket, window, start)

@@ -382,6 +382,9 @@ class _Run:
         for _ in range(3):
             now = clock.now()
             mine = IdempotencyRecord(organization_id, lineage_id, key, fingerprint, now, now, token, None)
+            # the usual case, a key not seen before (decide(None) is PROCEED): claimed in one statement
+            if await store.insert_if_absent(mine):
+                break
             existing = await store.get(organization_id, lineage_id, key)
             decision = policy.decide(existing, fingerprint, now)
             if decision is Decision.PROCEED and await store.insert_if_absent(mine):

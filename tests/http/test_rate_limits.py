@@ -36,6 +36,19 @@ async def test_minute_window_refuses_with_retry_after(make_api: ApiFactory, sql_
     assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 200
 
 
+@pytest.mark.parametrize("backend", ["memory", "database"])
+async def test_requests_the_handler_refuses_still_count(make_api: ApiFactory, sql_url: str, backend: str) -> None:
+    """Only a 429 gives its request back: a 404 or a 400 from the handler counts (the counters commit before the
+    handler runs, in a transaction of their own, so its rollback cannot undo them)."""
+    api = await make_api(sql_url, clock=ManualClock(START), rate_limit_per_minute=3, rate_limit_per_hour=100,
+                         rate_limit_backend=backend)
+    t = await api.tenant()
+    assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 200
+    assert (await api.client.get("/v2/agents/999999", headers=t.headers)).status_code == 404
+    assert (await api.client.post("/v2/agents", json={"name": ""}, headers=t.headers)).status_code == 400
+    assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 429
+
+
 async def test_refused_requests_do_not_consume_quota(make_api: ApiFactory, sqlite_url: str) -> None:
     clock = ManualClock(START)
     api = await make_api(sqlite_url, clock=clock, rate_limit_per_minute=2, rate_limit_per_hour=3)
