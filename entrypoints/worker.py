@@ -1,8 +1,12 @@
 """The background worker: one job runner (``application/jobs.py``) over every feature's job kinds.
 
 A feature's ``jobs`` are factories ``make(container, settings) -> JobKind``; its ``resident`` work runs in every
-worker process. ``ContainerUnits`` / ``in_unit`` are the one way a job runs a unit of work (a request scope of the
-container, committed through its ``UnitOfWork``).
+worker process. A worker runs every job kind, or those an operator names (``parley worker --jobs`` /
+``--exclude-jobs``, ``JobSelection``): job kinds then run in processes of their own, e.g. the campaign dialer
+apart from the calls' progress. The queue hands a job only to a runner that has its kind.
+
+``ContainerUnits`` / ``in_unit`` are the one way a job runs a unit of work (a request scope of the container,
+committed through its ``UnitOfWork``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from dishka import AsyncContainer
@@ -67,6 +72,33 @@ def jobs() -> list[JobKindFactory]:
     return [make for feature in all_features() for make in feature.jobs]
 
 
+class JobSelectionError(ValueError):
+    """A ``JobSelection`` names an unknown job kind, or leaves none."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSelection:
+    """The job kinds a worker process runs: ``only`` these (None: every kind), minus ``exclude``."""
+
+    only: frozenset[str] | None = None
+    exclude: frozenset[str] = frozenset()
+
+    def pick(self, kinds: list[JobKind]) -> list[JobKind]:
+        """The selected kinds; JobSelectionError naming the known kinds when a name is unknown or none is left."""
+        known = [kind.name for kind in kinds]
+        unknown = sorted(((self.only or frozenset()) | self.exclude) - set(known))
+        if unknown:
+            raise JobSelectionError(f"unknown job kind {', '.join(unknown)} (the job kinds: {', '.join(known)})")
+        picked = [kind for kind in kinds if (self.only is None or kind.name in self.only)
+                  and kind.name not in self.exclude]
+        if not picked:
+            raise JobSelectionError(f"no job kind left to run (the job kinds: {', '.join(known)})")
+        return picked
+
+
+EVERY_JOB = JobSelection()
+
+
 def residents() -> list[Resident]:
     return [work for feature in all_features() for work in feature.resident]
 
@@ -77,8 +109,8 @@ def owner_name(random: Random) -> str:
 
 async def make_runner(container: AsyncContainer, settings: Settings, *,
                       safety_poll_seconds: float = SAFETY_POLL_SECONDS,
-                      kinds: list[JobKind] | None = None) -> JobRunner:
-    selected = kinds if kinds is not None else [make(container, settings) for make in jobs()]
+                      kinds: list[JobKind] | None = None, selection: JobSelection = EVERY_JOB) -> JobRunner:
+    selected = kinds if kinds is not None else selection.pick([make(container, settings) for make in jobs()])
     random = await container.get(Random)
     return JobRunner(selected, ContainerUnits(container), await container.get(Clock), random, owner_name(random),
                      safety_poll_seconds=safety_poll_seconds, observer=JobMetrics())
@@ -120,10 +152,11 @@ async def _restarting(name: str, work: Callable[[], Awaitable[None]], stop: asyn
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
 
 
-async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
-    """Run every feature's jobs (one runner) and resident work until ``stop``. On stop nothing new is claimed and
-    in-flight jobs finish within the grace period or their leases are released."""
-    runner = await make_runner(container, settings)
+async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event,
+                   selection: JobSelection = EVERY_JOB) -> None:
+    """Run every feature's jobs (or the ``selection``; one runner) and resident work until ``stop``. On stop
+    nothing new is claimed and in-flight jobs finish within the grace period or their leases are released."""
+    runner = await make_runner(container, settings, selection=selection)
     runner.wake = JOB_WAKE_UPS.subscribe()
 
     async def run_runner() -> None:
@@ -139,7 +172,8 @@ async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.
         JOB_WAKE_UPS.unsubscribe(runner.wake)
 
 
-async def run_worker(settings: Settings, make_container: Callable[[Settings], AsyncContainer]) -> None:
+async def run_worker(settings: Settings, make_container: Callable[[Settings], AsyncContainer],
+                     selection: JobSelection = EVERY_JOB) -> None:
     """`parley worker`: until SIGTERM or SIGINT (drain: in-flight jobs finish or their leases are released)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -148,7 +182,7 @@ async def run_worker(settings: Settings, make_container: Callable[[Settings], As
             loop.add_signal_handler(sig, stop.set)
     container = make_container(settings)
     try:
-        await run_jobs(container, settings, stop)
+        await run_jobs(container, settings, stop, selection)
     finally:
         await container.close()
 

@@ -7,7 +7,8 @@ schedules feature (a running or paused campaign keeps its schedule); the schedul
 ``CampaignSchedules`` (a campaign may name a live schedule).
 
 The worker job (``campaigns.dial``) is one pass: apply the outcomes of finished campaign calls, then give each
-running campaign a turn (round-robin: the one dialled longest ago first), placing at most ``CAMPAIGN_BUDGET``
+running campaign that has something to do a turn (round-robin: the one dialled longest ago first; one statement
+lists them with their first open contact, ``dialer.wants_turn`` picks), placing at most ``CAMPAIGN_BUDGET``
 calls for it and ``PASS_BUDGET`` in all; every step is its own unit of work. It is due again when the next
 deferred or retried contact is (or after ``IDLE_RECHECK``); a commit that created work (a call placed or ended,
 a campaign started) runs it at once. ``run_once`` is one pass (tests call it with a manual clock).
@@ -30,7 +31,7 @@ from application import campaigns as cases
 from application import dialer
 from application.jobs import JobKind
 from application.ports.campaigns import CampaignRepository, ContactRepository
-from application.ports.dialer import CampaignRef, ContactRef, DialerStore
+from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef, DialerStore
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from application.ports.schedules import ScheduleUsage
@@ -157,14 +158,17 @@ async def run_once(container: AsyncContainer, settings: Settings | None = None) 
     for ref in await _unit(container, settled):
         report.settled += await _settle(container, ref)
 
-    async def running(r: Any) -> list[CampaignRef]:
-        return await (await r.get(DialerStore)).running_campaigns(BATCH)
+    async def running(r: Any) -> tuple[list[CampaignTurn], datetime]:
+        return await (await r.get(DialerStore)).campaign_turns(BATCH), (await r.get(Clock)).now()
 
-    for campaign in await _unit(container, running):
+    turns, now = await _unit(container, running)
+    for turn in turns:
+        if not dialer.wants_turn(turn, now):
+            continue
         if report.dialled >= PASS_BUDGET:
             report.exhausted = True
             break
-        await _turn(container, campaign, PASS_BUDGET - report.dialled, report)
+        await _turn(container, turn.ref, PASS_BUDGET - report.dialled, report)
     return report
 
 
