@@ -31,10 +31,12 @@ server process, so each VmHWM belongs to that round alone; the rounds' median an
     .venv/bin/python bench/campaigns_bench.py decision [--campaigns 100] [--contacts 1000000] [--due-share 0.01]
                                                        [--passes 20] [--rounds 3]
 
-  sustained  PostgreSQL: campaigns of due contacts (calling hours 00:00-24:00) and one `parley worker` process
-             with the simulator at high speed (PARLEY_SIMULATOR_SPEED, default 1000 here): dials per second
-             (attempts recorded by the dialer; target >= 50/s) and CPU per dial (the worker's CPU time /
-             dials, PostgreSQL's beside it), over a window after a warm-up; one fresh database per round.
+  sustained  PostgreSQL: campaigns of due contacts (calling hours 00:00-24:00) and real `parley worker`
+             processes with the simulator at high speed (PARLEY_SIMULATOR_SPEED, default 1000 here): one worker
+             running every job kind, then the dialer's worker (`--jobs campaigns.dial`) beside a worker for the
+             rest (`--exclude-jobs campaigns.dial`). Dial decisions per second (attempts recorded by the
+             dialer; target >= 50/s from one worker), calls ended per second, and CPU per dial of each worker
+             process and of PostgreSQL, over a window after a warm-up; a fresh database for each run.
 
     .venv/bin/python bench/campaigns_bench.py sustained [--campaigns 100] [--contacts 10000] [--seconds 20]
                                                         [--speed 1000] [--rounds 3]
@@ -685,29 +687,52 @@ def run_decision(args: argparse.Namespace) -> dict[str, Any]:
 # --- sustained ---------------------------------------------------------------------------------------------------
 
 
-async def _counts(url: str) -> tuple[int, int]:
+async def _counts(url: str) -> tuple[int, int, int]:
+    """Attempts the dialer recorded, calls that reached a final status, contacts still waiting to be dialled."""
     import asyncpg
+
+    from domain.calls import FINAL_STATUSES
 
     conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
         row = await conn.fetchrow("SELECT (SELECT count(*) FROM contact_attempts) AS attempts, "
+                                  "(SELECT count(*) FROM calls WHERE status = ANY($1::text[])) AS ended, "
                                   "(SELECT count(*) FROM campaign_contacts WHERE status IN ('pending', 'retry_wait'))"
-                                  " AS waiting")
-        return int(row["attempts"]), int(row["waiting"])
+                                  " AS waiting", sorted(FINAL_STATUSES))
+        return int(row["attempts"]), int(row["ended"]), int(row["waiting"])
     finally:
         await conn.close()
 
 
 @dataclass
-class SustainedRound:
+class Window:
+    """One measured window of real `parley worker` processes."""
+
     dials: int
+    calls_ended: int
     seconds: float
-    dials_per_s: float
-    worker_cpu_ms_per_dial: float
-    database_cpu_ms_per_dial: float
+    cpu_s: dict[str, float]  # by worker role
+    database_cpu_s: float
     others_share: float
     load_1min: float
     waiting_after: int
+
+    @property
+    def dials_per_s(self) -> float:
+        return self.dials / self.seconds
+
+    @property
+    def ended_per_s(self) -> float:
+        return self.calls_ended / self.seconds
+
+    def ms_per_dial(self, cpu_s: float) -> float:
+        return cpu_s / max(1, self.dials) * 1000
+
+
+@dataclass
+class SustainedRound:
+    one: Window  # one `parley worker` running every job kind
+    split: Window  # `parley worker --jobs campaigns.dial` beside `parley worker --exclude-jobs campaigns.dial`
     alone_dials: int  # the peer: the dialer's pass alone, in this process, calls left queued
     alone_dials_per_s: float
     alone_cpu_ms_per_dial: float
@@ -717,33 +742,58 @@ class SustainedRound:
 
 SUSTAINED_FIELDS = {"calling_hours": {"start": "00:00", "end": "24:00"}, "timezone_mode": "campaign",
                     "max_concurrent_calls": 50}
+ONE_WORKER = {"worker": []}
+SPLIT_WORKERS = {"dialer": ["--jobs", "campaigns.dial"], "calls": ["--exclude-jobs", "campaigns.dial"]}
 
 
-def _worker_window(db: Database, args: argparse.Namespace) -> dict[str, Any]:
+def _worker_window(db: Database, args: argparse.Namespace, roles: dict[str, list[str]], label: str) -> Window:
+    """Start `parley worker` processes (``roles``: name -> options), wait for the first dial, let ``--warmup``
+    seconds pass, then count attempts and ended calls and take the processes' CPU over ``--seconds``.
+    ``--py-spy DIR``: each worker is sampled by py-spy during the window (a profile, not a measurement)."""
     from run import _stop
 
     env = {**_server_env(db), "PARLEY_SIMULATOR_SPEED": str(args.speed)}
-    with (db.workdir / "worker.log").open("ab") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], env=env, cwd=ROOT,
-                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    workers: dict[str, subprocess.Popen[bytes]] = {}
+    spies: list[subprocess.Popen[bytes]] = []
     try:
+        for role, options in roles.items():
+            with (db.workdir / f"worker-{role}.log").open("ab") as log:
+                workers[role] = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker", *options],
+                                                 env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                                 start_new_session=True)
         deadline = time.monotonic() + 90
         while asyncio.run(_counts(db.url))[0] == 0:
-            if worker.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the worker dialled nothing; see {db.workdir / 'worker.log'}")
+            if any(w.poll() is not None for w in workers.values()) or time.monotonic() > deadline:
+                raise RuntimeError(f"the workers dialled nothing; see {db.workdir}/worker-*.log")
             time.sleep(0.2)
         time.sleep(args.warmup)
-        first, cpu_before, load = asyncio.run(_counts(db.url))[0], _processes(), os.getloadavg()[0]
+        if args.py_spy:
+            args.py_spy.mkdir(parents=True, exist_ok=True)
+            spies = [subprocess.Popen([str(VENV_BIN / "py-spy"), "record", "--nonblocking", "--format", "raw",
+                                       "-d", str(int(args.seconds)), "-p", str(w.pid), "-o",
+                                       str(args.py_spy / f"{label}-{role}.txt")],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                     for role, w in workers.items()]
+        (first, first_ended, _), cpu_before, load = asyncio.run(_counts(db.url)), _processes(), os.getloadavg()[0]
         started = time.perf_counter()
         time.sleep(args.seconds)
-        last, waiting = asyncio.run(_counts(db.url))
+        last, last_ended, waiting = asyncio.run(_counts(db.url))
         seconds, cpu_after = time.perf_counter() - started, _processes()
     finally:
-        _stop(worker)
-    used = _cpu_used(cpu_before, cpu_after, worker.pid, db.cleanup_name)
+        for spy in spies:
+            spy.wait(timeout=60)
+        for w in workers.values():
+            _stop(w)
+    used = {role: _cpu_used(cpu_before, cpu_after, w.pid, db.cleanup_name) for role, w in workers.items()}
+    ours = sum(u["server"] for u in used.values())
+    anyone = next(iter(used.values()))
+    others = anyone["others"] + anyone["server"] - ours  # every process outside the workers and this database
     if waiting == 0:
         print("warning: the campaigns ran out of due contacts within the window; raise --contacts", file=sys.stderr)
-    return {"dials": last - first, "seconds": seconds, "used": used, "load": load, "waiting": waiting}
+    return Window(dials=last - first, calls_ended=last_ended - first_ended, seconds=seconds,
+                  cpu_s={role: u["server"] for role, u in used.items()}, database_cpu_s=anyone["database"],
+                  others_share=min(1.0, max(0.0, others) / (seconds * (os.cpu_count() or 1))), load_1min=load,
+                  waiting_after=waiting)
 
 
 async def _dialer_alone(db: Database, seconds: float) -> dict[str, Any]:
@@ -751,12 +801,13 @@ async def _dialer_alone(db: Database, seconds: float) -> dict[str, Any]:
     that stays queued, until the campaigns' caps (max_concurrent_calls each) or ``seconds`` run out. The first
     pass warms the process up and is not counted."""
     _, _, feature = _dialer_modules()
-    container = build_container(_settings(db))
+    settings = _settings(db)
+    container = build_container(settings)
     try:
-        await feature.run_once(container)
+        await feature.run_once(container, settings)
         dials, cpu, before, started = 0, time.process_time(), _processes(), time.perf_counter()
         while time.perf_counter() - started < seconds:
-            report = await feature.run_once(container)
+            report = await feature.run_once(container, settings)
             if report.dialled == 0:
                 break
             dials += report.dialled
@@ -782,19 +833,17 @@ def recording_cpu_ms() -> float:
 
 
 def sustained_round(args: argparse.Namespace) -> SustainedRound:
-    with fresh_database("postgres", args.postgres_admin_url) as db:
-        seed_campaigns(db, args.campaigns, args.contacts, 1.0, SUSTAINED_FIELDS, args.server)
-        window = _worker_window(db, args)
+    windows = {}
+    for label, roles in (("one", ONE_WORKER), ("split", SPLIT_WORKERS)):
+        with fresh_database("postgres", args.postgres_admin_url) as db:
+            seed_campaigns(db, args.campaigns, args.contacts, 1.0, SUSTAINED_FIELDS, args.server)
+            windows[label] = _worker_window(db, args, roles, label)
     with fresh_database("postgres", args.postgres_admin_url) as db:
         seed_campaigns(db, args.campaigns, args.contacts, 1.0, SUSTAINED_FIELDS, args.server)
         alone = asyncio.run(_dialer_alone(db, args.seconds))
-    dials, seconds, used = max(1, window["dials"]), window["seconds"], window["used"]
     alone_dials = max(1, alone["dials"])
     return SustainedRound(
-        dials=window["dials"], seconds=seconds, dials_per_s=window["dials"] / seconds,
-        worker_cpu_ms_per_dial=used["server"] / dials * 1000, database_cpu_ms_per_dial=used["database"] / dials * 1000,
-        others_share=min(1.0, used["others"] / (seconds * (os.cpu_count() or 1))), load_1min=window["load"],
-        waiting_after=window["waiting"], alone_dials=alone["dials"],
+        one=windows["one"], split=windows["split"], alone_dials=alone["dials"],
         alone_dials_per_s=alone["dials"] / alone["seconds"], alone_cpu_ms_per_dial=alone["cpu"] / alone_dials * 1000,
         alone_database_cpu_ms_per_dial=alone["database"] / alone_dials * 1000, recording_cpu_ms=recording_cpu_ms())
 
@@ -805,29 +854,52 @@ def run_sustained(args: argparse.Namespace) -> dict[str, Any]:
     for index in range(args.rounds):
         r = sustained_round(args)
         rounds.append(r)
-        print(f"# round {index + 1}: worker {r.dials} dials in {r.seconds:.1f} s = {r.dials_per_s:.1f}/s, "
-              f"{r.worker_cpu_ms_per_dial:.1f} ms CPU per dial (PostgreSQL {r.database_cpu_ms_per_dial:.1f}); "
-              f"dialer alone {r.alone_dials} dials, {r.alone_dials_per_s:.1f}/s, {r.alone_cpu_ms_per_dial:.1f} ms "
-              f"(PostgreSQL {r.alone_database_cpu_ms_per_dial:.1f}); load {r.load_1min:.1f}", flush=True)
+        one, split = r.one, r.split
+        print(f"# round {index + 1}: one worker {one.dials} dials in {one.seconds:.1f} s = {one.dials_per_s:.1f}/s, "
+              f"{one.ms_per_dial(one.cpu_s['worker']):.1f} ms CPU per dial; dialer worker {split.dials_per_s:.1f}/s "
+              f"at {split.ms_per_dial(split.cpu_s['dialer']):.1f} ms, calls worker "
+              f"{split.ms_per_dial(split.cpu_s['calls']):.1f} ms per dial, calls ended {split.ended_per_s:.1f}/s; "
+              f"dialer alone {r.alone_dials_per_s:.1f}/s at {r.alone_cpu_ms_per_dial:.1f} ms; load "
+              f"{one.load_1min:.1f}/{split.load_1min:.1f}", flush=True)
 
-    def cell(name: str, fmt: str = "{:.1f}") -> str:
-        return _spread([getattr(r, name) for r in rounds], fmt)
+    def cell(values: list[float], fmt: str = "{:.1f}") -> str:
+        return _spread(values, fmt)
 
-    rates = [r.dials_per_s for r in rounds]
+    def w(label: str) -> list[Window]:
+        return [getattr(r, label) for r in rounds]
+
+    def per_dial(label: str, role: str | None) -> str:
+        return cell([x.ms_per_dial(x.cpu_s[role] if role else x.database_cpu_s) for x in w(label)])
+
+    dialer_rates = [x.dials_per_s for x in w("split")]
+    one_rates = [x.dials_per_s for x in w("one")]
     lines = [f"### sustained: PostgreSQL, {args.campaigns} running campaigns x {args.contacts // args.campaigns:,} due "
              f"contacts (calling hours 00:00-24:00, max_concurrent_calls 50), PARLEY_SIMULATOR_SPEED={args.speed:g}; "
-             f"median (range) of {args.rounds} rounds", "",
-             "| run | dials | dials/s | CPU ms per dial | PostgreSQL CPU ms per dial |", "|---|---:|---:|---:|---:|",
-             f"| one `parley worker` (dialer, calls, webhooks: every job), {args.seconds:g} s after {args.warmup:g} s "
-             f"| {cell('dials', '{:.0f}')} | **{cell('dials_per_s')}** | {cell('worker_cpu_ms_per_dial')} "
-             f"| {cell('database_cpu_ms_per_dial')} |",
+             f"{args.seconds:g} s windows after {args.warmup:g} s; median (range) of {args.rounds} rounds, a fresh "
+             f"database for each run", "",
+             "A dial decision: the dialer placed a call for a contact (an attempt row). Calls ended: calls that "
+             "reached a final status in the window (the simulator's whole call: dialling, answer, conversation, "
+             "recording, the call's end with its transcript, usage and events).", "",
+             "| run | dial decisions/s | calls ended/s | CPU ms per dial: dialer's process | other worker | "
+             "PostgreSQL | load |", "|---|---:|---:|---:|---:|---:|---:|",
+             f"| one `parley worker` (every job kind) | {cell(one_rates)} | "
+             f"{cell([x.ended_per_s for x in w('one')])} | {per_dial('one', 'worker')} | - | {per_dial('one', None)} "
+             f"| {cell([x.load_1min for x in w('one')])} |",
+             f"| `parley worker --jobs campaigns.dial` beside `parley worker --exclude-jobs campaigns.dial` "
+             f"| **{cell(dialer_rates)}** | {cell([x.ended_per_s for x in w('split')])} "
+             f"| {per_dial('split', 'dialer')} | {per_dial('split', 'calls')} | {per_dial('split', None)} "
+             f"| {cell([x.load_1min for x in w('split')])} |",
              f"| peer: the dialer's pass alone (`run_once` in a loop in one process; calls stay queued, no simulator) "
-             f"| {cell('alone_dials', '{:.0f}')} | {cell('alone_dials_per_s')} | {cell('alone_cpu_ms_per_dial')} "
-             f"| {cell('alone_database_cpu_ms_per_dial')} |", "",
-             f"Target >= 50 dials/s from one worker: {'met' if statistics.median(rates) >= 50 else 'MISSED'}. "
-             f"The simulator's WAV recording of one completed call (8 s cap, written by the calls job in the worker): "
-             f"{cell('recording_cpu_ms')} ms of CPU. Others used {cell('others_share', '{:.2f}')} of the machine "
-             f"during the worker's window; load average (1 min) {cell('load_1min')}.", ""]
+             f"| {cell([r.alone_dials_per_s for r in rounds])} | - | {cell([r.alone_cpu_ms_per_dial for r in rounds])} "
+             f"| - | {cell([r.alone_database_cpu_ms_per_dial for r in rounds])} | - |", "",
+             "Target >= 50 dial decisions/s from one worker: "
+             f"{'met' if statistics.median(dialer_rates) >= 50 else 'MISSED'} by the dialer's worker with the calls "
+             f"in another ({statistics.median(dialer_rates):.1f}/s); "
+             f"{'met' if statistics.median(one_rates) >= 50 else 'MISSED'} by one worker running every job kind "
+             f"({statistics.median(one_rates):.1f}/s). The simulator's WAV recording of one completed call (8 s cap): "
+             f"{cell([r.recording_cpu_ms for r in rounds])} ms of CPU. Others used "
+             f"{cell([x.others_share for r in rounds for x in (r.one, r.split)], '{:.2f}')} of the machine during the "
+             f"windows.", ""]
     print("\n".join(lines), flush=True)
     return {"rounds": [asdict(r) for r in rounds]}
 
@@ -848,6 +920,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=float, default=1000.0, help="sustained: PARLEY_SIMULATOR_SPEED")
     parser.add_argument("--seconds", type=float, default=20.0, help="sustained: the measured window")
     parser.add_argument("--warmup", type=float, default=5.0, help="sustained: seconds after the first dial")
+    parser.add_argument("--py-spy", type=Path, default=None,
+                        help="sustained: sample each worker with py-spy during its window, raw stacks in this folder")
     parser.add_argument("--server", choices=["granian", "uvicorn"], default="granian")
     parser.add_argument("--postgres-admin-url", default=os.environ.get("PARLEY_BENCH_POSTGRES_URL", PG_ADMIN))
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")

@@ -192,9 +192,10 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--no-migrate", action="store_true",
                    help="do not migrate: refuse to start unless the schema is up to date (`parley migrate` ran)")
     w.add_argument("--jobs", default=None, metavar="KINDS",
-                   help="run only these job kinds (comma-separated, e.g. campaigns.dial); default: every kind")
+                   help="run only these job kinds and resident work (comma-separated names, e.g. campaigns.dial or "
+                        "webhooks.deliver); default: all of it")
     w.add_argument("--exclude-jobs", default=None, metavar="KINDS",
-                   help="run every job kind but these (comma-separated, e.g. calls.progress)")
+                   help="run all but these job kinds and resident work (comma-separated, e.g. campaigns.dial)")
     c = sub.add_parser("check", help="print configuration problems (exit 1 if any)")
     c.add_argument("--workers", type=int, default=1, help="the --workers of the `parley serve` to check for")
     c.add_argument("--no-worker", action="store_true",

@@ -1,9 +1,9 @@
 """The background worker: one job runner (``application/jobs.py``) over every feature's job kinds.
 
 A feature's ``jobs`` are factories ``make(container, settings) -> JobKind``; its ``resident`` work runs in every
-worker process. A worker runs every job kind, or those an operator names (``parley worker --jobs`` /
-``--exclude-jobs``, ``JobSelection``): job kinds then run in processes of their own, e.g. the campaign dialer
-apart from the calls' progress. The queue hands a job only to a runner that has its kind.
+worker process. A worker runs all of it, or what an operator names (``parley worker --jobs`` / ``--exclude-jobs``,
+``JobSelection``, by job kind or resident name): work then runs in processes of its own, e.g. the campaign
+dialer apart from the calls' progress. The queue hands a job only to a runner that has its kind.
 
 ``ContainerUnits`` / ``in_unit`` are the one way a job runs a unit of work (a request scope of the container,
 committed through its ``UnitOfWork``).
@@ -73,24 +73,23 @@ def jobs() -> list[JobKindFactory]:
 
 
 class JobSelectionError(ValueError):
-    """A ``JobSelection`` names an unknown job kind, or leaves none."""
+    """A ``JobSelection`` names unknown work, or leaves none."""
 
 
 @dataclass(frozen=True, slots=True)
 class JobSelection:
-    """The job kinds a worker process runs: ``only`` these (None: every kind), minus ``exclude``."""
+    """The work a worker process runs, by name (job kinds such as ``campaigns.dial``, and resident work such as
+    ``webhooks.deliver``): ``only`` these (None: all of it), minus ``exclude``."""
 
     only: frozenset[str] | None = None
     exclude: frozenset[str] = frozenset()
 
-    def pick(self, kinds: list[JobKind]) -> list[JobKind]:
-        """The selected kinds; JobSelectionError naming the known kinds when a name is unknown or none is left."""
-        known = [kind.name for kind in kinds]
+    def names(self, known: list[str]) -> list[str]:
+        """The selected names; JobSelectionError naming the known ones when a name is unknown or none is left."""
         unknown = sorted(((self.only or frozenset()) | self.exclude) - set(known))
         if unknown:
             raise JobSelectionError(f"unknown job kind {', '.join(unknown)} (the job kinds: {', '.join(known)})")
-        picked = [kind for kind in kinds if (self.only is None or kind.name in self.only)
-                  and kind.name not in self.exclude]
+        picked = [name for name in known if (self.only is None or name in self.only) and name not in self.exclude]
         if not picked:
             raise JobSelectionError(f"no job kind left to run (the job kinds: {', '.join(known)})")
         return picked
@@ -99,8 +98,19 @@ class JobSelection:
 EVERY_JOB = JobSelection()
 
 
-def residents() -> list[Resident]:
-    return [work for feature in all_features() for work in feature.resident]
+def residents() -> dict[str, Resident]:
+    """Every feature's resident work, by name."""
+    return {name: work for feature in all_features() for name, work in feature.resident.items()}
+
+
+def selected_work(container: AsyncContainer, settings: Settings,
+                  selection: JobSelection = EVERY_JOB) -> tuple[list[JobKind], dict[str, Resident]]:
+    """The job kinds and the resident work a worker process runs (JobSelectionError: see JobSelection)."""
+    kinds = [make(container, settings) for make in jobs()]
+    present = residents()
+    chosen = set(selection.names(sorted([kind.name for kind in kinds] + list(present))))
+    return ([kind for kind in kinds if kind.name in chosen],
+            {name: work for name, work in present.items() if name in chosen})
 
 
 def owner_name(random: Random) -> str:
@@ -109,8 +119,8 @@ def owner_name(random: Random) -> str:
 
 async def make_runner(container: AsyncContainer, settings: Settings, *,
                       safety_poll_seconds: float = SAFETY_POLL_SECONDS,
-                      kinds: list[JobKind] | None = None, selection: JobSelection = EVERY_JOB) -> JobRunner:
-    selected = kinds if kinds is not None else selection.pick([make(container, settings) for make in jobs()])
+                      kinds: list[JobKind] | None = None) -> JobRunner:
+    selected = kinds if kinds is not None else [make(container, settings) for make in jobs()]
     random = await container.get(Random)
     return JobRunner(selected, ContainerUnits(container), await container.get(Clock), random, owner_name(random),
                      safety_poll_seconds=safety_poll_seconds, observer=JobMetrics())
@@ -154,9 +164,10 @@ async def _restarting(name: str, work: Callable[[], Awaitable[None]], stop: asyn
 
 async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event,
                    selection: JobSelection = EVERY_JOB) -> None:
-    """Run every feature's jobs (or the ``selection``; one runner) and resident work until ``stop``. On stop
-    nothing new is claimed and in-flight jobs finish within the grace period or their leases are released."""
-    runner = await make_runner(container, settings, selection=selection)
+    """Run every feature's jobs (one runner) and resident work (or the ``selection`` of them) until ``stop``. On
+    stop nothing new is claimed and in-flight jobs finish within the grace period or their leases are released."""
+    kinds, present = selected_work(container, settings, selection)
+    runner = await make_runner(container, settings, kinds=kinds)
     runner.wake = JOB_WAKE_UPS.subscribe()
 
     async def run_runner() -> None:
@@ -166,8 +177,8 @@ async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.
     try:
         async with listening(container, settings):
             await asyncio.gather(_restarting("job runner", run_runner, stop),
-                                 *(_restarting(getattr(r, "__qualname__", repr(r)),
-                                               lambda r=r: r(container, settings, stop), stop) for r in residents()))
+                                 *(_restarting(name, lambda r=r: r(container, settings, stop), stop)
+                                   for name, r in present.items()))
     finally:
         JOB_WAKE_UPS.unsubscribe(runner.wake)
 
