@@ -148,7 +148,8 @@ def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bo
 
 
 def job_selection(only: str | None, exclude: str | None) -> JobSelection:
-    """``--jobs`` and ``--exclude-jobs``: comma-separated job kinds."""
+    """``--jobs`` and ``--exclude-jobs``: comma-separated names of job kinds and resident work (checked against
+    the known names when the worker starts)."""
     def names(text: str | None) -> frozenset[str]:
         return frozenset(name.strip() for name in (text or "").split(",") if name.strip())
 
