@@ -14,6 +14,11 @@ each step in its own unit of work, so a failing contact never holds back the oth
   agent), queued below single calls (``CAMPAIGN_CALL_PRIORITY``) and due now; the calls worker dials it.
 * **The window** (``domain.calling_window``): a contact outside it gets ``next_attempt_at`` = its next opening,
   so it is not looked at again before then.
+* **The pass** (``wants_turn``): one statement lists the running campaigns in round-robin order with their first
+  open contact (``DialerStore.campaign_turns``); a campaign gets a step when that contact is due, or when the step
+  has something else to do (its agent gone or archived, no open contact left, its explanation out of date).
+  The step re-reads its due contacts under the campaign's lock: the list only spares the steps that would find
+  nothing to do.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from application.dnc import DncGate
 from application.ports.agents import AgentRepository
 from application.ports.calls import CallRepository
 from application.ports.campaigns import CampaignRepository, ContactRepository
-from application.ports.dialer import CampaignRef, ContactRef, DialerStore
+from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef, DialerStore
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, UnitOfWork
 from application.ports.schedules import HolidayCalendars, ScheduleRepository
@@ -122,6 +127,21 @@ async def complete_if_done(campaigns: CampaignRepository, store: DialerStore, uo
 # ------------------------------------------------------------------------------------------------- dialling
 
 
+def waiting_explanation(first_due_at: datetime, first_reason: str | None) -> tuple[str, datetime]:
+    """``status_reason`` and ``next_dial_at`` of a campaign whose earliest open contact is due later."""
+    return (OUTSIDE_CALLING_HOURS if first_reason == OUTSIDE_CALLING_HOURS else WAITING_FOR_RETRY), first_due_at
+
+
+def wants_turn(turn: CampaignTurn, now: datetime) -> bool:
+    """Whether a step of ``DialNextContact`` for this campaign would do anything: dial (or defer) its due contact,
+    fail it (agent deleted or archived), complete it or clear its explanation (no open contact), or explain why it
+    waits (``status_reason`` and ``next_dial_at`` not yet saying so). A campaign whose first open contact is due
+    later and that already says so is left alone until then."""
+    if not turn.agent_live or not turn.has_open or turn.first_due_at is None or turn.first_due_at <= now:
+        return True
+    return waiting_explanation(turn.first_due_at, turn.first_reason) != (turn.status_reason, turn.next_dial_at)
+
+
 async def place_attempt(place: PlaceCall, contacts: ContactRepository, store: DialerStore, campaign: Campaign,
                         contact: Contact, now: datetime) -> Call:
     """The contact's next attempt: the call (placed as ``POST /calls`` places one, keyed by the attempt), the
@@ -202,10 +222,10 @@ class DialNextContact:
     async def _explain(self, campaign: Campaign, now: datetime) -> None:
         """Nothing due: say why on the campaign (``status_reason``, ``next_dial_at``)."""
         earliest = await self.store.earliest_attempt(campaign.organization_id, campaign.id or 0)
-        reason, next_at = None, None
+        reason: str | None = None
+        next_at: datetime | None = None
         if earliest is not None:
-            next_at, why = earliest
-            reason = OUTSIDE_CALLING_HOURS if why == OUTSIDE_CALLING_HOURS else WAITING_FOR_RETRY
+            reason, next_at = waiting_explanation(*earliest)
         if (reason, next_at) != (campaign.status_reason, campaign.next_dial_at):
             await self.campaigns.update(replace(campaign, status_reason=reason, next_dial_at=next_at))
 

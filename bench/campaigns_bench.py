@@ -21,18 +21,22 @@ server process, so each VmHWM belongs to that round alone; the rounds' median an
 
   decision   PostgreSQL: 100 running campaigns, 1,000,000 contacts bulk-loaded with generate_series (most with
              next_attempt_at in the future, i.e. outside their calling hours; 1 % due). Times the selection of
-             one dialer pass through the dialer's own store (`DialerStore`, as the job `campaigns.dial` calls
-             it, each call in its own unit of work): running_campaigns, due_contacts for every running
-             campaign, next_due (target < 50 ms for due contacts), and prints EXPLAIN (ANALYZE, BUFFERS) of the
+             one dialer pass through the dialer's own store (`DialerStore`) as the job `campaigns.dial` does it:
+             campaign_turns (every running campaign with its first open contact, one statement, one unit of
+             work), then next_due (target < 50 ms for the selection); beside it the previous form
+             (due_contacts for every running campaign, a unit of work each, or all in one transaction); and
+             prints EXPLAIN (ANALYZE, BUFFERS) of the
              exact statements those methods sent, with a verdict: an index on the next due time, or a scan.
 
     .venv/bin/python bench/campaigns_bench.py decision [--campaigns 100] [--contacts 1000000] [--due-share 0.01]
                                                        [--passes 20] [--rounds 3]
 
-  sustained  PostgreSQL: campaigns of due contacts (calling hours 00:00-24:00) and one `parley worker` process
-             with the simulator at high speed (PARLEY_SIMULATOR_SPEED, default 1000 here): dials per second
-             (attempts recorded by the dialer; target >= 50/s) and CPU per dial (the worker's CPU time /
-             dials, PostgreSQL's beside it), over a window after a warm-up; one fresh database per round.
+  sustained  PostgreSQL: campaigns of due contacts (calling hours 00:00-24:00) and real `parley worker`
+             processes with the simulator at high speed (PARLEY_SIMULATOR_SPEED, default 1000 here): one worker
+             running every job kind, then the dialer's worker (`--jobs campaigns.dial`) beside a worker for the
+             rest (`--exclude-jobs campaigns.dial`). Dial decisions per second (attempts recorded by the
+             dialer; target >= 50/s from one worker), calls ended per second, and CPU per dial of each worker
+             process and of PostgreSQL, over a window after a warm-up; a fresh database for each run.
 
     .venv/bin/python bench/campaigns_bench.py sustained [--campaigns 100] [--contacts 10000] [--seconds 20]
                                                         [--speed 1000] [--rounds 3]
@@ -549,9 +553,12 @@ async def _decision_rounds(db: Database, seeded: Seeded, args: argparse.Namespac
     async def unit(work: Any) -> Any:
         return await in_unit(container, lambda u: work(u.request))
 
-    async def one_pass(now: datetime, separate: bool) -> dict[str, Any]:
-        """running_campaigns, due_contacts for each, next_due: each in its own unit of work as the job does
-        (``separate``), or all in one transaction (the queries' own cost, without a unit of work per call)."""
+    async def one_pass(now: datetime, mode: str) -> dict[str, Any]:
+        """The selection of a pass, then next_due. ``job``: as the job does it, campaign_turns (the running
+        campaigns with their first open contact, one statement) in one unit of work, ``wants_turn`` picking the
+        campaigns a step is given. The peers, the previous form: campaign_turns, then due_contacts(FIRST_LOOK)
+        for each campaign, each call in its own unit of work (``separate``) or all in one transaction
+        (``one_tx``)."""
         timings: dict[str, Any] = {"due": []}
 
         async def body(r: Any | None) -> int:
@@ -561,23 +568,26 @@ async def _decision_rounds(db: Database, seeded: Seeded, args: argparse.Namespac
                 return await unit(lambda req: call(req, name, *call_args))
 
             started = time.perf_counter()
-            refs = await run("running_campaigns", feature.BATCH)
+            turns = await run("campaign_turns", feature.BATCH)
             timings["running"] = time.perf_counter() - started
             found = 0
-            for ref in refs:
-                one = time.perf_counter()
-                found += len(await run("due_contacts", ref.organization_id, ref.campaign_id, now,
-                                       getattr(dialer, "FIRST_LOOK", dialer.SCAN)))
-                timings["due"].append(time.perf_counter() - one)
+            if mode == "job":
+                found = sum(1 for turn in turns if dialer.wants_turn(turn, now))
+            else:
+                for turn in turns:
+                    one = time.perf_counter()
+                    found += bool(await run("due_contacts", turn.ref.organization_id, turn.ref.campaign_id, now,
+                                            dialer.FIRST_LOOK))
+                    timings["due"].append(time.perf_counter() - one)
             timings["selection"] = time.perf_counter() - started
             one = time.perf_counter()
             await run("next_due", now)
             timings["next_due"] = time.perf_counter() - one
             timings["pass"] = time.perf_counter() - started
-            timings["campaigns"] = len(refs)
+            timings["campaigns"] = len(turns)
             return found
 
-        timings["found"] = await body(None) if separate else await unit(body)
+        timings["found"] = await body(None) if mode != "one_tx" else await unit(body)
         return timings
 
     async def clock_now(r: Any) -> datetime:
@@ -591,15 +601,15 @@ async def _decision_rounds(db: Database, seeded: Seeded, args: argparse.Namespac
         rounds: list[dict[str, Any]] = []
         for _ in range(args.rounds):
             row: dict[str, Any] = {"load_1min": os.getloadavg()[0]}
-            for label, separate in (("job", True), ("one_tx", False)):
-                passes = [await one_pass(now, separate) for _ in range(args.passes)]
-                due = sorted(d for p in passes for d in p["due"])
+            for label in ("job", "separate", "one_tx"):  # taking turns, so a change of load falls on each
+                passes = [await one_pass(now, label) for _ in range(args.passes)]
+                due = sorted(d for p in passes for d in p["due"]) or [float("nan")]
                 row.update({f"{label}_pass_ms": ms([p["pass"] for p in passes]),
                             f"{label}_selection_ms": ms([p["selection"] for p in passes]),
                             f"{label}_running_ms": ms([p["running"] for p in passes]),
                             f"{label}_due_ms": ms(due), f"{label}_due_p95_ms": due[int(len(due) * 0.95)] * 1000,
                             f"{label}_next_due_ms": ms([p["next_due"] for p in passes]),
-                            "campaigns": passes[0]["campaigns"], "found": passes[0]["found"]})
+                            f"{label}_found": passes[0]["found"], "campaigns": passes[0]["campaigns"]})
             if "due_contacts" in captured:  # the peer: the same statement, its rows left as rows
                 statement, parameters = captured["due_contacts"]
 
@@ -644,24 +654,28 @@ def run_decision(args: argparse.Namespace) -> dict[str, Any]:
         return _spread([r[key] for r in rounds])
 
     n = rounds[0]["campaigns"]
+    job = statistics.median([r["job_selection_ms"] for r in rounds])
     lines = [f"### decision: {args.campaigns} running campaigns, {args.contacts:,} contacts "
              f"({args.due_share:.0%} due), PostgreSQL; ms, median (range) of {args.rounds} rounds, each the median "
              f"of {args.passes} passes", "",
-             "| DialerStore call | as the job calls it (a unit of work each) | all in one transaction |",
-             "|---|---:|---:|",
-             f"| running_campaigns | {cell('job_running_ms')} | {cell('one_tx_running_ms')} |",
-             f"| due_contacts, one campaign (p50) | {cell('job_due_ms')} | {cell('one_tx_due_ms')} |",
-             f"| due_contacts, one campaign (p95) | {cell('job_due_p95_ms')} | {cell('one_tx_due_p95_ms')} |",
-             f"| **selection of a pass**: running_campaigns + due_contacts x {n} | {cell('job_selection_ms')} | "
-             f"{cell('one_tx_selection_ms')} |",
-             f"| next_due (when the job runs next) | {cell('job_next_due_ms')} | {cell('one_tx_next_due_ms')} |",
-             f"| whole pass (selection + next_due) | {cell('job_pass_ms')} | {cell('one_tx_pass_ms')} |",
-             f"| peer: due_contacts' statement alone, rows not made into contacts (p50) | - | "
+             "| DialerStore call | the job: campaign_turns, one statement | previous form: + due_contacts per "
+             "campaign, a unit of work each | previous form, all in one transaction |",
+             "|---|---:|---:|---:|",
+             f"| campaign_turns (running campaigns + first open contact each) | {cell('job_running_ms')} | "
+             f"{cell('separate_running_ms')} | {cell('one_tx_running_ms')} |",
+             f"| due_contacts, one campaign (p50) | - | {cell('separate_due_ms')} | {cell('one_tx_due_ms')} |",
+             f"| due_contacts, one campaign (p95) | - | {cell('separate_due_p95_ms')} | {cell('one_tx_due_p95_ms')} |",
+             f"| **selection of a pass** ({n} campaigns) | **{cell('job_selection_ms')}** | "
+             f"{cell('separate_selection_ms')} | {cell('one_tx_selection_ms')} |",
+             f"| next_due (when the job runs next) | {cell('job_next_due_ms')} | {cell('separate_next_due_ms')} | "
+             f"{cell('one_tx_next_due_ms')} |",
+             f"| whole pass (selection + next_due) | {cell('job_pass_ms')} | {cell('separate_pass_ms')} | "
+             f"{cell('one_tx_pass_ms')} |",
+             f"| peer: due_contacts' statement alone, rows not made into contacts (p50) | - | - | "
              f"{cell('raw_due_ms') if all('raw_due_ms' in r for r in rounds) else '-'} |",
-             "", f"Target < 50 ms for the selection of a pass: "
-             f"{'met' if statistics.median([r['job_selection_ms'] for r in rounds]) < 50 else 'MISSED'} as the job "
-             f"calls it, {'met' if statistics.median([r['one_tx_selection_ms'] for r in rounds]) < 50 else 'MISSED'}"
-             f" in one transaction. Due contacts found per pass: {rounds[0]['found']:,}; load average (1 min) "
+             "", f"Target < 50 ms for the selection of a pass: {'met' if job < 50 else 'MISSED'} as the job does it "
+             f"({job:.1f} ms). Campaigns given a step: {rounds[0]['job_found']:,} of {n} (the previous form found a "
+             f"due contact in {rounds[0]['separate_found']:,}); load average (1 min) "
              f"{_spread([r['load_1min'] for r in rounds], '{:.1f}')}.", ""]
     for name, plan in result["plans"].items():
         lines += [f"#### {name}: {plan_verdict(plan, args.contacts)}", "", "```", result["statements"][name].strip(),
@@ -673,29 +687,52 @@ def run_decision(args: argparse.Namespace) -> dict[str, Any]:
 # --- sustained ---------------------------------------------------------------------------------------------------
 
 
-async def _counts(url: str) -> tuple[int, int]:
+async def _counts(url: str) -> tuple[int, int, int]:
+    """Attempts the dialer recorded, calls that reached a final status, contacts still waiting to be dialled."""
     import asyncpg
+
+    from domain.calls import FINAL_STATUSES
 
     conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
         row = await conn.fetchrow("SELECT (SELECT count(*) FROM contact_attempts) AS attempts, "
+                                  "(SELECT count(*) FROM calls WHERE status = ANY($1::text[])) AS ended, "
                                   "(SELECT count(*) FROM campaign_contacts WHERE status IN ('pending', 'retry_wait'))"
-                                  " AS waiting")
-        return int(row["attempts"]), int(row["waiting"])
+                                  " AS waiting", sorted(FINAL_STATUSES))
+        return int(row["attempts"]), int(row["ended"]), int(row["waiting"])
     finally:
         await conn.close()
 
 
 @dataclass
-class SustainedRound:
+class Window:
+    """One measured window of real `parley worker` processes."""
+
     dials: int
+    calls_ended: int
     seconds: float
-    dials_per_s: float
-    worker_cpu_ms_per_dial: float
-    database_cpu_ms_per_dial: float
+    cpu_s: dict[str, float]  # by worker role
+    database_cpu_s: float
     others_share: float
     load_1min: float
     waiting_after: int
+
+    @property
+    def dials_per_s(self) -> float:
+        return self.dials / self.seconds
+
+    @property
+    def ended_per_s(self) -> float:
+        return self.calls_ended / self.seconds
+
+    def ms_per_dial(self, cpu_s: float) -> float:
+        return cpu_s / max(1, self.dials) * 1000
+
+
+@dataclass
+class SustainedRound:
+    one: Window  # one `parley worker` running every job kind
+    split: Window  # `parley worker --jobs campaigns.dial` beside `parley worker --exclude-jobs campaigns.dial`
     alone_dials: int  # the peer: the dialer's pass alone, in this process, calls left queued
     alone_dials_per_s: float
     alone_cpu_ms_per_dial: float
@@ -705,33 +742,58 @@ class SustainedRound:
 
 SUSTAINED_FIELDS = {"calling_hours": {"start": "00:00", "end": "24:00"}, "timezone_mode": "campaign",
                     "max_concurrent_calls": 50}
+ONE_WORKER = {"worker": []}
+SPLIT_WORKERS = {"dialer": ["--jobs", "campaigns.dial"], "calls": ["--exclude-jobs", "campaigns.dial"]}
 
 
-def _worker_window(db: Database, args: argparse.Namespace) -> dict[str, Any]:
+def _worker_window(db: Database, args: argparse.Namespace, roles: dict[str, list[str]], label: str) -> Window:
+    """Start `parley worker` processes (``roles``: name -> options), wait for the first dial, let ``--warmup``
+    seconds pass, then count attempts and ended calls and take the processes' CPU over ``--seconds``.
+    ``--py-spy DIR``: each worker is sampled by py-spy during the window (a profile, not a measurement)."""
     from run import _stop
 
     env = {**_server_env(db), "PARLEY_SIMULATOR_SPEED": str(args.speed)}
-    with (db.workdir / "worker.log").open("ab") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], env=env, cwd=ROOT,
-                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    workers: dict[str, subprocess.Popen[bytes]] = {}
+    spies: list[subprocess.Popen[bytes]] = []
     try:
+        for role, options in roles.items():
+            with (db.workdir / f"worker-{role}.log").open("ab") as log:
+                workers[role] = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker", *options],
+                                                 env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                                 start_new_session=True)
         deadline = time.monotonic() + 90
         while asyncio.run(_counts(db.url))[0] == 0:
-            if worker.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the worker dialled nothing; see {db.workdir / 'worker.log'}")
+            if any(w.poll() is not None for w in workers.values()) or time.monotonic() > deadline:
+                raise RuntimeError(f"the workers dialled nothing; see {db.workdir}/worker-*.log")
             time.sleep(0.2)
         time.sleep(args.warmup)
-        first, cpu_before, load = asyncio.run(_counts(db.url))[0], _processes(), os.getloadavg()[0]
+        if args.py_spy:
+            args.py_spy.mkdir(parents=True, exist_ok=True)
+            spies = [subprocess.Popen([str(VENV_BIN / "py-spy"), "record", "--nonblocking", "--format", "raw",
+                                       "-d", str(int(args.seconds)), "-p", str(w.pid), "-o",
+                                       str(args.py_spy / f"{label}-{role}.txt")],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                     for role, w in workers.items()]
+        (first, first_ended, _), cpu_before, load = asyncio.run(_counts(db.url)), _processes(), os.getloadavg()[0]
         started = time.perf_counter()
         time.sleep(args.seconds)
-        last, waiting = asyncio.run(_counts(db.url))
+        last, last_ended, waiting = asyncio.run(_counts(db.url))
         seconds, cpu_after = time.perf_counter() - started, _processes()
     finally:
-        _stop(worker)
-    used = _cpu_used(cpu_before, cpu_after, worker.pid, db.cleanup_name)
+        for spy in spies:
+            spy.wait(timeout=60)
+        for w in workers.values():
+            _stop(w)
+    used = {role: _cpu_used(cpu_before, cpu_after, w.pid, db.cleanup_name) for role, w in workers.items()}
+    ours = sum(u["server"] for u in used.values())
+    anyone = next(iter(used.values()))
+    others = anyone["others"] + anyone["server"] - ours  # every process outside the workers and this database
     if waiting == 0:
         print("warning: the campaigns ran out of due contacts within the window; raise --contacts", file=sys.stderr)
-    return {"dials": last - first, "seconds": seconds, "used": used, "load": load, "waiting": waiting}
+    return Window(dials=last - first, calls_ended=last_ended - first_ended, seconds=seconds,
+                  cpu_s={role: u["server"] for role, u in used.items()}, database_cpu_s=anyone["database"],
+                  others_share=min(1.0, max(0.0, others) / (seconds * (os.cpu_count() or 1))), load_1min=load,
+                  waiting_after=waiting)
 
 
 async def _dialer_alone(db: Database, seconds: float) -> dict[str, Any]:
@@ -739,12 +801,13 @@ async def _dialer_alone(db: Database, seconds: float) -> dict[str, Any]:
     that stays queued, until the campaigns' caps (max_concurrent_calls each) or ``seconds`` run out. The first
     pass warms the process up and is not counted."""
     _, _, feature = _dialer_modules()
-    container = build_container(_settings(db))
+    settings = _settings(db)
+    container = build_container(settings)
     try:
-        await feature.run_once(container)
+        await feature.run_once(container, settings)
         dials, cpu, before, started = 0, time.process_time(), _processes(), time.perf_counter()
         while time.perf_counter() - started < seconds:
-            report = await feature.run_once(container)
+            report = await feature.run_once(container, settings)
             if report.dialled == 0:
                 break
             dials += report.dialled
@@ -770,19 +833,17 @@ def recording_cpu_ms() -> float:
 
 
 def sustained_round(args: argparse.Namespace) -> SustainedRound:
-    with fresh_database("postgres", args.postgres_admin_url) as db:
-        seed_campaigns(db, args.campaigns, args.contacts, 1.0, SUSTAINED_FIELDS, args.server)
-        window = _worker_window(db, args)
+    windows = {}
+    for label, roles in (("one", ONE_WORKER), ("split", SPLIT_WORKERS)):
+        with fresh_database("postgres", args.postgres_admin_url) as db:
+            seed_campaigns(db, args.campaigns, args.contacts, 1.0, SUSTAINED_FIELDS, args.server)
+            windows[label] = _worker_window(db, args, roles, label)
     with fresh_database("postgres", args.postgres_admin_url) as db:
         seed_campaigns(db, args.campaigns, args.contacts, 1.0, SUSTAINED_FIELDS, args.server)
         alone = asyncio.run(_dialer_alone(db, args.seconds))
-    dials, seconds, used = max(1, window["dials"]), window["seconds"], window["used"]
     alone_dials = max(1, alone["dials"])
     return SustainedRound(
-        dials=window["dials"], seconds=seconds, dials_per_s=window["dials"] / seconds,
-        worker_cpu_ms_per_dial=used["server"] / dials * 1000, database_cpu_ms_per_dial=used["database"] / dials * 1000,
-        others_share=min(1.0, used["others"] / (seconds * (os.cpu_count() or 1))), load_1min=window["load"],
-        waiting_after=window["waiting"], alone_dials=alone["dials"],
+        one=windows["one"], split=windows["split"], alone_dials=alone["dials"],
         alone_dials_per_s=alone["dials"] / alone["seconds"], alone_cpu_ms_per_dial=alone["cpu"] / alone_dials * 1000,
         alone_database_cpu_ms_per_dial=alone["database"] / alone_dials * 1000, recording_cpu_ms=recording_cpu_ms())
 
@@ -793,29 +854,52 @@ def run_sustained(args: argparse.Namespace) -> dict[str, Any]:
     for index in range(args.rounds):
         r = sustained_round(args)
         rounds.append(r)
-        print(f"# round {index + 1}: worker {r.dials} dials in {r.seconds:.1f} s = {r.dials_per_s:.1f}/s, "
-              f"{r.worker_cpu_ms_per_dial:.1f} ms CPU per dial (PostgreSQL {r.database_cpu_ms_per_dial:.1f}); "
-              f"dialer alone {r.alone_dials} dials, {r.alone_dials_per_s:.1f}/s, {r.alone_cpu_ms_per_dial:.1f} ms "
-              f"(PostgreSQL {r.alone_database_cpu_ms_per_dial:.1f}); load {r.load_1min:.1f}", flush=True)
+        one, split = r.one, r.split
+        print(f"# round {index + 1}: one worker {one.dials} dials in {one.seconds:.1f} s = {one.dials_per_s:.1f}/s, "
+              f"{one.ms_per_dial(one.cpu_s['worker']):.1f} ms CPU per dial; dialer worker {split.dials_per_s:.1f}/s "
+              f"at {split.ms_per_dial(split.cpu_s['dialer']):.1f} ms, calls worker "
+              f"{split.ms_per_dial(split.cpu_s['calls']):.1f} ms per dial, calls ended {split.ended_per_s:.1f}/s; "
+              f"dialer alone {r.alone_dials_per_s:.1f}/s at {r.alone_cpu_ms_per_dial:.1f} ms; load "
+              f"{one.load_1min:.1f}/{split.load_1min:.1f}", flush=True)
 
-    def cell(name: str, fmt: str = "{:.1f}") -> str:
-        return _spread([getattr(r, name) for r in rounds], fmt)
+    def cell(values: list[float], fmt: str = "{:.1f}") -> str:
+        return _spread(values, fmt)
 
-    rates = [r.dials_per_s for r in rounds]
+    def w(label: str) -> list[Window]:
+        return [getattr(r, label) for r in rounds]
+
+    def per_dial(label: str, role: str | None) -> str:
+        return cell([x.ms_per_dial(x.cpu_s[role] if role else x.database_cpu_s) for x in w(label)])
+
+    dialer_rates = [x.dials_per_s for x in w("split")]
+    one_rates = [x.dials_per_s for x in w("one")]
     lines = [f"### sustained: PostgreSQL, {args.campaigns} running campaigns x {args.contacts // args.campaigns:,} due "
              f"contacts (calling hours 00:00-24:00, max_concurrent_calls 50), PARLEY_SIMULATOR_SPEED={args.speed:g}; "
-             f"median (range) of {args.rounds} rounds", "",
-             "| run | dials | dials/s | CPU ms per dial | PostgreSQL CPU ms per dial |", "|---|---:|---:|---:|---:|",
-             f"| one `parley worker` (dialer, calls, webhooks: every job), {args.seconds:g} s after {args.warmup:g} s "
-             f"| {cell('dials', '{:.0f}')} | **{cell('dials_per_s')}** | {cell('worker_cpu_ms_per_dial')} "
-             f"| {cell('database_cpu_ms_per_dial')} |",
+             f"{args.seconds:g} s windows after {args.warmup:g} s; median (range) of {args.rounds} rounds, a fresh "
+             f"database for each run", "",
+             "A dial decision: the dialer placed a call for a contact (an attempt row). Calls ended: calls that "
+             "reached a final status in the window (the simulator's whole call: dialling, answer, conversation, "
+             "recording, the call's end with its transcript, usage and events).", "",
+             "| run | dial decisions/s | calls ended/s | CPU ms per dial: dialer's process | other worker | "
+             "PostgreSQL | load |", "|---|---:|---:|---:|---:|---:|---:|",
+             f"| one `parley worker` (every job kind) | {cell(one_rates)} | "
+             f"{cell([x.ended_per_s for x in w('one')])} | {per_dial('one', 'worker')} | - | {per_dial('one', None)} "
+             f"| {cell([x.load_1min for x in w('one')])} |",
+             f"| `parley worker --jobs campaigns.dial` beside `parley worker --exclude-jobs campaigns.dial` "
+             f"| **{cell(dialer_rates)}** | {cell([x.ended_per_s for x in w('split')])} "
+             f"| {per_dial('split', 'dialer')} | {per_dial('split', 'calls')} | {per_dial('split', None)} "
+             f"| {cell([x.load_1min for x in w('split')])} |",
              f"| peer: the dialer's pass alone (`run_once` in a loop in one process; calls stay queued, no simulator) "
-             f"| {cell('alone_dials', '{:.0f}')} | {cell('alone_dials_per_s')} | {cell('alone_cpu_ms_per_dial')} "
-             f"| {cell('alone_database_cpu_ms_per_dial')} |", "",
-             f"Target >= 50 dials/s from one worker: {'met' if statistics.median(rates) >= 50 else 'MISSED'}. "
-             f"The simulator's WAV recording of one completed call (8 s cap, written by the calls job in the worker): "
-             f"{cell('recording_cpu_ms')} ms of CPU. Others used {cell('others_share', '{:.2f}')} of the machine "
-             f"during the worker's window; load average (1 min) {cell('load_1min')}.", ""]
+             f"| {cell([r.alone_dials_per_s for r in rounds])} | - | {cell([r.alone_cpu_ms_per_dial for r in rounds])} "
+             f"| - | {cell([r.alone_database_cpu_ms_per_dial for r in rounds])} | - |", "",
+             "Target >= 50 dial decisions/s from one worker: "
+             f"{'met' if statistics.median(dialer_rates) >= 50 else 'MISSED'} by the dialer's worker with the calls "
+             f"in another ({statistics.median(dialer_rates):.1f}/s); "
+             f"{'met' if statistics.median(one_rates) >= 50 else 'MISSED'} by one worker running every job kind "
+             f"({statistics.median(one_rates):.1f}/s). The simulator's WAV recording of one completed call (8 s cap): "
+             f"{cell([r.recording_cpu_ms for r in rounds])} ms of CPU. Others used "
+             f"{cell([x.others_share for r in rounds for x in (r.one, r.split)], '{:.2f}')} of the machine during the "
+             f"windows.", ""]
     print("\n".join(lines), flush=True)
     return {"rounds": [asdict(r) for r in rounds]}
 
@@ -836,6 +920,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=float, default=1000.0, help="sustained: PARLEY_SIMULATOR_SPEED")
     parser.add_argument("--seconds", type=float, default=20.0, help="sustained: the measured window")
     parser.add_argument("--warmup", type=float, default=5.0, help="sustained: seconds after the first dial")
+    parser.add_argument("--py-spy", type=Path, default=None,
+                        help="sustained: sample each worker with py-spy during its window, raw stacks in this folder")
     parser.add_argument("--server", choices=["granian", "uvicorn"], default="granian")
     parser.add_argument("--postgres-admin-url", default=os.environ.get("PARLEY_BENCH_POSTGRES_URL", PG_ADMIN))
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")

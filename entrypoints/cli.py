@@ -28,7 +28,7 @@ from entrypoints.ioc import build_container, configuration
 from entrypoints.observability import MULTIPROC_ENV
 from entrypoints.runtime import configure_logging
 from entrypoints.settings import Settings, SettingsError
-from entrypoints.worker import in_unit
+from entrypoints.worker import EVERY_JOB, JobSelection, JobSelectionError, in_unit
 
 
 def _settings() -> Settings:
@@ -156,13 +156,25 @@ def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bo
     return 0
 
 
-def worker(settings: Settings, migrate_first: bool = True) -> int:
+def job_selection(only: str | None, exclude: str | None) -> JobSelection:
+    """``--jobs`` and ``--exclude-jobs``: comma-separated names of job kinds and resident work (checked against
+    the known names when the worker starts)."""
+    def names(text: str | None) -> frozenset[str]:
+        return frozenset(name.strip() for name in (text or "").split(",") if name.strip())
+
+    return JobSelection(names(only) if only is not None else None, names(exclude))
+
+
+def worker(settings: Settings, migrate_first: bool = True, selection: JobSelection | None = None) -> int:
     from entrypoints.worker import run_worker
 
     settings = settings.with_secret_key()
     ready_database(settings, migrate_first=migrate_first)
     configure_logging(settings.log_level, settings.log_format)
-    asyncio.run(run_worker(settings, build_container))
+    try:
+        asyncio.run(run_worker(settings, build_container, selection or EVERY_JOB))
+    except JobSelectionError as exc:
+        raise StartupRefused(str(exc)) from None
     return 0
 
 
@@ -191,6 +203,11 @@ def _parser() -> argparse.ArgumentParser:
     w = sub.add_parser("worker", help="run only the background worker")
     w.add_argument("--no-migrate", action="store_true",
                    help="do not migrate: refuse to start unless the schema is up to date (`parley migrate` ran)")
+    w.add_argument("--jobs", default=None, metavar="KINDS",
+                   help="run only these job kinds and resident work (comma-separated names, e.g. campaigns.dial or "
+                        "webhooks.deliver); default: all of it")
+    w.add_argument("--exclude-jobs", default=None, metavar="KINDS",
+                   help="run all but these job kinds and resident work (comma-separated, e.g. campaigns.dial)")
     c = sub.add_parser("check", help="print configuration problems (exit 1 if any)")
     c.add_argument("--workers", type=int, default=1, help="the --workers of the `parley serve` to check for")
     c.add_argument("--no-worker", action="store_true",
@@ -229,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             return serve(settings, args.host, args.port, args.workers, not args.no_worker, args.server,
                          not args.no_migrate, args.loop)
         if args.command == "worker":
-            return worker(settings, not args.no_migrate)
+            return worker(settings, not args.no_migrate, job_selection(args.jobs, args.exclude_jobs))
     except StartupRefused as exc:
         print(f"parley: {exc}", file=sys.stderr)
         return 1

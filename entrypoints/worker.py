@@ -1,8 +1,12 @@
 """The background worker: one job runner (``application/jobs.py``) over every feature's job kinds.
 
 A feature's ``jobs`` are factories ``make(container, settings) -> JobKind``; its ``resident`` work runs in every
-worker process. ``ContainerUnits`` / ``in_unit`` are the one way a job runs a unit of work (a request scope of the
-container, committed through its ``UnitOfWork``).
+worker process. A worker runs all of it, or what an operator names (``parley worker --jobs`` / ``--exclude-jobs``,
+``JobSelection``, by job kind or resident name): work then runs in processes of its own, e.g. the campaign
+dialer apart from the calls' progress. The queue hands a job only to a runner that has its kind.
+
+``ContainerUnits`` / ``in_unit`` are the one way a job runs a unit of work (a request scope of the container,
+committed through its ``UnitOfWork``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -69,8 +73,45 @@ def jobs() -> list[JobKindFactory]:
     return [make for feature in all_features() for make in feature.jobs]
 
 
-def residents() -> list[Resident]:
-    return [work for feature in all_features() for work in feature.resident]
+class JobSelectionError(ValueError):
+    """A ``JobSelection`` names unknown work, or leaves none."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSelection:
+    """The work a worker process runs, by name (job kinds such as ``campaigns.dial``, and resident work such as
+    ``webhooks.deliver``): ``only`` these (None: all of it), minus ``exclude``."""
+
+    only: frozenset[str] | None = None
+    exclude: frozenset[str] = frozenset()
+
+    def names(self, known: list[str]) -> list[str]:
+        """The selected names; JobSelectionError naming the known ones when a name is unknown or none is left."""
+        unknown = sorted(((self.only or frozenset()) | self.exclude) - set(known))
+        if unknown:
+            raise JobSelectionError(f"unknown job kind {', '.join(unknown)} (the job kinds: {', '.join(known)})")
+        picked = [name for name in known if (self.only is None or name in self.only) and name not in self.exclude]
+        if not picked:
+            raise JobSelectionError(f"no job kind left to run (the job kinds: {', '.join(known)})")
+        return picked
+
+
+EVERY_JOB = JobSelection()
+
+
+def residents() -> dict[str, Resident]:
+    """Every feature's resident work, by name."""
+    return {name: work for feature in all_features() for name, work in feature.resident.items()}
+
+
+def selected_work(container: AsyncContainer, settings: Settings,
+                  selection: JobSelection = EVERY_JOB) -> tuple[list[JobKind], dict[str, Resident]]:
+    """The job kinds and the resident work a worker process runs (JobSelectionError: see JobSelection)."""
+    kinds = [make(container, settings) for make in jobs()]
+    present = residents()
+    chosen = set(selection.names(sorted([kind.name for kind in kinds] + list(present))))
+    return ([kind for kind in kinds if kind.name in chosen],
+            {name: work for name, work in present.items() if name in chosen})
 
 
 def owner_name(random: Random) -> str:
@@ -125,10 +166,12 @@ async def _restarting(name: str, work: Callable[[], Awaitable[None]], stop: asyn
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
 
 
-async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
-    """Run every feature's jobs (one runner) and resident work until ``stop``. On stop nothing new is claimed and
-    in-flight jobs finish within the grace period or their leases are released."""
-    runner = await make_runner(container, settings)
+async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.Event,
+                   selection: JobSelection = EVERY_JOB) -> None:
+    """Run every feature's jobs (one runner) and resident work (or the ``selection`` of them) until ``stop``. On
+    stop nothing new is claimed and in-flight jobs finish within the grace period or their leases are released."""
+    kinds, present = selected_work(container, settings, selection)
+    runner = await make_runner(container, settings, kinds=kinds)
     runner.wake = JOB_WAKE_UPS.subscribe()
 
     async def run_runner() -> None:
@@ -138,13 +181,14 @@ async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.
     try:
         async with listening(container, settings):
             await asyncio.gather(_restarting("job runner", run_runner, stop),
-                                 *(_restarting(getattr(r, "__qualname__", repr(r)),
-                                               lambda r=r: r(container, settings, stop), stop) for r in residents()))
+                                 *(_restarting(name, lambda r=r: r(container, settings, stop), stop)
+                                   for name, r in present.items()))
     finally:
         JOB_WAKE_UPS.unsubscribe(runner.wake)
 
 
-async def run_worker(settings: Settings, make_container: Callable[[Settings], AsyncContainer]) -> None:
+async def run_worker(settings: Settings, make_container: Callable[[Settings], AsyncContainer],
+                     selection: JobSelection = EVERY_JOB) -> None:
     """`parley worker`: until SIGTERM or SIGINT (drain: in-flight jobs finish or their leases are released)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -153,7 +197,7 @@ async def run_worker(settings: Settings, make_container: Callable[[Settings], As
             loop.add_signal_handler(sig, stop.set)
     container = make_container(settings)
     try:
-        await run_jobs(container, settings, stop)
+        await run_jobs(container, settings, stop, selection)
     finally:
         await container.close()
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
-from application.ports.dialer import CampaignRef, ContactRef
+from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef
 from domain.campaigns import Contact
 
 OPEN = ("pending", "retry_wait")
@@ -23,12 +23,21 @@ class InMemoryDialerStore:
         return [c for c in (await self.uow.tables())["campaign_contacts"].values()
                 if c.organization_id == organization_id and c.campaign_id == campaign_id]
 
-    async def running_campaigns(self, limit: int) -> list[CampaignRef]:
+    async def campaign_turns(self, limit: int) -> list[CampaignTurn]:
         tables = await self.uow.tables()
         dialled = tables["campaign_dialled"]
         running = [c for c in tables["campaigns"].values() if c.status == "running"]
         running.sort(key=lambda c: (c.id in dialled, dialled.get(c.id) or c.created_at, c.id))
-        return [CampaignRef(c.organization_id, c.id) for c in running[:limit]]
+        turns = []
+        for c in running[:limit]:
+            agent = tables["agents"].get(c.agent_id)
+            live = agent is not None and agent.organization_id == c.organization_id and agent.status != "archived"
+            open_ = [k for k in await self._contacts(c.organization_id, c.id) if k.status in OPEN]
+            head = min(open_, key=lambda k: (k.next_attempt_at is None, k.next_attempt_at, k.id), default=None)
+            turns.append(CampaignTurn(CampaignRef(c.organization_id, c.id), c.status_reason, c.next_dial_at, live,
+                                      head is not None, head.next_attempt_at if head else None,
+                                      head.reason if head else None))
+        return turns
 
     async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:
         due = [c for c in await self._contacts(organization_id, campaign_id)

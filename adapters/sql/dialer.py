@@ -10,8 +10,9 @@ from adapters.sql.calls_tables import calls
 from adapters.sql.campaigns import _row_to_contact
 from adapters.sql.campaigns_tables import campaign_contacts, campaigns, contact_attempts
 from adapters.sql.metadata import UtcDateTime
+from adapters.sql.tables import agents
 from adapters.sql.uow import SqlUnitOfWork
-from application.ports.dialer import CampaignRef, ContactRef
+from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef
 from domain.calls import FINAL_STATUSES
 from domain.campaigns import Contact
 
@@ -24,19 +25,36 @@ _DUE = (sa.select(campaign_contacts)
         .where(_c.campaign_id == sa.bindparam("campaign_id"), _c.organization_id == sa.bindparam("organization_id"),
                _c.status.in_(OPEN), _c.next_attempt_at <= sa.bindparam("now", type_=UtcDateTime()))
         .order_by(_c.next_attempt_at, _c.id).limit(sa.bindparam("limit")))
+# the running campaigns in round-robin order (never dialled first, then dialled longest ago), each joined to its
+# first open contact: a correlated probe of ix_campaign_contacts_open_due (LIMIT 1, in index order) whose id picks
+# the row by primary key; SQLite has no LATERAL, this form is the same plan on both databases
+_first = (sa.select(_c.id).where(_c.campaign_id == campaigns.c.id, _c.organization_id == campaigns.c.organization_id,
+                                  _c.status.in_(OPEN))
+          .order_by(_c.next_attempt_at, _c.id).limit(1).correlate(campaigns).scalar_subquery())
+_head = campaign_contacts.alias("head")
+_TURNS = (sa.select(campaigns.c.organization_id, campaigns.c.id, campaigns.c.status_reason, campaigns.c.next_dial_at,
+                    sa.and_(agents.c.id.is_not(None), agents.c.deleted_at.is_(None),
+                            agents.c.status != "archived").label("agent_live"),
+                    _head.c.id.label("head_id"), _head.c.next_attempt_at, _head.c.reason)
+          .select_from(campaigns
+                       .outerjoin(agents, sa.and_(agents.c.id == campaigns.c.agent_id,
+                                                  agents.c.organization_id == campaigns.c.organization_id))
+                       .outerjoin(_head, _head.c.id == _first))
+          .where(campaigns.c.status == "running")
+          .order_by(sa.case((campaigns.c.last_dialled_at.is_(None), 0), else_=1), campaigns.c.last_dialled_at,
+                    campaigns.c.id)
+          .limit(sa.bindparam("limit")))
 
 
 class SqlDialerStore:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
 
-    async def running_campaigns(self, limit: int) -> list[CampaignRef]:
+    async def campaign_turns(self, limit: int) -> list[CampaignTurn]:
         conn = await self.uow.connection()
-        never = sa.case((campaigns.c.last_dialled_at.is_(None), 0), else_=1)
-        rows = await conn.execute(sa.select(campaigns.c.organization_id, campaigns.c.id)
-                                  .where(campaigns.c.status == "running")
-                                  .order_by(never, campaigns.c.last_dialled_at, campaigns.c.id).limit(limit))
-        return [CampaignRef(int(r[0]), int(r[1])) for r in rows]
+        rows = await conn.execute(_TURNS, {"limit": limit})
+        return [CampaignTurn(CampaignRef(int(r.organization_id), int(r.id)), r.status_reason, r.next_dial_at,
+                             bool(r.agent_live), r.head_id is not None, r.next_attempt_at, r.reason) for r in rows]
 
     async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:
         conn = await self.uow.connection()

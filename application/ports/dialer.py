@@ -1,5 +1,5 @@
 """What the campaign dialer asks the store (``application/dialer.py``), beyond the campaign and contact
-repositories. The worker's scans (``running_campaigns``, ``settled_contacts``, ``next_due``) are the only reads
+repositories. The worker's scans (``campaign_turns``, ``settled_contacts``, ``next_due``) are the only reads
 not filtered by organization; each returns references the dialer then loads through organization-filtered
 methods."""
 
@@ -25,9 +25,27 @@ class ContactRef:
     contact_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class CampaignTurn:
+    """A running campaign as a dialer pass sees it before giving it a turn: its explanation of why it waits
+    (``status_reason``, ``next_dial_at``), whether its agent is still there and not archived, and its first open
+    contact in the order of the due index (``first_due_at`` = that contact's ``next_attempt_at``, with its
+    ``reason``; ``has_open`` False when it has none)."""
+
+    ref: CampaignRef
+    status_reason: str | None
+    next_dial_at: datetime | None
+    agent_live: bool
+    has_open: bool
+    first_due_at: datetime | None
+    first_reason: str | None
+
+
 class DialerStore(Protocol):
-    async def running_campaigns(self, limit: int) -> list[CampaignRef]:
-        """Running campaigns, the one dialled longest ago (or never) first: the round-robin order."""
+    async def campaign_turns(self, limit: int) -> list[CampaignTurn]:
+        """Running campaigns, the one dialled longest ago (or never) first (the round-robin order), each with its
+        first open contact: one statement, one probe of the open contacts' due index per campaign (never a scan
+        of the contacts)."""
         ...
 
     async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:

@@ -24,7 +24,8 @@ JobKindFactory = Callable[[AsyncContainer, Settings], JobKind]
 
 Resident = Callable[[AsyncContainer, Settings, asyncio.Event], Awaitable[None]]
 """Work every worker process runs for its whole life, until the event is set (the webhook delivery pump:
-deliveries are their own leased queue that every process claims from side by side)."""
+deliveries are their own leased queue that every process claims from side by side), unless the process was told
+to run other work only (``parley worker --jobs``)."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ class Feature:
     sql: type[Provider] | None = None
     memory: type[Provider] | None = None
     jobs: list[JobKindFactory] = field(default_factory=list)
-    resident: list[Resident] = field(default_factory=list)
+    resident: dict[str, Resident] = field(default_factory=dict)
+    """By name (what ``parley worker --jobs`` / ``--exclude-jobs`` select, as job kinds)."""
     settings: type[Any] | None = None
 
     def container_providers(self, backend: Backend) -> list[Provider]:

@@ -7,14 +7,19 @@ schedules feature (a running or paused campaign keeps its schedule); the schedul
 ``CampaignSchedules`` (a campaign may name a live schedule).
 
 The worker job (``campaigns.dial``) is one pass: apply the outcomes of finished campaign calls, then give each
-running campaign a turn (round-robin: the one dialled longest ago first), placing at most ``CAMPAIGN_BUDGET``
-calls for it and ``PASS_BUDGET`` in all; every step is its own unit of work. It is due again when the next
+running campaign that has something to do a turn (round-robin: the one dialled longest ago first; one statement
+lists them with their first open contact, ``dialer.wants_turn`` picks), placing at most ``CAMPAIGN_BUDGET``
+calls for it and about ``PASS_BUDGET`` in all; every step is its own unit of work. On PostgreSQL up to
+``TURNS_AT_ONCE`` campaigns take their turns at once, started in the round-robin order (a step mostly waits for
+the database; each holds its own campaign's row lock, so the cap and the per-attempt key hold as with several
+workers); SQLite has one writer, its turns follow one another. It is due again when the next
 deferred or retried contact is (or after ``IDLE_RECHECK``); a commit that created work (a call placed or ended,
 a campaign started) runs it at once. ``run_once`` is one pass (tests call it with a manual clock).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,13 +35,13 @@ from application import campaigns as cases
 from application import dialer
 from application.jobs import JobKind
 from application.ports.campaigns import CampaignRepository, ContactRepository
-from application.ports.dialer import CampaignRef, ContactRef, DialerStore
+from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef, DialerStore
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from application.ports.schedules import ScheduleUsage
 from domain.dnc import DncUnavailable
 from entrypoints.features import Feature
-from entrypoints.settings import Settings
+from entrypoints.settings import Backend, Settings
 from entrypoints.worker import in_unit
 
 log = logging.getLogger("parley.dialer")
@@ -49,6 +54,12 @@ PASS_BUDGET = 200
 MAX_STEPS = 100
 """Steps per campaign per pass (deferring contacts outside their window takes steps without dialling)."""
 IDLE_RECHECK = timedelta(seconds=15)
+TURNS_AT_ONCE = 4
+"""Campaigns taking their turn at once in one pass on PostgreSQL (each a connection of the pool while it steps)."""
+
+
+def turns_at_once(settings: Settings | None) -> int:
+    return TURNS_AT_ONCE if settings is not None and settings.backend == Backend.POSTGRESQL else 1
 
 
 class SqlCampaignsProvider(Provider):
@@ -120,13 +131,13 @@ async def _settle(container: AsyncContainer, ref: ContactRef) -> bool:
         return False
 
 
-async def _turn(container: AsyncContainer, ref: CampaignRef, budget: int, report: DialerReport) -> None:
+async def _turn(container: AsyncContainer, ref: CampaignRef, report: DialerReport) -> None:
     async def work(r: Any) -> str:
         return await (await r.get(dialer.DialNextContact)).execute(dialer.DialNextContactCommand(ref))
 
     dialled = 0
     for _ in range(MAX_STEPS):
-        if dialled >= min(budget, CAMPAIGN_BUDGET):
+        if dialled >= CAMPAIGN_BUDGET or report.dialled >= PASS_BUDGET:
             report.exhausted = True
             return
         try:
@@ -157,14 +168,20 @@ async def run_once(container: AsyncContainer, settings: Settings | None = None) 
     for ref in await _unit(container, settled):
         report.settled += await _settle(container, ref)
 
-    async def running(r: Any) -> list[CampaignRef]:
-        return await (await r.get(DialerStore)).running_campaigns(BATCH)
+    async def running(r: Any) -> tuple[list[CampaignTurn], datetime]:
+        return await (await r.get(DialerStore)).campaign_turns(BATCH), (await r.get(Clock)).now()
 
-    for campaign in await _unit(container, running):
-        if report.dialled >= PASS_BUDGET:
-            report.exhausted = True
-            break
-        await _turn(container, campaign, PASS_BUDGET - report.dialled, report)
+    turns, now = await _unit(container, running)
+    gate = asyncio.Semaphore(turns_at_once(settings))  # hands its slots out in the order asked: round-robin
+
+    async def turn(ref: CampaignRef) -> None:
+        async with gate:
+            if report.dialled >= PASS_BUDGET:
+                report.exhausted = True
+                return
+            await _turn(container, ref, report)
+
+    await asyncio.gather(*(turn(t.ref) for t in turns if dialer.wants_turn(t, now)))
     return report
 
 

@@ -87,6 +87,10 @@ def dispatcher(container: AsyncContainer, settings: Settings) -> JobKind:
     return dispatch_kind(container, WorkerOptions.from_env())
 
 
+DELIVERY = "webhooks.deliver"
+"""The delivery pump's name (``parley worker --jobs`` / ``--exclude-jobs``)."""
+
+
 async def delivery_pump(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
     wake = JOB_WAKE_UPS.subscribe()
     try:
@@ -101,7 +105,7 @@ FEATURE = Feature(
     sql=SqlWebhookProvider,
     memory=MemoryWebhookProvider,
     jobs=[dispatcher],
-    resident=[delivery_pump],
+    resident={DELIVERY: delivery_pump},
     settings=WebhookSettings,
 )
 

@@ -101,17 +101,17 @@ async def test_campaigns_take_turns(app: App) -> None:
     first = await _running(app, actor, [f"+1415555{i:04d}" for i in range(5)], max_concurrent_calls=50)
     second = await _running(app, actor, [f"+1415556{i:04d}" for i in range(5)], max_concurrent_calls=50)
     async with app.container() as r:
-        order = await (await r.get(DialerStore)).running_campaigns(10)
+        order = [t.ref for t in await (await r.get(DialerStore)).campaign_turns(10)]
     assert [ref.campaign_id for ref in order] == [first.id, second.id]  # neither dialled yet: oldest first
     app.clock.advance(seconds=1)
     await _step(app, actor, first.id)
     async with app.container() as r:
-        order = await (await r.get(DialerStore)).running_campaigns(10)
+        order = [t.ref for t in await (await r.get(DialerStore)).campaign_turns(10)]
     assert [ref.campaign_id for ref in order] == [second.id, first.id]  # the one dialled goes to the back
     app.clock.advance(seconds=1)
     await _step(app, actor, second.id)
     async with app.container() as r:
-        order = await (await r.get(DialerStore)).running_campaigns(10)
+        order = [t.ref for t in await (await r.get(DialerStore)).campaign_turns(10)]
     assert [ref.campaign_id for ref in order] == [first.id, second.id]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -93,6 +94,42 @@ async def test_a_contact_at_three_in_the_morning_waits_for_its_opening(make_api:
     await dial(api)
     assert len(await campaign_calls(api, t, c["id"])) == 1
     assert (await get(api, t, f"/campaigns/{c['id']}"))["status_reason"] is None
+
+
+async def test_a_pass_leaves_a_campaign_that_waits_alone_until_it_has_work(make_api: ApiFactory,
+                                                                            sql_url: str) -> None:
+    """The pass lists the running campaigns with their first open contact in one statement; a campaign whose
+    contact waits for its hours and that already says so gets no step, until its agent is archived."""
+    from application.dialer import wants_turn
+    from application.ports.dialer import CampaignTurn, DialerStore
+    from entrypoints.worker import in_unit
+
+    api = await make_api(sql_url, clock=ManualClock(datetime(2026, 1, 5, 8, tzinfo=UTC)))  # 03:00 in New York
+    t = await api.tenant()
+    c = await campaign(api, t, [{"phone": "+1555010000", "timezone": "America/New_York", "name": "Ada",
+                                 "custom_data": {"plan": "x"}}])
+    assert api.clock is not None
+    now = api.clock.now()
+
+    async def turn() -> CampaignTurn:
+        async def work(unit: Any) -> CampaignTurn:
+            turns = await (await unit.get(DialerStore)).campaign_turns(10)
+            return next(x for x in turns if x.ref.campaign_id == c["id"])
+        return await in_unit(support.worker(api), work)
+
+    first = await turn()
+    assert first.has_open and first.agent_live and first.first_due_at is not None and wants_turn(first, now)
+    await dial(api)  # the step defers the contact to 08:00 EST and says so on the campaign
+    waiting = await turn()
+    assert (waiting.first_due_at, waiting.status_reason) == (datetime(2026, 1, 5, 13, tzinfo=UTC),
+                                                             "outside_calling_hours")
+    assert not wants_turn(waiting, now)
+    archived = await api.client.patch(f"/v2/agents/{c['agent_id']}", json={"status": "archived"}, headers=t.headers)
+    assert archived.status_code == 200, archived.text
+    assert wants_turn(await turn(), now)
+    await dial(api)
+    found = await get(api, t, f"/campaigns/{c['id']}")
+    assert (found["status"], found["status_reason"]) == ("failed", "agent_archived")
 
 
 async def test_a_schedule_holiday_closes_dialing(make_api: ApiFactory, sql_url: str) -> None:

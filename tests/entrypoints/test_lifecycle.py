@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from entrypoints import cli
+from entrypoints.worker import run_worker as REAL_RUN_WORKER
 
 STRONG_KEY = "Zq8vN2kLp4Rt6Yw1Xc3Vb5Nm7As9Df0Gh2Jk4Lq6We8Rt"
 
@@ -79,6 +80,20 @@ def test_a_schema_behind_its_heads_stops_the_start(env: pytest.MonkeyPatch, tmp_
     env.setenv("PARLEY_DATABASE_URL", f"sqlite+aiosqlite:///{behind}")
     err = _refused(command, capsys)
     assert "is behind" in err and f"1 migration(s) to apply: {head}" in err and "parley migrate" in err
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    (["--jobs", "campaigns.dial,calls.dial"], "unknown job kind calls.dial (the job kinds: calls.progress, "),
+    (["--jobs", "campaigns.dial", "--exclude-jobs", "campaigns.dial"], "no job kind left to run"),
+])
+def test_a_worker_given_job_kinds_it_cannot_run_stops_in_one_line(env: pytest.MonkeyPatch, tmp_path: Path,
+                                                                  sqlite_url: str, capsys: pytest.CaptureFixture[str],
+                                                                  options: list[str], said: str) -> None:
+    env.setattr("entrypoints.worker.run_worker", REAL_RUN_WORKER)
+    database = tmp_path / "parley.db"
+    shutil.copyfile(sqlite_url.split(":///", 1)[1], database)
+    env.setenv("PARLEY_DATABASE_URL", f"sqlite+aiosqlite:///{database}")
+    assert said in _refused(["worker", "--no-migrate", *options], capsys)
 
 
 async def test_an_up_to_date_schema_passes(sqlite_url: str) -> None:
