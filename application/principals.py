@@ -52,6 +52,12 @@ class Principal:
     def api_key(cls, key: ApiKey, organization: Organization) -> Principal:
         return cls(PrincipalKind.API_KEY, organization, ScopeSet.of(key.scopes), key=key)
 
+    @classmethod
+    def session(cls, user_id: int, organization: Organization) -> Principal:
+        """A dashboard user signed in: every scope, in the user's organization (the routes that accept a
+        session are few: the dashboard, billing and the cloud status)."""
+        return cls(PrincipalKind.SESSION, organization, ScopeSet.of(["*"]), user_id=user_id)
+
     @property
     def authenticated(self) -> bool:
         return self.kind is not PrincipalKind.PUBLIC

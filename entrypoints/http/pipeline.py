@@ -32,7 +32,7 @@ from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.parsing import parse_id
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
-from entrypoints.http.authentication import Authenticators, Refused
+from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
 from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
 from entrypoints.http.routing import Access, access_of
 from entrypoints.observability import RATE_LIMIT_REFUSALS
@@ -217,6 +217,10 @@ class _Run:
         # 1. authentication (the route's authenticator)
         try:
             principal = await gate.authenticators.for_mode(self.access.auth).authenticate(scope)
+        except CsrfRejected as rejected:
+            await uow.rollback()
+            await self.reply(router_error_messages(403, rejected.code, rejected.message))
+            return
         except Refused as refused:
             await uow.rollback()
             if refused.presented and not await self._failure_allowed():
@@ -257,7 +261,7 @@ class _Run:
             await uow.commit()
 
         # 3. scopes
-        if not principal.scopes.grants_any(self.access.scopes):
+        if self.access.scopes and not principal.scopes.grants_any(self.access.scopes):  # session-only: none
             message = f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
             await self.reply(auth_error_messages(403, "INSUFFICIENT_SCOPE", message))
             return

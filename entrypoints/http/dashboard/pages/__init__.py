@@ -1,0 +1,20 @@
+"""Dashboard pages: one module per section, each with ``HANDLERS``; ``page`` declares a handler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from litestar import get, post
+
+from entrypoints.http.dashboard.gate import PUBLIC
+
+_DECORATORS = {"GET": get, "POST": post}
+
+
+def page(method: str, path: str, *, section: str = "", public: bool = False, **kwargs: Any
+         ) -> Callable[[Callable[..., Any]], Any]:
+    """A dashboard page at ``/dashboard{path}``: ``section`` highlights its navigation entry; ``public`` pages
+    (signing in) need no session. Pages stay out of the OpenAPI document (it describes the JSON API)."""
+    return _DECORATORS[method](path, opt={"section": section, PUBLIC: public}, include_in_schema=False,
+                               **kwargs)
