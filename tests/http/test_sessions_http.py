@@ -9,8 +9,10 @@ from datetime import timedelta
 import pytest
 
 from adapters.memory.clock import ManualClock
+from entrypoints.http.routing import AuthMode
 from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import PASSWORD, cookie, login, new_user, session_id, set_cookie_header
+from tests.http.route_table import served_operations
 
 
 async def test_login_answers_the_user_and_sets_a_strict_cookie(any_api: Api) -> None:
@@ -142,3 +144,27 @@ async def test_five_failed_logins_per_email_then_429(make_api: ApiFactory, sql_u
     assert (await api.client.post("/v2/auth/login", json={"email": user.email, "password": PASSWORD})
             ).status_code == 200
     api.client.cookies.clear()
+
+
+async def test_a_session_opens_only_the_routes_that_accept_one(any_api: Api) -> None:
+    """Read from the route table: every route for a Bearer key (or a widget token) answers 401 to a session (with
+    its CSRF token); the billing and cloud-status routes and /auth/* take it."""
+    user = await new_user(any_api)
+    session, csrf = await login(any_api, user)
+    headers = {**cookie(session), "X-CSRF-Token": csrf}
+    accepting = []
+    operations = [op for op in served_operations(any_api.client.app) if op.access is not None]
+    for op in operations:
+        assert op.access is not None
+        if op.access.public or op.label == "POST /auth/logout":
+            continue
+        response = await any_api.client.request(op.method, op.url(), headers=headers)
+        if op.access.auth in (AuthMode.KEY_OR_SESSION, AuthMode.SESSION):
+            assert response.status_code not in (401, 403), f"{op.label}: {response.status_code} {response.text}"
+            accepting.append(op.label)
+        else:
+            assert response.status_code == 401, f"{op.label}: {response.status_code} {response.text}"
+            assert response.json()["error"]["code"] in ("MISSING_AUTH", "INVALID_WIDGET_TOKEN"), op.label
+    assert "GET /cloud/status" in accepting and "GET /auth/session" in accepting
+    assert all(label.split(" ", 1)[1].startswith(("/billing", "/cloud", "/auth/")) for label in accepting), accepting
+    assert len(operations) - len(accepting) > 100

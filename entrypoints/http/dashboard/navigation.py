@@ -23,12 +23,12 @@ class Section:
 
 SECTIONS: tuple[Section, ...] = (
     Section("overview", "Overview", "", True),
-    Section("agents", "Agents", "/agents", False),
-    Section("calls", "Calls", "/calls", False),
+    Section("agents", "Agents", "/agents", True),
+    Section("calls", "Calls", "/calls", True),
     Section("appointments", "Appointments", "/appointments", False),
     Section("campaigns", "Campaigns", "/campaigns", False),
     Section("webhooks", "Webhooks", "/webhooks", False),
-    Section("api_keys", "API keys", "/api-keys", False),
+    Section("api_keys", "API keys", "/api-keys", True),
     Section("billing", "Billing", "/billing", False),
 )
 

@@ -27,6 +27,15 @@ def seconds(value: float | int | None) -> str:
     return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
 
 
+def number(value: float | int | None) -> str:
+    """1234567 -> 1,234,567; 12.5 -> 12.5 (at most two decimals)."""
+    if value is None:
+        return "—"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
+    return f"{int(value):,}"
+
+
 def percent(used: float, included: float | None) -> int:
     if not included:
         return 0
@@ -35,7 +44,7 @@ def percent(used: float, included: float | None) -> int:
 
 ENVIRONMENT = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
                           trim_blocks=True, lstrip_blocks=True)
-ENVIRONMENT.filters.update(when=when, seconds=seconds)
+ENVIRONMENT.filters.update(when=when, seconds=seconds, number=number)
 ENVIRONMENT.globals.update(percent=percent)
 
 

@@ -24,24 +24,29 @@ A page handler reads like this (``pages/agents.py``)::
   with the errors beside the fields (``errors`` in the template: field -> message, ``form`` the values sent),
   with the error's status. CSRF was checked by the gate before the handler ran (``csrf_token`` field).
 - ``redirect``: after a successful form, 303 to a page (Post/Redirect/Get), with an optional flash message.
+- ``decode(form, Schema)``: the form's fields as the API's request struct (the same bounds and types as the JSON
+  API), or ``ValidationFailed`` naming the field, which ``submit`` shows beside it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
+import msgspec
 from litestar import Request
-from litestar.response import Redirect, Response, Template
+from litestar.response import Redirect, Template
 
 from application.context import Actor
 from domain.errors import DomainError, NotFound, ValidationFailed
 from entrypoints.http.dashboard.navigation import PREFIX, SECTIONS
-from entrypoints.http.envelope import status_for
+from entrypoints.http.envelope import in_words, status_for
 
 C = TypeVar("C")
+S = TypeVar("S")
 R = TypeVar("R")
 FLASH_PARAMETER = "flash"
 CSRF_FIELD = "csrf_token"
@@ -112,9 +117,10 @@ class View:
         return {k: str(v) for k, v in data.items() if k != CSRF_FIELD and isinstance(v, str)}
 
     async def submit(self, use_case: UseCase[C, R], command: Callable[[Actor, Mapping[str, str]], C], *,
-                     template: str, done: Callable[[R], Response[Any] | Template],
-                     context: Callable[[], Awaitable[dict[str, Any]]] | None = None) -> Response[Any] | Template:
-        """Run a form's use case; on a 4xx domain error show ``template`` again with the errors."""
+                     template: str, done: Callable[[R], Any],
+                     context: Callable[[], Awaitable[dict[str, Any]]] | None = None) -> Any:
+        """Run a form's use case and answer ``done(result)``; on a 4xx domain error show ``template`` again with
+        the errors (``context()``: what else the page needs)."""
         form = await self.form()
         try:
             result = await use_case.execute(command(self.require_actor(), form))
@@ -142,3 +148,21 @@ def field_errors(exc: DomainError) -> dict[str, str]:
             return {str(k): str(v) for k, v in found.items()}
     return {}
 
+
+
+def decode(form: Mapping[str, Any], schema: type[S]) -> S:
+    """``form`` (text fields; empty ones left out) as ``schema``, numbers read from text."""
+    values = {k: v for k, v in form.items() if v != ""}
+    try:
+        return msgspec.convert(values, schema, strict=False)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        missing = _MISSING.match(text)
+        if missing:
+            raise ValidationFailed.field(missing.group(1), "is required") from None
+        message, _, where = text.rpartition(" - at `$.")
+        name = where.rstrip("`").split(".")[0].split("[")[0] if message else "form"
+        raise ValidationFailed.field(name, in_words(message or text)) from None
+
+
+_MISSING = re.compile(r"^Object missing required field `(\w+)`")

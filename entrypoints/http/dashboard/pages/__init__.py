@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import get, post
+from litestar.params import PathParameter
 
+from domain.parsing import MAX_ID
 from entrypoints.http.dashboard.gate import PUBLIC
+
+PathId = Annotated[int, PathParameter(description="An id in the path")]
+PathText = Annotated[str, PathParameter(description="A text id in the path")]
+
+
+def bounded(value: int) -> int:
+    """An id beyond what any row holds names nothing (a 404 page, never a database error)."""
+    return value if 1 <= value <= MAX_ID else 0
+
 
 _DECORATORS = {"GET": get, "POST": post}
 
