@@ -65,3 +65,19 @@ async def test_errors_are_pages(any_api: Api) -> None:
     missing = await any_api.client.get("/dashboard/no-such-page", headers=cookie(session))
     assert missing.status_code == 404 and "text/html" in missing.headers["content-type"]
     assert "Not found" in missing.text
+
+
+async def test_no_other_site_can_post_a_dashboard_form(any_api: Api) -> None:
+    user = await new_user(any_api)
+    session, csrf = await login(any_api, user)
+    foreign = {"Origin": "https://attacker.example"}
+    signin = await any_api.client.post("/dashboard/login", headers=foreign,
+                                       data={"email": user.email, "password": PASSWORD})
+    assert signin.status_code == 403 and "set-cookie" not in signin.headers
+    out = await any_api.client.post("/dashboard/logout", headers={**cookie(session), **foreign},
+                                    data={"csrf_token": csrf})
+    assert out.status_code == 403
+    own = await any_api.client.post("/dashboard/login", headers={"Origin": "http://testserver.local"},
+                                    data={"email": user.email, "password": PASSWORD}, follow_redirects=False)
+    any_api.client.cookies.clear()
+    assert own.status_code == 303

@@ -1,5 +1,7 @@
 """The dashboard's request pipeline (middleware of its router), the HTML counterpart of the API's:
 
+0. an unsafe method (a form post) whose ``Origin`` names another site gets a 403 page: no other site can post a
+   dashboard form, the sign-in form included (signing a victim in to the attacker's account);
 1. pages marked ``public`` (the sign-in form) run without a session; every other page needs the
    ``parley_session`` cookie of a live session (``SessionAuthenticator.active``), else 303 to the sign-in page;
 2. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
@@ -64,6 +66,10 @@ class DashboardGate:
             return
         send = _with_headers(send)
         container: AsyncContainer = scope["state"]["dishka_container"]
+        if scope["method"] not in SAFE_METHODS and not _same_origin(scope):
+            for message in error_page_messages(403, "csrf_failed", "This form was sent from another site."):
+                await send(message)
+            return
         uow = await container.get(UnitOfWork)
         if scope["route_handler"].opt.get(PUBLIC):
             await self._run(scope, receive, send, uow)
@@ -115,6 +121,15 @@ class DashboardGate:
             held = error_page_messages(500, "internal_error", "Something went wrong on our side.")
         for message in held:
             await send(message)
+
+
+def _same_origin(scope: Scope) -> bool:
+    """Whether the request's ``Origin``, when the browser sent one, is this server's own (scheme and host)."""
+    origin = header(scope, b"origin")
+    if origin is None:
+        return True  # not a browser's cross-site request (browsers send Origin with every POST)
+    host = header(scope, b"host") or ""
+    return origin.lower() == f"{scope.get('scheme', 'http')}://{host}".lower()
 
 
 def _csrf(scope: Scope, body: bytes) -> str | None:

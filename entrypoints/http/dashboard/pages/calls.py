@@ -13,6 +13,7 @@ from litestar.response import Response, Template
 from application import agents as agents_uc
 from application import calls as uc
 from application.context import Actor
+from application.ports.agents import AgentFilter
 from application.ports.calls import CallFilter
 from application.ports.platform import PageRequest
 from domain.calls import FINAL_STATUSES
@@ -22,15 +23,20 @@ from entrypoints.http.dashboard.view import View, decode
 from entrypoints.http.schemas.calls import CallCreate
 
 LIST_SIZE = 50
+AGENT_NAMES = 100  # the agents named in the list (others show their id)
 MAX_CALL_ID = 64
 REFRESH_SECONDS = 2  # a call's page reloads itself until the call is over
 
 
 @page("GET", "/calls", section="calls")
-async def calls_page(request: Request[Any, Any, Any], calls: FromDishka[uc.ListCalls]) -> Template:
+async def calls_page(request: Request[Any, Any, Any], calls: FromDishka[uc.ListCalls],
+                     agents: FromDishka[agents_uc.ListAgents]) -> Template:
     view = View.of(request)
     found = await view.run(calls, lambda actor: uc.ListCallsCommand(actor, CallFilter(), PageRequest(LIST_SIZE)))
-    return view.page("calls.html", calls=found.items, total=found.total)
+    named = await view.run(agents, lambda actor: agents_uc.ListAgentsCommand(actor, AgentFilter(),
+                                                                             PageRequest(AGENT_NAMES)))
+    return view.page("calls.html", calls=found.items, total=found.total,
+                     agent_names={agent.id: agent.name for agent in named.items})
 
 
 @page("POST", "/calls", section="calls")
