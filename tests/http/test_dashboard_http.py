@@ -81,3 +81,19 @@ async def test_no_other_site_can_post_a_dashboard_form(any_api: Api) -> None:
                                     data={"email": user.email, "password": PASSWORD}, follow_redirects=False)
     any_api.client.cookies.clear()
     assert own.status_code == 303
+
+
+async def test_only_the_dashboards_own_redirects_put_a_message_on_a_page(any_api: Api) -> None:
+    user = await new_user(any_api)
+    session, csrf = await login(any_api, user)
+    forged = await any_api.client.get("/dashboard?flash=Your%20account%20is%20locked%3A%20call%20us",
+                                      headers=cookie(session))
+    assert forged.status_code == 200 and "Your account is locked" not in forged.text
+    created = await any_api.client.post("/dashboard/agents", headers=cookie(session), follow_redirects=False,
+                                        data={"csrf_token": csrf, "name": "Greeter"})
+    shown = await any_api.client.get(created.headers["location"], headers=cookie(session))
+    assert "Agent Greeter created" in shown.text
+    other, _ = await login(any_api, await new_user(any_api))
+    elsewhere = await any_api.client.get(created.headers["location"].replace(
+        created.headers["location"].split("?")[0], "/dashboard"), headers=cookie(other))
+    assert "Agent Greeter created" not in elsewhere.text  # signed for the session that was redirected

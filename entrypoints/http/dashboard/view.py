@@ -30,6 +30,8 @@ A page handler reads like this (``pages/agents.py``)::
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -49,6 +51,7 @@ C = TypeVar("C")
 S = TypeVar("S")
 R = TypeVar("R")
 FLASH_PARAMETER = "flash"
+FLASH_SIGNATURE = "flash_sig"
 CSRF_FIELD = "csrf_token"
 
 
@@ -93,11 +96,20 @@ class View:
             "prefix": PREFIX,
             "user": self.signed_in,
             "csrf_token": self.signed_in.csrf_token if self.signed_in else "",
-            "flash": self.request.query_params.get(FLASH_PARAMETER, "")[:200],
+            "flash": self._flash(),
             "errors": {},
             "form": {},
             **values,
         }
+
+    def _flash(self) -> str:
+        """The flash message of the URL, when this session's own redirect put it there (a link made elsewhere
+        cannot put words on the page)."""
+        text = self.request.query_params.get(FLASH_PARAMETER, "")[:200]
+        signature = self.request.query_params.get(FLASH_SIGNATURE, "")
+        if not text or self.signed_in is None or not hmac.compare_digest(signature, _sign(self.signed_in, text)):
+            return ""
+        return text
 
     def page(self, template: str, *, status: int = 200, **values: Any) -> Template:
         return Template(template_name=template, context=self.context(**values), status_code=status)
@@ -136,9 +148,15 @@ class View:
     def redirect(self, path: str, flash: str = "") -> Redirect:
         """303 to ``path`` (under /dashboard) with ``flash`` shown once on that page."""
         url = PREFIX + path
-        if flash:
-            url += ("&" if "?" in url else "?") + f"{FLASH_PARAMETER}={quote(flash)}"
+        if flash and self.signed_in is not None:
+            flash = flash[:200]
+            url += ("&" if "?" in url else "?") + (f"{FLASH_PARAMETER}={quote(flash)}"
+                                                   f"&{FLASH_SIGNATURE}={_sign(self.signed_in, flash)}")
         return Redirect(url, status_code=303)
+
+
+def _sign(signed_in: SignedIn, text: str) -> str:
+    return hmac.new(signed_in.csrf_token.encode(), text.encode(), hashlib.sha256).hexdigest()[:32]
 
 
 def field_errors(exc: DomainError) -> dict[str, str]:

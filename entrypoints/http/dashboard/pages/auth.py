@@ -28,7 +28,8 @@ def _next(value: str | None) -> str:
 
 @page("GET", "/login", public=True)
 async def login_form(request: Request[Any, Any, Any]) -> Template:
-    return View.of(request).page("login.html", next=_next(request.query_params.get("next")))
+    notice = "Signed out." if request.query_params.get("signed_out") == "1" else ""
+    return View.of(request).page("login.html", next=_next(request.query_params.get("next")), notice=notice)
 
 
 @page("POST", "/login", public=True)
@@ -52,7 +53,7 @@ async def login(request: Request[Any, Any, Any], use_case: FromDishka[uc.Login])
 @page("POST", "/logout", section="")
 async def logout(request: Request[Any, Any, Any], use_case: FromDishka[uc.Logout]) -> Redirect:
     await use_case.execute(uc.LogoutCommand(cookie(request.scope, SESSION_COOKIE) or ""))
-    return Redirect(f"{PREFIX}/login?flash=Signed%20out", status_code=303, cookies=[cleared_cookie(request)])
+    return Redirect(f"{PREFIX}/login?signed_out=1", status_code=303, cookies=[cleared_cookie(request)])
 
 
 HANDLERS = [login_form, login, logout]
