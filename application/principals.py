@@ -56,6 +56,12 @@ class Principal:
         """A widget token's principal: no scopes (the token opens the widget routes only, for its campaign)."""
         return cls(PrincipalKind.WIDGET, organization, widget=grant)
 
+    @classmethod
+    def session(cls, user_id: int, organization: Organization) -> Principal:
+        """A dashboard user signed in: every scope, in the user's organization (the routes that accept a
+        session are few: the dashboard, billing and the cloud status)."""
+        return cls(PrincipalKind.SESSION, organization, ScopeSet.of(["*"]), user_id=user_id)
+
     @property
     def authenticated(self) -> bool:
         return self.kind is not PrincipalKind.PUBLIC

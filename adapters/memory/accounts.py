@@ -111,6 +111,16 @@ class InMemoryUserRepository:
         tables = await self.uow.tables()
         return tables["users"].get(email)
 
+    async def get(self, user_id: int) -> tuple[int, int, str] | None:
+        tables = await self.uow.tables()
+        return next(((uid, org, email) for email, (uid, org, _) in tables["users"].items() if uid == user_id), None)
+
+    async def set_password_hash(self, user_id: int, password_hash: str) -> None:
+        tables = await self.uow.tables()
+        for email, (uid, org, _) in list(tables["users"].items()):
+            if uid == user_id:
+                tables["users"][email] = (uid, org, password_hash)
+
 
 def _slot(record: IdempotencyRecord) -> tuple[int, int, str]:
     return record.organization_id, record.lineage_id, record.key
@@ -176,6 +186,12 @@ class InMemoryRateLimiter:
                 self._counts[slot] = self._counts.get(slot, 0) + 1
         states = [WindowState(w, self._counts.get(slot, 0), w.end(epoch)) for w, slot in slots]
         return RateLimitDecision.from_states(states, allowed, epoch)
+
+    async def peek(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
+        epoch = now.timestamp()
+        states = [WindowState(w, self._counts.get((bucket, w.seconds, w.start(epoch)), 0), w.end(epoch))
+                  for w in windows]
+        return RateLimitDecision.from_states(states, all(s.used < s.window.limit for s in states), epoch)
 
     async def purge(self, before: datetime) -> int:
         epoch = before.timestamp()

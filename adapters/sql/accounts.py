@@ -231,6 +231,16 @@ class SqlUserRepository:
                                   .where(users.c.email == email))).first()
         return (row.id, row.organization_id, row.password_hash) if row else None
 
+    async def get(self, user_id: int) -> tuple[int, int, str] | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(users.c.id, users.c.organization_id, users.c.email)
+                                  .where(users.c.id == user_id))).first()
+        return None if row is None else (int(row[0]), int(row[1]), str(row[2]))
+
+    async def set_password_hash(self, user_id: int, password_hash: str) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(users.update().where(users.c.id == user_id).values(password_hash=password_hash))
+
 
 def _record(row: Any) -> IdempotencyRecord:
     response = None
@@ -411,3 +421,8 @@ class SqlRateLimiter:
             states = [WindowState(w, await self._read(bucket, w, w.start(epoch)), w.end(epoch)) for w in windows]
         await self.uow.commit()
         return RateLimitDecision.from_states(states, allowed, epoch)
+
+    async def peek(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
+        epoch = now.timestamp()
+        states = [WindowState(w, await self._read(bucket, w, w.start(epoch)), w.end(epoch)) for w in windows]
+        return RateLimitDecision.from_states(states, all(s.used < s.window.limit for s in states), epoch)

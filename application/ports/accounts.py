@@ -52,6 +52,12 @@ class UserRepository(Protocol):
         """(user id, organization id, password hash)."""
         ...
 
+    async def get(self, user_id: int) -> tuple[int, int, str] | None:
+        """(user id, organization id, email)."""
+        ...
+
+    async def set_password_hash(self, user_id: int, password_hash: str) -> None: ...
+
 
 class IdempotencyStore(Protocol):
     """Durable idempotency records, scoped to (organization, API-key lineage, key)."""
@@ -77,6 +83,10 @@ class IdempotencyStore(Protocol):
 class RateLimiter(Protocol):
     async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
         """Count one request in every window unless one is exhausted (then count nothing)."""
+        ...
+
+    async def peek(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
+        """What ``hit`` would decide now, counting nothing."""
         ...
 
     async def purge(self, before: datetime) -> int:

@@ -14,7 +14,9 @@ from litestar.openapi.spec import Components, SecurityScheme, Server
 
 from domain.errors import ValidationFailed
 from entrypoints import features
-from entrypoints.http import asgi, routes
+from entrypoints.http import asgi, dashboard, routes
+from entrypoints.http.dashboard.errors import routing_error
+from entrypoints.http.dashboard.templating import template_config
 from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HANDLERS
 from entrypoints.http.pipeline import RequestPipeline
 from entrypoints.http.routes import meta
@@ -166,9 +168,13 @@ def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any
     async def on_shutdown(_: Litestar) -> None:
         await container.close()
 
+    installed = {feature.name for feature in features.all_features()}
+    surfaces = dashboard.routers() if "sessions" in installed else []  # the back-office's HTML pages
     app = Litestar(
-        route_handlers=[api],
-        exception_handlers=ROUTING_EXCEPTION_HANDLERS,  # no route matched: 404 / 405 in the JSON envelope
+        route_handlers=[api, *surfaces],
+        # no route matched: 404 / 405 in the JSON envelope (an HTML page under /dashboard)
+        exception_handlers={**ROUTING_EXCEPTION_HANDLERS, HTTPException: routing_error},
+        template_config=template_config(),
         openapi_config=openapi,
         request_max_body_size=MAX_BODY,
         request_class=JsonRequest,

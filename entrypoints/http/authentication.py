@@ -1,9 +1,10 @@
 """Authenticators: one per ``AuthMode``, each reading its credential from the request and answering with a
 ``Principal`` or refusing (401 in the auth envelope).
 
-The dashboard-session authenticator refuses every request until sessions exist, so a route declared for it
-fails closed. A widget token is sent as ``Authorization: Widget <token>`` and opens only widget routes; a Bearer
-credential never does (and a widget token sent as Bearer is no API key: 401 everywhere).
+The API-key, dashboard-session and widget-token authenticators are all in use. A session on an unsafe method
+must also carry its CSRF token (``X-CSRF-Token``), else ``CsrfRejected`` (403 ``csrf_failed``). A widget token is
+sent as ``Authorization: Widget <token>`` and opens only widget routes; a Bearer credential never does (and a
+widget token sent as Bearer is no API key: 401 everywhere).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from litestar.types import Scope
 
 from application.accounts import Authenticate, AuthenticateCommand
 from application.principals import AuthenticationFailed, Principal
+from application.sessions import ActiveSession, ResumeSession, ResumeSessionCommand, SessionInvalid
 from application.widget import AuthenticateWidgetToken, AuthenticateWidgetTokenCommand
-from entrypoints.http.routing import AuthMode
+from domain.sessions import same_token
+from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, AuthMode
 
 BEARER_CHALLENGE = b'Bearer realm="parley"'
 INVALID_TOKEN_CHALLENGE = b'Bearer realm="parley", error="invalid_token"'
@@ -31,6 +34,16 @@ class Refused(Exception):
     def __init__(self, code: str, message: str, *, challenge: bytes | None = None, presented: bool = False) -> None:
         super().__init__(message)
         self.code, self.message, self.challenge, self.presented = code, message, challenge, presented
+
+
+class CsrfRejected(Exception):
+    """A session on an unsafe method without its CSRF token: 403 ``csrf_failed``."""
+
+    code = "csrf_failed"
+
+    def __init__(self) -> None:
+        super().__init__(f"{CSRF_HEADER} is missing or does not match the session's csrf_token")
+        self.message = str(self)
 
 
 class Authenticator(Protocol):
@@ -71,11 +84,45 @@ class ApiKeyAuthenticator:
             raise Refused(exc.code, str(exc), challenge=INVALID_TOKEN_CHALLENGE, presented=True) from None
 
 
+def cookie(scope: Scope, name: str) -> str | None:
+    """The value of cookie ``name`` (the first one sent), None when absent."""
+    for key, value in scope["headers"]:
+        if key != b"cookie":
+            continue
+        for part in value.decode("latin-1").split(";"):
+            found, sep, text = part.strip().partition("=")
+            if sep and found == name:
+                return text.strip().strip('"')
+    return None
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    return next((v.decode("latin-1") for k, v in scope["headers"] if k == name), None)
+
+
 class SessionAuthenticator:
-    """Dashboard sessions: none can be opened yet, so every request is refused."""
+    """Dashboard sessions: the ``parley_session`` cookie, resumed from the database (``ResumeSession``). An
+    unsafe method also needs the session's CSRF token in ``X-CSRF-Token``."""
+
+    def __init__(self, resume: ResumeSession) -> None:
+        self._resume = resume
+
+    async def active(self, scope: Scope) -> ActiveSession:
+        """The live session the request's cookie names; raises ``Refused``."""
+        session_id = cookie(scope, SESSION_COOKIE)
+        if not session_id:
+            raise Refused("MISSING_AUTH", "A dashboard session is required")
+        try:
+            return await self._resume.execute(ResumeSessionCommand(session_id))
+        except SessionInvalid as exc:
+            raise Refused(exc.code, str(exc), presented=True) from None
 
     async def authenticate(self, scope: Scope) -> Principal:
-        raise Refused("MISSING_AUTH", "A dashboard session is required")
+        active = await self.active(scope)
+        if scope["method"] not in SAFE_METHODS and not same_token(active.session.csrf_token,
+                                                                   header(scope, CSRF_HEADER.lower().encode())):
+            raise CsrfRejected
+        return Principal.session(active.session.user_id, active.organization)
 
 
 class WidgetAuthenticator:
@@ -129,6 +176,7 @@ class Authenticators:
         self._by_mode: dict[AuthMode, Authenticator] = {
             AuthMode.KEY: key,
             AuthMode.KEY_OR_SESSION: KeyOrSession(key, session),
+            AuthMode.SESSION: session,
             AuthMode.WIDGET: widget,
             AuthMode.PUBLIC: public,
         }

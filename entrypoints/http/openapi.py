@@ -162,7 +162,7 @@ def _ref(name: str, required: bool) -> dict[str, Any]:
 
 def _document_headers(operation: dict[str, Any], access: Access) -> None:
     responses: dict[str, dict[str, Any]] = operation["responses"]
-    authenticated = "401" in responses
+    authenticated = not access.public and "401" in responses  # a public sign-in can answer 401 too
     for status, response in responses.items():
         headers = response.setdefault("headers", {})
         headers["X-Request-Id"] = _ref("X-Request-Id", True)

@@ -32,7 +32,7 @@ from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.parsing import parse_id
 from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
-from entrypoints.http.authentication import Authenticators, Refused
+from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
 from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
 from entrypoints.http.routing import Access, AuthMode, access_of
 from entrypoints.observability import RATE_LIMIT_REFUSALS
@@ -219,6 +219,10 @@ class _Run:
         # 1. authentication (the route's authenticator)
         try:
             principal = await gate.authenticators.for_mode(self.access.auth).authenticate(scope)
+        except CsrfRejected as rejected:
+            await uow.rollback()
+            await self.reply(router_error_messages(403, rejected.code, rejected.message))
+            return
         except Refused as refused:
             await uow.rollback()
             if refused.presented and not await self._failure_allowed():
@@ -269,8 +273,9 @@ class _Run:
             await gate.keys.touch(key.id or 0, now)
             await uow.commit()
 
-        # 3. scopes (a widget token holds none: its routes ask for none, and serve only its campaign)
-        if principal.widget is None and not principal.scopes.grants_any(self.access.scopes):
+        # 3. scopes (a widget token holds none: its routes ask for none, and serve only its campaign; a
+        # session-only route asks for none either)
+        if self.access.scopes and principal.widget is None and not principal.scopes.grants_any(self.access.scopes):
             message = f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
             await self.reply(auth_error_messages(403, "INSUFFICIENT_SCOPE", message))
             return

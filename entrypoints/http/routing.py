@@ -31,6 +31,10 @@ MAX_OFFSET = 2**53  # bounded, so a huge offset is a 400 and not an SQL integer 
 Limit = Annotated[int, QueryParameter(ge=1, le=100, description="Page size (1-100)")]
 Offset = Annotated[int, QueryParameter(ge=0, le=MAX_OFFSET, description="Items to skip")]
 
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})  # every other method with a session needs the CSRF token
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FAILED = f"csrf_failed: a dashboard session sent without its {CSRF_HEADER} header (POST /auth/login's csrf_token)"
+
 _DECORATORS = {"GET": get, "POST": post, "PATCH": patch, "DELETE": delete, "PUT": put}
 
 
@@ -39,6 +43,7 @@ class AuthMode(enum.StrEnum):
 
     KEY = "key"                        # a Bearer API key
     KEY_OR_SESSION = "key_or_session"  # a Bearer API key, or a dashboard session
+    SESSION = "session"                # a dashboard session only (signing out, describing the session)
     WIDGET = "widget"                  # a widget token
     PUBLIC = "public"                  # anyone
 
@@ -162,6 +167,10 @@ def endpoint(
         security = [{WIDGET_SCHEME: []}]  # a widget token only: a Bearer key never opens these routes
     if access.auth is AuthMode.KEY_OR_SESSION:
         security.append({SESSION_SCHEME: []})  # either one: OpenAPI's alternatives
+    if access.auth is AuthMode.SESSION:
+        security = [{SESSION_SCHEME: []}]
+    if access.auth in (AuthMode.KEY_OR_SESSION, AuthMode.SESSION) and method not in SAFE_METHODS:
+        errors = {**(errors or {}), 403: CSRF_FAILED}
     decorator = _DECORATORS[method]
     extra: dict[str, Any] = {}
     if status_code is not None:

@@ -60,10 +60,11 @@ class ServedOperation:
 
 
 def served_operations(app: Litestar) -> list[ServedOperation]:
-    """Every method of every HTTP route, except Litestar's automatic OPTIONS."""
+    """Every method of every HTTP route of the API, except Litestar's automatic OPTIONS. The dashboard's HTML
+    pages (``dashboard_routes``) are another surface, outside the OpenAPI document."""
     found = []
     for route in app.routes:
-        if not isinstance(route, HTTPRoute):
+        if not isinstance(route, HTTPRoute) or route.path in dashboard_routes(app):
             continue
         for handler in route.route_handlers:
             for method in sorted(handler.http_methods):
@@ -71,3 +72,12 @@ def served_operations(app: Litestar) -> list[ServedOperation]:
                     continue
                 found.append(ServedOperation(method, route, handler))
     return sorted(found, key=lambda op: (op.documented_path, op.method))
+
+
+DASHBOARD_PREFIX = "/dashboard"
+
+
+def dashboard_routes(app: Litestar) -> set[str]:
+    """The paths of the dashboard's HTML pages and its stylesheet."""
+    return {route.path for route in app.routes
+            if route.path == DASHBOARD_PREFIX or route.path.startswith(DASHBOARD_PREFIX + "/")}

@@ -152,6 +152,8 @@ async def test_every_route_documents_the_errors_it_can_give(document: Document,
                 security.append({"SessionCookie": []})
             if access.auth is AuthMode.WIDGET:  # a widget token, never a Bearer key
                 security = [{"WidgetAuth": []}]
+            elif access.auth is AuthMode.SESSION:  # a dashboard session only
+                security = [{"SessionCookie": []}]
             if operation.get("security") != security:
                 problems.append(f"{op.label}: documents the security requirements {security}")
         elif operation.get("security"):

@@ -33,7 +33,7 @@ TAGS = ["Agents"]
 AgentId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Agent id")]
 
 
-def _create_command(actor: Actor, data: AgentCreate, phones: PhoneNormalizer) -> uc.CreateAgentCommand:
+def create_command(actor: Actor, data: AgentCreate, phones: PhoneNormalizer) -> uc.CreateAgentCommand:
     """The POST body as the use case's command, validated where a library or a rule is needed."""
     return uc.CreateAgentCommand(
         actor=actor,
@@ -87,7 +87,7 @@ async def list_agents(
           errors={404: "not_found: calendar_id is not a calendar of this organization"})
 async def create_agent(data: JSONBody[AgentCreate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.CreateAgent], phones: FromDishka[PhoneNormalizer]) -> Envelope[AgentOut]:
-    agent = await use_case.execute(_create_command(actor, data, phones))
+    agent = await use_case.execute(create_command(actor, data, phones))
     return Envelope(AgentOut.of(agent))
 
 

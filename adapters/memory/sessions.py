@@ -1,0 +1,35 @@
+"""Dashboard sessions in memory (the in-memory backend: one process)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from adapters.memory.store import InMemoryUnitOfWork
+from domain.sessions import Session
+
+
+class InMemorySessionStore:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, session: Session) -> None:
+        (await self.uow.tables())["dashboard_sessions"][session.id_hash] = session
+
+    async def get(self, id_hash: str) -> Session | None:
+        return (await self.uow.tables())["dashboard_sessions"].get(id_hash)  # type: ignore[no-any-return]
+
+    async def touch(self, id_hash: str, at: datetime) -> None:
+        rows = (await self.uow.tables())["dashboard_sessions"]
+        if id_hash in rows and rows[id_hash].last_seen_at < at:
+            rows[id_hash] = replace(rows[id_hash], last_seen_at=at)
+
+    async def delete(self, id_hash: str) -> None:
+        (await self.uow.tables())["dashboard_sessions"].pop(id_hash, None)
+
+    async def purge(self, idle_before: datetime, created_before: datetime) -> int:
+        rows = (await self.uow.tables())["dashboard_sessions"]
+        stale = [k for k, s in rows.items() if s.last_seen_at < idle_before or s.created_at < created_before]
+        for key in stale:
+            del rows[key]
+        return len(stale)

@@ -1,0 +1,19 @@
+"""Tables of dashboard sessions (migration 0210, branch ``sessions``): one row per open session, keyed by the
+SHA-256 of its id."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from adapters.sql.metadata import BigId, UtcDateTime, metadata
+
+dashboard_sessions = sa.Table(
+    "dashboard_sessions",
+    metadata,
+    sa.Column("id_hash", sa.String(64), primary_key=True),
+    sa.Column("user_id", BigId, sa.ForeignKey("users.id"), nullable=False, index=True),
+    sa.Column("organization_id", BigId, sa.ForeignKey("organizations.id"), nullable=False),
+    sa.Column("csrf_token", sa.String(100), nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False, index=True),
+    sa.Column("last_seen_at", UtcDateTime, nullable=False, index=True),
+)

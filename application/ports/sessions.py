@@ -1,0 +1,24 @@
+"""Port for dashboard sessions, stored where every server process sees them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from domain.sessions import Session
+
+
+class SessionStore(Protocol):
+    async def add(self, session: Session) -> None: ...
+
+    async def get(self, id_hash: str) -> Session | None: ...
+
+    async def touch(self, id_hash: str, at: datetime) -> None:
+        """Record the session's last use."""
+        ...
+
+    async def delete(self, id_hash: str) -> None: ...
+
+    async def purge(self, idle_before: datetime, created_before: datetime) -> int:
+        """Forget sessions last used before ``idle_before`` or opened before ``created_before``."""
+        ...

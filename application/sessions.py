@@ -1,0 +1,226 @@
+"""Dashboard sessions: signing in (with a throttle on failed attempts per email), resuming a session from its
+cookie, describing it and signing out.
+
+Only the SHA-256 of a session id is stored (``domain/sessions.py``); the id itself is returned once, at sign-in,
+for the cookie. Every sign-in opens a new session id, and ends the one the browser presented, if any (no session
+fixation). Time comes from the ``Clock`` port; password work from the async ``PasswordHasher`` port (off the event
+loop).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from application.ports.accounts import OrganizationRepository, RateLimiter, UserRepository
+from application.ports.passwords import PasswordHasher
+from application.ports.platform import Clock, Random
+from application.ports.sessions import SessionStore
+from application.principals import AuthenticationFailed
+from domain import sessions as rules
+from domain.errors import ValidationFailed
+from domain.organizations import Organization
+from domain.rate_limit import Window
+from domain.sessions import Session, SessionPolicy
+
+MAX_EMAIL = 320
+MAX_PASSWORD = 1024  # argon2 hashes any length; an unbounded one is a cheap way to make the server work
+MAX_SESSION_ID = 128
+
+
+class LoginFailed(AuthenticationFailed):
+    """Unknown email or wrong password (one answer for both)."""
+
+    code = "INVALID_CREDENTIALS"
+
+
+class LoginThrottled(Exception):
+    """Too many failed sign-ins for this email in the window: refused without looking at the password."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__("Too many failed sign-ins for this email; try again later")
+        self.retry_after = retry_after
+
+
+class SessionInvalid(AuthenticationFailed):
+    """No such session, or it expired or was signed out."""
+
+    code = "INVALID_SESSION"
+
+
+@dataclass(frozen=True, slots=True)
+class LoginThrottle:
+    """Failed sign-ins allowed per email (bucket ``login:<sha256 of the email>``), in a fixed window."""
+
+    failures: int = 5
+    window: timedelta = timedelta(minutes=15)
+
+    @property
+    def windows(self) -> tuple[Window, ...]:
+        return (Window(int(self.window.total_seconds()), self.failures),)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    user_id: int
+    email: str
+    organization_id: int
+    csrf_token: str = field(repr=False)
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedSession:
+    session_id: str = field(repr=False)  # for the cookie: shown once, never stored
+    session: Session
+    email: str
+    expires_at: datetime
+
+    def view(self) -> SessionView:
+        session = self.session
+        return SessionView(session.user_id, self.email, session.organization_id, session.csrf_token,
+                           self.expires_at)
+
+
+@dataclass(frozen=True, slots=True)
+class LoginCommand:
+    email: str
+    password: str = field(repr=False)
+    replacing: str | None = field(default=None, repr=False)  # the session id the browser sent, if any
+
+
+class Login:
+    _decoy: str | None = None  # a hash to verify against when the email is unknown (same work either way)
+
+    def __init__(self, users: UserRepository, orgs: OrganizationRepository, sessions: SessionStore,
+                 passwords: PasswordHasher, limiter: RateLimiter, clock: Clock, random: Random,
+                 policy: SessionPolicy, throttle: LoginThrottle) -> None:
+        self.users, self.orgs, self.sessions, self.passwords = users, orgs, sessions, passwords
+        self.limiter, self.clock, self.random, self.policy, self.throttle = limiter, clock, random, policy, throttle
+
+    async def execute(self, command: LoginCommand) -> OpenedSession:
+        email = command.email.strip().lower()
+        if not email or len(email) > MAX_EMAIL:
+            raise ValidationFailed.field("email", f"must be an email address of at most {MAX_EMAIL} characters")
+        if not command.password or len(command.password) > MAX_PASSWORD:
+            raise ValidationFailed.field("password", f"must be 1 to {MAX_PASSWORD} characters")
+        if command.replacing:
+            await self.sessions.delete(rules.digest(command.replacing))
+        bucket = "login:" + hashlib.sha256(email.encode("utf-8")).hexdigest()
+        now = self.clock.now()
+        before = await self.limiter.peek(bucket, self.throttle.windows, now)
+        if not before.allowed:
+            raise LoginThrottled(before.retry_after or 1)
+        found = await self.users.find_by_email(email)
+        stored = found[2] if found is not None else await self._decoy_hash()
+        matches = await self.passwords.verify(command.password, stored)
+        organization = await self.orgs.get(found[1]) if found is not None and matches else None
+        if found is None or not matches or organization is None:
+            decision = await self.limiter.hit(bucket, self.throttle.windows, now)
+            if not decision.allowed:
+                raise LoginThrottled(decision.retry_after or 1)
+            raise LoginFailed("Email or password is not correct")
+        user_id, organization_id, _ = found
+        if self.passwords.needs_rehash(stored):
+            await self.users.set_password_hash(user_id, await self.passwords.hash(command.password))
+        session_id = self.random.token(rules.ID_BYTES)
+        session = Session(rules.digest(session_id), user_id, organization_id, self.random.token(rules.CSRF_BYTES),
+                          now, now)
+        await self.sessions.add(session)
+        return OpenedSession(session_id, session, email, session.expires_at(self.policy))
+
+    async def _decoy_hash(self) -> str:
+        if Login._decoy is None:
+            Login._decoy = await self.passwords.hash(self.random.token(16))
+        return Login._decoy
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveSession:
+    session: Session
+    organization: Organization
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeSessionCommand:
+    session_id: str = field(repr=False)
+
+
+class ResumeSession:
+    """A session id from a cookie -> the live session and its organization; its last use is recorded (at most
+    once a minute). Raises ``SessionInvalid``."""
+
+    def __init__(self, sessions: SessionStore, orgs: OrganizationRepository, clock: Clock,
+                 policy: SessionPolicy) -> None:
+        self.sessions, self.orgs, self.clock, self.policy = sessions, orgs, clock, policy
+
+    async def execute(self, command: ResumeSessionCommand) -> ActiveSession:
+        if not command.session_id or len(command.session_id) > MAX_SESSION_ID:
+            raise SessionInvalid("The session is not valid")
+        session = await self.sessions.get(rules.digest(command.session_id))
+        if session is None:
+            raise SessionInvalid("The session is not valid")
+        now = self.clock.now()
+        if not session.is_live(now, self.policy):
+            raise SessionInvalid("The session expired; sign in again")
+        organization = await self.orgs.get(session.organization_id)
+        if organization is None:
+            raise SessionInvalid("The session is not valid")
+        if session.needs_touch(now):
+            await self.sessions.touch(session.id_hash, now)
+            session = session.seen(now)
+        return ActiveSession(session, organization, session.expires_at(self.policy))
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeSessionCommand:
+    session: Session
+    expires_at: datetime
+
+
+class DescribeSession:
+    """Who is signed in: the user's email, the organization and the session's CSRF token."""
+
+    def __init__(self, users: UserRepository) -> None:
+        self.users = users
+
+    async def execute(self, command: DescribeSessionCommand) -> SessionView:
+        session = command.session
+        user = await self.users.get(session.user_id)
+        if user is None:
+            raise SessionInvalid("The session's user no longer exists")
+        return SessionView(session.user_id, user[2], session.organization_id, session.csrf_token,
+                           command.expires_at)
+
+
+@dataclass(frozen=True, slots=True)
+class LogoutCommand:
+    session_id: str = field(repr=False)
+
+
+class Logout:
+    """Ends the session on the server: its cookie opens nothing afterwards."""
+
+    def __init__(self, sessions: SessionStore) -> None:
+        self.sessions = sessions
+
+    async def execute(self, command: LogoutCommand) -> None:
+        await self.sessions.delete(rules.digest(command.session_id))
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeSessionsCommand:
+    pass
+
+
+class PurgeSessions:
+    """Forgets sessions past their idle or absolute expiry (housekeeping)."""
+
+    def __init__(self, sessions: SessionStore, clock: Clock, policy: SessionPolicy) -> None:
+        self.sessions, self.clock, self.policy = sessions, clock, policy
+
+    async def execute(self, command: PurgeSessionsCommand) -> int:
+        now = self.clock.now()
+        return await self.sessions.purge(now - self.policy.idle, now - self.policy.absolute)

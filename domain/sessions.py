@@ -1,0 +1,58 @@
+"""Dashboard sessions: the rules of their life (idle and absolute expiry) and how a session id is kept.
+
+A session id is a random secret handed to the browser in a cookie; only its SHA-256 is stored, so a copy of the
+database opens no session. A session ends ``idle`` after its last use or ``absolute`` after it was opened,
+whichever comes first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+ID_BYTES = 32  # 256 bits of randomness in a session id
+CSRF_BYTES = 32
+IDLE = timedelta(minutes=30)
+ABSOLUTE = timedelta(hours=12)
+TOUCH_PRECISION = timedelta(minutes=1)  # last use is written at most once a minute per session
+
+
+def digest(session_id: str) -> str:
+    """What the store keeps of a session id (and looks it up by)."""
+    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+
+
+def same_token(expected: str, presented: str | None) -> bool:
+    """Constant-time comparison of a CSRF token (None, or an empty string, never matches)."""
+    return bool(presented) and hmac.compare_digest(expected.encode("utf-8"), (presented or "").encode("utf-8"))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPolicy:
+    idle: timedelta = IDLE
+    absolute: timedelta = ABSOLUTE
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id_hash: str
+    user_id: int
+    organization_id: int
+    csrf_token: str
+    created_at: datetime
+    last_seen_at: datetime
+
+    def expires_at(self, policy: SessionPolicy) -> datetime:
+        """When the session ends if it is not used again."""
+        return min(self.last_seen_at + policy.idle, self.created_at + policy.absolute)
+
+    def is_live(self, now: datetime, policy: SessionPolicy) -> bool:
+        return now < self.expires_at(policy)
+
+    def needs_touch(self, now: datetime) -> bool:
+        return now - self.last_seen_at >= TOUCH_PRECISION
+
+    def seen(self, now: datetime) -> Session:
+        return replace(self, last_seen_at=now)

@@ -1,0 +1,105 @@
+"""Dashboard sessions feature: signing in and out (``application/sessions.py``), sessions stored in the database
+(``dashboard_sessions``, so every process shares them) and a recurring purge of expired ones.
+
+Its HTTP side: ``/auth/login``, ``/auth/logout``, ``/auth/session`` (``entrypoints/http/routes/sessions.py``),
+the session authenticator (``entrypoints/http/authentication.py``) and the back-office at ``/dashboard``
+(``entrypoints/http/dashboard``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
+
+from adapters.memory.sessions import InMemorySessionStore
+from adapters.sql.sessions import SqlSessionStore
+from application import sessions as cases
+from application.jobs import JobKind
+from application.ports.jobs import ClaimedJob
+from application.ports.platform import Clock
+from application.ports.sessions import SessionStore
+from domain.sessions import SessionPolicy
+from entrypoints.features import Feature
+from entrypoints.settings import Settings
+from entrypoints.worker import in_unit
+
+log = logging.getLogger("parley.sessions")
+KIND = "sessions.purge"
+PURGE_INTERVAL = timedelta(minutes=30)
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """PARLEY_SESSION_*: how long a dashboard session lives and the sign-in throttle."""
+
+    ENV_PREFIX = "SESSION_"
+
+    idle_minutes: float = 30.0
+    """A session not used for this long ends."""
+    absolute_hours: float = 12.0
+    """A session ends this long after sign-in, used or not."""
+    login_failures: int = 5
+    """Failed sign-ins allowed per email in the window; the next attempts get 429."""
+    login_window_minutes: int = 15
+    """The window of the sign-in throttle (fixed, aligned to the clock)."""
+
+    def policy(self) -> SessionPolicy:
+        return SessionPolicy(idle=timedelta(minutes=self.idle_minutes), absolute=timedelta(hours=self.absolute_hours))
+
+    def throttle(self) -> cases.LoginThrottle:
+        return cases.LoginThrottle(self.login_failures, timedelta(minutes=self.login_window_minutes))
+
+
+class SessionsProvider(Provider):
+    scope = Scope.REQUEST
+    cases = provide_all(cases.Login, cases.ResumeSession, cases.DescribeSession, cases.Logout, cases.PurgeSessions)
+
+    @provide(scope=Scope.APP)
+    def policy(self, section: SessionSettings) -> SessionPolicy:
+        return section.policy()
+
+    @provide(scope=Scope.APP)
+    def throttle(self, section: SessionSettings) -> cases.LoginThrottle:
+        return section.throttle()
+
+
+class SqlSessionsProvider(Provider):
+    scope = Scope.REQUEST
+    store = provide(SqlSessionStore, provides=SessionStore)
+
+
+class MemorySessionsProvider(Provider):
+    scope = Scope.REQUEST
+    store = provide(InMemorySessionStore, provides=SessionStore)
+
+
+async def purge_once(container: AsyncContainer) -> int:
+    async def work(unit: Any) -> int:
+        return await (await unit.get(cases.PurgeSessions)).execute(cases.PurgeSessionsCommand())  # type: ignore[no-any-return]
+
+    purged: int = await in_unit(container, work)
+    if purged:
+        log.info("purged %d expired dashboard sessions", purged)
+    return purged
+
+
+def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
+    async def purge(job: ClaimedJob) -> datetime:
+        await purge_once(container)
+        return (await container.get(Clock)).now() + PURGE_INTERVAL
+
+    return JobKind(KIND, purge, recurring=True)
+
+
+FEATURE = Feature(
+    name="sessions",
+    providers=(SessionsProvider,),
+    sql=SqlSessionsProvider,
+    memory=MemorySessionsProvider,
+    jobs=[purge_job],
+    settings=SessionSettings,
+)

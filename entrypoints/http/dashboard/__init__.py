@@ -1,0 +1,35 @@
+"""The back-office at ``/dashboard``: server-rendered HTML (Jinja, autoescaped) over the same use cases and the
+same organization scoping as the API, for a signed-in dashboard user (a session, ``application/sessions.py``).
+
+Its own router: its gate (``gate.py``: session, CSRF, the unit of work, security headers), its HTML error pages
+(``errors.py``), one handler module per section in ``pages/`` and one template per page in ``templates/``; the
+stylesheet is served from ``/dashboard/static``. ``view.View`` is the helper every page uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dishka.integrations.litestar import DishkaRouter
+from litestar import Router
+from litestar.static_files import create_static_files_router
+
+from entrypoints.http.dashboard.errors import EXCEPTION_HANDLERS
+from entrypoints.http.dashboard.gate import DashboardGate
+from entrypoints.http.dashboard.navigation import PREFIX
+from entrypoints.http.dashboard.pages import agents, api_keys, auth, calls, coming_soon, overview
+from entrypoints.http.dashboard.templating import STATIC
+
+PAGE_MODULES = [auth, overview, agents, calls, api_keys, coming_soon]
+
+
+def page_handlers() -> list[Any]:
+    return [handler for module in PAGE_MODULES for handler in module.HANDLERS]
+
+
+def routers() -> list[Router]:
+    pages = DishkaRouter(path=PREFIX, route_handlers=page_handlers(), middleware=[DashboardGate],
+                         exception_handlers=EXCEPTION_HANDLERS)
+    static = create_static_files_router(path=f"{PREFIX}/static", directories=[STATIC], name="dashboard-static",
+                                        include_in_schema=False)
+    return [pages, static]

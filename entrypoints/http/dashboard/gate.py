@@ -1,0 +1,173 @@
+"""The dashboard's request pipeline (middleware of its router), the HTML counterpart of the API's:
+
+0. an unsafe method (a form post) whose ``Origin`` names another site gets a 403 page: no other site can post a
+   dashboard form, the sign-in form included (signing a victim in to the attacker's account);
+1. pages marked ``public`` (the sign-in form) run without a session; every other page needs the
+   ``parley_session`` cookie of a live session (``SessionAuthenticator.active``), else 303 to the sign-in page;
+2. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
+   ``X-CSRF-Token`` header), else a 403 page (``csrf_failed``); checked here, before any handler runs;
+3. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
+   again with its errors changes nothing), and every page gets security headers and ``Cache-Control: no-store``.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qs, quote
+
+from dishka import AsyncContainer
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from application import sessions as uc
+from application.ports.platform import UnitOfWork
+from application.principals import Principal
+from domain.sessions import same_token
+from entrypoints.http.authentication import Refused, SessionAuthenticator, header
+from entrypoints.http.dashboard.errors import error_page_messages
+from entrypoints.http.dashboard.navigation import PREFIX
+from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
+from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
+
+log = logging.getLogger("parley.dashboard")
+PUBLIC = "dashboard_public"
+MAX_FORM_BYTES = 64 * 1024
+SECURITY_HEADERS = [
+    (b"cache-control", b"no-store"),
+    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; media-src 'self' blob:; "
+                                 b"style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; "
+                                 b"base-uri 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+def _with_headers(send: Send) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+        await send(message)
+
+    return sending
+
+
+def _redirect(location: str) -> list[Message]:
+    return [{"type": "http.response.start", "status": 303,
+             "headers": [(b"location", location.encode("latin-1")), (b"content-length", b"0")]},
+            {"type": "http.response.body", "body": b""}]
+
+
+class DashboardGate:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        send = _with_headers(send)
+        container: AsyncContainer = scope["state"]["dishka_container"]
+        if scope["method"] not in SAFE_METHODS and not _same_origin(scope):
+            for message in error_page_messages(403, "csrf_failed", "This form was sent from another site."):
+                await send(message)
+            return
+        uow = await container.get(UnitOfWork)
+        if scope["route_handler"].opt.get(PUBLIC):
+            await self._run(scope, receive, send, uow)
+            return
+        try:
+            active = await (await container.get(SessionAuthenticator)).active(scope)
+            view = await (await container.get(uc.DescribeSession)).execute(
+                uc.DescribeSessionCommand(active.session, active.expires_at))
+        except (Refused, uc.SessionInvalid):
+            await uow.rollback()
+            target = scope["path"] if scope["method"] == "GET" else PREFIX
+            for message in _redirect(f"{PREFIX}/login?next={quote(target, safe='/')}"):
+                await send(message)
+            return
+        await uow.commit()  # the session's last use
+        if scope["method"] not in SAFE_METHODS:
+            body = await _read(receive)
+            if body is None or not same_token(active.session.csrf_token, _csrf(scope, body)):
+                for message in error_page_messages(403, "csrf_failed", "This form expired or did not come from "
+                                                   "this dashboard: reload the page and try again."):
+                    await send(message)
+                return
+            receive = _replay(body, receive)
+        scope["state"]["actor"] = Principal.session(active.session.user_id, active.organization).acting_in(
+            active.organization)
+        scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
+                                             active.organization.name, view.csrf_token)
+        await self._run(scope, receive, send, uow)
+
+    async def _run(self, scope: Scope, receive: Receive, send: Send, uow: UnitOfWork) -> None:
+        held: list[Message] = []
+        status = 500
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            held.append(message)
+
+        try:
+            await self.app(scope, receive, capture)
+            if status < 400:
+                await uow.commit()
+            else:
+                await uow.rollback()
+        except Exception:
+            log.exception("dashboard page failed")
+            await uow.rollback()
+            held = error_page_messages(500, "internal_error", "Something went wrong on our side.")
+        for message in held:
+            await send(message)
+
+
+def _same_origin(scope: Scope) -> bool:
+    """Whether the request's ``Origin``, when the browser sent one, is this server's own (scheme and host)."""
+    origin = header(scope, b"origin")
+    if origin is None:
+        return True  # not a browser's cross-site request (browsers send Origin with every POST)
+    host = header(scope, b"host") or ""
+    return origin.lower() == f"{scope.get('scheme', 'http')}://{host}".lower()
+
+
+def _csrf(scope: Scope, body: bytes) -> str | None:
+    sent = header(scope, CSRF_HEADER.lower().encode())
+    if sent:
+        return sent
+    content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if content_type != "application/x-www-form-urlencoded":
+        return None
+    values = parse_qs(body.decode("latin-1"), keep_blank_values=True).get(CSRF_FIELD)
+    return values[-1] if values else None
+
+
+async def _read(receive: Receive) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_FORM_BYTES:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    delivered = False
+
+    async def replayed() -> Message:
+        nonlocal delivered
+        if delivered:
+            return await receive()
+        delivered = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed
+

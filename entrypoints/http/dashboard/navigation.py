@@ -1,0 +1,37 @@
+"""The dashboard's sections, in the order the navigation lists them. A section not built yet points at a page
+that says so (``pages/coming_soon.py``); building one means: a handler module in ``pages/``, a template in
+``templates/``, and ``built=True`` here (then ``coming_soon`` stops serving its path)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PREFIX = "/dashboard"
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    key: str      # the template's ``section`` (highlights the navigation entry)
+    title: str
+    path: str     # under PREFIX
+    built: bool
+
+    @property
+    def url(self) -> str:
+        return PREFIX + self.path
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("overview", "Overview", "", True),
+    Section("agents", "Agents", "/agents", True),
+    Section("calls", "Calls", "/calls", True),
+    Section("appointments", "Appointments", "/appointments", False),
+    Section("campaigns", "Campaigns", "/campaigns", False),
+    Section("webhooks", "Webhooks", "/webhooks", False),
+    Section("api_keys", "API keys", "/api-keys", True),
+    Section("billing", "Billing", "/billing", False),
+)
+
+
+def section(key: str) -> Section:
+    return next(s for s in SECTIONS if s.key == key)

@@ -1,0 +1,31 @@
+"""Dashboard pages: one module per section, each with ``HANDLERS``; ``page`` declares a handler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from litestar import get, post
+from litestar.params import PathParameter
+
+from domain.parsing import MAX_ID
+from entrypoints.http.dashboard.gate import PUBLIC
+
+PathId = Annotated[int, PathParameter(description="An id in the path")]
+PathText = Annotated[str, PathParameter(description="A text id in the path")]
+
+
+def bounded(value: int) -> int:
+    """An id beyond what any row holds names nothing (a 404 page, never a database error)."""
+    return value if 1 <= value <= MAX_ID else 0
+
+
+_DECORATORS = {"GET": get, "POST": post}
+
+
+def page(method: str, path: str, *, section: str = "", public: bool = False, **kwargs: Any
+         ) -> Callable[[Callable[..., Any]], Any]:
+    """A dashboard page at ``/dashboard{path}``: ``section`` highlights its navigation entry; ``public`` pages
+    (signing in) need no session. Pages stay out of the OpenAPI document (it describes the JSON API)."""
+    return _DECORATORS[method](path, opt={"section": section, PUBLIC: public}, include_in_schema=False,
+                               **kwargs)

@@ -1,0 +1,73 @@
+"""Agents: the list, creating one (the API's body rules), its page, publishing it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dishka import FromDishka
+from litestar import Request
+from litestar.response import Response, Template
+
+from application import agents as uc
+from application.context import Actor
+from application.ports.agents import AgentFilter
+from application.ports.phones import PhoneNormalizer
+from application.ports.platform import PageRequest
+from entrypoints.http.dashboard.pages import PathId, bounded, page
+from entrypoints.http.dashboard.view import View, decode
+from entrypoints.http.routes.agents import create_command
+from entrypoints.http.schemas.agents import AgentCreate
+
+LIST_SIZE = 100
+
+
+async def _listing(view: View, agents: uc.ListAgents) -> dict[str, Any]:
+    found = await view.run(agents, lambda actor: uc.ListAgentsCommand(actor, AgentFilter(), PageRequest(LIST_SIZE)))
+    return {"agents": found.items, "total": found.total}
+
+
+@page("GET", "/agents", section="agents")
+async def agents_page(request: Request[Any, Any, Any], agents: FromDishka[uc.ListAgents]) -> Template:
+    view = View.of(request)
+    return view.page("agents.html", **await _listing(view, agents))
+
+
+@page("POST", "/agents", section="agents")
+async def create_agent(request: Request[Any, Any, Any], use_case: FromDishka[uc.CreateAgent],
+                       agents: FromDishka[uc.ListAgents], phones: FromDishka[PhoneNormalizer]
+                       ) -> Response[Any] | Template:
+    view = View.of(request)
+
+    def command(actor: Actor, form: Mapping[str, str]) -> uc.CreateAgentCommand:
+        fields = {k: form[k] for k in ("name", "description", "prompt", "first_message", "language") if k in form}
+        return create_command(actor, decode(fields, AgentCreate), phones)
+
+    return await view.submit(use_case, command, template="agents.html",
+                             context=lambda: _listing(view, agents),
+                             done=lambda agent: view.redirect(f"/agents/{agent.id}", f"Agent {agent.name} created"))
+
+
+@page("GET", "/agents/{agent_id:int}", section="agents")
+async def agent_page(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.GetAgent]) -> Template:
+    view = View.of(request)
+    agent = await view.run(use_case, lambda actor: uc.GetAgentCommand(actor, bounded(agent_id)))
+    return view.page("agent.html", agent=agent)
+
+
+@page("POST", "/agents/{agent_id:int}/publish", section="agents")
+async def publish_agent(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.PublishAgent],
+                        agent: FromDishka[uc.GetAgent]) -> Response[Any] | Template:
+    view = View.of(request)
+
+    async def again() -> dict[str, Any]:
+        return {"agent": await view.run(agent, lambda actor: uc.GetAgentCommand(actor, bounded(agent_id)))}
+
+    return await view.submit(use_case, lambda actor, _: uc.PublishAgentCommand(actor, bounded(agent_id)),
+                             template="agent.html", context=again,
+                             done=lambda done: view.redirect(f"/agents/{agent_id}",
+                                                             f"Published version {done.version.version}"))
+
+
+
+HANDLERS = [agents_page, create_agent, agent_page, publish_agent]

@@ -1,0 +1,79 @@
+"""Calls: the list, placing a call from an agent's page, a call's page with its log (transcript) and an audio
+player for its recording (a signed recording URL, as ``GET /call-logs/{id}/recording`` hands out)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dishka import FromDishka
+from litestar import Request
+from litestar.response import Response, Template
+
+from application import agents as agents_uc
+from application import calls as uc
+from application.context import Actor
+from application.ports.agents import AgentFilter
+from application.ports.calls import CallFilter
+from application.ports.platform import PageRequest
+from domain.calls import FINAL_STATUSES
+from domain.errors import NotFound
+from entrypoints.http.dashboard.pages import PathText, page
+from entrypoints.http.dashboard.view import View, decode
+from entrypoints.http.schemas.calls import CallCreate
+
+LIST_SIZE = 50
+AGENT_NAMES = 100  # the agents named in the list (others show their id)
+MAX_CALL_ID = 64
+REFRESH_SECONDS = 2  # a call's page reloads itself until the call is over
+
+
+@page("GET", "/calls", section="calls")
+async def calls_page(request: Request[Any, Any, Any], calls: FromDishka[uc.ListCalls],
+                     agents: FromDishka[agents_uc.ListAgents]) -> Template:
+    view = View.of(request)
+    found = await view.run(calls, lambda actor: uc.ListCallsCommand(actor, CallFilter(), PageRequest(LIST_SIZE)))
+    named = await view.run(agents, lambda actor: agents_uc.ListAgentsCommand(actor, AgentFilter(),
+                                                                             PageRequest(AGENT_NAMES)))
+    return view.page("calls.html", calls=found.items, total=found.total,
+                     agent_names={agent.id: agent.name for agent in named.items})
+
+
+@page("POST", "/calls", section="calls")
+async def place_call(request: Request[Any, Any, Any], use_case: FromDishka[uc.PlaceCall],
+                     agent: FromDishka[agents_uc.GetAgent]) -> Response[Any] | Template:
+    view = View.of(request)
+    form = await view.form()
+
+    def command(actor: Actor, form: Mapping[str, str]) -> uc.PlaceCallCommand:
+        data = decode({"bot_id": form.get("agent_id", ""), "destination_phone": form.get("destination_phone", ""),
+                       "contact_name": form.get("contact_name", "")}, CallCreate)
+        return uc.PlaceCallCommand(actor, str(data.bot_id), data.destination_phone, data.contact_name)
+
+    async def again() -> dict[str, Any]:
+        agent_id = int(form["agent_id"]) if form.get("agent_id", "").isdigit() else 0
+        return {"agent": await view.run(agent, lambda actor: agents_uc.GetAgentCommand(actor, agent_id))}
+
+    return await view.submit(use_case, command, template="agent.html", context=again,
+                             done=lambda call: view.redirect(f"/calls/{call.id}", "Call placed"))
+
+
+@page("GET", "/calls/{call_id:str}", section="calls")
+async def call_page(request: Request[Any, Any, Any], call_id: PathText, calls: FromDishka[uc.GetCall],
+                    logs: FromDishka[uc.GetCallLog], links: FromDishka[uc.GetRecordingLink]) -> Template:
+    view = View.of(request)
+    if len(call_id) > MAX_CALL_ID:
+        raise NotFound("call", call_id)
+    call = await view.run(calls, lambda actor: uc.GetCallCommand(actor, call_id))
+    log = recording = None
+    if call.call_log_id is not None:
+        log_id = call.call_log_id
+        log = await view.run(logs, lambda actor: uc.GetCallLogCommand(actor, log_id))
+        if log.recording_available:
+            recording = await view.run(links, lambda actor: uc.GetRecordingLinkCommand(actor, log_id))
+    finished = call.status in FINAL_STATUSES
+    return view.page("call.html", call=call, log=log, recording=recording, finished=finished,
+                     refresh=None if finished else REFRESH_SECONDS)
+
+
+HANDLERS = [calls_page, place_call, call_page]

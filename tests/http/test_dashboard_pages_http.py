@@ -1,0 +1,119 @@
+"""The dashboard's agents, calls and API-key pages through HTTP on both databases: the same use cases as the API
+(creating, publishing, placing a call, creating, rotating and revoking a key; a secret shown once), form errors
+shown on the page, and a session of one organization never reaching another's data through the pages (BOLA: an id
+of another organization is a 404 page, like an id that does not exist)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import Api
+from tests.http.calls_support import active_agent, place, unique_phone
+from tests.http.dashboard_support import cookie, login, new_user
+
+_SECRET = re.compile(r"parley_sk_[A-Za-z0-9]+")
+
+
+async def _signed_in(api: Api, plan: str = "enterprise") -> tuple[object, dict[str, str], str]:
+    user = await new_user(api, plan=plan)
+    session, csrf = await login(api, user)
+    return user, cookie(session), csrf
+
+
+async def test_create_an_agent_publish_it_and_place_a_call(any_api: Api) -> None:
+    _, headers, csrf = await _signed_in(any_api)
+    blank = await any_api.client.post("/dashboard/agents", headers=headers, data={"csrf_token": csrf, "name": " "})
+    assert blank.status_code == 400 and "must not be blank" in blank.text
+    created = await any_api.client.post("/dashboard/agents", headers=headers, follow_redirects=False,
+                                        data={"csrf_token": csrf, "name": "Front desk", "prompt": "Be brief."})
+    assert created.status_code == 303, created.text
+    location = created.headers["location"]
+    assert re.fullmatch(r"/dashboard/agents/\d+\?flash=.+", location)
+    agent_path = location.split("?")[0]
+    agent_id = int(agent_path.rsplit("/", 1)[1])
+    listing = await any_api.client.get("/dashboard/agents", headers=headers)
+    assert "Front desk" in listing.text
+    draft = await any_api.client.get(agent_path, headers=headers)
+    assert "draft" in draft.text and "Publish the agent to place calls" in draft.text
+    published = await any_api.client.post(f"{agent_path}/publish", headers=headers, data={"csrf_token": csrf},
+                                          follow_redirects=False)
+    assert published.status_code == 303
+    active = await any_api.client.get(agent_path, headers=headers)
+    assert ">active<" in active.text and 'id="place-call"' in active.text
+    bad_phone = await any_api.client.post("/dashboard/calls", headers=headers, data={
+        "csrf_token": csrf, "agent_id": str(agent_id), "destination_phone": "not a phone"})
+    assert bad_phone.status_code == 400 and "destination_phone" in bad_phone.text
+    placed = await any_api.client.post("/dashboard/calls", headers=headers, follow_redirects=False, data={
+        "csrf_token": csrf, "agent_id": str(agent_id), "destination_phone": unique_phone(), "contact_name": "Ada"})
+    assert placed.status_code == 303, placed.text
+    call_path = placed.headers["location"].split("?")[0]
+    call = await any_api.client.get(call_path, headers=headers)
+    assert call.status_code == 200 and "queued" in call.text
+    assert 'http-equiv="refresh"' in call.text  # reloads until the call is over
+    calls = await any_api.client.get("/dashboard/calls", headers=headers)
+    assert call_path.rsplit("/", 1)[1][:8] in calls.text
+
+
+async def test_api_keys_create_rotate_revoke_with_the_secret_shown_once(any_api: Api) -> None:
+    user, headers, csrf = await _signed_in(any_api)
+    created = await any_api.client.post("/dashboard/api-keys", headers=headers,
+                                        data={"csrf_token": csrf, "name": "CI", "preset": "read_only"})
+    assert created.status_code == 201, created.text
+    assert created.headers["cache-control"] == "no-store"
+    secret = _SECRET.search(created.text)
+    assert secret is not None and "shown only once" in created.text
+    works = await any_api.client.get("/v2/agents", headers={"Authorization": f"Bearer {secret.group(0)}"})
+    assert works.status_code == 200
+    listing = await any_api.client.get("/dashboard/api-keys", headers=headers)
+    assert secret.group(0) not in listing.text and "CI" in listing.text
+    key_id = int(re.findall(r'data-rotate="(\d+)"', listing.text)[-1])
+
+    rotated = await any_api.client.post(f"/dashboard/api-keys/{key_id}/rotate", headers=headers,
+                                        data={"csrf_token": csrf})
+    assert rotated.status_code == 200, rotated.text
+    new_secret = _SECRET.search(rotated.text)
+    assert new_secret is not None and new_secret.group(0) != secret.group(0)
+    assert "keeps working until" in rotated.text
+    assert (await any_api.client.get("/v2/agents", headers={"Authorization": f"Bearer {new_secret.group(0)}"})
+            ).status_code == 200
+    again = await any_api.client.post(f"/dashboard/api-keys/{key_id}/rotate", headers=headers,
+                                      data={"csrf_token": csrf})
+    assert again.status_code == 409 and "already rotated" in again.text
+
+    new_id = int(re.findall(r'data-revoke="(\d+)"', rotated.text)[-1])
+    revoked = await any_api.client.post(f"/dashboard/api-keys/{new_id}/revoke", headers=headers,
+                                        data={"csrf_token": csrf}, follow_redirects=False)
+    assert revoked.status_code == 303
+    assert (await any_api.client.get("/v2/agents", headers={"Authorization": f"Bearer {new_secret.group(0)}"})
+            ).status_code == 401
+    assert user is not None
+
+
+async def test_a_plan_without_key_management_says_so_on_the_page(any_api: Api) -> None:
+    _, headers, _ = await _signed_in(any_api, plan="starter")
+    page = await any_api.client.get("/dashboard/api-keys", headers=headers)
+    assert page.status_code == 200 and "enterprise" in page.text
+
+
+async def test_a_session_never_reaches_another_organizations_data(any_api: Api) -> None:
+    _, headers, csrf = await _signed_in(any_api)
+    other = await any_api.tenant(plan="enterprise")
+    agent = await active_agent(any_api, other, name="Their secret agent")
+    call = (await place(any_api, other, agent, unique_phone())).json()["data"]
+    listing = await any_api.client.get("/dashboard/agents", headers=headers)
+    assert "Their secret agent" not in listing.text
+    for path in (f"/dashboard/agents/{agent['id']}", f"/dashboard/calls/{call['id']}"):
+        page = await any_api.client.get(path, headers=headers)
+        assert page.status_code == 404, path
+        assert "text/html" in page.headers["content-type"] and "Their secret agent" not in page.text
+    for path in (f"/dashboard/agents/{agent['id']}/publish", f"/dashboard/api-keys/{other.key_id}/rotate",
+                 f"/dashboard/api-keys/{other.key_id}/revoke"):
+        answer = await any_api.client.post(path, headers=headers, data={"csrf_token": csrf})
+        assert answer.status_code == 404, (path, answer.status_code)
+    placed = await any_api.client.post("/dashboard/calls", headers=headers, data={
+        "csrf_token": csrf, "agent_id": str(agent["id"]), "destination_phone": unique_phone()})
+    assert placed.status_code == 404
+    # the other organization's key still works: nothing was rotated or revoked
+    assert (await any_api.client.get("/v2/agents", headers=other.headers)).status_code == 200
+    for path in ("/dashboard/agents/99999999999999999999", "/dashboard/agents/abc", "/dashboard/calls/" + "x" * 80):
+        assert (await any_api.client.get(path, headers=headers)).status_code == 404, path
