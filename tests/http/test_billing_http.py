@@ -6,6 +6,7 @@ another's methods or invoices. Tests that close periods run on a database of the
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import uuid
@@ -25,7 +26,7 @@ from application.ports.billing import PaymentGateway
 from application.ports.usage import CALL_SECONDS, SMS_SEGMENTS
 from application.principals import Principal, PrincipalKind
 from domain.scopes import ScopeSet
-from entrypoints.features.billing import close_job, collect_job
+from entrypoints.features.billing import close_job, close_period, collect_due, collect_job
 from entrypoints.http.authentication import SessionAuthenticator
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
@@ -366,3 +367,70 @@ async def test_a_dashboard_session_reaches_billing(make_api: ApiFactory, sql_url
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "INSUFFICIENT_SCOPE"
     assert (await api.client.get("/v2/billing/invoices", headers=as_header({COOKIE: "forged"}))).status_code == 401
 
+
+
+# ---------------------------------------------------------------------------------------------- two workers
+
+
+@pytest.fixture
+async def pg_db(postgres_url: str) -> AsyncIterator[str]:
+    """A migrated PostgreSQL database of this test's own (skipped like postgres_url; required in CI)."""
+    import asyncpg
+
+    admin = _pg_admin_url()
+    dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
+    name = f"parley_billing2_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(dsn)
+    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_pg_template_name()}"')
+    await conn.close()
+    yield admin.rsplit("/", 1)[0] + f"/{name}"
+    conn = await asyncpg.connect(dsn)
+    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await conn.close()
+
+
+ORGS = 40
+
+
+@pytest.mark.postgres
+async def test_two_workers_close_a_month_once_per_organization_and_charge_each_invoice_once(
+        make_api: ApiFactory, pg_db: str) -> None:
+    """Two job runners (as two worker processes have) over one PostgreSQL database, with a manual clock crossing
+    January into February: each organization gets one January invoice and is charged once; a close or a
+    collection run again at once by both (as when a lease is taken over) changes nothing."""
+    api, clock, gateway, first = await billed_app(make_api, pg_db)
+    second = Worker(api, gateway)
+    try:
+        clock.set(datetime(2026, 1, 31, 23, 59, 59, tzinfo=UTC))
+        tenants = [await api.tenant(plan=("starter", "business", "enterprise")[i % 3], name=f"O{i}")
+                   for i in range(ORGS)]
+        for t in tenants[::2]:
+            await add_card(api, t)
+        for t in tenants[1::4]:
+            await add_card(api, t, "pm_card_chargeDeclined")
+        await asyncio.gather(first.run_due(), second.run_due())
+        assert (await get(api, tenants[0], "/billing/invoices"))["data"] == []  # still January
+
+        clock.set(FEB)
+        await asyncio.gather(first.run_due(), second.run_due())
+        await asyncio.gather(close_period(first.container, "2026-01", 7), close_period(second.container, "2026-01", 7),
+                             collect_due(first.container, 3), collect_due(second.container, 3))
+
+        invoices = [(await get(api, t, "/billing/invoices"))["data"] for t in tenants]
+        assert [len(i) for i in invoices] == [1] * ORGS
+        assert {i[0]["period"] for i in invoices} == {"2026-01"}
+        by_plan = {"starter": 4_900, "business": 49_900, "enterprise": 249_900}
+        plans = [("starter", "business", "enterprise")[n % 3] for n in range(ORGS)]
+        assert [i[0]["total"] for i in invoices] == [by_plan[p] for p in plans]
+        keys = [c.idempotency_key for c in gateway.charges]
+        assert len(keys) == len(set(keys))  # no charge was made twice
+        ids = {i[0]["id"] for i in invoices}
+        charged = {int(k.split("_")[1]) for k in keys}
+        with_card = {i[0]["id"] for n, i in enumerate(invoices) if n % 2 == 0 or n % 4 == 1}
+        assert charged == with_card <= ids
+        assert [i[0]["status"] for i in invoices] == [
+            "paid" if n % 2 == 0 else "open" for n in range(ORGS)]
+        assert all(i[0]["attempt_count"] == 1 for i in invoices)
+    finally:
+        await first.close()
+        await second.close()
