@@ -277,11 +277,16 @@ class InvoiceCharger:
     def __init__(self, billing: BillingRepository, gateway: PaymentGateway, clock: Clock) -> None:
         self.billing, self.gateway, self.clock = billing, gateway, clock
 
-    async def charge(self, invoice: Invoice, *, automatic: bool) -> Invoice:
-        account = await self.billing.account(invoice.organization_id, for_update=True)
-        method = None
-        if account.default_payment_method_id is not None:
-            method = await self.billing.method(invoice.organization_id, account.default_payment_method_id)
+    async def charge(self, invoice: Invoice, *, automatic: bool,
+                     payer: tuple[BillingAccount, PaymentMethod | None] | None = None) -> Invoice:
+        """``payer``: the organization's account (locked) and default method when the caller read them already."""
+        if payer is None:
+            account = await self.billing.account(invoice.organization_id, for_update=True)
+            method = None
+            if account.default_payment_method_id is not None:
+                method = await self.billing.method(invoice.organization_id, account.default_payment_method_id)
+        else:
+            account, method = payer
         if method is None:
             code = "no_payment_method"
             succeeded = False
@@ -374,36 +379,31 @@ def period_to_close(now: datetime) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class DueInvoicesCommand:
+class CollectDueInvoicesCommand:
     limit: int = 100
 
 
-class DueInvoices:
-    def __init__(self, billing: BillingRepository, clock: Clock) -> None:
-        self.billing, self.clock = billing, clock
-
-    async def execute(self, command: DueInvoicesCommand) -> list[tuple[int, int]]:
-        return await self.billing.due_invoices(self.clock.now(), command.limit)
-
-
-@dataclass(frozen=True, slots=True)
-class CollectInvoiceCommand:
-    organization_id: int
-    invoice_id: int
-
-
-class CollectInvoice:
-    """The worker's attempt at one invoice, if it is still open and due (another process may have taken it)."""
+class CollectDueInvoices:
+    """One pass of the worker's collection: up to ``limit`` open invoices whose next attempt is due, locked (on
+    PostgreSQL ``FOR UPDATE SKIP LOCKED``, so two workers take different ones), charged one after another and
+    recorded in this one transaction. A crash before the commit leaves each invoice as it was; the next pass asks
+    the gateway again with the same idempotency keys and gets the same answers, so nothing is charged twice.
+    Returns how many were charged."""
 
     def __init__(self, billing: BillingRepository, charger: InvoiceCharger, clock: Clock) -> None:
         self.billing, self.charger, self.clock = billing, charger, clock
 
-    async def execute(self, command: CollectInvoiceCommand) -> Invoice | None:
-        invoice = await self.billing.invoice(command.organization_id, command.invoice_id, for_update=True)
-        if (invoice is None or invoice.status != "open" or invoice.next_payment_attempt is None
-                or invoice.next_payment_attempt > self.clock.now()):
-            return None
-        return await self.charger.charge(invoice, automatic=True)
+    async def execute(self, command: CollectDueInvoicesCommand) -> int:
+        due = await self.billing.due_invoices(self.clock.now(), command.limit)
+        payers = await self.billing.payers([invoice.organization_id for invoice in due])
+        seen: set[int] = set()
+        for invoice in due:
+            org = invoice.organization_id
+            # a second invoice of one organization in the batch reads the account the first one changed
+            payer = None if org in seen else payers.get(org, (BillingAccount(org), None))
+            seen.add(org)
+            await self.charger.charge(invoice, automatic=True, payer=payer)
+        return len(due)
 
 
 @dataclass(frozen=True, slots=True)

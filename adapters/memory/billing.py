@@ -26,6 +26,16 @@ class InMemoryBillingRepository:
     async def save_account(self, account: BillingAccount) -> None:
         (await self.uow.tables())[ACCOUNTS][account.organization_id] = account
 
+    async def payers(self, organization_ids: Sequence[int]) -> dict[int, tuple[BillingAccount, PaymentMethod | None]]:
+        tables = await self.uow.tables()
+        found: dict[int, tuple[BillingAccount, PaymentMethod | None]] = {}
+        for org_id in organization_ids:
+            account = tables[ACCOUNTS].get(org_id)
+            if account is not None:
+                method_id = account.default_payment_method_id
+                found[org_id] = (account, None if method_id is None else await self.method(org_id, method_id))
+        return found
+
     async def add_method(self, method: PaymentMethod) -> PaymentMethod:
         stored = replace(method, id=self.uow.store.next_id(METHODS))
         (await self.uow.tables())[METHODS][stored.id] = stored
@@ -76,11 +86,11 @@ class InMemoryBillingRepository:
     def _open(self, rows: dict[int, Invoice]) -> list[Invoice]:
         return [i for i in rows.values() if i.status == "open" and i.next_payment_attempt is not None]
 
-    async def due_invoices(self, now: datetime, limit: int) -> list[tuple[int, int]]:
+    async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
         due = [i for i in self._open((await self.uow.tables())[INVOICES])
                if i.next_payment_attempt is not None and i.next_payment_attempt <= now]
         due.sort(key=lambda i: (i.next_payment_attempt, i.id))
-        return [(i.organization_id, i.id or 0) for i in due[:limit]]
+        return due[:limit]
 
     async def next_attempt(self) -> datetime | None:
         return min((i.next_payment_attempt for i in self._open((await self.uow.tables())[INVOICES])

@@ -59,6 +59,31 @@ class SqlBillingRepository:
         upsert = insert(billing_accounts, self.uow.dialect).values(organization_id=account.organization_id, **values)
         await conn.execute(upsert.on_conflict_do_update(index_elements=["organization_id"], set_=values))
 
+    async def payers(self, organization_ids: Sequence[int]) -> dict[int, tuple[BillingAccount, PaymentMethod | None]]:
+        if not organization_ids:
+            return {}
+        conn = await self.uow.connection()
+        rows = await conn.execute(
+            sa.select(billing_accounts, billing_payment_methods.c.id.label("method_id"),
+                      billing_payment_methods.c.gateway_id, billing_payment_methods.c.brand,
+                      billing_payment_methods.c.last4, billing_payment_methods.c.exp_month,
+                      billing_payment_methods.c.exp_year, billing_payment_methods.c.created_at)
+            .select_from(billing_accounts.outerjoin(billing_payment_methods, sa.and_(
+                billing_payment_methods.c.id == billing_accounts.c.default_payment_method_id,
+                billing_payment_methods.c.organization_id == billing_accounts.c.organization_id)))
+            .where(billing_accounts.c.organization_id.in_(sorted(set(organization_ids))))
+            .order_by(billing_accounts.c.organization_id)
+            .with_for_update(of=billing_accounts))
+        found: dict[int, tuple[BillingAccount, PaymentMethod | None]] = {}
+        for row in rows:
+            account = BillingAccount(row.organization_id, row.status, row.cancel_at_period_end,
+                                     row.default_payment_method_id)
+            method = None if row.method_id is None else PaymentMethod(
+                row.method_id, row.organization_id, row.gateway_id, row.brand, row.last4, row.exp_month,
+                row.exp_year, row.created_at)
+            found[int(row.organization_id)] = (account, method)
+        return found
+
     async def add_method(self, method: PaymentMethod) -> PaymentMethod:
         conn = await self.uow.connection()
         new_id = (await conn.execute(billing_payment_methods.insert().values(
@@ -129,12 +154,13 @@ class SqlBillingRepository:
             billing_invoices.c.organization_id == organization_id,
             billing_invoices.c.status.in_(UNPAID)))).scalar_one())
 
-    async def due_invoices(self, now: datetime, limit: int) -> list[tuple[int, int]]:
+    async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
         conn = await self.uow.connection()
-        rows = await conn.execute(sa.select(billing_invoices.c.organization_id, billing_invoices.c.id).where(
+        rows = await conn.execute(sa.select(billing_invoices).where(
             billing_invoices.c.status == "open", billing_invoices.c.next_payment_attempt <= now,
-        ).order_by(billing_invoices.c.next_payment_attempt, billing_invoices.c.id).limit(limit))
-        return [(int(org), int(inv)) for org, inv in rows]
+        ).order_by(billing_invoices.c.next_payment_attempt, billing_invoices.c.id).limit(limit)
+            .with_for_update(skip_locked=True))
+        return [_invoice(row) for row in rows]
 
     async def next_attempt(self) -> datetime | None:
         conn = await self.uow.connection()

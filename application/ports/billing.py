@@ -82,6 +82,11 @@ class BillingRepository(Protocol):
 
     async def save_account(self, account: BillingAccount) -> None: ...
 
+    async def payers(self, organization_ids: Sequence[int]) -> dict[int, tuple[BillingAccount, PaymentMethod | None]]:
+        """Each organization's account (locked for this transaction) and default payment method, in one go (the
+        collection's batch); organizations without a stored account are absent."""
+        ...
+
     async def add_method(self, method: PaymentMethod) -> PaymentMethod: ...
 
     async def methods(self, organization_id: int) -> list[PaymentMethod]:
@@ -111,8 +116,9 @@ class BillingRepository(Protocol):
         """Invoices of the organization that are open or uncollectible."""
         ...
 
-    async def due_invoices(self, now: datetime, limit: int) -> list[tuple[int, int]]:
-        """(organization id, invoice id) of open invoices whose next attempt is due, earliest first."""
+    async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
+        """Open invoices whose next attempt is due, earliest first, locked for this transaction (PostgreSQL: rows
+        another transaction holds are skipped)."""
         ...
 
     async def next_attempt(self) -> datetime | None:

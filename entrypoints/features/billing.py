@@ -6,9 +6,9 @@ the worker's job runner:
   batches of PARLEY_BILLING_CLOSE_BATCH organizations per transaction. One invoice per (organization, period) is a
   unique constraint, so two workers (or a run whose lease was taken over) never invoice a period twice.
 - ``billing.collect`` (recurring, due when the earliest open invoice's next attempt is): charges due invoices on
-  their organization's default method, each in its own transaction with the invoice row locked and an
-  idempotency key derived from the invoice and attempt. Declines are retried 1, 3 and 5 days later, then the
-  invoice is uncollectible. The close schedules it at once.
+  their organization's default method, PARLEY_BILLING_COLLECT_BATCH per transaction with their rows locked
+  (``FOR UPDATE SKIP LOCKED``), each charge with an idempotency key derived from the invoice and attempt.
+  Declines are retried 1, 3 and 5 days later, then the invoice is uncollectible. The close schedules it at once.
 
 It uses the core's organizations and the usage feature's ledger (``UsageLedger.used_by_organization``).
 """
@@ -47,7 +47,7 @@ class BillingSettings:
     close_batch: int = cases.CLOSE_BATCH
     """Organizations invoiced per transaction by the period close."""
     collect_batch: int = 100
-    """Due invoices read per pass of the collection (each is charged in a transaction of its own)."""
+    """Due invoices charged per transaction by the collection."""
 
 
 class BillingProvider(Provider):
@@ -56,7 +56,7 @@ class BillingProvider(Provider):
                         cases.ListPaymentMethods, cases.GetPaymentMethod, cases.DeletePaymentMethod,
                         cases.SetDefaultPaymentMethod,
                         cases.ListInvoices, cases.GetInvoice, cases.GetUpcomingInvoice, cases.InvoiceCharger,
-                        cases.PayInvoice, cases.CloseBillingPeriod, cases.DueInvoices, cases.CollectInvoice,
+                        cases.PayInvoice, cases.CloseBillingPeriod, cases.CollectDueInvoices,
                         cases.NextCollection)
     gateway = provide(SimulatedPaymentGateway, provides=PaymentGateway, scope=Scope.APP)
 
@@ -84,19 +84,16 @@ async def close_period(container: AsyncContainer, period: str, batch: int = case
 
 
 async def collect_due(container: AsyncContainer, batch: int = 100) -> int:
-    """Charge every invoice whose next attempt is due, each in its own transaction; returns how many were tried."""
-    tried = 0
+    """Charge every invoice whose next attempt is due, ``batch`` per transaction; returns how many were charged."""
+    charged = 0
     while True:
-        async def due(unit: Any) -> list[tuple[int, int]]:
-            return await (await unit.get(cases.DueInvoices)).execute(cases.DueInvoicesCommand(batch))  # type: ignore[no-any-return]
-        found: list[tuple[int, int]] = await in_unit(container, due)
-        for organization_id, invoice_id in found:
-            async def charge(unit: Any, org: int = organization_id, inv: int = invoice_id) -> Any:
-                return await (await unit.get(cases.CollectInvoice)).execute(cases.CollectInvoiceCommand(org, inv))
-            if await in_unit(container, charge) is not None:
-                tried += 1
-        if len(found) < batch:
-            return tried
+        async def work(unit: Any) -> int:
+            return await (await unit.get(cases.CollectDueInvoices)).execute(  # type: ignore[no-any-return]
+                cases.CollectDueInvoicesCommand(batch))
+        done: int = await in_unit(container, work)
+        charged += done
+        if done < batch:
+            return charged
 
 
 async def _now(container: AsyncContainer) -> datetime:
