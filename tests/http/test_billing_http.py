@@ -30,7 +30,7 @@ from entrypoints.features.billing import close_job, close_period, collect_due, c
 from entrypoints.http.authentication import SessionAuthenticator
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
-from entrypoints.worker import make_runner
+from entrypoints.worker import jobs, make_runner
 from tests.conftest import Api, ApiFactory, Tenant, _pg_admin_url, _pg_template_name, _run_dir
 from tests.http.test_cloud_status_http import COOKIE, SessionsForTests, as_header, in_admin
 from tests.http.test_usage_http import record
@@ -398,6 +398,7 @@ async def test_two_workers_close_a_month_once_per_organization_and_charge_each_i
     """Two job runners (as two worker processes have) over one PostgreSQL database, with a manual clock crossing
     January into February: each organization gets one January invoice and is charged once; a close or a
     collection run again at once by both (as when a lease is taken over) changes nothing."""
+    assert close_job in jobs() and collect_job in jobs()  # every `parley worker` runs them
     api, clock, gateway, first = await billed_app(make_api, pg_db)
     second = Worker(api, gateway)
     try:
