@@ -300,6 +300,25 @@ async def test_declines_are_retried_after_1_3_and_5_days_then_uncollectible_and_
         await worker.close()
 
 
+async def test_a_repeated_pay_with_one_idempotency_key_charges_once(make_api: ApiFactory, own_db: str) -> None:
+    api, clock, gateway, worker = await billed_app(make_api, own_db)
+    try:
+        t = await api.tenant(plan="business")
+        clock.set(FEB)
+        await worker.run_due()  # no method yet: declined with no_payment_method
+        [invoice] = (await get(api, t, "/billing/invoices"))["data"]
+        await add_card(api, t)
+        headers = {**t.headers, "Idempotency-Key": "pay-january"}
+        first = await api.client.post(f"/v2/billing/invoices/{invoice['id']}/pay", headers=headers)
+        again = await api.client.post(f"/v2/billing/invoices/{invoice['id']}/pay", headers=headers)
+        assert first.status_code == again.status_code == 200, (first.text, again.text)
+        assert again.headers.get("idempotency-replayed") == "true" and again.content == first.content
+        assert first.json()["data"]["status"] == "paid"
+        assert [c.idempotency_key for c in gateway.charges] == [f"invoice_{invoice['id']}_attempt_2"]
+    finally:
+        await worker.close()
+
+
 async def test_pay_without_a_method_keeps_the_invoice_open_and_says_why(make_api: ApiFactory, own_db: str) -> None:
     api, clock, _gateway, worker = await billed_app(make_api, own_db)
     try:
