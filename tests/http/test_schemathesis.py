@@ -91,6 +91,9 @@ def _httpx_arguments(kwargs: dict[str, Any]) -> dict[str, Any]:
 async def _seed(api: Api, tenant: Tenant) -> dict[str, dict[str, Any]]:
     """Fresh resources for pinned path parameters, by path prefix."""
     c, h = api.client, tenant.headers
+    # fuzzing PATCH /billing/subscription changes the organization's plan: the seeds below need enterprise
+    restored = await c.patch("/v2/billing/subscription", json={"plan": "enterprise"}, headers=h)
+    assert restored.status_code == 200, restored.text
     agent = (await c.post("/v2/agents", json={"name": "Seeded"}, headers=h)).json()["data"]["id"]
     await c.post(f"/v2/agents/{agent}/publish", headers=h)
     org = (await c.post("/v2/organizations", json={"name": "Seeded child"}, headers=h)).json()["data"]["id"]
