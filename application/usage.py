@@ -18,7 +18,7 @@ from typing import Any
 from application.context import Actor
 from application.ports.accounts import OrganizationRepository
 from application.ports.knowledge import KnowledgeBaseRepository
-from application.ports.platform import Clock, UnitOfWork
+from application.ports.platform import Clock, PageRequest, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
 from application.ports.usage import UsageLedger
 from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ValidationFailed
@@ -170,7 +170,8 @@ class GetUsage:
             "calls": used.get(CALLS, 0),
             "sms_segments": {"used": segments, "included": segments_included,
                              "remaining": max(0, segments_included - segments)},
-            "knowledge_bases": {"used": await self.knowledge_bases.count_for_update(org_id),
+            # a report takes no lock (count_for_update would hold the organization's row, as a creator does)
+            "knowledge_bases": {"used": (await self.knowledge_bases.list(org_id, PageRequest(1, 0))).total,
                                 "limit": org.limit("max_knowledge_bases")},
             "phone_numbers": len([n for n in numbers if n.status == "active"]),
         })

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 
 from adapters.memory.store import InMemoryUnitOfWork
@@ -58,6 +59,14 @@ class InMemoryUsageLedger:
     async def used(self, organization_id: int, period: str) -> dict[str, int]:
         counters = (await self.uow.tables())["usage_counters"]
         return {metric: c[0] for (org, p, metric), c in counters.items() if org == organization_id and p == period}
+
+    async def used_by_organization(self, period: str, organization_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        wanted = set(organization_ids)
+        found: dict[int, dict[str, int]] = {}
+        for (org, p, metric), c in (await self.uow.tables())["usage_counters"].items():
+            if org in wanted and p == period:
+                found.setdefault(org, {})[metric] = c[0]
+        return found
 
     async def daily(self, organization_id: int, metric: str, start: date, end: date) -> dict[date, int]:
         daily = (await self.uow.tables())["usage_daily"]

@@ -4,6 +4,7 @@ counter row: PostgreSQL re-checks the condition on the row it waited for; SQLite
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 
 import sqlalchemy as sa
@@ -99,6 +100,18 @@ class SqlUsageLedger:
         rows = await conn.execute(sa.select(usage_counters.c.metric, usage_counters.c.used).where(
             usage_counters.c.organization_id == organization_id, usage_counters.c.period == period))
         return {metric: int(used) for metric, used in rows}
+
+    async def used_by_organization(self, period: str, organization_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        found: dict[int, dict[str, int]] = {}
+        if not organization_ids:
+            return found
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(usage_counters.c.organization_id, usage_counters.c.metric,
+                                            usage_counters.c.used).where(
+            usage_counters.c.period == period, usage_counters.c.organization_id.in_(list(organization_ids))))
+        for org_id, metric, used in rows:
+            found.setdefault(int(org_id), {})[metric] = int(used)
+        return found
 
     async def daily(self, organization_id: int, metric: str, start: date, end: date) -> dict[date, int]:
         conn = await self.uow.connection()

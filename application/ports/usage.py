@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Protocol
 
@@ -53,6 +54,10 @@ class UsageLedger(Protocol):
 
     async def used(self, organization_id: int, period: str) -> dict[str, int]:
         """The period counters' ``used`` by metric (metrics without usage are absent)."""
+        ...
+
+    async def used_by_organization(self, period: str, organization_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        """``used`` for many organizations at once (the period close): organization → metric → used."""
         ...
 
     async def daily(self, organization_id: int, metric: str, start: date, end: date) -> dict[date, int]:

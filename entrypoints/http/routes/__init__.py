@@ -13,6 +13,7 @@ from typing import Any
 from entrypoints.http.routes import (
     accounts,
     agents,
+    billing,
     calls,
     campaigns,
     cloud,
@@ -31,6 +32,7 @@ from entrypoints.http.routes import (
 
 ROUTES: dict[str, list[Any]] = {
     "core": [*meta.ROUTES, *agents.ROUTES, *accounts.ROUTES],
+    "billing": billing.ROUTES,
     "calls": [*calls.ROUTES, *dnc.ROUTES, *telephony.ROUTES],
     "campaigns": campaigns.ROUTES,
     "cloud": cloud.ROUTES,

@@ -1,0 +1,60 @@
+"""Tables of billing (migration 0190, branch ``billing``): each organization's subscription state, its payment
+methods (gateway references, never card numbers) and its invoices, one per (organization, period). Money is
+integer cents (BigInteger), never a float."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from adapters.sql.metadata import BigId, Json, UtcDateTime, id_column, metadata, org_column
+
+billing_accounts = sa.Table(
+    "billing_accounts",
+    metadata,
+    sa.Column("organization_id", BigId, sa.ForeignKey("organizations.id"), primary_key=True),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("cancel_at_period_end", sa.Boolean, nullable=False),
+    sa.Column("default_payment_method_id", BigId, nullable=True),
+    sa.CheckConstraint("status in ('active','past_due','canceled')", name="status"),
+)
+
+billing_payment_methods = sa.Table(
+    "billing_payment_methods",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("gateway_id", sa.String(64), nullable=False),
+    sa.Column("brand", sa.String(20), nullable=False),
+    sa.Column("last4", sa.String(4), nullable=False),
+    sa.Column("exp_month", sa.Integer, nullable=False),
+    sa.Column("exp_year", sa.Integer, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+billing_invoices = sa.Table(
+    "billing_invoices",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("number", sa.String(40), nullable=False, unique=True),
+    sa.Column("period", sa.String(7), nullable=False),
+    sa.Column("period_start", UtcDateTime, nullable=False),
+    sa.Column("period_end", UtcDateTime, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("lines", Json, nullable=False),
+    sa.Column("subtotal", sa.BigInteger, nullable=False),
+    sa.Column("total", sa.BigInteger, nullable=False),
+    sa.Column("currency", sa.String(3), nullable=False),
+    sa.Column("attempt_count", sa.Integer, nullable=False),
+    sa.Column("automatic_failures", sa.Integer, nullable=False),
+    sa.Column("next_payment_attempt", UtcDateTime, nullable=True),
+    sa.Column("last_payment_error", sa.String(64), nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("paid_at", UtcDateTime, nullable=True),
+    sa.UniqueConstraint("organization_id", "period"),
+    sa.CheckConstraint("status in ('draft','open','paid','void','uncollectible')", name="status"),
+    sa.CheckConstraint("subtotal >= 0 and total >= 0", name="amounts"),
+    sa.Index("ix_billing_invoices_status_next_payment_attempt", "status", "next_payment_attempt"),
+    sqlite_autoincrement=True,
+)

@@ -1,0 +1,136 @@
+"""Ports of billing: the payment gateway (a card processor such as Stripe; a simulator by default) and the billing
+storage (accounts, payment methods, invoices)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from application.ports.platform import Page, PageRequest
+from domain.billing import Invoice, PaymentMethod
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayCard:
+    """A card the gateway holds for us: its reference and what may be shown of it (never the number)."""
+
+    gateway_id: str
+    brand: str
+    last4: str
+    exp_month: int
+    exp_year: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChargeResult:
+    status: str
+    """``succeeded`` or ``declined``."""
+    charge_id: str | None = None
+    code: str | None = None
+    """Why it was declined (``card_declined``, ``insufficient_funds``, ...)."""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+
+class PaymentGateway(Protocol):
+    """A card processor. Cards reach it from the client as tokens (made by the processor's own client-side
+    library), so card numbers never pass through Parley."""
+
+    async def attach(self, token: str, customer: str) -> GatewayCard:
+        """Turn a client-side token into a reusable card of ``customer`` (``org_<id>``); an unknown or unusable
+        token raises ValidationFailed naming ``token``."""
+        ...
+
+    async def detach(self, gateway_id: str) -> None:
+        """Forget the card (a card already gone is fine)."""
+        ...
+
+    async def charge(self, amount_cents: int, currency: str, gateway_id: str, idempotency_key: str) -> ChargeResult:
+        """Charge the card once per ``idempotency_key``: asking again with the same key answers the first
+        charge's result without charging again. A decline is a result, not an exception; an exception means the
+        outcome is unknown (the caller retries with the same key)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BillingAccount:
+    """An organization's subscription state (its plan is the organization's)."""
+
+    organization_id: int
+    status: str = "active"
+    cancel_at_period_end: bool = False
+    default_payment_method_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unbilled:
+    """An organization with no invoice yet for the period being closed."""
+
+    organization_id: int
+    plan: str
+    cancel_at_period_end: bool
+
+
+class BillingRepository(Protocol):
+    async def account(self, organization_id: int, *, for_update: bool = False) -> BillingAccount:
+        """The organization's account (the default one, active, when none was stored)."""
+        ...
+
+    async def save_account(self, account: BillingAccount) -> None: ...
+
+    async def payers(self, organization_ids: Sequence[int]) -> dict[int, tuple[BillingAccount, PaymentMethod | None]]:
+        """Each organization's account (locked for this transaction) and default payment method, in one go (the
+        collection's batch); organizations without a stored account are absent."""
+        ...
+
+    async def add_method(self, method: PaymentMethod) -> PaymentMethod: ...
+
+    async def methods(self, organization_id: int) -> list[PaymentMethod]:
+        """Oldest first."""
+        ...
+
+    async def method(self, organization_id: int, method_id: int) -> PaymentMethod | None: ...
+
+    async def remove_method(self, organization_id: int, method_id: int) -> None: ...
+
+    async def add_invoices(self, invoices: Sequence[Invoice]) -> int:
+        """Insert each invoice unless its (organization, period) has one already (a unique constraint, so
+        concurrent closers never make two); returns how many were inserted."""
+        ...
+
+    async def invoice(self, organization_id: int, invoice_id: int, *, for_update: bool = False) -> Invoice | None: ...
+
+    async def invoices(self, organization_id: int, page: PageRequest) -> Page[Invoice]:
+        """Newest period first."""
+        ...
+
+    async def update_invoice(self, invoice: Invoice) -> None:
+        """Store the invoice's status, attempts, next attempt, last error and paid_at."""
+        ...
+
+    async def unpaid(self, organization_id: int) -> int:
+        """Invoices of the organization that are open or uncollectible."""
+        ...
+
+    async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
+        """Open invoices whose next attempt is due, earliest first, locked for this transaction (PostgreSQL: rows
+        another transaction holds are skipped)."""
+        ...
+
+    async def next_attempt(self) -> datetime | None:
+        """The earliest next attempt of any open invoice."""
+        ...
+
+    async def unbilled(self, period: str, period_end: datetime, after_organization_id: int,
+                       limit: int) -> list[Unbilled]:
+        """Organizations (not deleted, created before ``period_end``, subscription not canceled) without an
+        invoice for ``period``, by id after ``after_organization_id``."""
+        ...
+
+    async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> None:
+        """Cancel the subscriptions of these organizations (their period closed with cancel_at_period_end)."""
+        ...

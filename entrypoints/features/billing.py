@@ -1,0 +1,137 @@
+"""Billing feature: the subscription (the organization's plan), payment methods held by the ``PaymentGateway``
+(the simulator by default), invoices from the plan price and the usage ledger's period counters, and two jobs on
+the worker's job runner:
+
+- ``billing.close`` (recurring, due at the start of every month, UTC): invoices the period that just ended, in
+  batches of PARLEY_BILLING_CLOSE_BATCH organizations per transaction. One invoice per (organization, period) is a
+  unique constraint, so two workers (or a run whose lease was taken over) never invoice a period twice.
+- ``billing.collect`` (recurring, due when the earliest open invoice's next attempt is): charges due invoices on
+  their organization's default method, PARLEY_BILLING_COLLECT_BATCH per transaction with their rows locked
+  (``FOR UPDATE SKIP LOCKED``), each charge with an idempotency key derived from the invoice and attempt.
+  Declines are retried 1, 3 and 5 days later, then the invoice is uncollectible. The close schedules it at once.
+
+It uses the core's organizations and the usage feature's ledger (``UsageLedger.used_by_organization``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
+
+from adapters.memory.billing import InMemoryBillingRepository
+from adapters.payments.simulator import SimulatedPaymentGateway
+from adapters.sql.billing import SqlBillingRepository
+from application import billing as cases
+from application.jobs import JobKind
+from application.ports.billing import BillingRepository, PaymentGateway
+from application.ports.jobs import ClaimedJob
+from application.ports.platform import Clock
+from domain.usage import period_bounds, period_of
+from entrypoints.features import Feature
+from entrypoints.settings import Settings
+from entrypoints.worker import in_unit
+
+CLOSE = "billing.close"
+COLLECT = cases.COLLECT_JOB
+
+
+@dataclass(frozen=True)
+class BillingSettings:
+    """PARLEY_BILLING_*: how much the period close and the collection take per transaction."""
+
+    ENV_PREFIX = "BILLING_"
+
+    close_batch: int = cases.CLOSE_BATCH
+    """Organizations invoiced per transaction by the period close."""
+    collect_batch: int = 100
+    """Due invoices charged per transaction by the collection."""
+
+
+class BillingProvider(Provider):
+    scope = Scope.REQUEST
+    cases = provide_all(cases.GetSubscription, cases.UpdateSubscription, cases.AddPaymentMethod,
+                        cases.ListPaymentMethods, cases.GetPaymentMethod, cases.DeletePaymentMethod,
+                        cases.SetDefaultPaymentMethod,
+                        cases.ListInvoices, cases.GetInvoice, cases.GetUpcomingInvoice, cases.InvoiceCharger,
+                        cases.PayInvoice, cases.CloseBillingPeriod, cases.CollectDueInvoices,
+                        cases.NextCollection)
+    gateway = provide(SimulatedPaymentGateway, provides=PaymentGateway, scope=Scope.APP)
+
+
+class SqlBillingProvider(Provider):
+    repository = provide(SqlBillingRepository, provides=BillingRepository, scope=Scope.REQUEST)
+
+
+class MemoryBillingProvider(Provider):
+    repository = provide(InMemoryBillingRepository, provides=BillingRepository, scope=Scope.REQUEST)
+
+
+async def close_period(container: AsyncContainer, period: str, batch: int = cases.CLOSE_BATCH) -> int:
+    """Invoice every organization without an invoice for ``period`` (batch by batch); returns how many."""
+    after, invoiced = 0, 0
+    while True:
+        async def work(unit: Any, after: int = after) -> cases.ClosedBatch:
+            return await (await unit.get(cases.CloseBillingPeriod)).execute(
+                cases.CloseBillingPeriodCommand(period, after, batch))
+        done: cases.ClosedBatch = await in_unit(container, work)
+        invoiced += done.invoiced
+        if done.seen < batch:
+            return invoiced
+        after = done.last_organization_id
+
+
+async def collect_due(container: AsyncContainer, batch: int = 100) -> int:
+    """Charge every invoice whose next attempt is due, ``batch`` per transaction; returns how many were charged."""
+    charged = 0
+    while True:
+        async def work(unit: Any) -> int:
+            return await (await unit.get(cases.CollectDueInvoices)).execute(  # type: ignore[no-any-return]
+                cases.CollectDueInvoicesCommand(batch))
+        done: int = await in_unit(container, work)
+        charged += done
+        if done < batch:
+            return charged
+
+
+async def _now(container: AsyncContainer) -> datetime:
+    return (await container.get(Clock)).now()  # type: ignore[no-any-return]
+
+
+def close_job(container: AsyncContainer, settings: Settings) -> JobKind:
+    """The period close: runs at the start of each month (and once when a runner starts) for the last ended period."""
+    section = settings.section(BillingSettings)
+
+    async def close(job: ClaimedJob) -> datetime:
+        now = await _now(container)
+        await close_period(container, cases.period_to_close(now), section.close_batch)
+        return period_bounds(period_of(now))[1]
+
+    return JobKind(CLOSE, close, recurring=True, lease=timedelta(minutes=10), backoff_max=timedelta(minutes=30))
+
+
+def collect_job(container: AsyncContainer, settings: Settings) -> JobKind:
+    """Collection: charges due invoices; due again at the earliest next attempt (at most a day later)."""
+    section = settings.section(BillingSettings)
+
+    async def collect(job: ClaimedJob) -> datetime:
+        await collect_due(container, section.collect_batch)
+        async def next_attempt(unit: Any) -> datetime | None:
+            return await (await unit.get(cases.NextCollection)).execute(cases.NextCollectionCommand())  # type: ignore[no-any-return]
+        upcoming: datetime | None = await in_unit(container, next_attempt)
+        fallback = await _now(container) + timedelta(days=1)
+        return min(upcoming, fallback) if upcoming is not None else fallback
+
+    return JobKind(COLLECT, collect, recurring=True, lease=timedelta(minutes=10), backoff_max=timedelta(minutes=30))
+
+
+FEATURE = Feature(
+    name="billing",
+    providers=(BillingProvider,),
+    sql=SqlBillingProvider,
+    memory=MemoryBillingProvider,
+    jobs=[close_job, collect_job],
+    settings=BillingSettings,
+)

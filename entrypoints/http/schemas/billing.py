@@ -1,0 +1,94 @@
+"""Billing bodies. Every amount is integer cents (``usd``): never a float."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from application.billing import MethodView
+from domain.billing import Invoice, Subscription
+
+Plan = Literal["starter", "business", "enterprise"]
+Cents = Annotated[int, Meta(ge=0, description="Integer cents (usd)")]
+
+
+class SubscriptionOut(Struct, kw_only=True):
+    plan: Plan
+    status: Literal["active", "past_due", "canceled"]
+    current_period_start: datetime
+    current_period_end: datetime
+    cancel_at_period_end: bool
+    default_payment_method_id: int | None
+
+    @classmethod
+    def of(cls, s: Subscription) -> SubscriptionOut:
+        return cls(plan=s.plan, status=s.status, current_period_start=s.current_period_start,  # type: ignore[arg-type]
+                   current_period_end=s.current_period_end, cancel_at_period_end=s.cancel_at_period_end,
+                   default_payment_method_id=s.default_payment_method_id)
+
+
+class SubscriptionUpdate(Struct, forbid_unknown_fields=True):
+    """A JSON merge patch: a plan change applies at once (limits and quotas follow the plan)."""
+
+    plan: Plan | UnsetType = UNSET
+    cancel_at_period_end: bool | UnsetType = UNSET
+
+
+class PaymentMethodCreate(Struct, forbid_unknown_fields=True):
+    token: Annotated[str, Meta(min_length=1, max_length=255, description=(
+        "A payment token made by the gateway's client-side library (simulator: pm_card_visa, pm_card_mastercard, "
+        "pm_card_chargeDeclined, pm_card_insufficientFunds); never a card number"))]
+
+
+class PaymentMethodOut(Struct, kw_only=True):
+    id: int
+    brand: str
+    last4: str
+    exp_month: int
+    exp_year: int
+    is_default: bool
+    created_at: datetime
+
+    @classmethod
+    def of(cls, view: MethodView) -> PaymentMethodOut:
+        m = view.method
+        return cls(id=m.id or 0, brand=m.brand, last4=m.last4, exp_month=m.exp_month, exp_year=m.exp_year,
+                   is_default=view.is_default, created_at=m.created_at)
+
+
+class InvoiceLineOut(Struct, kw_only=True):
+    description: str
+    quantity: int
+    unit_amount: Cents
+    amount: Cents
+
+
+class InvoiceOut(Struct, kw_only=True):
+    id: Annotated[int | None, Meta(description="null for the upcoming invoice (not issued yet)")]
+    number: str
+    period: str
+    period_start: datetime
+    period_end: datetime
+    status: Literal["draft", "open", "paid", "void", "uncollectible"]
+    lines: list[InvoiceLineOut]
+    subtotal: Cents
+    total: Cents
+    currency: Literal["usd"]
+    created_at: datetime
+    paid_at: datetime | None
+    attempt_count: int
+    next_payment_attempt: Annotated[datetime | None, Meta(description="When the worker charges it next")]
+    last_payment_error: Annotated[str | None, Meta(description=(
+        "Why the last charge failed: card_declined, insufficient_funds, no_payment_method..."))]
+
+    @classmethod
+    def of(cls, i: Invoice) -> InvoiceOut:
+        return cls(id=i.id, number=i.number, period=i.period, period_start=i.period_start, period_end=i.period_end,
+                   status=i.status,  # type: ignore[arg-type]
+                   lines=[InvoiceLineOut(description=x.description, quantity=x.quantity, unit_amount=x.unit_amount,
+                                         amount=x.amount) for x in i.lines],
+                   subtotal=i.subtotal, total=i.total, currency=i.currency,  # type: ignore[arg-type]
+                   created_at=i.created_at, paid_at=i.paid_at, attempt_count=i.attempt_count,
+                   next_payment_attempt=i.next_payment_attempt, last_payment_error=i.last_payment_error)
