@@ -31,7 +31,7 @@ async def test_signing_in_with_the_form_opens_the_overview(any_api: Api) -> None
     assert page.headers["cache-control"] == "no-store"
     for section in ("Agents", "Calls", "Appointments", "Campaigns", "Webhooks", "API keys", "Billing"):
         assert f">{section}</a>" in page.text
-    soon = await any_api.client.get("/dashboard/billing", headers=cookie(session))
+    soon = await any_api.client.get("/dashboard/api-keys", headers=cookie(session))
     assert soon.status_code == 200 and "Coming soon" in soon.text
 
 

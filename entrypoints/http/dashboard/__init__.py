@@ -17,10 +17,10 @@ from litestar.static_files import create_static_files_router
 from entrypoints.http.dashboard.errors import EXCEPTION_HANDLERS
 from entrypoints.http.dashboard.gate import DashboardGate
 from entrypoints.http.dashboard.navigation import PREFIX
-from entrypoints.http.dashboard.pages import auth, coming_soon, overview
+from entrypoints.http.dashboard.pages import appointments, auth, billing, campaigns, coming_soon, overview, webhooks
 from entrypoints.http.dashboard.templating import STATIC
 
-PAGE_MODULES = [auth, overview, coming_soon]
+PAGE_MODULES = [auth, overview, coming_soon, appointments, campaigns, webhooks, billing]
 
 
 def page_handlers() -> list[Any]:

@@ -27,6 +27,14 @@ def seconds(value: float | int | None) -> str:
     return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
 
 
+def dollars(cents: int | None) -> str:
+    """Integer cents as dollars (``1234`` -> ``$12.34``), without a float on the way."""
+    if cents is None:
+        return "—"
+    whole, rest = divmod(abs(int(cents)), 100)
+    return f"{'-' if cents < 0 else ''}${whole:,}.{rest:02d}"
+
+
 def percent(used: float, included: float | None) -> int:
     if not included:
         return 0
@@ -35,7 +43,7 @@ def percent(used: float, included: float | None) -> int:
 
 ENVIRONMENT = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
                           trim_blocks=True, lstrip_blocks=True)
-ENVIRONMENT.filters.update(when=when, seconds=seconds)
+ENVIRONMENT.filters.update(when=when, seconds=seconds, dollars=dollars)
 ENVIRONMENT.globals.update(percent=percent)
 
 
