@@ -66,7 +66,8 @@ async def add_method(request: Request[Any, Any, Any], use_case: FromDishka[uc.Ad
     return await view.submit(
         use_case, lambda actor, form: uc.AddPaymentMethodCommand(actor, form.get("token", "")),
         template="billing.html", context=lambda: shown.context(view, 1),
-        done=lambda added: view.redirect("/billing", f"Added {added.method.brand} ending {added.method.last4}"))
+        done=lambda added: view.redirect(
+            "/billing", f"Added {added.method.brand.capitalize()} ending {added.method.last4}"))
 
 
 @page("POST", "/billing/payment-methods/{method_id:int}/default", section="billing")
