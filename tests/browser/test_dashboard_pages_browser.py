@@ -51,7 +51,7 @@ async def shots(page: Any, name: str) -> None:
 
 
 async def seed(client: httpx.AsyncClient) -> dict[str, Any]:
-    """A calendar with an appointment, a campaign of six contacts (one call at a time), and a webhook whose
+    """A calendar with an appointment, a campaign of ten contacts (one call at a time), and a webhook whose
     test event fails (nothing listens on its port)."""
     calendar = (await client.post("/v2/scheduling/calendars", json={
         "name": "Front desk", "timezone": "America/New_York", "horizon_days": 30})).json()["data"]
@@ -72,7 +72,7 @@ async def seed(client: httpx.AsyncClient) -> dict[str, Any]:
         "name": "Spring follow-ups", "agent_id": agent["id"], "max_concurrent_calls": 1,
         "timezone_mode": "campaign", "calling_hours": {"start": "00:00", "end": "24:00"}})).json()["data"]
     added = await client.post(f"/v2/campaigns/{campaign['id']}/contacts", json={
-        "contacts": [{"phone": f"+1415555{n:04d}", "name": f"Contact {n}"} for n in range(1200, 1206)]})
+        "contacts": [{"phone": f"+1415555{n:04d}", "name": f"Contact {n}"} for n in range(1200, 1210)]})
     assert added.status_code in (200, 201), added.text
     hook = (await client.post("/v2/webhooks", json={
         "url": f"http://127.0.0.1:{free_port()}/hook", "events": ["call.ended"], "name": "CRM"})).json()["data"]

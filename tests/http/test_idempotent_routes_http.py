@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
+from application.ports.billing import BillingRepository
+from application.ports.platform import PageRequest, UnitOfWork
+from domain.billing import build_invoice
 from domain.idempotency import MAX_BODY_BYTES
+from domain.usage import period_bounds
 from tests.conftest import Api, Tenant
 from tests.http.calls_support import active_agent, unique_phone
 from tests.http.route_table import served_operations
@@ -145,6 +149,22 @@ async def _contacts_import(api: Api, t: Tenant) -> Request:
             "content": b"phone,name\n+14155550104,Ada\n", "headers": {"Content-Type": "text/csv"}}
 
 
+async def _payment_method(api: Api, t: Tenant) -> int:
+    return int((await _post(api, t, "/v2/billing/payment-methods", {"token": "pm_card_visa"}))["id"])
+
+
+async def _open_invoice(api: Api, t: Tenant) -> Request:
+    """An open invoice of an earlier period (as the period close makes it) and a card to pay it with."""
+    await _payment_method(api, t)
+    start, end = period_bounds("2026-01")
+    async with api._admin()() as request:
+        billing = await request.get(BillingRepository)
+        await billing.add_invoices([build_invoice(t.organization_id, "starter", "2026-01", start, end, {}, end)])
+        await (await request.get(UnitOfWork)).commit()
+        invoice = (await billing.invoices(t.organization_id, PageRequest())).items[0]
+    return {"path": f"/v2/billing/invoices/{invoice.id}/pay", "json": None}
+
+
 def _fixed(path: str, body: Any = None) -> Setup:
     async def setup(api: Api, t: Tenant) -> Request:
         return {"path": path, "json": body}
@@ -202,6 +222,9 @@ CASES: dict[str, Setup] = {
     "startCampaign": _on(lambda api, t: _campaign(api, t, contacts=True), "/v2/campaigns/{id}/start"),
     "pauseCampaign": _on(lambda api, t: _campaign(api, t, running=True), "/v2/campaigns/{id}/pause"),
     "cancelCampaign": _on(_campaign, "/v2/campaigns/{id}/cancel"),
+    "createPaymentMethod": _fixed("/v2/billing/payment-methods", {"token": "pm_card_visa"}),
+    "setDefaultPaymentMethod": _on(_payment_method, "/v2/billing/payment-methods/{id}/default"),
+    "payInvoice": _open_invoice,
 }
 # honoured, and replayed in their own tests: scraping needs a page server, redelivery a delivery log
 COVERED_ELSEWHERE = {"scrapeDocument", "redeliverWebhook", "recordAppointmentOutcome",

@@ -6,8 +6,14 @@
   var finals = ["completed", "cancelled", "failed"];
   function tick() {
     fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } })
-      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+      .then(function (r) {
+        // signed out meanwhile (the gate sends to the sign-in form): show that page instead
+        if (r.redirected) { window.location.reload(); return null; }
+        if (!r.ok) throw new Error(r.status);
+        return r.text();
+      })
       .then(function (html) {
+        if (html === null) return;
         box.innerHTML = html;
         var pill = box.querySelector("[data-status]");
         if (pill && finals.indexOf(pill.dataset.status) >= 0) { window.location.reload(); return; }
