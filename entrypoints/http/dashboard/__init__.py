@@ -17,10 +17,21 @@ from litestar.static_files import create_static_files_router
 from entrypoints.http.dashboard.errors import EXCEPTION_HANDLERS
 from entrypoints.http.dashboard.gate import DashboardGate
 from entrypoints.http.dashboard.navigation import PREFIX
-from entrypoints.http.dashboard.pages import agents, api_keys, auth, calls, coming_soon, overview
+from entrypoints.http.dashboard.pages import (
+    agents,
+    api_keys,
+    appointments,
+    auth,
+    billing,
+    calls,
+    campaigns,
+    coming_soon,
+    overview,
+    webhooks,
+)
 from entrypoints.http.dashboard.templating import STATIC
 
-PAGE_MODULES = [auth, overview, agents, calls, api_keys, coming_soon]
+PAGE_MODULES = [auth, overview, agents, calls, appointments, campaigns, webhooks, api_keys, billing, coming_soon]
 
 
 def page_handlers() -> list[Any]:

@@ -54,7 +54,8 @@ def on_domain_error(request: Request[Any, Any, Any], exc: de.DomainError) -> Tem
 
 def on_validation(request: Request[Any, Any, Any], exc: ValidationException) -> Template:
     # a path parameter of the wrong type names no page; anything else is a bad request
-    if request.path_params is not None and any(str(p) in str(exc.detail) for p in request.path_params):
+    in_path = any(isinstance(e, dict) and e.get("source") == "path" for e in (exc.extra or []))
+    if in_path or (request.path_params is not None and any(str(p) in str(exc.detail) for p in request.path_params)):
         return error_page(request, 404, "not_found", "There is no such page in your organization.")
     return error_page(request, 400, "bad_request", "The request was not understood.")
 

@@ -25,11 +25,11 @@ SECTIONS: tuple[Section, ...] = (
     Section("overview", "Overview", "", True),
     Section("agents", "Agents", "/agents", True),
     Section("calls", "Calls", "/calls", True),
-    Section("appointments", "Appointments", "/appointments", False),
-    Section("campaigns", "Campaigns", "/campaigns", False),
-    Section("webhooks", "Webhooks", "/webhooks", False),
+    Section("appointments", "Appointments", "/appointments", True),
+    Section("campaigns", "Campaigns", "/campaigns", True),
+    Section("webhooks", "Webhooks", "/webhooks", True),
     Section("api_keys", "API keys", "/api-keys", True),
-    Section("billing", "Billing", "/billing", False),
+    Section("billing", "Billing", "/billing", True),
 )
 
 

@@ -3,7 +3,7 @@ error pages the gate renders itself."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,19 @@ def number(value: float | int | None) -> str:
     return f"{int(value):,}"
 
 
+def dollars(cents: int | None) -> str:
+    """Integer cents as dollars (``1234`` -> ``$12.34``), without a float on the way."""
+    if cents is None:
+        return "—"
+    whole, rest = divmod(abs(int(cents)), 100)
+    return f"{'-' if cents < 0 else ''}${whole:,}.{rest:02d}"
+
+
+def day_before(value: datetime) -> datetime:
+    """The last day of a period whose ``end`` is exclusive (a period 1 Nov to 1 Dec is read 1 Nov to 30 Nov)."""
+    return value - timedelta(days=1)
+
+
 def percent(used: float, included: float | None) -> int:
     if not included:
         return 0
@@ -44,7 +57,7 @@ def percent(used: float, included: float | None) -> int:
 
 ENVIRONMENT = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
                           trim_blocks=True, lstrip_blocks=True)
-ENVIRONMENT.filters.update(when=when, seconds=seconds, number=number)
+ENVIRONMENT.filters.update(when=when, seconds=seconds, number=number, dollars=dollars, day_before=day_before)
 ENVIRONMENT.globals.update(percent=percent)
 
 

@@ -1,0 +1,116 @@
+"""Billing: the plan and the subscription's status, payment methods (added from a gateway test token, made the
+default, removed), invoices (the list, an invoice's lines, "pay now" for an open one) and the upcoming invoice,
+through the billing use cases of ``/billing``. Money is integer cents, shown in dollars by the ``dollars``
+filter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dishka import FromDishka
+from litestar import Request
+from litestar.response import Response, Template
+
+from application import billing as uc
+from application.ports.platform import PageRequest
+from domain.billing import PAYABLE
+from entrypoints.http.dashboard.pages import page
+from entrypoints.http.dashboard.pages.params import PathId, page_number, pages_of
+from entrypoints.http.dashboard.view import View
+
+INVOICES = 12
+TEST_TOKENS = (
+    ("pm_card_visa", "Visa ending 4242"),
+    ("pm_card_mastercard", "Mastercard ending 4444"),
+    ("pm_card_chargeDeclined", "Visa ending 0002 (declines charges)"),
+    ("pm_card_insufficientFunds", "Visa ending 9995 (insufficient funds)"),
+)
+"""The payment gateway simulator's test tokens offered by the form (a real gateway's form would tokenise)."""
+
+
+class BillingPage:
+    def __init__(self, subscription: uc.GetSubscription, methods: uc.ListPaymentMethods,
+                 invoices: uc.ListInvoices, upcoming: uc.GetUpcomingInvoice) -> None:
+        self.subscription, self.methods, self.invoices, self.upcoming = subscription, methods, invoices, upcoming
+
+    async def context(self, view: View, number: int) -> dict[str, Any]:
+        invoices = await view.run(self.invoices, lambda actor: uc.ListInvoicesCommand(
+            actor, PageRequest(INVOICES, (number - 1) * INVOICES)))
+        return {
+            "subscription": await view.run(self.subscription, lambda actor: uc.GetSubscriptionCommand(actor)),
+            "methods": await view.run(self.methods, lambda actor: uc.ListPaymentMethodsCommand(actor)),
+            "invoices": invoices.items, "total": invoices.total, "page": number,
+            "pages": pages_of(invoices.total, INVOICES),
+            "upcoming": await view.run(self.upcoming, lambda actor: uc.GetUpcomingInvoiceCommand(actor)),
+            "tokens": TEST_TOKENS, "payable": PAYABLE,
+        }
+
+
+
+@page("GET", "/billing", section="billing")
+async def billing(request: Request[Any, Any, Any], subscription: FromDishka[uc.GetSubscription],
+                  methods: FromDishka[uc.ListPaymentMethods], invoices: FromDishka[uc.ListInvoices],
+                  upcoming: FromDishka[uc.GetUpcomingInvoice]) -> Template:
+    view = View.of(request)
+    shown = BillingPage(subscription, methods, invoices, upcoming)
+    return view.page("billing.html", **await shown.context(view, page_number(request)))
+
+
+@page("POST", "/billing/payment-methods", section="billing")
+async def add_method(request: Request[Any, Any, Any], use_case: FromDishka[uc.AddPaymentMethod],
+                     subscription: FromDishka[uc.GetSubscription], methods: FromDishka[uc.ListPaymentMethods],
+                     invoices: FromDishka[uc.ListInvoices], upcoming: FromDishka[uc.GetUpcomingInvoice]
+                     ) -> Response[Any] | Template:
+    view = View.of(request)
+    shown = BillingPage(subscription, methods, invoices, upcoming)
+    return await view.submit(
+        use_case, lambda actor, form: uc.AddPaymentMethodCommand(actor, form.get("token", "")),
+        template="billing.html", context=lambda: shown.context(view, 1),
+        done=lambda added: view.redirect(
+            "/billing", f"Added {added.method.brand.capitalize()} ending {added.method.last4}"))
+
+
+@page("POST", "/billing/payment-methods/{method_id:int}/default", section="billing")
+async def set_default(request: Request[Any, Any, Any], method_id: PathId,
+                      use_case: FromDishka[uc.SetDefaultPaymentMethod]) -> Response[Any]:
+    view = View.of(request)
+    made = await view.run(use_case, lambda actor: uc.PaymentMethodCommand(actor, method_id))
+    return view.redirect("/billing", f"{made.method.brand.capitalize()} ending {made.method.last4} is the default")
+
+
+@page("POST", "/billing/payment-methods/{method_id:int}/remove", section="billing")
+async def remove_method(request: Request[Any, Any, Any], method_id: PathId,
+                        use_case: FromDishka[uc.DeletePaymentMethod]) -> Response[Any]:
+    view = View.of(request)
+    await view.run(use_case, lambda actor: uc.PaymentMethodCommand(actor, method_id))
+    return view.redirect("/billing", "Payment method removed")
+
+
+@page("GET", "/billing/invoices/{invoice_id:int}", section="billing")
+async def invoice(request: Request[Any, Any, Any], invoice_id: PathId, use_case: FromDishka[uc.GetInvoice]
+                  ) -> Template:
+    view = View.of(request)
+    found = await view.run(use_case, lambda actor: uc.GetInvoiceCommand(actor, invoice_id))
+    return view.page("invoice.html", invoice=found, payable=PAYABLE)
+
+
+@page("POST", "/billing/invoices/{invoice_id:int}/pay", section="billing")
+async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: FromDishka[uc.PayInvoice],
+              getting: FromDishka[uc.GetInvoice]) -> Response[Any] | Template:
+    view = View.of(request)
+
+    async def context() -> dict[str, Any]:
+        found = await view.run(getting, lambda actor: uc.GetInvoiceCommand(actor, invoice_id))
+        return {"invoice": found, "payable": PAYABLE}
+
+    def done(paid: Any) -> Response[Any]:
+        if paid.status == "paid":
+            return view.redirect(f"/billing/invoices/{invoice_id}", f"Invoice {paid.number} paid")
+        return view.redirect(f"/billing/invoices/{invoice_id}",
+                             f"The payment was declined ({paid.last_payment_error or 'declined'})")
+
+    return await view.submit(use_case, lambda actor, form: uc.PayInvoiceCommand(actor, invoice_id),
+                             template="invoice.html", context=context, done=done)
+
+
+HANDLERS = [billing, add_method, set_default, remove_method, invoice, pay]

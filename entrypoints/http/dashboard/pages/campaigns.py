@@ -1,0 +1,95 @@
+"""Campaigns with their progress: the list (status, contacts by status, completed of total), a campaign's page
+with its stats and ``status_reason`` (a fragment the page fetches again every few seconds,
+``static/campaign.js``), and start, pause and cancel, all through the campaign use cases of the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dishka import FromDishka
+from litestar import Request
+from litestar.response import Response, Template
+
+from application import campaigns as uc
+from application.ports.campaigns import CampaignFilter
+from application.ports.platform import PageRequest
+from domain.campaigns import FINAL_STATUSES
+from entrypoints.http.dashboard.pages import page
+from entrypoints.http.dashboard.pages.params import PathId, page_number, pages_of
+from entrypoints.http.dashboard.view import View
+
+PER_PAGE = 20
+REFRESH_SECONDS = 3
+
+
+def progress(stats: Any) -> dict[str, int]:
+    total = stats.total
+    return {"total": total, "completed": stats.completed,
+            "percent": round(100 * stats.completed / total) if total else 0,
+            "open": stats.pending + stats.dialing + stats.retry_wait}
+
+
+@page("GET", "/campaigns", section="campaigns")
+async def campaigns(request: Request[Any, Any, Any], listing: FromDishka[uc.ListCampaigns],
+                    getting: FromDishka[uc.GetCampaign]) -> Template:
+    view = View.of(request)
+    number = page_number(request)
+    found = await view.run(listing, lambda actor: uc.ListCampaignsCommand(
+        actor, CampaignFilter(), PageRequest(PER_PAGE, (number - 1) * PER_PAGE)))
+    rows = []
+    for campaign in found.items:
+        detail = await view.run(getting, lambda actor, c=campaign: uc.GetCampaignCommand(actor, c.id or 0))
+        rows.append({"campaign": detail.campaign, "stats": detail.stats, "progress": progress(detail.stats)})
+    return view.page("campaigns.html", rows=rows, total=found.total, page=number,
+                     pages=pages_of(found.total, PER_PAGE))
+
+
+async def _detail(view: View, getting: uc.GetCampaign, campaign_id: int) -> dict[str, Any]:
+    detail = await view.run(getting, lambda actor: uc.GetCampaignCommand(actor, campaign_id))
+    return {"campaign": detail.campaign, "stats": detail.stats, "progress": progress(detail.stats),
+            "live": detail.campaign.status not in FINAL_STATUSES, "refresh_seconds": REFRESH_SECONDS}
+
+
+@page("GET", "/campaigns/{campaign_id:int}", section="campaigns")
+async def campaign(request: Request[Any, Any, Any], campaign_id: PathId, getting: FromDishka[uc.GetCampaign]
+                   ) -> Template:
+    view = View.of(request)
+    return view.page("campaign.html", **await _detail(view, getting, campaign_id))
+
+
+@page("GET", "/campaigns/{campaign_id:int}/progress", section="campaigns")
+async def campaign_progress(request: Request[Any, Any, Any], campaign_id: PathId,
+                            getting: FromDishka[uc.GetCampaign]) -> Template:
+    """The part of the campaign's page that changes while it runs (fetched again by ``campaign.js``)."""
+    view = View.of(request)
+    return view.page("campaign_progress.html", **await _detail(view, getting, campaign_id))
+
+
+async def _act(view: View, use_case: Any, command: Any, getting: uc.GetCampaign, campaign_id: int,
+               done_message: str) -> Response[Any] | Template:
+    """A campaign button: the use case, then back to the campaign's page (or the page again with the error)."""
+    return await view.submit(use_case, lambda actor, form: command(actor, campaign_id), template="campaign.html",
+                             context=lambda: _detail(view, getting, campaign_id),
+                             done=lambda c: view.redirect(f"/campaigns/{c.id}", done_message))
+
+
+@page("POST", "/campaigns/{campaign_id:int}/start", section="campaigns")
+async def start(request: Request[Any, Any, Any], campaign_id: PathId, use_case: FromDishka[uc.StartCampaign],
+                getting: FromDishka[uc.GetCampaign]) -> Response[Any] | Template:
+    return await _act(View.of(request), use_case, uc.StartCampaignCommand, getting, campaign_id, "Campaign started")
+
+
+@page("POST", "/campaigns/{campaign_id:int}/pause", section="campaigns")
+async def pause(request: Request[Any, Any, Any], campaign_id: PathId, use_case: FromDishka[uc.PauseCampaign],
+                getting: FromDishka[uc.GetCampaign]) -> Response[Any] | Template:
+    return await _act(View.of(request), use_case, uc.PauseCampaignCommand, getting, campaign_id, "Campaign paused")
+
+
+@page("POST", "/campaigns/{campaign_id:int}/cancel", section="campaigns")
+async def cancel(request: Request[Any, Any, Any], campaign_id: PathId, use_case: FromDishka[uc.CancelCampaign],
+                 getting: FromDishka[uc.GetCampaign]) -> Response[Any] | Template:
+    return await _act(View.of(request), use_case, uc.CancelCampaignCommand, getting, campaign_id,
+                      "Campaign cancelled")
+
+
+HANDLERS = [campaigns, campaign, campaign_progress, start, pause, cancel]
