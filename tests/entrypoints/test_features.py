@@ -28,6 +28,7 @@ from entrypoints.http.routes import (
     scheduling,
     sms,
     telephony,
+    triggers,
     usage,
     webhooks,
 )
@@ -63,15 +64,15 @@ def test_the_worker_loads_no_litestar_module(tmp_path: Path) -> None:
 def test_every_feature_is_a_module_with_a_unique_name() -> None:
     names = [feature.name for feature in all_features()]
     assert names == sorted(set(names)) == [
-        "calls", "campaigns", "cloud", "housekeeping", "knowledge", "leads", "schedules", "scheduling", "sms", "usage",
-        "webhooks",
+        "calls", "campaigns", "cloud", "housekeeping", "knowledge", "leads", "schedules", "scheduling", "sms",
+        "triggers", "usage", "webhooks",
     ]
 
 
 def test_the_route_registry_names_installed_features_and_serves_every_handler_once() -> None:
     assert set(ROUTES) <= {"core"} | {feature.name for feature in all_features()}
     modules = [meta, agents, accounts, calls, campaigns, cloud, dnc, telephony, knowledge, leads, scheduling, schedules,
-               sms, usage, webhooks]
+               sms, triggers, usage, webhooks]
     every = [handler for module in modules for handler in module.ROUTES]
     served = route_handlers()
     assert len(served) == len(every) == len({id(h) for h in served})

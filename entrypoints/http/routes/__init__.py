@@ -24,6 +24,7 @@ from entrypoints.http.routes import (
     scheduling,
     sms,
     telephony,
+    triggers,
     usage,
     webhooks,
 )
@@ -38,6 +39,7 @@ ROUTES: dict[str, list[Any]] = {
     "scheduling": scheduling.ROUTES,
     "schedules": schedules.ROUTES,
     "sms": sms.ROUTES,
+    "triggers": triggers.ROUTES,
     "usage": usage.ROUTES,
     "webhooks": webhooks.ROUTES,
 }
