@@ -537,7 +537,7 @@ class TriggerRun:
     condition_trace: tuple[TraceStep, ...]
     actions: tuple[ActionResult, ...]
     data: Mapping[str, Any] = field(default_factory=dict)
-    """The event's data (the actions' templates are filled from it)."""
+    """The event's data, kept for a matched run (the actions' templates are filled from it)."""
     reason: str | None = None
     created_at: datetime | None = None
     finished_at: datetime | None = None
@@ -549,12 +549,12 @@ def decide(trigger: Trigger, event: str, event_id: int | None, data: Mapping[str
     or not, with the condition trace."""
     if depth >= MAX_CHAIN_DEPTH:
         return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False, "skipped",
-                          (), (), dict(data), f"the event was caused by trigger actions {depth} levels deep "
+                          (), (), {}, f"the event was caused by trigger actions {depth} levels deep "
                           f"(at most {MAX_CHAIN_DEPTH - 1} are followed)", now, now)
     matched, trace = evaluate(trigger.conditions, data)
     if not matched:
         return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False,
-                          "not_matched", tuple(trace), (), dict(data), None, now, now)
+                          "not_matched", tuple(trace), (), {}, None, now, now)
     return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, True, "running",
                       tuple(trace), tuple(ActionResult(a.type) for a in trigger.actions), dict(data), None, now, None)
 

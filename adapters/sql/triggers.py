@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -116,8 +117,11 @@ class SqlTriggerRepository:
         # ON CONFLICT (trigger_id, event_id) DO NOTHING: a run another worker (or an earlier pass that crashed
         # after committing) stored is never stored twice; a concurrent insert waits for the other transaction
         stmt = insert(trigger_runs, self.uow.dialect).values([_run_values(r) for r in runs]).on_conflict_do_nothing(
-            index_elements=["trigger_id", "event_id"]).returning(*trigger_runs.c)
-        return sorted((_row_to_run(r) for r in (await conn.execute(stmt)).all()), key=lambda r: r.id or 0)
+            index_elements=["trigger_id", "event_id"]).returning(trigger_runs.c.id, trigger_runs.c.trigger_id,
+                                                                 trigger_runs.c.event_id)
+        stored = {(row.trigger_id, row.event_id): row.id for row in (await conn.execute(stmt)).all()}
+        return sorted((replace(r, id=stored[(r.trigger_id, r.event_id)]) for r in runs
+                       if (r.trigger_id, r.event_id) in stored), key=lambda r: r.id or 0)
 
     async def get_run(self, organization_id: int, run_id: int, *, lock: bool = False) -> TriggerRun | None:
         conn = await self.uow.connection()

@@ -84,7 +84,8 @@ async def list_runs(id: TriggerId, actor: FromDishka[Actor], use_case: FromDishk
 
 @endpoint("POST", "/triggers/{id:int}/test", operation_id="testTrigger",
           summary="Evaluate a sample event: whether it matches, why, and what each action would send (nothing is "
-                  "sent or stored)", tags=TAGS, scopes=("triggers:write",), status_code=200, errors={404: ""})
+                  "sent or stored)", tags=TAGS, scopes=("triggers:write",), idempotent=True, status_code=200,
+          errors={404: ""})
 async def test_trigger(id: TriggerId, data: JSONBody[TriggerTest], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.TestTrigger]) -> Envelope[TestResultOut]:
     return Envelope(TestResultOut.of(await use_case.execute(uc.TestTriggerCommand(actor, id, data.data))))

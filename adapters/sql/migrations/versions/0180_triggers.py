@@ -14,7 +14,7 @@ from sqlalchemy.dialects import postgresql
 revision = "0180"
 down_revision = "0001"
 branch_labels = ("triggers",)
-depends_on = ("0012",)  # the outbox as consumers read it
+depends_on = ("0008",)  # after the outbox is rebuilt with its autoincrement on SQLite (0008 rebuilds it)
 
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 Json = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
