@@ -116,10 +116,13 @@ class SqlTriggerRepository:
         conn = await self.uow.connection()
         # ON CONFLICT (trigger_id, event_id) DO NOTHING: a run another worker (or an earlier pass that crashed
         # after committing) stored is never stored twice; a concurrent insert waits for the other transaction
-        stmt = insert(trigger_runs, self.uow.dialect).values([_run_values(r) for r in runs]).on_conflict_do_nothing(
+        # (one statement, compiled once and cached, executed for many rows: SQLAlchemy batches them into
+        # multi-row INSERT ... RETURNING on both databases)
+        stmt = insert(trigger_runs, self.uow.dialect).on_conflict_do_nothing(
             index_elements=["trigger_id", "event_id"]).returning(trigger_runs.c.id, trigger_runs.c.trigger_id,
                                                                  trigger_runs.c.event_id)
-        stored = {(row.trigger_id, row.event_id): row.id for row in (await conn.execute(stmt)).all()}
+        rows = (await conn.execute(stmt, [_run_values(r) for r in runs])).all()
+        stored = {(row.trigger_id, row.event_id): row.id for row in rows}
         return sorted((replace(r, id=stored[(r.trigger_id, r.event_id)]) for r in runs
                        if (r.trigger_id, r.event_id) in stored), key=lambda r: r.id or 0)
 
