@@ -309,6 +309,8 @@ class ActionWork:
     config: dict[str, Any]
     attempt: int
     secret: str | None = None
+    started_at: datetime | None = None
+    """When this attempt began."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,8 +324,8 @@ class ActionOutcome:
 class PrepareTriggerAction:
     """The action's next attempt (None when it is done, or its trigger or run is gone)."""
 
-    def __init__(self, triggers: TriggerRepository, box: SecretBox) -> None:
-        self.triggers, self.box = triggers, box
+    def __init__(self, triggers: TriggerRepository, box: SecretBox, clock: Clock) -> None:
+        self.triggers, self.box, self.clock = triggers, box, clock
 
     async def execute(self, ref: ActionRef) -> ActionWork | None:
         run = await self.triggers.get_run(ref.organization_id, ref.run_id)
@@ -341,7 +343,7 @@ class PrepareTriggerAction:
             except SecretUnreadable:
                 secret = None
         return ActionWork(ref, run, trigger, action, rules.rendered(action, run.data),
-                          run.actions[ref.index].attempts + 1, secret)
+                          run.actions[ref.index].attempts + 1, secret, self.clock.now())
 
 
 def webhook_body(work: ActionWork) -> bytes:
@@ -408,15 +410,16 @@ class RecordTriggerAction:
         if current.status not in ("pending", "retrying"):
             return None  # recorded already (a run past its lease)
         now = self.clock.now()
+        started = current.started_at or work.started_at or now
         attempts = current.attempts + 1
         if outcome.ok:
             result = replace(current, status="succeeded", attempts=attempts, error=None,
-                             started_at=current.started_at or now, finished_at=now, next_attempt_at=None)
+                             started_at=started, finished_at=now, next_attempt_at=None)
             delay = None
         else:
             delay = None if outcome.final else rules.retry_delay(attempts, self.random.uniform(-1.0, 1.0))
             result = replace(current, status="retrying" if delay else "failed", attempts=attempts,
-                             error=outcome.error, started_at=current.started_at or now,
+                             error=outcome.error, started_at=started,
                              finished_at=None if delay else now, next_attempt_at=now + delay if delay else None)
         actions = list(run.actions)
         actions[work.ref.index] = result
