@@ -21,7 +21,11 @@ LEADS = "leads"
 """Leads follow their calls: each lead's status moves when its call or campaign contact ends
 (application/leads.FollowLeadOutcomes)."""
 
-CONSUMERS: tuple[str, ...] = (WEBHOOKS, LEADS)
+TRIGGERS = "triggers"
+"""Triggers: every event is evaluated against the organization's automation rules on it
+(application/triggers.EvaluateTriggers)."""
+
+CONSUMERS: tuple[str, ...] = (WEBHOOKS, LEADS, TRIGGERS)
 """Every consumer of the outbox."""
 
 

@@ -67,8 +67,46 @@ GROUPS: Mapping[str, str] = MappingProxyType({
     "sms": "sms",
     "usage": "usage",
     "webhook": "webhooks",
+    "trigger": "triggers",
 })
 """The group ``GET /webhooks/events`` files an event under, by the part of its name before the dot."""
+
+
+class FieldType(StrEnum):
+    """The JSON type of a member of an event's ``data`` (trigger conditions and templates are checked against
+    it). Every member may also be null; ``object`` members are free-form below their name."""
+
+    STRING = "string"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
+    OBJECT = "object"
+    ARRAY = "array"
+
+
+_NULL_MEMBER_TYPES: Mapping[str, FieldType] = MappingProxyType({
+    "transferred_to": FieldType.STRING, "notes": FieldType.STRING, "cancel_reason": FieldType.STRING,
+    "rescheduled_from": FieldType.NUMBER, "call_id": FieldType.STRING, "reason": FieldType.STRING,
+    "campaign_id": FieldType.NUMBER, "contact_id": FieldType.NUMBER, "error_code": FieldType.STRING,
+    "delivered_at": FieldType.STRING, "sent_at": FieldType.STRING, "end_reason": FieldType.STRING,
+    "outcome": FieldType.STRING, "duration_seconds": FieldType.NUMBER, "call_log_id": FieldType.NUMBER,
+    "ended_at": FieldType.STRING, "answered_at": FieldType.STRING, "agent_id": FieldType.NUMBER,
+    "keyword": FieldType.STRING, "failed_action": FieldType.STRING,
+})
+"""The type of the members whose example value is null (the example cannot say it)."""
+
+
+def _type_of(name: str, value: Any) -> FieldType:
+    if value is None:
+        return _NULL_MEMBER_TYPES[name]
+    if isinstance(value, bool):
+        return FieldType.BOOLEAN
+    if isinstance(value, int | float):
+        return FieldType.NUMBER
+    if isinstance(value, str):
+        return FieldType.STRING
+    if isinstance(value, list | tuple):
+        return FieldType.ARRAY
+    return FieldType.OBJECT
 
 
 class EventType(StrEnum):
@@ -85,6 +123,9 @@ class EventType(StrEnum):
     receives one subject's events in the order they happened. Empty: no subject."""
     emitted: bool
     """False for ``webhook.test``: listed and subscribable, but sent directly, never through the outbox."""
+    fields: Mapping[str, FieldType]
+    """The declared members of ``data`` and their types: the example's members, each typed by its value (or by
+    ``_NULL_MEMBER_TYPES`` when the example's value is null)."""
 
     def __new__(cls, value: str, description: str, example: Mapping[str, Any], subject: str = "id",
                 emitted: bool = True) -> EventType:
@@ -94,6 +135,7 @@ class EventType(StrEnum):
         member.example = MappingProxyType(dict(example))
         member.subject = subject
         member.emitted = emitted
+        member.fields = MappingProxyType({k: _type_of(k, v) for k, v in example.items()})
         return member
 
     CALL_STARTED = ("call.started", "A call was placed (outbound) or received (inbound) and is ringing.",
@@ -178,6 +220,12 @@ class EventType(StrEnum):
                        {"metric": "call_minutes", "threshold_percent": 80, "period": "2026-01",
                         "period_start": "2026-01-01T00:00:00Z", "period_end": "2026-02-01T00:00:00Z",
                         "used": 80.5, "included": 100, "plan": "starter", "hard_stop": True}, "metric")
+    TRIGGER_FAILED = ("trigger.failed",
+                      "A trigger's run failed: one of its actions failed for the last time (after its retries, or "
+                      "at once when it can never succeed, e.g. a number on a Do-Not-Call list).",
+                      {"trigger_id": 7, "trigger_name": "Slack on bookings", "run_id": 1201,
+                       "event": "appointment.booked", "event_id": 9001, "failed_action": "chat_message",
+                       "error": "the receiver answered HTTP 500", "attempts": 5}, "trigger_id")
     WEBHOOK_TEST = ("webhook.test", "A sample event sent by POST /webhooks/{id}/test.",
                     {"subscription_id": 3, "subscription_name": "CRM",
                      "message": "This is a test event from Parley. No action is needed.",
@@ -207,6 +255,9 @@ class DomainEvent:
     kind: EventType
     organization_id: int
     data: dict[str, Any] = field(default_factory=dict)
+    depth: int = 0
+    """How many trigger actions led to it: 0 for what happened on its own, n + 1 for an event a trigger's action
+    caused while handling an event of depth n (the triggers' loop guard)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, EventType):
@@ -235,6 +286,8 @@ class EventRecord:
     type: str
     data: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
+    depth: int = 0
+    """See ``DomainEvent.depth``."""
 
 
 def event(organization_id: int, name: str, data: Mapping[str, Any] | None = None) -> DomainEvent:

@@ -23,7 +23,7 @@ class InMemoryOutboxReader:
         for event_id, event, created_at in self.uow.store.outbox:
             if event_id > last_id:
                 found.append(EventRecord(event_id, event.organization_id, event.type, copy.deepcopy(event.data),
-                                         created_at))
+                                         created_at, event.depth))
                 if len(found) >= limit:
                     break
         return found

@@ -6,6 +6,7 @@ import asyncio
 import copy
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from application.ports.platform import Clock
@@ -33,6 +34,7 @@ class InMemoryUnitOfWork:
         self._created_work = False
         self._snapshot: tuple[Any, Any, list[Any]] | None = None
         self._events: list[DomainEvent] = []
+        self._depth = 0
 
     async def tables(self) -> dict[str, dict[Any, Any]]:
         if self._snapshot is None:
@@ -43,7 +45,14 @@ class InMemoryUnitOfWork:
 
     def record(self, event: DomainEvent) -> None:
         """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox."""
-        self._events.append(require_catalogued(event))
+        event = require_catalogued(event)
+        if self._depth > event.depth:
+            event = replace(event, depth=self._depth)
+        self._events.append(event)
+
+    def caused_at_depth(self, depth: int) -> None:
+        """Events recorded from now on in this unit were caused by a trigger's action at ``depth``."""
+        self._depth = depth
 
     def created_work(self) -> None:
         self._created_work = True

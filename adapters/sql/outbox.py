@@ -45,7 +45,7 @@ class SqlOutboxReader:
             return []
         rows = await conn.execute(
             sa.select(outbox_events).where(outbox_events.c.id > last_id).order_by(outbox_events.c.id).limit(limit))
-        return [EventRecord(r.id, r.organization_id, r.type, dict(r.data), r.created_at) for r in rows]
+        return [EventRecord(r.id, r.organization_id, r.type, dict(r.data), r.created_at, r.depth) for r in rows]
 
     async def advance(self, consumer: str, last_id: int, at: datetime) -> None:
         conn = await self._register(consumer)

@@ -132,6 +132,8 @@ outbox_events = sa.Table(
     sa.Column("type", sa.String(100), nullable=False),
     sa.Column("data", Json, nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
+    # how many trigger actions led to the event (0: none); the triggers' loop guard (migration 0180)
+    sa.Column("depth", sa.SmallInteger, nullable=False, server_default="0"),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -28,6 +29,7 @@ class SqlUnitOfWork:
         self._write = write
         self._connection: AsyncConnection | None = None
         self._events: list[DomainEvent] = []
+        self._depth = 0
 
     async def connection(self) -> AsyncConnection:
         if self._connection is None:
@@ -43,7 +45,14 @@ class SqlUnitOfWork:
 
     def record(self, event: DomainEvent) -> None:
         """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox."""
-        self._events.append(require_catalogued(event))
+        event = require_catalogued(event)
+        if self._depth > event.depth:
+            event = replace(event, depth=self._depth)
+        self._events.append(event)
+
+    def caused_at_depth(self, depth: int) -> None:
+        """Events recorded from now on in this unit were caused by a trigger's action at ``depth``."""
+        self._depth = depth
 
     def created_work(self) -> None:
         """This transaction creates background work: job runners are woken once it committed."""
@@ -61,7 +70,7 @@ class SqlUnitOfWork:
             await conn.execute(
                 outbox_events.insert(),
                 [{"organization_id": e.organization_id, "type": require_catalogued(e).type, "data": e.data,
-                  "created_at": now} for e in self._events],
+                  "created_at": now, "depth": e.depth} for e in self._events],
             )
             self._events.clear()
             self._created_work = True

@@ -41,6 +41,11 @@ class UnitOfWork(Protocol):
 
     def record(self, event: DomainEvent) -> None: ...
 
+    def caused_at_depth(self, depth: int) -> None:
+        """The events recorded from now on in this unit of work were caused by a trigger's action: they carry
+        ``depth`` (``DomainEvent.depth``), which the triggers' loop guard reads."""
+        ...
+
     def created_work(self) -> None:
         """This transaction creates background work: the job runners wake once it committed (recording an
         event or scheduling a job implies it)."""

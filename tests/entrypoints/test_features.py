@@ -30,6 +30,7 @@ from entrypoints.http.routes import (
     sessions,
     sms,
     telephony,
+    triggers,
     usage,
     webhooks,
     widget,
@@ -67,14 +68,14 @@ def test_every_feature_is_a_module_with_a_unique_name() -> None:
     names = [feature.name for feature in all_features()]
     assert names == sorted(set(names)) == [
         "billing", "calls", "campaigns", "cloud", "housekeeping", "knowledge", "leads", "schedules", "scheduling",
-        "sessions", "sms", "usage", "webhooks", "widget",
+        "sessions", "sms", "triggers", "usage", "webhooks", "widget",
     ]
 
 
 def test_the_route_registry_names_installed_features_and_serves_every_handler_once() -> None:
     assert set(ROUTES) <= {"core"} | {feature.name for feature in all_features()}
     modules = [meta, agents, accounts, billing, calls, campaigns, cloud, dnc, telephony, knowledge, leads, scheduling,
-               schedules, sessions, sms, usage, webhooks, widget]
+               schedules, sessions, sms, triggers, usage, webhooks, widget]
     every = [handler for module in modules for handler in module.ROUTES]
     served = route_handlers()
     assert len(served) == len(every) == len({id(h) for h in served})

@@ -62,6 +62,13 @@ async def _webhook(api: Api, t: Tenant) -> int:
     return int((await _post(api, t, "/v2/webhooks", {"url": HOOK, "events": ["call.ended"]}))["id"])
 
 
+_TRIGGER = {"name": "Once", "event": "call.ended", "actions": [{"type": "webhook", "config": {"url": HOOK}}]}
+
+
+async def _trigger(api: Api, t: Tenant) -> int:
+    return int((await _post(api, t, "/v2/triggers", _TRIGGER))["id"])
+
+
 async def _dnc_list(api: Api, t: Tenant) -> int:
     return int((await _post(api, t, "/v2/dnc/lists", {"name": "Opt-outs"}))["id"])
 
@@ -214,6 +221,8 @@ CASES: dict[str, Setup] = {
     "createWebhook": _fixed("/v2/webhooks", {"url": HOOK, "events": ["call.ended"]}),
     "testWebhook": _on(_webhook, "/v2/webhooks/{id}/test"),
     "rotateWebhookSecret": _on(_webhook, "/v2/webhooks/{id}/rotate-secret", {"grace_period_hours": 1}),
+    "createTrigger": _fixed("/v2/triggers", _TRIGGER),
+    "testTrigger": _on(_trigger, "/v2/triggers/{id}/test", {"data": {"status": "completed"}}),
     "createApiKey": _fixed("/v2/api-keys", {"name": "crm", "scopes": ["agents:read"]}),
     "rotateApiKey": _key_to_rotate,
     "createOrganization": _fixed("/v2/organizations", {"name": "Client"}),

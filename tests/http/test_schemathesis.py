@@ -103,7 +103,14 @@ async def _seed(api: Api, tenant: Tenant) -> dict[str, dict[str, Any]]:
                              headers=h)).json()["data"]["id"]
     await c.post(f"/v2/campaigns/{campaign}/contacts", json={"contacts": [{"phone": "+14155550100"}]}, headers=h)
     contact = (await c.get(f"/v2/campaigns/{campaign}/contacts", headers=h)).json()["data"][0]["id"]
+    trigger = (await c.post("/v2/triggers", json={
+        "name": "Seeded", "event": "call.ended", "conditions": {"all": [{"field": "data.status", "op": "eq",
+                                                                         "value": "completed"}]},
+        "actions": [{"type": "chat_message", "config": {"url": "https://hooks.example.com/x",
+                                                        "text": "{{data.contact_name}}"}}]},
+                          headers=h)).json()["data"]["id"]
     return {
+        "/triggers/{id}": {"id": trigger},
         "/campaigns/{id}/contacts/{contactId}": {"id": campaign, "contactId": contact},
         "/campaigns/{id}": {"id": campaign},
         "/agents/{id}/versions/{version}": {"id": agent, "version": 1},

@@ -1,0 +1,47 @@
+"""``EmailSender`` over SMTP with aiosmtplib, configured by one URL (``PARLEY_SMTP_URL``).
+
+``smtp://[user:password@]host[:port]`` (port 25 by default; STARTTLS when the server offers it) or
+``smtps://...`` (TLS from the first byte, port 465 by default). Unset: every send fails with a clear reason.
+"""
+
+from __future__ import annotations
+
+from email.message import EmailMessage as MimeMessage
+from email.utils import formatdate, make_msgid
+from urllib.parse import unquote, urlsplit
+
+import aiosmtplib
+
+from application.ports.triggers import EmailFailed, EmailMessage
+
+
+class SmtpEmailSender:
+    def __init__(self, url: str | None, sender: str, *, timeout: float = 10.0) -> None:
+        self.url, self.sender, self.timeout = url, sender, timeout
+
+    def _server(self) -> dict[str, object]:
+        if not self.url:
+            raise EmailFailed("no mail server is configured (PARLEY_SMTP_URL)")
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+            raise EmailFailed("PARLEY_SMTP_URL must be smtp://host[:port] or smtps://host[:port]")
+        secure = parts.scheme == "smtps"
+        return {"hostname": parts.hostname, "port": parts.port or (465 if secure else 25), "use_tls": secure,
+                "start_tls": False if secure else None,
+                "username": unquote(parts.username) if parts.username else None,
+                "password": unquote(parts.password) if parts.password else None}
+
+    async def send(self, message: EmailMessage) -> None:
+        mime = MimeMessage()
+        mime["From"] = self.sender
+        mime["To"] = ", ".join(message.to)
+        mime["Subject"] = message.subject
+        mime["Date"] = formatdate(usegmt=True)
+        mime["Message-ID"] = make_msgid(domain="parley")
+        mime.set_content(message.body)
+        try:
+            await aiosmtplib.send(mime, timeout=self.timeout, **self._server())  # type: ignore[arg-type]
+        except EmailFailed:
+            raise
+        except (aiosmtplib.SMTPException, OSError, TimeoutError, ValueError) as exc:
+            raise EmailFailed(f"{type(exc).__name__}: {exc}"[:300]) from exc

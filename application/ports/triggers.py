@@ -1,0 +1,67 @@
+"""Ports for triggers: their rules and runs, and the email sender their email actions go out through."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from application.ports.platform import Page, PageRequest
+from domain.triggers import Trigger, TriggerRun
+
+
+class TriggerRepository(Protocol):
+    async def add(self, trigger: Trigger) -> Trigger: ...
+
+    async def get(self, organization_id: int, trigger_id: int) -> Trigger | None: ...
+
+    async def list(self, organization_id: int, page: PageRequest) -> Page[Trigger]:
+        """Oldest first."""
+        ...
+
+    async def update(self, trigger: Trigger) -> Trigger: ...
+
+    async def delete(self, organization_id: int, trigger_id: int) -> bool:
+        """Deletes the trigger and its runs; False when there was none."""
+        ...
+
+    async def for_event(self, organization_id: int, event: str) -> list[Trigger]:
+        """The organization's enabled triggers on ``event``, by id (an index on (organization, event): never a
+        scan of every trigger)."""
+        ...
+
+    async def add_runs(self, runs: Sequence[TriggerRun]) -> list[TriggerRun]:
+        """Stores the runs that are new and returns those, with their ids: a run of a (trigger, event) that is
+        stored already is left out, whatever the concurrency (a unique key on (trigger_id, event_id))."""
+        ...
+
+    async def get_run(self, organization_id: int, run_id: int, *, lock: bool = False) -> TriggerRun | None:
+        """``lock``: held until the transaction ends (two workers never record one action at once)."""
+        ...
+
+    async def update_run(self, run: TriggerRun) -> TriggerRun:
+        """Writes the run's status, actions and finished_at."""
+        ...
+
+    async def list_runs(self, organization_id: int, trigger_id: int, status: str | None,
+                        page: PageRequest) -> Page[TriggerRun]:
+        """Newest first."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EmailMessage:
+    to: tuple[str, ...]
+    subject: str
+    body: str
+    """Plain text."""
+
+
+class EmailFailed(Exception):
+    """The message was not accepted (connection, refusal, timeout); ``str(exc)`` says why."""
+
+
+class EmailSender(Protocol):
+    async def send(self, message: EmailMessage) -> None:
+        """Hand the message to the mail server; raises EmailFailed when it is not accepted."""
+        ...

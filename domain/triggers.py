@@ -1,0 +1,587 @@
+"""Triggers: automation rules that act when an event of the catalogue happens.
+
+A trigger names one event (``domain.events.EventType``), an optional condition tree over the event's ``data``
+and one to ten actions. Everything here is data and pure functions: the condition tree is parsed and checked
+against the event's declared members (``EventType.fields``), evaluated without ever raising, and explained
+(a trace of every comparison); action texts are templates with ``{{data.member}}`` placeholders, checked the
+same way and filled by substitution only (no expression language, nothing is evaluated).
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from domain.errors import ValidationFailed
+from domain.events import CATALOGUE, EventType, FieldType
+
+MAX_DEPTH = 3
+"""Condition groups nest at most this deep (the top group is depth 1)."""
+MAX_PREDICATES = 50
+MAX_IN_VALUES = 100
+MAX_STRING_VALUE = 1000
+MAX_ACTIONS = 10
+MAX_ATTEMPTS = 5
+"""An action is tried at most this many times."""
+MAX_CHAIN_DEPTH = 3
+"""An event caused by trigger actions this many levels deep (or more) is not evaluated (the loop guard)."""
+NAME_MAX_LENGTH = 200
+
+OPS = ("eq", "neq", "gt", "gte", "lt", "lte", "in", "contains", "exists")
+_ORDERING = frozenset({"gt", "gte", "lt", "lte"})
+_OPS_BY_TYPE: Mapping[FieldType | None, frozenset[str]] = {
+    FieldType.STRING: frozenset({"eq", "neq", "in", "contains", "exists"}),
+    FieldType.NUMBER: frozenset({"eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"}),
+    FieldType.BOOLEAN: frozenset({"eq", "neq", "in", "exists"}),
+    FieldType.OBJECT: frozenset({"exists"}),
+    FieldType.ARRAY: frozenset({"contains", "exists"}),
+    None: frozenset(OPS),  # below an object member: free-form, checked when evaluated
+}
+ACTION_TYPES = ("webhook", "email", "sms", "chat_message", "call", "campaign_contact")
+RUN_STATUSES = ("not_matched", "skipped", "running", "succeeded", "failed")
+ACTION_STATUSES = ("pending", "succeeded", "failed", "retrying")
+
+RETRY_DELAYS: tuple[timedelta, ...] = (timedelta(seconds=5), timedelta(minutes=5), timedelta(minutes=30),
+                                       timedelta(hours=2))
+"""Waits before attempts 2 to 5 (like webhook deliveries), each with up to ±20 % jitter."""
+
+_SEGMENT = r"[A-Za-z_][A-Za-z0-9_]{0,63}"
+_PATH = re.compile(rf"data(?:\.{_SEGMENT}){{1,4}}")
+_PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+
+
+# -- conditions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    field: str
+    """``data.member`` (or ``data.member.sub`` below an object member)."""
+    op: str
+    value: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    mode: str
+    """``all`` or ``any``."""
+    items: tuple[Condition, ...]
+
+
+Condition = Predicate | Group
+
+
+@dataclass(frozen=True, slots=True)
+class TraceStep:
+    field: str
+    op: str
+    expected: Any
+    actual: Any
+    result: bool
+
+    def view(self) -> dict[str, Any]:
+        return {"field": self.field, "op": self.op, "expected": self.expected, "actual": self.actual,
+                "result": self.result}
+
+
+def _fail(where: str, message: str) -> ValidationFailed:
+    return ValidationFailed.field(where, message)
+
+
+def field_type(event: EventType, path: str, where: str = "field") -> FieldType | None:
+    """The declared type of ``path`` in ``event``'s data (None below an object member, where anything goes);
+    ValidationFailed naming ``where`` when the event does not carry it."""
+    if not isinstance(path, str) or not _PATH.fullmatch(path):
+        raise _fail(where, f"{str(path)[:80]!r} is not a field: write data.<member> (e.g. data.status)")
+    parts = path.split(".")[1:]
+    declared = event.fields.get(parts[0])
+    if declared is None:
+        raise _fail(where, f"{event.value} carries no field {path} (its fields: "
+                           f"{', '.join('data.' + k for k in sorted(event.fields))})")
+    if len(parts) == 1:
+        return declared
+    if declared is not FieldType.OBJECT:
+        raise _fail(where, f"data.{parts[0]} is a {declared.value}: it has no member {parts[1]}")
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _scalar_fits(kind: FieldType | None, value: Any) -> bool:
+    if value is None:
+        return True
+    if kind is FieldType.STRING:
+        return isinstance(value, str) and len(value) <= MAX_STRING_VALUE
+    if kind is FieldType.NUMBER:
+        return _is_number(value)
+    if kind is FieldType.BOOLEAN:
+        return isinstance(value, bool)
+    return (isinstance(value, str) and len(value) <= MAX_STRING_VALUE) or _is_number(value) or isinstance(
+        value, bool)
+
+
+def _check_value(kind: FieldType | None, op: str, value: Any, where: str) -> Any:
+    type_name = kind.value if kind is not None else "value"
+    if op == "exists":
+        if value is None:
+            return True
+        if not isinstance(value, bool):
+            raise _fail(where, "exists takes true (present and not null) or false")
+        return value
+    if op in _ORDERING:
+        if not _is_number(value):
+            raise _fail(where, f"{op} compares numbers: value must be a number")
+        return value
+    if op == "in":
+        if not isinstance(value, list) or not 1 <= len(value) <= MAX_IN_VALUES:
+            raise _fail(where, f"in takes a list of 1 to {MAX_IN_VALUES} values")
+        if not all(_scalar_fits(kind, v) for v in value):
+            raise _fail(where, f"every value of in must be a {type_name}")
+        return list(value)
+    if op == "contains":
+        if kind is FieldType.STRING and not (isinstance(value, str) and 0 < len(value) <= MAX_STRING_VALUE):
+            raise _fail(where, "contains on a string takes a non-empty string")
+        if not _scalar_fits(None, value) or value is None:
+            raise _fail(where, "contains takes a string, number or boolean")
+        return value
+    if not _scalar_fits(kind, value):  # eq, neq
+        raise _fail(where, f"value must be a {type_name} (or null)")
+    return value
+
+
+def parse_conditions(raw: Any, event: EventType, where: str = "conditions") -> Group | None:
+    """The condition tree sent by a client (``{all|any: [...]}``, leaves ``{field, op, value}``), checked
+    against ``event``'s declared data; None for no conditions (always matches). ValidationFailed names the
+    offending member (``conditions.all[1].field``)."""
+    if raw is None:
+        return None
+    count = [0]
+    tree = _parse_node(raw, event, where, 1, count)
+    if isinstance(tree, Predicate):
+        return Group("all", (tree,))
+    return tree
+
+
+def _parse_node(raw: Any, event: EventType, where: str, depth: int, count: list[int]) -> Condition:
+    if not isinstance(raw, Mapping):
+        raise _fail(where, "a condition is an object: {all: [...]}, {any: [...]} or {field, op, value}")
+    modes = [m for m in ("all", "any") if m in raw]
+    if modes:
+        if len(modes) > 1 or len(raw) != 1:
+            raise _fail(where, "a group has exactly one member, all or any")
+        mode = modes[0]
+        if depth > MAX_DEPTH:
+            raise _fail(where, f"groups nest at most {MAX_DEPTH} deep")
+        items = raw[mode]
+        if not isinstance(items, list) or not items:
+            raise _fail(f"{where}.{mode}", "a non-empty list of conditions")
+        return Group(mode, tuple(_parse_node(item, event, f"{where}.{mode}[{i}]", depth + 1, count)
+                                 for i, item in enumerate(items)))
+    unknown = set(raw) - {"field", "op", "value"}
+    if unknown:
+        raise _fail(where, f"unknown member {sorted(unknown)[0]!r} (a condition has field, op and value)")
+    count[0] += 1
+    if count[0] > MAX_PREDICATES:
+        raise _fail(where, f"at most {MAX_PREDICATES} comparisons")
+    path = raw.get("field")
+    kind = field_type(event, path, f"{where}.field")
+    op = raw.get("op")
+    if op not in OPS:
+        raise _fail(f"{where}.op", f"one of {', '.join(OPS)}")
+    if op not in _OPS_BY_TYPE[kind]:
+        raise _fail(f"{where}.op", f"{op} does not apply to {path}, a {kind.value if kind else 'value'} "
+                                   f"(use {', '.join(sorted(_OPS_BY_TYPE[kind]))})")
+    return Predicate(path, op, _check_value(kind, op, raw.get("value"), f"{where}.value"))
+
+
+def conditions_view(tree: Condition | None) -> dict[str, Any] | None:
+    """The tree as the API shows it (and as it is stored)."""
+    if tree is None:
+        return None
+    if isinstance(tree, Predicate):
+        return {"field": tree.field, "op": tree.op, "value": tree.value}
+    return {tree.mode: [conditions_view(item) for item in tree.items]}
+
+
+def conditions_from_view(raw: Any) -> Group | None:
+    """A stored tree back (it was checked when stored; nothing is re-validated)."""
+    if raw is None:
+        return None
+    node = _from_view(raw)
+    return node if isinstance(node, Group) else Group("all", (node,))
+
+
+def _from_view(raw: Mapping[str, Any]) -> Condition:
+    for mode in ("all", "any"):
+        if mode in raw:
+            return Group(mode, tuple(_from_view(item) for item in raw[mode]))
+    return Predicate(raw["field"], raw["op"], raw.get("value"))
+
+
+_MISSING = object()
+
+
+def lookup(data: Any, path: str) -> Any:
+    """The value at ``data.a.b`` in an event's data, or ``_MISSING``."""
+    value: Any = {"data": data}
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality of JSON values where true is not 1 (Python's bool is an int)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if _is_number(a) and _is_number(b):
+        return bool(a == b)
+    return type(a) is type(b) and a == b if not (a is None or b is None) else a is b
+
+
+def compare(op: str, actual: Any, expected: Any) -> bool:
+    """One comparison; never raises. A missing member equals nothing (``eq`` false, ``neq`` true)."""
+    try:
+        if op == "exists":
+            present = actual is not _MISSING and actual is not None
+            return present if expected is not False else not present
+        if op == "eq":
+            return actual is not _MISSING and _same(actual, expected)
+        if op == "neq":
+            return not (actual is not _MISSING and _same(actual, expected))
+        if op == "in":
+            return actual is not _MISSING and isinstance(expected, list) and any(_same(actual, e) for e in expected)
+        if op == "contains":
+            if isinstance(actual, str) and isinstance(expected, str):
+                return expected in actual
+            if isinstance(actual, list):
+                return any(_same(item, expected) for item in actual)
+            return False
+        if op in _ORDERING:
+            if not (_is_number(actual) and _is_number(expected)):
+                return False
+            return {"gt": actual > expected, "gte": actual >= expected, "lt": actual < expected,
+                    "lte": actual <= expected}[op]
+    except Exception:
+        return False
+    return False
+
+
+def _shown(value: Any) -> Any:
+    """A value as the trace shows it: JSON-safe and short."""
+    if value is _MISSING:
+        return None
+    try:
+        text = json.dumps(value, default=str, allow_nan=False)
+    except (TypeError, ValueError):
+        return str(value)[:200]
+    return value if len(text) <= 500 else text[:500]
+
+
+def evaluate(tree: Condition | None, data: Any) -> tuple[bool, list[TraceStep]]:
+    """Whether ``data`` (an event's data: any JSON value) satisfies ``tree``, with the trace of every
+    comparison made (each one is made, so the trace explains the whole decision). Never raises."""
+    trace: list[TraceStep] = []
+    if tree is None:
+        return True, trace
+    return _evaluate(tree, data, trace), trace
+
+
+def _evaluate(node: Condition, data: Any, trace: list[TraceStep]) -> bool:
+    if isinstance(node, Predicate):
+        actual = lookup(data, node.field)
+        result = compare(node.op, actual, node.value)
+        trace.append(TraceStep(node.field, node.op, _shown(node.value), _shown(actual), result))
+        return result
+    results = [_evaluate(item, data, trace) for item in node.items]
+    return all(results) if node.mode == "all" else any(results)
+
+
+# -- templates ---------------------------------------------------------------------------------
+
+
+def check_template(text: Any, event: EventType, where: str, max_length: int) -> str:
+    """A text with ``{{data.member}}`` placeholders: every ``{{`` must open a placeholder naming a member the
+    event carries, and braces must balance; ValidationFailed naming ``where`` otherwise."""
+    if not isinstance(text, str):
+        raise _fail(where, "must be a string")
+    if len(text) > max_length:
+        raise _fail(where, f"at most {max_length} characters")
+    rest = _PLACEHOLDER.sub(lambda m: _check_placeholder(m.group(1), event, where), text)
+    if "{{" in rest or "}}" in rest:
+        raise _fail(where, "unbalanced braces: a placeholder is {{data.member}}")
+    return text
+
+
+def _check_placeholder(inner: str, event: EventType, where: str) -> str:
+    if not _PATH.fullmatch(inner):
+        raise _fail(where, f"{{{{{inner[:60]}}}}} is not a placeholder: write {{{{data.member}}}}")
+    field_type(event, inner, where)
+    return ""
+
+
+def placeholders(text: str) -> list[str]:
+    return [m.group(1) for m in _PLACEHOLDER.finditer(text)]
+
+
+def render(text: str, data: Any, *, max_length: int = 100_000) -> str:
+    """``text`` with each ``{{data.member}}`` replaced by that member of ``data`` (strings as they are, other
+    values as JSON, a missing or null member as nothing). Anything else is left as written. Never raises."""
+
+    def fill(match: re.Match[str]) -> str:
+        path = match.group(1)
+        if not _PATH.fullmatch(path):
+            return match.group(0)
+        value = lookup(data, path)
+        if value is _MISSING or value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        try:
+            return json.dumps(value, default=str, separators=(",", ":"))
+        except (TypeError, ValueError):
+            return str(value)
+
+    try:
+        return _PLACEHOLDER.sub(fill, text)[:max_length]
+    except Exception:
+        return text[:max_length]
+
+
+# -- actions -----------------------------------------------------------------------------------
+
+SUBJECT_MAX = 200
+BODY_MAX = 10_000
+SMS_MAX = 1600
+CHAT_MAX = 4000
+PHONE_MAX = 100
+NAME_MAX = 200
+MAX_RECIPIENTS = 10
+MAX_CUSTOM_FIELDS = 20
+_EMAIL = re.compile(r"[^@\s{}]+@[^@\s{}]+\.[^@\s{}]+")
+_CONFIG_MEMBERS: Mapping[str, tuple[frozenset[str], frozenset[str]]] = {
+    "webhook": (frozenset({"url"}), frozenset()),
+    "email": (frozenset({"to", "subject", "body"}), frozenset()),
+    "sms": (frozenset({"to", "body"}), frozenset()),
+    "chat_message": (frozenset({"url", "text"}), frozenset()),
+    "call": (frozenset({"agent_id", "phone"}), frozenset({"custom_data"})),
+    "campaign_contact": (frozenset({"campaign_id", "phone"}), frozenset({"name"})),
+}
+"""Required and optional members of each action type's config."""
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    type: str
+    config: Mapping[str, Any]
+
+    def view(self) -> dict[str, Any]:
+        return {"type": self.type, "config": dict(self.config)}
+
+
+def check_action(raw: Any, event: EventType, where: str) -> Action:
+    """One action as a client sent it: its type, its config's members, its texts checked as templates against
+    ``event``. URLs and literal phone numbers are checked by the application (egress rules, the normaliser)."""
+    if not isinstance(raw, Mapping):
+        raise _fail(where, "an action is {type, config}")
+    kind = raw.get("type")
+    if kind not in ACTION_TYPES:
+        raise _fail(f"{where}.type", f"one of {', '.join(ACTION_TYPES)}")
+    config = raw.get("config")
+    if not isinstance(config, Mapping):
+        raise _fail(f"{where}.config", "an object")
+    required, optional = _CONFIG_MEMBERS[kind]
+    for name in sorted(required - set(config)):
+        raise _fail(f"{where}.config.{name}", "required")
+    for name in sorted(set(config) - required - optional):
+        raise _fail(f"{where}.config.{name}", f"unknown member for a {kind} action")
+    at = f"{where}.config"
+    out: dict[str, Any] = {}
+    if kind in ("webhook", "chat_message"):
+        if not isinstance(config["url"], str) or not 0 < len(config["url"]) <= 2048:
+            raise _fail(f"{at}.url", "a URL of at most 2048 characters")
+        out["url"] = config["url"].strip()
+        if kind == "chat_message":
+            out["text"] = check_template(config["text"], event, f"{at}.text", CHAT_MAX)
+    elif kind == "email":
+        to = config["to"]
+        if not isinstance(to, list) or not 1 <= len(to) <= MAX_RECIPIENTS:
+            raise _fail(f"{at}.to", f"a list of 1 to {MAX_RECIPIENTS} addresses")
+        for i, address in enumerate(to):
+            if not isinstance(address, str) or len(address) > 320 or not _EMAIL.fullmatch(address.strip()):
+                raise _fail(f"{at}.to[{i}]", "not an email address")
+        out["to"] = [a.strip() for a in to]
+        out["subject"] = check_template(config["subject"], event, f"{at}.subject", SUBJECT_MAX)
+        if "\n" in out["subject"] or "\r" in out["subject"]:
+            raise _fail(f"{at}.subject", "one line")
+        out["body"] = check_template(config["body"], event, f"{at}.body", BODY_MAX)
+    elif kind == "sms":
+        out["to"] = check_template(config["to"], event, f"{at}.to", PHONE_MAX)
+        out["body"] = check_template(config["body"], event, f"{at}.body", SMS_MAX)
+    elif kind == "call":
+        out["agent_id"] = _check_id(config["agent_id"], f"{at}.agent_id")
+        out["phone"] = check_template(config["phone"], event, f"{at}.phone", PHONE_MAX)
+        custom = config.get("custom_data") or {}
+        if not isinstance(custom, Mapping) or len(custom) > MAX_CUSTOM_FIELDS:
+            raise _fail(f"{at}.custom_data", f"an object of at most {MAX_CUSTOM_FIELDS} members")
+        out["custom_data"] = {str(k)[:64]: check_template(v, event, f"{at}.custom_data.{k}", 1000)
+                              for k, v in custom.items()}
+    else:  # campaign_contact
+        out["campaign_id"] = _check_id(config["campaign_id"], f"{at}.campaign_id")
+        out["phone"] = check_template(config["phone"], event, f"{at}.phone", PHONE_MAX)
+        if config.get("name") is not None:
+            out["name"] = check_template(config["name"], event, f"{at}.name", NAME_MAX)
+    return Action(kind, out)
+
+
+def _check_id(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 2**53:
+        raise _fail(where, "a positive integer id")
+    return value
+
+
+def check_actions(raw: Any, event: EventType, where: str = "actions") -> tuple[Action, ...]:
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_ACTIONS:
+        raise _fail(where, f"a list of 1 to {MAX_ACTIONS} actions")
+    return tuple(check_action(item, event, f"{where}[{i}]") for i, item in enumerate(raw))
+
+
+def check_event(name: Any, where: str = "event") -> EventType:
+    kind = CATALOGUE.get(name) if isinstance(name, str) else None
+    if kind is None or not kind.emitted:
+        raise _fail(where, f"{str(name)[:100]!r} is not an event of the catalogue (GET /webhooks/events)")
+    return kind
+
+
+def check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > NAME_MAX_LENGTH:
+        raise _fail("name", f"1 to {NAME_MAX_LENGTH} characters")
+    return name.strip()
+
+
+def rendered(action: Action, data: Any) -> dict[str, Any]:
+    """The action's config with every text filled from ``data``."""
+    config = dict(action.config)
+    for key in ("text", "subject", "body", "phone", "name"):
+        if isinstance(config.get(key), str):
+            config[key] = render(config[key], data)
+    if action.type == "sms":
+        config["to"] = render(config["to"], data)
+    if action.type == "call":
+        config["custom_data"] = {k: render(v, data) for k, v in (config.get("custom_data") or {}).items()}
+    return config
+
+
+def retry_delay(attempts: int, jitter: float) -> timedelta | None:
+    """The wait after ``attempts`` failed attempts (``jitter`` in [-1, 1]); None: no attempt left."""
+    if attempts >= MAX_ATTEMPTS:
+        return None
+    base = RETRY_DELAYS[min(attempts, len(RETRY_DELAYS)) - 1]
+    return base * (1 + 0.2 * max(-1.0, min(1.0, jitter)))
+
+
+# -- the resources ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    id: int | None
+    organization_id: int
+    name: str
+    event: str
+    conditions: Group | None
+    actions: tuple[Action, ...]
+    enabled: bool
+    sealed_secret: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    type: str
+    status: str = "pending"
+    attempts: int = 0
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    next_attempt_at: datetime | None = None
+
+    def view(self) -> dict[str, Any]:
+        return {"type": self.type, "status": self.status, "attempts": self.attempts, "error": self.error,
+                "started_at": self.started_at, "finished_at": self.finished_at,
+                "next_attempt_at": self.next_attempt_at}
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerRun:
+    id: int | None
+    organization_id: int
+    trigger_id: int
+    event: str
+    event_id: int | None
+    """The outbox event evaluated (None for a test run, which is never stored)."""
+    depth: int
+    matched: bool
+    status: str
+    condition_trace: tuple[TraceStep, ...]
+    actions: tuple[ActionResult, ...]
+    data: Mapping[str, Any] = field(default_factory=dict)
+    """The event's data, kept for a matched run (the actions' templates are filled from it)."""
+    reason: str | None = None
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+def decide(trigger: Trigger, event: str, event_id: int | None, data: Mapping[str, Any], depth: int,
+           now: datetime) -> TriggerRun:
+    """The run of ``trigger`` for one event: skipped past the loop guard, else matched (its actions pending)
+    or not, with the condition trace."""
+    if depth >= MAX_CHAIN_DEPTH:
+        return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False, "skipped",
+                          (), (), {}, f"the event was caused by trigger actions {depth} levels deep "
+                          f"(at most {MAX_CHAIN_DEPTH - 1} are followed)", now, now)
+    matched, trace = evaluate(trigger.conditions, data)
+    if not matched:
+        return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False,
+                          "not_matched", tuple(trace), (), {}, None, now, now)
+    return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, True, "running",
+                      tuple(trace), tuple(ActionResult(a.type) for a in trigger.actions), dict(data), None, now, None)
+
+
+def settle(run: TriggerRun, now: datetime) -> TriggerRun:
+    """The run's status from its actions: failed once one failed for good, succeeded when all did."""
+    statuses = {a.status for a in run.actions}
+    if "failed" in statuses:
+        return _with_status(run, "failed", now)
+    if statuses == {"succeeded"}:
+        return _with_status(run, "succeeded", now)
+    return run
+
+
+def _with_status(run: TriggerRun, status: str, now: datetime) -> TriggerRun:
+    return replace(run, status=status, finished_at=run.finished_at or now)
+
+
+def sample_data(event: EventType) -> dict[str, Any]:
+    return dict(event.example)
+
+
+def is_literal(text: str) -> bool:
+    """True when ``text`` has no placeholder (a literal the application can check at creation)."""
+    return not placeholders(text)
+
+
+def trace_from_view(raw: Sequence[Mapping[str, Any]]) -> tuple[TraceStep, ...]:
+    return tuple(TraceStep(s["field"], s["op"], s.get("expected"), s.get("actual"), bool(s["result"]))
+                 for s in raw)

@@ -1,0 +1,102 @@
+"""Triggers behave the same on memory, SQLite and PostgreSQL: rules round-trip (conditions and actions as data),
+the lookup by (organization, event) sees only enabled rules of that organization, a run per (trigger, event) is
+stored once whatever the repetition, runs page newest first by status, and events keep their depth."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from application.outbox import TRIGGERS
+from application.ports.events import OutboxReader
+from application.ports.platform import PageRequest, UnitOfWork
+from application.ports.triggers import TriggerRepository
+from domain.events import DomainEvent, EventType
+from domain.triggers import Action, ActionResult, Trigger, decide, parse_conditions
+from tests.conftest import new_organization
+
+NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
+CONDITIONS = parse_conditions({"all": [{"field": "data.status", "op": "eq", "value": "confirmed"}, {"any": [
+    {"field": "data.calendar_id", "op": "in", "value": [3]}]}]}, EventType.APPOINTMENT_BOOKED)
+
+
+def _trigger(org: int, event: str = "appointment.booked", enabled: bool = True) -> Trigger:
+    return Trigger(None, org, "t", event, CONDITIONS, (Action("chat_message", {"url": "https://x.test/a",
+                                                                               "text": "{{data.id}}"}),),
+                   enabled, "sealed", NOW, NOW)
+
+
+async def test_rules_round_trip_and_are_found_by_organization_and_event(container: Any) -> None:
+    org, other = await new_organization(container), await new_organization(container)
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        kept = await repo.add(_trigger(org))
+        await repo.add(_trigger(org, enabled=False))
+        await repo.add(_trigger(org, event="call.ended"))
+        await repo.add(_trigger(other))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        assert await repo.get(org, kept.id or 0) == kept
+        assert await repo.get(other, kept.id or 0) is None
+        assert [t.id for t in await repo.for_event(org, "appointment.booked")] == [kept.id]
+        assert (await repo.list(org, PageRequest(10, 0))).total == 3
+        changed = await repo.update(replace(kept, name="renamed", conditions=None, updated_at=NOW + timedelta(1)))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        assert await (await r.get(TriggerRepository)).get(org, kept.id or 0) == changed
+
+
+async def test_a_run_per_trigger_and_event_is_stored_once(container: Any) -> None:
+    org = await new_organization(container)
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        rule = await repo.add(_trigger(org))
+        await (await r.get(UnitOfWork)).commit()
+    example = dict(EventType.APPOINTMENT_BOOKED.example)
+    runs = [decide(rule, "appointment.booked", n, {**example, "status": status}, 0, NOW)
+            for n, status in ((1, "confirmed"), (2, "pending"), (3, "confirmed"))]
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        stored = await repo.add_runs(runs[:2])
+        assert [(s.event_id, s.matched) for s in stored] == [(1, True), (2, False)]
+        again = await repo.add_runs(runs)
+        assert [s.event_id for s in again] == [3]
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        run = await repo.get_run(org, stored[0].id or 0, lock=True)
+        assert run is not None and run.data == {**example, "status": "confirmed"}
+        assert [s.result for s in run.condition_trace] == [True, True]
+        done = replace(run, status="succeeded", finished_at=NOW, actions=(
+            ActionResult("chat_message", "succeeded", 1, None, NOW, NOW),))
+        await repo.update_run(done)
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        assert await repo.get_run(org, done.id or 0) == done
+        page = await repo.list_runs(org, rule.id or 0, None, PageRequest(10, 0))
+        assert [x.event_id for x in page.items] == [3, 2, 1] and page.total == 3
+        assert [x.event_id for x in (await repo.list_runs(org, rule.id or 0, "not_matched",
+                                                          PageRequest(10, 0))).items] == [2]
+        assert await repo.delete(org, rule.id or 0) and not await repo.delete(org, rule.id or 0)
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        assert (await repo.list_runs(org, rule.id or 0, None, PageRequest(10, 0))).total == 0
+
+
+async def test_events_keep_the_depth_their_unit_was_told(container: Any) -> None:
+    org = await new_organization(container)
+    async with container() as r:
+        before = await (await r.get(OutboxReader)).cursor(TRIGGERS)
+        uow = await r.get(UnitOfWork)
+        uow.record(DomainEvent(EventType.CALL_ENDED, org, {"id": "a"}))
+        uow.caused_at_depth(2)
+        uow.record(EventType.CALL_ENDED(org, {"id": "b"}))
+        await uow.commit()
+    async with container() as r:
+        mine = [e for e in await (await r.get(OutboxReader)).pending(TRIGGERS, 10_000)
+                if e.organization_id == org and e.id > before]
+    assert [(e.data["id"], e.depth) for e in mine] == [("a", 0), ("b", 2)]
