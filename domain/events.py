@@ -12,8 +12,8 @@ one of its members, and the units of work refuse anything that is not such an ev
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
@@ -275,6 +275,33 @@ def require_catalogued(event: object) -> DomainEvent:
     if type(event) is not DomainEvent or not isinstance(event.kind, EventType) or not event.kind.emitted:
         raise TypeError(f"not an event of the catalogue: {event!r}")
     return event
+
+
+class PendingEvents:
+    """What a unit of work recorded and has not committed yet: events of the catalogue only, each at least as deep
+    as the trigger action the unit's work was caused by (the loop guard's depth)."""
+
+    __slots__ = ("_events", "depth")
+
+    def __init__(self) -> None:
+        self._events: list[DomainEvent] = []
+        self.depth = 0
+
+    def add(self, event: DomainEvent) -> None:
+        """Keep ``event`` (an event of the catalogue: anything else is a TypeError)."""
+        event = require_catalogued(event)
+        if self.depth > event.depth:
+            event = replace(event, depth=self.depth)
+        self._events.append(event)
+
+    def __bool__(self) -> bool:
+        return bool(self._events)
+
+    def __iter__(self) -> Iterator[DomainEvent]:
+        return iter(self._events)
+
+    def clear(self) -> None:
+        self._events.clear()
 
 
 @dataclass(frozen=True, slots=True)

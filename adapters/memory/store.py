@@ -6,11 +6,10 @@ import asyncio
 import copy
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from application.ports.platform import Clock
-from domain.events import DomainEvent, require_catalogued
+from domain.events import DomainEvent, PendingEvents, require_catalogued
 
 
 class InMemoryStore:
@@ -33,8 +32,7 @@ class InMemoryUnitOfWork:
         self._on_work = on_work
         self._created_work = False
         self._snapshot: tuple[Any, Any, list[Any]] | None = None
-        self._events: list[DomainEvent] = []
-        self._depth = 0
+        self._events = PendingEvents()
 
     async def tables(self) -> dict[str, dict[Any, Any]]:
         if self._snapshot is None:
@@ -45,14 +43,11 @@ class InMemoryUnitOfWork:
 
     def record(self, event: DomainEvent) -> None:
         """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox."""
-        event = require_catalogued(event)
-        if self._depth > event.depth:
-            event = replace(event, depth=self._depth)
-        self._events.append(event)
+        self._events.add(event)
 
     def caused_at_depth(self, depth: int) -> None:
         """Events recorded from now on in this unit were caused by a trigger's action at ``depth``."""
-        self._depth = depth
+        self._events.depth = depth
 
     def created_work(self) -> None:
         self._created_work = True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -11,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from adapters.sql.engine import WRITE_OPTION
 from adapters.sql.tables import outbox_events
 from application.ports.platform import Clock
-from domain.events import DomainEvent, require_catalogued
+from domain.events import DomainEvent, PendingEvents, require_catalogued
 
 OUTBOX_WRITE_LOCK = 0x5041524C4F42  # the advisory lock that orders outbox writes on PostgreSQL ("PARLOB")
 
@@ -28,8 +27,7 @@ class SqlUnitOfWork:
         self._clock = clock
         self._write = write
         self._connection: AsyncConnection | None = None
-        self._events: list[DomainEvent] = []
-        self._depth = 0
+        self._events = PendingEvents()
 
     async def connection(self) -> AsyncConnection:
         if self._connection is None:
@@ -45,14 +43,11 @@ class SqlUnitOfWork:
 
     def record(self, event: DomainEvent) -> None:
         """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox."""
-        event = require_catalogued(event)
-        if self._depth > event.depth:
-            event = replace(event, depth=self._depth)
-        self._events.append(event)
+        self._events.add(event)
 
     def caused_at_depth(self, depth: int) -> None:
         """Events recorded from now on in this unit were caused by a trigger's action at ``depth``."""
-        self._depth = depth
+        self._events.depth = depth
 
     def created_work(self) -> None:
         """This transaction creates background work: job runners are woken once it committed."""
