@@ -372,7 +372,7 @@ async def test_the_script_is_served_as_javascript_with_caching(api: Api) -> None
     for path in ("/widget.js", "/v2/widget.js", "/api/v2/widget.js"):
         script = await api.client.get(path)
         assert script.status_code == 200, path
-        assert script.headers["content-type"].startswith("text/javascript")
+        assert script.headers["content-type"] == "text/javascript; charset=utf-8"
         assert script.headers["cache-control"] == "public, max-age=300"
         assert "/widget/contacts" in script.text and "Authorization" in script.text
         assert len(script.content) < 10_000  # a few KB
