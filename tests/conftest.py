@@ -9,6 +9,7 @@ import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -194,6 +195,46 @@ async def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterato
     conn = await asyncpg.connect(dsn)
     await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     await conn.close()
+
+
+@asynccontextmanager
+async def _private_pg_database(prefix: str) -> AsyncIterator[str]:
+    """A PostgreSQL database of its own, a copy of the run's migrated template, dropped afterwards."""
+    import asyncpg
+
+    admin = _pg_admin_url()
+    dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
+    name = f"parley_{prefix}_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(dsn)
+    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_pg_template_name()}"')
+    await conn.close()
+    try:
+        yield admin.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        conn = await asyncpg.connect(dsn)
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.close()
+
+
+@pytest.fixture
+async def private_pg_url(postgres_url: str) -> AsyncIterator[str]:
+    """A migrated PostgreSQL database of this test's own (skipped like postgres_url; required in CI)."""
+    async with _private_pg_database("own") as url:
+        yield url
+
+
+@pytest.fixture
+async def private_sql_url(sql_url: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+                          ) -> AsyncIterator[str]:
+    """A migrated database of this test's own on each SQL database (a copy of the run's template), for tests
+    whose work reaches every organization in the database (a period close, the outbox's backlog)."""
+    if sql_url.startswith("sqlite"):
+        target = tmp_path / "own.db"
+        shutil.copyfile(_run_dir(tmp_path_factory) / "parley-template.db", target)
+        yield f"sqlite+aiosqlite:///{target}"
+        return
+    async with _private_pg_database("own") as url:
+        yield url
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

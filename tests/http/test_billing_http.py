@@ -7,12 +7,8 @@ another's methods or invoices. Tests that close periods run on a database of the
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,34 +27,13 @@ from entrypoints.http.authentication import SessionAuthenticator
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from entrypoints.worker import jobs, make_runner
-from tests.conftest import Api, ApiFactory, Tenant, _pg_admin_url, _pg_template_name, _run_dir
+from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.test_cloud_status_http import COOKIE, SessionsForTests, as_header, in_admin
 from tests.http.test_usage_http import record
 
 JAN = datetime(2026, 1, 20, 9, tzinfo=UTC)
 FEB = datetime(2026, 2, 1, 0, 0, 5, tzinfo=UTC)
 
-
-@pytest.fixture
-async def own_db(sql_url: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
-    """A migrated database of this test's own (the period close invoices every organization in it)."""
-    if sql_url.startswith("sqlite"):
-        target = tmp_path / "billing.db"
-        shutil.copyfile(_run_dir(tmp_path_factory) / "parley-template.db", target)
-        yield f"sqlite+aiosqlite:///{target}"
-        return
-    import asyncpg
-
-    admin = _pg_admin_url()
-    dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"parley_billing_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(dsn)
-    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_pg_template_name()}"')
-    await conn.close()
-    yield admin.rsplit("/", 1)[0] + f"/{name}"
-    conn = await asyncpg.connect(dsn)
-    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await conn.close()
 
 
 async def get(api: Api, t: Tenant, path: str, status: int = 200) -> Any:
@@ -179,8 +154,9 @@ async def test_payment_methods_come_from_gateway_tokens(any_api: Api) -> None:
     assert empty.status_code == 400
 
 
-async def test_one_organization_never_sees_anothers_methods_or_invoices(make_api: ApiFactory, own_db: str) -> None:
-    api, clock, _gateway, worker = await billed_app(make_api, own_db)
+async def test_one_organization_never_sees_anothers_methods_or_invoices(
+        make_api: ApiFactory, private_sql_url: str) -> None:
+    api, clock, _gateway, worker = await billed_app(make_api, private_sql_url)
     try:
         a, b = await api.tenant(name="A"), await api.tenant(name="B")
         card = await add_card(api, a)
@@ -207,8 +183,9 @@ async def test_one_organization_never_sees_anothers_methods_or_invoices(make_api
 # ---------------------------------------------------------------------------------------------- invoices
 
 
-async def test_the_upcoming_invoice_bills_the_plan_and_overage_in_cents(make_api: ApiFactory, own_db: str) -> None:
-    api, _clock, _gateway, worker = await billed_app(make_api, own_db)
+async def test_the_upcoming_invoice_bills_the_plan_and_overage_in_cents(
+        make_api: ApiFactory, private_sql_url: str) -> None:
+    api, _clock, _gateway, worker = await billed_app(make_api, private_sql_url)
     try:
         business = await api.tenant(plan="business")
         starter = await api.tenant(plan="starter")
@@ -227,8 +204,8 @@ async def test_the_upcoming_invoice_bills_the_plan_and_overage_in_cents(make_api
 
 
 async def test_a_declined_charge_makes_the_subscription_past_due_until_a_retry_pays(make_api: ApiFactory,
-                                                                                   own_db: str) -> None:
-    api, clock, gateway, worker = await billed_app(make_api, own_db)
+                                                                                   private_sql_url: str) -> None:
+    api, clock, gateway, worker = await billed_app(make_api, private_sql_url)
     try:
         t = await api.tenant(plan="business")
         await record(api, t.organization_id, SMS_SEGMENTS, 10_100, "sms:bulk", JAN)
@@ -268,8 +245,8 @@ async def test_a_declined_charge_makes_the_subscription_past_due_until_a_retry_p
 
 
 async def test_declines_are_retried_after_1_3_and_5_days_then_uncollectible_and_pay_retries_at_once(
-        make_api: ApiFactory, own_db: str) -> None:
-    api, clock, gateway, worker = await billed_app(make_api, own_db)
+        make_api: ApiFactory, private_sql_url: str) -> None:
+    api, clock, gateway, worker = await billed_app(make_api, private_sql_url)
     try:
         t = await api.tenant(plan="starter")
         await add_card(api, t, "pm_card_insufficientFunds")
@@ -300,8 +277,8 @@ async def test_declines_are_retried_after_1_3_and_5_days_then_uncollectible_and_
         await worker.close()
 
 
-async def test_a_repeated_pay_with_one_idempotency_key_charges_once(make_api: ApiFactory, own_db: str) -> None:
-    api, clock, gateway, worker = await billed_app(make_api, own_db)
+async def test_a_repeated_pay_with_one_idempotency_key_charges_once(make_api: ApiFactory, private_sql_url: str) -> None:
+    api, clock, gateway, worker = await billed_app(make_api, private_sql_url)
     try:
         t = await api.tenant(plan="business")
         clock.set(FEB)
@@ -319,8 +296,9 @@ async def test_a_repeated_pay_with_one_idempotency_key_charges_once(make_api: Ap
         await worker.close()
 
 
-async def test_pay_without_a_method_keeps_the_invoice_open_and_says_why(make_api: ApiFactory, own_db: str) -> None:
-    api, clock, _gateway, worker = await billed_app(make_api, own_db)
+async def test_pay_without_a_method_keeps_the_invoice_open_and_says_why(
+        make_api: ApiFactory, private_sql_url: str) -> None:
+    api, clock, _gateway, worker = await billed_app(make_api, private_sql_url)
     try:
         t = await api.tenant(plan="enterprise")
         clock.set(FEB)
@@ -335,8 +313,8 @@ async def test_pay_without_a_method_keeps_the_invoice_open_and_says_why(make_api
         await worker.close()
 
 
-async def test_cancel_at_period_end_cancels_when_the_period_closes(make_api: ApiFactory, own_db: str) -> None:
-    api, clock, _gateway, worker = await billed_app(make_api, own_db)
+async def test_cancel_at_period_end_cancels_when_the_period_closes(make_api: ApiFactory, private_sql_url: str) -> None:
+    api, clock, _gateway, worker = await billed_app(make_api, private_sql_url)
     try:
         t = await api.tenant(plan="business")
         await add_card(api, t)
@@ -391,34 +369,18 @@ async def test_a_dashboard_session_reaches_billing(make_api: ApiFactory, sql_url
 # ---------------------------------------------------------------------------------------------- two workers
 
 
-@pytest.fixture
-async def pg_db(postgres_url: str) -> AsyncIterator[str]:
-    """A migrated PostgreSQL database of this test's own (skipped like postgres_url; required in CI)."""
-    import asyncpg
-
-    admin = _pg_admin_url()
-    dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"parley_billing2_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(dsn)
-    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_pg_template_name()}"')
-    await conn.close()
-    yield admin.rsplit("/", 1)[0] + f"/{name}"
-    conn = await asyncpg.connect(dsn)
-    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await conn.close()
-
 
 ORGS = 40
 
 
 @pytest.mark.postgres
 async def test_two_workers_close_a_month_once_per_organization_and_charge_each_invoice_once(
-        make_api: ApiFactory, pg_db: str) -> None:
+        make_api: ApiFactory, private_pg_url: str) -> None:
     """Two job runners (as two worker processes have) over one PostgreSQL database, with a manual clock crossing
     January into February: each organization gets one January invoice and is charged once; a close or a
     collection run again at once by both (as when a lease is taken over) changes nothing."""
     assert close_job in jobs() and collect_job in jobs()  # every `parley worker` runs them
-    api, clock, gateway, first = await billed_app(make_api, pg_db)
+    api, clock, gateway, first = await billed_app(make_api, private_pg_url)
     second = Worker(api, gateway)
     try:
         clock.set(datetime(2026, 1, 31, 23, 59, 59, tzinfo=UTC))

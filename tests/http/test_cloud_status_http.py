@@ -7,13 +7,10 @@ platform-wide state), on SQLite and PostgreSQL, with a manual clock."""
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,33 +36,11 @@ from entrypoints.http.authentication import Refused, SessionAuthenticator
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from entrypoints.worker import jobs, make_runner
-from tests.conftest import Api, ApiFactory, Tenant, _pg_admin_url, _pg_template_name, _run_dir
+from tests.conftest import Api, ApiFactory, Tenant
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 COOKIE = "parley_session"
 
-
-@pytest.fixture
-async def fresh_url(sql_url: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-                    ) -> AsyncIterator[str]:
-    """A migrated database of this test's own (a copy of the run's template)."""
-    if sql_url.startswith("sqlite"):
-        target = tmp_path / "cloud.db"
-        shutil.copyfile(_run_dir(tmp_path_factory) / "parley-template.db", target)
-        yield f"sqlite+aiosqlite:///{target}"
-        return
-    import asyncpg
-
-    admin = _pg_admin_url()
-    dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"parley_cloud_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(dsn)
-    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_pg_template_name()}"')
-    await conn.close()
-    yield admin.rsplit("/", 1)[0] + f"/{name}"
-    conn = await asyncpg.connect(dsn)
-    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await conn.close()
 
 
 class SessionsForTests(SessionAuthenticator):
@@ -188,8 +163,8 @@ async def healthy(make_api: ApiFactory, url: str, *overrides: Provider) -> tuple
     return api, clock, tenant
 
 
-async def test_a_healthy_platform_is_operational_and_measured(make_api: ApiFactory, fresh_url: str) -> None:
-    api, _clock, tenant = await healthy(make_api, fresh_url)
+async def test_a_healthy_platform_is_operational_and_measured(make_api: ApiFactory, private_sql_url: str) -> None:
+    api, _clock, tenant = await healthy(make_api, private_sql_url)
     SteppingPing.latency = timedelta(milliseconds=7)
     data = await components(api, tenant)
     assert data == {
@@ -206,8 +181,8 @@ async def test_a_healthy_platform_is_operational_and_measured(make_api: ApiFacto
 
 
 async def test_the_database_is_degraded_when_slow_and_down_when_it_fails(make_api: ApiFactory,
-                                                                         fresh_url: str) -> None:
-    api, _clock, tenant = await healthy(make_api, fresh_url)
+                                                                         private_sql_url: str) -> None:
+    api, _clock, tenant = await healthy(make_api, private_sql_url)
     SteppingPing.latency = timedelta(milliseconds=251)
     data = await components(api, tenant)
     assert data["components"]["database"] == {"status": "degraded", "latency_ms": 251.0}
@@ -218,9 +193,10 @@ async def test_the_database_is_degraded_when_slow_and_down_when_it_fails(make_ap
     assert data["status"] == "down"
 
 
-async def test_the_worker_is_degraded_then_down_as_its_heartbeat_ages(make_api: ApiFactory, fresh_url: str) -> None:
+async def test_the_worker_is_degraded_then_down_as_its_heartbeat_ages(
+        make_api: ApiFactory, private_sql_url: str) -> None:
     clock = ManualClock(START)
-    api = await make_api(fresh_url, clock=clock, overrides=(SteppingPingProvider(),))
+    api = await make_api(private_sql_url, clock=clock, overrides=(SteppingPingProvider(),))
     tenant = await api.tenant(scopes=("cloud:read",))
     # no worker ever beat
     assert (await components(api, tenant))["components"]["worker"] == {"status": "down", "last_heartbeat_at": None}
@@ -238,8 +214,8 @@ async def test_the_worker_is_degraded_then_down_as_its_heartbeat_ages(make_api: 
 
 
 async def test_the_outbox_is_degraded_then_down_while_events_wait_for_a_consumer(make_api: ApiFactory,
-                                                                                  fresh_url: str) -> None:
-    api, clock, tenant = await healthy(make_api, fresh_url)
+                                                                                  private_sql_url: str) -> None:
+    api, clock, tenant = await healthy(make_api, private_sql_url)
     await record_events(api, tenant)
     await beat(api)
     outbox = (await components(api, tenant))["components"]["outbox"]
@@ -258,10 +234,10 @@ async def test_the_outbox_is_degraded_then_down_while_events_wait_for_a_consumer
     assert outbox == {"status": "operational", "pending": 0, "oldest_pending_seconds": 0.0}
 
 
-async def test_a_long_backlog_is_degraded_however_young(make_api: ApiFactory, fresh_url: str) -> None:
+async def test_a_long_backlog_is_degraded_however_young(make_api: ApiFactory, private_sql_url: str) -> None:
     clock = ManualClock(START)
     section = CloudStatusSettings(outbox_degraded_pending=1)
-    api = await make_api(fresh_url, clock=clock, overrides=(SteppingPingProvider(),), sections=(section,))
+    api = await make_api(private_sql_url, clock=clock, overrides=(SteppingPingProvider(),), sections=(section,))
     tenant = await api.tenant(scopes=("cloud:read", "agents:write"))
     await beat(api)
     await consume_everything(api)
@@ -271,8 +247,8 @@ async def test_a_long_backlog_is_degraded_however_young(make_api: ApiFactory, fr
 
 
 async def test_failing_webhook_subscriptions_degrade_the_organizations_status(make_api: ApiFactory,
-                                                                             fresh_url: str) -> None:
-    api, _clock, tenant = await healthy(make_api, fresh_url)
+                                                                             private_sql_url: str) -> None:
+    api, _clock, tenant = await healthy(make_api, private_sql_url)
     other = await api.tenant(scopes=("cloud:read",))
     ids = []
     for n in range(3):
@@ -298,9 +274,9 @@ async def test_failing_webhook_subscriptions_degrade_the_organizations_status(ma
     assert (await components(api, other))["components"]["webhooks"]["failing_subscriptions"] == 0
 
 
-async def test_the_telephony_health_check_decides_its_status(make_api: ApiFactory, fresh_url: str) -> None:
+async def test_the_telephony_health_check_decides_its_status(make_api: ApiFactory, private_sql_url: str) -> None:
     fake = FakeTelephony()
-    api, _clock, tenant = await healthy(make_api, fresh_url, Pinned(Telephony, fake))
+    api, _clock, tenant = await healthy(make_api, private_sql_url, Pinned(Telephony, fake))
     assert (await components(api, tenant))["components"]["telephony"] == {"status": "operational",
                                                                            "provider": "fake"}
     fake.answer = TelephonyHealth(ok=False, provider="fake", detail="carrier unreachable")
@@ -311,8 +287,8 @@ async def test_the_telephony_health_check_decides_its_status(make_api: ApiFactor
     assert (await components(api, tenant))["components"]["telephony"] == {"status": "down", "provider": None}
 
 
-async def test_a_bearer_key_needs_cloud_read(make_api: ApiFactory, fresh_url: str) -> None:
-    api, _clock, tenant = await healthy(make_api, fresh_url)
+async def test_a_bearer_key_needs_cloud_read(make_api: ApiFactory, private_sql_url: str) -> None:
+    api, _clock, tenant = await healthy(make_api, private_sql_url)
     assert (await status(api, tenant.headers)).status_code == 200
     other = await api.key_for(tenant.organization_id, ("calls:read",))
     refused = await status(api, other.headers)
@@ -323,9 +299,10 @@ async def test_a_bearer_key_needs_cloud_read(make_api: ApiFactory, fresh_url: st
     assert missing.status_code == 401 and missing.json()["error"]["code"] == "MISSING_AUTH"
 
 
-async def test_a_dashboard_session_is_accepted_here_and_nowhere_else(make_api: ApiFactory, fresh_url: str) -> None:
+async def test_a_dashboard_session_is_accepted_here_and_nowhere_else(
+        make_api: ApiFactory, private_sql_url: str) -> None:
     sessions = SessionsForTests()
-    api, _clock, tenant = await healthy(make_api, fresh_url, Pinned(SessionAuthenticator, sessions))
+    api, _clock, tenant = await healthy(make_api, private_sql_url, Pinned(SessionAuthenticator, sessions))
 
     async def sign_in(request: Any) -> Principal:
         user_id = await (await request.get(CreateUser)).execute(
@@ -352,9 +329,9 @@ async def test_a_dashboard_session_is_accepted_here_and_nowhere_else(make_api: A
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "INSUFFICIENT_SCOPE"
 
 
-async def test_the_heartbeat_is_a_recurring_worker_job(make_api: ApiFactory, fresh_url: str) -> None:
+async def test_the_heartbeat_is_a_recurring_worker_job(make_api: ApiFactory, private_sql_url: str) -> None:
     clock = ManualClock(START)
-    api = await make_api(fresh_url, clock=clock, overrides=(SteppingPingProvider(),))
+    api = await make_api(private_sql_url, clock=clock, overrides=(SteppingPingProvider(),))
     tenant = await api.tenant(scopes=("cloud:read",))
     assert heartbeat_job in jobs()  # `parley worker` and the in-process worker of `parley serve` run it
     container = build_container(api.settings, *api.overrides)
