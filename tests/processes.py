@@ -9,8 +9,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -35,6 +36,18 @@ def parley_json(args: list[str], env: Mapping[str, str], cwd: Path) -> dict:
     out = subprocess.run([*PARLEY, *args], env=dict(env), cwd=cwd, capture_output=True, text=True, timeout=60,
                          check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+async def until(check: Callable[[], Awaitable[Any]], seconds: float, what: str) -> Any:
+    """``check()``'s first truthy value, asked every 0.2 s of real time (these processes run on the wall clock);
+    fails the test after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = await check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.2)
 
 
 class Server:

@@ -6,8 +6,6 @@ screenshot at a laptop's and a phone's size in var/screenshots/."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,23 +21,13 @@ from domain.usage import period_bounds
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from tests.browser.conftest import SCREENSHOTS
-from tests.processes import Server, free_port, parley_json, sqlite_env
+from tests.processes import Server, free_port, parley_json, sqlite_env, until
 
 pytestmark = pytest.mark.slow
 
 PASSWORD = "correct horse battery"
 LAPTOP = {"width": 1366, "height": 800}
 PHONE = {"width": 390, "height": 844}
-
-
-async def until(check: Callable[[], Awaitable[Any]], seconds: float, what: str) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        value = await check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.25)
 
 
 async def shots(page: Any, name: str) -> None:

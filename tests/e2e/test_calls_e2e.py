@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.processes import free_port
+from tests.processes import free_port, until
 from tests.webhooks.receiver import Receiver
 
 pytestmark = pytest.mark.slow
@@ -30,14 +30,6 @@ FINAL = {"completed", "busy", "no_answer", "failed", "voicemail", "cancelled", "
 
 
 
-async def _until(check: Any, seconds: float, what: str) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        value = await check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
 
 
 async def test_calls_end_to_end_on_a_real_server(tmp_path: Path) -> None:
@@ -62,7 +54,7 @@ async def test_calls_end_to_end_on_a_real_server(tmp_path: Path) -> None:
                 except httpx.TransportError:
                     return False
 
-            await _until(healthy, 30, "the server")
+            await until(healthy, 30, "the server")
             calendar = (await client.post("/v2/scheduling/calendars", json={
                 "name": "Demos", "timezone": "UTC", "slot_duration_minutes": 30})).json()["data"]
             for weekday in range(7):
@@ -99,7 +91,7 @@ async def test_calls_end_to_end_on_a_real_server(tmp_path: Path) -> None:
                 calls = {s: (await client.get(f"/v2/calls/{i}")).json()["data"] for s, i in ids.items()}
                 return calls if all(c["status"] in FINAL for c in calls.values()) else None
 
-            calls = await _until(all_final, 30, "every call to end")
+            calls = await until(all_final, 30, "every call to end")
             assert time.monotonic() - started < 15
             assert (await client.get("/v2/calls")).json()["meta"]["total"] == len(expected)
             for suffix, status in expected.items():
