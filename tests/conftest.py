@@ -37,6 +37,12 @@ DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 IN_CI = bool(os.environ.get("CI"))
 
 
+CHEAP_HASHING: dict[str, Any] = {"argon2_time_cost": 1, "argon2_memory_kib": 8 * 1024, "argon2_parallelism": 1}
+"""The tests' password hashing cost: argon2id at the production cost takes about 0.2 s of CPU per hash or
+check, and the dashboard's tests sign in about a hundred times a run. tests/contract/test_password_hasher.py
+checks the production cost (the settings' defaults)."""
+
+
 def _pg_admin_url() -> str:
     return os.environ.get("PARLEY_TEST_POSTGRES_URL", DEFAULT_PG)
 
@@ -399,7 +405,7 @@ async def _start_api(pool: AppPool, tmp_root: Path, database_url: str, *,
                      clock: ManualClock | LentClock | None = None, overrides: tuple[Provider, ...] = (),
                      **settings: Any) -> Api:
     # the test client always calls from one address: the failed-authentication budget is set per test
-    settings = {"auth_failures_per_minute": 1_000_000, **settings}
+    settings = {"auth_failures_per_minute": 1_000_000, **CHEAP_HASHING, **settings}
     base = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
                     allow_loopback_targets=True, **settings)
     clock_overrides: tuple[Provider, ...] = (ClockProvider(clock),) if clock else ()
@@ -510,7 +516,7 @@ async def container(database_url: str, tmp_root: Path) -> AsyncIterator[Any]:
     """A container on each backend (memory, SQLite, PostgreSQL) for contract tests:
     ``async with container() as r: repo = await r.get(Port)``."""
     settings = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
-                        allow_loopback_targets=True, rate_limit_backend="database")
+                        allow_loopback_targets=True, rate_limit_backend="database", **CHEAP_HASHING)
     built = build_container(settings)
     yield built
     await built.close()
