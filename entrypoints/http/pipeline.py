@@ -466,10 +466,14 @@ class _Run:
             try:
                 body = box.open(body.decode("ascii")).encode("latin-1")
             except (SecretUnreadable, UnicodeError):
-                # sealed under another PARLEY_SECRET_KEY: the response cannot be given again, and acting
-                # again would break the key's promise
-                log.error("a stored idempotent response cannot be opened (was PARLEY_SECRET_KEY changed?)")
-                await self.reply(router_error_messages(500, "internal_error", "Internal server error"))
+                # sealed under a key neither PARLEY_SECRET_KEY nor PARLEY_PREVIOUS_SECRET_KEYS holds: the
+                # response cannot be given again, and acting again would break the key's promise
+                log.warning("a stored idempotent response cannot be opened (PARLEY_SECRET_KEY changed without "
+                            "PARLEY_PREVIOUS_SECRET_KEYS?)")
+                await self.reply(router_error_messages(
+                    409, "idempotency_replay_unavailable",
+                    "The stored response of this Idempotency-Key can no longer be read; it was not acted on "
+                    "again. Use a new key"))
                 return
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
         headers += [(b"content-length", str(len(body)).encode()), (b"idempotency-replayed", b"true")]
