@@ -72,6 +72,13 @@ _PREFLIGHT_HEADERS = [
 ]
 
 
+_WIDGET_CORS = {b"access-control-allow-origin", b"vary"}
+
+
+def _widget_cors(origin: bytes) -> list[tuple[bytes, bytes]]:
+    return [(b"access-control-allow-origin", origin), (b"vary", b"Origin")]
+
+
 def rewrite_path(path: str) -> str:
     """``/v2/*`` is served as ``/api/v2/*``; the widget's script is also served at the root (``/widget.js``)."""
     if path == PRIMARY_PREFIX or path.startswith(PRIMARY_PREFIX + "/"):
@@ -170,12 +177,20 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
         state["request_id"] = request_id
         state["original_path"] = original
         own = [(b"x-request-id", request_id.encode()), _NOSNIFF]
+        set_here = _SET_HERE
+        if path.startswith(WIDGET_PATHS):
+            # every answer on /widget/* lets the calling page read it, its errors included (an expired token, a
+            # refused origin, a rate limit): they say only why; what succeeds needs one of the token's origins
+            origin = next((value for key, value in scope["headers"] if key == b"origin"), None)
+            if origin is not None:
+                own += _widget_cors(origin)
+                set_here = _SET_HERE | _WIDGET_CORS
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                headers = [h for h in message.get("headers", []) if h[0].lower() not in _SET_HERE]
+                headers = [h for h in message.get("headers", []) if h[0].lower() not in set_here]
                 message = {**message, "headers": [*headers, *own]}
             await send(message)
 

@@ -238,7 +238,7 @@ class _Run:
         key, organization = principal.key, principal.organization
         now = gate.clock.now()
 
-        # 1b. a widget token works only from its own origins; the answer then lets that origin read it (CORS)
+        # 1b. a widget token works only from its own origins (the outermost layer lets the page read every answer)
         if principal.widget is not None:
             origin = _header(scope, b"origin")
             if not principal.widget.allows_origin(origin):
@@ -246,7 +246,6 @@ class _Run:
                     403, "origin_not_allowed", "This widget token is not valid from this page's origin"
                     if origin else "A widget request must carry the Origin header of an allowed page"))
                 return
-            self.extra_headers.append((b"access-control-allow-origin", (origin or "").encode("latin-1")))
             scope["state"]["widget_grant"] = principal.widget
 
         # 2. rate limit (per principal: a rotated key shares its predecessor's counters, a widget token has its own)

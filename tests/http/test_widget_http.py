@@ -302,7 +302,7 @@ async def test_origins_outside_the_token_are_refused(clocked: Api) -> None:
         refused = await w.campaign(origin=origin)
         assert refused.status_code == 403, f"{origin}: {refused.text}"
         assert refused.json()["error"]["code"] == "origin_not_allowed"
-        assert "access-control-allow-origin" not in refused.headers
+        assert refused.headers["access-control-allow-origin"] == origin  # the page can read why, and only why
     missing = await w.submit(origin=None)
     assert missing.status_code == 403 and missing.json()["error"]["code"] == "origin_not_allowed"
     assert (await w.campaign(origin="https://shop.example:443")).status_code == 200  # the same origin, spelt out
@@ -342,6 +342,31 @@ async def test_a_token_has_twenty_requests_a_minute_of_its_own(clocked: Api) -> 
 
 
 # ----------------------------------------------------------------------------------------------- CORS
+
+
+async def test_widget_errors_carry_the_cors_headers_of_a_success(make_api: ApiFactory, sql_url: str) -> None:
+    clock = ManualClock(MONDAY_NOON)
+    api = await make_api(sql_url, clock=clock)
+    w = await _widget(api)
+    success = await w.campaign()
+    assert success.status_code == 200
+    cors = {"access-control-allow-origin": SHOP, "vary": "Origin"}
+    forged = _forged(w, key="another-secret-key-of-32-bytes-or-more!")
+    errors = {
+        "missing token": await api.client.get("/v2/widget/campaign", headers={"Origin": SHOP}),
+        "forged token": await w.campaign(token=forged),
+        "bad body": await w.submit({"phone": PHONE, "campaign_id": 1}),
+        "unknown widget route": await api.client.get("/v2/widget/nothing", headers=w.headers()),
+    }
+    clock.advance(seconds=900)
+    errors["expired token"] = await w.submit()
+    for what, response in errors.items():
+        assert response.status_code in (400, 401, 404), f"{what}: {response.text}"
+        assert response.json()["success"] is False, what
+        for header, value in cors.items():
+            assert success.headers[header] == value
+            assert response.headers.get(header) == value, f"{what}: {dict(response.headers)}"
+        assert response.headers.get_list("access-control-allow-origin") == [SHOP], what
 
 
 async def test_cors_is_answered_on_widget_routes_only(api: Api) -> None:
