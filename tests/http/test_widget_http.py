@@ -255,6 +255,31 @@ async def test_a_token_expires_at_the_clocks_time(make_api: ApiFactory, sql_url:
     assert expired.headers["www-authenticate"].startswith("Widget")
 
 
+async def test_a_token_stops_working_when_its_minting_key_is_revoked(clocked: Api) -> None:
+    w = await _widget(clocked)
+    minter = await clocked.key_for(w.tenant.organization_id, ("widget:write",))
+    minted = await _mint(clocked, minter, w.campaign_id)
+    assert minted.status_code == 201, minted.text
+    token = minted.json()["data"]["token"]
+    assert (await w.campaign(token=token)).status_code == 200
+    revoked = await clocked.client.delete(f"/v2/api-keys/{minter.key_id}", headers=w.tenant.headers)
+    assert revoked.status_code in (200, 204), revoked.text
+    for refused in (await w.campaign(token=token), await w.submit(token=token)):
+        _auth_error(refused, 401, "INVALID_WIDGET_TOKEN")
+        assert "revoked" in refused.json()["error"]["message"]
+    assert (await w.campaign()).status_code == 200  # a token of another key works on
+
+
+async def test_a_token_stops_working_when_its_minting_key_expires(clocked: Api) -> None:
+    w = await _widget(clocked)
+    minter = await clocked.key_for(w.tenant.organization_id, ("widget:write",),
+                                   expires_at=MONDAY_NOON + timedelta(minutes=5))
+    token = (await _mint(clocked, minter, w.campaign_id)).json()["data"]["token"]
+    assert (await w.campaign(token=token)).status_code == 200
+    clocked.clock.advance(seconds=300)  # type: ignore[union-attr]
+    _auth_error(await w.campaign(token=token), 401, "INVALID_WIDGET_TOKEN")
+
+
 async def test_forged_tokens_are_refused(clocked: Api) -> None:
     w = await _widget(clocked)
     assert (await w.campaign(token=_forged(w))).status_code == 200  # the forging itself is faithful
