@@ -173,6 +173,10 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
         path = rewrite_path(original)
         if path != scope["path"]:
             scope = {**scope, "path": path, "raw_path": path.encode()}
+        method = scope["method"]
+        head = method == "HEAD"  # answered as GET, without the body (entrypoints/http/methods.py)
+        if head:
+            scope = {**scope, "method": "GET"}
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         state["original_path"] = original
@@ -192,6 +196,8 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
                 status = message["status"]
                 headers = [h for h in message.get("headers", []) if h[0].lower() not in set_here]
                 message = {**message, "headers": [*headers, *own]}
+            elif head and message.get("body"):
+                message = {**message, "body": b""}
             await send(message)
 
         try:
@@ -213,7 +219,7 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
                 return
             await app(scope, receive, send_with_id)
         finally:
-            _log_request(scope, scope["method"], status, time.perf_counter() - started)
+            _log_request(scope, method, status, time.perf_counter() - started)
             request_id_var.reset(token)
 
     return outer

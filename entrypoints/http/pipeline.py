@@ -15,7 +15,6 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 from urllib.parse import quote
 
 import msgspec
@@ -34,6 +33,7 @@ from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
 from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
+from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import Access, AuthMode, access_of
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
@@ -181,8 +181,8 @@ class RequestPipeline:
         handler = scope["route_handler"]
         access = access_of(handler.opt)
         if access is None:
-            if is_automatic_options(handler):  # Litestar's own OPTIONS answer: the methods a path serves
-                await self.app(scope, receive, send)
+            if is_automatic_options(handler):  # the methods the path serves (entrypoints/http/methods.py)
+                await _send_all(send, options_messages(scope), [])
                 return
             # unreachable through create_app (it refuses such a route); fail closed all the same
             log.error("route %s has no declared access", scope["path"])
@@ -192,11 +192,6 @@ class RequestPipeline:
         gate = await container.get(RequestGate)
         app = self.app if access.location is None else with_location(self.app, access.location)
         await _Run(app, scope, receive, send, gate, access).run()
-
-
-def is_automatic_options(handler: Any) -> bool:
-    """Whether ``handler`` is the OPTIONS handler Litestar adds to every path by itself."""
-    return set(handler.http_methods) == {"OPTIONS"} and getattr(handler, "handler_name", "") == "options_handler"
 
 
 class _Run:
