@@ -137,12 +137,24 @@ async def _metrics(scope: Scope, send: Send, token: str, snapshot: Snapshot | No
     await send({"type": "http.response.body", "body": body})
 
 
+def client_route(template: str, original_path: str) -> str:
+    """The route template as the client addressed it: ``/v2/agents/{id}`` for a request to ``/v2/agents/7``
+    (the app serves it as ``/api/v2/agents/{id}``), ``/widget.js`` for the script at the root."""
+    if original_path == WIDGET_SCRIPT_PATH and template == API_PREFIX + WIDGET_SCRIPT_PATH:
+        return WIDGET_SCRIPT_PATH
+    if template.startswith(API_PREFIX) and (original_path == PRIMARY_PREFIX
+                                            or original_path.startswith(PRIMARY_PREFIX + "/")):
+        return PRIMARY_PREFIX + template[len(API_PREFIX):]
+    return template
+
+
 def _log_request(scope: Scope, method: str, status: int, seconds: float) -> str:
     state = scope.get("state", {})
-    route = scope.get("path_template") or state.get("route") or "unmatched"
+    template = scope.get("path_template") or state.get("route") or "unmatched"
     actor = state.get("actor")
     outcome = outcome_of(status)
-    count_request(route, method, status, seconds)
+    count_request(template, method, status, seconds)  # one series per route, whichever prefix was used
+    route = client_route(template, state.get("original_path", ""))
     request_log.info("%s %s %d", method, route, status, extra={
         "organization_id": getattr(actor, "organization_id", None), "route": route, "method": method,
         "status": status, "duration_ms": round(seconds * 1000, 3), "outcome": outcome})
