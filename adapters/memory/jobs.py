@@ -110,3 +110,10 @@ class InMemoryJobQueue:
         times = [max(r.due_at, r.lease_expires_at) if r.lease_expires_at else r.due_at
                  for r in (await self._rows()).values() if r.kind in kinds and r.failed_at is None]
         return min(times, default=None)
+
+    async def purge_failed(self, before: datetime) -> int:
+        rows = await self._rows()
+        gone = [row.id for row in rows.values() if row.failed_at is not None and row.failed_at < before]
+        for job_id in gone:
+            del rows[job_id]
+        return len(gone)

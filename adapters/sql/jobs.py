@@ -105,6 +105,11 @@ class SqlJobQueue:
         return (await conn.execute(
             sa.select(earliest).where(jobs.c.kind.in_(list(kinds)), jobs.c.failed_at.is_(None)))).scalar()
 
+    async def purge_failed(self, before: datetime) -> int:
+        conn = await self.uow.connection()
+        result = await conn.execute(jobs.delete().where(jobs.c.failed_at.is_not(None), jobs.c.failed_at < before))
+        return int(result.rowcount or 0)
+
 
 async def listen(engine: Any, on_notify: Any) -> Any:
     """PostgreSQL: call ``on_notify()`` whenever a commit in any process created work. Returns the

@@ -150,3 +150,9 @@ class SqlTriggerRepository:
             where.append(trigger_runs.c.status == status)
         rows, total = await fetch_page(conn, list(trigger_runs.c), sa.and_(*where), [trigger_runs.c.id.desc()], page)
         return Page([_row_to_run(r) for r in rows], total, page.limit, page.offset)
+
+    async def purge_runs(self, before: datetime) -> int:
+        conn = await self.uow.connection()
+        ended = sa.func.coalesce(trigger_runs.c.finished_at, trigger_runs.c.created_at)
+        result = await conn.execute(trigger_runs.delete().where(trigger_runs.c.status != "running", ended < before))
+        return int(result.rowcount or 0)

@@ -79,6 +79,10 @@ class JobQueue(Protocol):
         """The earliest time a job of these kinds may be claimed (due, or its lease expires); None: no job."""
         ...
 
+    async def purge_failed(self, before: datetime) -> int:
+        """Forget the jobs that failed for the last time before ``before`` (housekeeping); how many."""
+        ...
+
 
 class JobSignal(Protocol):
     """Wakes runners after a commit that created work (in-process; PostgreSQL also NOTIFYs other processes)."""

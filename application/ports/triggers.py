@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from application.ports.platform import Page, PageRequest
@@ -46,6 +47,11 @@ class TriggerRepository(Protocol):
     async def list_runs(self, organization_id: int, trigger_id: int, status: str | None,
                         page: PageRequest) -> Page[TriggerRun]:
         """Newest first."""
+        ...
+
+    async def purge_runs(self, before: datetime) -> int:
+        """Forget the runs that ended (anything but ``running``) before ``before``: by ``finished_at``, else
+        ``created_at`` (housekeeping); how many."""
         ...
 
 

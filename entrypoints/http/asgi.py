@@ -72,6 +72,13 @@ _PREFLIGHT_HEADERS = [
 ]
 
 
+_WIDGET_CORS = {b"access-control-allow-origin", b"vary"}
+
+
+def _widget_cors(origin: bytes) -> list[tuple[bytes, bytes]]:
+    return [(b"access-control-allow-origin", origin), (b"vary", b"Origin")]
+
+
 def rewrite_path(path: str) -> str:
     """``/v2/*`` is served as ``/api/v2/*``; the widget's script is also served at the root (``/widget.js``)."""
     if path == PRIMARY_PREFIX or path.startswith(PRIMARY_PREFIX + "/"):
@@ -130,12 +137,24 @@ async def _metrics(scope: Scope, send: Send, token: str, snapshot: Snapshot | No
     await send({"type": "http.response.body", "body": body})
 
 
+def client_route(template: str, original_path: str) -> str:
+    """The route template as the client addressed it: ``/v2/agents/{id}`` for a request to ``/v2/agents/7``
+    (the app serves it as ``/api/v2/agents/{id}``), ``/widget.js`` for the script at the root."""
+    if original_path == WIDGET_SCRIPT_PATH and template == API_PREFIX + WIDGET_SCRIPT_PATH:
+        return WIDGET_SCRIPT_PATH
+    if template.startswith(API_PREFIX) and (original_path == PRIMARY_PREFIX
+                                            or original_path.startswith(PRIMARY_PREFIX + "/")):
+        return PRIMARY_PREFIX + template[len(API_PREFIX):]
+    return template
+
+
 def _log_request(scope: Scope, method: str, status: int, seconds: float) -> str:
     state = scope.get("state", {})
-    route = scope.get("path_template") or state.get("route") or "unmatched"
+    template = scope.get("path_template") or state.get("route") or "unmatched"
     actor = state.get("actor")
     outcome = outcome_of(status)
-    count_request(route, method, status, seconds)
+    count_request(template, method, status, seconds)  # one series per route, whichever prefix was used
+    route = client_route(template, state.get("original_path", ""))
     request_log.info("%s %s %d", method, route, status, extra={
         "organization_id": getattr(actor, "organization_id", None), "route": route, "method": method,
         "status": status, "duration_ms": round(seconds * 1000, 3), "outcome": outcome})
@@ -166,17 +185,31 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
         path = rewrite_path(original)
         if path != scope["path"]:
             scope = {**scope, "path": path, "raw_path": path.encode()}
+        method = scope["method"]
+        head = method == "HEAD"  # answered as GET, without the body (entrypoints/http/methods.py)
+        if head:
+            scope = {**scope, "method": "GET"}
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         state["original_path"] = original
         own = [(b"x-request-id", request_id.encode()), _NOSNIFF]
+        set_here = _SET_HERE
+        if path.startswith(WIDGET_PATHS):
+            # every answer on /widget/* lets the calling page read it, its errors included (an expired token, a
+            # refused origin, a rate limit): they say only why; what succeeds needs one of the token's origins
+            origin = next((value for key, value in scope["headers"] if key == b"origin"), None)
+            if origin is not None:
+                own += _widget_cors(origin)
+                set_here = _SET_HERE | _WIDGET_CORS
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                headers = [h for h in message.get("headers", []) if h[0].lower() not in _SET_HERE]
+                headers = [h for h in message.get("headers", []) if h[0].lower() not in set_here]
                 message = {**message, "headers": [*headers, *own]}
+            elif head and message.get("body"):
+                message = {**message, "body": b""}
             await send(message)
 
         try:
@@ -198,7 +231,7 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
                 return
             await app(scope, receive, send_with_id)
         finally:
-            _log_request(scope, scope["method"], status, time.perf_counter() - started)
+            _log_request(scope, method, status, time.perf_counter() - started)
             request_id_var.reset(token)
 
     return outer

@@ -15,7 +15,6 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 from urllib.parse import quote
 
 import msgspec
@@ -34,6 +33,7 @@ from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
 from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
+from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import Access, AuthMode, access_of
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
@@ -181,8 +181,8 @@ class RequestPipeline:
         handler = scope["route_handler"]
         access = access_of(handler.opt)
         if access is None:
-            if is_automatic_options(handler):  # Litestar's own OPTIONS answer: the methods a path serves
-                await self.app(scope, receive, send)
+            if is_automatic_options(handler):  # the methods the path serves (entrypoints/http/methods.py)
+                await _send_all(send, options_messages(scope), [])
                 return
             # unreachable through create_app (it refuses such a route); fail closed all the same
             log.error("route %s has no declared access", scope["path"])
@@ -192,11 +192,6 @@ class RequestPipeline:
         gate = await container.get(RequestGate)
         app = self.app if access.location is None else with_location(self.app, access.location)
         await _Run(app, scope, receive, send, gate, access).run()
-
-
-def is_automatic_options(handler: Any) -> bool:
-    """Whether ``handler`` is the OPTIONS handler Litestar adds to every path by itself."""
-    return set(handler.http_methods) == {"OPTIONS"} and getattr(handler, "handler_name", "") == "options_handler"
 
 
 class _Run:
@@ -238,7 +233,7 @@ class _Run:
         key, organization = principal.key, principal.organization
         now = gate.clock.now()
 
-        # 1b. a widget token works only from its own origins; the answer then lets that origin read it (CORS)
+        # 1b. a widget token works only from its own origins (the outermost layer lets the page read every answer)
         if principal.widget is not None:
             origin = _header(scope, b"origin")
             if not principal.widget.allows_origin(origin):
@@ -246,7 +241,6 @@ class _Run:
                     403, "origin_not_allowed", "This widget token is not valid from this page's origin"
                     if origin else "A widget request must carry the Origin header of an allowed page"))
                 return
-            self.extra_headers.append((b"access-control-allow-origin", (origin or "").encode("latin-1")))
             scope["state"]["widget_grant"] = principal.widget
 
         # 2. rate limit (per principal: a rotated key shares its predecessor's counters, a widget token has its own)
@@ -466,10 +460,14 @@ class _Run:
             try:
                 body = box.open(body.decode("ascii")).encode("latin-1")
             except (SecretUnreadable, UnicodeError):
-                # sealed under another PARLEY_SECRET_KEY: the response cannot be given again, and acting
-                # again would break the key's promise
-                log.error("a stored idempotent response cannot be opened (was PARLEY_SECRET_KEY changed?)")
-                await self.reply(router_error_messages(500, "internal_error", "Internal server error"))
+                # sealed under a key neither PARLEY_SECRET_KEY nor PARLEY_PREVIOUS_SECRET_KEYS holds: the
+                # response cannot be given again, and acting again would break the key's promise
+                log.warning("a stored idempotent response cannot be opened (PARLEY_SECRET_KEY changed without "
+                            "PARLEY_PREVIOUS_SECRET_KEYS?)")
+                await self.reply(router_error_messages(
+                    409, "idempotency_replay_unavailable",
+                    "The stored response of this Idempotency-Key can no longer be read; it was not acted on "
+                    "again. Use a new key"))
                 return
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
         headers += [(b"content-length", str(len(body)).encode()), (b"idempotency-replayed", b"true")]
