@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from adapters.memory.store import InMemoryUnitOfWork
+from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import Page, PageRequest
 from domain.triggers import Trigger, TriggerRun
 
@@ -84,3 +85,14 @@ class InMemoryTriggerRepository:
                        if r.organization_id == organization_id and r.trigger_id == trigger_id
                        and status in (None, r.status)), key=lambda r: r.id or 0, reverse=True)
         return page.slice(mine)
+
+
+class InMemoryActionJobs:
+    """The jobs of new runs' actions, scheduled one by one on the job queue."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self.queue = queue
+
+    async def schedule_new(self, jobs: Sequence[NewJob]) -> None:
+        for job in jobs:
+            await self.queue.schedule(job)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import msgspec
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 
 from adapters.sql.dialect import insert
+from adapters.sql.jobs_tables import jobs
+from adapters.sql.metadata import UtcDateTime
 from adapters.sql.paging import fetch_page
 from adapters.sql.triggers_tables import trigger_runs, triggers
 from adapters.sql.uow import SqlUnitOfWork
-from application.ports.platform import Page, PageRequest
+from application.ports.jobs import NewJob
+from application.ports.platform import Clock, Page, PageRequest
 from domain import triggers as rules
 from domain.rfc3339 import format_utc_millis, parse_instant
 from domain.triggers import Action, ActionResult, Trigger, TriggerRun
@@ -59,11 +64,60 @@ def _trigger_values(t: Trigger) -> dict[str, Any]:
             "updated_at": t.updated_at}
 
 
-def _run_values(r: TriggerRun) -> dict[str, Any]:
-    return {"organization_id": r.organization_id, "trigger_id": r.trigger_id, "event": r.event,
-            "event_id": r.event_id, "depth": r.depth, "matched": r.matched, "status": r.status,
-            "condition_trace": [s.view() for s in r.condition_trace], "actions": actions_to_json(r.actions),
-            "data": dict(r.data), "reason": r.reason, "created_at": r.created_at, "finished_at": r.finished_at}
+_ENCODER = msgspec.json.Encoder(enc_hook=str)
+
+
+def to_json(value: Any) -> str:
+    """JSON text of a value (msgspec; what it refuses, such as an integer beyond 64 bits, through json)."""
+    try:
+        return _ENCODER.encode(value).decode()
+    except (msgspec.EncodeError, OverflowError, TypeError, ValueError):
+        return json.dumps(value, default=str)
+
+
+def trace_to_json(trace: Sequence[rules.TraceStep]) -> str:
+    """The stored form of a condition trace: one array ``[field, op, expected, actual, result]`` per comparison
+    (``rules.trace_from_view`` reads it, and the objects stored before it)."""
+    return to_json([[s.field, s.op, s.expected, s.actual, s.result] for s in trace])
+
+
+_RUN_COLUMNS = ("organization_id", "trigger_id", "event", "event_id", "depth", "matched", "status",
+                "condition_trace", "actions", "data", "reason", "created_at", "finished_at")
+_JSON_COLUMNS = frozenset({"condition_trace", "actions", "data"})
+_STORED = (trigger_runs.c.id, trigger_runs.c.trigger_id, trigger_runs.c.event_id)
+
+
+def _run_rows(runs: Sequence[TriggerRun]) -> list[tuple[Any, ...]]:
+    """Each run as the values of ``_RUN_COLUMNS``, its JSON members as text (a run that did not match has no
+    actions and no data: constants)."""
+    return [(r.organization_id, r.trigger_id, r.event, r.event_id, r.depth, r.matched, r.status,
+             trace_to_json(r.condition_trace), to_json(actions_to_json(r.actions)) if r.actions else "[]",
+             to_json(dict(r.data)) if r.data else "{}", r.reason, r.created_at, r.finished_at) for r in runs]
+
+
+def _unnested(name: str) -> Any:
+    column = trigger_runs.c[name]
+    item: Any = (sa.Text() if name in _JSON_COLUMNS or isinstance(column.type, sa.String) else
+                 sa.DateTime(timezone=True) if isinstance(column.type, UtcDateTime) else column.type)
+    values = sa.func.unnest(sa.bindparam(name, type_=postgresql.ARRAY(item)))
+    return sa.cast(values, postgresql.JSONB) if name in _JSON_COLUMNS else values
+
+
+# PostgreSQL: one statement for a whole pass, whatever its size: a column of values per parameter (arrays,
+# unnested side by side), so the text never changes and is prepared once per connection
+_ADD_RUNS_POSTGRESQL = postgresql.insert(trigger_runs).from_select(
+    list(_RUN_COLUMNS), sa.select(*[_unnested(name) for name in _RUN_COLUMNS])).on_conflict_do_nothing(
+    index_elements=["trigger_id", "event_id"]).returning(*_STORED)
+# SQLite: one statement executed for many rows (SQLAlchemy sends them as multi-row INSERTs); JSON members go
+# in as the text they already are
+_ADD_RUNS_SQLITE = sqlite.insert(trigger_runs).values({
+    name: sa.bindparam(name, type_=sa.Text() if name in _JSON_COLUMNS else trigger_runs.c[name].type)
+    for name in _RUN_COLUMNS}).on_conflict_do_nothing(index_elements=["trigger_id", "event_id"]).returning(*_STORED)
+
+
+def _with_id(r: TriggerRun, run_id: int) -> TriggerRun:
+    return TriggerRun(run_id, r.organization_id, r.trigger_id, r.event, r.event_id, r.depth, r.matched, r.status,
+                      r.condition_trace, r.actions, r.data, r.reason, r.created_at, r.finished_at)
 
 
 class SqlTriggerRepository:
@@ -114,16 +168,17 @@ class SqlTriggerRepository:
         if not runs:
             return []
         conn = await self.uow.connection()
+        rows = _run_rows(runs)
         # ON CONFLICT (trigger_id, event_id) DO NOTHING: a run another worker (or an earlier pass that crashed
         # after committing) stored is never stored twice; a concurrent insert waits for the other transaction
-        # (one statement, compiled once and cached, executed for many rows: SQLAlchemy batches them into
-        # multi-row INSERT ... RETURNING on both databases)
-        stmt = insert(trigger_runs, self.uow.dialect).on_conflict_do_nothing(
-            index_elements=["trigger_id", "event_id"]).returning(trigger_runs.c.id, trigger_runs.c.trigger_id,
-                                                                 trigger_runs.c.event_id)
-        rows = (await conn.execute(stmt, [_run_values(r) for r in runs])).all()
-        stored = {(row.trigger_id, row.event_id): row.id for row in rows}
-        return sorted((replace(r, id=stored[(r.trigger_id, r.event_id)]) for r in runs
+        if self.uow.dialect == "postgresql":
+            stored_rows = await conn.execute(_ADD_RUNS_POSTGRESQL, {
+                name: [row[i] for row in rows] for i, name in enumerate(_RUN_COLUMNS)})
+        else:
+            stored_rows = await conn.execute(_ADD_RUNS_SQLITE, [dict(zip(_RUN_COLUMNS, row, strict=True))
+                                                                for row in rows])
+        stored = {(row.trigger_id, row.event_id): row.id for row in stored_rows}
+        return sorted((_with_id(r, stored[(r.trigger_id, r.event_id)]) for r in runs
                        if (r.trigger_id, r.event_id) in stored), key=lambda r: r.id or 0)
 
     async def get_run(self, organization_id: int, run_id: int, *, lock: bool = False) -> TriggerRun | None:
@@ -150,3 +205,25 @@ class SqlTriggerRepository:
             where.append(trigger_runs.c.status == status)
         rows, total = await fetch_page(conn, list(trigger_runs.c), sa.and_(*where), [trigger_runs.c.id.desc()], page)
         return Page([_row_to_run(r) for r in rows], total, page.limit, page.offset)
+
+
+# the job queue's insert of a new job (adapters/sql/jobs.py), for many at once; built once
+_NEW_JOBS = {dialect: insert(jobs, dialect).on_conflict_do_nothing(index_elements=["kind", "key"])
+             for dialect in ("postgresql", "sqlite")}
+
+
+class SqlActionJobs:
+    """The jobs of new runs' actions: one statement executed for all of them (the driver's executemany)."""
+
+    def __init__(self, uow: SqlUnitOfWork, clock: Clock) -> None:
+        self.uow, self.clock = uow, clock
+
+    async def schedule_new(self, new: Sequence[NewJob]) -> None:
+        if not new:
+            return
+        conn = await self.uow.connection()
+        now = self.clock.now()
+        await conn.execute(_NEW_JOBS[self.uow.dialect], [
+            {"kind": j.kind, "key": j.key, "payload": dict(j.payload), "priority": j.priority, "due_at": j.due_at,
+             "attempts": 0, "version": 0, "created_at": now} for j in new])
+        self.uow.created_work()  # wakes the runners once committed
