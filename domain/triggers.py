@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from domain.errors import ValidationFailed
 from domain.events import CATALOGUE, EventType, FieldType
@@ -78,8 +78,10 @@ class Group:
 Condition = Predicate | Group
 
 
-@dataclass(frozen=True, slots=True)
-class TraceStep:
+class TraceStep(NamedTuple):
+    """One comparison of a decision. A tuple: a run's trace is stored as arrays ``[field, op, expected, actual,
+    result]`` (thousands of runs a second are recorded), the API shows each as an object (``view``)."""
+
     field: str
     op: str
     expected: Any
@@ -359,22 +361,37 @@ def _compiled(node: Condition) -> _Check:
 def _compiled_predicate(node: Predicate) -> _Check:
     name, op, expected = node.field, node.op, node.value
     shown = _shown(expected)
-    parts = tuple(name.split("."))
+    path = tuple(name.split(".")[1:])  # below "data"
+    test = _test(op, expected)
 
     def check(data: Any, trace: list[TraceStep]) -> bool:
-        actual: Any = {"data": data}
-        for part in parts:  # lookup(data, name)
+        actual: Any = data
+        for part in path:  # lookup(data, name)
             if type(actual) is not dict and not isinstance(actual, Mapping):
                 actual = _MISSING
                 break
             actual = actual[part] if part in actual else _MISSING
             if actual is _MISSING:
                 break
-        result = compare(op, actual, expected)
+        result = test(actual)
         trace.append(TraceStep(name, op, shown, _shown(actual), result))
         return result
 
     return check
+
+
+def _test(op: str, expected: Any) -> Callable[[Any], bool]:
+    """``compare(op, actual, expected)`` as a function of ``actual``: the common cases written out (the same
+    results: a string equals only a string, a missing member equals nothing), the others through ``compare``."""
+    if op == "exists":
+        if expected is False:
+            return lambda actual: actual is _MISSING or actual is None
+        return lambda actual: actual is not _MISSING and actual is not None
+    if type(expected) is str and op == "eq":
+        return lambda actual: type(actual) is str and actual == expected
+    if type(expected) is str and op == "neq":
+        return lambda actual: not (type(actual) is str and actual == expected)
+    return lambda actual: compare(op, actual, expected)
 
 
 # -- templates ---------------------------------------------------------------------------------
@@ -656,5 +673,5 @@ def is_literal(text: str) -> bool:
 def trace_from_view(raw: Sequence[Any]) -> tuple[TraceStep, ...]:
     """A stored trace back: each step an array ``[field, op, expected, actual, result]`` (the compact form runs are
     stored in) or an object ``{field, op, expected, actual, result}`` (as the API shows it; runs stored before)."""
-    return tuple(TraceStep(s[0], s[1], s[2], s[3], bool(s[4])) if isinstance(s, Sequence) else
+    return tuple(TraceStep(s[0], s[1], s[2], s[3], bool(s[4])) if isinstance(s, list | tuple) else
                  TraceStep(s["field"], s["op"], s.get("expected"), s.get("actual"), bool(s["result"])) for s in raw)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -9,11 +10,10 @@ from typing import Any
 
 import msgspec
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from adapters.sql.dialect import insert
 from adapters.sql.jobs_tables import jobs
-from adapters.sql.metadata import UtcDateTime
 from adapters.sql.paging import fetch_page
 from adapters.sql.triggers_tables import trigger_runs, triggers
 from adapters.sql.uow import SqlUnitOfWork
@@ -68,17 +68,18 @@ _ENCODER = msgspec.json.Encoder(enc_hook=str)
 
 
 def to_json(value: Any) -> str:
-    """JSON text of a value (msgspec; what it refuses, such as an integer beyond 64 bits, through json)."""
+    """JSON text, by msgspec (dataclasses as objects, tuples as arrays, datetimes as RFC 3339); what it refuses
+    (a lone surrogate in a string) through json, the same way."""
     try:
         return _ENCODER.encode(value).decode()
-    except (msgspec.EncodeError, OverflowError, TypeError, ValueError):
-        return json.dumps(value, default=str)
+    except (msgspec.EncodeError, TypeError, ValueError):
+        return json.dumps(value, default=_plain)
 
 
-def trace_to_json(trace: Sequence[rules.TraceStep]) -> str:
-    """The stored form of a condition trace: one array ``[field, op, expected, actual, result]`` per comparison
-    (``rules.trace_from_view`` reads it, and the objects stored before it)."""
-    return to_json([[s.field, s.op, s.expected, s.actual, s.result] for s in trace])
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
 _RUN_COLUMNS = ("organization_id", "trigger_id", "event", "event_id", "depth", "matched", "status",
@@ -87,32 +88,40 @@ _JSON_COLUMNS = frozenset({"condition_trace", "actions", "data"})
 _STORED = (trigger_runs.c.id, trigger_runs.c.trigger_id, trigger_runs.c.event_id)
 
 
-def _run_rows(runs: Sequence[TriggerRun]) -> list[tuple[Any, ...]]:
-    """Each run as the values of ``_RUN_COLUMNS``, its JSON members as text (a run that did not match has no
-    actions and no data: constants)."""
-    return [(r.organization_id, r.trigger_id, r.event, r.event_id, r.depth, r.matched, r.status,
-             trace_to_json(r.condition_trace), to_json(actions_to_json(r.actions)) if r.actions else "[]",
-             to_json(dict(r.data)) if r.data else "{}", r.reason, r.created_at, r.finished_at) for r in runs]
+def _aware(runs: Sequence[TriggerRun]) -> Sequence[TriggerRun]:
+    for r in runs:
+        if r.created_at is None or r.created_at.tzinfo is None or (r.finished_at and r.finished_at.tzinfo is None):
+            raise ValueError("a run's times must be aware datetimes")
+    return runs
 
 
-def _unnested(name: str) -> Any:
-    column = trigger_runs.c[name]
-    item: Any = (sa.Text() if name in _JSON_COLUMNS or isinstance(column.type, sa.String) else
-                 sa.DateTime(timezone=True) if isinstance(column.type, UtcDateTime) else column.type)
-    values = sa.func.unnest(sa.bindparam(name, type_=postgresql.ARRAY(item)))
-    return sa.cast(values, postgresql.JSONB) if name in _JSON_COLUMNS else values
-
-
-# PostgreSQL: one statement for a whole pass, whatever its size: a column of values per parameter (arrays,
-# unnested side by side), so the text never changes and is prepared once per connection
-_ADD_RUNS_POSTGRESQL = postgresql.insert(trigger_runs).from_select(
-    list(_RUN_COLUMNS), sa.select(*[_unnested(name) for name in _RUN_COLUMNS])).on_conflict_do_nothing(
-    index_elements=["trigger_id", "event_id"]).returning(*_STORED)
-# SQLite: one statement executed for many rows (SQLAlchemy sends them as multi-row INSERTs); JSON members go
-# in as the text they already are
+# PostgreSQL: a whole pass in one statement of constant text (prepared once per connection) with one parameter:
+# the runs as one JSON array, encoded by one msgspec call (a run an object of its fields, its trace's steps
+# arrays, ``TraceStep`` being a tuple); the server reads the members it stores. One row comes back: the ids of the
+# runs stored, aggregated (a run stored already is left out)
+_ADD_RUNS_POSTGRESQL = sa.text(f"""
+WITH stored AS (
+  INSERT INTO trigger_runs ({", ".join(_RUN_COLUMNS)})
+  SELECT (r->>'organization_id')::bigint, (r->>'trigger_id')::bigint, r->>'event', (r->>'event_id')::bigint,
+         (r->>'depth')::smallint, (r->>'matched')::boolean, r->>'status', r->'condition_trace', r->'actions',
+         r->'data', r->>'reason', (r->>'created_at')::timestamptz, (r->>'finished_at')::timestamptz
+  FROM jsonb_array_elements(CAST(:runs AS jsonb)) AS r
+  ON CONFLICT (trigger_id, event_id) DO NOTHING
+  RETURNING id, trigger_id, event_id)
+SELECT array_agg(id), array_agg(trigger_id), array_agg(event_id) FROM stored
+""")
+# SQLite: one statement executed for many rows (SQLAlchemy sends them as multi-row INSERTs), the JSON members as
+# the text encoded here
 _ADD_RUNS_SQLITE = sqlite.insert(trigger_runs).values({
     name: sa.bindparam(name, type_=sa.Text() if name in _JSON_COLUMNS else trigger_runs.c[name].type)
     for name in _RUN_COLUMNS}).on_conflict_do_nothing(index_elements=["trigger_id", "event_id"]).returning(*_STORED)
+
+
+def _sqlite_row(r: TriggerRun) -> dict[str, Any]:
+    return {"organization_id": r.organization_id, "trigger_id": r.trigger_id, "event": r.event,
+            "event_id": r.event_id, "depth": r.depth, "matched": r.matched, "status": r.status,
+            "condition_trace": to_json(r.condition_trace), "actions": to_json(r.actions), "data": to_json(r.data),
+            "reason": r.reason, "created_at": r.created_at, "finished_at": r.finished_at}
 
 
 def _with_id(r: TriggerRun, run_id: int) -> TriggerRun:
@@ -168,16 +177,15 @@ class SqlTriggerRepository:
         if not runs:
             return []
         conn = await self.uow.connection()
-        rows = _run_rows(runs)
         # ON CONFLICT (trigger_id, event_id) DO NOTHING: a run another worker (or an earlier pass that crashed
         # after committing) stored is never stored twice; a concurrent insert waits for the other transaction
         if self.uow.dialect == "postgresql":
-            stored_rows = await conn.execute(_ADD_RUNS_POSTGRESQL, {
-                name: [row[i] for row in rows] for i, name in enumerate(_RUN_COLUMNS)})
+            ids, trigger_ids, event_ids = (await conn.execute(_ADD_RUNS_POSTGRESQL, {
+                "runs": to_json(_aware(runs))})).one()
+            stored = dict(zip(zip(trigger_ids or (), event_ids or (), strict=True), ids or (), strict=True))
         else:
-            stored_rows = await conn.execute(_ADD_RUNS_SQLITE, [dict(zip(_RUN_COLUMNS, row, strict=True))
-                                                                for row in rows])
-        stored = {(row.trigger_id, row.event_id): row.id for row in stored_rows}
+            stored = {(row.trigger_id, row.event_id): row.id for row in await conn.execute(
+                _ADD_RUNS_SQLITE, [_sqlite_row(r) for r in runs])}
         return sorted((_with_id(r, stored[(r.trigger_id, r.event_id)]) for r in runs
                        if (r.trigger_id, r.event_id) in stored), key=lambda r: r.id or 0)
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.errors import ValidationFailed
@@ -159,6 +159,7 @@ def test_retry_delays_grow_and_stop_after_five_attempts() -> None:
     assert low is not None and high is not None and timedelta(seconds=4) <= low <= high <= timedelta(seconds=6)
 
 
+@settings(max_examples=400)
 @given(st.one_of(trees, st.none()), payloads)
 def test_a_compiled_tree_decides_and_traces_as_the_tree_does(tree: Any, data: Any) -> None:
     matched, trace = evaluate(tree, data)
