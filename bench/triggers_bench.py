@@ -216,9 +216,10 @@ async def bench_throughput(url: str, rate: int, seconds: float, per_org: int) ->
         await asyncio.to_thread(ready.wait)
         pids = set(await _backends(producer))
         backends_before = _backend_cpu(sorted(pids))
+        backends = dict(backends_before)  # the last reading of each backend (one may end before the last)
         load_before = os.getloadavg()[0]
         produced = 0
-        started = time.perf_counter()
+        started = sampled = time.perf_counter()
         while time.perf_counter() - started < seconds:
             due = int((time.perf_counter() - started) * rate)
             if produced < due:
@@ -227,10 +228,16 @@ async def bench_throughput(url: str, rate: int, seconds: float, per_org: int) ->
                 produced += batch
             else:
                 await asyncio.sleep(0.005)
+            if time.perf_counter() - sampled > 0.5:
+                pids.update(await _backends(producer))
+                backends.update(_backend_cpu(sorted(pids)))
+                sampled = time.perf_counter()
         done.set()
-        pids.update(await _backends(producer))  # before the consumer's pool closes
+        while thread.is_alive():
+            pids.update(await _backends(producer))
+            backends.update(_backend_cpu(sorted(pids)))
+            await asyncio.sleep(0.2)
         await asyncio.to_thread(thread.join)
-        backends = _backend_cpu(sorted(pids))
         elapsed = consumer_side["finished"] - started
         consumed = int(consumer_side["consumed"])
         backend_cpu = sum(cpu - backends_before.get(pid, 0.0) for pid, cpu in backends.items())

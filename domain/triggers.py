@@ -370,7 +370,7 @@ def _compiled_predicate(node: Predicate) -> _Check:
             if type(actual) is not dict and not isinstance(actual, Mapping):
                 actual = _MISSING
                 break
-            actual = actual[part] if part in actual else _MISSING
+            actual = actual.get(part, _MISSING)
             if actual is _MISSING:
                 break
         result = test(actual)

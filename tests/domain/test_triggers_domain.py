@@ -28,6 +28,7 @@ from domain.triggers import (
     render,
     retry_delay,
 )
+from tests.properties import examples
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
                          st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20))
@@ -159,7 +160,7 @@ def test_retry_delays_grow_and_stop_after_five_attempts() -> None:
     assert low is not None and high is not None and timedelta(seconds=4) <= low <= high <= timedelta(seconds=6)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(st.one_of(trees, st.none()), payloads)
 def test_a_compiled_tree_decides_and_traces_as_the_tree_does(tree: Any, data: Any) -> None:
     matched, trace = evaluate(tree, data)
