@@ -97,15 +97,16 @@ def _aware(runs: Sequence[TriggerRun]) -> Sequence[TriggerRun]:
 
 # PostgreSQL: a whole pass in one statement of constant text (prepared once per connection) with one parameter:
 # the runs as one JSON array, encoded by one msgspec call (a run an object of its fields, its trace's steps
-# arrays, ``TraceStep`` being a tuple); the server reads the members it stores. One row comes back: the ids of the
+# arrays, ``TraceStep`` being a tuple), read back into typed rows by the server. One row comes back: the ids of the
 # runs stored, aggregated (a run stored already is left out)
 _ADD_RUNS_POSTGRESQL = sa.text(f"""
 WITH stored AS (
   INSERT INTO trigger_runs ({", ".join(_RUN_COLUMNS)})
-  SELECT (r->>'organization_id')::bigint, (r->>'trigger_id')::bigint, r->>'event', (r->>'event_id')::bigint,
-         (r->>'depth')::smallint, (r->>'matched')::boolean, r->>'status', r->'condition_trace', r->'actions',
-         r->'data', r->>'reason', (r->>'created_at')::timestamptz, (r->>'finished_at')::timestamptz
-  FROM jsonb_array_elements(CAST(:runs AS jsonb)) AS r
+  SELECT {", ".join(_RUN_COLUMNS)}
+  FROM jsonb_to_recordset(CAST(:runs AS jsonb)) AS r(
+    organization_id bigint, trigger_id bigint, event text, event_id bigint, depth smallint, matched boolean,
+    status text, condition_trace jsonb, actions jsonb, data jsonb, reason text, created_at timestamptz,
+    finished_at timestamptz)
   ON CONFLICT (trigger_id, event_id) DO NOTHING
   RETURNING id, trigger_id, event_id)
 SELECT array_agg(id), array_agg(trigger_id), array_agg(event_id) FROM stored
