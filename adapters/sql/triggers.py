@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -64,7 +64,12 @@ def _trigger_values(t: Trigger) -> dict[str, Any]:
             "updated_at": t.updated_at}
 
 
-_ENCODER = msgspec.json.Encoder(enc_hook=str)
+def _other(value: Any) -> Any:
+    """What JSON has no form of: any mapping as an object, anything else as its text."""
+    return dict(value) if isinstance(value, Mapping) else str(value)
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=_other)
 
 
 def to_json(value: Any) -> str:
@@ -79,7 +84,7 @@ def to_json(value: Any) -> str:
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    return value.isoformat() if isinstance(value, datetime) else str(value)
+    return value.isoformat() if isinstance(value, datetime) else _other(value)
 
 
 _RUN_COLUMNS = ("organization_id", "trigger_id", "event", "event_id", "depth", "matched", "status",
