@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from application.ports.jobs import NewJob
 from application.ports.platform import Page, PageRequest
 from domain.triggers import Trigger, TriggerRun
 
@@ -32,8 +33,9 @@ class TriggerRepository(Protocol):
         ...
 
     async def add_runs(self, runs: Sequence[TriggerRun]) -> list[TriggerRun]:
-        """Stores the runs that are new and returns those, with their ids: a run of a (trigger, event) that is
-        stored already is left out, whatever the concurrency (a unique key on (trigger_id, event_id))."""
+        """Stores the runs that are new and returns those, with their ids, by id: a run of a (trigger, event) that
+        is stored already is left out, whatever the concurrency (a unique key on (trigger_id, event_id)). SQL
+        stores them all with one statement (the consumer's pass stores thousands)."""
         ...
 
     async def get_run(self, organization_id: int, run_id: int, *, lock: bool = False) -> TriggerRun | None:
@@ -52,6 +54,14 @@ class TriggerRepository(Protocol):
     async def purge_runs(self, before: datetime) -> int:
         """Forget the runs that ended (anything but ``running``) before ``before``: by ``finished_at``, else
         ``created_at`` (housekeeping); how many."""
+        ...
+
+
+class ActionJobs(Protocol):
+    async def schedule_new(self, jobs: Sequence[NewJob]) -> None:
+        """Schedules the jobs of new runs' actions, whose (kind, key) were never used (the key holds the new run's
+        id), in the caller's unit of work: what ``JobQueue.schedule`` does for each, with one statement on SQL (a
+        (kind, key) that exists all the same is left as it is there)."""
         ...
 
 
