@@ -60,6 +60,19 @@ class SqlJobQueue:
                               lease_until, r.version) for r in rows]
         return sorted(claimed, key=lambda j: (-j.priority, j.due_at, j.id))
 
+    async def due_kinds(self, kinds: Sequence[str], now: datetime, *, woken: Sequence[str] = ()) -> set[str]:
+        if not kinds:
+            return set()
+        conn = await self.uow.connection()
+        due = jobs.c.due_at <= now
+        if woken:
+            due = sa.or_(due, jobs.c.kind.in_(list(woken)))
+        rows = await conn.execute(
+            sa.select(jobs.c.kind).distinct()
+            .where(jobs.c.kind.in_(list(kinds)), jobs.c.failed_at.is_(None), due,
+                   sa.or_(jobs.c.lease_expires_at.is_(None), jobs.c.lease_expires_at <= now)))
+        return {row.kind for row in rows}
+
     def _held(self, job: ClaimedJob) -> Any:
         return sa.and_(jobs.c.id == job.id, jobs.c.lease_owner == job.lease_owner)
 

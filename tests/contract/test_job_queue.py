@@ -114,6 +114,27 @@ async def test_a_wake_up_claims_a_job_before_it_is_due(container: Any) -> None:
     assert [j.key for j in woken] == ["w"]
 
 
+async def test_due_kinds_names_the_kinds_a_claim_would_lease_now(container: Any) -> None:
+    due, later, leased, failed, absent = (_kind() for _ in range(5))
+    await _do(container, lambda q: q.schedule(NewJob(due, T0 - timedelta(seconds=1), "a")))
+    await _do(container, lambda q: q.schedule(NewJob(due, T0 + timedelta(hours=1), "b")))
+    await _do(container, lambda q: q.schedule(NewJob(later, T0 + timedelta(minutes=5))))
+    await _do(container, lambda q: q.schedule(NewJob(leased, T0)))
+    await _do(container, lambda q: q.schedule(NewJob(failed, T0)))
+    await _claim(container, leased, "w", T0)
+    [doomed] = await _claim(container, failed, "w", T0)
+    assert await _do(container, lambda q: q.fail(doomed, "gave up", T0))
+    kinds = [due, later, leased, failed, absent]
+    assert await _do(container, lambda q: q.due_kinds(kinds, T0)) == {due}
+    assert await _do(container, lambda q: q.due_kinds(kinds, T0, woken=[later, absent])) == {due, later}
+    assert await _do(container, lambda q: q.due_kinds(kinds, T0 + LEASE)) == {due, leased}  # its lease expired
+    assert await _do(container, lambda q: q.due_kinds([later, leased], T0)) == set()
+    assert await _do(container, lambda q: q.due_kinds([], T0)) == set()
+    for kind in (due, leased):  # what due_kinds names, claim leases
+        assert await _claim(container, kind, "w2", T0 + LEASE)
+    assert await _do(container, lambda q: q.due_kinds(kinds, T0 + LEASE)) == set()
+
+
 @pytest.mark.postgres
 async def test_concurrent_claimers_never_share_a_job_on_postgresql(postgres_url: str, tmp_root: Path) -> None:
     clock = ManualClock(T0)
