@@ -51,6 +51,15 @@ def backoff(kind: JobKind, attempts: int, random: Random) -> timedelta:
     return timedelta(seconds=ceiling * random.uniform(0.5, 1.0))
 
 
+def next_beat(now: datetime, period: timedelta) -> datetime:
+    """The first multiple of ``period`` (counted from the epoch) at least half a period after ``now``: recurring
+    jobs that look again on the same beat fall due together, so an idle runner wakes once for all of them
+    (and claims them in one unit of work) instead of once each. Steady state: exactly one period apart."""
+    step = period.total_seconds()
+    beats = -(-(now.timestamp() + step / 2) // step)  # ceiling
+    return datetime.fromtimestamp(beats * step, tz=now.tzinfo)
+
+
 class JobWakeUps:
     """The in-process wake-up: a commit that created work calls ``notify``; every runner waiting wakes."""
 
@@ -159,15 +168,9 @@ class JobRunner:
     async def run_due(self, *, woken: bool = False) -> int:
         """Claim every job due now (as ``clock`` says) and run each once, to completion; returns how many ran.
         ``woken``: as after a wake-up (``on_wake`` kinds run even when not yet due). Tests drive the runner with
-        this and a ManualClock."""
-        now = self.clock.now()
-        async with self.units() as unit:
-            due = await (await unit.get(JobQueue)).due_kinds(
-                list(self.kinds), now, woken=[name for name, kind in self.kinds.items() if woken and kind.on_wake])
+        this and a ManualClock. Kinds are claimed one after the other: a job an earlier kind schedules runs too."""
         ran = 0
         for kind in self.kinds.values():
-            if kind.name not in due:
-                continue
             claimed = await self._claim(kind, 10_000, woken=woken and kind.on_wake)
             gate = asyncio.Semaphore(kind.concurrency)
 

@@ -1,6 +1,7 @@
-"""Housekeeping job (every 10 minutes): purges expired idempotency records, ended rate-limit windows, and
-outbox events every consumer has processed once the retention window (PARLEY_OUTBOX_RETENTION_DAYS) has
-passed."""
+"""Housekeeping jobs. ``housekeeping.purge`` (every 10 minutes): purges expired idempotency records, ended
+rate-limit windows, and outbox events every consumer has processed once the retention window
+(PARLEY_OUTBOX_RETENTION_DAYS) has passed. ``outbox.recheck`` (every 15 s): the outbox consumers' shared safety
+recheck (``application/outbox.RecheckConsumers``)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,25 @@ from typing import Any
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from application.housekeeping import PurgeExpired, PurgeExpiredCommand
-from application.jobs import JobKind
-from application.outbox import OutboxPolicy, PurgeConsumedEvents, PurgeConsumedEventsCommand
+from application.jobs import JobKind, next_beat
+from application.outbox import (
+    RECHECK,
+    OutboxPolicy,
+    PurgeConsumedEvents,
+    PurgeConsumedEventsCommand,
+    RecheckConsumers,
+    RecheckConsumersCommand,
+)
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
-from entrypoints.features import Feature
+from entrypoints.features import Feature, all_features
 from entrypoints.settings import Settings
 from entrypoints.worker import in_unit
 
 log = logging.getLogger("parley.housekeeping")
 INTERVAL = timedelta(minutes=10)
 KIND = "housekeeping.purge"
+RECHECK_KIND = "outbox.recheck"
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,7 @@ class OutboxSettings:
 
 class HousekeepingProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(PurgeExpired, PurgeConsumedEvents)
+    cases = provide_all(PurgeExpired, PurgeConsumedEvents, RecheckConsumers)
 
     @provide(scope=Scope.APP)
     def outbox_policy(self, section: OutboxSettings) -> OutboxPolicy:
@@ -64,5 +73,30 @@ def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
     return JobKind(KIND, purge, recurring=True)
 
 
-FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[purge_job],
+def consumer_jobs() -> tuple[tuple[str, str], ...]:
+    """(consumer, job kind) of every installed feature's outbox consumers."""
+    return tuple(pair for feature in all_features() for pair in sorted(feature.outbox_consumers.items()))
+
+
+async def recheck_once(container: AsyncContainer) -> list[str]:
+    """One shared recheck, in one unit of work: the consumers that were behind (their jobs are due now)."""
+    command = RecheckConsumersCommand(consumer_jobs())
+    return await in_unit(container, lambda unit: _recheck(unit, command))  # type: ignore[no-any-return]
+
+
+async def _recheck(unit: Any, command: RecheckConsumersCommand) -> list[str]:
+    return await (await unit.get(RecheckConsumers)).execute(command)  # type: ignore[no-any-return]
+
+
+def recheck_job(container: AsyncContainer, settings: Settings) -> JobKind:
+    """The consumers' shared safety recheck as a recurring job, on the 15 s beat (``next_beat``)."""
+
+    async def recheck(job: ClaimedJob) -> datetime:
+        await recheck_once(container)
+        return next_beat((await container.get(Clock)).now(), RECHECK)
+
+    return JobKind(RECHECK_KIND, recheck, recurring=True)
+
+
+FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[purge_job, recheck_job],
                   settings=OutboxSettings)

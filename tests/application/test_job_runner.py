@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.memory.clock import ManualClock
-from application.jobs import JobKind, JobRunner, JobWakeUps, backoff
+from application.jobs import JobKind, JobRunner, JobWakeUps, backoff, next_beat
 from application.ports.jobs import ClaimedJob, JobQueue, NewJob
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
@@ -307,3 +307,12 @@ async def test_a_wake_up_claims_only_the_on_wake_kinds_that_are_free(units: Cont
     wake_ups.notify()
     await _one_pass(runner)
     assert sorted(ran) == ["kind.1", "kind.2"] and sorted(counting.claims) == ["kind.1", "kind.2"]
+
+
+def test_rechecks_on_the_same_beat_fall_due_together() -> None:
+    period = timedelta(seconds=15)
+    beat = datetime(2026, 4, 6, 8, 0, 15, tzinfo=UTC)
+    for offset in (0.0, 1.0, 7.4):  # whenever in the previous period a job ran, it is due on the same beat
+        assert next_beat(beat - timedelta(seconds=15 - offset), period) == beat
+    assert next_beat(beat - timedelta(seconds=7), period) == beat + period  # at least half a period later
+    assert next_beat(beat, period) == beat + period  # a job run on the beat: exactly one period later
