@@ -48,7 +48,8 @@ class RecheckConsumersCommand:
 class RecheckConsumers:
     """The consumers' shared safety recheck: one question to the outbox for all of them (``OutboxReader.behind``)
     instead of an idle pass of each; the job of each consumer with events past its cursor is made due now
-    (scheduling wakes the runners). Returns the consumers that were behind."""
+    (scheduling wakes the runners). Returns the consumers that were behind. A consumer whose pass fails is so tried
+    again within ``RECHECK`` while events wait for it, as a wake-up would run it."""
 
     def __init__(self, outbox: OutboxReader, jobs: JobQueue, clock: Clock) -> None:
         self.outbox, self.jobs, self.clock = outbox, jobs, clock
