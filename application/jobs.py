@@ -52,12 +52,12 @@ def backoff(kind: JobKind, attempts: int, random: Random) -> timedelta:
 
 
 def next_beat(now: datetime, period: timedelta) -> datetime:
-    """The first multiple of ``period`` (counted from the epoch) at least half a period after ``now``: recurring
-    jobs that look again on the same beat fall due together, so an idle runner wakes once for all of them
-    (and claims them in one unit of work) instead of once each. Steady state: exactly one period apart."""
+    """The first multiple of ``period`` (counted from the epoch) after ``now``, so never more than a period away:
+    recurring jobs that look again on the same beat fall due together, and an idle runner wakes once for all of
+    them (and claims them in one unit of work) instead of once each. A job run on the beat (just after it, as a
+    runner claims it) is due again exactly one period later."""
     step = period.total_seconds()
-    beats = -(-(now.timestamp() + step / 2) // step)  # ceiling
-    return datetime.fromtimestamp(beats * step, tz=now.tzinfo)
+    return datetime.fromtimestamp((now.timestamp() // step + 1) * step, tz=now.tzinfo)
 
 
 class JobWakeUps:

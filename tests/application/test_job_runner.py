@@ -312,7 +312,7 @@ async def test_a_wake_up_claims_only_the_on_wake_kinds_that_are_free(units: Cont
 def test_rechecks_on_the_same_beat_fall_due_together() -> None:
     period = timedelta(seconds=15)
     beat = datetime(2026, 4, 6, 8, 0, 15, tzinfo=UTC)
-    for offset in (0.0, 1.0, 7.4):  # whenever in the previous period a job ran, it is due on the same beat
-        assert next_beat(beat - timedelta(seconds=15 - offset), period) == beat
-    assert next_beat(beat - timedelta(seconds=7), period) == beat + period  # at least half a period later
-    assert next_beat(beat, period) == beat + period  # a job run on the beat: exactly one period later
+    for before in (15.0, 14.0, 7.4, 0.001):  # whenever in the previous period a job ran, it is due on the same beat
+        assert next_beat(beat - timedelta(seconds=before), period) == beat
+    assert next_beat(beat, period) == beat + period  # run on the beat: due again one period later
+    assert next_beat(beat + timedelta(seconds=0.2), period) == beat + period  # (claimed just after it)
