@@ -64,6 +64,11 @@ class InMemoryJobQueue:
                                       row.attempts, owner, lease_until, row.version))
         return claimed
 
+    async def due_kinds(self, kinds: Sequence[str], now: datetime, *, woken: Sequence[str] = ()) -> set[str]:
+        return {r.kind for r in (await self._rows()).values()
+                if r.kind in kinds and r.failed_at is None and (r.due_at <= now or r.kind in woken)
+                and (r.lease_expires_at is None or r.lease_expires_at <= now)}
+
     async def _held(self, job: ClaimedJob) -> _Row | None:
         row = (await self._rows()).get(job.id)
         return row if row is not None and row.lease_owner == job.lease_owner else None

@@ -57,6 +57,13 @@ class JobQueue(Protocol):
         ``due_by`` (a wake-up) also claims jobs due up to then."""
         ...
 
+    async def due_kinds(self, kinds: Sequence[str], now: datetime, *, woken: Sequence[str] = ()) -> set[str]:
+        """Which of ``kinds`` have a job that ``claim`` would lease now: due by ``now``, not failed, not leased
+        (or its lease expired); for a kind in ``woken`` (a wake-up, ``claim``'s ``due_by``) a job not yet due
+        counts too. One question for every kind, so an idle runner claims nothing instead of one kind after
+        another."""
+        ...
+
     async def complete(self, job: ClaimedJob, next_due: datetime | None) -> bool:
         """The run succeeded: delete the job, or keep it due at ``next_due`` (a recurring job), attempts reset.
         A job scheduled again during the run stays due at the earlier of both times. False when the lease was

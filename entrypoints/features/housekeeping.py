@@ -1,7 +1,9 @@
-"""Housekeeping job (every 10 minutes): purges expired idempotency records, ended rate-limit windows, outbox
-events every consumer has processed once the retention window (PARLEY_OUTBOX_RETENTION_DAYS) has passed, and
-the history kept for a while: failed jobs, finished webhook deliveries with their log rows, ended trigger runs
-(PARLEY_FAILED_JOB_RETENTION_DAYS, PARLEY_WEBHOOK_LOG_RETENTION_DAYS, PARLEY_TRIGGER_RUN_RETENTION_DAYS)."""
+"""Housekeeping jobs. ``housekeeping.purge`` (every 10 minutes): purges expired idempotency records, ended
+rate-limit windows, outbox events every consumer has processed once the retention window
+(PARLEY_OUTBOX_RETENTION_DAYS) has passed, and the history kept for a while: failed jobs, finished webhook
+deliveries with their log rows, ended trigger runs (PARLEY_FAILED_JOB_RETENTION_DAYS,
+PARLEY_WEBHOOK_LOG_RETENTION_DAYS, PARLEY_TRIGGER_RUN_RETENTION_DAYS). ``outbox.recheck`` (every 15 s): the
+outbox consumers' shared safety recheck (``application/outbox.RecheckConsumers``)."""
 
 from __future__ import annotations
 
@@ -19,17 +21,25 @@ from application.housekeeping import (
     PurgeHistory,
     PurgeHistoryCommand,
 )
-from application.jobs import JobKind
-from application.outbox import OutboxPolicy, PurgeConsumedEvents, PurgeConsumedEventsCommand
+from application.jobs import JobKind, next_beat
+from application.outbox import (
+    RECHECK,
+    OutboxPolicy,
+    PurgeConsumedEvents,
+    PurgeConsumedEventsCommand,
+    RecheckConsumers,
+    RecheckConsumersCommand,
+)
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
-from entrypoints.features import Feature
+from entrypoints.features import Feature, all_features
 from entrypoints.settings import Settings
 from entrypoints.worker import in_unit
 
 log = logging.getLogger("parley.housekeeping")
 INTERVAL = timedelta(minutes=10)
 KIND = "housekeeping.purge"
+RECHECK_KIND = "outbox.recheck"
 
 
 @dataclass(frozen=True)
@@ -49,7 +59,7 @@ class HousekeepingSettings:
 
 class HousekeepingProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(PurgeExpired, PurgeConsumedEvents, PurgeHistory)
+    cases = provide_all(PurgeExpired, PurgeConsumedEvents, PurgeHistory, RecheckConsumers)
 
     @provide(scope=Scope.APP)
     def outbox_policy(self, section: HousekeepingSettings) -> OutboxPolicy:
@@ -88,5 +98,30 @@ def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
     return JobKind(KIND, purge, recurring=True)
 
 
-FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[purge_job],
+def consumer_jobs() -> tuple[tuple[str, str], ...]:
+    """(consumer, job kind) of every installed feature's outbox consumers."""
+    return tuple(pair for feature in all_features() for pair in sorted(feature.outbox_consumers.items()))
+
+
+async def recheck_once(container: AsyncContainer) -> list[str]:
+    """One shared recheck, in one unit of work: the consumers that were behind (their jobs are due now)."""
+    command = RecheckConsumersCommand(consumer_jobs())
+    return await in_unit(container, lambda unit: _recheck(unit, command))  # type: ignore[no-any-return]
+
+
+async def _recheck(unit: Any, command: RecheckConsumersCommand) -> list[str]:
+    return await (await unit.get(RecheckConsumers)).execute(command)  # type: ignore[no-any-return]
+
+
+def recheck_job(container: AsyncContainer, settings: Settings) -> JobKind:
+    """The consumers' shared safety recheck as a recurring job, on the 15 s beat (``next_beat``)."""
+
+    async def recheck(job: ClaimedJob) -> datetime:
+        await recheck_once(container)
+        return next_beat((await container.get(Clock)).now(), RECHECK)
+
+    return JobKind(RECHECK_KIND, recheck, recurring=True)
+
+
+FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[purge_job, recheck_job],
                   settings=HousekeepingSettings)
