@@ -22,11 +22,11 @@ from application.context import Actor
 from application.outbox import TRIGGERS
 from application.phones import e164
 from application.ports.events import OutboxReader
-from application.ports.jobs import NewJob
+from application.ports.jobs import JobQueue, NewJob
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
 from application.ports.secrets import SecretBox, SecretUnreadable
-from application.ports.triggers import ActionJobs, EmailFailed, EmailMessage, EmailSender, TriggerRepository
+from application.ports.triggers import EmailFailed, EmailMessage, EmailSender, TriggerRepository
 from application.ports.webhooks import WebhookHttp
 from application.sms import SendSms, SendSmsCommand
 from domain import triggers as rules
@@ -254,7 +254,7 @@ class EvaluateTriggers:
     pass); each gets a run, and each action of a matched run a job. The runs (one statement), the jobs (one
     statement) and the cursor commit together."""
 
-    def __init__(self, uow: UnitOfWork, outbox: OutboxReader, triggers: TriggerRepository, jobs: ActionJobs,
+    def __init__(self, uow: UnitOfWork, outbox: OutboxReader, triggers: TriggerRepository, jobs: JobQueue,
                  clock: Clock) -> None:
         self.uow, self.outbox, self.triggers, self.jobs, self.clock = uow, outbox, triggers, jobs, clock
 

@@ -49,6 +49,18 @@ class InMemoryJobQueue:
         new_id = self.uow.store.next_id(JOBS)
         rows[new_id] = _Row(new_id, job.kind, job.key, dict(job.payload), job.priority, job.due_at)
 
+    async def schedule_new(self, new: Sequence[NewJob]) -> None:
+        if not new:
+            return
+        rows = await self._rows()
+        taken = {(row.kind, row.key) for row in rows.values()}
+        for job in new:
+            if (job.kind, job.key) not in taken:
+                new_id = self.uow.store.next_id(JOBS)
+                rows[new_id] = _Row(new_id, job.kind, job.key, dict(job.payload), job.priority, job.due_at)
+                taken.add((job.kind, job.key))
+        self.uow.created_work()
+
     async def claim(self, kind: str, owner: str, now: datetime, lease_until: datetime, limit: int, *,
                     due_by: datetime | None = None) -> list[ClaimedJob]:
         rows = await self._rows()

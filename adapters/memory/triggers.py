@@ -7,7 +7,6 @@ from dataclasses import replace
 from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
-from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import Page, PageRequest
 from domain.triggers import Trigger, TriggerRun
 
@@ -94,13 +93,3 @@ class InMemoryTriggerRepository:
         for run_id in gone:
             del runs[run_id]
         return len(gone)
-
-class InMemoryActionJobs:
-    """The jobs of new runs' actions, scheduled one by one on the job queue."""
-
-    def __init__(self, queue: JobQueue) -> None:
-        self.queue = queue
-
-    async def schedule_new(self, jobs: Sequence[NewJob]) -> None:
-        for job in jobs:
-            await self.queue.schedule(job)

@@ -19,6 +19,10 @@ from adapters.sql.uow import NOTIFY_CHANNEL, SqlUnitOfWork
 from application.ports.jobs import ClaimedJob, NewJob
 from application.ports.platform import Clock
 
+# a new job's insert for many at once (``schedule_new``); built once per dialect
+_NEW_JOBS = {dialect: insert(jobs, dialect).on_conflict_do_nothing(index_elements=["kind", "key"])
+             for dialect in ("postgresql", "sqlite")}
+
 log = logging.getLogger("parley.jobs")
 
 
@@ -42,6 +46,16 @@ class SqlJobQueue:
                   "priority": sa.case((jobs.c.priority >= excluded.priority, jobs.c.priority),
                                       else_=excluded.priority),
                   "payload": excluded.payload, "version": jobs.c.version + 1, "failed_at": None}))
+        self.uow.created_work()  # wakes the runners once committed
+
+    async def schedule_new(self, new: Sequence[NewJob]) -> None:
+        if not new:
+            return
+        conn = await self.uow.connection()
+        now = self.clock.now()
+        await conn.execute(_NEW_JOBS[self.uow.dialect], [
+            {"kind": j.kind, "key": j.key, "payload": dict(j.payload), "priority": j.priority, "due_at": j.due_at,
+             "attempts": 0, "version": 0, "created_at": now} for j in new])
         self.uow.created_work()  # wakes the runners once committed
 
     async def claim(self, kind: str, owner: str, now: datetime, lease_until: datetime, limit: int, *,

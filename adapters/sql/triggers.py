@@ -12,13 +12,10 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
-from adapters.sql.dialect import insert
-from adapters.sql.jobs_tables import jobs
 from adapters.sql.paging import fetch_page
 from adapters.sql.triggers_tables import trigger_runs, triggers
 from adapters.sql.uow import SqlUnitOfWork
-from application.ports.jobs import NewJob
-from application.ports.platform import Clock, Page, PageRequest
+from application.ports.platform import Page, PageRequest
 from domain import triggers as rules
 from domain.rfc3339 import format_utc_millis, parse_instant
 from domain.triggers import Action, ActionResult, Trigger, TriggerRun
@@ -225,24 +222,3 @@ class SqlTriggerRepository:
         ended = sa.func.coalesce(trigger_runs.c.finished_at, trigger_runs.c.created_at)
         result = await conn.execute(trigger_runs.delete().where(trigger_runs.c.status != "running", ended < before))
         return int(result.rowcount or 0)
-
-# the job queue's insert of a new job (adapters/sql/jobs.py), for many at once; built once
-_NEW_JOBS = {dialect: insert(jobs, dialect).on_conflict_do_nothing(index_elements=["kind", "key"])
-             for dialect in ("postgresql", "sqlite")}
-
-
-class SqlActionJobs:
-    """The jobs of new runs' actions: one statement executed for all of them (the driver's executemany)."""
-
-    def __init__(self, uow: SqlUnitOfWork, clock: Clock) -> None:
-        self.uow, self.clock = uow, clock
-
-    async def schedule_new(self, new: Sequence[NewJob]) -> None:
-        if not new:
-            return
-        conn = await self.uow.connection()
-        now = self.clock.now()
-        await conn.execute(_NEW_JOBS[self.uow.dialect], [
-            {"kind": j.kind, "key": j.key, "payload": dict(j.payload), "priority": j.priority, "due_at": j.due_at,
-             "attempts": 0, "version": 0, "created_at": now} for j in new])
-        self.uow.created_work()  # wakes the runners once committed

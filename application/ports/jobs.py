@@ -50,6 +50,11 @@ class JobQueue(Protocol):
         (and at least ``job.priority``). A job being run is marked so it runs again after its run."""
         ...
 
+    async def schedule_new(self, jobs: Sequence[NewJob]) -> None:
+        """Schedules jobs whose (kind, key) were never used (e.g. keys holding a new row's id), all at once in the
+        caller's unit of work: one statement on SQL. A (kind, key) that exists all the same is left as it is."""
+        ...
+
     async def claim(self, kind: str, owner: str, now: datetime, lease_until: datetime, limit: int, *,
                     due_by: datetime | None = None) -> list[ClaimedJob]:
         """Lease up to ``limit`` due jobs of ``kind`` (not leased, or lease expired) in priority, due, id order.

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from application.ports.jobs import NewJob
 from application.ports.platform import Page, PageRequest
 from domain.triggers import Trigger, TriggerRun
 
@@ -54,14 +53,6 @@ class TriggerRepository(Protocol):
     async def purge_runs(self, before: datetime) -> int:
         """Forget the runs that ended (anything but ``running``) before ``before``: by ``finished_at``, else
         ``created_at`` (housekeeping); how many."""
-        ...
-
-
-class ActionJobs(Protocol):
-    async def schedule_new(self, jobs: Sequence[NewJob]) -> None:
-        """Schedules the jobs of new runs' actions, whose (kind, key) were never used (the key holds the new run's
-        id), in the caller's unit of work: what ``JobQueue.schedule`` does for each, with one statement on SQL (a
-        (kind, key) that exists all the same is left as it is there)."""
         ...
 
 

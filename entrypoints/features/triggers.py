@@ -19,14 +19,14 @@ from typing import Any
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.mail.smtp import SmtpEmailSender
-from adapters.memory.triggers import InMemoryActionJobs, InMemoryTriggerRepository
-from adapters.sql.triggers import SqlActionJobs, SqlTriggerRepository
+from adapters.memory.triggers import InMemoryTriggerRepository
+from adapters.sql.triggers import SqlTriggerRepository
 from application import triggers as cases
 from application.jobs import JobKind
 from application.outbox import CONSUMER_FALLBACK, TRIGGERS
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
-from application.ports.triggers import ActionJobs, EmailSender, TriggerRepository
+from application.ports.triggers import EmailSender, TriggerRepository
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
 from entrypoints.worker import in_unit
@@ -62,12 +62,10 @@ class TriggersPlatformProvider(Provider):
 
 class SqlTriggersProvider(Provider):
     triggers = provide(SqlTriggerRepository, provides=TriggerRepository, scope=Scope.REQUEST)
-    action_jobs = provide(SqlActionJobs, provides=ActionJobs, scope=Scope.REQUEST)
 
 
 class MemoryTriggersProvider(Provider):
     triggers = provide(InMemoryTriggerRepository, provides=TriggerRepository, scope=Scope.REQUEST)
-    action_jobs = provide(InMemoryActionJobs, provides=ActionJobs, scope=Scope.REQUEST)
 
 
 class TriggersUseCaseProvider(Provider):

@@ -13,7 +13,7 @@ from application.outbox import TRIGGERS
 from application.ports.events import OutboxReader
 from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import PageRequest, UnitOfWork
-from application.ports.triggers import ActionJobs, TriggerRepository
+from application.ports.triggers import TriggerRepository
 from domain.events import DomainEvent, EventType
 from domain.triggers import Action, ActionResult, Trigger, decide, matcher, parse_conditions
 from tests.conftest import new_organization
@@ -136,7 +136,7 @@ async def test_a_pass_of_runs_is_stored_once_with_its_traces_as_they_were(contai
 async def test_the_action_jobs_of_new_runs_are_scheduled_at_once(container: Any) -> None:
     kind = f"test.action.{id(container)}"
     async with container() as r:
-        await (await r.get(ActionJobs)).schedule_new([NewJob(kind, NOW, f"7:{i}", {"run_id": 7, "index": i})
+        await (await r.get(JobQueue)).schedule_new([NewJob(kind, NOW, f"7:{i}", {"run_id": 7, "index": i})
                                                      for i in range(3)])
         await (await r.get(UnitOfWork)).commit()
     async with container() as r:
