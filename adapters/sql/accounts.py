@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.sql.dialect import insert
 from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_limit_counters, users
@@ -314,16 +315,21 @@ _NO_SYNC_COMMIT = sa.text("SET LOCAL synchronous_commit TO OFF")
 
 # PostgreSQL: every window counted, and the transaction's commit told not to wait for the WAL flush, in one round
 # trip (``set_config(..., true)`` is ``SET LOCAL``; the CTE is joined, so it runs once, before the rows are written)
-_PG_COUNT_ALL = sa.text("""
+_PG_COUNT_ALL_SQL = """
 WITH quiet AS (SELECT set_config('synchronous_commit', 'off', true) AS done)
 INSERT INTO rate_limit_counters AS counter (bucket, window_seconds, window_start, count)
-SELECT :bucket, w.seconds, w.start, 1
-FROM unnest(CAST(:seconds AS integer[]), CAST(:starts AS bigint[])) AS w(seconds, start)
+SELECT {bucket}, w.seconds, w.start, 1
+FROM unnest(CAST({seconds} AS integer[]), CAST({starts} AS bigint[])) AS w(seconds, start)
 CROSS JOIN quiet
 ON CONFLICT (bucket, window_seconds, window_start) DO UPDATE SET count = counter.count + 1
-WHERE counter.count < (CAST(:limits AS integer[]))[array_position(CAST(:seconds AS integer[]), counter.window_seconds)]
+WHERE counter.count
+    < (CAST({limits} AS integer[]))[array_position(CAST({seconds} AS integer[]), counter.window_seconds)]
 RETURNING counter.window_seconds, counter.count
-""")
+"""
+_PG_COUNT_ALL = sa.text(_PG_COUNT_ALL_SQL.format(bucket=":bucket", seconds=":seconds", starts=":starts",
+                                                 limits=":limits"))
+# the same statement for the driver itself (asyncpg's numbered parameters), sent on its own: see _count_alone
+_PG_COUNT_ALL_DRIVER = _PG_COUNT_ALL_SQL.format(bucket="$1", seconds="$2", starts="$3", limits="$4")
 
 
 class SqlRateLimiter:
@@ -349,6 +355,8 @@ class SqlRateLimiter:
         counted unless at its limit. Returns window seconds -> new count for those counted."""
         conn = await self.uow.connection()
         if self.uow.dialect == "postgresql":
+            if not conn.in_transaction():
+                return await self._count_alone(conn, bucket, windows, epoch)
             rows = await conn.execute(_PG_COUNT_ALL, {
                 "bucket": bucket, "seconds": [w.seconds for w in windows],
                 "starts": [w.start(epoch) for w in windows], "limits": [w.limit for w in windows]})
@@ -363,6 +371,23 @@ class SqlRateLimiter:
             where=c.count < sa.case({w.seconds: w.limit for w in windows}, value=c.window_seconds),
         ).returning(c.window_seconds, c.count)
         return {int(row[0]): int(row[1]) for row in (await conn.execute(stmt)).all()}
+
+    @staticmethod
+    async def _count_alone(conn: AsyncConnection, bucket: str, windows: list[Window], epoch: float) -> dict[int, int]:
+        """PostgreSQL, no transaction open on the connection (the request pipeline's case): the counting statement
+        is its own transaction, sent straight to asyncpg. One round trip instead of three (BEGIN, the statement,
+        COMMIT), and none of SQLAlchemy's per-statement work; the statement is atomic, so the counts are as exact
+        and as shared as before. A failure invalidates the connection (SQLAlchemy would have judged it, had it
+        sent the statement), so the pool never hands out one left in an unknown state."""
+        raw = (await conn.get_raw_connection()).driver_connection
+        assert raw is not None
+        try:
+            rows = await raw.fetch(_PG_COUNT_ALL_DRIVER, bucket, [w.seconds for w in windows],
+                                   [w.start(epoch) for w in windows], [w.limit for w in windows])
+        except BaseException:
+            await conn.invalidate()
+            raise
+        return {int(row[0]): int(row[1]) for row in rows}
 
     async def _read(self, bucket: str, window: Window, start: int) -> int:
         conn = await self.uow.connection()
