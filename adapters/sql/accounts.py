@@ -27,6 +27,10 @@ def _org(row: Any) -> Organization:
     return Organization(row.id, row.name, row.plan, row.org_type, row.parent_id, row.created_at, row.updated_at)
 
 
+_ORG_QUERY = sa.select(*_ORG_COLUMNS).where(organizations.c.id == sa.bindparam("org"),
+                                            organizations.c.deleted_at.is_(None))
+
+
 class SqlOrganizationRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -43,9 +47,7 @@ class SqlOrganizationRepository:
 
     async def get(self, org_id: int) -> Organization | None:
         conn = await self.uow.connection()
-        row = (await conn.execute(
-            sa.select(*_ORG_COLUMNS).where(organizations.c.id == org_id, organizations.c.deleted_at.is_(None))
-        )).first()
+        row = (await conn.execute(_ORG_QUERY, {"org": org_id})).first()
         return _org(row) if row else None
 
     async def list_children(self, parent_id: int, page: PageRequest) -> Page[Organization]:
@@ -253,6 +255,21 @@ def _record(row: Any) -> IdempotencyRecord:
                              row.locked_at, row.token, response)
 
 
+_ik = idempotency_keys.c
+_CLAIM_WHERE = sa.and_(_ik.organization_id == sa.bindparam("org"), _ik.lineage_id == sa.bindparam("lineage"),
+                       _ik.key == sa.bindparam("idem_key"), _ik.token == sa.bindparam("claim_token"))
+# a write request's claim and its completion, built once with bound parameters (the claim per dialect)
+_CLAIMS = {dialect: insert(idempotency_keys, dialect).values(
+    organization_id=sa.bindparam("org"), lineage_id=sa.bindparam("lineage"), key=sa.bindparam("idem_key"),
+    fingerprint=sa.bindparam("claim_fingerprint"), token=sa.bindparam("claim_token"),
+    created_at=sa.bindparam("claim_created_at"), locked_at=sa.bindparam("claim_locked_at"),
+).on_conflict_do_nothing(index_elements=["organization_id", "lineage_id", "key"]).returning(_ik.key)
+    for dialect in ("sqlite", "postgresql")}
+_COMPLETE = idempotency_keys.update().where(_CLAIM_WHERE).values(
+    locked_at=None, response_status=sa.bindparam("status"), response_headers=sa.bindparam("headers"),
+    response_body=sa.bindparam("body"), response_sealed=sa.bindparam("sealed"))
+
+
 class SqlIdempotencyStore:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -269,13 +286,10 @@ class SqlIdempotencyStore:
 
     async def insert_if_absent(self, record: IdempotencyRecord) -> bool:
         conn = await self.uow.connection()
-        stmt = insert(idempotency_keys, self.uow.dialect).values(
-            organization_id=record.organization_id, lineage_id=record.lineage_id, key=record.key,
-            fingerprint=record.fingerprint, token=record.token, created_at=record.created_at,
-            locked_at=record.locked_at,
-        ).on_conflict_do_nothing(index_elements=["organization_id", "lineage_id", "key"]).returning(
-            idempotency_keys.c.key)
-        return (await conn.execute(stmt)).first() is not None
+        return (await conn.execute(_CLAIMS[self.uow.dialect], {
+            "org": record.organization_id, "lineage": record.lineage_id, "idem_key": record.key,
+            "claim_fingerprint": record.fingerprint, "claim_token": record.token,
+            "claim_created_at": record.created_at, "claim_locked_at": record.locked_at})).first() is not None
 
     async def take_over(self, previous: IdempotencyRecord, record: IdempotencyRecord) -> bool:
         conn = await self.uow.connection()
@@ -292,13 +306,10 @@ class SqlIdempotencyStore:
     async def complete(self, organization_id: int, lineage_id: int, key: str, token: str,
                        response: StoredResponse) -> None:
         conn = await self.uow.connection()
-        await conn.execute(
-            idempotency_keys.update()
-            .where(self._where(organization_id, lineage_id, key), idempotency_keys.c.token == token)
-            .values(locked_at=None, response_status=response.status,
-                    response_headers=[list(h) for h in response.headers], response_body=response.body,
-                    response_sealed=response.sealed)
-        )
+        await conn.execute(_COMPLETE, {
+            "org": organization_id, "lineage": lineage_id, "idem_key": key, "claim_token": token,
+            "status": response.status, "headers": [list(h) for h in response.headers], "body": response.body,
+            "sealed": response.sealed})
 
     async def release(self, organization_id: int, lineage_id: int, key: str, token: str) -> None:
         conn = await self.uow.connection()
