@@ -4,8 +4,8 @@ concurrent clients, on a fresh database seeded as bench/run.py seeds it.
     .venv/bin/python bench/profile_pipeline.py --database sqlite --route get [--clients 8] [--requests 2000]
         [--profiler none|pyinstrument|cprofile] [--loop uvloop|asyncio]
 
-Prints the requests served, the process CPU per request (this process only: on PostgreSQL the database's
-backends are not counted) and, with a profiler, its report (pyinstrument's text tree, or cProfile's top
+Prints the requests served, the CPU per request of this process (and, on PostgreSQL, of the benchmark
+database's backends) and, with a profiler, its report (pyinstrument's text tree, or cProfile's top
 functions by cumulative and by own time). The rate limits are raised so the limiter runs but never refuses.
 """
 
@@ -69,7 +69,7 @@ async def _call(app: Any, scope: dict[str, Any], body: bytes) -> tuple[int, byte
 
 
 async def drive(app: Any, route: str, key: str, bot: str, clients: int, requests: int,
-                profiler: str) -> None:
+                profiler: str, database: str | None = None) -> None:
     task, inbox = await _lifespan(app)
     auth = (b"authorization", f"Bearer {key}".encode())
     counter = 0
@@ -115,9 +115,11 @@ async def drive(app: Any, route: str, key: str, bot: str, clients: int, requests
 
         prof = cProfile.Profile()
         prof.enable()
+    before = bench._processes() if database else {}
     cpu, wall = time.process_time(), time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    backends = bench._cpu_used(before, bench._processes(), None, database)["database"] if database else 0.0
     if profiler == "pyinstrument":
         prof.stop()
         print(prof.output_text(unicode=False, color=False, show_all=False))
@@ -129,7 +131,8 @@ async def drive(app: Any, route: str, key: str, bot: str, clients: int, requests
         stats.sort_stats("cumulative").print_stats(60)
         stats.sort_stats("tottime").print_stats(40)
     print(f"{route}: {requests} requests, {failures} failed, {requests / wall:.0f} req/s, "
-          f"{cpu / requests * 1000:.3f} ms CPU/request (this process)")
+          f"{cpu / requests * 1000:.3f} ms CPU/request (this process)"
+          + (f" + {backends / requests * 1000:.3f} ms (PostgreSQL backends)" if database else ""))
     await inbox.put({"type": "lifespan.shutdown"})
     await task
 
@@ -151,7 +154,8 @@ def main() -> int:
         from entrypoints.asgi_app import make_app
 
         app = make_app()
-        coroutine = drive(app, args.route, seeded.key, "", args.clients, args.requests, args.profiler)
+        coroutine = drive(app, args.route, seeded.key, "", args.clients, args.requests, args.profiler,
+                          db.cleanup_name)
         if args.loop == "uvloop":
             import uvloop
 
