@@ -153,19 +153,34 @@ def with_location(app: ASGIApp, template: str) -> ASGIApp:
 
 @dataclass(frozen=True, slots=True)
 class RequestGate:
-    """What the pipeline works with, resolved once per request from the request's container."""
+    """What the pipeline works with: what every request needs, resolved once per request from the request's
+    container; what only some requests need (the other authenticators, the key store for ``last_used_at``,
+    sub-organizations, idempotency, the secret box), resolved from that container when first needed."""
 
     uow: UnitOfWork
     clock: Clock
     authenticators: Authenticators
     limiter: RateLimiter
     limits: RateLimitPolicy
-    failure_budget: AuthFailurePolicy
-    keys: ApiKeyRepository
-    acting: ResolveActingOrganization
-    idempotency: IdempotencyStore
-    random: Random
-    secrets: SecretBox
+    container: AsyncContainer
+
+    async def failure_budget(self) -> AuthFailurePolicy:
+        return await self.container.get(AuthFailurePolicy)
+
+    async def keys(self) -> ApiKeyRepository:
+        return await self.container.get(ApiKeyRepository)
+
+    async def acting(self) -> ResolveActingOrganization:
+        return await self.container.get(ResolveActingOrganization)
+
+    async def idempotency(self) -> IdempotencyStore:
+        return await self.container.get(IdempotencyStore)
+
+    async def random(self) -> Random:
+        return await self.container.get(Random)
+
+    async def secrets(self) -> SecretBox:
+        return await self.container.get(SecretBox)
 
 
 class RequestPipeline:
@@ -213,7 +228,7 @@ class _Run:
 
         # 1. authentication (the route's authenticator)
         try:
-            principal = await gate.authenticators.for_mode(self.access.auth).authenticate(scope)
+            principal = await (await gate.authenticators.for_mode(self.access.auth)).authenticate(scope)
         except CsrfRejected as rejected:
             await uow.rollback()
             await self.reply(router_error_messages(403, rejected.code, rejected.message))
@@ -264,7 +279,7 @@ class _Run:
                                                  [(b"retry-after", str(retry).encode())]))
             return
         if key is not None and (key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION):
-            await gate.keys.touch(key.id or 0, now)
+            await (await gate.keys()).touch(key.id or 0, now)
             await uow.commit()
 
         # 3. scopes (a widget token holds none: its routes ask for none, and serve only its campaign; a
@@ -286,7 +301,7 @@ class _Run:
                 await self.reply(router_error_messages(400, exc.code, exc.message, exc.details))
                 return
             try:
-                acting = await gate.acting.execute(ResolveActingOrganizationCommand(organization, sub_org_id))
+                acting = await (await gate.acting()).execute(ResolveActingOrganizationCommand(organization, sub_org_id))
             except SubOrgForbidden as exc:
                 await uow.rollback()
                 await self.reply(router_error_messages(403, exc.code, exc.message))
@@ -308,8 +323,8 @@ class _Run:
         """Count a failed authentication against the client's address; False (and 429 sent) once the
         address is over its budget. Credentials that authenticate never touch this bucket."""
         gate = self.gate
-        decision = await gate.limiter.hit(f"authfail:{client_address(self.scope)}", gate.failure_budget.windows,
-                                          gate.clock.now())
+        budget = await gate.failure_budget()
+        decision = await gate.limiter.hit(f"authfail:{client_address(self.scope)}", budget.windows, gate.clock.now())
         await gate.uow.commit()
         if decision.allowed:
             return True
@@ -375,8 +390,8 @@ class _Run:
             await self.reply(router_error_messages(413, "payload_too_large", "Request body too large"))
             return
         fingerprint = policy.fingerprint(self.scope["method"], self.scope["path"], body)
-        store = self.gate.idempotency
-        token = self.gate.random.hex(16)
+        store = await self.gate.idempotency()
+        token = (await self.gate.random()).hex(16)
 
         for _ in range(3):
             now = clock.now()
@@ -450,13 +465,13 @@ class _Run:
         body = captured.body()
         if not self.access.secret:
             return StoredResponse(captured.status, headers, body)
-        box = self.gate.secrets
+        box = await self.gate.secrets()
         return StoredResponse(captured.status, headers, box.seal(body.decode("latin-1")).encode("ascii"), sealed=True)
 
     async def _replay(self, response: StoredResponse) -> None:
         body = response.body
         if response.sealed:
-            box = self.gate.secrets
+            box = await self.gate.secrets()
             try:
                 body = box.open(body.decode("ascii")).encode("latin-1")
             except (SecretUnreadable, UnicodeError):
