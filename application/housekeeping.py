@@ -1,11 +1,17 @@
-"""Housekeeping: forget idempotency records past their window and ended rate-limit windows."""
+"""Housekeeping: forget idempotency records past their window and ended rate-limit windows; and the history
+nobody needs forever, after its retention window: jobs that failed for the last time, finished webhook deliveries
+with their log rows, and ended trigger runs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from application.ports.accounts import IdempotencyStore, RateLimiter
+from application.ports.jobs import JobQueue
 from application.ports.platform import Clock
+from application.ports.triggers import TriggerRepository
+from application.ports.webhooks import DeliveryRepository
 from domain.idempotency import REPLAY_WINDOW
 
 
@@ -29,3 +35,46 @@ class PurgeExpired:
         records = await self.store.purge_expired(now - REPLAY_WINDOW)
         windows = await self.limiter.purge(now)
         return Purged(records, windows)
+
+
+MIN_RETENTION = timedelta(days=1)
+"""No history is purged sooner: a webhook delivery retries for about 28 hours, and an operator looks at a failed
+job the next day."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRetention:
+    """How long each kind of history is kept once it ended (each at least ``MIN_RETENTION``)."""
+
+    failed_jobs: timedelta = timedelta(days=30)
+    webhook_logs: timedelta = timedelta(days=30)
+    trigger_runs: timedelta = timedelta(days=30)
+
+    def __post_init__(self) -> None:
+        for name in ("failed_jobs", "webhook_logs", "trigger_runs"):
+            object.__setattr__(self, name, max(MIN_RETENTION, getattr(self, name)))
+
+
+@dataclass(frozen=True, slots=True)
+class PurgedHistory:
+    failed_jobs: int
+    webhook_logs: int
+    trigger_runs: int
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeHistoryCommand:
+    """Purge the history whose retention window ended by now (the clock's)."""
+
+
+class PurgeHistory:
+    def __init__(self, jobs: JobQueue, deliveries: DeliveryRepository, triggers: TriggerRepository, clock: Clock,
+                 retention: HistoryRetention) -> None:
+        self.jobs, self.deliveries, self.triggers, self.clock = jobs, deliveries, triggers, clock
+        self.retention = retention
+
+    async def execute(self, command: PurgeHistoryCommand) -> PurgedHistory:
+        now, keep = self.clock.now(), self.retention
+        return PurgedHistory(await self.jobs.purge_failed(now - keep.failed_jobs),
+                             await self.deliveries.purge_finished(now - keep.webhook_logs),
+                             await self.triggers.purge_runs(now - keep.trigger_runs))

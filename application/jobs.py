@@ -51,6 +51,15 @@ def backoff(kind: JobKind, attempts: int, random: Random) -> timedelta:
     return timedelta(seconds=ceiling * random.uniform(0.5, 1.0))
 
 
+def next_beat(now: datetime, period: timedelta) -> datetime:
+    """The first multiple of ``period`` (counted from the epoch) after ``now``, so never more than a period away:
+    recurring jobs that look again on the same beat fall due together, and an idle runner wakes once for all of
+    them (and claims them in one unit of work) instead of once each. A job run on the beat (just after it, as a
+    runner claims it) is due again exactly one period later."""
+    step = period.total_seconds()
+    return datetime.fromtimestamp((now.timestamp() // step + 1) * step, tz=now.tzinfo)
+
+
 class JobWakeUps:
     """The in-process wake-up: a commit that created work calls ``notify``; every runner waiting wakes."""
 
@@ -88,6 +97,8 @@ class JobRunner:
         self.observer = observer
         self._in_flight: dict[asyncio.Task[None], ClaimedJob] = {}
         self._woken: set[str] = set()
+        self._idle_until: tuple[datetime | None] | None = None
+        """Set by a pass that found nothing due: when the next job is (read in the same unit of work)."""
 
     async def start(self) -> None:
         """Make sure every recurring job exists (due now: a fresh start runs it once)."""
@@ -157,7 +168,7 @@ class JobRunner:
     async def run_due(self, *, woken: bool = False) -> int:
         """Claim every job due now (as ``clock`` says) and run each once, to completion; returns how many ran.
         ``woken``: as after a wake-up (``on_wake`` kinds run even when not yet due). Tests drive the runner with
-        this and a ManualClock."""
+        this and a ManualClock. Kinds are claimed one after the other: a job an earlier kind schedules runs too."""
         ran = 0
         for kind in self.kinds.values():
             claimed = await self._claim(kind, 10_000, woken=woken and kind.on_wake)
@@ -172,23 +183,43 @@ class JobRunner:
         return ran
 
     async def _start_due(self) -> bool:
-        """Claim due jobs for every free slot; True when a kind filled all its free slots (more may be due)."""
+        """Claim due jobs for every free slot; True when a kind filled all its free slots (more may be due).
+
+        One unit of work: the queue is asked once which kinds with a free slot have due work (``due_kinds``), and
+        only those are claimed. With nothing due, the same unit reads when the next job is (for the sleep), so an
+        idle pass costs one transaction whatever the number of kinds."""
+        self._idle_until = None
+        free = {name: kind.concurrency - self._running(name) for name, kind in self.kinds.items()}
+        open_kinds = [name for name, slots in free.items() if slots > 0]
+        if not open_kinds:
+            return False
+        woken = [name for name in open_kinds if name in self._woken and self._running(name) == 0]
+        now = self.clock.now()
+        claimed: dict[str, list[ClaimedJob]] = {}
+        try:
+            async with self.units() as unit:
+                queue = await unit.get(JobQueue)
+                due = await queue.due_kinds(open_kinds, now, woken=woken)
+                if not due:
+                    self._idle_until = (await queue.next_due(open_kinds),)
+                for name in open_kinds:
+                    if name in due:
+                        kind = self.kinds[name]
+                        claimed[name] = await queue.claim(
+                            name, self.owner, now, now + kind.lease, free[name],
+                            due_by=now + timedelta(days=3650) if name in woken else None)
+                if due:
+                    await unit.commit()
+        except Exception:
+            self._idle_until = None
+            log.exception("claiming jobs failed")
+            return False
+        self._woken.difference_update(woken)
         more = False
-        for kind in self.kinds.values():
-            free = kind.concurrency - self._running(kind.name)
-            if free <= 0:
-                continue
-            woken = kind.name in self._woken and self._running(kind.name) == 0
-            try:
-                claimed = await self._claim(kind, free, woken=woken)
-            except Exception:
-                log.exception("claiming %s jobs failed", kind.name)
-                continue
-            if woken:
-                self._woken.discard(kind.name)
-            for job in claimed:
+        for name, jobs in claimed.items():
+            for job in jobs:
                 self._in_flight[asyncio.create_task(self._guarded(job))] = job
-            more = more or len(claimed) == free
+            more = more or len(jobs) == free[name]
         return more
 
     async def _guarded(self, job: ClaimedJob) -> None:
@@ -205,12 +236,17 @@ class JobRunner:
             return 0.0
         if not idle:
             return self.safety_poll_seconds
+        if self._idle_until is not None:  # the pass that found nothing due read it already
+            return self._until(self._idle_until[0])
         try:
             async with self.units() as unit:
                 due = await (await unit.get(JobQueue)).next_due(idle)
         except Exception:
             log.exception("reading the next due job failed")
             return self.safety_poll_seconds
+        return self._until(due)
+
+    def _until(self, due: datetime | None) -> float:
         if due is None:
             return self.safety_poll_seconds
         return min(self.safety_poll_seconds, max(0.0, (due - self.clock.now()).total_seconds()))

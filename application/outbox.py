@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from application.ports.events import OutboxReader
+from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import Clock
 
 WEBHOOKS = "webhooks"
@@ -27,6 +28,38 @@ TRIGGERS = "triggers"
 
 CONSUMERS: tuple[str, ...] = (WEBHOOKS, LEADS, TRIGGERS)
 """Every consumer of the outbox."""
+
+
+RECHECK = timedelta(seconds=15)
+"""How often the consumers' shared safety recheck (``RecheckConsumers``) asks the outbox whether one is behind."""
+
+CONSUMER_FALLBACK = timedelta(minutes=5)
+"""An idle consumer's own next look at the outbox. New events wake it (in-process after the commit that recorded
+them; NOTIFY on PostgreSQL), and the shared recheck makes it due within ``RECHECK`` when events reached the outbox
+some other way (another process on SQLite): this is only the last resort."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecheckConsumersCommand:
+    jobs: tuple[tuple[str, str], ...]
+    """(consumer, the job kind that runs it) for every consumer to look after."""
+
+
+class RecheckConsumers:
+    """The consumers' shared safety recheck: one question to the outbox for all of them (``OutboxReader.behind``)
+    instead of an idle pass of each; the job of each consumer with events past its cursor is made due now
+    (scheduling wakes the runners). Returns the consumers that were behind. A consumer whose pass fails is so tried
+    again within ``RECHECK`` while events wait for it, as a wake-up would run it."""
+
+    def __init__(self, outbox: OutboxReader, jobs: JobQueue, clock: Clock) -> None:
+        self.outbox, self.jobs, self.clock = outbox, jobs, clock
+
+    async def execute(self, command: RecheckConsumersCommand) -> list[str]:
+        kinds = dict(command.jobs)
+        lagging = await self.outbox.behind(list(kinds))
+        for consumer in lagging:
+            await self.jobs.schedule(NewJob(kinds[consumer], self.clock.now()))
+        return lagging
 
 
 @dataclass(frozen=True, slots=True)

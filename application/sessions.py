@@ -1,5 +1,5 @@
-"""Dashboard sessions: signing in (with a throttle on failed attempts per email), resuming a session from its
-cookie, describing it and signing out.
+"""Dashboard sessions: signing in (with a throttle on failed attempts per email and per client address), resuming
+a session from its cookie, describing it and signing out.
 
 Only the SHA-256 of a session id is stored (``domain/sessions.py``); the id itself is returned once, at sign-in,
 for the cookie. Every sign-in opens a new session id, and ends the one the browser presented, if any (no session
@@ -36,11 +36,13 @@ class LoginFailed(AuthenticationFailed):
 
 
 class LoginThrottled(Exception):
-    """Too many failed sign-ins for this email in the window: refused without looking at the password."""
+    """Too many failed sign-ins for this email, or from this client address, in the window: refused without
+    looking at the password. ``source``: ``email`` or ``address``."""
 
-    def __init__(self, retry_after: int) -> None:
-        super().__init__("Too many failed sign-ins for this email; try again later")
-        self.retry_after = retry_after
+    def __init__(self, retry_after: int, source: str = "email") -> None:
+        self.reason = "Too many failed sign-ins " + ("from this address" if source == "address" else "for this email")
+        super().__init__(f"{self.reason}; try again later")
+        self.retry_after, self.source = retry_after, source
 
 
 class SessionInvalid(AuthenticationFailed):
@@ -51,14 +53,20 @@ class SessionInvalid(AuthenticationFailed):
 
 @dataclass(frozen=True, slots=True)
 class LoginThrottle:
-    """Failed sign-ins allowed per email (bucket ``login:<sha256 of the email>``), in a fixed window."""
+    """Failed sign-ins allowed per email (bucket ``login:<sha256 of the email>``) and per client address (bucket
+    ``login-address:<address>``: one address trying many emails), each in the same fixed window."""
 
     failures: int = 5
     window: timedelta = timedelta(minutes=15)
+    failures_per_address: int = 20
 
     @property
     def windows(self) -> tuple[Window, ...]:
         return (Window(int(self.window.total_seconds()), self.failures),)
+
+    @property
+    def address_windows(self) -> tuple[Window, ...]:
+        return (Window(int(self.window.total_seconds()), self.failures_per_address),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,7 @@ class LoginCommand:
     email: str
     password: str = field(repr=False)
     replacing: str | None = field(default=None, repr=False)  # the session id the browser sent, if any
+    client_address: str = ""  # where the attempt came from (its own throttle); empty: no address throttle
 
 
 class Login:
@@ -107,19 +116,24 @@ class Login:
             raise ValidationFailed.field("password", f"must be 1 to {MAX_PASSWORD} characters")
         if command.replacing:
             await self.sessions.delete(rules.digest(command.replacing))
-        bucket = "login:" + hashlib.sha256(email.encode("utf-8")).hexdigest()
         now = self.clock.now()
-        before = await self.limiter.peek(bucket, self.throttle.windows, now)
-        if not before.allowed:
-            raise LoginThrottled(before.retry_after or 1)
+        throttles = [("address", "login-address:" + command.client_address, self.throttle.address_windows)
+                     ] if command.client_address else []
+        throttles.append(("email", "login:" + hashlib.sha256(email.encode("utf-8")).hexdigest(),
+                          self.throttle.windows))
+        for source, bucket, windows in throttles:
+            before = await self.limiter.peek(bucket, windows, now)
+            if not before.allowed:
+                raise LoginThrottled(before.retry_after or 1, source)
         found = await self.users.find_by_email(email)
         stored = found[2] if found is not None else await self._decoy_hash()
         matches = await self.passwords.verify(command.password, stored)
         organization = await self.orgs.get(found[1]) if found is not None and matches else None
         if found is None or not matches or organization is None:
-            decision = await self.limiter.hit(bucket, self.throttle.windows, now)
-            if not decision.allowed:
-                raise LoginThrottled(decision.retry_after or 1)
+            for source, bucket, windows in throttles:
+                decision = await self.limiter.hit(bucket, windows, now)
+                if not decision.allowed:
+                    raise LoginThrottled(decision.retry_after or 1, source)
             raise LoginFailed("Email or password is not correct")
         user_id, organization_id, _ = found
         if self.passwords.needs_rehash(stored):

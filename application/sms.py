@@ -16,7 +16,6 @@ from application.ports.sms import CarrierReceipt, MessageRef, OutboundSms, SmsCa
 from application.ports.telephony import PhoneNumberRepository
 from application.ports.usage import SMS_SEGMENTS, QuotaGate, UsageRecorder
 from domain.calls import SIMULATOR_CALLER_ID
-from domain.dnc import DncList
 from domain.errors import NotFound, ValidationFailed
 from domain.events import EventType
 from domain.sms import (
@@ -248,12 +247,8 @@ class ReceiveSms:
 
     async def _opt_out(self, org: int, sender: str, word: str, now: datetime) -> None:
         ids = await self.messages.opt_out_list_ids(org, OPT_OUT_LIST_NAME)
-        if ids:
-            list_id = ids[0]
-        else:
-            made = await self.dnc.add_list(DncList(None, org, OPT_OUT_LIST_NAME,
-                                                   "Senders who replied STOP (kept by inbound SMS)", now, now))
-            list_id = made.id or 0
+        list_id = ids[0] if ids else await self.messages.ensure_opt_out_list(
+            org, OPT_OUT_LIST_NAME, "Senders who replied STOP (kept by inbound SMS)", now)
         if await self.dnc.add_entries(org, list_id, [(sender, OPT_OUT_REASON.format(word=word))], now):
             await self.dnc.touch_list(org, list_id, now)
 

@@ -33,7 +33,7 @@ from domain import triggers as rules
 from domain import webhooks as wh
 from domain.campaigns import ContactDraft
 from domain.errors import BlockedAddress, DomainError, NotFound, ValidationFailed
-from domain.events import EventRecord, EventType
+from domain.events import EventType
 from domain.patching import MergePatch
 from domain.rfc3339 import format_utc_millis
 from domain.triggers import Action, ActionResult, Trigger, TriggerRun
@@ -250,8 +250,9 @@ class EvaluateTriggersCommand:
 
 class EvaluateTriggers:
     """The outbox's ``triggers`` consumer: every event after its cursor is evaluated against the enabled triggers
-    of its organization on that event (looked up by (organization, event), once per pass); each gets a run, and
-    each action of a matched run a job. The runs, the jobs and the cursor commit together."""
+    of its organization on that event (looked up by (organization, event) and their conditions compiled, once per
+    pass); each gets a run, and each action of a matched run a job. The runs (one statement), the jobs (one
+    statement) and the cursor commit together."""
 
     def __init__(self, uow: UnitOfWork, outbox: OutboxReader, triggers: TriggerRepository, jobs: JobQueue,
                  clock: Clock) -> None:
@@ -263,29 +264,25 @@ class EvaluateTriggers:
         if not events:
             return 0
         now = self.clock.now()
-        rules_by: dict[tuple[int, str], list[Trigger]] = {}
+        rules_by: dict[tuple[int, str], list[tuple[Trigger, rules.Matcher]]] = {}
         runs: list[TriggerRun] = []
         for event in events:
             key = (event.organization_id, event.type)
             if key not in rules_by:
-                rules_by[key] = await self.triggers.for_event(*key)
-            runs.extend(self._runs(event, rules_by[key], now))
-        scheduled = 0
-        if runs:
-            for run in await self.triggers.add_runs(runs):
-                for index in range(len(run.actions)):
-                    await self.jobs.schedule(NewJob(ACTION_JOB, now, f"{run.id}:{index}", {
-                        "organization_id": run.organization_id, "run_id": run.id, "index": index}))
-                    scheduled += 1
-        if scheduled:
+                rules_by[key] = [(t, rules.matcher(t.conditions)) for t in await self.triggers.for_event(*key)]
+            if rules_by[key]:
+                data = event.data if isinstance(event.data, dict) else {}
+                runs.extend(rules.decide(t, event.type, event.id, data, event.depth, now, match)
+                            for t, match in rules_by[key])
+        stored = await self.triggers.add_runs(runs) if runs else []
+        jobs = [NewJob(ACTION_JOB, now, f"{run.id}:{index}", {
+            "organization_id": run.organization_id, "run_id": run.id, "index": index})
+            for run in stored for index in range(len(run.actions))]
+        if jobs:
+            await self.jobs.schedule_new(jobs)
             self.uow.created_work()
         await self.outbox.advance(TRIGGERS, events[-1].id, now)
         return len(events)
-
-    @staticmethod
-    def _runs(event: EventRecord, triggers: list[Trigger], now: datetime) -> list[TriggerRun]:
-        data = event.data if isinstance(event.data, dict) else {}
-        return [rules.decide(t, event.type, event.id, data, event.depth, now) for t in triggers]
 
 
 # -- actions -----------------------------------------------------------------------------------

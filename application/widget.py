@@ -23,7 +23,7 @@ from application.dialer import (
     DialContactNowCommand,
     OutsideCallingHours,
 )
-from application.ports.accounts import OrganizationRepository
+from application.ports.accounts import ApiKeyRepository, OrganizationRepository
 from application.ports.agents import AgentRepository
 from application.ports.campaigns import CampaignRepository
 from application.ports.platform import Clock, Random
@@ -32,7 +32,7 @@ from application.principals import AuthenticationFailed, Principal
 from domain import widget as rules
 from domain.calling_window import calling_window
 from domain.campaigns import ContactDraft
-from domain.errors import InvalidTransition, NotFound
+from domain.errors import Forbidden, InvalidTransition, NotFound
 from domain.widget import WidgetGrant
 
 
@@ -59,7 +59,8 @@ class MintedWidgetToken:
 
 class MintWidgetToken:
     """A token for one campaign of the actor's organization (404 for any other), valid for ``ttl_seconds``
-    from the Clock's now and only from the listed origins. Nothing is stored: the token carries its grant."""
+    from the Clock's now and only from the listed origins, while the minting key is usable. Nothing is stored: the
+    token carries its grant, the minting key included."""
 
     def __init__(self, campaigns: CampaignRepository, tokens: WidgetTokens, clock: Clock, random: Random) -> None:
         self.campaigns, self.tokens, self.clock, self.random = campaigns, tokens, clock, random
@@ -67,13 +68,17 @@ class MintWidgetToken:
     async def execute(self, command: MintWidgetTokenCommand) -> MintedWidgetToken:
         origins = rules.allowed_origins(command.allowed_origins)
         ttl = rules.ttl_seconds(command.ttl_seconds)
-        org = command.actor.organization_id
+        actor = command.actor
+        org = actor.organization_id
+        if actor.key_id is None:
+            raise Forbidden("Only an API key can mint widget tokens")
         campaign = await self.campaigns.get(org, command.campaign_id)
         if campaign is None:
             raise NotFound("campaign", command.campaign_id, field="campaign_id")
         # whole seconds: the token's ``exp`` is an integer, and the response says the same instant
         expires_at = (self.clock.now() + timedelta(seconds=ttl)).replace(microsecond=0)
-        grant = WidgetGrant(self.random.hex(16), org, campaign.id or 0, origins, expires_at)
+        grant = WidgetGrant(self.random.hex(16), org, campaign.id or 0, origins, expires_at, actor.key_id,
+                            actor.key_organization_id)
         return MintedWidgetToken(self.tokens.issue(grant), grant)
 
 
@@ -87,19 +92,25 @@ class AuthenticateWidgetTokenCommand:
 
 class AuthenticateWidgetToken:
     """The widget authenticator: a token -> the widget principal of its organization (401
-    INVALID_WIDGET_TOKEN when the token does not verify at the Clock's now, or its organization is gone)."""
+    INVALID_WIDGET_TOKEN when the token does not verify at the Clock's now, its organization is gone, or the API
+    key that minted it is revoked, expired or gone)."""
 
-    def __init__(self, tokens: WidgetTokens, organizations: OrganizationRepository, clock: Clock) -> None:
-        self.tokens, self.organizations, self.clock = tokens, organizations, clock
+    def __init__(self, tokens: WidgetTokens, organizations: OrganizationRepository, keys: ApiKeyRepository,
+                 clock: Clock) -> None:
+        self.tokens, self.organizations, self.keys, self.clock = tokens, organizations, keys, clock
 
     async def execute(self, command: AuthenticateWidgetTokenCommand) -> Principal:
+        now = self.clock.now()
         try:
-            grant = self.tokens.verify(command.token, self.clock.now())
+            grant = self.tokens.verify(command.token, now)
         except WidgetTokenInvalid as exc:
             raise WidgetAuthenticationFailed(f"Widget token is not valid ({exc})") from None
         organization = await self.organizations.get(grant.organization_id)
         if organization is None:
             raise WidgetAuthenticationFailed("Widget token is not valid (its organization no longer exists)")
+        key = await self.keys.get(grant.key_organization_id, grant.key_id)
+        if key is None or not key.is_usable(now):
+            raise WidgetAuthenticationFailed("Widget token is not valid (the API key that minted it was revoked)")
         return Principal.widget_token(grant, organization)
 
 

@@ -12,8 +12,10 @@
     .venv/bin/python bench/triggers_bench.py evaluate [--database sqlite|postgres|both] [--events 200]
 
   throughput  PostgreSQL: a producer commits events at --rate per second (10 per transaction) for --seconds while
-              one consumer drains them; reports the consumer's rate and its lag at the end (target: keeps up with
-              200 events/s). Triggers: --triggers per organization over 20 event types.
+              one consumer (a thread of its own, with its own event loop) drains them; reports the consumer's rate,
+              its lag at the end, its CPU time per event and the PostgreSQL backends' (when the server runs on this
+              machine: /proc) (target: keeps up with 200 events/s). Triggers: --triggers per organization over 20
+              event types.
 
     .venv/bin/python bench/triggers_bench.py throughput [--rate 200] [--seconds 15] [--triggers 20]
 
@@ -29,6 +31,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -154,56 +157,104 @@ async def bench_evaluate(url: str, events: int) -> dict[str, str]:
         await container.close()
 
 
+def _backend_cpu(pids: list[int]) -> dict[int, float]:
+    """CPU seconds (user + system) of PostgreSQL backends by process id, when the server runs on this machine."""
+    seconds = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return seconds
+
+
+async def _backends(container: Any) -> list[int]:
+    async with container() as r:
+        conn = await (await r.get(SqlUnitOfWork)).connection()
+        return [row[0] for row in (await conn.execute(sa.text(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"))).all()]
+
+
 async def bench_throughput(url: str, rate: int, seconds: float, per_org: int) -> dict[str, str]:
-    producer = build_container(Settings(database_url=url, secret_key="bench", var_dir=Path(tempfile.mkdtemp())))
-    consumer = build_container(Settings(database_url=url, secret_key="bench", var_dir=Path(tempfile.mkdtemp())))
+    """The consumer runs in a thread of its own, with its own event loop: its CPU time is that thread's."""
+    settings = Settings(database_url=url, secret_key="bench", var_dir=Path(tempfile.mkdtemp()))
+    producer = build_container(settings)
+    ready, done = threading.Event(), threading.Event()
+    consumer_side: dict[str, float] = {}
+
+    def consume() -> None:
+        async def main() -> None:
+            consumer = build_container(settings)
+            try:
+                while await evaluate_once(consumer) > 0:
+                    pass
+                ready.set()
+                started = time.thread_time()
+                consumed = 0
+                while True:
+                    finished = done.is_set()
+                    step = await evaluate_once(consumer)
+                    consumed += step
+                    if step == 0:
+                        if finished:
+                            break
+                        await asyncio.sleep(0.01)
+                consumer_side.update(consumed=consumed, cpu=time.thread_time() - started,
+                                     finished=time.perf_counter())
+            finally:
+                ready.set()
+                await consumer.close()
+
+        asyncio.run(main())
+
     try:
         org = await _org(producer)
         await _seed(producer, org, max(1, per_org // len(EVENTS)))
-        while await evaluate_once(consumer) > 0:
-            pass
-        done = asyncio.Event()
+        thread = threading.Thread(target=consume, name="consumer")
+        thread.start()
+        await asyncio.to_thread(ready.wait)
+        pids = set(await _backends(producer))
+        backends_before = _backend_cpu(sorted(pids))
+        backends = dict(backends_before)  # the last reading of each backend (one may end before the last)
+        load_before = os.getloadavg()[0]
         produced = 0
-
-        async def produce() -> None:
-            nonlocal produced
-            started = time.perf_counter()
-            while time.perf_counter() - started < seconds:
-                due = int((time.perf_counter() - started) * rate)
-                if produced < due:
-                    batch = min(10, due - produced)
-                    await _record(producer, org, batch, produced)
-                    produced += batch
-                else:
-                    await asyncio.sleep(0.005)
-            done.set()
-
-        consumed = 0
-
-        async def consume() -> None:
-            nonlocal consumed
-            while True:
-                finished = done.is_set()
-                step = await evaluate_once(consumer)
-                consumed += step
-                if step == 0:
-                    if finished:
-                        return
-                    await asyncio.sleep(0.01)
-
-        started = time.perf_counter()
-        await asyncio.gather(produce(), consume())
-        elapsed = time.perf_counter() - started
-        async with consumer() as r:
+        started = sampled = time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            due = int((time.perf_counter() - started) * rate)
+            if produced < due:
+                batch = min(10, due - produced)
+                await _record(producer, org, batch, produced)
+                produced += batch
+            else:
+                await asyncio.sleep(0.005)
+            if time.perf_counter() - sampled > 0.5:
+                pids.update(await _backends(producer))
+                backends.update(_backend_cpu(sorted(pids)))
+                sampled = time.perf_counter()
+        done.set()
+        while thread.is_alive():
+            pids.update(await _backends(producer))
+            backends.update(_backend_cpu(sorted(pids)))
+            await asyncio.sleep(0.2)
+        await asyncio.to_thread(thread.join)
+        elapsed = consumer_side["finished"] - started
+        consumed = int(consumer_side["consumed"])
+        backend_cpu = sum(cpu - backends_before.get(pid, 0.0) for pid, cpu in backends.items())
+        async with producer() as r:
             conn = await (await r.get(SqlUnitOfWork)).connection()
             runs = (await conn.execute(sa.text("SELECT count(*) FROM trigger_runs"))).scalar()
+        per_event = (f"{backend_cpu / consumed * 1000:.2f} ms" if backends else "n/a (the server is not local)")
         return {"events produced": f"{produced} in {seconds:.0f} s ({produced / seconds:.0f}/s)",
                 "events consumed": f"{consumed} ({consumed / elapsed:.0f}/s over {elapsed:.1f} s, drained "
                                    f"{elapsed - seconds:.2f} s after the producer stopped)",
-                "runs stored": str(runs), "load average (1 min)": f"{os.getloadavg()[0]:.1f}"}
+                "runs stored": str(runs),
+                "consumer CPU (its thread) per event": f"{consumer_side['cpu'] / consumed * 1000:.2f} ms",
+                "PostgreSQL backends' CPU per event (consumer and producer)": per_event,
+                "load average (1 min) before, after": f"{load_before:.1f}, {os.getloadavg()[0]:.1f}"}
     finally:
+        done.set()
         await producer.close()
-        await consumer.close()
 
 
 async def _with_postgres(work: Any) -> Any:

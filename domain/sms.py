@@ -72,6 +72,8 @@ OPT_OUT_KEYWORDS = frozenset({"STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END",
 OPT_IN_KEYWORDS = frozenset({"START", "UNSTOP"})
 OPT_OUT_LIST_NAME = "SMS opt-outs"
 """The organization's Do-Not-Call list of senders who opted out (made on first STOP)."""
+OPT_OUT_PURPOSE = "sms_opt_out"
+"""What marks that list among the organization's DNC lists: at most one list per organization has it."""
 
 # Simulator test numbers (docs/sms.md); every other number is delivered
 SIMULATOR_FAILED = "+1555010003"

@@ -41,6 +41,8 @@ class WidgetGrant:
     campaign_id: int
     origins: tuple[str, ...]
     expires_at: datetime
+    key_id: int                # the API key that minted the token: the token works only while that key does
+    key_organization_id: int   # that key's organization (a partner's key mints for a sub-organization)
 
     def allows_origin(self, origin: str | None) -> bool:
         """Whether a request sent from ``origin`` (its ``Origin`` header) may use the token: an exact match of one

@@ -78,8 +78,9 @@ class PlatformProvider(Provider):
 
     @provide
     def secret_box(self, settings: Settings) -> SecretBox:
-        """One box for every stored secret (webhook signing secrets, provider credentials)."""
-        return FernetSecretBox(settings.secret_key)
+        """One box for every stored secret (webhook signing secrets, provider credentials); it still opens what
+        the retired keys sealed."""
+        return FernetSecretBox(settings.secret_key, previous_keys=settings.previous_secret_keys)
     random = provide(SystemRandom, provides=Random)
     memory_limiter = provide(InMemoryRateLimiter)
 

@@ -76,6 +76,8 @@ def _parse(variable: str, kind: Any, raw: str) -> Any:
         raise SettingsError(f"{variable}={raw!r}: expected true or false (1/0, yes/no, on/off)")
     if kind is Path:
         return Path(text)
+    if kind == tuple[str, ...]:  # a comma-separated list
+        return tuple(item.strip() for item in text.split(",") if item.strip())
     try:
         return msgspec.convert(text, kind, strict=False)
     except msgspec.ValidationError as exc:
@@ -113,6 +115,9 @@ class Settings:
     allow_loopback_targets: bool = False
     """Outbound URLs (webhooks, scraping) may target loopback addresses (development)."""
     secret_key: str = ""
+    previous_secret_keys: tuple[str, ...] = field(default=(), repr=False)
+    """Retired secret keys, comma-separated: what was sealed under them still opens (nothing new is sealed with
+    them), so PARLEY_SECRET_KEY can be rotated without losing stored secrets."""
     rate_limit_per_minute: int = 60
     rate_limit_per_hour: int = 1000
     rate_limit_backend: Literal["auto", "memory", "database"] = "auto"

@@ -24,6 +24,7 @@ from typing import Any
 from dishka import AsyncContainer
 
 from application.jobs import JobKind, JobRunner
+from application.outbox import CONSUMER_FALLBACK
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock, Random
 from application.ports.webhooks import ClaimedDelivery
@@ -164,13 +165,13 @@ async def _wait(events: Sequence[asyncio.Event], timeout: float) -> None:  # noq
 
 def dispatch_kind(container: AsyncContainer, options: WorkerOptions) -> JobKind:
     """The dispatcher as a recurring job: one-pass batches (``dispatch_once``) until the outbox is drained, then
-    due again after the safety poll; a commit that recorded events wakes it at once, and a dispatch that created
-    deliveries wakes the delivery pumps."""
+    due again after CONSUMER_FALLBACK; a commit that recorded events wakes it at once, the shared recheck
+    (``outbox.recheck``) finds the rest, and a dispatch that created deliveries wakes the delivery pumps."""
 
     async def dispatch(job: ClaimedJob) -> datetime:
         while await dispatch_once(container, limit=options.dispatch_batch) >= options.dispatch_batch:
             pass
-        return (await container.get(Clock)).now() + timedelta(seconds=options.poll_seconds)
+        return (await container.get(Clock)).now() + CONSUMER_FALLBACK
 
     return JobKind(DISPATCH_KIND, dispatch, on_wake=True, recurring=True)
 

@@ -405,9 +405,10 @@ async def _start_api(pool: AppPool, tmp_root: Path, database_url: str, *,
                      clock: ManualClock | LentClock | None = None, overrides: tuple[Provider, ...] = (),
                      **settings: Any) -> Api:
     # the test client always calls from one address: the failed-authentication budget is set per test
-    settings = {"auth_failures_per_minute": 1_000_000, **CHEAP_HASHING, **settings}
-    base = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
-                    allow_loopback_targets=True, **settings)
+    # likewise its budget of failed sign-ins (tests/http/test_sessions_http.py sets its own)
+    settings = {"auth_failures_per_minute": 1_000_000, "secret_key": "test-secret-key",
+                "environ": {"PARLEY_SESSION_LOGIN_FAILURES_PER_ADDRESS": "1000000"}, **CHEAP_HASHING, **settings}
+    base = Settings(database_url=database_url, var_dir=tmp_root / "var", allow_loopback_targets=True, **settings)
     clock_overrides: tuple[Provider, ...] = (ClockProvider(clock),) if clock else ()
     if database_url == "memory://":
         raise ValueError("HTTP tests use SQLite or PostgreSQL (the CLI and the app must share the data)")

@@ -1,10 +1,14 @@
-"""SecretBox over Fernet (AES-128-CBC + HMAC-SHA256), keyed by HKDF from PARLEY_SECRET_KEY."""
+"""SecretBox over Fernet (AES-128-CBC + HMAC-SHA256), keyed by HKDF from PARLEY_SECRET_KEY.
+
+Sealing uses the current key; opening tries it, then each retired key (PARLEY_PREVIOUS_SECRET_KEYS) in turn
+(MultiFernet), so the secret key can be rotated without losing what was sealed under the old one.
+"""
 
 from __future__ import annotations
 
 import base64
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
@@ -23,8 +27,9 @@ def derive_key(secret_key: str, purpose: str) -> bytes:
 
 
 class FernetSecretBox:
-    def __init__(self, secret_key: str, *, purpose: str = DEFAULT_PURPOSE) -> None:
-        self._fernet = Fernet(derive_key(secret_key, purpose))
+    def __init__(self, secret_key: str, *, purpose: str = DEFAULT_PURPOSE, previous_keys: tuple[str, ...] = ()) -> None:
+        keys = [secret_key, *(key for key in previous_keys if key and key != secret_key)]
+        self._fernet = MultiFernet([Fernet(derive_key(key, purpose)) for key in keys])
 
     def seal(self, plaintext: str) -> str:
         return self._fernet.encrypt(plaintext.encode()).decode("ascii")

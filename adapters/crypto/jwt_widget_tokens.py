@@ -31,7 +31,7 @@ class JwtWidgetTokens:
     def issue(self, grant: WidgetGrant) -> str:
         claims = {"aud": AUDIENCE, "exp": int(grant.expires_at.timestamp()), "jti": grant.token_id,
                   "organization": grant.organization_id, "campaign": grant.campaign_id,
-                  "origins": list(grant.origins)}
+                  "origins": list(grant.origins), "key": grant.key_id, "key_organization": grant.key_organization_id}
         return jwt.encode(claims, self._key, algorithm=ALGORITHM)
 
     def verify(self, token: str, now: datetime) -> WidgetGrant:
@@ -53,12 +53,14 @@ class JwtWidgetTokens:
 
 
 def _grant(claims: dict[str, Any]) -> WidgetGrant:
-    jti, org, campaign, origins, exp = (claims.get(k) for k in ("jti", "organization", "campaign", "origins", "exp"))
+    jti, org, campaign, origins, exp, key, key_org = (claims.get(k) for k in (
+        "jti", "organization", "campaign", "origins", "exp", "key", "key_organization"))
     if (not isinstance(jti, str) or not jti or not _positive_int(org) or not _positive_int(campaign)
             or not isinstance(origins, list) or not 1 <= len(origins) <= MAX_ORIGINS
-            or not all(isinstance(o, str) for o in origins) or not isinstance(exp, int)):
+            or not all(isinstance(o, str) for o in origins) or not isinstance(exp, int)
+            or not _positive_int(key) or not _positive_int(key_org)):
         raise WidgetTokenInvalid("missing or malformed claims")
-    return WidgetGrant(jti, org, campaign, tuple(origins), datetime.fromtimestamp(exp, UTC))
+    return WidgetGrant(jti, org, campaign, tuple(origins), datetime.fromtimestamp(exp, UTC), key, key_org)
 
 
 def _positive_int(value: Any) -> bool:

@@ -49,6 +49,18 @@ class InMemoryJobQueue:
         new_id = self.uow.store.next_id(JOBS)
         rows[new_id] = _Row(new_id, job.kind, job.key, dict(job.payload), job.priority, job.due_at)
 
+    async def schedule_new(self, new: Sequence[NewJob]) -> None:
+        if not new:
+            return
+        rows = await self._rows()
+        taken = {(row.kind, row.key) for row in rows.values()}
+        for job in new:
+            if (job.kind, job.key) not in taken:
+                new_id = self.uow.store.next_id(JOBS)
+                rows[new_id] = _Row(new_id, job.kind, job.key, dict(job.payload), job.priority, job.due_at)
+                taken.add((job.kind, job.key))
+        self.uow.created_work()
+
     async def claim(self, kind: str, owner: str, now: datetime, lease_until: datetime, limit: int, *,
                     due_by: datetime | None = None) -> list[ClaimedJob]:
         rows = await self._rows()
@@ -63,6 +75,11 @@ class InMemoryJobQueue:
             claimed.append(ClaimedJob(row.id, row.kind, row.key, dict(row.payload), row.priority, row.due_at,
                                       row.attempts, owner, lease_until, row.version))
         return claimed
+
+    async def due_kinds(self, kinds: Sequence[str], now: datetime, *, woken: Sequence[str] = ()) -> set[str]:
+        return {r.kind for r in (await self._rows()).values()
+                if r.kind in kinds and r.failed_at is None and (r.due_at <= now or r.kind in woken)
+                and (r.lease_expires_at is None or r.lease_expires_at <= now)}
 
     async def _held(self, job: ClaimedJob) -> _Row | None:
         row = (await self._rows()).get(job.id)
@@ -110,3 +127,10 @@ class InMemoryJobQueue:
         times = [max(r.due_at, r.lease_expires_at) if r.lease_expires_at else r.due_at
                  for r in (await self._rows()).values() if r.kind in kinds and r.failed_at is None]
         return min(times, default=None)
+
+    async def purge_failed(self, before: datetime) -> int:
+        rows = await self._rows()
+        gone = [row.id for row in rows.values() if row.failed_at is not None and row.failed_at < before]
+        for job_id in gone:
+            del rows[job_id]
+        return len(gone)

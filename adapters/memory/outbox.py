@@ -35,6 +35,14 @@ class InMemoryOutboxReader:
     async def cursor(self, consumer: str) -> int:
         return int((await self.uow.tables())[CURSORS].get(consumer, 0))
 
+    async def behind(self, consumers: Sequence[str]) -> list[str]:
+        outbox = self.uow.store.outbox
+        if not outbox:
+            return []
+        newest = max(entry[0] for entry in outbox)
+        cursors = (await self.uow.tables())[CURSORS]
+        return [name for name in consumers if cursors.get(name, 0) < newest]
+
     async def purge(self, consumers: Sequence[str], created_before: datetime) -> int:
         cursors = (await self.uow.tables())[CURSORS]
         names = set(consumers)

@@ -9,6 +9,7 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.sms import MessageRef, SmsFilter
+from domain.dnc import DncList
 from domain.sms import SmsMessage
 
 
@@ -59,6 +60,15 @@ class InMemorySmsRepository:
     async def next_due(self) -> datetime | None:
         return min((m.next_check_at for m in (await self.uow.tables())["sms_messages"].values()
                     if m.next_check_at is not None), default=None)
+
+    async def ensure_opt_out_list(self, organization_id: int, name: str, description: str, at: datetime) -> int:
+        tables = await self.uow.tables()
+        kept = tables["sms_opt_out_lists"]  # organization -> its opt-out list's id (SQL: dnc_lists.purpose)
+        if kept.get(organization_id) not in tables["dnc_lists"]:
+            made = DncList(self.uow.store.next_id("dnc_lists"), organization_id, name, description, at, at, 0)
+            tables["dnc_lists"][made.id] = made
+            kept[organization_id] = made.id
+        return int(kept[organization_id])
 
     async def opt_out_list_ids(self, organization_id: int, name: str) -> list[int]:
         return sorted(x.id for x in (await self.uow.tables())["dnc_lists"].values()

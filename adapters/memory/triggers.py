@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
@@ -84,3 +85,11 @@ class InMemoryTriggerRepository:
                        if r.organization_id == organization_id and r.trigger_id == trigger_id
                        and status in (None, r.status)), key=lambda r: r.id or 0, reverse=True)
         return page.slice(mine)
+
+    async def purge_runs(self, before: datetime) -> int:
+        runs = (await self.uow.tables())["trigger_runs"]
+        gone = [run.id for run in runs.values()
+                if run.status != "running" and (run.finished_at or run.created_at or before) < before]
+        for run_id in gone:
+            del runs[run_id]
+        return len(gone)

@@ -208,3 +208,15 @@ class InMemoryDeliveryRepository:
         if attempt is None or attempt.organization_id != organization_id or attempt.subscription_id != subscription_id:
             return None
         return attempt
+
+    async def purge_finished(self, before: datetime) -> int:
+        rows = await self._rows()
+        finished = {delivery_id for delivery_id, (d, _) in rows.items()
+                    if d.status != "pending" and d.updated_at is not None and d.updated_at < before}
+        table = (await self.uow.tables())[ATTEMPTS]
+        attempts = [attempt_id for attempt_id, a in table.items() if a.delivery_id in finished]
+        for attempt_id in attempts:
+            del table[attempt_id]
+        for delivery_id in finished:
+            del rows[delivery_id]
+        return len(attempts)

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.sql.dialect import insert
 from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_limit_counters, users
@@ -26,6 +27,10 @@ def _org(row: Any) -> Organization:
     return Organization(row.id, row.name, row.plan, row.org_type, row.parent_id, row.created_at, row.updated_at)
 
 
+_ORG_QUERY = sa.select(*_ORG_COLUMNS).where(organizations.c.id == sa.bindparam("org"),
+                                            organizations.c.deleted_at.is_(None))
+
+
 class SqlOrganizationRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -42,9 +47,7 @@ class SqlOrganizationRepository:
 
     async def get(self, org_id: int) -> Organization | None:
         conn = await self.uow.connection()
-        row = (await conn.execute(
-            sa.select(*_ORG_COLUMNS).where(organizations.c.id == org_id, organizations.c.deleted_at.is_(None))
-        )).first()
+        row = (await conn.execute(_ORG_QUERY, {"org": org_id})).first()
         return _org(row) if row else None
 
     async def list_children(self, parent_id: int, page: PageRequest) -> Page[Organization]:
@@ -252,6 +255,21 @@ def _record(row: Any) -> IdempotencyRecord:
                              row.locked_at, row.token, response)
 
 
+_ik = idempotency_keys.c
+_CLAIM_WHERE = sa.and_(_ik.organization_id == sa.bindparam("org"), _ik.lineage_id == sa.bindparam("lineage"),
+                       _ik.key == sa.bindparam("idem_key"), _ik.token == sa.bindparam("claim_token"))
+# a write request's claim and its completion, built once with bound parameters (the claim per dialect)
+_CLAIMS = {dialect: insert(idempotency_keys, dialect).values(
+    organization_id=sa.bindparam("org"), lineage_id=sa.bindparam("lineage"), key=sa.bindparam("idem_key"),
+    fingerprint=sa.bindparam("claim_fingerprint"), token=sa.bindparam("claim_token"),
+    created_at=sa.bindparam("claim_created_at"), locked_at=sa.bindparam("claim_locked_at"),
+).on_conflict_do_nothing(index_elements=["organization_id", "lineage_id", "key"]).returning(_ik.key)
+    for dialect in ("sqlite", "postgresql")}
+_COMPLETE = idempotency_keys.update().where(_CLAIM_WHERE).values(
+    locked_at=None, response_status=sa.bindparam("status"), response_headers=sa.bindparam("headers"),
+    response_body=sa.bindparam("body"), response_sealed=sa.bindparam("sealed"))
+
+
 class SqlIdempotencyStore:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -268,13 +286,10 @@ class SqlIdempotencyStore:
 
     async def insert_if_absent(self, record: IdempotencyRecord) -> bool:
         conn = await self.uow.connection()
-        stmt = insert(idempotency_keys, self.uow.dialect).values(
-            organization_id=record.organization_id, lineage_id=record.lineage_id, key=record.key,
-            fingerprint=record.fingerprint, token=record.token, created_at=record.created_at,
-            locked_at=record.locked_at,
-        ).on_conflict_do_nothing(index_elements=["organization_id", "lineage_id", "key"]).returning(
-            idempotency_keys.c.key)
-        return (await conn.execute(stmt)).first() is not None
+        return (await conn.execute(_CLAIMS[self.uow.dialect], {
+            "org": record.organization_id, "lineage": record.lineage_id, "idem_key": record.key,
+            "claim_fingerprint": record.fingerprint, "claim_token": record.token,
+            "claim_created_at": record.created_at, "claim_locked_at": record.locked_at})).first() is not None
 
     async def take_over(self, previous: IdempotencyRecord, record: IdempotencyRecord) -> bool:
         conn = await self.uow.connection()
@@ -291,13 +306,10 @@ class SqlIdempotencyStore:
     async def complete(self, organization_id: int, lineage_id: int, key: str, token: str,
                        response: StoredResponse) -> None:
         conn = await self.uow.connection()
-        await conn.execute(
-            idempotency_keys.update()
-            .where(self._where(organization_id, lineage_id, key), idempotency_keys.c.token == token)
-            .values(locked_at=None, response_status=response.status,
-                    response_headers=[list(h) for h in response.headers], response_body=response.body,
-                    response_sealed=response.sealed)
-        )
+        await conn.execute(_COMPLETE, {
+            "org": organization_id, "lineage": lineage_id, "idem_key": key, "claim_token": token,
+            "status": response.status, "headers": [list(h) for h in response.headers], "body": response.body,
+            "sealed": response.sealed})
 
     async def release(self, organization_id: int, lineage_id: int, key: str, token: str) -> None:
         conn = await self.uow.connection()
@@ -314,16 +326,21 @@ _NO_SYNC_COMMIT = sa.text("SET LOCAL synchronous_commit TO OFF")
 
 # PostgreSQL: every window counted, and the transaction's commit told not to wait for the WAL flush, in one round
 # trip (``set_config(..., true)`` is ``SET LOCAL``; the CTE is joined, so it runs once, before the rows are written)
-_PG_COUNT_ALL = sa.text("""
+_PG_COUNT_ALL_SQL = """
 WITH quiet AS (SELECT set_config('synchronous_commit', 'off', true) AS done)
 INSERT INTO rate_limit_counters AS counter (bucket, window_seconds, window_start, count)
-SELECT :bucket, w.seconds, w.start, 1
-FROM unnest(CAST(:seconds AS integer[]), CAST(:starts AS bigint[])) AS w(seconds, start)
+SELECT {bucket}, w.seconds, w.start, 1
+FROM unnest(CAST({seconds} AS integer[]), CAST({starts} AS bigint[])) AS w(seconds, start)
 CROSS JOIN quiet
 ON CONFLICT (bucket, window_seconds, window_start) DO UPDATE SET count = counter.count + 1
-WHERE counter.count < (CAST(:limits AS integer[]))[array_position(CAST(:seconds AS integer[]), counter.window_seconds)]
+WHERE counter.count
+    < (CAST({limits} AS integer[]))[array_position(CAST({seconds} AS integer[]), counter.window_seconds)]
 RETURNING counter.window_seconds, counter.count
-""")
+"""
+_PG_COUNT_ALL = sa.text(_PG_COUNT_ALL_SQL.format(bucket=":bucket", seconds=":seconds", starts=":starts",
+                                                 limits=":limits"))
+# the same statement for the driver itself (asyncpg's numbered parameters), sent on its own: see _count_alone
+_PG_COUNT_ALL_DRIVER = _PG_COUNT_ALL_SQL.format(bucket="$1", seconds="$2", starts="$3", limits="$4")
 
 
 class SqlRateLimiter:
@@ -349,6 +366,8 @@ class SqlRateLimiter:
         counted unless at its limit. Returns window seconds -> new count for those counted."""
         conn = await self.uow.connection()
         if self.uow.dialect == "postgresql":
+            if not conn.in_transaction():
+                return await self._count_alone(conn, bucket, windows, epoch)
             rows = await conn.execute(_PG_COUNT_ALL, {
                 "bucket": bucket, "seconds": [w.seconds for w in windows],
                 "starts": [w.start(epoch) for w in windows], "limits": [w.limit for w in windows]})
@@ -363,6 +382,23 @@ class SqlRateLimiter:
             where=c.count < sa.case({w.seconds: w.limit for w in windows}, value=c.window_seconds),
         ).returning(c.window_seconds, c.count)
         return {int(row[0]): int(row[1]) for row in (await conn.execute(stmt)).all()}
+
+    @staticmethod
+    async def _count_alone(conn: AsyncConnection, bucket: str, windows: list[Window], epoch: float) -> dict[int, int]:
+        """PostgreSQL, no transaction open on the connection (the request pipeline's case): the counting statement
+        is its own transaction, sent straight to asyncpg. One round trip instead of three (BEGIN, the statement,
+        COMMIT), and none of SQLAlchemy's per-statement work; the statement is atomic, so the counts are as exact
+        and as shared as before. A failure invalidates the connection (SQLAlchemy would have judged it, had it
+        sent the statement), so the pool never hands out one left in an unknown state."""
+        raw = (await conn.get_raw_connection()).driver_connection
+        assert raw is not None
+        try:
+            rows = await raw.fetch(_PG_COUNT_ALL_DRIVER, bucket, [w.seconds for w in windows],
+                                   [w.start(epoch) for w in windows], [w.limit for w in windows])
+        except BaseException:
+            await conn.invalidate()
+            raise
+        return {int(row[0]): int(row[1]) for row in rows}
 
     async def _read(self, bucket: str, window: Window, start: int) -> int:
         conn = await self.uow.connection()

@@ -114,6 +114,12 @@ def _list_queries(dialect: str, status: bool, agent_mode: bool, search: bool) ->
     return page, count
 
 
+# one agent by id, built once with bound parameters (the write path reads it on every call placed)
+_GET_QUERY = sa.select(*_COLUMNS).where(agents.c.organization_id == sa.bindparam("org"),
+                                        agents.c.deleted_at.is_(None), agents.c.id == sa.bindparam("agent_id"))
+_GET_FOR_UPDATE_QUERY = _GET_QUERY.with_for_update()
+
+
 class SqlAgentRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -136,10 +142,8 @@ class SqlAgentRepository:
 
     async def _get(self, organization_id: int, agent_id: int, lock: bool) -> Agent | None:
         conn = await self.uow.connection()
-        query = sa.select(*_COLUMNS).where(self._live(organization_id), agents.c.id == agent_id)
-        if lock:
-            query = query.with_for_update()
-        row = (await conn.execute(query)).first()
+        row = (await conn.execute(_GET_FOR_UPDATE_QUERY if lock else _GET_QUERY,
+                                  {"org": organization_id, "agent_id": agent_id})).first()
         return _row_to_agent(row) if row else None
 
     async def get(self, organization_id: int, agent_id: int) -> Agent | None:

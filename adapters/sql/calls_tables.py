@@ -111,6 +111,10 @@ dnc_lists = sa.Table(
     sa.Column("description", sa.Text, nullable=True),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
+    # a list the platform keeps itself ("sms_opt_out": the SMS opt-out list), at most one per organization; NULL
+    # for the lists clients make (migration 0230)
+    sa.Column("purpose", sa.String(20), nullable=True),
+    sa.Index("uq_dnc_lists_organization_id_purpose", "organization_id", "purpose", unique=True),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 

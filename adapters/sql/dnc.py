@@ -18,6 +18,10 @@ from application.ports.platform import Page, PageRequest
 from domain.dnc import DncEntry, DncList
 
 SQLITE_CHUNK = 500
+# SQLite: one chunk of numbers screened, built once (the numbers an expanding bound parameter)
+_SQLITE_SCREEN = sa.select(dnc_entries.c.phone_number, dnc_entries.c.list_id).where(
+    dnc_entries.c.organization_id == sa.bindparam("org"),
+    dnc_entries.c.phone_number.in_(sa.bindparam("numbers", expanding=True)))
 INSERT_CHUNK = 5000
 
 _PG_SCREEN = sa.text(
@@ -144,10 +148,8 @@ class SqlDncScreener:
         else:
             rows = []
             for start in range(0, len(unique), SQLITE_CHUNK):
-                rows.extend((await conn.execute(
-                    sa.select(dnc_entries.c.phone_number, dnc_entries.c.list_id).where(
-                        dnc_entries.c.organization_id == organization_id,
-                        dnc_entries.c.phone_number.in_(unique[start:start + SQLITE_CHUNK])))).all())
+                rows.extend((await conn.execute(_SQLITE_SCREEN, {
+                    "org": organization_id, "numbers": unique[start:start + SQLITE_CHUNK]})).all())
         for number, list_id in rows:
             found.setdefault(number, []).append(int(list_id))
         return found

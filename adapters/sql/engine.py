@@ -17,6 +17,8 @@ from sqlalchemy.pool import AsyncAdaptedQueuePool
 from sqlalchemy.util.concurrency import await_
 from sqlalchemy.util.queue import AsyncAdaptedQueue, Empty
 
+from adapters.sql import sqlite_driver
+
 WRITE_OPTION = "parley_write"
 
 
@@ -99,6 +101,8 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         kwargs.update(poolclass=FairQueuePool, pool_size=pool_size, max_overflow=0, pool_timeout=60)
+        if parsed.get_driver_name() == "aiosqlite":
+            kwargs["module"] = sqlite_driver.dbapi()  # one thread hand-off per statement (sqlite_driver.py)
         engine = create_async_engine(url, **kwargs)
         _configure_sqlite(engine)
         return engine
@@ -121,5 +125,5 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
         write = connection.get_execution_options().get(WRITE_OPTION)
-        # straight to the driver: one hand-off to aiosqlite's thread instead of three (cursor, execute, close)
-        await_(connection.connection.driver_connection.execute("BEGIN IMMEDIATE" if write else "BEGIN"))
+        # sent with the transaction's first statement, in its hand-off to aiosqlite's thread (sqlite_driver.py)
+        connection.connection.dbapi_connection.begin_lazily("BEGIN IMMEDIATE" if write else "BEGIN")

@@ -57,6 +57,18 @@ class SqlOutboxReader:
         found = (await conn.execute(sa.select(cursors.c.last_id).where(cursors.c.consumer == consumer))).scalar()
         return int(found or 0)
 
+    async def behind(self, consumers: Sequence[str]) -> list[str]:
+        if not consumers:
+            return []
+        conn = await self.uow.connection()
+        found = (await conn.execute(sa.select(sa.func.max(outbox_events.c.id)))).scalar()
+        if found is None:
+            return []
+        rows = await conn.execute(sa.select(cursors.c.consumer, cursors.c.last_id)
+                                  .where(cursors.c.consumer.in_(list(consumers))))
+        seen = {row.consumer: row.last_id for row in rows}
+        return [name for name in consumers if seen.get(name, 0) < found]
+
     async def purge(self, consumers: Sequence[str], created_before: datetime) -> int:
         names = sorted(set(consumers))
         if not names:

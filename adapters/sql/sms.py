@@ -8,12 +8,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from adapters.sql.calls_tables import dnc_lists
+from adapters.sql.dialect import insert
 from adapters.sql.paging import fetch_page
 from adapters.sql.sms_tables import sms_messages
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.sms import MessageRef, SmsFilter
-from domain.sms import SmsMessage, StatusEvent
+from domain.sms import OPT_OUT_PURPOSE, SmsMessage, StatusEvent
 
 t = sms_messages
 
@@ -115,3 +116,11 @@ class SqlSmsRepository:
         rows = await conn.execute(sa.select(dnc_lists.c.id).where(
             dnc_lists.c.organization_id == organization_id, dnc_lists.c.name == name).order_by(dnc_lists.c.id))
         return [int(r.id) for r in rows]
+
+    async def ensure_opt_out_list(self, organization_id: int, name: str, description: str, at: datetime) -> int:
+        conn = await self.uow.connection()
+        await conn.execute(insert(dnc_lists, self.uow.dialect).values(
+            organization_id=organization_id, name=name, description=description, created_at=at, updated_at=at,
+            purpose=OPT_OUT_PURPOSE).on_conflict_do_nothing(index_elements=["organization_id", "purpose"]))
+        return int((await conn.execute(sa.select(dnc_lists.c.id).where(
+            dnc_lists.c.organization_id == organization_id, dnc_lists.c.purpose == OPT_OUT_PURPOSE))).scalar_one())

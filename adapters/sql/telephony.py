@@ -22,6 +22,16 @@ from domain.telephony import (
 tp = telephony_providers
 tn = telephony_numbers
 
+# the lookups of every call placed, built once with bound parameters
+_BUILTIN_PROVIDER = sa.select(tp).where(tp.c.organization_id == sa.bindparam("org"),
+                                        tp.c.builtin_key == BUILTIN_SIMULATOR)
+_DEFAULT_PROVIDER = sa.select(tp).where(tp.c.organization_id == sa.bindparam("org"),
+                                        tp.c.is_default.is_(True)).order_by(tp.c.id).limit(1)
+_OUTBOUND_NUMBER = (
+    sa.select(tn).where(tn.c.organization_id == sa.bindparam("org"), tn.c.voice.is_(True), tn.c.status == "active")
+    .order_by(sa.case((tn.c.inbound_agent_id == sa.bindparam("agent_id"), 0), else_=1), tn.c.id).limit(1)
+)
+
 
 def _row_to_provider(row: Any) -> TelephonyProvider:
     return TelephonyProvider(
@@ -47,8 +57,7 @@ class SqlTelephonyProviderRepository:
 
     async def ensure_default(self, organization_id: int, now: datetime) -> TelephonyProvider:
         conn = await self.uow.connection()
-        row = (await conn.execute(sa.select(tp).where(tp.c.organization_id == organization_id,
-                                                      tp.c.builtin_key == BUILTIN_SIMULATOR))).first()
+        row = (await conn.execute(_BUILTIN_PROVIDER, {"org": organization_id})).first()
         if row is not None:
             return _row_to_provider(row)
         has_default = (await conn.execute(sa.select(sa.func.count()).select_from(tp).where(
@@ -93,8 +102,7 @@ class SqlTelephonyProviderRepository:
 
     async def default(self, organization_id: int) -> TelephonyProvider | None:
         conn = await self.uow.connection()
-        row = (await conn.execute(sa.select(tp).where(tp.c.organization_id == organization_id,
-                                                      tp.c.is_default.is_(True)).order_by(tp.c.id).limit(1))).first()
+        row = (await conn.execute(_DEFAULT_PROVIDER, {"org": organization_id})).first()
         return _row_to_provider(row) if row else None
 
     async def delete(self, organization_id: int, provider_id: int) -> None:
@@ -167,9 +175,5 @@ class SqlPhoneNumberRepository:
 
     async def outbound_for_agent(self, organization_id: int, agent_id: int) -> PhoneNumber | None:
         conn = await self.uow.connection()
-        row = (await conn.execute(
-            sa.select(tn).where(tn.c.organization_id == organization_id, tn.c.voice.is_(True),
-                                tn.c.status == "active")
-            .order_by(sa.case((tn.c.inbound_agent_id == agent_id, 0), else_=1), tn.c.id).limit(1)
-        )).first()
+        row = (await conn.execute(_OUTBOUND_NUMBER, {"org": organization_id, "agent_id": agent_id})).first()
         return _row_to_number(row) if row else None

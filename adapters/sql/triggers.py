@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import msgspec
 import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
 
-from adapters.sql.dialect import insert
 from adapters.sql.paging import fetch_page
 from adapters.sql.triggers_tables import trigger_runs, triggers
 from adapters.sql.uow import SqlUnitOfWork
@@ -59,11 +61,75 @@ def _trigger_values(t: Trigger) -> dict[str, Any]:
             "updated_at": t.updated_at}
 
 
-def _run_values(r: TriggerRun) -> dict[str, Any]:
+def _other(value: Any) -> Any:
+    """What JSON has no form of: any mapping as an object, anything else as its text."""
+    return dict(value) if isinstance(value, Mapping) else str(value)
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=_other)
+
+
+def to_json(value: Any) -> str:
+    """JSON text, by msgspec (dataclasses as objects, tuples as arrays, datetimes as RFC 3339); what it refuses
+    (a lone surrogate in a string) through json, the same way."""
+    try:
+        return _ENCODER.encode(value).decode()
+    except (msgspec.EncodeError, TypeError, ValueError):
+        return json.dumps(value, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return value.isoformat() if isinstance(value, datetime) else _other(value)
+
+
+_RUN_COLUMNS = ("organization_id", "trigger_id", "event", "event_id", "depth", "matched", "status",
+                "condition_trace", "actions", "data", "reason", "created_at", "finished_at")
+_JSON_COLUMNS = frozenset({"condition_trace", "actions", "data"})
+_STORED = (trigger_runs.c.id, trigger_runs.c.trigger_id, trigger_runs.c.event_id)
+
+
+def _aware(runs: Sequence[TriggerRun]) -> Sequence[TriggerRun]:
+    for r in runs:
+        if r.created_at is None or r.created_at.tzinfo is None or (r.finished_at and r.finished_at.tzinfo is None):
+            raise ValueError("a run's times must be aware datetimes")
+    return runs
+
+
+# PostgreSQL: a whole pass in one statement of constant text (prepared once per connection) with one parameter:
+# the runs as one JSON array, encoded by one msgspec call (a run an object of its fields, its trace's steps
+# arrays, ``TraceStep`` being a tuple), read back into typed rows by the server. One row comes back: the ids of the
+# runs stored, aggregated (a run stored already is left out)
+_ADD_RUNS_POSTGRESQL = sa.text(f"""
+WITH stored AS (
+  INSERT INTO trigger_runs ({", ".join(_RUN_COLUMNS)})
+  SELECT {", ".join(_RUN_COLUMNS)}
+  FROM jsonb_to_recordset(CAST(:runs AS jsonb)) AS r(
+    organization_id bigint, trigger_id bigint, event text, event_id bigint, depth smallint, matched boolean,
+    status text, condition_trace jsonb, actions jsonb, data jsonb, reason text, created_at timestamptz,
+    finished_at timestamptz)
+  ON CONFLICT (trigger_id, event_id) DO NOTHING
+  RETURNING id, trigger_id, event_id)
+SELECT array_agg(id), array_agg(trigger_id), array_agg(event_id) FROM stored
+""")
+# SQLite: one statement executed for many rows (SQLAlchemy sends them as multi-row INSERTs), the JSON members as
+# the text encoded here
+_ADD_RUNS_SQLITE = sqlite.insert(trigger_runs).values({
+    name: sa.bindparam(name, type_=sa.Text() if name in _JSON_COLUMNS else trigger_runs.c[name].type)
+    for name in _RUN_COLUMNS}).on_conflict_do_nothing(index_elements=["trigger_id", "event_id"]).returning(*_STORED)
+
+
+def _sqlite_row(r: TriggerRun) -> dict[str, Any]:
     return {"organization_id": r.organization_id, "trigger_id": r.trigger_id, "event": r.event,
             "event_id": r.event_id, "depth": r.depth, "matched": r.matched, "status": r.status,
-            "condition_trace": [s.view() for s in r.condition_trace], "actions": actions_to_json(r.actions),
-            "data": dict(r.data), "reason": r.reason, "created_at": r.created_at, "finished_at": r.finished_at}
+            "condition_trace": to_json(r.condition_trace), "actions": to_json(r.actions), "data": to_json(r.data),
+            "reason": r.reason, "created_at": r.created_at, "finished_at": r.finished_at}
+
+
+def _with_id(r: TriggerRun, run_id: int) -> TriggerRun:
+    return TriggerRun(run_id, r.organization_id, r.trigger_id, r.event, r.event_id, r.depth, r.matched, r.status,
+                      r.condition_trace, r.actions, r.data, r.reason, r.created_at, r.finished_at)
 
 
 class SqlTriggerRepository:
@@ -116,14 +182,14 @@ class SqlTriggerRepository:
         conn = await self.uow.connection()
         # ON CONFLICT (trigger_id, event_id) DO NOTHING: a run another worker (or an earlier pass that crashed
         # after committing) stored is never stored twice; a concurrent insert waits for the other transaction
-        # (one statement, compiled once and cached, executed for many rows: SQLAlchemy batches them into
-        # multi-row INSERT ... RETURNING on both databases)
-        stmt = insert(trigger_runs, self.uow.dialect).on_conflict_do_nothing(
-            index_elements=["trigger_id", "event_id"]).returning(trigger_runs.c.id, trigger_runs.c.trigger_id,
-                                                                 trigger_runs.c.event_id)
-        rows = (await conn.execute(stmt, [_run_values(r) for r in runs])).all()
-        stored = {(row.trigger_id, row.event_id): row.id for row in rows}
-        return sorted((replace(r, id=stored[(r.trigger_id, r.event_id)]) for r in runs
+        if self.uow.dialect == "postgresql":
+            ids, trigger_ids, event_ids = (await conn.execute(_ADD_RUNS_POSTGRESQL, {
+                "runs": to_json(_aware(runs))})).one()
+            stored = dict(zip(zip(trigger_ids or (), event_ids or (), strict=True), ids or (), strict=True))
+        else:
+            stored = {(row.trigger_id, row.event_id): row.id for row in await conn.execute(
+                _ADD_RUNS_SQLITE, [_sqlite_row(r) for r in runs])}
+        return sorted((_with_id(r, stored[(r.trigger_id, r.event_id)]) for r in runs
                        if (r.trigger_id, r.event_id) in stored), key=lambda r: r.id or 0)
 
     async def get_run(self, organization_id: int, run_id: int, *, lock: bool = False) -> TriggerRun | None:
@@ -150,3 +216,9 @@ class SqlTriggerRepository:
             where.append(trigger_runs.c.status == status)
         rows, total = await fetch_page(conn, list(trigger_runs.c), sa.and_(*where), [trigger_runs.c.id.desc()], page)
         return Page([_row_to_run(r) for r in rows], total, page.limit, page.offset)
+
+    async def purge_runs(self, before: datetime) -> int:
+        conn = await self.uow.connection()
+        ended = sa.func.coalesce(trigger_runs.c.finished_at, trigger_runs.c.created_at)
+        result = await conn.execute(trigger_runs.delete().where(trigger_runs.c.status != "running", ended < before))
+        return int(result.rowcount or 0)

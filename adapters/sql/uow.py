@@ -16,6 +16,7 @@ OUTBOX_WRITE_LOCK = 0x5041524C4F42  # the advisory lock that orders outbox write
 
 NOTIFY_CHANNEL = "parley_jobs"
 """PostgreSQL channel a commit that created background work notifies (job runners LISTEN on it)."""
+_NOTIFY = f"NOTIFY {NOTIFY_CHANNEL}"
 
 
 class SqlUnitOfWork:
@@ -70,8 +71,16 @@ class SqlUnitOfWork:
             self._events.clear()
             self._created_work = True
         if self._created_work and self.dialect == "postgresql" and self._connection is not None:
-            # runners in other processes LISTEN; PostgreSQL delivers the notification at commit
-            await self._connection.execute(sa.text(f"NOTIFY {NOTIFY_CHANNEL}"))
+            # runners in other processes LISTEN; PostgreSQL delivers the notification at commit. Sent to asyncpg
+            # directly, in the transaction SQLAlchemy began on this connection (on its own when none is open):
+            # a fixed statement with nothing to bind or read back, which SQLAlchemy's execution only made dearer
+            raw = (await self._connection.get_raw_connection()).driver_connection
+            assert raw is not None
+            try:
+                await raw.execute(_NOTIFY)
+            except BaseException:
+                await self._connection.invalidate()  # as SQLAlchemy would judge a failed statement's connection
+                raise
         if self._connection is not None and self._connection.in_transaction():
             await self._connection.commit()
         if self._created_work:

@@ -268,3 +268,12 @@ class SqlDeliveryRepository:
             att.c.organization_id == organization_id, att.c.subscription_id == subscription_id,
             att.c.id == attempt_id))).first()
         return _row_to_attempt(row) if row else None
+
+    async def purge_finished(self, before: datetime) -> int:
+        conn = await self.uow.connection()
+        finished = sa.select(webhook_deliveries.c.id).where(
+            webhook_deliveries.c.status != "pending", webhook_deliveries.c.updated_at < before).scalar_subquery()
+        attempts = await conn.execute(webhook_attempts.delete().where(webhook_attempts.c.delivery_id.in_(finished)))
+        await conn.execute(webhook_deliveries.delete().where(
+            webhook_deliveries.c.status != "pending", webhook_deliveries.c.updated_at < before))
+        return int(attempts.rowcount or 0)

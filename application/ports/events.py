@@ -31,6 +31,11 @@ class OutboxReader(Protocol):
         """``consumer``'s cursor (0 when it has none yet)."""
         ...
 
+    async def behind(self, consumers: Sequence[str]) -> list[str]:
+        """Those of ``consumers`` with an event past their cursor (a consumer without a cursor is behind as
+        soon as there is an event), in the order given: one question for every consumer."""
+        ...
+
     async def purge(self, consumers: Sequence[str], created_before: datetime) -> int:
         """Delete the events every one of ``consumers`` has processed and that were recorded before
         ``created_before``; returns how many. A consumer without a cursor has processed nothing."""

@@ -50,11 +50,23 @@ class JobQueue(Protocol):
         (and at least ``job.priority``). A job being run is marked so it runs again after its run."""
         ...
 
+    async def schedule_new(self, jobs: Sequence[NewJob]) -> None:
+        """Schedules jobs whose (kind, key) were never used (e.g. keys holding a new row's id), all at once in the
+        caller's unit of work: one statement on SQL. A (kind, key) that exists all the same is left as it is."""
+        ...
+
     async def claim(self, kind: str, owner: str, now: datetime, lease_until: datetime, limit: int, *,
                     due_by: datetime | None = None) -> list[ClaimedJob]:
         """Lease up to ``limit`` due jobs of ``kind`` (not leased, or lease expired) in priority, due, id order.
         Two claimers never get the same job (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one writer).
         ``due_by`` (a wake-up) also claims jobs due up to then."""
+        ...
+
+    async def due_kinds(self, kinds: Sequence[str], now: datetime, *, woken: Sequence[str] = ()) -> set[str]:
+        """Which of ``kinds`` have a job that ``claim`` would lease now: due by ``now``, not failed, not leased
+        (or its lease expired); for a kind in ``woken`` (a wake-up, ``claim``'s ``due_by``) a job not yet due
+        counts too. One question for every kind, so an idle runner claims nothing instead of one kind after
+        another."""
         ...
 
     async def complete(self, job: ClaimedJob, next_due: datetime | None) -> bool:
@@ -77,6 +89,10 @@ class JobQueue(Protocol):
 
     async def next_due(self, kinds: Sequence[str]) -> datetime | None:
         """The earliest time a job of these kinds may be claimed (due, or its lease expires); None: no job."""
+        ...
+
+    async def purge_failed(self, before: datetime) -> int:
+        """Forget the jobs that failed for the last time before ``before`` (housekeeping); how many."""
         ...
 
 

@@ -67,6 +67,12 @@ class SmsRepository(Protocol):
         """The ids of the organization's Do-Not-Call lists called ``name`` (its SMS opt-out list), oldest first."""
         ...
 
+    async def ensure_opt_out_list(self, organization_id: int, name: str, description: str, at: datetime) -> int:
+        """The id of the organization's one SMS opt-out list (``domain.sms.OPT_OUT_PURPOSE``), made as ``name``
+        when it has none. Callers making it at the same time all get the one list (a unique index on the purpose
+        in SQL: the second insert waits for the first and then finds its list)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class OutboundSms:

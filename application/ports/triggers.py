@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from application.ports.platform import Page, PageRequest
@@ -31,8 +32,9 @@ class TriggerRepository(Protocol):
         ...
 
     async def add_runs(self, runs: Sequence[TriggerRun]) -> list[TriggerRun]:
-        """Stores the runs that are new and returns those, with their ids: a run of a (trigger, event) that is
-        stored already is left out, whatever the concurrency (a unique key on (trigger_id, event_id))."""
+        """Stores the runs that are new and returns those, with their ids, by id: a run of a (trigger, event) that
+        is stored already is left out, whatever the concurrency (a unique key on (trigger_id, event_id)). SQL
+        stores them all with one statement (the consumer's pass stores thousands)."""
         ...
 
     async def get_run(self, organization_id: int, run_id: int, *, lock: bool = False) -> TriggerRun | None:
@@ -46,6 +48,11 @@ class TriggerRepository(Protocol):
     async def list_runs(self, organization_id: int, trigger_id: int, status: str | None,
                         page: PageRequest) -> Page[TriggerRun]:
         """Newest first."""
+        ...
+
+    async def purge_runs(self, before: datetime) -> int:
+        """Forget the runs that ended (anything but ``running``) before ``before``: by ``finished_at``, else
+        ``created_at`` (housekeeping); how many."""
         ...
 
 

@@ -124,3 +124,8 @@ class DeliveryRepository(Protocol):
 
     async def get_attempt(self, organization_id: int, subscription_id: int, attempt_id: int) -> DeliveryAttempt | None:
         ...
+
+    async def purge_finished(self, before: datetime) -> int:
+        """Forget the deliveries that finished (succeeded, failed, cancelled: not pending) before ``before``,
+        with their log rows (attempts); how many log rows (housekeeping)."""
+        ...

@@ -46,6 +46,9 @@ class Feature:
     resident: dict[str, Resident] = field(default_factory=dict)
     """By name (what ``parley worker --jobs`` / ``--exclude-jobs`` select, as job kinds)."""
     settings: type[Any] | None = None
+    outbox_consumers: dict[str, str] = field(default_factory=dict)
+    """The outbox consumers (``application/outbox.py``) it runs, each by the job kind that runs it: the shared
+    safety recheck (``outbox.recheck``) makes that job due when the consumer is behind."""
 
     def container_providers(self, backend: Backend) -> list[Provider]:
         storage = self.sql if backend.sql else self.memory

@@ -29,7 +29,7 @@ from adapters.telephony.simulator import SimulatedTelephony, SimulatorConfig
 from application import calls as call_cases
 from application import dnc as dnc_cases
 from application import telephony as telephony_cases
-from application.jobs import JobKind
+from application.jobs import JobKind, next_beat
 from application.ports.blobs import BlobStorage
 from application.ports.calls import CallLogRepository, CallRef, CallRepository
 from application.ports.dnc import DncRepository, DncScreener
@@ -260,7 +260,7 @@ def calls_job(container: AsyncContainer, settings: Settings) -> JobKind:
             return await (await r.get(CallRepository)).next_due(), (await r.get(Clock)).now()
 
         due, now = await _unit(container, next_due)
-        return min(due, now + IDLE_RECHECK) if due is not None else now + IDLE_RECHECK
+        return min(due, next_beat(now, IDLE_RECHECK)) if due is not None else next_beat(now, IDLE_RECHECK)
 
     # a short lease: calls of a killed worker move on within it; passes that overlap are safe (row and
     # organization locks), as concurrent run_once passes are

@@ -33,7 +33,7 @@ from adapters.sql.campaigns import SqlCampaignRepository, SqlContactRepository
 from adapters.sql.dialer import SqlDialerStore
 from application import campaigns as cases
 from application import dialer
-from application.jobs import JobKind
+from application.jobs import JobKind, next_beat
 from application.ports.campaigns import CampaignRepository, ContactRepository
 from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef, DialerStore
 from application.ports.jobs import ClaimedJob
@@ -198,7 +198,7 @@ def dialer_job(container: AsyncContainer, settings: Settings) -> JobKind:
         due, now = await _unit(container, next_due)
         if report.exhausted:
             return now
-        return min(due, now + IDLE_RECHECK) if due is not None else now + IDLE_RECHECK
+        return min(due, next_beat(now, IDLE_RECHECK)) if due is not None else next_beat(now, IDLE_RECHECK)
 
     # a short lease: a killed worker's turn passes to another within it; a pass that outlives it may overlap the
     # next one, which the campaign row lock makes harmless

@@ -17,7 +17,7 @@ from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 from adapters.memory.cloud import InMemoryHeartbeats, InMemoryPlatformHealth
 from adapters.sql.cloud import SqlHeartbeats, SqlPlatformHealth
 from application import cloud as cases
-from application.jobs import JobKind
+from application.jobs import JobKind, next_beat
 from application.ports.cloud import Heartbeats, PlatformHealth
 from application.ports.jobs import ClaimedJob
 from entrypoints.features import Feature
@@ -90,7 +90,7 @@ def heartbeat_job(container: AsyncContainer, settings: Settings) -> JobKind:
     period = timedelta(seconds=settings.section(CloudStatusSettings).heartbeat_seconds)
 
     async def beat(job: ClaimedJob) -> datetime:
-        return await heartbeat_once(container, job.lease_owner) + period
+        return next_beat(await heartbeat_once(container, job.lease_owner), period)  # with the other rechecks
 
     return JobKind(KIND, beat, recurring=True, backoff_max=period)
 

@@ -1,6 +1,9 @@
-"""Housekeeping job (every 10 minutes): purges expired idempotency records, ended rate-limit windows, and
-outbox events every consumer has processed once the retention window (PARLEY_OUTBOX_RETENTION_DAYS) has
-passed."""
+"""Housekeeping jobs. ``housekeeping.purge`` (every 10 minutes): purges expired idempotency records, ended
+rate-limit windows, outbox events every consumer has processed once the retention window
+(PARLEY_OUTBOX_RETENTION_DAYS) has passed, and the history kept for a while: failed jobs, finished webhook
+deliveries with their log rows, ended trigger runs (PARLEY_FAILED_JOB_RETENTION_DAYS,
+PARLEY_WEBHOOK_LOG_RETENTION_DAYS, PARLEY_TRIGGER_RUN_RETENTION_DAYS). ``outbox.recheck`` (every 15 s): the
+outbox consumers' shared safety recheck (``application/outbox.RecheckConsumers``)."""
 
 from __future__ import annotations
 
@@ -11,49 +14,80 @@ from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
-from application.housekeeping import PurgeExpired, PurgeExpiredCommand
-from application.jobs import JobKind
-from application.outbox import OutboxPolicy, PurgeConsumedEvents, PurgeConsumedEventsCommand
+from application.housekeeping import (
+    HistoryRetention,
+    PurgeExpired,
+    PurgeExpiredCommand,
+    PurgeHistory,
+    PurgeHistoryCommand,
+)
+from application.jobs import JobKind, next_beat
+from application.outbox import (
+    RECHECK,
+    OutboxPolicy,
+    PurgeConsumedEvents,
+    PurgeConsumedEventsCommand,
+    RecheckConsumers,
+    RecheckConsumersCommand,
+)
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
-from entrypoints.features import Feature
+from entrypoints.features import Feature, all_features
 from entrypoints.settings import Settings
 from entrypoints.worker import in_unit
 
 log = logging.getLogger("parley.housekeeping")
 INTERVAL = timedelta(minutes=10)
 KIND = "housekeeping.purge"
+RECHECK_KIND = "outbox.recheck"
 
 
 @dataclass(frozen=True)
-class OutboxSettings:
-    ENV_PREFIX = "OUTBOX_"
+class HousekeepingSettings:
+    ENV_PREFIX = ""
 
-    retention_days: float = 7.0
+    outbox_retention_days: float = 7.0
     """PARLEY_OUTBOX_RETENTION_DAYS: how long an outbox event every consumer has processed is kept."""
+    failed_job_retention_days: float = 30.0
+    """PARLEY_FAILED_JOB_RETENTION_DAYS: how long a job that failed for the last time is kept (at least 1)."""
+    webhook_log_retention_days: float = 30.0
+    """PARLEY_WEBHOOK_LOG_RETENTION_DAYS: how long a finished webhook delivery and its log rows are kept (at
+    least 1)."""
+    trigger_run_retention_days: float = 30.0
+    """PARLEY_TRIGGER_RUN_RETENTION_DAYS: how long an ended trigger run is kept (at least 1)."""
 
 
 class HousekeepingProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(PurgeExpired, PurgeConsumedEvents)
+    cases = provide_all(PurgeExpired, PurgeConsumedEvents, PurgeHistory, RecheckConsumers)
 
     @provide(scope=Scope.APP)
-    def outbox_policy(self, section: OutboxSettings) -> OutboxPolicy:
-        return OutboxPolicy(retention=timedelta(days=section.retention_days))
+    def outbox_policy(self, section: HousekeepingSettings) -> OutboxPolicy:
+        return OutboxPolicy(retention=timedelta(days=section.outbox_retention_days))
+
+    @provide(scope=Scope.APP)
+    def history_retention(self, section: HousekeepingSettings) -> HistoryRetention:
+        return HistoryRetention(timedelta(days=section.failed_job_retention_days),
+                                timedelta(days=section.webhook_log_retention_days),
+                                timedelta(days=section.trigger_run_retention_days))
 
 
 async def purge_once(container: AsyncContainer) -> None:
     """One purge, in one unit of work."""
-    purged, events = await in_unit(container, _execute)
+    purged, events, history = await in_unit(container, _execute)
     if purged.idempotency_records or purged.rate_limit_windows or events:
         log.info("purged %d idempotency records, %d rate-limit windows and %d outbox events",
                  purged.idempotency_records, purged.rate_limit_windows, events)
+    if history.failed_jobs or history.webhook_logs or history.trigger_runs:
+        log.info("purged %d failed jobs, %d webhook delivery log rows and %d trigger runs",
+                 history.failed_jobs, history.webhook_logs, history.trigger_runs)
 
 
-async def _execute(unit: Any) -> tuple[Any, int]:
+async def _execute(unit: Any) -> tuple[Any, int, Any]:
     purged = await (await unit.get(PurgeExpired)).execute(PurgeExpiredCommand())
     events = await (await unit.get(PurgeConsumedEvents)).execute(PurgeConsumedEventsCommand())
-    return purged, events
+    history = await (await unit.get(PurgeHistory)).execute(PurgeHistoryCommand())
+    return purged, events, history
 
 
 def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
@@ -64,5 +98,30 @@ def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
     return JobKind(KIND, purge, recurring=True)
 
 
-FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[purge_job],
-                  settings=OutboxSettings)
+def consumer_jobs() -> tuple[tuple[str, str], ...]:
+    """(consumer, job kind) of every installed feature's outbox consumers."""
+    return tuple(pair for feature in all_features() for pair in sorted(feature.outbox_consumers.items()))
+
+
+async def recheck_once(container: AsyncContainer) -> list[str]:
+    """One shared recheck, in one unit of work: the consumers that were behind (their jobs are due now)."""
+    command = RecheckConsumersCommand(consumer_jobs())
+    return await in_unit(container, lambda unit: _recheck(unit, command))  # type: ignore[no-any-return]
+
+
+async def _recheck(unit: Any, command: RecheckConsumersCommand) -> list[str]:
+    return await (await unit.get(RecheckConsumers)).execute(command)  # type: ignore[no-any-return]
+
+
+def recheck_job(container: AsyncContainer, settings: Settings) -> JobKind:
+    """The consumers' shared safety recheck as a recurring job, on the 15 s beat (``next_beat``)."""
+
+    async def recheck(job: ClaimedJob) -> datetime:
+        await recheck_once(container)
+        return next_beat((await container.get(Clock)).now(), RECHECK)
+
+    return JobKind(RECHECK_KIND, recheck, recurring=True)
+
+
+FEATURE = Feature(name="housekeeping", providers=(HousekeepingProvider,), jobs=[purge_job, recheck_job],
+                  settings=HousekeepingSettings)

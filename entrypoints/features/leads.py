@@ -8,7 +8,7 @@ dispatcher by any commit that recorded events; ``follow_once`` is one pass (test
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
@@ -17,6 +17,7 @@ from adapters.memory.leads import InMemoryLeadRepository
 from adapters.sql.leads import SqlLeadRepository
 from application import leads as cases
 from application.jobs import JobKind
+from application.outbox import CONSUMER_FALLBACK, LEADS
 from application.ports.jobs import ClaimedJob
 from application.ports.leads import LeadRepository
 from application.ports.platform import Clock
@@ -26,9 +27,6 @@ from entrypoints.worker import in_unit
 
 KIND = "leads.follow"
 BATCH = 500
-IDLE_RECHECK = timedelta(seconds=15)
-"""With nothing new, the consumer looks again after this (events committed by another process on SQLite, which has
-no cross-process notifications)."""
 
 
 class SqlLeadsProvider(Provider):
@@ -60,13 +58,13 @@ async def follow_once(container: AsyncContainer, *, limit: int = BATCH) -> int:
 
 
 def follow_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    """The consumer as a recurring job: passes until the outbox is read, then due again after IDLE_RECHECK; a
-    commit that recorded events wakes it at once."""
+    """The consumer as a recurring job: passes until the outbox is read, then due again after CONSUMER_FALLBACK; a
+    commit that recorded events wakes it at once, and the shared recheck (``outbox.recheck``) finds the rest."""
 
     async def follow(job: ClaimedJob) -> datetime:
         while await follow_once(container) >= BATCH:
             pass
-        return (await container.get(Clock)).now() + IDLE_RECHECK
+        return (await container.get(Clock)).now() + CONSUMER_FALLBACK
 
     return JobKind(KIND, follow, on_wake=True, recurring=True)
 
@@ -77,4 +75,5 @@ FEATURE = Feature(
     sql=SqlLeadsProvider,
     memory=MemoryLeadsProvider,
     jobs=[follow_job],
+    outbox_consumers={LEADS: KIND},
 )

@@ -46,12 +46,15 @@ class SessionSettings:
     """Failed sign-ins allowed per email in the window; the next attempts get 429."""
     login_window_minutes: int = 15
     """The window of the sign-in throttle (fixed, aligned to the clock)."""
+    login_failures_per_address: int = 20
+    """Failed sign-ins allowed per client address in the window, whatever the emails; the next attempts get 429."""
 
     def policy(self) -> SessionPolicy:
         return SessionPolicy(idle=timedelta(minutes=self.idle_minutes), absolute=timedelta(hours=self.absolute_hours))
 
     def throttle(self) -> cases.LoginThrottle:
-        return cases.LoginThrottle(self.login_failures, timedelta(minutes=self.login_window_minutes))
+        return cases.LoginThrottle(self.login_failures, timedelta(minutes=self.login_window_minutes),
+                                   self.login_failures_per_address)
 
 
 class SessionsProvider(Provider):

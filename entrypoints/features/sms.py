@@ -19,7 +19,7 @@ from adapters.memory.sms import InMemorySmsRepository
 from adapters.sql.sms import SqlSmsRepository
 from adapters.telephony.sms_simulator import SimulatedSmsCarrier
 from application import sms as cases
-from application.jobs import JobKind
+from application.jobs import JobKind, next_beat
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from application.ports.sms import SmsCarrier, SmsRepository
@@ -101,7 +101,7 @@ def receipts_job(container: AsyncContainer, settings: Settings) -> JobKind:
             return await (await unit.get(SmsRepository)).next_due(), (await unit.get(Clock)).now()
 
         due, now = await in_unit(container, next_due)
-        return min(due, now + IDLE_RECHECK) if due is not None else now + IDLE_RECHECK
+        return min(due, next_beat(now, IDLE_RECHECK)) if due is not None else next_beat(now, IDLE_RECHECK)
 
     return JobKind(KIND, poll, on_wake=True, recurring=True)
 

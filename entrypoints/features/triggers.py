@@ -23,6 +23,7 @@ from adapters.memory.triggers import InMemoryTriggerRepository
 from adapters.sql.triggers import SqlTriggerRepository
 from application import triggers as cases
 from application.jobs import JobKind
+from application.outbox import CONSUMER_FALLBACK, TRIGGERS
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from application.ports.triggers import EmailSender, TriggerRepository
@@ -33,8 +34,6 @@ from entrypoints.worker import in_unit
 EVALUATE_KIND = "triggers.evaluate"
 ACTION_KIND = cases.ACTION_JOB
 BATCH = 500
-IDLE_RECHECK = timedelta(seconds=15)
-"""With nothing new, the consumer looks again after this (events committed by another process on SQLite)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ def evaluate_job(container: AsyncContainer, settings: Settings) -> JobKind:
     async def evaluate(job: ClaimedJob) -> datetime:
         while await evaluate_once(container) >= BATCH:
             pass
-        return (await container.get(Clock)).now() + IDLE_RECHECK
+        return (await container.get(Clock)).now() + CONSUMER_FALLBACK  # outbox.recheck finds the rest
 
     return JobKind(EVALUATE_KIND, evaluate, on_wake=True, recurring=True)
 
@@ -149,4 +148,5 @@ FEATURE = Feature(
     memory=MemoryTriggersProvider,
     jobs=[evaluate_job, action_job],
     settings=TriggerSettings,
+    outbox_consumers={TRIGGERS: EVALUATE_KIND},
 )

@@ -12,12 +12,14 @@ from adapters.memory.webhooks import InMemoryDeliveryRepository, InMemorySubscri
 from adapters.sql.webhooks import SqlDeliveryRepository, SqlSubscriptionRepository
 from application import webhooks as uc
 from application.jobs import JobKind
+from application.outbox import WEBHOOKS
 from application.ports.webhooks import DeliveryRepository, SubscriptionRepository, WebhookHttp
 from domain.webhooks import USER_AGENT
 from entrypoints.features import Feature
 from entrypoints.runtime import JOB_WAKE_UPS
 from entrypoints.settings import Settings
 from entrypoints.webhook_jobs import (
+    DISPATCH_KIND,
     WorkerOptions,
     deliver_once,
     delivery_loop,
@@ -107,6 +109,7 @@ FEATURE = Feature(
     jobs=[dispatcher],
     resident={DELIVERY: delivery_pump},
     settings=WebhookSettings,
+    outbox_consumers={WEBHOOKS: DISPATCH_KIND},
 )
 
 # one pass of each step, for tests and benchmarks: dispatch_once(container) -> events dispatched,

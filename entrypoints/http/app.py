@@ -14,7 +14,7 @@ from litestar.openapi.spec import Components, SecurityScheme, Server
 
 from domain.errors import ValidationFailed
 from entrypoints import features
-from entrypoints.http import asgi, dashboard, routes
+from entrypoints.http import asgi, dashboard, methods, routes
 from entrypoints.http.dashboard.errors import routing_error
 from entrypoints.http.dashboard.templating import template_config
 from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HANDLERS
@@ -183,6 +183,7 @@ def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any
         logging_config=None,
     )
     app.state["settings"] = settings
+    app.state[methods.STATE_KEY] = methods.allowed_methods(app.routes)
     setup_dishka(container, app)
     app.asgi_handler = asgi.wrap(app.asgi_handler, metrics_token=settings.metrics_token,
                                  snapshot=lambda scope: read_backlog(container, {Request: Request(scope)}))

@@ -4,10 +4,11 @@ rewrite, before routing."""
 from __future__ import annotations
 
 import logging
+import os
+import random
 import re
 import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,6 +28,29 @@ _NUL_IN_QUERY = re.compile(rb"%00|\x00")
 # on every response, whoever answers (routes, the pipeline, routing errors, 500s)
 _NOSNIFF = (b"x-content-type-options", b"nosniff")
 _SET_HERE = {b"x-request-id", _NOSNIFF[0]}
+
+
+class _RequestIds:
+    """Ids for requests that bring none: 32 hex digits shaped like a UUID4's, from a generator seeded once per
+    process from the system's randomness (and again in a forked child). A request id correlates log lines and is
+    no secret; ``uuid.uuid4()`` asked the kernel for 16 random bytes on every request, a system call that cost
+    more than the rest of this layer (8 % of a read in process, bench/profile_pipeline.py)."""
+
+    _VERSION_4 = (0x4 << 76) | (0x2 << 62)  # the version nibble 4 and the RFC 4122 variant, as uuid4 sets them
+    _CLEAR = ~((0xF << 76) | (0x3 << 62))
+
+    def __init__(self) -> None:
+        self._random = random.Random(os.urandom(32))
+        os.register_at_fork(after_in_child=self._reseed)
+
+    def _reseed(self) -> None:
+        self._random.seed(os.urandom(32))
+
+    def next(self) -> str:
+        return f"{(self._random.getrandbits(128) & self._CLEAR) | self._VERSION_4:032x}"
+
+
+_REQUEST_IDS = _RequestIds()
 
 
 def _nul_location(scope: Scope) -> str | None:
@@ -70,6 +94,13 @@ _PREFLIGHT_HEADERS = [
     (b"vary", b"Origin"),
     (b"content-length", b"0"),
 ]
+
+
+_WIDGET_CORS = {b"access-control-allow-origin", b"vary"}
+
+
+def _widget_cors(origin: bytes) -> list[tuple[bytes, bytes]]:
+    return [(b"access-control-allow-origin", origin), (b"vary", b"Origin")]
 
 
 def rewrite_path(path: str) -> str:
@@ -130,12 +161,24 @@ async def _metrics(scope: Scope, send: Send, token: str, snapshot: Snapshot | No
     await send({"type": "http.response.body", "body": body})
 
 
+def client_route(template: str, original_path: str) -> str:
+    """The route template as the client addressed it: ``/v2/agents/{id}`` for a request to ``/v2/agents/7``
+    (the app serves it as ``/api/v2/agents/{id}``), ``/widget.js`` for the script at the root."""
+    if original_path == WIDGET_SCRIPT_PATH and template == API_PREFIX + WIDGET_SCRIPT_PATH:
+        return WIDGET_SCRIPT_PATH
+    if template.startswith(API_PREFIX) and (original_path == PRIMARY_PREFIX
+                                            or original_path.startswith(PRIMARY_PREFIX + "/")):
+        return PRIMARY_PREFIX + template[len(API_PREFIX):]
+    return template
+
+
 def _log_request(scope: Scope, method: str, status: int, seconds: float) -> str:
     state = scope.get("state", {})
-    route = scope.get("path_template") or state.get("route") or "unmatched"
+    template = scope.get("path_template") or state.get("route") or "unmatched"
     actor = state.get("actor")
     outcome = outcome_of(status)
-    count_request(route, method, status, seconds)
+    count_request(template, method, status, seconds)  # one series per route, whichever prefix was used
+    route = client_route(template, state.get("original_path", ""))
     request_log.info("%s %s %d", method, route, status, extra={
         "organization_id": getattr(actor, "organization_id", None), "route": route, "method": method,
         "status": status, "duration_ms": round(seconds * 1000, 3), "outcome": outcome})
@@ -160,23 +203,37 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
             if key == b"x-request-id":
                 incoming = value.decode("latin-1")
                 break
-        request_id = incoming if incoming and _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
+        request_id = incoming if incoming and _REQUEST_ID_RE.match(incoming) else _REQUEST_IDS.next()
         token = request_id_var.set(request_id)
         original = scope["path"]
         path = rewrite_path(original)
         if path != scope["path"]:
             scope = {**scope, "path": path, "raw_path": path.encode()}
+        method = scope["method"]
+        head = method == "HEAD"  # answered as GET, without the body (entrypoints/http/methods.py)
+        if head:
+            scope = {**scope, "method": "GET"}
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         state["original_path"] = original
         own = [(b"x-request-id", request_id.encode()), _NOSNIFF]
+        set_here = _SET_HERE
+        if path.startswith(WIDGET_PATHS):
+            # every answer on /widget/* lets the calling page read it, its errors included (an expired token, a
+            # refused origin, a rate limit): they say only why; what succeeds needs one of the token's origins
+            origin = next((value for key, value in scope["headers"] if key == b"origin"), None)
+            if origin is not None:
+                own += _widget_cors(origin)
+                set_here = _SET_HERE | _WIDGET_CORS
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                headers = [h for h in message.get("headers", []) if h[0].lower() not in _SET_HERE]
+                headers = [h for h in message.get("headers", []) if h[0].lower() not in set_here]
                 message = {**message, "headers": [*headers, *own]}
+            elif head and message.get("body"):
+                message = {**message, "body": b""}
             await send(message)
 
         try:
@@ -198,7 +255,7 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
                 return
             await app(scope, receive, send_with_id)
         finally:
-            _log_request(scope, scope["method"], status, time.perf_counter() - started)
+            _log_request(scope, method, status, time.perf_counter() - started)
             request_id_var.reset(token)
 
     return outer

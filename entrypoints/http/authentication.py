@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from dishka import AsyncContainer
 from litestar.types import Scope
 
 from application.accounts import Authenticate, AuthenticateCommand
@@ -168,21 +169,26 @@ class KeyOrSession:
                           challenge=BEARER_CHALLENGE) from None
 
 
+_AUTHENTICATOR_TYPES: dict[AuthMode, type[Authenticator]] = {
+    AuthMode.KEY: ApiKeyAuthenticator,
+    AuthMode.KEY_OR_SESSION: KeyOrSession,
+    AuthMode.SESSION: SessionAuthenticator,
+    AuthMode.WIDGET: WidgetAuthenticator,
+    AuthMode.PUBLIC: PublicAuthenticator,
+}
+if set(AuthMode) - set(_AUTHENTICATOR_TYPES):  # a mode without an authenticator stops the import
+    raise ValueError(f"no authenticator for {sorted(set(AuthMode) - set(_AUTHENTICATOR_TYPES))}")
+
+
 class Authenticators:
-    """The authenticator of every ``AuthMode`` (a mode without one cannot be built)."""
+    """The authenticator of every ``AuthMode``, built from the request's container when a route asks for its mode:
+    a request builds the one it uses (with its use case and ports), not all five."""
 
-    def __init__(self, key: ApiKeyAuthenticator, session: SessionAuthenticator, widget: WidgetAuthenticator,
-                 public: PublicAuthenticator) -> None:
-        self._by_mode: dict[AuthMode, Authenticator] = {
-            AuthMode.KEY: key,
-            AuthMode.KEY_OR_SESSION: KeyOrSession(key, session),
-            AuthMode.SESSION: session,
-            AuthMode.WIDGET: widget,
-            AuthMode.PUBLIC: public,
-        }
-        missing = set(AuthMode) - set(self._by_mode)
-        if missing:
-            raise ValueError(f"no authenticator for {sorted(missing)}")
+    def __init__(self, container: AsyncContainer) -> None:
+        self._container = container
 
-    def for_mode(self, mode: AuthMode) -> Authenticator:
-        return self._by_mode[mode]
+    async def for_mode(self, mode: AuthMode) -> Authenticator:
+        if mode is AuthMode.KEY_OR_SESSION:
+            return KeyOrSession(await self._container.get(ApiKeyAuthenticator),
+                                await self._container.get(SessionAuthenticator))
+        return await self._container.get(_AUTHENTICATOR_TYPES[mode])

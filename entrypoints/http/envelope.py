@@ -19,6 +19,7 @@ from litestar.exceptions import (
 from litestar.types import Message
 
 from domain import errors as de
+from entrypoints.http.methods import allow_header
 from entrypoints.http.patterns import UNKNOWN_PATTERN, words_for
 
 T = TypeVar("T")
@@ -273,13 +274,14 @@ def handle_validation(request: Request[Any, Any, Any], exc: ValidationException)
 
 
 def _allow(request: Request[Any, Any, Any], exc: HTTPException) -> str:
-    """The methods the path serves, sorted (Litestar's header lists them in set order, or not at all)."""
+    """The methods the path serves, sorted, HEAD beside GET (Litestar's header lists them in set order, or not
+    at all)."""
     listed = {v for k, v in (exc.headers or {}).items() if k.lower() == "allow"}
     methods = {m.strip().upper() for value in listed for m in value.split(",") if m.strip()}
     if not methods:
         handler = request.scope.get("route_handler")
         methods = set(getattr(handler, "http_methods", ()) or ())
-    return ", ".join(sorted(methods | {"OPTIONS"}))
+    return allow_header(methods)
 
 
 def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:

@@ -15,7 +15,6 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 from urllib.parse import quote
 
 import msgspec
@@ -34,6 +33,7 @@ from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
 from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
+from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import Access, AuthMode, access_of
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
@@ -153,19 +153,34 @@ def with_location(app: ASGIApp, template: str) -> ASGIApp:
 
 @dataclass(frozen=True, slots=True)
 class RequestGate:
-    """What the pipeline works with, resolved once per request from the request's container."""
+    """What the pipeline works with: what every request needs, resolved once per request from the request's
+    container; what only some requests need (the other authenticators, the key store for ``last_used_at``,
+    sub-organizations, idempotency, the secret box), resolved from that container when first needed."""
 
     uow: UnitOfWork
     clock: Clock
     authenticators: Authenticators
     limiter: RateLimiter
     limits: RateLimitPolicy
-    failure_budget: AuthFailurePolicy
-    keys: ApiKeyRepository
-    acting: ResolveActingOrganization
-    idempotency: IdempotencyStore
-    random: Random
-    secrets: SecretBox
+    container: AsyncContainer
+
+    async def failure_budget(self) -> AuthFailurePolicy:
+        return await self.container.get(AuthFailurePolicy)
+
+    async def keys(self) -> ApiKeyRepository:
+        return await self.container.get(ApiKeyRepository)
+
+    async def acting(self) -> ResolveActingOrganization:
+        return await self.container.get(ResolveActingOrganization)
+
+    async def idempotency(self) -> IdempotencyStore:
+        return await self.container.get(IdempotencyStore)
+
+    async def random(self) -> Random:
+        return await self.container.get(Random)
+
+    async def secrets(self) -> SecretBox:
+        return await self.container.get(SecretBox)
 
 
 class RequestPipeline:
@@ -181,8 +196,8 @@ class RequestPipeline:
         handler = scope["route_handler"]
         access = access_of(handler.opt)
         if access is None:
-            if is_automatic_options(handler):  # Litestar's own OPTIONS answer: the methods a path serves
-                await self.app(scope, receive, send)
+            if is_automatic_options(handler):  # the methods the path serves (entrypoints/http/methods.py)
+                await _send_all(send, options_messages(scope), [])
                 return
             # unreachable through create_app (it refuses such a route); fail closed all the same
             log.error("route %s has no declared access", scope["path"])
@@ -192,11 +207,6 @@ class RequestPipeline:
         gate = await container.get(RequestGate)
         app = self.app if access.location is None else with_location(self.app, access.location)
         await _Run(app, scope, receive, send, gate, access).run()
-
-
-def is_automatic_options(handler: Any) -> bool:
-    """Whether ``handler`` is the OPTIONS handler Litestar adds to every path by itself."""
-    return set(handler.http_methods) == {"OPTIONS"} and getattr(handler, "handler_name", "") == "options_handler"
 
 
 class _Run:
@@ -218,7 +228,7 @@ class _Run:
 
         # 1. authentication (the route's authenticator)
         try:
-            principal = await gate.authenticators.for_mode(self.access.auth).authenticate(scope)
+            principal = await (await gate.authenticators.for_mode(self.access.auth)).authenticate(scope)
         except CsrfRejected as rejected:
             await uow.rollback()
             await self.reply(router_error_messages(403, rejected.code, rejected.message))
@@ -238,7 +248,7 @@ class _Run:
         key, organization = principal.key, principal.organization
         now = gate.clock.now()
 
-        # 1b. a widget token works only from its own origins; the answer then lets that origin read it (CORS)
+        # 1b. a widget token works only from its own origins (the outermost layer lets the page read every answer)
         if principal.widget is not None:
             origin = _header(scope, b"origin")
             if not principal.widget.allows_origin(origin):
@@ -246,7 +256,6 @@ class _Run:
                     403, "origin_not_allowed", "This widget token is not valid from this page's origin"
                     if origin else "A widget request must carry the Origin header of an allowed page"))
                 return
-            self.extra_headers.append((b"access-control-allow-origin", (origin or "").encode("latin-1")))
             scope["state"]["widget_grant"] = principal.widget
 
         # 2. rate limit (per principal: a rotated key shares its predecessor's counters, a widget token has its own)
@@ -270,7 +279,7 @@ class _Run:
                                                  [(b"retry-after", str(retry).encode())]))
             return
         if key is not None and (key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION):
-            await gate.keys.touch(key.id or 0, now)
+            await (await gate.keys()).touch(key.id or 0, now)
             await uow.commit()
 
         # 3. scopes (a widget token holds none: its routes ask for none, and serve only its campaign; a
@@ -292,7 +301,7 @@ class _Run:
                 await self.reply(router_error_messages(400, exc.code, exc.message, exc.details))
                 return
             try:
-                acting = await gate.acting.execute(ResolveActingOrganizationCommand(organization, sub_org_id))
+                acting = await (await gate.acting()).execute(ResolveActingOrganizationCommand(organization, sub_org_id))
             except SubOrgForbidden as exc:
                 await uow.rollback()
                 await self.reply(router_error_messages(403, exc.code, exc.message))
@@ -314,8 +323,8 @@ class _Run:
         """Count a failed authentication against the client's address; False (and 429 sent) once the
         address is over its budget. Credentials that authenticate never touch this bucket."""
         gate = self.gate
-        decision = await gate.limiter.hit(f"authfail:{client_address(self.scope)}", gate.failure_budget.windows,
-                                          gate.clock.now())
+        budget = await gate.failure_budget()
+        decision = await gate.limiter.hit(f"authfail:{client_address(self.scope)}", budget.windows, gate.clock.now())
         await gate.uow.commit()
         if decision.allowed:
             return True
@@ -381,8 +390,8 @@ class _Run:
             await self.reply(router_error_messages(413, "payload_too_large", "Request body too large"))
             return
         fingerprint = policy.fingerprint(self.scope["method"], self.scope["path"], body)
-        store = self.gate.idempotency
-        token = self.gate.random.hex(16)
+        store = await self.gate.idempotency()
+        token = (await self.gate.random()).hex(16)
 
         for _ in range(3):
             now = clock.now()
@@ -456,20 +465,24 @@ class _Run:
         body = captured.body()
         if not self.access.secret:
             return StoredResponse(captured.status, headers, body)
-        box = self.gate.secrets
+        box = await self.gate.secrets()
         return StoredResponse(captured.status, headers, box.seal(body.decode("latin-1")).encode("ascii"), sealed=True)
 
     async def _replay(self, response: StoredResponse) -> None:
         body = response.body
         if response.sealed:
-            box = self.gate.secrets
+            box = await self.gate.secrets()
             try:
                 body = box.open(body.decode("ascii")).encode("latin-1")
             except (SecretUnreadable, UnicodeError):
-                # sealed under another PARLEY_SECRET_KEY: the response cannot be given again, and acting
-                # again would break the key's promise
-                log.error("a stored idempotent response cannot be opened (was PARLEY_SECRET_KEY changed?)")
-                await self.reply(router_error_messages(500, "internal_error", "Internal server error"))
+                # sealed under a key neither PARLEY_SECRET_KEY nor PARLEY_PREVIOUS_SECRET_KEYS holds: the
+                # response cannot be given again, and acting again would break the key's promise
+                log.warning("a stored idempotent response cannot be opened (PARLEY_SECRET_KEY changed without "
+                            "PARLEY_PREVIOUS_SECRET_KEYS?)")
+                await self.reply(router_error_messages(
+                    409, "idempotency_replay_unavailable",
+                    "The stored response of this Idempotency-Key can no longer be read; it was not acted on "
+                    "again. Use a new key"))
                 return
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
         headers += [(b"content-length", str(len(body)).encode()), (b"idempotency-replayed", b"true")]

@@ -121,6 +121,9 @@ def _responses(access: Access, errors: dict[int, str], *, has_body: bool = False
         if access.large_body:
             statuses[400] += f"; {_IDEMPOTENCY_UNSUPPORTED}"
         statuses[409] = "Conflict; idempotency_key_in_use while a request with the same key is in flight"
+        if access.secret:
+            statuses[409] += ("; idempotency_replay_unavailable when the stored response was sealed under a "
+                              "secret key the service no longer holds")
         statuses[422] = "idempotency_key_mismatch: the key was used with a different request"
     for status, text in errors.items():
         statuses[status] = f"{statuses[status]}; {text}" if status in statuses and text else (

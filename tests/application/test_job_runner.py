@@ -4,6 +4,7 @@ expiry, concurrency limits, drain on stop and wake-ups."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.memory.clock import ManualClock
-from application.jobs import JobKind, JobRunner, JobWakeUps, backoff
+from application.jobs import JobKind, JobRunner, JobWakeUps, backoff, next_beat
 from application.ports.jobs import ClaimedJob, JobQueue, NewJob
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
@@ -204,3 +205,114 @@ async def test_a_wake_up_runs_an_on_wake_job_before_it_is_due(units: ContainerUn
     await asyncio.wait_for(ran.wait(), BOUND)
     stop.set()
     await asyncio.wait_for(task, BOUND)
+
+
+class CountingUnits:
+    """The units of work a runner opens, counted, with the claims made through them."""
+
+    def __init__(self, units: ContainerUnits) -> None:
+        self.units = units
+        self.opened = 0
+        self.committed = 0
+        self.claims: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def __call__(self) -> AsyncIterator[Any]:
+        self.opened += 1
+        async with self.units() as unit:
+            yield _CountingUnit(self, unit)
+
+
+class _CountingUnit:
+    def __init__(self, counts: CountingUnits, unit: Any) -> None:
+        self.counts, self.unit = counts, unit
+
+    async def get(self, dependency: type[Any]) -> Any:
+        found = await self.unit.get(dependency)
+        if dependency is JobQueue:
+            counts, claim = self.counts, found.claim
+
+            async def counted_claim(kind: str, *args: Any, **kwargs: Any) -> list[ClaimedJob]:
+                counts.claims.append(kind)
+                return await claim(kind, *args, **kwargs)
+
+            found.claim = counted_claim
+        return found
+
+    async def commit(self) -> None:
+        self.counts.committed += 1
+        await self.unit.commit()
+
+
+TWELVE = [f"kind.{n}" for n in range(12)]
+
+
+async def _one_pass(runner: JobRunner) -> None:
+    """Start the runner, let it look at the queue and fall asleep (its safety poll is an hour), stop it."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    for _ in range(50):
+        await asyncio.sleep(0)
+    stop.set()
+    await asyncio.wait_for(task, BOUND)
+
+
+async def test_an_idle_pass_over_many_kinds_is_one_unit_of_work_and_claims_nothing(
+        units: ContainerUnits, clock: ManualClock) -> None:
+    async def never(job: ClaimedJob) -> None:
+        raise AssertionError("nothing is due")
+
+    await _schedule(units, *(NewJob(name, T0 + timedelta(minutes=10)) for name in TWELVE))
+    counting = CountingUnits(units)
+    runner = _runner(counting, clock, *(JobKind(name, never, recurring=True) for name in TWELVE),
+                     safety_poll_seconds=3600)
+    await _one_pass(runner)
+    assert counting.claims == []  # one question for all twelve kinds instead of a claim each
+    assert counting.opened == 1 and counting.committed == 0  # and the next due time read in the same unit
+
+
+async def test_a_pass_claims_only_the_kinds_with_due_work(units: ContainerUnits, clock: ManualClock) -> None:
+    ran: list[str] = []
+
+    async def tick(job: ClaimedJob) -> datetime:
+        ran.append(job.kind)
+        return clock.now() + timedelta(minutes=10)
+
+    await _schedule(units, *(NewJob(name, T0 + timedelta(minutes=10)) for name in TWELVE))
+    await _schedule(units, NewJob("kind.5", T0), NewJob("kind.9", T0 - timedelta(seconds=1)))
+    counting = CountingUnits(units)
+    runner = _runner(counting, clock, *(JobKind(name, tick, recurring=True) for name in TWELVE),
+                     safety_poll_seconds=3600)
+    await _one_pass(runner)
+    assert sorted(ran) == ["kind.5", "kind.9"]
+    assert sorted(counting.claims) == ["kind.5", "kind.9"]
+    assert counting.opened <= 6  # claims (one unit), two outcomes, and passes that find nothing due
+    async with units() as unit:
+        assert await (await unit.get(JobQueue)).next_due(TWELVE) == T0 + timedelta(minutes=10)
+
+
+async def test_a_wake_up_claims_only_the_on_wake_kinds_that_are_free(units: ContainerUnits,
+                                                                      clock: ManualClock) -> None:
+    ran: list[str] = []
+
+    async def tick(job: ClaimedJob) -> datetime:
+        ran.append(job.kind)
+        return clock.now() + timedelta(minutes=10)
+
+    await _schedule(units, *(NewJob(name, T0 + timedelta(minutes=10)) for name in TWELVE))
+    counting = CountingUnits(units)
+    wake_ups = JobWakeUps()
+    kinds = [JobKind(name, tick, recurring=True, on_wake=name in {"kind.1", "kind.2"}) for name in TWELVE]
+    runner = _runner(counting, clock, *kinds, wake=wake_ups.subscribe(), safety_poll_seconds=3600)
+    wake_ups.notify()
+    await _one_pass(runner)
+    assert sorted(ran) == ["kind.1", "kind.2"] and sorted(counting.claims) == ["kind.1", "kind.2"]
+
+
+def test_rechecks_on_the_same_beat_fall_due_together() -> None:
+    period = timedelta(seconds=15)
+    beat = datetime(2026, 4, 6, 8, 0, 15, tzinfo=UTC)
+    for before in (15.0, 14.0, 7.4, 0.001):  # whenever in the previous period a job ran, it is due on the same beat
+        assert next_beat(beat - timedelta(seconds=before), period) == beat
+    assert next_beat(beat, period) == beat + period  # run on the beat: due again one period later
+    assert next_beat(beat + timedelta(seconds=0.2), period) == beat + period  # (claimed just after it)

@@ -10,13 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from adapters.memory.clock import ManualClock
+from adapters.sql.engine import create_engine
+from adapters.sql.jobs import listen
+from adapters.sql.uow import NOTIFY_CHANNEL
 from application.ports.jobs import ClaimedJob, JobQueue, NewJob
 from application.ports.platform import UnitOfWork
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from tests.conftest import ClockProvider
+from tests.processes import until
 
 T0 = datetime(2026, 4, 6, 8, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -114,6 +119,27 @@ async def test_a_wake_up_claims_a_job_before_it_is_due(container: Any) -> None:
     assert [j.key for j in woken] == ["w"]
 
 
+async def test_due_kinds_names_the_kinds_a_claim_would_lease_now(container: Any) -> None:
+    due, later, leased, failed, absent = (_kind() for _ in range(5))
+    await _do(container, lambda q: q.schedule(NewJob(due, T0 - timedelta(seconds=1), "a")))
+    await _do(container, lambda q: q.schedule(NewJob(due, T0 + timedelta(hours=1), "b")))
+    await _do(container, lambda q: q.schedule(NewJob(later, T0 + timedelta(minutes=5))))
+    await _do(container, lambda q: q.schedule(NewJob(leased, T0)))
+    await _do(container, lambda q: q.schedule(NewJob(failed, T0)))
+    await _claim(container, leased, "w", T0)
+    [doomed] = await _claim(container, failed, "w", T0)
+    assert await _do(container, lambda q: q.fail(doomed, "gave up", T0))
+    kinds = [due, later, leased, failed, absent]
+    assert await _do(container, lambda q: q.due_kinds(kinds, T0)) == {due}
+    assert await _do(container, lambda q: q.due_kinds(kinds, T0, woken=[later, absent])) == {due, later}
+    assert await _do(container, lambda q: q.due_kinds(kinds, T0 + LEASE)) == {due, leased}  # its lease expired
+    assert await _do(container, lambda q: q.due_kinds([later, leased], T0)) == set()
+    assert await _do(container, lambda q: q.due_kinds([], T0)) == set()
+    for kind in (due, leased):  # what due_kinds names, claim leases
+        assert await _claim(container, kind, "w2", T0 + LEASE)
+    assert await _do(container, lambda q: q.due_kinds(kinds, T0 + LEASE)) == set()
+
+
 @pytest.mark.postgres
 async def test_concurrent_claimers_never_share_a_job_on_postgresql(postgres_url: str, tmp_root: Path) -> None:
     clock = ManualClock(T0)
@@ -142,3 +168,52 @@ async def test_concurrent_claimers_never_share_a_job_on_postgresql(postgres_url:
         assert sum(1 for ids in results if ids) > 1  # the claimers really ran side by side
     finally:
         await container.close()
+
+
+async def test_a_recurring_job_scheduled_during_its_run_keeps_the_earlier_time(container: Any) -> None:
+    kind = _kind()
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0, "tick")))
+    [job] = await _claim(container, kind, "w", T0)
+    await _do(container, lambda q: q.schedule(NewJob(kind, T0 + timedelta(minutes=1), "tick")))  # new work
+    assert await _do(container, lambda q: q.complete(job, T0 + timedelta(minutes=10)))
+    assert await _do(container, lambda q: q.next_due([kind])) == T0  # the earlier of both: due at once
+    [again] = await _claim(container, kind, "w", T0)
+    assert again.id == job.id and again.attempts == 1
+    assert await _do(container, lambda q: q.complete(again, T0 + timedelta(minutes=10)))
+    assert await _do(container, lambda q: q.next_due([kind])) == T0 + timedelta(minutes=10)
+    assert await _claim(container, kind, "w", T0 + timedelta(minutes=10) - timedelta(microseconds=1)) == []
+    assert [j.id for j in await _claim(container, kind, "w", T0 + timedelta(minutes=10))] == [job.id]
+
+
+@pytest.mark.postgres
+async def test_the_listener_listens_again_after_its_connection_dropped(postgres_url: str) -> None:
+    engine = create_engine(postgres_url)
+    woken = asyncio.Event()
+    listener = await listen(engine, woken.set, retry_seconds=0.05)
+    assert listener is not None
+
+    async def notify() -> None:
+        async with engine.connect() as conn:
+            await conn.execute(sa.text(f"NOTIFY {NOTIFY_CHANNEL}"))
+            await conn.commit()
+
+    try:
+        await notify()
+        await asyncio.wait_for(woken.wait(), 10)
+        woken.clear()
+        first = listener.server_pid
+        async with engine.connect() as conn:  # the server ends the listening backend (a restart, an operator)
+            await conn.execute(sa.select(sa.func.pg_terminate_backend(first)))
+        await until(lambda: _true(listener.opened == 2), 10, "the listener to listen again")
+        assert listener.server_pid != first
+        await asyncio.wait_for(woken.wait(), 10)  # woken once it listens again: what was missed is looked at
+        woken.clear()
+        await notify()
+        await asyncio.wait_for(woken.wait(), 10)  # and notifications arrive again
+    finally:
+        await listener.close()
+        await engine.dispose()
+
+
+async def _true(value: bool) -> bool:
+    return value

@@ -149,6 +149,26 @@ async def test_rate_limiter_counts_and_refuses(container: Any) -> None:
         assert later.allowed
 
 
+async def test_rate_limiter_counts_are_kept_whatever_the_unit_of_work_does_next(container: Any) -> None:
+    """A hit is committed on its own: with no transaction open (on PostgreSQL the counting statement is then its own
+    transaction) and inside an open one alike, a later rollback of the request's work does not give it back."""
+    windows = (Window(60, 10), Window(3600, 100))
+    bucket = f"contract-kept:{id(container)}:{NOW.timestamp()}"
+    org = await new_organization(container)
+    async with container() as r:
+        limiter = await r.get(RateLimiter)
+        assert (await limiter.hit(bucket, windows, NOW)).remaining == 9  # nothing open on the connection
+        await (await r.get(UnitOfWork)).rollback()
+        await (await r.get(OrganizationRepository)).get(org)  # a transaction is open from here
+        assert (await limiter.hit(bucket, windows, NOW)).remaining == 8
+        await (await r.get(UnitOfWork)).rollback()
+    async with container() as r:
+        limiter = await r.get(RateLimiter)
+        seen = await limiter.peek(bucket, windows, NOW)
+        assert seen.allowed and seen.remaining == 8
+        assert (await limiter.hit(bucket, windows, NOW)).remaining == 7
+
+
 async def test_housekeeping_purges_only_what_expired(container: Any) -> None:
     from application.housekeeping import PurgeExpired, PurgeExpiredCommand
 

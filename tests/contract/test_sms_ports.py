@@ -93,3 +93,17 @@ async def test_opt_out_lists_are_found_by_name(container: Any) -> None:
         repo = await r.get(SmsRepository)
         assert await repo.opt_out_list_ids(org, OPT_OUT_LIST_NAME) == [mine.id]
         await (await r.get(UnitOfWork)).commit()
+
+
+async def test_the_opt_out_list_is_made_once_per_organization(container: Any) -> None:
+    org, other = await new_organization(container), await new_organization(container)
+    async with container() as r:
+        repo = await r.get(SmsRepository)
+        made = await repo.ensure_opt_out_list(org, OPT_OUT_LIST_NAME, "kept by SMS", NOW)
+        assert await repo.ensure_opt_out_list(org, OPT_OUT_LIST_NAME, "kept by SMS", NOW) == made
+        theirs = await repo.ensure_opt_out_list(other, OPT_OUT_LIST_NAME, "kept by SMS", NOW)
+        assert theirs != made
+        assert await repo.opt_out_list_ids(org, OPT_OUT_LIST_NAME) == [made]
+        listed = await (await r.get(DncRepository)).get_list(org, made)
+        assert listed is not None and (listed.name, listed.description) == (OPT_OUT_LIST_NAME, "kept by SMS")
+        await (await r.get(UnitOfWork)).commit()

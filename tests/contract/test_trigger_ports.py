@@ -1,6 +1,7 @@
 """Triggers behave the same on memory, SQLite and PostgreSQL: rules round-trip (conditions and actions as data),
 the lookup by (organization, event) sees only enabled rules of that organization, a run per (trigger, event) is
-stored once whatever the repetition, runs page newest first by status, and events keep their depth."""
+stored once whatever the repetition (a whole pass's runs in one call too, their traces as they were), runs page
+newest first by status, the action jobs of new runs are scheduled at once, and events keep their depth."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from typing import Any
 
 from application.outbox import TRIGGERS
 from application.ports.events import OutboxReader
+from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.triggers import TriggerRepository
 from domain.events import DomainEvent, EventType
-from domain.triggers import Action, ActionResult, Trigger, decide, parse_conditions
+from domain.triggers import Action, ActionResult, Trigger, decide, matcher, parse_conditions
 from tests.conftest import new_organization
 
 NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
@@ -100,3 +102,45 @@ async def test_events_keep_the_depth_their_unit_was_told(container: Any) -> None
         mine = [e for e in await (await r.get(OutboxReader)).pending(TRIGGERS, 10_000)
                 if e.organization_id == org and e.id > before]
     assert [(e.data["id"], e.depth) for e in mine] == [("a", 0), ("b", 2)]
+
+
+async def test_a_pass_of_runs_is_stored_once_with_its_traces_as_they_were(container: Any) -> None:
+    org = await new_organization(container)
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        rules = [await repo.add(_trigger(org)) for _ in range(4)]
+        await (await r.get(UnitOfWork)).commit()
+    odd = {"status": "confirmed\u00e9\U0001f600\"\\" + "x" * 600, "calendar_id": 2**70,
+           "notes": {"nested": [1.5, None, True]}}
+    samples = [{**EventType.APPOINTMENT_BOOKED.example, "status": s} for s in ("confirmed", "pending")] + [odd]
+    runs = [decide(rule, "appointment.booked", 100 + n, data, 0, NOW, matcher(rule.conditions))
+            for n, data in enumerate(samples * 40) for rule in rules]  # 120 events, 480 runs
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        early = await repo.add_runs(runs[:50])
+        stored = await repo.add_runs(runs)
+        await (await r.get(UnitOfWork)).commit()
+    assert len(early) == 50 and len(stored) == len(runs) - 50
+    assert [s.id for s in stored] == sorted(s.id or 0 for s in stored)
+    assert {(s.trigger_id, s.event_id) for s in early + stored} == {(r.trigger_id, r.event_id) for r in runs}
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        for run in (early[0], early[1], stored[-1]):
+            back = await repo.get_run(org, run.id or 0)
+            assert back is not None
+            assert (back.matched, back.status, back.condition_trace, back.actions, back.data) == (
+                run.matched, run.status, run.condition_trace, run.actions, run.data)
+    assert stored[-1].condition_trace[0].actual == decide(rules[0], "", None, odd, 0, NOW).condition_trace[0].actual
+
+
+async def test_the_action_jobs_of_new_runs_are_scheduled_at_once(container: Any) -> None:
+    kind = f"test.action.{id(container)}"
+    async with container() as r:
+        await (await r.get(JobQueue)).schedule_new([NewJob(kind, NOW, f"7:{i}", {"run_id": 7, "index": i})
+                                                     for i in range(3)])
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        claimed = await (await r.get(JobQueue)).claim(kind, "w", NOW, NOW + timedelta(minutes=1), 10)
+        await (await r.get(UnitOfWork)).commit()
+    assert sorted((j.key, j.payload["index"], j.attempts) for j in claimed) == [("7:0", 0, 1), ("7:1", 1, 1),
+                                                                                ("7:2", 2, 1)]

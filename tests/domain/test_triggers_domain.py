@@ -3,11 +3,12 @@ fields, and templates that are filled by substitution only."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.errors import ValidationFailed
@@ -22,10 +23,12 @@ from domain.triggers import (
     decide,
     evaluate,
     lookup,
+    matcher,
     parse_conditions,
     render,
     retry_delay,
 )
+from tests.properties import examples
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
                          st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20))
@@ -155,3 +158,26 @@ def test_retry_delays_grow_and_stop_after_five_attempts() -> None:
         timedelta(seconds=5), timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2), None]
     low, high = retry_delay(1, -1.0), retry_delay(1, 1.0)
     assert low is not None and high is not None and timedelta(seconds=4) <= low <= high <= timedelta(seconds=6)
+
+
+@settings(max_examples=examples(400))
+@given(st.one_of(trees, st.none()), payloads)
+def test_a_compiled_tree_decides_and_traces_as_the_tree_does(tree: Any, data: Any) -> None:
+    matched, trace = evaluate(tree, data)
+    assert matcher(tree)(data) == (matched, tuple(trace))
+
+
+def _shown_as_before(value: Any) -> Any:
+    """How a traced value always was shown: its JSON when at most 500 characters, else cut."""
+    try:
+        text = json.dumps(value, default=str, allow_nan=False)
+    except (TypeError, ValueError):
+        return str(value)[:200]
+    return value if len(text) <= 500 else text[:500]
+
+
+@given(st.one_of(json_values, st.text(max_size=600), st.text(st.characters(max_codepoint=127), max_size=600),
+                 st.integers(-10**20, 10**20), st.floats()))
+def test_a_traced_value_is_shown_as_before(value: Any) -> None:
+    [step] = evaluate(Predicate("data.name", "eq", value), {"name": value})[1]
+    assert step.actual == step.expected == _shown_as_before(value)

@@ -52,7 +52,7 @@ def test_the_origin_list_and_lifetime_have_bounds() -> None:
 
 
 def test_a_grant_allows_only_its_exact_origins() -> None:
-    grant = WidgetGrant("j", 1, 2, ("https://shop.example",), LONG_AGO)
+    grant = WidgetGrant("j", 1, 2, ("https://shop.example",), LONG_AGO, 3, 1)
     assert grant.allows_origin("https://shop.example") and grant.allows_origin("https://shop.example:443")
     for other in (None, "", "null", "http://shop.example", "https://shop.example.evil", "https://x.shop.example"):
         assert not grant.allows_origin(other)
@@ -61,7 +61,7 @@ def test_a_grant_allows_only_its_exact_origins() -> None:
 
 def test_a_token_is_checked_at_the_time_given_not_the_wall_clocks() -> None:
     tokens = JwtWidgetTokens("a-secret-key")
-    grant = WidgetGrant("jti-1", 7, 9, ("https://shop.example",), LONG_AGO + timedelta(seconds=900))
+    grant = WidgetGrant("jti-1", 7, 9, ("https://shop.example",), LONG_AGO + timedelta(seconds=900), 11, 7)
     token = tokens.issue(grant)
     assert tokens.verify(token, LONG_AGO) == grant  # 2001: valid, although the wall clock is long past it
     assert tokens.verify(token, LONG_AGO + timedelta(seconds=899)) == grant
@@ -70,6 +70,6 @@ def test_a_token_is_checked_at_the_time_given_not_the_wall_clocks() -> None:
     with pytest.raises(WidgetTokenInvalid):
         JwtWidgetTokens("another-secret-key").verify(token, LONG_AGO)
     claims = jwt.decode(token, options={"verify_signature": False})
-    assert set(claims) == {"aud", "exp", "jti", "organization", "campaign", "origins"}
+    assert set(claims) == {"aud", "exp", "jti", "organization", "campaign", "origins", "key", "key_organization"}
     with pytest.raises(WidgetTokenInvalid):
         tokens.verify(jwt.encode({**claims, "campaign": "9"}, tokens._key, algorithm="HS256"), LONG_AGO)

@@ -82,7 +82,7 @@ async def test_no_secret_created_in_a_run_reaches_the_logs(api: Api, captured_lo
 
     text = captured_logs.getvalue()
     lines = _lines(captured_logs)
-    assert any(line.get("route") == "/api/v2/webhooks" for line in lines)
+    assert any(line.get("route") == "/v2/webhooks" for line in lines)
     assert any("job_kind" in line for line in lines), "the job runner wrote job lines"
     for secret in secrets:
         assert secret not in text, secret
@@ -94,9 +94,23 @@ async def test_a_request_line_carries_the_request_fields(api: Api, captured_logs
     assert agent.status_code == 404
     [line] = [x for x in _lines(captured_logs) if x.get("request_id") == "req-observed-1"
               and x["logger"] == "parley.http.request"]
-    assert line["route"] == "/api/v2/agents/{id}" and line["method"] == "GET" and line["status"] == 404
+    assert line["route"] == "/v2/agents/{id}" and line["method"] == "GET" and line["status"] == 404
     assert line["organization_id"] == t.organization_id and line["outcome"] == "rejected"
     assert isinstance(line["duration_ms"], float) and line["level"] == "info"
+
+
+async def test_the_logged_route_is_the_template_the_client_used(api: Api, captured_logs: io.StringIO) -> None:
+    t = await api.tenant()
+    sent = {"/v2/agents/7": "/v2/agents/{id}", "/api/v2/agents/7": "/api/v2/agents/{id}", "/v2/health": "/v2/health",
+            "/api/v2/health": "/api/v2/health", "/widget.js": "/widget.js", "/v2/widget.js": "/v2/widget.js",
+            "/v2/nothing-here": "unmatched"}
+    for path in sent:
+        await api.client.get(path, headers={**t.headers, "X-Request-Id": f"route-{abs(hash(path))}"})
+    logged = {x["request_id"]: x for x in _lines(captured_logs) if x["logger"] == "parley.http.request"}
+    for path, route in sent.items():
+        line = logged[f"route-{abs(hash(path))}"]
+        assert line["route"] == route, (path, line)
+        assert line["message"].split()[1] == route, (path, line)
 
 
 async def test_a_job_line_carries_the_job_fields(api: Api, captured_logs: io.StringIO) -> None:

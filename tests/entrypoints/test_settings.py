@@ -60,6 +60,12 @@ def test_every_documented_variable_reaches_its_section() -> None:
     assert settings.section(WebhookSettings).retry_scale == 0.001
 
 
+def test_previous_secret_keys_are_a_comma_separated_list() -> None:
+    settings = Settings.from_env({"PARLEY_PREVIOUS_SECRET_KEYS": " old-one , ,older-one "}, dotenv=None)
+    assert settings.previous_secret_keys == ("old-one", "older-one")
+    assert Settings.from_env({}, dotenv=None).previous_secret_keys == ()
+
+
 def test_the_environment_overrides_the_dotenv_file(tmp_path: Path) -> None:
     dotenv = tmp_path / ".env"
     dotenv.write_text('# local\nPARLEY_LOG_LEVEL="WARNING"\nPARLEY_SIMULATOR_SPEED=4\nPARLEY_DB_POOL_SIZE=2\n')

@@ -146,4 +146,53 @@ async def test_405_lists_the_allowed_methods(any_api: Api) -> None:
         assert r.status_code == 405, (path, r.status_code)
         assert r.json()["error"]["code"] == "method_not_allowed"
         allow = [m.strip() for m in r.headers["allow"].split(",")]
-        assert allow == sorted(allow) and set(allow) == methods | {"OPTIONS"}, (path, allow)
+        assert allow == sorted(allow) and set(allow) == _served(methods), (path, allow)
+
+
+def _served(methods: set[str]) -> set[str]:
+    """What ``Allow`` says a path with these documented methods serves: HEAD beside GET, and OPTIONS."""
+    return methods | {"OPTIONS"} | ({"HEAD"} if "GET" in methods else set())
+
+
+async def test_options_lists_every_method_of_the_path(any_api: Api) -> None:
+    app: Litestar = any_api.client.app
+    by_path: dict[str, set[str]] = {}
+    urls: dict[str, str] = {}
+    for op in served_operations(app):
+        by_path.setdefault(op.documented_path, set()).add(op.method)
+        urls[op.documented_path] = op.url()
+    assert any(len(methods) > 1 for methods in by_path.values())
+    for path, methods in by_path.items():
+        for url in (urls[path], urls[path].replace("/v2/", "/api/v2/", 1)):
+            r = await any_api.client.options(url)  # no credential needed to ask
+            if path.startswith("/widget/") and r.status_code == 204 and "allow" not in r.headers:
+                continue  # a CORS preflight, answered before routing (widget.md)
+            assert r.status_code == 204 and r.content == b"", (url, r.status_code, r.text)
+            allow = [m.strip() for m in r.headers["allow"].split(",")]
+            assert allow == sorted(allow) and set(allow) == _served(methods), (url, allow)
+
+
+async def test_head_answers_like_get_without_a_body(any_api: Api) -> None:
+    t = await any_api.tenant()
+    app: Litestar = any_api.client.app
+    gets = [op for op in served_operations(app) if op.method == "GET"]
+    assert len(gets) > 20
+    for op in gets:
+        url = op.url()
+        key = await any_api.key_for(t.organization_id, ("*",))  # a key (and a rate limit) per route
+        got = await any_api.client.get(url, headers=key.headers)
+        head = await any_api.client.head(url, headers=key.headers)
+        assert head.status_code == got.status_code, (url, head.status_code, got.status_code)
+        assert head.content == b"", url
+        assert head.headers.get("content-type") == got.headers.get("content-type"), url
+        # the length the GET's body would have (some bodies, such as timestamps or measured latencies, vary)
+        assert int(head.headers["content-length"]) > 0, url
+        assert head.headers.get("x-ratelimit-limit") == got.headers.get("x-ratelimit-limit"), url
+    script, script_head = await any_api.client.get("/widget.js"), await any_api.client.head("/widget.js")
+    assert script_head.status_code == 200 and script_head.content == b""
+    assert script_head.headers["content-length"] == script.headers["content-length"] == str(len(script.content))
+    key = await any_api.key_for(t.organization_id, ("*",))
+    refused = await any_api.client.head("/v2/agents")
+    assert refused.status_code == 401 and refused.content == b""
+    not_allowed = await any_api.client.head("/v2/api-keys/1/rotate", headers=key.headers)
+    assert not_allowed.status_code == 405 and "HEAD" not in not_allowed.headers["allow"]

@@ -299,3 +299,17 @@ async def test_every_kind_of_response_carries_the_request_id(make_api: ApiFactor
     limited = await check(429, "GET", "/v2/agents", headers=t.headers)
     assert int(limited.headers["retry-after"]) >= 1
     assert limited.json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+
+
+def test_generated_request_ids_are_distinct_uuid4_hex() -> None:
+    import uuid
+
+    from entrypoints.http.asgi import _RequestIds
+
+    ids = _RequestIds()
+    made = [ids.next() for _ in range(2000)]
+    assert len(set(made)) == len(made)
+    for value in made:
+        parsed = uuid.UUID(value)
+        assert parsed.hex == value and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    assert _RequestIds().next() not in made  # every process (and forked child) seeds its own

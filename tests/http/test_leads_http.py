@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.memory.clock import ManualClock
+from application.outbox import CONSUMER_FALLBACK
 from application.ports.platform import UnitOfWork
 from domain.events import EventType
 from entrypoints.features.leads import KIND, follow_job, follow_once
@@ -124,11 +125,14 @@ async def test_the_consumer_is_a_job_of_the_worker_woken_by_new_events(make_api:
         await runner.start()
         assert await runner.run_due() == 1  # a fresh start runs it once
         assert (await get_lead(api, t, lead["id"]))["status"] == "failed"
-        # due again only after the idle re-check, unless a commit that recorded events wakes it
+        # due again only after its fallback, unless a commit that recorded events wakes it (or the shared
+        # recheck, outbox.recheck, makes it due: tests/webhooks/test_outbox_consumers.py)
         await record(api, EventType.CALL_ENDED(t.organization_id, {"id": "other", "status": "completed"}))
         assert await runner.run_due() == 0
         assert await runner.run_due(woken=True) == 1
         clock.advance(seconds=16)
+        assert await runner.run_due() == 0
+        clock.advance(seconds=CONSUMER_FALLBACK.total_seconds())
         assert await runner.run_due() == 1
     finally:
         await container.close()

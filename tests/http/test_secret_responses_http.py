@@ -139,3 +139,44 @@ async def test_every_kind_of_response_says_nosniff(api: Api) -> None:
     ]:
         response = await api.client.request(method, url, headers=headers)
         assert response.headers.get("x-content-type-options") == "nosniff", (method, url, response.status_code)
+
+
+ROTATED_KEY = "a-rotated-secret-key-of-fifty-random-characters-0123"
+
+
+async def test_a_sealed_replay_survives_a_secret_key_rotation(any_api: Api, make_api: Any) -> None:
+    t = await any_api.tenant(plan="enterprise")
+    path, body, _ = await _webhook(any_api, t)
+    headers = {**t.headers, "Idempotency-Key": "before-rotation"}
+    first = await any_api.client.post(path, json=body, headers=headers)
+    assert first.status_code == 201, first.text
+
+    rotated = await make_api(any_api.settings.database_url, secret_key=ROTATED_KEY,
+                             previous_secret_keys=(any_api.settings.secret_key,))
+    replay = await rotated.client.post(path, json=body, headers=headers)
+    assert replay.status_code == 201 and replay.headers.get("idempotency-replayed") == "true"
+    assert replay.content == first.content
+    # what the new key seals opens too
+    again = await rotated.client.post(path, json=body, headers={**t.headers, "Idempotency-Key": "after-rotation"})
+    assert again.status_code == 201
+    assert (await rotated.client.post(path, json=body, headers={**t.headers, "Idempotency-Key": "after-rotation"})
+            ).content == again.content
+
+
+async def test_a_sealed_replay_under_a_forgotten_key_is_a_documented_conflict(any_api: Api, make_api: Any) -> None:
+    t = await any_api.tenant(plan="enterprise")
+    path, body, _ = await _webhook(any_api, t)
+    headers = {**t.headers, "Idempotency-Key": "forgotten-key"}
+    first = await any_api.client.post(path, json=body, headers=headers)
+    assert first.status_code == 201, first.text
+
+    rotated = await make_api(any_api.settings.database_url, secret_key=ROTATED_KEY)
+    replay = await rotated.client.post(path, json=body, headers=headers)
+    assert replay.status_code == 409, replay.text
+    assert replay.json()["error"]["code"] == "idempotency_replay_unavailable"
+    assert "idempotency-replayed" not in replay.headers
+    listed = await rotated.client.get("/v2/webhooks", headers=t.headers)
+    assert len(listed.json()["data"]) == 1  # not acted on again
+    document = (await rotated.client.get("/v2/openapi.json")).json()
+    conflict = document["paths"]["/webhooks"]["post"]["responses"]["409"]["description"]
+    assert "idempotency_replay_unavailable" in conflict

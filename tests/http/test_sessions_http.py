@@ -146,6 +146,34 @@ async def test_five_failed_logins_per_email_then_429(make_api: ApiFactory, sql_u
     api.client.cookies.clear()
 
 
+async def test_failed_logins_per_client_address_then_429_whatever_the_email(make_api: ApiFactory,
+                                                                             sql_url: str) -> None:
+    clock = ManualClock()
+    api = await make_api(sql_url, clock=clock, environ={"PARLEY_SESSION_LOGIN_FAILURES_PER_ADDRESS": "3"})
+    users = [await new_user(api) for _ in range(3)]
+    for user in users:  # one failure per email: the per-email throttle (5) never trips
+        response = await api.client.post("/v2/auth/login", json={"email": user.email, "password": "wrong-pass"})
+        assert response.status_code == 401, response.text
+    fresh = await new_user(api)
+    for attempt in ({"email": "nobody@example.test", "password": "wrong-pass"},
+                    {"email": fresh.email, "password": PASSWORD}):  # the right password too
+        refused = await api.client.post("/v2/auth/login", json=attempt)
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+        assert "address" in refused.json()["error"]["message"] and int(refused.headers["retry-after"]) >= 1
+    page = await api.client.post("/dashboard/login", data={"email": fresh.email, "password": PASSWORD},
+                                 headers={"Origin": "http://testserver.local"})
+    assert page.status_code == 429 and "from this address" in page.text
+    # a forwarded-for header does not change the address counted (only the connection's is)
+    other = await api.client.post("/v2/auth/login", json={"email": fresh.email, "password": PASSWORD},
+                                  headers={"X-Forwarded-For": "203.0.113.9"})
+    assert other.status_code == 429
+    clock.advance(minutes=15)
+    assert (await api.client.post("/v2/auth/login", json={"email": fresh.email, "password": PASSWORD})
+            ).status_code == 200
+    api.client.cookies.clear()
+
+
 async def test_a_session_opens_only_the_routes_that_accept_one(any_api: Api) -> None:
     """Read from the route table: every route for a Bearer key (or a widget token) answers 401 to a session (with
     its CSRF token); the billing and cloud-status routes and /auth/* take it."""

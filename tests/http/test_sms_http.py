@@ -5,6 +5,7 @@ and the sms.* events."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -259,6 +260,20 @@ async def test_stop_and_start_keep_the_opt_out_list(make_api: ApiFactory, sql_ur
     received = [(data["body"], data["keyword"]) for kind, data in await outbox(api, t.organization_id, "sms.received")]
     assert received == [("Is the shop open today?", None), ("  Stop \n", "stop"), ("unsubscribe", "stop"),
                         ("START", "start"), ("stop please", None)]
+
+
+async def test_simultaneous_first_stops_make_one_opt_out_list(concurrent_api: Api) -> None:
+    """A new organization's first STOP messages, arriving at once, share one opt-out list (a unique index on the
+    list's purpose guards it: on PostgreSQL the requests really run side by side)."""
+    api = concurrent_api
+    for _ in range(3):
+        t = await api.tenant()
+        number = (await sms_number(api, t))["phone_number"]
+        senders = [f"+1415555{index:04d}" for index in range(6)]
+        stops = await asyncio.gather(*(inbound(api, t, sender, number, "STOP") for sender in senders))
+        assert [stop.status_code for stop in stops] == [201] * len(senders), [stop.text for stop in stops]
+        lists = (await api.client.get("/v2/dnc/lists", headers=t.headers)).json()["data"]
+        assert [(x["name"], x["entry_count"]) for x in lists] == [("SMS opt-outs", len(senders))]
 
 
 async def test_inbound_goes_to_one_of_the_organizations_numbers(any_api: Api) -> None:

@@ -255,6 +255,31 @@ async def test_a_token_expires_at_the_clocks_time(make_api: ApiFactory, sql_url:
     assert expired.headers["www-authenticate"].startswith("Widget")
 
 
+async def test_a_token_stops_working_when_its_minting_key_is_revoked(clocked: Api) -> None:
+    w = await _widget(clocked)
+    minter = await clocked.key_for(w.tenant.organization_id, ("widget:write",))
+    minted = await _mint(clocked, minter, w.campaign_id)
+    assert minted.status_code == 201, minted.text
+    token = minted.json()["data"]["token"]
+    assert (await w.campaign(token=token)).status_code == 200
+    revoked = await clocked.client.delete(f"/v2/api-keys/{minter.key_id}", headers=w.tenant.headers)
+    assert revoked.status_code in (200, 204), revoked.text
+    for refused in (await w.campaign(token=token), await w.submit(token=token)):
+        _auth_error(refused, 401, "INVALID_WIDGET_TOKEN")
+        assert "revoked" in refused.json()["error"]["message"]
+    assert (await w.campaign()).status_code == 200  # a token of another key works on
+
+
+async def test_a_token_stops_working_when_its_minting_key_expires(clocked: Api) -> None:
+    w = await _widget(clocked)
+    minter = await clocked.key_for(w.tenant.organization_id, ("widget:write",),
+                                   expires_at=MONDAY_NOON + timedelta(minutes=5))
+    token = (await _mint(clocked, minter, w.campaign_id)).json()["data"]["token"]
+    assert (await w.campaign(token=token)).status_code == 200
+    clocked.clock.advance(seconds=300)  # type: ignore[union-attr]
+    _auth_error(await w.campaign(token=token), 401, "INVALID_WIDGET_TOKEN")
+
+
 async def test_forged_tokens_are_refused(clocked: Api) -> None:
     w = await _widget(clocked)
     assert (await w.campaign(token=_forged(w))).status_code == 200  # the forging itself is faithful
@@ -302,7 +327,7 @@ async def test_origins_outside_the_token_are_refused(clocked: Api) -> None:
         refused = await w.campaign(origin=origin)
         assert refused.status_code == 403, f"{origin}: {refused.text}"
         assert refused.json()["error"]["code"] == "origin_not_allowed"
-        assert "access-control-allow-origin" not in refused.headers
+        assert refused.headers["access-control-allow-origin"] == origin  # the page can read why, and only why
     missing = await w.submit(origin=None)
     assert missing.status_code == 403 and missing.json()["error"]["code"] == "origin_not_allowed"
     assert (await w.campaign(origin="https://shop.example:443")).status_code == 200  # the same origin, spelt out
@@ -342,6 +367,31 @@ async def test_a_token_has_twenty_requests_a_minute_of_its_own(clocked: Api) -> 
 
 
 # ----------------------------------------------------------------------------------------------- CORS
+
+
+async def test_widget_errors_carry_the_cors_headers_of_a_success(make_api: ApiFactory, sql_url: str) -> None:
+    clock = ManualClock(MONDAY_NOON)
+    api = await make_api(sql_url, clock=clock)
+    w = await _widget(api)
+    success = await w.campaign()
+    assert success.status_code == 200
+    cors = {"access-control-allow-origin": SHOP, "vary": "Origin"}
+    forged = _forged(w, key="another-secret-key-of-32-bytes-or-more!")
+    errors = {
+        "missing token": await api.client.get("/v2/widget/campaign", headers={"Origin": SHOP}),
+        "forged token": await w.campaign(token=forged),
+        "bad body": await w.submit({"phone": PHONE, "campaign_id": 1}),
+        "unknown widget route": await api.client.get("/v2/widget/nothing", headers=w.headers()),
+    }
+    clock.advance(seconds=900)
+    errors["expired token"] = await w.submit()
+    for what, response in errors.items():
+        assert response.status_code in (400, 401, 404), f"{what}: {response.text}"
+        assert response.json()["success"] is False, what
+        for header, value in cors.items():
+            assert success.headers[header] == value
+            assert response.headers.get(header) == value, f"{what}: {dict(response.headers)}"
+        assert response.headers.get_list("access-control-allow-origin") == [SHOP], what
 
 
 async def test_cors_is_answered_on_widget_routes_only(api: Api) -> None:

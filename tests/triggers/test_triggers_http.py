@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from adapters.memory.clock import ManualClock
 from adapters.sql.tables import outbox_cursors, outbox_events
+from adapters.sql.triggers_tables import trigger_runs
 from adapters.sql.uow import SqlUnitOfWork
 from application import triggers as cases
 from application.outbox import TRIGGERS
@@ -170,6 +171,34 @@ async def test_a_matching_event_fires_a_signed_webhook_and_a_chat_message_and_a_
     assert [r["id"] for r in await runs(api, t, made["id"], status="not_matched")] == [miss["id"]]
     await run_jobs(api)
     assert len(receiver.requests) == 2  # nothing is sent twice
+
+
+async def test_runs_stored_before_traces_were_compact_are_served_the_same(any_api: Api) -> None:
+    api = any_api
+    t = await api.tenant()
+    made = (await create(api, t, name="Either", event="appointment.booked", conditions={"any": [
+        CONFIRMED, {"field": "data.attendee_name", "op": "in", "value": ["Ada Lovelace", "Grace"]}]},
+        actions=[chat("http://127.0.0.1:9/x")])).json()["data"]
+    await evaluate(api)
+    await record(api, EventType.APPOINTMENT_BOOKED(t.organization_id, {**BOOKED, "status": "pending",
+                                                                       "attendee_name": "Linus"}))
+    await evaluate(api)
+    [now] = await runs(api, t, made["id"])
+    assert now["condition_trace"] == [
+        {"field": "data.status", "op": "eq", "expected": "confirmed", "actual": "pending", "result": False},
+        {"field": "data.attendee_name", "op": "in", "expected": ["Ada Lovelace", "Grace"], "actual": "Linus",
+         "result": False}]
+    container = build_container(api.settings, *api.overrides)
+    try:
+        async with container() as r:  # the run as it was stored before: each step an object
+            uow = await r.get(SqlUnitOfWork)
+            await (await uow.connection()).execute(trigger_runs.update().where(trigger_runs.c.id == now["id"]).values(
+                condition_trace=now["condition_trace"]))
+            await uow.commit()
+    finally:
+        await container.close()
+    assert await runs(api, t, made["id"]) == [now]
+    assert [r["id"] for r in await runs(api, t, made["id"], status="not_matched")] == [now["id"]]
 
 
 async def test_a_failing_target_is_retried_with_backoff_then_the_run_fails_and_says_so(

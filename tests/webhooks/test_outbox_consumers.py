@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,9 +21,10 @@ from adapters.sql.engine import create_engine
 from adapters.sql.uow import SqlUnitOfWork
 from application.outbox import CONSUMERS, WEBHOOKS
 from application.ports.events import OutboxReader
+from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import UnitOfWork
 from domain.events import DomainEvent, EventType, event
-from entrypoints.features.housekeeping import purge_once
+from entrypoints.features.housekeeping import consumer_jobs, purge_once, recheck_once
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from tests.conftest import ClockProvider, new_organization
@@ -223,3 +224,44 @@ async def test_one_pass_per_consumer_at_a_time_and_consumers_do_not_wait_for_eac
         assert len(await _read(container, WEBHOOKS)) == 1
     finally:
         await container.close()
+
+
+async def test_behind_names_the_consumers_with_events_past_their_cursor(outbox: AsyncContainer) -> None:
+    async with outbox() as r:
+        assert await (await r.get(OutboxReader)).behind(["webhooks", "triggers"]) == []  # an empty outbox
+    org = await new_organization(outbox)
+    await _record(outbox, event(org, "call.ended", {"id": "c-1"}), event(org, "call.ended", {"id": "c-2"}))
+    await _read(outbox, "webhooks")
+    await _read(outbox, "triggers", 1)
+    async with outbox() as r:
+        reader = await r.get(OutboxReader)
+        assert await reader.behind(["triggers", "webhooks", "leads"]) == ["triggers", "leads"]  # leads: no cursor
+        assert await reader.behind([]) == []
+    await _read(outbox, "triggers")
+    async with outbox() as r:
+        assert await (await r.get(OutboxReader)).behind(["webhooks", "triggers"]) == []
+
+
+async def test_the_shared_recheck_makes_the_jobs_of_the_consumers_behind_due(
+        outbox: AsyncContainer, clock: ManualClock) -> None:
+    later = clock.now() + timedelta(minutes=5)
+    async with outbox() as r:
+        queue = await r.get(JobQueue)
+        for kind in ("webhooks.dispatch", "leads.follow", "triggers.evaluate"):
+            await queue.schedule(NewJob(kind, later))  # idle consumers, due again only after their fallback
+        await (await r.get(UnitOfWork)).commit()
+    assert await recheck_once(outbox) == []
+    org = await new_organization(outbox)  # an organization's events, recorded as if by another process
+    for consumer in CONSUMERS:
+        await _read(outbox, consumer)
+    await _record(outbox, event(org, "call.ended", {"id": "c-1"}))
+    await _read(outbox, "webhooks")
+    assert await recheck_once(outbox) == ["leads", "triggers"]
+    async with outbox() as r:
+        queue = await r.get(JobQueue)
+        now = clock.now()
+        assert await queue.due_kinds(["webhooks.dispatch", "leads.follow", "triggers.evaluate"], now) == {
+            "leads.follow", "triggers.evaluate"}
+    assert dict(consumer_jobs()) == {"webhooks": "webhooks.dispatch", "leads": "leads.follow",
+                                     "triggers": "triggers.evaluate"}
+    assert set(dict(consumer_jobs())) == set(CONSUMERS)  # every consumer is looked after

@@ -26,6 +26,7 @@ from entrypoints.http.authentication import Refused, SessionAuthenticator, heade
 from entrypoints.http.dashboard.errors import error_page_messages
 from entrypoints.http.dashboard.navigation import PREFIX
 from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
+from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
 
 log = logging.getLogger("parley.dashboard")
@@ -65,6 +66,10 @@ class DashboardGate:
             await self.app(scope, receive, send)
             return
         send = _with_headers(send)
+        if is_automatic_options(scope["route_handler"]):  # the methods the page serves, no session needed
+            for message in options_messages(scope):
+                await send(message)
+            return
         container: AsyncContainer = scope["state"]["dishka_container"]
         if scope["method"] not in SAFE_METHODS and not _same_origin(scope):
             for message in error_page_messages(403, "csrf_failed", "This form was sent from another site."):

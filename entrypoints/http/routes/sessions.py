@@ -39,7 +39,8 @@ async def open_session(request: Request[Any, Any, Any], login: uc.Login, email: 
                        ) -> uc.OpenedSession:
     """Sign in, ending the session the browser presented, if any; raises ``LoginFailed`` / ``LoginThrottled``
     (the dashboard's sign-in form uses it too). The caller sets ``session_cookie(request, opened.session_id)``."""
-    return await login.execute(uc.LoginCommand(email, password, cookie(request.scope, SESSION_COOKIE)))
+    address = request.client.host if request.client else "unknown"
+    return await login.execute(uc.LoginCommand(email, password, cookie(request.scope, SESSION_COOKIE), address))
 
 
 @endpoint("POST", "/auth/login", operation_id="login", tags=TAGS, auth=AuthMode.PUBLIC, status_code=200,
@@ -50,7 +51,8 @@ async def open_session(request: Request[Any, Any, Any], login: uc.Login, email: 
                        "ended). The session ends after 30 idle minutes or 12 hours. A session authenticates the "
                        "dashboard, the billing and cloud-status endpoints and /auth/*, nothing else."),
           errors={401: "INVALID_CREDENTIALS: unknown email or wrong password",
-                  429: "RATE_LIMIT_EXCEEDED: 5 failed sign-ins for this email within 15 minutes; see Retry-After"})
+                  429: "RATE_LIMIT_EXCEEDED: 5 failed sign-ins for this email, or 20 from this client address, "
+                       "within 15 minutes; see Retry-After"})
 async def login(data: JSONBody[LoginIn], request: Request[Any, Any, Any],
                 use_case: FromDishka[uc.Login]) -> Response[Envelope[SessionOut]]:
     try:

@@ -41,7 +41,7 @@ async def login(request: Request[Any, Any, Any], use_case: FromDishka[uc.Login])
         opened = await open_session(request, use_case, email, form.get("password", ""))
     except uc.LoginThrottled as exc:
         return view.page("login.html", status=429, next=target, form={"email": email},
-                         error=f"Too many failed sign-ins for this email. Try again in {exc.retry_after} s.")
+                         error=f"{exc.reason}. Try again in {exc.retry_after} s.")
     except (uc.LoginFailed, SessionInvalid):
         return view.page("login.html", status=401, next=target, form={"email": email},
                          error="Email or password is not correct.")

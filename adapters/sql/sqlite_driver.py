@@ -1,0 +1,164 @@
+"""SQLite under asyncio with fewer thread hand-offs than SQLAlchemy's aiosqlite adaptation.
+
+aiosqlite runs every operation on the connection's own thread: each one is a hand-off (a queued call, a thread
+wake-up, a future resolved on the event loop). SQLAlchemy's adaptation makes four of them per statement (open a
+cursor, execute, fetch the rows, close the cursor), one for ``BEGIN``, one for the commit and one more for the
+rollback the pool sends when a connection comes back, even when there is no transaction to roll back: seven for
+a request that reads one page. Here, the same driver and the same SQL:
+
+- a statement is one hand-off: cursor, execute, fetch and close run together on the connection's thread;
+- ``BEGIN`` (or ``BEGIN IMMEDIATE``) waits for the transaction's first statement and goes with it;
+- a rollback or commit with no transaction open on the connection (SQLite's own ``in_transaction``) is not sent.
+
+A read request is then two hand-offs (its statement with ``BEGIN``, then the commit). Errors surface as before:
+a ``BEGIN IMMEDIATE`` that times out on the busy lock fails the statement it went with, and the transaction it
+would have opened is not open. Server-side cursors keep SQLAlchemy's own class (nothing here streams).
+
+Used by ``adapters.sql.engine.create_engine`` for every ``sqlite+aiosqlite`` URL (``module=``); it relies on
+aiosqlite's ``Connection._execute`` (run a function on the connection's thread), which SQLAlchemy's adaptation
+itself builds on.
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import aiosqlite
+from sqlalchemy.dialects.sqlite.aiosqlite import (
+    AsyncAdapt_aiosqlite_connection,
+    AsyncAdapt_aiosqlite_cursor,
+    AsyncAdapt_aiosqlite_dbapi,
+)
+from sqlalchemy.util import EMPTY_DICT
+from sqlalchemy.util.concurrency import await_
+
+_Outcome = tuple[Any, int, Any, list[Any]]
+
+
+def _run(conn: sqlite3.Connection, begin: str | None, operation: str, parameters: Any, many: bool) -> _Outcome:
+    """On the connection's thread: the pending BEGIN, then the statement, its rows and what the cursor knew."""
+    if begin is not None:
+        conn.execute(begin)
+    cursor = conn.cursor()
+    try:
+        if many:
+            cursor.executemany(operation, parameters)
+        else:
+            cursor.execute(operation, parameters)
+        rows = cursor.fetchall() if cursor.description else []
+        return cursor.description, cursor.rowcount, cursor.lastrowid, rows
+    finally:
+        cursor.close()
+
+
+class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
+    """A client-side cursor whose every statement is one hand-off to the connection's thread."""
+
+    __slots__ = ("_description", "_lastrowid", "_rowcount")
+
+    def __init__(self, adapt_connection: ParleyAiosqliteConnection) -> None:  # no driver cursor is opened
+        self._adapt_connection = adapt_connection
+        self._connection = adapt_connection._connection
+        self._cursor = None  # type: ignore[assignment]
+        self._soft_closed_memoized = EMPTY_DICT
+        self._rows = collections.deque()
+        self._description: Any = None
+        self._rowcount = -1
+        self._lastrowid: Any = None
+
+    @property
+    def description(self) -> Any:
+        return self._description
+
+    @property
+    def rowcount(self) -> int:
+        return self._rowcount
+
+    @property
+    def lastrowid(self) -> Any:
+        return self._lastrowid
+
+    @property
+    def arraysize(self) -> int:
+        return 1
+
+    @arraysize.setter
+    def arraysize(self, value: int) -> None:
+        pass
+
+    async def _async_soft_close(self) -> None:
+        return None  # the driver's cursor is already closed
+
+    def close(self) -> None:
+        self._rows.clear()
+
+    def execute(self, operation: Any, parameters: Any = None) -> Any:
+        try:
+            return await_(self._go(operation, () if parameters is None else parameters, False))
+        except Exception as error:
+            self._adapt_connection._handle_exception(error)
+
+    def executemany(self, operation: Any, seq_of_parameters: Any) -> Any:
+        try:
+            return await_(self._go(operation, seq_of_parameters, True))
+        except Exception as error:
+            self._adapt_connection._handle_exception(error)
+
+    async def _go(self, operation: Any, parameters: Any, many: bool) -> None:
+        adapt = self._adapt_connection
+        async with adapt._execute_mutex:
+            begin, adapt._pending_begin = adapt._pending_begin, None
+            self._description, self._rowcount, self._lastrowid, rows = await self._connection._execute(
+                _run, self._connection._conn, begin, operation, parameters, many)
+            self._rows = collections.deque(rows)
+
+    def setinputsizes(self, *inputsizes: Any) -> None:
+        return None
+
+    def fetchall(self) -> Sequence[Any]:
+        rows = list(self._rows)
+        self._rows.clear()
+        return rows
+
+
+class ParleyAiosqliteConnection(AsyncAdapt_aiosqlite_connection):
+    __slots__ = ("_pending_begin",)
+
+    _cursor_cls = OneTripCursor
+
+    def __init__(self, dbapi: Any, connection: Any) -> None:
+        super().__init__(dbapi, connection)
+        self._pending_begin: str | None = None
+
+    def begin_lazily(self, statement: str) -> None:
+        """``BEGIN`` (or ``BEGIN IMMEDIATE``) goes with the next statement, in its hand-off."""
+        self._pending_begin = statement
+
+    def _open(self) -> bool:
+        connection = self._connection
+        return bool(connection._connection) and connection.in_transaction
+
+    def rollback(self) -> None:
+        self._pending_begin = None
+        if self._open():
+            super().rollback()
+
+    def commit(self) -> None:
+        self._pending_begin = None
+        if self._open():
+            super().commit()
+
+
+class ParleyAiosqliteDbapi(AsyncAdapt_aiosqlite_dbapi):
+    def connect(self, *arg: Any, **kw: Any) -> ParleyAiosqliteConnection:
+        kw.pop("async_creator_fn", None)
+        connection = self.aiosqlite.connect(*arg, **kw)
+        connection._thread.daemon = True
+        return ParleyAiosqliteConnection(self, await_(connection))
+
+
+def dbapi() -> ParleyAiosqliteDbapi:
+    return ParleyAiosqliteDbapi(aiosqlite, sqlite3)
