@@ -70,7 +70,11 @@ class PlatformProvider(Provider):
     scope = Scope.APP
 
     clock = provide(SystemClock, provides=Clock)
-    passwords = provide(Argon2PasswordHasher, provides=PasswordHasher)
+
+    @provide
+    def passwords(self, settings: Settings) -> PasswordHasher:
+        return Argon2PasswordHasher(time_cost=settings.argon2_time_cost, memory_kib=settings.argon2_memory_kib,
+                                    parallelism=settings.argon2_parallelism)
 
     @provide
     def secret_box(self, settings: Settings) -> SecretBox:

@@ -135,6 +135,11 @@ class Settings:
     job_lease_seconds: float = 0.0
     """When above 0, no job kind's lease is longer than this: a killed worker's jobs are taken over sooner (a pass
     that outlives its lease may then overlap the next one, which every job kind allows). 0: each kind's own."""
+    argon2_time_cost: int = 3
+    argon2_memory_kib: int = 65536
+    argon2_parallelism: int = 4
+    """The cost of new dashboard password hashes (argon2id; RFC 9106's low-memory profile, argon2-cffi's defaults).
+    A hash made at another cost still verifies and is replaced at its next sign-in. The tests use a low cost."""
     public_base_url: str = ""
     """The base of links Parley hands out; empty: the base URL of the request that asked for the link."""
     sections: tuple[Any, ...] = field(default=(), metadata={"env": False})

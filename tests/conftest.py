@@ -10,7 +10,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,12 @@ from entrypoints.settings import Settings
 
 DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 IN_CI = bool(os.environ.get("CI"))
+
+
+CHEAP_HASHING: dict[str, Any] = {"argon2_time_cost": 1, "argon2_memory_kib": 8 * 1024, "argon2_parallelism": 1}
+"""The tests' password hashing cost: argon2id at the production cost takes about 0.2 s of CPU per hash or
+check, and the dashboard's tests sign in about a hundred times a run. tests/contract/test_password_hasher.py
+checks the production cost (the settings' defaults)."""
 
 
 def _pg_admin_url() -> str:
@@ -265,6 +271,7 @@ class Api:
     clock: ManualClock | LentClock | None
     overrides: tuple[Provider, ...]
     admin: AsyncContainer | None = None  # the operator's side (CLI use cases) on the same database
+    release: Callable[[], Awaitable[None]] | None = None  # an app of the run's pool: give it back
 
     def _admin(self) -> AsyncContainer:
         if self.admin is None:
@@ -289,7 +296,10 @@ class Api:
         return Tenant(organization_id, issued.secret, issued.record.id or 0)
 
     async def close(self) -> None:
-        await self.client.__aexit__(None, None, None)
+        if self.release is not None:
+            await self.release()
+        else:
+            await self.client.__aexit__(None, None, None)
         if self.admin is not None:
             await self.admin.close()
 
@@ -297,20 +307,113 @@ class Api:
 ApiFactory = Callable[..., Awaitable[Api]]
 
 
-async def _start_api(tmp_root: Path, database_url: str, *, clock: ManualClock | LentClock | None = None,
-                     overrides: tuple[Provider, ...] = (), **settings: Any) -> Api:
+class _Repointable:
+    """The container a pooled app resolves through: the container of the test that borrowed the app (every
+    use the app makes of its container, a request's scope, the metrics' snapshot, goes through here)."""
+
+    def __init__(self) -> None:
+        self.target: AsyncContainer | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.target(*args, **kwargs)  # type: ignore[misc]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.target, name)
+
+    async def close(self) -> None:
+        """The app's shutdown: each borrower closes its own container."""
+
+
+@dataclass
+class _Shell:
+    app: Litestar
+    client: AsyncTestClient[Litestar] | None  # None: an app driven through httpx's ASGITransport
+    container: _Repointable
+    key: tuple[Any, ...]
+
+
+def _shell_key(settings: Settings, *, client: bool) -> tuple[Any, ...]:
+    """Apps are interchangeable when they were built with the same settings, the database aside (the
+    container, built per borrower, holds the engine)."""
+    return client, *((f.name, repr(getattr(settings, f.name))) for f in fields(settings) if f.name != "database_url")
+
+
+class AppPool:
+    """The run's Litestar apps: building one (route registration, handler signatures) costs about 0.2 s of
+    CPU, a container 20 ms. A test that asks for an app gets its own container (its database, clock,
+    overrides and settings; nothing kept in memory is shared) in an app built earlier with the same settings
+    and not in use, or in a new one; an app goes back to the pool, cookies cleared, when its test ends."""
+
+    def __init__(self) -> None:
+        self.free: dict[tuple[Any, ...], list[_Shell]] = {}
+        self.shells: list[_Shell] = []
+
+    async def _borrow(self, settings: Settings, container: AsyncContainer, *, client: bool) -> _Shell:
+        key = _shell_key(settings, client=client)
+        free = self.free.setdefault(key, [])
+        if free:
+            shell = free.pop()
+        else:
+            target = _Repointable()
+            app = create_app(target, settings)  # type: ignore[arg-type]
+            shell = _Shell(app, AsyncTestClient(app) if client else None, target, key)
+            if shell.client is not None:
+                await shell.client.__aenter__()
+            self.shells.append(shell)
+        shell.container.target = container
+        shell.app.state["settings"] = settings
+        return shell
+
+    def _release(self, shell: _Shell, container: AsyncContainer) -> Callable[[], Awaitable[None]]:
+        async def release() -> None:
+            await container.close()
+            if shell.client is not None:
+                shell.client.cookies.clear()
+            shell.container.target = None
+            self.free[shell.key].append(shell)
+
+        return release
+
+    async def lend(self, settings: Settings, container: AsyncContainer
+                   ) -> tuple[AsyncTestClient[Litestar], Callable[[], Awaitable[None]]]:
+        """A test client of an app over ``container``, and what gives both back (the container is closed)."""
+        shell = await self._borrow(settings, container, client=True)
+        assert shell.client is not None
+        return shell.client, self._release(shell, container)
+
+    async def lend_app(self, settings: Settings, container: AsyncContainer
+                       ) -> tuple[Litestar, Callable[[], Awaitable[None]]]:
+        """An app over ``container`` for httpx's ASGITransport (requests interleave on the test's event loop),
+        and what gives both back (the container is closed)."""
+        shell = await self._borrow(settings, container, client=False)
+        return shell.app, self._release(shell, container)
+
+    async def close(self) -> None:
+        for shell in self.shells:
+            if shell.client is not None:
+                await shell.client.__aexit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+async def app_pool() -> AsyncIterator[AppPool]:
+    pool = AppPool()
+    yield pool
+    await pool.close()
+
+
+async def _start_api(pool: AppPool, tmp_root: Path, database_url: str, *,
+                     clock: ManualClock | LentClock | None = None, overrides: tuple[Provider, ...] = (),
+                     **settings: Any) -> Api:
     # the test client always calls from one address: the failed-authentication budget is set per test
     # likewise its budget of failed sign-ins (tests/http/test_sessions_http.py sets its own)
     settings = {"auth_failures_per_minute": 1_000_000, "secret_key": "test-secret-key",
-                "environ": {"PARLEY_SESSION_LOGIN_FAILURES_PER_ADDRESS": "1000000"}, **settings}
+                "environ": {"PARLEY_SESSION_LOGIN_FAILURES_PER_ADDRESS": "1000000"}, **CHEAP_HASHING, **settings}
     base = Settings(database_url=database_url, var_dir=tmp_root / "var", allow_loopback_targets=True, **settings)
     clock_overrides: tuple[Provider, ...] = (ClockProvider(clock),) if clock else ()
     if database_url == "memory://":
         raise ValueError("HTTP tests use SQLite or PostgreSQL (the CLI and the app must share the data)")
-    app = create_app(http_container(base, *clock_overrides, *overrides), base)
-    client = AsyncTestClient(app)
-    await client.__aenter__()
-    return Api(client, base, clock, clock_overrides, build_container(base, *clock_overrides))
+    client, release = await pool.lend(base, http_container(base, *clock_overrides, *overrides))
+    return Api(client, base, clock, clock_overrides, build_container(base, *clock_overrides), release)
 
 
 class LentClock:
@@ -331,7 +434,8 @@ memory by something tests share (the failed-authentication budget is per client 
 
 
 @pytest.fixture(scope="session")
-async def clocked_apps(tmp_root: Path) -> AsyncIterator[dict[tuple[Any, ...], tuple[Api, LentClock]]]:
+async def clocked_apps(tmp_root: Path, app_pool: AppPool
+                      ) -> AsyncIterator[dict[tuple[Any, ...], tuple[Api, LentClock]]]:
     """The run's apps whose clock a test lends them, one per database and poolable settings
     (``make_api(url, clock=..., **limits)`` with no providers): building an app costs far more than most tests,
     and the tests that only need their own clock and limits are isolated by their own tenants like those on the
@@ -343,8 +447,8 @@ async def clocked_apps(tmp_root: Path) -> AsyncIterator[dict[tuple[Any, ...], tu
 
 
 @pytest.fixture
-async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api, LentClock]]
-                   ) -> AsyncIterator[ApiFactory]:
+async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api, LentClock]],
+                   app_pool: AppPool) -> AsyncIterator[ApiFactory]:
     """Build an app on a database URL, optionally with a manual clock, extra dishka providers
     (``overrides``, for this app's container only: the last provider wins) and extra settings. With a clock,
     no providers and only poolable settings, one of the run's clocked apps is lent to the test (its clock reads
@@ -358,13 +462,14 @@ async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api
             key = (database_url, *sorted(settings.items()))
             if key not in clocked_apps:
                 lender = LentClock()
-                clocked_apps[key] = (await _start_api(tmp_root, database_url, clock=lender, **settings), lender)
+                clocked_apps[key] = (await _start_api(app_pool, tmp_root, database_url, clock=lender, **settings),
+                                     lender)
             shared, lender = clocked_apps[key]
             if lender.target is None:
                 lender.target = clock
                 lent.append(lender)
                 return replace(shared, clock=clock)
-        api = await _start_api(tmp_root, database_url, clock=clock, overrides=overrides, **settings)
+        api = await _start_api(app_pool, tmp_root, database_url, clock=clock, overrides=overrides, **settings)
         started.append(api)
         return api
 
@@ -376,7 +481,7 @@ async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api
 
 
 @pytest.fixture(scope="session")
-async def shared_apps(tmp_root: Path) -> AsyncIterator[dict[str, Api]]:
+async def shared_apps(tmp_root: Path, app_pool: AppPool) -> AsyncIterator[dict[str, Api]]:
     """One default app per database for the whole run: tests are isolated by their own tenants."""
     apps: dict[str, Api] = {}
     yield apps
@@ -384,16 +489,16 @@ async def shared_apps(tmp_root: Path) -> AsyncIterator[dict[str, Api]]:
         await api.close()
 
 
-async def _shared(apps: dict[str, Api], tmp_root: Path, url: str) -> Api:
+async def _shared(apps: dict[str, Api], pool: AppPool, tmp_root: Path, url: str) -> Api:
     if url not in apps:
-        apps[url] = await _start_api(tmp_root, url)
+        apps[url] = await _start_api(pool, tmp_root, url)
     return apps[url]
 
 
 @pytest.fixture
-async def api(shared_apps: dict[str, Api], tmp_root: Path, sqlite_url: str) -> Api:
+async def api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sqlite_url: str) -> Api:
     """The app on SQLite with the real clock (shared by the tests of a run)."""
-    return await _shared(shared_apps, tmp_root, sqlite_url)
+    return await _shared(shared_apps, app_pool, tmp_root, sqlite_url)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -402,9 +507,9 @@ def sql_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def any_api(shared_apps: dict[str, Api], tmp_root: Path, sql_url: str) -> Api:
+async def any_api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sql_url: str) -> Api:
     """The app on each SQL database (shared by the tests of a run)."""
-    return await _shared(shared_apps, tmp_root, sql_url)
+    return await _shared(shared_apps, app_pool, tmp_root, sql_url)
 
 
 @pytest.fixture
@@ -412,7 +517,7 @@ async def container(database_url: str, tmp_root: Path) -> AsyncIterator[Any]:
     """A container on each backend (memory, SQLite, PostgreSQL) for contract tests:
     ``async with container() as r: repo = await r.get(Port)``."""
     settings = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
-                        allow_loopback_targets=True, rate_limit_backend="database")
+                        allow_loopback_targets=True, rate_limit_backend="database", **CHEAP_HASHING)
     built = build_container(settings)
     yield built
     await built.close()
@@ -426,13 +531,12 @@ async def new_organization(container: Any, *, plan: str = "enterprise", org_type
 
 
 @pytest.fixture
-async def concurrent_api(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
+async def concurrent_api(sql_url: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
     """The app on each SQL database behind httpx's ASGITransport: requests gathered on it really
     interleave on the test's event loop (Litestar's test client runs them one after another)."""
     settings = Settings(database_url=sql_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
                         allow_loopback_targets=True)
-    container = http_container(settings)
-    app = create_app(container, settings)
+    app, release = await app_pool.lend_app(settings, http_container(settings))
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parley.test") as client:
             api = Api(client, settings, None, ())  # type: ignore[arg-type]
@@ -440,4 +544,4 @@ async def concurrent_api(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
             if api.admin is not None:
                 await api.admin.close()
     finally:
-        await container.close()
+        await release()

@@ -30,8 +30,10 @@ def _verify_legacy_scrypt(password: str, stored: str) -> bool:
 
 
 class Argon2PasswordHasher:
-    def __init__(self) -> None:
-        self._argon2 = _Argon2()
+    """``time_cost``, ``memory_kib``, ``parallelism``: the cost of new hashes (argon2-cffi's defaults)."""
+
+    def __init__(self, *, time_cost: int = 3, memory_kib: int = 65536, parallelism: int = 4) -> None:
+        self._argon2 = _Argon2(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism)
 
     async def hash(self, password: str) -> str:
         return await asyncio.to_thread(self._argon2.hash, password)

@@ -20,7 +20,7 @@ from application.ports.platform import UnitOfWork
 from domain.scopes import ScopeSet
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
-from tests.conftest import ClockProvider
+from tests.conftest import CHEAP_HASHING, ClockProvider
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 
@@ -59,7 +59,7 @@ class App:
 async def app(tmp_path: Path) -> AsyncIterator[App]:
     clock = ManualClock(NOW)
     settings = Settings(database_url="memory://", var_dir=tmp_path / "var", secret_key="test-secret-key",
-                        allow_loopback_targets=False, public_base_url="https://api.example.test")
+                        allow_loopback_targets=False, public_base_url="https://api.example.test", **CHEAP_HASHING)
     built = build_container(settings, ClockProvider(clock))
     yield App(built, clock)
     await built.close()

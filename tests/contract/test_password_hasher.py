@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from pathlib import Path
 
 import pytest
 from argon2 import PasswordHasher as Argon2
 
 from adapters.crypto import Argon2PasswordHasher
 from application.ports.passwords import PasswordHasher
+from entrypoints.ioc import build_container
+from entrypoints.settings import Settings
+from tests.conftest import CHEAP_HASHING
 
 # made by the pre-argon2 code: f"scrypt${salt.hex()}${hashlib.scrypt(pw, salt=salt, n=2**14, r=8, p=1, dklen=32)}"
 _SALT = bytes(range(16))
@@ -70,3 +74,14 @@ async def test_hashing_and_verifying_run_off_the_event_loop(monkeypatch: pytest.
     h = hasher()
     assert await h.verify("pw", await h.hash("pw"))
     assert len(threads) == 2 and threading.get_ident() not in threads
+
+
+async def test_the_platform_hashes_at_the_production_cost_unless_its_settings_lower_it(tmp_path: Path) -> None:
+    """The settings' defaults are argon2-cffi's (RFC 9106's low-memory profile); the tests lower the cost."""
+    at_default_cost = Argon2().hash("pw")
+    for extra, rehash in (({}, False), (CHEAP_HASHING, True)):
+        container = build_container(Settings(database_url="memory://", var_dir=tmp_path, secret_key="k", **extra))
+        passwords = await container.get(PasswordHasher)
+        assert await passwords.verify("pw", at_default_cost)
+        assert passwords.needs_rehash(at_default_cost) is rehash
+        await container.close()

@@ -10,40 +10,37 @@ from typing import Any
 
 import sqlalchemy as sa
 from dishka import AsyncContainer, Provider
-from litestar.testing import AsyncTestClient
 
 from adapters.memory.clock import ManualClock
 from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from entrypoints.asgi_app import http_container
 from entrypoints.features.calls import PassReport, run_once
-from entrypoints.http.app import create_app
 from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import Api, Tenant
+from tests.conftest import Api, AppPool, Tenant
 
 CALL_EVENTS = ("call.started", "call.answered", "call.ended", "call.completed", "call.failed", "call.transferred")
 ApiWith = Callable[..., Awaitable[Api]]
 
 
-async def apps_with_providers(tmp_root: Path) -> AsyncIterator[ApiWith]:
+async def apps_with_providers(tmp_root: Path, pool: AppPool) -> AsyncIterator[ApiWith]:
     """Like make_api, with extra dishka providers (the last one wins) for the app, the CLI and the worker."""
-    clients: list[Any] = []
+    started: list[Api] = []
 
     async def factory(database_url: str, *providers: Provider, clock: ManualClock | None = None,
                       **settings: Any) -> Api:
         base = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
                         allow_loopback_targets=True, **settings)
         overrides: tuple[Provider, ...] = ((ClockProvider(clock),) if clock else ()) + providers
-        client = AsyncTestClient(create_app(http_container(base, *overrides), base))
-        await client.__aenter__()
-        clients.append(client)
-        return Api(client, base, clock, overrides)
+        client, release = await pool.lend(base, http_container(base, *overrides))
+        started.append(api := Api(client, base, clock, overrides, release=release))
+        return api
 
     yield factory
-    for client in clients:
-        await client.__aexit__(None, None, None)
+    for api in started:
+        await api.close()
 
 
 _WORKERS: dict[int, tuple[Api, AsyncContainer]] = {}

@@ -23,7 +23,7 @@ from application.ports.platform import UnitOfWork
 from application.ports.telephony import DialHandle, DialRequest, PollResult, Telephony
 from application.ports.usage import CALL_SECONDS, UsageRecorder
 from entrypoints.ioc import build_container
-from tests.conftest import Api, ApiFactory
+from tests.conftest import Api, ApiFactory, AppPool
 from tests.http import calls_support
 from tests.http.calls_support import (
     ApiWith,
@@ -39,8 +39,8 @@ START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 
 
 @pytest.fixture
-async def api_with(tmp_root: Path) -> AsyncIterator[ApiWith]:
-    async for factory in calls_support.apps_with_providers(tmp_root):
+async def api_with(tmp_root: Path, app_pool: AppPool) -> AsyncIterator[ApiWith]:
+    async for factory in calls_support.apps_with_providers(tmp_root, app_pool):
         yield factory
 
 

@@ -19,7 +19,7 @@ from domain.events import EventType
 from entrypoints.features.leads import KIND, follow_job, follow_once
 from entrypoints.ioc import build_container
 from entrypoints.worker import jobs, make_runner
-from tests.conftest import Api, ApiFactory, Tenant
+from tests.conftest import Api, ApiFactory, AppPool, Tenant
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, outbox
 from tests.http.test_calls_http import FailingScreenerProvider
@@ -162,8 +162,9 @@ async def test_a_dnc_listed_number_is_kept_as_blocked_dnc_without_a_call(any_api
     assert listed.json()["meta"]["total"] == 2
 
 
-async def test_when_screening_fails_nothing_is_stored_or_dialled(tmp_root: Path, sql_url: str) -> None:
-    async for api_with in calls_support.apps_with_providers(tmp_root):
+async def test_when_screening_fails_nothing_is_stored_or_dialled(tmp_root: Path, sql_url: str, app_pool: AppPool
+                                                                ) -> None:
+    async for api_with in calls_support.apps_with_providers(tmp_root, app_pool):
         api = await api_with(sql_url, FailingScreenerProvider())
         t = await api.tenant()
         agent = await plain_agent(api, t)

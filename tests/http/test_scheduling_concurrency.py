@@ -18,39 +18,37 @@ import pytest
 from adapters.memory.clock import ManualClock
 from adapters.sql.scheduling import SqlCalendarRepository, SqlScheduleReader
 from entrypoints.asgi_app import http_container
-from entrypoints.http.app import create_app
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import Api
+from tests.conftest import Api, AppPool
 from tests.http.scheduling_support import START, UNLIMITED, book, make_calendar, outbox
 
 ATTEMPTS = 20
 
 
-async def _concurrent_api(url: str, tmp_root: Path) -> AsyncIterator[Api]:
+async def _concurrent_api(url: str, tmp_root: Path, pool: AppPool) -> AsyncIterator[Api]:
     settings = Settings(database_url=url, var_dir=tmp_root / "var", secret_key="test-secret-key",
                         allow_loopback_targets=True, **UNLIMITED)
     clock = ManualClock(START)
     overrides = (ClockProvider(clock),)
-    container = http_container(settings, *overrides)
-    app = create_app(container, settings)
+    app, release = await pool.lend_app(settings, http_container(settings, *overrides))
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                      base_url="http://testserver.local") as client:
             yield Api(client, settings, clock, overrides)  # type: ignore[arg-type]
     finally:
-        await container.close()
+        await release()
 
 
 @pytest.fixture
-async def any_sched(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
-    async for api in _concurrent_api(sql_url, tmp_root):
+async def any_sched(sql_url: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
+    async for api in _concurrent_api(sql_url, tmp_root, app_pool):
         yield api
 
 
 @pytest.fixture
-async def pg_sched(postgres_url: str, tmp_root: Path) -> AsyncIterator[Api]:
-    async for api in _concurrent_api(postgres_url, tmp_root):
+async def pg_sched(postgres_url: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
+    async for api in _concurrent_api(postgres_url, tmp_root, app_pool):
         yield api
 
 
@@ -204,9 +202,9 @@ async def test_postgres_status_moves_racing_a_reschedule_never_deadlock(pg_sched
 
 
 @pytest.fixture
-async def other_sched(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
+async def other_sched(sql_url: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
     """A second app on the same database: another API process, with its own availability cache."""
-    async for api in _concurrent_api(sql_url, tmp_root):
+    async for api in _concurrent_api(sql_url, tmp_root, app_pool):
         yield api
 
 

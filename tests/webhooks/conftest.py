@@ -3,7 +3,6 @@ manual clock, and a worker container driven one pass at a time."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -15,22 +14,20 @@ import pytest
 from dishka import AsyncContainer, Provider
 
 from adapters.memory.clock import ManualClock
-from adapters.sql.schema import upgrade
 from application.ports.platform import UnitOfWork
 from application.webhooks import WebhookPolicy
 from domain.events import event
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from entrypoints.webhook_jobs import WorkerOptions, drain
-from tests.conftest import Api, ApiFactory, Tenant
+from tests.conftest import Api, ApiFactory, Tenant, _pg_template_name, _run_dir
 from tests.webhooks.receiver import Receiver
 
 
 @pytest.fixture(scope="session")
-async def webhook_template_db(tmp_root: Path) -> Path:
-    path = tmp_root / "webhooks-template.db"
-    await asyncio.to_thread(upgrade, f"sqlite+aiosqlite:///{path}")
-    return path
+def webhook_template_db(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's migrated SQLite template (made once per run by ``sqlite_url``)."""
+    return _run_dir(tmp_path_factory) / "parley-template.db"
 
 
 @pytest.fixture
@@ -42,15 +39,14 @@ def fresh_sqlite_url(webhook_template_db: Path, tmp_path: Path) -> str:
 
 
 async def create_private_pg(admin: str) -> str:
+    """A migrated PostgreSQL database of its own: a copy of the run's template (``postgres_url`` makes it)."""
     import asyncpg
 
     name = f"parley_wh_{uuid.uuid4().hex[:12]}"
     conn = await asyncpg.connect(admin.replace("postgresql+asyncpg://", "postgresql://"))
-    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_pg_template_name()}"')
     await conn.close()
-    url = admin.rsplit("/", 1)[0] + f"/{name}"
-    await asyncio.to_thread(upgrade, url)
-    return url
+    return admin.rsplit("/", 1)[0] + f"/{name}"
 
 
 async def drop_private_pg(url: str) -> None:
