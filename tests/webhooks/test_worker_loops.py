@@ -113,6 +113,7 @@ async def test_stop_releases_deliveries_that_do_not_finish_in_time(
     assert [(x["attempt"], x["status"]) for x in logs] == [(1, "succeeded")]  # the released try is not counted
 
 
+@pytest.mark.slow  # 600 real deliveries through two workers' egress: an end-to-end run of a few seconds
 @pytest.mark.postgres
 async def test_two_workers_on_postgres_never_send_a_delivery_twice(
         make_api: ApiFactory, fresh_pg_url: str, receiver: Receiver) -> None:
