@@ -147,9 +147,10 @@ async def test_five_failed_logins_per_email_then_429(make_api: ApiFactory, sql_u
 
 
 async def test_failed_logins_per_client_address_then_429_whatever_the_email(make_api: ApiFactory,
-                                                                             sql_url: str) -> None:
+                                                                             private_sql_url: str) -> None:
+    # a database of its own: every test's client signs in from the same address, and the count is per address
     clock = ManualClock()
-    api = await make_api(sql_url, clock=clock, environ={"PARLEY_SESSION_LOGIN_FAILURES_PER_ADDRESS": "3"})
+    api = await make_api(private_sql_url, clock=clock, environ={"PARLEY_SESSION_LOGIN_FAILURES_PER_ADDRESS": "3"})
     users = [await new_user(api) for _ in range(3)]
     for user in users:  # one failure per email: the per-email throttle (5) never trips
         response = await api.client.post("/v2/auth/login", json={"email": user.email, "password": "wrong-pass"})
