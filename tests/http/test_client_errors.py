@@ -132,14 +132,20 @@ async def test_an_unavailable_slot_is_echoed_as_sent(make_api: ApiFactory, sql_u
     assert moved.status_code == 409 and moved.json()["error"]["details"]["slot_start"] == sent
 
 
-async def test_405_lists_the_allowed_methods(any_api: Api) -> None:
-    t = await any_api.tenant()
-    app: Litestar = any_api.client.app
+def _methods_by_path(app: Litestar) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """The documented methods of each served path, and a URL that reaches it."""
     by_path: dict[str, set[str]] = {}
     urls: dict[str, str] = {}
     for op in served_operations(app):
         by_path.setdefault(op.documented_path, set()).add(op.method)
         urls[op.documented_path] = op.url()
+    return by_path, urls
+
+
+async def test_405_lists_the_allowed_methods(any_api: Api) -> None:
+    t = await any_api.tenant()
+    app: Litestar = any_api.client.app
+    by_path, urls = _methods_by_path(app)
     for path, methods in by_path.items():
         unsupported = next(m for m in ("PUT", "PATCH", "DELETE", "POST") if m not in methods)
         r = await any_api.client.request(unsupported, urls[path], headers=t.headers)
@@ -156,11 +162,7 @@ def _served(methods: set[str]) -> set[str]:
 
 async def test_options_lists_every_method_of_the_path(any_api: Api) -> None:
     app: Litestar = any_api.client.app
-    by_path: dict[str, set[str]] = {}
-    urls: dict[str, str] = {}
-    for op in served_operations(app):
-        by_path.setdefault(op.documented_path, set()).add(op.method)
-        urls[op.documented_path] = op.url()
+    by_path, urls = _methods_by_path(app)
     assert any(len(methods) > 1 for methods in by_path.values())
     for path, methods in by_path.items():
         for url in (urls[path], urls[path].replace("/v2/", "/api/v2/", 1)):
