@@ -234,8 +234,13 @@ _MISSING = object()
 
 def lookup(data: Any, path: str) -> Any:
     """The value at ``data.a.b`` in an event's data, or ``_MISSING``."""
+    return _walk(data, tuple(path.split(".")))
+
+
+def _walk(data: Any, parts: tuple[str, ...]) -> Any:
+    """``lookup`` with the path split already."""
     value: Any = {"data": data}
-    for part in path.split("."):
+    for part in parts:
         if not isinstance(value, Mapping) or part not in value:
             return _MISSING
         value = value[part]
@@ -300,21 +305,10 @@ def _shown(value: Any) -> Any:
 
 def evaluate(tree: Condition | None, data: Any) -> tuple[bool, list[TraceStep]]:
     """Whether ``data`` (an event's data: any JSON value) satisfies ``tree``, with the trace of every
-    comparison made (each one is made, so the trace explains the whole decision). Never raises."""
-    trace: list[TraceStep] = []
-    if tree is None:
-        return True, trace
-    return _evaluate(tree, data, trace), trace
-
-
-def _evaluate(node: Condition, data: Any, trace: list[TraceStep]) -> bool:
-    if isinstance(node, Predicate):
-        actual = lookup(data, node.field)
-        result = compare(node.op, actual, node.value)
-        trace.append(TraceStep(node.field, node.op, _shown(node.value), _shown(actual), result))
-        return result
-    results = [_evaluate(item, data, trace) for item in node.items]
-    return all(results) if node.mode == "all" else any(results)
+    comparison made (each one is made, so the trace explains the whole decision). Never raises. For one event;
+    ``matcher`` compiles a tree once for many."""
+    matched, trace = matcher(tree)(data)
+    return matched, list(trace)
 
 
 Matcher = Callable[[Any], tuple[bool, tuple[TraceStep, ...]]]
@@ -361,18 +355,11 @@ def _compiled(node: Condition) -> _Check:
 def _compiled_predicate(node: Predicate) -> _Check:
     name, op, expected = node.field, node.op, node.value
     shown = _shown(expected)
-    path = tuple(name.split(".")[1:])  # below "data"
-    test = _test(op, expected)
+    path = tuple(name.split("."))
+    test = comparison(op, expected)
 
     def check(data: Any, trace: list[TraceStep]) -> bool:
-        actual: Any = data
-        for part in path:  # lookup(data, name)
-            if type(actual) is not dict and not isinstance(actual, Mapping):
-                actual = _MISSING
-                break
-            actual = actual.get(part, _MISSING)
-            if actual is _MISSING:
-                break
+        actual = _walk(data, path)
         result = test(actual)
         trace.append(TraceStep(name, op, shown, _shown(actual), result))
         return result
@@ -380,7 +367,7 @@ def _compiled_predicate(node: Predicate) -> _Check:
     return check
 
 
-def _test(op: str, expected: Any) -> Callable[[Any], bool]:
+def comparison(op: str, expected: Any) -> Callable[[Any], bool]:
     """``compare(op, actual, expected)`` as a function of ``actual``: the common cases written out (the same
     results: a string equals only a string, a missing member equals nothing), the others through ``compare``."""
     if op == "exists":

@@ -46,6 +46,9 @@ class InMemoryJobQueue:
                                        payload=dict(job.payload), failed_at=None)
                 return
         self.uow.created_work()
+        self._insert(rows, job)
+
+    def _insert(self, rows: dict[int, _Row], job: NewJob) -> None:
         new_id = self.uow.store.next_id(JOBS)
         rows[new_id] = _Row(new_id, job.kind, job.key, dict(job.payload), job.priority, job.due_at)
 
@@ -56,8 +59,7 @@ class InMemoryJobQueue:
         taken = {(row.kind, row.key) for row in rows.values()}
         for job in new:
             if (job.kind, job.key) not in taken:
-                new_id = self.uow.store.next_id(JOBS)
-                rows[new_id] = _Row(new_id, job.kind, job.key, dict(job.payload), job.priority, job.due_at)
+                self._insert(rows, job)
                 taken.add((job.kind, job.key))
         self.uow.created_work()
 

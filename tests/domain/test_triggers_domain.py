@@ -17,9 +17,11 @@ from domain.triggers import (
     MAX_CHAIN_DEPTH,
     Group,
     Predicate,
+    TraceStep,
     Trigger,
     check_template,
     compare,
+    comparison,
     decide,
     evaluate,
     lookup,
@@ -28,6 +30,7 @@ from domain.triggers import (
     render,
     retry_delay,
 )
+from domain.triggers import _shown as shown
 from tests.properties import examples
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
@@ -163,8 +166,30 @@ def test_retry_delays_grow_and_stop_after_five_attempts() -> None:
 @settings(max_examples=examples(400))
 @given(st.one_of(trees, st.none()), payloads)
 def test_a_compiled_tree_decides_and_traces_as_the_tree_does(tree: Any, data: Any) -> None:
-    matched, trace = evaluate(tree, data)
+    matched, trace = _reference(tree, data)
     assert matcher(tree)(data) == (matched, tuple(trace))
+
+
+def _reference(tree: Any, data: Any) -> tuple[bool, list[TraceStep]]:
+    """The tree read node by node, with ``lookup`` and ``compare`` (what the compiled form must agree with)."""
+    trace: list[TraceStep] = []
+
+    def walk(node: Any) -> bool:
+        if isinstance(node, Predicate):
+            actual = lookup(data, node.field)
+            result = compare(node.op, actual, node.value)
+            trace.append(TraceStep(node.field, node.op, shown(node.value), shown(actual), result))
+            return result
+        results = [walk(item) for item in node.items]
+        return all(results) if node.mode == "all" else any(results)
+
+    return (True if tree is None else walk(tree)), trace
+
+
+@settings(max_examples=examples(400))
+@given(ops, json_values, json_values)
+def test_the_written_out_comparisons_agree_with_compare(op: str, expected: Any, actual: Any) -> None:
+    assert comparison(op, expected)(actual) == compare(op, actual, expected)
 
 
 def _shown_as_before(value: Any) -> Any:
