@@ -17,7 +17,7 @@ from sqlalchemy.pool import AsyncAdaptedQueuePool
 from sqlalchemy.util.concurrency import await_
 from sqlalchemy.util.queue import AsyncAdaptedQueue, Empty
 
-from adapters.sql import sqlite_driver
+from adapters.sql import postgres_driver, sqlite_driver
 
 WRITE_OPTION = "parley_write"
 
@@ -108,7 +108,12 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
         return engine
     kwargs.update(poolclass=FairQueuePool, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=False,
                   pool_timeout=30)
-    return create_async_engine(url, **kwargs)
+    if parsed.get_driver_name() == "asyncpg":
+        kwargs["module"] = postgres_driver.dbapi()  # BEGIN waits for a read unit's first write (postgres_driver.py)
+    engine = create_async_engine(url, **kwargs)
+    if parsed.get_driver_name() == "asyncpg":
+        _configure_postgresql(engine)
+    return engine
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
@@ -125,5 +130,15 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
         write = connection.get_execution_options().get(WRITE_OPTION)
-        # sent with the transaction's first statement, in its hand-off to aiosqlite's thread (sqlite_driver.py)
-        connection.connection.dbapi_connection.begin_lazily("BEGIN IMMEDIATE" if write else "BEGIN")
+        # sent with the transaction's first statement, in its hand-off to aiosqlite's thread (sqlite_driver.py);
+        # a unit declared read-only sends its plain reads outside any transaction (adapters/sql/reads.py)
+        connection.connection.dbapi_connection.begin_lazily("BEGIN IMMEDIATE" if write else "BEGIN",
+                                                            reads_outside=write is False)
+
+
+def _configure_postgresql(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # a unit declared read-only sends its plain reads outside any transaction (postgres_driver.py)
+        if connection.get_execution_options().get(WRITE_OPTION) is False:
+            connection.connection.dbapi_connection.begin_lazily()

@@ -10,9 +10,17 @@ a request that reads one page. Here, the same driver and the same SQL:
 - ``BEGIN`` (or ``BEGIN IMMEDIATE``) waits for the transaction's first statement and goes with it;
 - a rollback or commit with no transaction open on the connection (SQLite's own ``in_transaction``) is not sent.
 
-A read request is then two hand-offs (its statement with ``BEGIN``, then the commit). Errors surface as before:
-a ``BEGIN IMMEDIATE`` that times out on the busy lock fails the statement it went with, and the transaction it
-would have opened is not open. Server-side cursors keep SQLAlchemy's own class (nothing here streams).
+Errors surface as before: a ``BEGIN IMMEDIATE`` that times out on the busy lock fails the statement it went
+with, and the transaction it would have opened is not open. Server-side cursors keep SQLAlchemy's own class
+(nothing here streams).
+
+A read-only unit of work (``begin_lazily(..., reads_outside=True)``, an HTTP GET) goes further: its plain reads
+(``adapters/sql/reads.py``) run outside a transaction, each on a snapshot of its own, and ``BEGIN`` waits for its
+first statement that is anything else. In WAL mode such a read never waits for a writer, so it runs on the event
+loop's own thread, as a synchronous driver would, with no hand-off at all: a GET that authenticates and reads
+one page makes none instead of four. A read that takes more than ``INLINE_BUDGET_SECONDS`` of the thread's CPU
+time (a progress handler looks) is interrupted, which has no effect outside a transaction, and runs again on the
+connection's thread; that statement goes there directly from then on.
 
 Used by ``adapters.sql.engine.create_engine`` for every ``sqlite+aiosqlite`` URL (``module=``); it relies on
 aiosqlite's ``Connection._execute`` (run a function on the connection's thread), which SQLAlchemy's adaptation
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import collections
 import sqlite3
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +44,15 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 from sqlalchemy.util import EMPTY_DICT
 from sqlalchemy.util.concurrency import await_
 
+from adapters.sql.reads import plain_read
+
 _Outcome = tuple[Any, int, Any, list[Any]]
+
+INLINE_BUDGET_SECONDS = 0.002
+"""How much CPU time a plain read may take on the event loop's thread before it moves to the connection's."""
+_PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between two looks at the clock
+_SLOW: set[str] = set()  # reads that went over the budget once: they go to the thread from the start
+_SLOW_MAX = 1024
 
 
 def _run(conn: sqlite3.Connection, begin: str | None, operation: str, parameters: Any, many: bool) -> _Outcome:
@@ -96,10 +113,49 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
         self._rows.clear()
 
     def execute(self, operation: Any, parameters: Any = None) -> Any:
+        parameters = () if parameters is None else parameters
         try:
-            return await_(self._go(operation, () if parameters is None else parameters, False))
+            if self._adapt_connection._reads_outside and self._inline(operation, parameters):
+                return None
+            return await_(self._go(operation, parameters, False))
         except Exception as error:
             self._adapt_connection._handle_exception(error)
+
+    def _inline(self, operation: Any, parameters: Any) -> bool:
+        """A read unit's plain read, outside a transaction, on this thread; False when it must go to the thread."""
+        adapt = self._adapt_connection
+        conn = self._connection._conn
+        if (adapt._pending_begin is None or conn.in_transaction or adapt._execute_mutex.locked()
+                or operation in _SLOW or not plain_read(operation)):
+            return False
+        # SQLAlchemy's asyncio layer insists that a statement awaits: this coroutine never suspends
+        return await_(self._read_here(conn, operation, parameters))
+
+    async def _read_here(self, conn: sqlite3.Connection, operation: Any, parameters: Any) -> bool:
+        # the thread's own CPU time: a read the machine merely preempted is not a slow read
+        deadline = time.thread_time() + INLINE_BUDGET_SECONDS
+        over = False
+
+        def check() -> bool:
+            nonlocal over
+            over = time.thread_time() > deadline
+            return over
+
+        conn.set_progress_handler(check, _PROGRESS_STEPS)
+        try:
+            self._description, self._rowcount, self._lastrowid, rows = _run(conn, None, operation, parameters,
+                                                                            False)
+        except sqlite3.OperationalError:
+            if not over:
+                raise
+            if len(_SLOW) >= _SLOW_MAX:
+                _SLOW.clear()
+            _SLOW.add(operation)
+            return False
+        finally:
+            conn.set_progress_handler(None, 0)
+        self._rows = collections.deque(rows)
+        return True
 
     def executemany(self, operation: Any, seq_of_parameters: Any) -> Any:
         try:
@@ -110,7 +166,11 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
     async def _go(self, operation: Any, parameters: Any, many: bool) -> None:
         adapt = self._adapt_connection
         async with adapt._execute_mutex:
-            begin, adapt._pending_begin = adapt._pending_begin, None
+            begin = adapt._pending_begin
+            if begin is not None and adapt._reads_outside and not many and plain_read(operation):
+                begin = None  # a read unit's plain read: no transaction yet (the module's docstring)
+            else:
+                adapt._pending_begin = None
             self._description, self._rowcount, self._lastrowid, rows = await self._connection._execute(
                 _run, self._connection._conn, begin, operation, parameters, many)
             self._rows = collections.deque(rows)
@@ -125,29 +185,32 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class ParleyAiosqliteConnection(AsyncAdapt_aiosqlite_connection):
-    __slots__ = ("_pending_begin",)
+    __slots__ = ("_pending_begin", "_reads_outside")
 
     _cursor_cls = OneTripCursor
 
     def __init__(self, dbapi: Any, connection: Any) -> None:
         super().__init__(dbapi, connection)
         self._pending_begin: str | None = None
+        self._reads_outside = False
 
-    def begin_lazily(self, statement: str) -> None:
-        """``BEGIN`` (or ``BEGIN IMMEDIATE``) goes with the next statement, in its hand-off."""
+    def begin_lazily(self, statement: str, *, reads_outside: bool = False) -> None:
+        """``BEGIN`` (or ``BEGIN IMMEDIATE``) goes with the next statement, in its hand-off; with
+        ``reads_outside``, with the next statement that is not a plain read."""
         self._pending_begin = statement
+        self._reads_outside = reads_outside
 
     def _open(self) -> bool:
         connection = self._connection
         return bool(connection._connection) and connection.in_transaction
 
     def rollback(self) -> None:
-        self._pending_begin = None
+        self._pending_begin, self._reads_outside = None, False
         if self._open():
             super().rollback()
 
     def commit(self) -> None:
-        self._pending_begin = None
+        self._pending_begin, self._reads_outside = None, False
         if self._open():
             super().commit()
 
@@ -155,6 +218,7 @@ class ParleyAiosqliteConnection(AsyncAdapt_aiosqlite_connection):
 class ParleyAiosqliteDbapi(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *arg: Any, **kw: Any) -> ParleyAiosqliteConnection:
         kw.pop("async_creator_fn", None)
+        kw["check_same_thread"] = False  # plain reads run on the event loop's thread (one at a time, as ever)
         connection = self.aiosqlite.connect(*arg, **kw)
         connection._thread.daemon = True
         return ParleyAiosqliteConnection(self, await_(connection))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import sqlalchemy as sa
@@ -19,6 +20,19 @@ NOTIFY_CHANNEL = "parley_jobs"
 _NOTIFY = f"NOTIFY {NOTIFY_CHANNEL}"
 
 
+_VIEWS: weakref.WeakKeyDictionary[AsyncEngine, tuple[AsyncEngine, AsyncEngine]] = weakref.WeakKeyDictionary()
+
+
+def _view(engine: AsyncEngine, write: bool) -> AsyncEngine:
+    """``engine`` with the write option set (its pool): a connection then carries it from the start, where setting
+    it on each connection cost a greenlet of its own per request."""
+    views = _VIEWS.get(engine)
+    if views is None:
+        views = _VIEWS[engine] = (engine.execution_options(**{WRITE_OPTION: False}),
+                                  engine.execution_options(**{WRITE_OPTION: True}))
+    return views[write]
+
+
 class SqlUnitOfWork:
     def __init__(self, engine: AsyncEngine, clock: Clock, *, write: bool = True,
                  on_work: Callable[[], None] | None = None) -> None:
@@ -32,10 +46,9 @@ class SqlUnitOfWork:
 
     async def connection(self) -> AsyncConnection:
         if self._connection is None:
-            conn = await self._engine.connect()
-            if self._write:
-                await conn.execution_options(**{WRITE_OPTION: True})
-            self._connection = conn
+            # a write unit's transactions can write from their first statement (SQLite: BEGIN IMMEDIATE); a read
+            # unit's plain reads run outside any transaction until it writes (adapters/sql/reads.py)
+            self._connection = await _view(self._engine, self._write).connect()
         return self._connection
 
     @property
