@@ -34,11 +34,33 @@ _VOICE, _LLM, _VOICEMAIL, _METADATA = (_AGENT_FIELDS.index(n) for n in ("voice",
 _SLOT_SETTERS = None if hasattr(Agent, "__post_init__") else [Agent.__dict__[n].__set__ for n in _AGENT_FIELDS]
 
 
+def _filler(cls: type) -> Any:
+    """A function that makes a ``cls`` (a frozen dataclass of the domain) from a dict of its fields by filling its
+    slots, as for Agent below, a missing key taking the field's default; through ``cls(**d)`` should the class ever
+    validate in ``__post_init__`` or have a default factory."""
+    fields = dataclasses.fields(cls)
+    if hasattr(cls, "__post_init__") or any(f.default_factory is not dataclasses.MISSING for f in fields):
+        return lambda d: cls(**d)
+    setters = [(f.name, cls.__dict__[f.name].__set__, f.default) for f in fields]
+    new, missing = object.__new__, dataclasses.MISSING
+
+    def fill(d: dict[str, Any]) -> Any:
+        made = new(cls)
+        for name, setter, default in setters:
+            setter(made, d[name] if default is missing else d.get(name, default))
+        return made
+
+    return fill
+
+
+_VOICE_OF, _LLM_OF, _VOICEMAIL_OF = _filler(Voice), _filler(Llm), _filler(Voicemail)
+
+
 def _row_to_agent(row: Any) -> Agent:
     values = list(_PICK(row))
-    values[_VOICE] = Voice(**values[_VOICE])
-    values[_LLM] = Llm(**values[_LLM])
-    values[_VOICEMAIL] = Voicemail(**values[_VOICEMAIL])
+    values[_VOICE] = _VOICE_OF(values[_VOICE])
+    values[_LLM] = _LLM_OF(values[_LLM])
+    values[_VOICEMAIL] = _VOICEMAIL_OF(values[_VOICEMAIL])
     values[_METADATA] = dict(values[_METADATA])
     if _SLOT_SETTERS is None:
         return Agent(*values)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -41,6 +42,25 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
         if value is None or value.tzinfo is UTC:  # asyncpg's timestamptz values are UTC already
             return value
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def result_processor(self, dialect: sa.Dialect, coltype: object) -> Any:
+        """What ``process_result_value`` does, in fewer calls per value (list pages read thousands a second):
+        nothing at all on asyncpg, whose timestamptz values are aware UTC datetimes; on SQLite one function that
+        parses the stored text and marks it UTC."""
+        if dialect.name == "postgresql" and dialect.driver == "asyncpg":
+            return None
+        if dialect.name != "sqlite":
+            return super().result_processor(dialect, coltype)
+        parse = self.impl_instance.dialect_impl(dialect).result_processor(dialect, coltype)
+
+        def process(value: Any) -> datetime | None:
+            if value is None:
+                return None
+            if parse is not None:
+                value = parse(value)
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+        return process
 
 
 def id_column() -> sa.Column[int]:
