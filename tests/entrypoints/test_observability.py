@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from entrypoints.cli import create_user
 from entrypoints.ioc import build_container
-from entrypoints.observability import REDACTED, redact
+from entrypoints.observability import _SECRET_SHAPES, REDACTED, redact
 from entrypoints.runtime import QUIET_LOGGERS, configure_logging
 from entrypoints.worker import make_runner
 from tests.conftest import Api, ApiFactory
@@ -133,6 +135,17 @@ def test_known_secret_shapes_are_redacted() -> None:
     for secret in ("Abc123XYZ", "tok.en-1", "hunter2", hexed, "pw0rd"):
         assert secret not in line
     assert line.count(REDACTED) == 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["parley_sk_", "abc", "Bearer ", "basic x", "token=", "PASSWORD: ", "'secret'",
+                                 "0123456789abcdef" * 3, "://user:", "pw@", "host/", " ", ",", "\"", "=", "é"]))
+       .map("".join) | st.text())
+def test_redaction_with_its_first_look_matches_every_shape_applied(text: str) -> None:
+    slow = text
+    for pattern, replacement in _SECRET_SHAPES:
+        slow = pattern.sub(replacement, slow)
+    assert redact(text) == slow
 
 
 async def test_metrics_need_the_token_and_count_requests_by_route(make_api: ApiFactory, sqlite_url: str) -> None:
