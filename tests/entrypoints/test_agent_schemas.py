@@ -1,0 +1,28 @@
+"""The agent's response schema is built positionally (entrypoints/http/schemas/agents.py): every field must carry
+the agent's attribute of the same name, which an agent whose every field differs from the others shows."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+
+import msgspec
+
+from domain.agents import Agent, Llm, Voice, Voicemail
+from entrypoints.http.schemas.agents import AgentOut
+
+
+def test_agent_out_carries_each_attribute_under_its_own_name() -> None:
+    agent = Agent(
+        id=7, organization_id=3, name="Nora", description="desc", status="paused", agent_mode="inbound",
+        language="fr-CA", voice=Voice("eleven", "v-9"), llm=Llm("model-x", 0.3), prompt="prompt text",
+        first_message="hello", max_call_duration_seconds=321, voicemail=Voicemail("leave_message", "call back"),
+        transfer_phone="+15550001111", calendar_id=11, timezone="Europe/Paris", metadata={"k": "v"},
+        current_version=4, created_at=datetime(2026, 1, 2, tzinfo=UTC), updated_at=datetime(2026, 3, 4, tzinfo=UTC))
+    out = msgspec.structs.asdict(AgentOut.of(agent))
+    expected = {name: getattr(agent, name) for name in out}
+    for nested in ("voice", "llm", "voicemail"):
+        out[nested] = msgspec.structs.asdict(out[nested])
+        expected[nested] = dataclasses.asdict(expected[nested])
+    assert out == expected
+    assert set(out) == {f.name for f in dataclasses.fields(Agent)} - {"organization_id"}
