@@ -183,6 +183,11 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 
 
 def _configure_postgresql(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # after the dialect's own set-up (its listener comes first): jsonb read in one step (postgres_driver.py)
+        await_(postgres_driver.set_jsonb_codec(dbapi_connection.driver_connection))
+
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
         # a unit declared read-only sends its plain reads outside any transaction (postgres_driver.py)
