@@ -12,7 +12,7 @@ from entrypoints.http.app import create_app
 from entrypoints.http.providers import HttpProvider
 from entrypoints.ioc import build_container, make_container
 from entrypoints.observability import use_multiprocess_directory
-from entrypoints.runtime import configure_logging
+from entrypoints.runtime import configure_logging, tune_gc
 from entrypoints.settings import Settings
 from entrypoints.worker import InProcessWorker
 
@@ -26,6 +26,7 @@ def make_app() -> Litestar:
     settings = Settings.from_env().with_secret_key()
     use_multiprocess_directory()
     configure_logging(settings.log_level, settings.log_format)
+    tune_gc(settings.gc_threshold)
     app = create_app(http_container(settings), settings)
     if os.environ.get("PARLEY_IN_PROCESS_WORKER") == "1":
         worker_container = build_container(settings)

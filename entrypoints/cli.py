@@ -26,7 +26,7 @@ from domain.rfc3339 import format_utc_or_none
 from entrypoints.checks import configuration_problems
 from entrypoints.ioc import build_container, configuration
 from entrypoints.observability import MULTIPROC_ENV
-from entrypoints.runtime import configure_logging
+from entrypoints.runtime import configure_logging, tune_gc
 from entrypoints.settings import Settings, SettingsError
 from entrypoints.worker import EVERY_JOB, JobSelection, JobSelectionError, in_unit
 
@@ -171,6 +171,7 @@ def worker(settings: Settings, migrate_first: bool = True, selection: JobSelecti
     settings = settings.with_secret_key()
     ready_database(settings, migrate_first=migrate_first)
     configure_logging(settings.log_level, settings.log_format)
+    tune_gc(settings.gc_threshold)
     try:
         asyncio.run(run_worker(settings, build_container, selection or EVERY_JOB))
     except JobSelectionError as exc:

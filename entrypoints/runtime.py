@@ -55,6 +55,15 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+def tune_gc(threshold: int) -> None:
+    """A long-running process's garbage collector: a young-generation pass every ``threshold`` allocations (the
+    older generations keep Python's ratios). Python's 700 made a read of 25 agents pay about a fifth of its CPU
+    for passes over objects that reference counting frees anyway (docs/performance.md)."""
+    import gc
+
+    gc.set_threshold(threshold, *gc.get_threshold()[1:])
+
+
 def configure_logging(level: str, fmt: str = "json", stream: TextIO | None = None) -> None:
     """stderr (or ``stream``) at ``level``: one JSON object per line (``fmt="json"``) or a readable line
     (``"console"``), secrets redacted either way (entrypoints/observability.py)."""

@@ -132,6 +132,9 @@ class Settings:
     metrics_token: str = ""
     """GET /metrics answers only ``Authorization: Bearer <this>``; empty: /metrics is not served (404)."""
     db_pool_size: int = 10
+    gc_threshold: int = 10_000
+    """Allocations between two young-generation passes of Python's garbage collector in a server or worker process
+    (Python's own default is 700, a pass every few dozen objects a request makes; docs/performance.md)."""
     job_lease_seconds: float = 0.0
     """When above 0, no job kind's lease is longer than this: a killed worker's jobs are taken over sooner (a pass
     that outlives its lease may then overlap the next one, which every job kind allows). 0: each kind's own."""
@@ -150,6 +153,8 @@ class Settings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", Backend.of(self.database_url))
+        if self.gc_threshold < 1:
+            raise SettingsError(f"{ENV_PREFIX}GC_THRESHOLD={self.gc_threshold}: must be at least 1")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, dotenv: Path | None = Path(".env")) -> Settings:

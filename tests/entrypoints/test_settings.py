@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -79,6 +82,8 @@ def test_the_environment_overrides_the_dotenv_file(tmp_path: Path) -> None:
     ("PARLEY_DB_POOL_SIZE", "2.5"),
     ("PARLEY_ALLOW_LOOPBACK_TARGETS", "maybe"),
     ("PARLEY_RATE_LIMIT_BACKEND", "redis"),
+    ("PARLEY_GC_THRESHOLD", "0"),
+    ("PARLEY_GC_THRESHOLD", "many"),
 ])
 def test_a_bad_platform_value_fails_naming_the_variable(variable: str, value: str) -> None:
     with pytest.raises(SettingsError, match=variable):
@@ -117,3 +122,17 @@ async def test_the_container_provides_the_platform_settings_and_every_section(tm
         assert await container.get(KnowledgeSettings) == KnowledgeSettings()
     finally:
         await container.close()
+
+
+def test_a_server_process_collects_garbage_at_the_configured_threshold(tmp_path: Path) -> None:
+    """make_app (what `parley serve` runs in each server process) sets the young generation's threshold."""
+    code = ("import gc; from entrypoints.asgi_app import make_app; before = gc.get_threshold(); make_app(); "
+            "print(before[0], *gc.get_threshold())")
+    env = {**os.environ, "PARLEY_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'p.db'}",
+           "PARLEY_VAR_DIR": str(tmp_path / "var"), "PARLEY_GC_THRESHOLD": "12345", "PARLEY_LOG_LEVEL": "WARNING"}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=True)
+    before, *after = done.stdout.split()
+    assert before == "700"  # Python's own, until the app is made
+    assert after == ["12345", "10", "10"]
