@@ -13,7 +13,7 @@ import contextlib
 import signal
 
 from entrypoints.ioc import build_container
-from entrypoints.runtime import configure_logging
+from entrypoints.runtime import configure_logging, tune_gc
 from entrypoints.settings import Settings
 from entrypoints.webhook_jobs import WorkerOptions, webhooks_job
 
@@ -34,6 +34,7 @@ async def run(settings: Settings, options: WorkerOptions) -> None:
 def main() -> None:
     settings = Settings.from_env()
     configure_logging(settings.log_level, settings.log_format)
+    tune_gc(settings.gc_threshold)
     asyncio.run(run(settings, WorkerOptions.from_env()))
 
 

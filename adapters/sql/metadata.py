@@ -56,9 +56,7 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
         def process(value: Any) -> datetime | None:
             if value is None:
                 return None
-            if parse is not None:
-                value = parse(value)
-            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+            return self.process_result_value(value if parse is None else parse(value), dialect)
 
         return process
 
