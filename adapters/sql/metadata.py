@@ -46,16 +46,27 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
     def result_processor(self, dialect: sa.Dialect, coltype: object) -> Any:
         """What ``process_result_value`` does, in fewer calls per value (list pages read thousands a second):
         nothing at all on asyncpg, whose timestamptz values are aware UTC datetimes; on SQLite one function that
-        parses the stored text and marks it UTC."""
+        parses the stored text as UTC. The text SQLAlchemy stores (``2026-11-24 12:53:43.825953``, naive UTC) is
+        read by ``datetime.fromisoformat`` with the UTC offset appended, ten times faster than parsing it and
+        replacing its tzinfo; any other text (stored by hand, say with an offset of its own) takes the general way."""
         if dialect.name == "postgresql" and dialect.driver == "asyncpg":
             return None
         if dialect.name != "sqlite":
             return super().result_processor(dialect, coltype)
         parse = self.impl_instance.dialect_impl(dialect).result_processor(dialect, coltype)
+        from_iso = datetime.fromisoformat
 
         def process(value: Any) -> datetime | None:
             if value is None:
                 return None
+            if value.__class__ is str:
+                try:
+                    aware = from_iso(value + "+00:00")
+                except ValueError:
+                    pass
+                else:
+                    if aware.tzinfo is UTC:  # a date alone parses naive: the general way below
+                        return aware
             return self.process_result_value(value if parse is None else parse(value), dialect)
 
         return process
