@@ -3,8 +3,9 @@ bulk or imported from CSV, read, deleted). Dialling running campaigns is not her
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from application.context import Actor
 from application.phones import E164_RULE
@@ -13,6 +14,7 @@ from application.ports.campaigns import (
     CampaignFilter,
     CampaignRepository,
     CampaignSchedules,
+    ContactEndings,
     ContactFilter,
     ContactRepository,
 )
@@ -45,6 +47,9 @@ from domain.timezones import validate_timezone
 BATCH = 500
 """Contacts inserted per statement while reading a request or a file."""
 
+CAMPAIGN_CANCELLED = "campaign_cancelled"
+"""The reason of the contacts cancelled with their campaign (and of the leads still queued on them)."""
+
 
 class NoSchedules:
     """CampaignSchedules when no schedules feature is installed: no schedule exists, so a campaign naming one
@@ -52,6 +57,14 @@ class NoSchedules:
 
     async def exists(self, organization_id: int, schedule_id: int) -> bool:
         return False
+
+
+class NoContactEndings:
+    """ContactEndings when nothing follows campaign contacts (no leads feature installed)."""
+
+    async def contacts_ended(self, organization_id: int, campaign_id: int, contact_ids: Sequence[int] | None,
+                             reason: str, at: datetime) -> None:
+        return None
 
 
 class CampaignScheduleUsage:
@@ -216,15 +229,18 @@ class DeleteCampaignCommand:
 
 
 class DeleteCampaign:
-    """Deletes a draft or finished campaign with its contacts (else 409 invalid_transition)."""
+    """Deletes a draft or finished campaign with its contacts (else 409 invalid_transition); whatever followed
+    those contacts (a lead still queued) is told they ended (``campaign_deleted``)."""
 
-    def __init__(self, campaigns: CampaignRepository) -> None:
-        self.campaigns = campaigns
+    def __init__(self, campaigns: CampaignRepository, endings: ContactEndings, clock: Clock) -> None:
+        self.campaigns, self.endings, self.clock = campaigns, endings, clock
 
     async def execute(self, command: DeleteCampaignCommand) -> None:
         campaign = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
         campaign.ensure_deletable()
         await self.campaigns.delete(command.actor.organization_id, command.campaign_id)
+        await self.endings.contacts_ended(command.actor.organization_id, command.campaign_id, None,
+                                          "campaign_deleted", self.clock.now())
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,17 +306,21 @@ class CancelCampaignCommand:
 
 
 class CancelCampaign:
-    """draft, running or paused -> cancelled; its pending and retry_wait contacts are cancelled with it."""
+    """draft, running or paused -> cancelled; its pending and retry_wait contacts are cancelled with it (and
+    whatever followed them told so); contacts being dialled finish with their calls."""
 
-    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, clock: Clock) -> None:
-        self.campaigns, self.contacts, self.clock = campaigns, contacts, clock
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, endings: ContactEndings,
+                 clock: Clock) -> None:
+        self.campaigns, self.contacts, self.endings, self.clock = campaigns, contacts, endings, clock
 
     async def execute(self, command: CancelCampaignCommand) -> Campaign:
+        org = command.actor.organization_id
         campaign = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
         now = self.clock.now()
         cancelled = await self.campaigns.update(campaign.move("cancel", now))
-        await self.contacts.cancel_open(command.actor.organization_id, command.campaign_id, "campaign_cancelled",
-                                        now)
+        ended = await self.contacts.cancel_open(org, command.campaign_id, CAMPAIGN_CANCELLED, now)
+        if ended:
+            await self.endings.contacts_ended(org, command.campaign_id, ended, CAMPAIGN_CANCELLED, now)
         return cancelled
 
 
@@ -545,13 +565,17 @@ class DeleteContactCommand:
 
 
 class DeleteContact:
-    """Removes a pending contact (else 409 invalid_transition)."""
+    """Removes a pending contact (else 409 invalid_transition); whatever followed it is told it ended
+    (``contact_deleted``)."""
 
-    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository) -> None:
-        self.campaigns, self.contacts = campaigns, contacts
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, endings: ContactEndings,
+                 clock: Clock) -> None:
+        self.campaigns, self.contacts, self.endings, self.clock = campaigns, contacts, endings, clock
 
     async def execute(self, command: DeleteContactCommand) -> None:
         contact = await _load_contact(self.campaigns, self.contacts, command.actor, command.campaign_id,
                                       command.contact_id)
         contact.ensure_deletable()
         await self.contacts.delete(command.actor.organization_id, command.campaign_id, command.contact_id)
+        await self.endings.contacts_ended(command.actor.organization_id, command.campaign_id, [command.contact_id],
+                                          "contact_deleted", self.clock.now())

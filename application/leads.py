@@ -3,6 +3,7 @@ the outbox consumer that moves each lead as its call or campaign contact ends.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -216,3 +217,23 @@ class FollowLeadOutcomes:
             for lead in await self.leads.queued_for_contact(org, data["contact_id"]):
                 await self.leads.update(lead.move(trigger, now, reason=reason,
                                                   call_id=data.get("last_call_id") or lead.call_id))
+
+
+class LeadsOfEndedContacts:
+    """ContactEndings filled by the leads feature: a campaign contact cancelled with its campaign or deleted
+    (alone, or with its campaign) will have no outcome event, so the leads still queued on it fail now, in the
+    same unit of work, with the ending's reason (``campaign_cancelled``, ``contact_deleted``,
+    ``campaign_deleted``). A lead whose contact is being dialled stays queued and follows the call."""
+
+    def __init__(self, leads: LeadRepository) -> None:
+        self.leads = leads
+
+    async def contacts_ended(self, organization_id: int, campaign_id: int, contact_ids: Sequence[int] | None,
+                             reason: str, at: datetime) -> None:
+        queued = await self.leads.queued_for_campaign(organization_id, campaign_id)
+        if not queued:
+            return
+        ended = None if contact_ids is None else set(contact_ids)
+        failing = [lead_id for lead_id, contact_id in queued if ended is None or contact_id in ended]
+        if failing:
+            await self.leads.fail_queued(organization_id, failing, reason, at)

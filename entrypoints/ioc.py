@@ -49,7 +49,7 @@ from application.ports.accounts import (
 )
 from application.ports.agents import AgentCalendars, AgentRepository
 from application.ports.calls import AppointmentBooker
-from application.ports.campaigns import CampaignSchedules
+from application.ports.campaigns import CampaignSchedules, ContactEndings
 from application.ports.events import OutboxReader
 from application.ports.gauges import BacklogGauges
 from application.ports.jobs import JobQueue
@@ -185,6 +185,8 @@ class UseCaseProvider(Provider):
     appointment_booker = provide(NoAppointmentBooker, provides=AppointmentBooker)
     # campaigns' schedule_id: no schedule exists until a schedules feature provides its own
     campaign_schedules = provide(campaigns.NoSchedules, provides=CampaignSchedules)
+    # contacts that end without an event (cancelled, deleted): nobody follows them until the leads feature does
+    contact_endings = provide(campaigns.NoContactEndings, provides=ContactEndings)
     # who uses a schedule (features/schedules.py): nothing, until the campaigns feature provides its own
     schedule_usage = provide(NoScheduleUsage, provides=ScheduleUsage)
     quota_gate = provide(NoQuotaGate, provides=QuotaGate)  # the usage feature's gate overrides it

@@ -126,15 +126,15 @@ class InMemoryContactRepository:
         return any(c.organization_id == organization_id and c.campaign_id == campaign_id
                    for c in (await self.uow.tables())["campaign_contacts"].values())
 
-    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> int:
+    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> list[int]:
         tables = await self.uow.tables()
-        moved = 0
+        moved: list[int] = []
         for contact in list(tables["campaign_contacts"].values()):
             if (contact.organization_id == organization_id and contact.campaign_id == campaign_id
                     and contact.status in OPEN_CONTACT_STATUSES):
                 tables["campaign_contacts"][contact.id] = replace(contact, status="cancelled", reason=reason,
                                                                   next_attempt_at=None, updated_at=at)
-                moved += 1
+                moved.append(contact.id)
         return moved
 
     async def add_attempt(self, organization_id: int, attempt: ContactAttempt) -> None:

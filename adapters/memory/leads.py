@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.leads import LeadFilter
@@ -65,3 +67,18 @@ class InMemoryLeadRepository:
         return sorted((x for x in (await self.uow.tables())["leads"].values()
                        if x.organization_id == organization_id and x.status == "queued"
                        and x.contact_id == contact_id), key=lambda x: x.id or 0)
+
+    async def queued_for_campaign(self, organization_id: int, campaign_id: int) -> list[tuple[int, int | None]]:
+        return sorted((x.id or 0, x.contact_id) for x in (await self.uow.tables())["leads"].values()
+                      if x.organization_id == organization_id and x.status == "queued"
+                      and x.campaign_id == campaign_id)
+
+    async def fail_queued(self, organization_id: int, lead_ids: Sequence[int], reason: str, at: datetime) -> int:
+        tables = await self.uow.tables()
+        moved = 0
+        for lead_id in lead_ids:
+            current = tables["leads"].get(lead_id)
+            if current is not None and current.organization_id == organization_id and current.status == "queued":
+                tables["leads"][lead_id] = current.move("fail", at, reason=reason)
+                moved += 1
+        return moved

@@ -210,12 +210,13 @@ class SqlContactRepository:
         found = await conn.execute(sa.select(sa.literal(1)).where(self._mine(organization_id, campaign_id)).limit(1))
         return found.first() is not None
 
-    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> int:
+    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> list[int]:
         conn = await self.uow.connection()
         result = await conn.execute(campaign_contacts.update().where(
             self._mine(organization_id, campaign_id), campaign_contacts.c.status.in_(OPEN_CONTACT_STATUSES))
-            .values(status="cancelled", reason=reason, next_attempt_at=None, updated_at=at))
-        return int(result.rowcount or 0)
+            .values(status="cancelled", reason=reason, next_attempt_at=None, updated_at=at)
+            .returning(campaign_contacts.c.id))
+        return [int(row[0]) for row in result]
 
     async def add_attempt(self, organization_id: int, attempt: ContactAttempt) -> None:
         conn = await self.uow.connection()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,6 +15,9 @@ from adapters.sql.uow import SqlUnitOfWork
 from application.ports.leads import LeadFilter
 from application.ports.platform import Page, PageRequest
 from domain.leads import Lead
+
+_IDS_PER_STATEMENT = 500
+"""Lead ids bound per UPDATE (well below SQLite's and PostgreSQL's parameter limits)."""
 
 
 def _row_to_lead(row: Any) -> Lead:
@@ -90,3 +95,21 @@ class SqlLeadRepository:
 
     async def queued_for_contact(self, organization_id: int, contact_id: int) -> list[Lead]:
         return await self._queued(leads.c.organization_id == organization_id, leads.c.contact_id == contact_id)
+
+    async def queued_for_campaign(self, organization_id: int, campaign_id: int) -> list[tuple[int, int | None]]:
+        conn = await self.uow.connection()
+        rows = (await conn.execute(sa.select(leads.c.id, leads.c.contact_id).where(
+            leads.c.organization_id == organization_id, leads.c.status == "queued",
+            leads.c.campaign_id == campaign_id).order_by(leads.c.id))).all()
+        return [(int(r.id), r.contact_id) for r in rows]
+
+    async def fail_queued(self, organization_id: int, lead_ids: Sequence[int], reason: str, at: datetime) -> int:
+        conn = await self.uow.connection()
+        moved = 0
+        for start in range(0, len(lead_ids), _IDS_PER_STATEMENT):
+            result = await conn.execute(leads.update().where(
+                leads.c.organization_id == organization_id, leads.c.status == "queued",
+                leads.c.id.in_(lead_ids[start:start + _IDS_PER_STATEMENT]))
+                .values(status="failed", reason=reason, updated_at=at))
+            moved += int(result.rowcount or 0)
+        return moved

@@ -74,9 +74,9 @@ class ContactRepository(Protocol):
         """Whether the campaign has any contact."""
         ...
 
-    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> int:
+    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> list[int]:
         """Moves every pending and retry_wait contact of the campaign to cancelled (one statement); returns
-        how many moved."""
+        the ids of those that moved."""
         ...
 
     async def add_attempt(self, organization_id: int, attempt: ContactAttempt) -> None:
@@ -85,6 +85,17 @@ class ContactRepository(Protocol):
 
     async def attempts(self, organization_id: int, contact_id: int) -> list[ContactAttempt]:
         """The contact's attempts, first first."""
+        ...
+
+
+class ContactEndings(Protocol):
+    """Told, in the unit of work that ends them, of campaign contacts that end without an event of their own:
+    cancelled with their campaign, deleted while pending, or deleted with their campaign. The leads feature
+    fails the leads still queued on them; without it nobody listens (``NoContactEndings``)."""
+
+    async def contacts_ended(self, organization_id: int, campaign_id: int, contact_ids: Sequence[int] | None,
+                             reason: str, at: datetime) -> None:
+        """``contact_ids`` None: every contact of the campaign (deleted with it)."""
         ...
 
 

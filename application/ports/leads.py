@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -47,4 +48,12 @@ class LeadRepository(Protocol):
 
     async def queued_for_contact(self, organization_id: int, contact_id: int) -> list[Lead]:
         """The queued leads that became campaign contact ``contact_id`` (several leads may share a contact)."""
+        ...
+
+    async def queued_for_campaign(self, organization_id: int, campaign_id: int) -> list[tuple[int, int | None]]:
+        """(lead id, contact id) of the campaign's queued leads, in id order."""
+        ...
+
+    async def fail_queued(self, organization_id: int, lead_ids: Sequence[int], reason: str, at: datetime) -> int:
+        """Moves those of the leads still queued to failed with ``reason``; returns how many moved."""
         ...

@@ -17,7 +17,9 @@ from adapters.memory.leads import InMemoryLeadRepository
 from adapters.sql.leads import SqlLeadRepository
 from application import leads as cases
 from application.jobs import JobKind
+from application.leads import LeadsOfEndedContacts
 from application.outbox import CONSUMER_FALLBACK, LEADS
+from application.ports.campaigns import ContactEndings
 from application.ports.jobs import ClaimedJob
 from application.ports.leads import LeadRepository
 from application.ports.platform import Clock
@@ -46,6 +48,8 @@ class LeadsUseCaseProvider(Provider):
         cases.ListLeads,
         cases.FollowLeadOutcomes,
     )
+    # overrides the core's NoContactEndings: the leads queued on a cancelled or deleted contact fail with it
+    contact_endings = provide(LeadsOfEndedContacts, provides=ContactEndings)
 
 
 async def follow_once(container: AsyncContainer, *, limit: int = BATCH) -> int:

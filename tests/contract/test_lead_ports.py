@@ -133,3 +133,38 @@ async def test_the_consumer_moves_queued_leads_as_their_calls_and_contacts_end(c
         assert await state(in_campaign) == await state(twin) == ("called", None, "call-41")
         assert await state(other_contact) == ("failed", "no_answer", None)
         assert await state(blocked) == ("blocked_dnc", "dnc_blocked", None)
+
+
+async def test_the_leads_queued_on_ended_contacts_fail_with_the_reason(container: Any) -> None:
+    org, other = await new_organization(container), await new_organization(container)
+    on_41, twin, on_42, final, other_campaign, other_org = await _add(
+        container,
+        _lead(org, 1, agent_id=None, campaign_id=5, contact_id=41),
+        _lead(org, 2, agent_id=None, campaign_id=5, contact_id=41),
+        _lead(org, 3, agent_id=None, campaign_id=5, contact_id=42),
+        _lead(org, 4, agent_id=None, campaign_id=5, contact_id=43, status="called"),
+        _lead(org, 5, agent_id=None, campaign_id=6, contact_id=41),
+        _lead(other, 6, agent_id=None, campaign_id=5, contact_id=41),
+    )
+    later = NOW + timedelta(hours=1)
+    async with container() as r:
+        repo = await r.get(LeadRepository)
+        assert await repo.queued_for_campaign(org, 5) == [(on_41.id, 41), (twin.id, 41), (on_42.id, 42)]  # type: ignore[union-attr]
+        ids = [lead.id or 0 for lead in (on_41, twin, final, other_org) if lead]
+        assert await repo.fail_queued(org, ids, "campaign_cancelled", later) == 2  # final and other_org stay
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(LeadRepository)
+
+        async def state(lead: Lead | None, organization: int = org) -> tuple[str, str | None]:
+            found = await repo.get(organization, lead.id or 0) if lead else None
+            assert found is not None
+            return found.status, found.reason
+
+        assert await state(on_41) == await state(twin) == ("failed", "campaign_cancelled")
+        assert (await repo.get(org, on_41.id or 0)).updated_at == later  # type: ignore[union-attr]
+        assert await state(on_42) == ("queued", None)
+        assert await state(final) == ("called", None)
+        assert await state(other_campaign) == ("queued", None)
+        assert await state(other_org, other) == ("queued", None)
+        assert await repo.queued_for_campaign(org, 5) == [(on_42.id, 42)]  # type: ignore[union-attr]

@@ -14,6 +14,7 @@ import pytest
 
 from adapters.memory.clock import ManualClock
 from application.outbox import CONSUMER_FALLBACK
+from application.ports.campaigns import ContactRepository
 from application.ports.platform import UnitOfWork
 from domain.events import EventType
 from entrypoints.features.leads import KIND, follow_job, follow_once
@@ -365,3 +366,54 @@ async def test_lead_created_is_in_the_event_catalogue(api: Api) -> None:
     subscription = {"url": "https://hooks.example.com/p", "events": ["lead.created"]}
     hook = await api.client.post("/v2/webhooks", json=subscription, headers=t.headers)
     assert hook.status_code == 201, hook.text
+
+
+async def test_leads_of_contacts_cancelled_or_deleted_fail_with_the_reason(make_api: ApiFactory, sql_url: str) -> None:
+    """Contacts cancelled with their campaign, or deleted, have no outcome event: their queued leads fail at once
+    with the reason; a lead whose contact is being dialled stays queued, and other campaigns' leads are untouched."""
+    api = await make_api(sql_url, clock=ManualClock(START))
+    t = await api.tenant()
+    agent = await plain_agent(api, t)
+    spring, summer, autumn = [await new_campaign(api, t, agent["id"]) for _ in range(3)]
+
+    async def lead_on(campaign: dict[str, Any], phone: str) -> dict[str, Any]:
+        response = await post_lead(api, t, phone=phone, campaign_id=campaign["id"])
+        assert response.status_code == 201, response.text
+        return response.json()["data"]  # type: ignore[no-any-return]
+
+    waiting, twin = await lead_on(spring, "+14155550100"), await lead_on(spring, "+14155550100")
+    removed, dialling = await lead_on(spring, "+14155550101"), await lead_on(spring, "+14155550102")
+    deleted_with_campaign, elsewhere = await lead_on(summer, "+14155550100"), await lead_on(autumn, "+14155550100")
+    # the dialer has one contact on the line
+    container = build_container(api.settings, *api.overrides)
+    try:
+        async with container() as r:
+            contacts = await r.get(ContactRepository)
+            contact = await contacts.get(t.organization_id, spring["id"], dialling["contact_id"])
+            assert contact is not None
+            await contacts.update(contact.move("dial", START, last_call_id="00000000-0000-4000-8000-000000000009"))
+            await (await r.get(UnitOfWork)).commit()
+    finally:
+        await container.close()
+
+    gone = await api.client.delete(f"/v2/campaigns/{spring['id']}/contacts/{removed['contact_id']}",
+                                   headers=t.headers)
+    assert gone.status_code == 204, gone.text
+    got = await get_lead(api, t, removed["id"])
+    assert (got["status"], got["reason"]) == ("failed", "contact_deleted")
+    assert (await get_lead(api, t, waiting["id"]))["status"] == "queued"
+
+    cancelled = await api.client.post(f"/v2/campaigns/{spring['id']}/cancel", headers=t.headers)
+    assert cancelled.status_code == 200, cancelled.text
+    for lead in (waiting, twin):
+        got = await get_lead(api, t, lead["id"])
+        assert (got["status"], got["reason"]) == ("failed", "campaign_cancelled")
+    got = await get_lead(api, t, dialling["id"])
+    assert (got["status"], got["reason"]) == ("queued", None)  # its call's end will settle it
+
+    assert (await api.client.delete(f"/v2/campaigns/{summer['id']}", headers=t.headers)).status_code == 204
+    got = await get_lead(api, t, deleted_with_campaign["id"])
+    assert (got["status"], got["reason"]) == ("failed", "campaign_deleted")
+    assert (await get_lead(api, t, elsewhere["id"]))["status"] == "queued"
+    listed = await api.client.get("/v2/leads?status=failed", headers=t.headers)
+    assert listed.json()["meta"]["total"] == 4
