@@ -69,9 +69,11 @@ class AgentNotCallable(InvalidTransition):
 
 
 def _record(uow: UnitOfWork, call: Call, kinds: list[EventType]) -> None:
+    """The call's events, as deep as the trigger action that placed the call (the loop guard's depth)."""
     view = call.view()
     for kind in kinds:
-        uow.record(kind(call.organization_id, view))
+        event = kind(call.organization_id, view)
+        uow.record(replace(event, depth=call.cause_depth) if call.cause_depth > event.depth else event)
 
 
 def _agent_id(bot_id: str) -> int:
@@ -159,6 +161,7 @@ class PlaceCall:
             deadline_at=now + QUEUE_TIMEOUT, created_at=now, updated_at=now,
             priority=command.priority, due_at=now, campaign_id=command.campaign_id,
             contact_id=command.contact_id, idempotency_key=command.idempotency_key,
+            cause_depth=self.uow.caused_depth(),  # a trigger's action: the call's events, later, keep its depth
         )
         self.uow.created_work()  # the worker dials it
         return await self.calls.add(call)

@@ -157,6 +157,9 @@ class Call:
     """A campaign call: its campaign and contact (None for a single call)."""
     idempotency_key: str | None = None
     """A campaign call's attempt key (``campaign-contact-{id}-attempt-{n}``): one call per key."""
+    cause_depth: int = 0
+    """How deep in a chain of trigger actions the call was placed (0: not by a trigger): every event of the call
+    is at least this deep (``DomainEvent.depth``, the triggers' loop guard)."""
 
     @property
     def is_final(self) -> bool:

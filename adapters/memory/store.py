@@ -49,6 +49,9 @@ class InMemoryUnitOfWork:
         """Events recorded from now on in this unit were caused by a trigger's action at ``depth``."""
         self._events.depth = depth
 
+    def caused_depth(self) -> int:
+        return self._events.depth
+
     def created_work(self) -> None:
         self._created_work = True
 

@@ -45,6 +45,8 @@ calls = sa.Table(
     sa.Column("campaign_id", BigId, nullable=True),
     sa.Column("contact_id", BigId, nullable=True),
     sa.Column("idempotency_key", sa.String(200), nullable=True),
+    # the depth of the trigger action that placed the call (migration 0240): every event of the call carries it
+    sa.Column("cause_depth", sa.SmallInteger, nullable=False, server_default=sa.text("0")),
     sa.CheckConstraint(f"status in {_CALL_STATUSES}", name="status"),
     sa.Index("ix_calls_dial_queue", "organization_id", "priority", "due_at",
              sqlite_where=sa.text("status = 'queued'"), postgresql_where=sa.text("status = 'queued'")),

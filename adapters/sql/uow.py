@@ -63,6 +63,9 @@ class SqlUnitOfWork:
         """Events recorded from now on in this unit were caused by a trigger's action at ``depth``."""
         self._events.depth = depth
 
+    def caused_depth(self) -> int:
+        return self._events.depth
+
     def created_work(self) -> None:
         """This transaction creates background work: job runners are woken once it committed."""
         self._created_work = True

@@ -46,6 +46,11 @@ class UnitOfWork(Protocol):
         ``depth`` (``DomainEvent.depth``), which the triggers' loop guard reads."""
         ...
 
+    def caused_depth(self) -> int:
+        """The depth ``caused_at_depth`` gave this unit of work (0: its work was not caused by a trigger's action);
+        work it starts that records events later (a call placed) keeps it."""
+        ...
+
     def created_work(self) -> None:
         """This transaction creates background work: the job runners wake once it committed (recording an
         event or scheduling a job implies it)."""

@@ -24,7 +24,7 @@ from domain.events import DomainEvent, EventType
 from domain.webhooks import verify_signature
 from entrypoints.ioc import build_container
 from tests.conftest import Api, ApiFactory
-from tests.http.calls_support import outbox, unique_phone
+from tests.http.calls_support import active_agent, finish_calls, outbox, place, unique_phone
 from tests.triggers.support import create, evaluate, run_jobs, runs
 from tests.webhooks.receiver import Receiver, Reply
 
@@ -360,3 +360,41 @@ async def test_renders_hostile_event_data_literally(any_api: Api, receiver: Rece
     [got] = receiver.on("/lit")
     assert json.loads(got.body) == {"text": "{{data.__class__}}|{{__import__('os')}}}}}"}
     assert (await runs(api, t, made["data"]["id"]))[0]["status"] == "succeeded"
+
+
+async def test_a_call_placed_by_an_action_keeps_its_depth_so_a_call_ended_loop_stops(
+        make_api: ApiFactory, sql_url: str) -> None:
+    """A trigger on call.ended that calls the number again: each call's events (recorded later, by the telephony
+    worker) are as deep as the action that placed it, so the chain stops at the guard instead of dialling for
+    ever."""
+    api = await make_api(sql_url, clock=ManualClock(datetime(2026, 3, 2, 18, tzinfo=UTC)))  # 10:00 in California
+    t = await api.tenant()
+    agent = await active_agent(api, t, prompt="You call back.", first_message="Hello again.")
+    made = await create(api, t, name="Call again", event="call.ended", actions=[
+        {"type": "call", "config": {"agent_id": agent["id"], "phone": "{{data.destination_phone}}"}}])
+    assert made.status_code == 201, made.text
+    await evaluate(api)
+    first = await place(api, t, agent, unique_phone())
+    assert first.status_code == 201, first.text
+    for _ in range(6):  # without the depth, every round placed one more call
+        await finish_calls(api, t.organization_id)
+        await evaluate(api)
+        await run_jobs(api)
+    await finish_calls(api, t.organization_id)
+    listed = await api.client.get("/v2/calls?limit=100", headers=t.headers)
+    assert listed.json()["meta"]["total"] == 4  # the first, and one per depth 0, 1 and 2
+    got = await runs(api, t, made.json()["data"]["id"])
+    assert sorted((run["depth"], run["status"]) for run in got) == [
+        (0, "succeeded"), (1, "succeeded"), (2, "succeeded"), (3, "skipped")]
+    ended = [data["id"] for kind, data in await outbox(api, t.organization_id, "call.ended")]
+    assert len(ended) == 4
+    container = build_container(api.settings, *api.overrides)
+    try:
+        async with container() as r:
+            conn = await (await r.get(SqlUnitOfWork)).connection()
+            depths = (await conn.execute(sa.select(outbox_events.c.depth).where(
+                outbox_events.c.organization_id == t.organization_id, outbox_events.c.type == "call.started")
+                .order_by(outbox_events.c.id))).scalars().all()
+    finally:
+        await container.close()
+    assert list(depths) == [0, 1, 2, 3]  # every event of a call, the first one included
