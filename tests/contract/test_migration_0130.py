@@ -13,6 +13,9 @@ from tests.contract.test_migration_0008 import _migrate, _populate, _sql, empty_
 __all__ = ["empty_url"]
 OTHER_HEADS = ("0008", "0009", "0013", "0015", "0110", "0120")
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
+AGENT = ("INSERT INTO agents (organization_id, name, status, agent_mode, language, voice, llm, prompt, "
+         "max_call_duration_seconds, voicemail, timezone, metadata, created_at, updated_at) VALUES "
+         "(1, 'Desk', 'active', 'outbound', 'en', '{}', '{}', '', 600, '{}', 'UTC', '{}', :now, :now)")
 CALL = ("INSERT INTO calls (id, organization_id, agent_id, destination_phone, from_phone, custom_data, prompt, "
         "max_duration_seconds, status, telephony_state, created_at, updated_at{extra}) VALUES "
         "(:id, 1, 1, '+14155550100', '+14155550199', '{{}}', '', 600, 'queued', '{{}}', :now, :now{values})")
@@ -23,11 +26,7 @@ async def test_0130_keeps_calls_of_before_single_and_keys_campaign_attempts_once
     await asyncio.to_thread(_migrate, empty_url, *OTHER_HEADS)
     await _populate(empty_url)
     now = NOW.replace(tzinfo=None) if "sqlite" in empty_url else NOW
-    await _sql(empty_url,
-               "INSERT INTO agents (organization_id, name, status, agent_mode, language, voice, llm, prompt, "
-               "max_call_duration_seconds, voicemail, timezone, metadata, created_at, updated_at) VALUES "
-               "(1, 'Desk', 'active', 'outbound', 'en', '{}', '{}', '', 600, '{}', 'UTC', '{}', :now, :now)",
-               CALL.format(extra="", values=""), params={"now": now, "id": "c1"})
+    await _sql(empty_url, AGENT, CALL.format(extra="", values=""), params={"now": now, "id": "c1"})
     await asyncio.to_thread(_migrate, empty_url, "0130")
     [[row]] = await _sql(empty_url, "SELECT campaign_id, contact_id, idempotency_key FROM calls WHERE id = 'c1'")
     assert tuple(row) == (None, None, None)

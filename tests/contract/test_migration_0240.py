@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from tests.contract.test_migration_0008 import _migrate, _populate, _sql, empty_url
-from tests.contract.test_migration_0130 import CALL, NOW, OTHER_HEADS
+from tests.contract.test_migration_0130 import AGENT, CALL, NOW, OTHER_HEADS
 
 __all__ = ["empty_url"]
 
@@ -18,11 +18,7 @@ async def test_0240_puts_calls_of_before_at_depth_zero(empty_url: str) -> None:
     await asyncio.to_thread(_migrate, empty_url, *OTHER_HEADS, "0130", "0180")
     await _populate(empty_url)
     now = NOW.replace(tzinfo=None) if "sqlite" in empty_url else NOW
-    await _sql(empty_url,
-               "INSERT INTO agents (organization_id, name, status, agent_mode, language, voice, llm, prompt, "
-               "max_call_duration_seconds, voicemail, timezone, metadata, created_at, updated_at) VALUES "
-               "(1, 'Desk', 'active', 'outbound', 'en', '{}', '{}', '', 600, '{}', 'UTC', '{}', :now, :now)",
-               CALL.format(extra="", values=""), params={"now": now, "id": "c1"})
+    await _sql(empty_url, AGENT, CALL.format(extra="", values=""), params={"now": now, "id": "c1"})
     await asyncio.to_thread(_migrate, empty_url, "0240")
     await _sql(empty_url, CALL.format(extra=", cause_depth", values=", 2"), params={"now": now, "id": "c2"})
     [rows] = await _sql(empty_url, "SELECT id, cause_depth FROM calls ORDER BY id")
