@@ -3,7 +3,10 @@ forms, and the session of one organization never reaching another's data."""
 
 from __future__ import annotations
 
-from tests.conftest import Api
+from datetime import UTC, datetime
+
+from adapters.memory.clock import ManualClock
+from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import PASSWORD, cookie, csrf_of, login, new_user, session_id
 
 
@@ -98,3 +101,22 @@ async def test_only_the_dashboards_own_redirects_put_a_message_on_a_page(any_api
     elsewhere = await any_api.client.get(created.headers["location"].replace(
         created.headers["location"].split("?")[0], "/dashboard"), headers=cookie(other))
     assert "Agent Greeter created" not in elsewhere.text  # signed for the session that was redirected
+
+
+async def test_pages_spend_the_users_rate_limit_shared_with_the_api(make_api: ApiFactory, sql_url: str) -> None:
+    clock = ManualClock(datetime(2026, 5, 4, 10, 0, 10, tzinfo=UTC))
+    api = await make_api(sql_url, clock=clock, rate_limit_per_minute=3, rate_limit_per_hour=100)
+    user, other = await new_user(api), await new_user(api)
+    session, _ = await login(api, user)
+    assert (await api.client.get("/v2/auth/session", headers=cookie(session))).status_code == 200
+    for path in ("/dashboard", "/dashboard/agents"):
+        assert (await api.client.get(path, headers=cookie(session))).status_code == 200, path
+    refused = await api.client.get("/dashboard/calls", headers=cookie(session))
+    assert refused.status_code == 429 and "text/html" in refused.headers["content-type"]
+    assert refused.headers["retry-after"] == "50" and "try again in 50 s" in refused.text
+    assert refused.headers["cache-control"] == "no-store"  # a page like any other
+    assert (await api.client.get("/v2/auth/session", headers=cookie(session))).status_code == 429
+    other_session, _ = await login(api, other)  # another user's budget is their own
+    assert (await api.client.get("/dashboard", headers=cookie(other_session))).status_code == 200
+    clock.advance(seconds=50)
+    assert (await api.client.get("/dashboard/calls", headers=cookie(session))).status_code == 200

@@ -4,9 +4,11 @@
    dashboard form, the sign-in form included (signing a victim in to the attacker's account);
 1. pages marked ``public`` (the sign-in form) run without a session; every other page needs the
    ``parley_session`` cookie of a live session (``SessionAuthenticator.active``), else 303 to the sign-in page;
-2. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
+2. a signed-in user's pages spend the API's rate limits in the user's bucket (the one the API spends for a
+   session): over it, a 429 page with ``Retry-After``;
+3. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
    ``X-CSRF-Token`` header), else a 403 page (``csrf_failed``); checked here, before any handler runs;
-3. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
+4. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
    again with its errors changes nothing), and every page gets security headers and ``Cache-Control: no-store``.
 """
 
@@ -19,7 +21,8 @@ from dishka import AsyncContainer
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from application import sessions as uc
-from application.ports.platform import UnitOfWork
+from application.ports.accounts import RateLimiter
+from application.ports.platform import Clock, UnitOfWork
 from application.principals import Principal
 from domain.sessions import same_token
 from entrypoints.http.authentication import Refused, SessionAuthenticator, header
@@ -28,6 +31,8 @@ from entrypoints.http.dashboard.navigation import PREFIX
 from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
+from entrypoints.observability import RATE_LIMIT_REFUSALS
+from entrypoints.runtime import RateLimitPolicy
 
 log = logging.getLogger("parley.dashboard")
 PUBLIC = "dashboard_public"
@@ -90,6 +95,21 @@ class DashboardGate:
                 await send(message)
             return
         await uow.commit()  # the session's last use
+        # the signed-in user's budget, the API's rate limits: pages and the API with a session spend one bucket
+        principal = Principal.session(active.session.user_id, active.organization)
+        limits = await container.get(RateLimitPolicy)
+        decision = await (await container.get(RateLimiter)).hit(
+            principal.rate_bucket, limits.windows_for(principal), (await container.get(Clock)).now())
+        await uow.commit()
+        if not decision.allowed:
+            RATE_LIMIT_REFUSALS.labels("rate_limit").inc()
+            retry = decision.retry_after or 1
+            messages = error_page_messages(429, "RATE_LIMIT_EXCEEDED",
+                                           f"Too many pages in a short time: try again in {retry} s.")
+            messages[0]["headers"].append((b"retry-after", str(retry).encode()))
+            for message in messages:
+                await send(message)
+            return
         if scope["method"] not in SAFE_METHODS:
             body = await _read(receive)
             if body is None or not same_token(active.session.csrf_token, _csrf(scope, body)):
@@ -98,8 +118,7 @@ class DashboardGate:
                     await send(message)
                 return
             receive = _replay(body, receive)
-        scope["state"]["actor"] = Principal.session(active.session.user_id, active.organization).acting_in(
-            active.organization)
+        scope["state"]["actor"] = principal.acting_in(active.organization)
         scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
                                              active.organization.name, view.csrf_token)
         await self._run(scope, receive, send, uow)
