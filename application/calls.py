@@ -364,6 +364,8 @@ class AdvanceCall:
         call = await self.calls.get_for_update(ref.organization_id, ref.call_id)
         if call is None or call.status not in ACTIVE_STATUSES or not call.telephony_ref:
             return None
+        if call.cause_depth:  # what happens during the call (a booking) is as deep as the action that placed it
+            self.uow.caused_at_depth(call.cause_depth)
         now = self.clock.now()
         handle = DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at)
         for _ in range(self.max_rounds):

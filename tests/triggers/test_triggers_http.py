@@ -398,3 +398,34 @@ async def test_a_call_placed_by_an_action_keeps_its_depth_so_a_call_ended_loop_s
     finally:
         await container.close()
     assert list(depths) == [0, 1, 2, 3]  # every event of a call, the first one included
+
+
+async def test_a_booking_during_a_call_placed_by_an_action_keeps_its_depth(make_api: ApiFactory, sql_url: str) -> None:
+    """A trigger on appointment.booked that places a call to a number that books again: the booking made during
+    the call is as deep as the action that placed the call, so the chain stops at the guard."""
+    api = await make_api(sql_url, clock=ManualClock(START))
+    t = await api.tenant()
+    calendar = await api.client.post("/v2/scheduling/calendars", json={
+        "name": "Sales", "timezone": "UTC", "slot_duration_minutes": 30}, headers=t.headers)
+    calendar_id = calendar.json()["data"]["id"]
+    for weekday in range(7):
+        rule = await api.client.post(f"/v2/scheduling/calendars/{calendar_id}/rules", json={
+            "weekday": weekday, "start_time": "10:00", "end_time": "16:00"}, headers=t.headers)
+        assert rule.status_code == 201, rule.text
+    agent = await active_agent(api, t, calendar_id=calendar_id)
+    made = await create(api, t, name="Book again", event="appointment.booked", actions=[
+        {"type": "call", "config": {"agent_id": agent["id"], "phone": "+1555010006",
+                                    "custom_data": {"contact_name": "Ada"}}}])
+    assert made.status_code == 201, made.text
+    await evaluate(api)
+    assert (await place(api, t, agent, "+1555010006")).status_code == 201
+    for _ in range(6):  # without the depth, every round booked one more appointment
+        await finish_calls(api, t.organization_id)
+        await evaluate(api)
+        await run_jobs(api)
+    await finish_calls(api, t.organization_id)
+    booked = await api.client.get("/v2/scheduling/appointments?limit=100", headers=t.headers)
+    assert booked.json()["meta"]["total"] == 4  # the first call's, and one per depth 0, 1 and 2
+    got = await runs(api, t, made.json()["data"]["id"])
+    assert sorted((run["depth"], run["status"]) for run in got) == [
+        (0, "succeeded"), (1, "succeeded"), (2, "succeeded"), (3, "skipped")]
