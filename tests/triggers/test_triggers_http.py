@@ -23,7 +23,7 @@ from application.ports.platform import UnitOfWork
 from domain.events import DomainEvent, EventType
 from domain.webhooks import verify_signature
 from entrypoints.ioc import build_container
-from tests.conftest import Api, ApiFactory
+from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, outbox, place, unique_phone
 from tests.triggers.support import create, evaluate, run_jobs, runs
 from tests.webhooks.receiver import Receiver, Reply
@@ -362,6 +362,22 @@ async def test_renders_hostile_event_data_literally(any_api: Api, receiver: Rece
     assert (await runs(api, t, made["data"]["id"]))[0]["status"] == "succeeded"
 
 
+CHAIN_STOPPED_AT_THREE = [(0, "succeeded"), (1, "succeeded"), (2, "succeeded"), (3, "skipped")]
+
+
+async def _let_the_chain_run(api: Api, t: Tenant, rounds: int = 6) -> None:
+    """Rounds of the telephony worker (every call to its end), the triggers' consumer and their action jobs."""
+    for _ in range(rounds):
+        await finish_calls(api, t.organization_id)
+        await evaluate(api)
+        await run_jobs(api)
+    await finish_calls(api, t.organization_id)
+
+
+async def _depths_run(api: Api, t: Tenant, trigger_id: int) -> list[tuple[int, str]]:
+    return sorted((run["depth"], run["status"]) for run in await runs(api, t, trigger_id))
+
+
 async def test_a_call_placed_by_an_action_keeps_its_depth_so_a_call_ended_loop_stops(
         make_api: ApiFactory, sql_url: str) -> None:
     """A trigger on call.ended that calls the number again: each call's events (recorded later, by the telephony
@@ -376,16 +392,10 @@ async def test_a_call_placed_by_an_action_keeps_its_depth_so_a_call_ended_loop_s
     await evaluate(api)
     first = await place(api, t, agent, unique_phone())
     assert first.status_code == 201, first.text
-    for _ in range(6):  # without the depth, every round placed one more call
-        await finish_calls(api, t.organization_id)
-        await evaluate(api)
-        await run_jobs(api)
-    await finish_calls(api, t.organization_id)
+    await _let_the_chain_run(api, t)  # without the depth, every round placed one more call
     listed = await api.client.get("/v2/calls?limit=100", headers=t.headers)
     assert listed.json()["meta"]["total"] == 4  # the first, and one per depth 0, 1 and 2
-    got = await runs(api, t, made.json()["data"]["id"])
-    assert sorted((run["depth"], run["status"]) for run in got) == [
-        (0, "succeeded"), (1, "succeeded"), (2, "succeeded"), (3, "skipped")]
+    assert await _depths_run(api, t, made.json()["data"]["id"]) == CHAIN_STOPPED_AT_THREE
     ended = [data["id"] for kind, data in await outbox(api, t.organization_id, "call.ended")]
     assert len(ended) == 4
     container = build_container(api.settings, *api.overrides)
@@ -419,13 +429,7 @@ async def test_a_booking_during_a_call_placed_by_an_action_keeps_its_depth(make_
     assert made.status_code == 201, made.text
     await evaluate(api)
     assert (await place(api, t, agent, "+1555010006")).status_code == 201
-    for _ in range(6):  # without the depth, every round booked one more appointment
-        await finish_calls(api, t.organization_id)
-        await evaluate(api)
-        await run_jobs(api)
-    await finish_calls(api, t.organization_id)
+    await _let_the_chain_run(api, t)  # without the depth, every round booked one more appointment
     booked = await api.client.get("/v2/scheduling/appointments?limit=100", headers=t.headers)
     assert booked.json()["meta"]["total"] == 4  # the first call's, and one per depth 0, 1 and 2
-    got = await runs(api, t, made.json()["data"]["id"])
-    assert sorted((run["depth"], run["status"]) for run in got) == [
-        (0, "succeeded"), (1, "succeeded"), (2, "succeeded"), (3, "skipped")]
+    assert await _depths_run(api, t, made.json()["data"]["id"]) == CHAIN_STOPPED_AT_THREE
