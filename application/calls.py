@@ -73,7 +73,7 @@ def _record(uow: UnitOfWork, call: Call, kinds: list[EventType]) -> None:
     view = call.view()
     for kind in kinds:
         event = kind(call.organization_id, view)
-        uow.record(replace(event, depth=call.cause_depth) if call.cause_depth > event.depth else event)
+        uow.record(replace(event, depth=call.cause_depth) if call.cause_depth else event)
 
 
 def _agent_id(bot_id: str) -> int:

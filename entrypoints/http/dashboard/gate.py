@@ -94,13 +94,12 @@ class DashboardGate:
             for message in _redirect(f"{PREFIX}/login?next={quote(target, safe='/')}"):
                 await send(message)
             return
-        await uow.commit()  # the session's last use
         # the signed-in user's budget, the API's rate limits: pages and the API with a session spend one bucket
         principal = Principal.session(active.session.user_id, active.organization)
         limits = await container.get(RateLimitPolicy)
         decision = await (await container.get(RateLimiter)).hit(
             principal.rate_bucket, limits.windows_for(principal), (await container.get(Clock)).now())
-        await uow.commit()
+        await uow.commit()  # the session's last use and the page counted, together
         if not decision.allowed:
             RATE_LIMIT_REFUSALS.labels("rate_limit").inc()
             retry = decision.retry_after or 1
