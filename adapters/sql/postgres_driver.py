@@ -50,6 +50,15 @@ class LazyBeginConnection(AsyncAdapt_asyncpg_connection):
         self._reads_outside = False  # this transaction's plain reads go without BEGIN
         self._outside = False  # the statement under way is one of them
 
+    async def read(self, operation: str, parameters: tuple[Any, ...]) -> list[Any]:
+        """A read unit's plain read (``adapters/sql/reads.py``: ``DriverRead``), straight from asyncpg (its
+        records, with its own statement cache): in the transaction when one is open, otherwise without one."""
+        try:
+            async with self._execute_mutex:
+                return await self._connection.fetch(operation, *parameters)
+        except Exception as error:
+            self._handle_exception(error)
+
     def begin_lazily(self) -> None:
         """The transaction SQLAlchemy begins now is a read unit's: BEGIN waits for a statement that needs it."""
         self._reads_outside = True

@@ -124,36 +124,13 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
     def _inline(self, operation: Any, parameters: Any) -> bool:
         """A read unit's plain read, outside a transaction, on this thread; False when it must go to the thread."""
         adapt = self._adapt_connection
-        conn = self._connection._conn
-        if (adapt._pending_begin is None or conn.in_transaction or adapt._execute_mutex.locked()
-                or operation in _SLOW or not plain_read(operation)):
+        if adapt._pending_begin is None or not plain_read(operation):
             return False
         # SQLAlchemy's asyncio layer insists that a statement awaits: this coroutine never suspends
-        return await_(self._read_here(conn, operation, parameters))
-
-    async def _read_here(self, conn: sqlite3.Connection, operation: Any, parameters: Any) -> bool:
-        # the thread's own CPU time: a read the machine merely preempted is not a slow read
-        deadline = time.thread_time() + INLINE_BUDGET_SECONDS
-        over = False
-
-        def check() -> bool:
-            nonlocal over
-            over = time.thread_time() > deadline
-            return over
-
-        conn.set_progress_handler(check, _PROGRESS_STEPS)
-        try:
-            self._description, self._rowcount, self._lastrowid, rows = _run(conn, None, operation, parameters,
-                                                                            False)
-        except sqlite3.OperationalError:
-            if not over:
-                raise
-            if len(_SLOW) >= _SLOW_MAX:
-                _SLOW.clear()
-            _SLOW.add(operation)
+        outcome = await_(adapt._read_here(operation, parameters))
+        if outcome is None:
             return False
-        finally:
-            conn.set_progress_handler(None, 0)
+        self._description, self._rowcount, self._lastrowid, rows = outcome
         self._rows = collections.deque(rows)
         return True
 
@@ -193,6 +170,49 @@ class ParleyAiosqliteConnection(AsyncAdapt_aiosqlite_connection):
         super().__init__(dbapi, connection)
         self._pending_begin: str | None = None
         self._reads_outside = False
+
+    async def _read_here(self, operation: str, parameters: Any) -> _Outcome | None:
+        """A plain read outside a transaction, on the event loop's thread within the CPU budget; None when it
+        cannot run here (a transaction is open, the thread is busy with this connection, the read went over the
+        budget once)."""
+        conn = self._connection._conn
+        if conn.in_transaction or self._execute_mutex.locked() or operation in _SLOW:
+            return None
+        # the thread's own CPU time: a read the machine merely preempted is not a slow read
+        deadline = time.thread_time() + INLINE_BUDGET_SECONDS
+        over = False
+
+        def check() -> bool:
+            nonlocal over
+            over = time.thread_time() > deadline
+            return over
+
+        conn.set_progress_handler(check, _PROGRESS_STEPS)
+        try:
+            return _run(conn, None, operation, parameters, False)
+        except sqlite3.OperationalError:
+            if not over:
+                raise
+            if len(_SLOW) >= _SLOW_MAX:
+                _SLOW.clear()
+            _SLOW.add(operation)
+            return None
+        finally:
+            conn.set_progress_handler(None, 0)
+
+    async def read(self, operation: str, parameters: tuple[Any, ...]) -> list[Any]:
+        """A read unit's plain read (``adapters/sql/reads.py``: ``DriverRead``), straight from the driver: here
+        when it can run here, otherwise on the connection's thread, in the transaction when one is open and
+        outside it when none is (a pending ``BEGIN`` keeps waiting for a statement that needs it)."""
+        try:
+            outcome = await self._read_here(operation, parameters)
+            if outcome is None:
+                async with self._execute_mutex:
+                    outcome = await self._connection._execute(_run, self._connection._conn, None, operation,
+                                                              parameters, False)
+        except Exception as error:
+            self._handle_exception(error)
+        return outcome[3]
 
     def begin_lazily(self, statement: str, *, reads_outside: bool = False) -> None:
         """``BEGIN`` (or ``BEGIN IMMEDIATE``) goes with the next statement, in its hand-off; with

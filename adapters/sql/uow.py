@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from adapters.sql.engine import WRITE_OPTION
+from adapters.sql.reads import DriverRead
 from adapters.sql.tables import outbox_events
 from application.ports.platform import Clock
 from domain.events import DomainEvent, PendingEvents, require_catalogued
@@ -50,6 +52,23 @@ class SqlUnitOfWork:
             # unit's plain reads run outside any transaction until it writes (adapters/sql/reads.py)
             self._connection = await _view(self._engine, self._write).connect()
         return self._connection
+
+    async def driver_rows(self, read: DriverRead, params: Mapping[str, Any]) -> Sequence[Any]:
+        """The rows of a plain read as the driver returns them (``adapters/sql/reads.py``): straight from the
+        driver in a read-only unit, through SQLAlchemy in one that may write."""
+        conn = await self.connection()
+        if self._write:
+            return (await conn.execute(read.statement, params)).all()
+        sql, values = read.compiled(conn.dialect)
+        # the pooled connection, without the greenlet get_raw_connection() spends when it need not reconnect
+        raw = await conn.get_raw_connection() if conn.invalidated else conn.sync_connection.connection
+        adapted = raw.dbapi_connection
+        try:
+            return await adapted.read(sql, values(params))  # type: ignore[union-attr]
+        except conn.dialect.loaded_dbapi.Error as error:
+            if conn.dialect.is_disconnect(error, adapted, None):  # as SQLAlchemy judges a failed statement's
+                await conn.invalidate()
+            raise
 
     @property
     def dialect(self) -> str:
