@@ -13,7 +13,6 @@ Used by ``adapters.sql.engine.create_engine`` for every ``postgresql+asyncpg`` U
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import asyncpg
@@ -86,25 +85,21 @@ class LazyBeginDbapi(AsyncAdapt_asyncpg_dbapi):
                                                  prepared_statement_name_func=name_func))
 
 
-def _jsonb_out(text: str) -> bytes:
-    return b"\x01" + text.encode()  # asyncpg's binary jsonb format: a version byte, then the JSON text
+_JSONB_IN = msgspec.json.Decoder(float_hook=float)
+"""A jsonb value read, in C with no Python frame per value: msgspec reads the text as ``json.loads`` would, a
+number beyond a double (which jsonb can hold and msgspec alone refuses) becoming ``float`` infinity as there."""
 
 
-def _jsonb_in(data: bytes) -> Any:
-    """A jsonb value read: the JSON after the version byte, decoded by msgspec without a copy; what msgspec
-    refuses (a number beyond a double, which jsonb can hold) goes to json.loads."""
-    try:
-        return msgspec.json.decode(memoryview(data)[1:])
-    except msgspec.MsgspecError:
-        return json.loads(data[1:].decode())
+def _jsonb_out(text: str) -> str:
+    return text  # SQLAlchemy has serialized the value already
 
 
 async def set_jsonb_codec(connection: asyncpg.Connection) -> None:
     """SQLAlchemy's own jsonb codec slices, decodes to text and calls the engine's JSON deserializer: three steps
     and a copy for each of a list page's hundred JSON values. This one is set after SQLAlchemy's, on every new
     connection (``adapters.sql.engine``); writes are encoded as before."""
-    await connection.set_type_codec("jsonb", encoder=_jsonb_out, decoder=_jsonb_in, schema="pg_catalog",
-                                    format="binary")
+    await connection.set_type_codec("jsonb", encoder=_jsonb_out, decoder=_JSONB_IN.decode, schema="pg_catalog",
+                                    format="text")
 
 
 def dbapi() -> LazyBeginDbapi:
