@@ -7,7 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.pool import PoolProxiedConnection
+from sqlalchemy.util.concurrency import greenlet_spawn
 
 from adapters.sql.engine import WRITE_OPTION
 from adapters.sql.reads import DriverRead
@@ -44,30 +47,50 @@ class SqlUnitOfWork:
         self._clock = clock
         self._write = write
         self._connection: AsyncConnection | None = None
+        self._pooled: PoolProxiedConnection | None = None  # a read unit's connection while only its driver used it
         self._events = PendingEvents()
 
     async def connection(self) -> AsyncConnection:
         if self._connection is None:
             # a write unit's transactions can write from their first statement (SQLite: BEGIN IMMEDIATE); a read
             # unit's plain reads run outside any transaction until it writes (adapters/sql/reads.py)
-            self._connection = await _view(self._engine, self._write).connect()
+            view = _view(self._engine, self._write)
+            pooled, self._pooled = self._pooled, None
+            if pooled is None:
+                self._connection = await view.connect()
+            else:  # the connection the unit's driver reads used, now under SQLAlchemy, which returns it to the pool
+                self._connection = AsyncConnection(view, await greenlet_spawn(Connection, view.sync_engine, pooled))
         return self._connection
+
+    async def _driver_connection(self) -> Any:
+        """A read unit's DBAPI connection: its SQLAlchemy connection's when it has one, otherwise one straight from
+        the pool (a GET whose reads all go to the driver never builds SQLAlchemy's connection around it)."""
+        if self._connection is not None:
+            conn = self._connection
+            # the pooled connection, without the greenlet get_raw_connection() spends when it need not reconnect
+            return (await conn.get_raw_connection() if conn.invalidated else conn.sync_connection.connection)
+        if self._pooled is None:
+            self._pooled = await greenlet_spawn(self._engine.sync_engine.raw_connection)
+        return self._pooled
 
     async def driver_rows(self, read: DriverRead, params: Mapping[str, Any]) -> Sequence[Any]:
         """The rows of a plain read as the driver returns them (``adapters/sql/reads.py``): straight from the
         driver in a read-only unit, through SQLAlchemy in one that may write."""
-        conn = await self.connection()
         if self._write:
-            return (await conn.execute(read.statement, params)).all()
-        sql, values = read.compiled(conn.dialect)
-        # the pooled connection, without the greenlet get_raw_connection() spends when it need not reconnect
-        raw = await conn.get_raw_connection() if conn.invalidated else conn.sync_connection.connection
-        adapted = raw.dbapi_connection
+            return (await (await self.connection()).execute(read.statement, params)).all()
+        dialect = self._engine.dialect
+        sql, values = read.compiled(dialect)
+        pooled = await self._driver_connection()
+        adapted = pooled.dbapi_connection
         try:
-            return await adapted.read(sql, values(params))  # type: ignore[union-attr]
-        except conn.dialect.loaded_dbapi.Error as error:
-            if conn.dialect.is_disconnect(error, adapted, None):  # as SQLAlchemy judges a failed statement's
-                await conn.invalidate()
+            return await adapted.read(sql, values(params))  # type: ignore[no-any-return]
+        except dialect.loaded_dbapi.Error as error:
+            if dialect.is_disconnect(error, adapted, None):  # as SQLAlchemy judges a failed statement's
+                if self._connection is not None:
+                    await self._connection.invalidate()
+                else:
+                    self._pooled = None
+                    await greenlet_spawn(pooled.invalidate, error)
             raise
 
     @property
@@ -130,6 +153,9 @@ class SqlUnitOfWork:
             await self._connection.rollback()
 
     async def close(self) -> None:
+        pooled, self._pooled = self._pooled, None
+        if pooled is not None:  # only driver reads used it: nothing to end, back to the pool (which resets it)
+            await greenlet_spawn(pooled.close)
         if self._connection is not None:
             try:
                 await self.rollback()

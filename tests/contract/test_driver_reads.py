@@ -149,8 +149,14 @@ async def test_a_read_unit_reads_outside_a_transaction_and_inside_the_one_it_ope
     await _agents(engine, org)
     count = DriverRead(sa.select(sa.func.count()).select_from(agents).where(
         agents.c.organization_id == sa.bindparam("org")))
+    pool = engine.sync_engine.pool
     uow = SqlUnitOfWork(engine, CLOCK, write=False)
+    # driver reads alone take a connection straight from the pool
+    assert (await uow.driver_rows(count, {"org": org}))[0][0] == 2
+    assert pool.checkedout() == 1
+    # the unit's SQLAlchemy connection is built around that same connection, not a second one
     conn = await uow.connection()
+    assert pool.checkedout() == 1
     raw = (await conn.get_raw_connection()).driver_connection
     if engine.dialect.name == "sqlite":
         await raw.create_function("tid", 0, threading.get_ident)
@@ -166,6 +172,18 @@ async def test_a_read_unit_reads_outside_a_transaction_and_inside_the_one_it_ope
     await uow.rollback()
     assert (await uow.driver_rows(count, {"org": org}))[0][0] == 2
     await uow.close()
+    assert pool.checkedout() == 0
+
+    # a unit that only read through its driver gives its connection back, with nothing left open on it
+    reader = SqlUnitOfWork(engine, CLOCK, write=False)
+    assert (await reader.driver_rows(count, {"org": org}))[0][0] == 2
+    await reader.close()
+    assert pool.checkedout() == 0
+    again = SqlUnitOfWork(engine, CLOCK)
+    await SqlAgentRepository(again).add(Agent(None, org, "Written after", created_at=NOW, updated_at=NOW))
+    await again.commit()
+    await again.close()
+    assert (await _list(engine, org, False, AgentFilter(), PageRequest(25, 0))).total == 3
 
 
 def _in_transaction(driver_connection: Any) -> bool:
@@ -175,22 +193,29 @@ def _in_transaction(driver_connection: Any) -> bool:
 
 
 @pytest.mark.postgres
-async def test_a_driver_read_on_a_dead_connection_fails_and_the_pool_replaces_it(postgres_url: str) -> None:
+@pytest.mark.parametrize("sqlalchemy_first", [True, False], ids=["under-sqlalchemy", "straight-from-the-pool"])
+async def test_a_driver_read_on_a_dead_connection_fails_and_the_pool_replaces_it(postgres_url: str,
+                                                                                  sqlalchemy_first: bool) -> None:
     engine = create_engine(postgres_url, pool_size=1)
     observer = create_engine(postgres_url, pool_size=1)
     one = DriverRead(sa.select(sa.literal_column("1")))
     try:
         uow = SqlUnitOfWork(engine, CLOCK, write=False)
-        conn = await uow.connection()
-        pid = (await conn.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one()
-        await uow.commit()
+        if sqlalchemy_first:
+            conn = await uow.connection()
+            pid = (await conn.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one()
+            await uow.commit()
+        else:
+            pid = (await uow.driver_rows(DriverRead(sa.select(sa.func.pg_backend_pid())), {}))[0][0]
         async with observer.connect() as o:
             await o.execute(sa.text("SELECT pg_terminate_backend(:p)"), {"p": pid})
             await o.commit()
         with pytest.raises(Exception):  # noqa: B017 - whichever error the driver raises for a lost connection
             await uow.driver_rows(one, {})
-        assert conn.invalidated
+        if sqlalchemy_first:
+            assert conn.invalidated
         await uow.close()
+        assert engine.sync_engine.pool.checkedout() == 0
         again = SqlUnitOfWork(engine, CLOCK, write=False)
         assert list((await again.driver_rows(one, {}))[0]) == [1]
         await again.close()
