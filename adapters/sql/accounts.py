@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.sql.dialect import insert
 from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_limit_counters, users
@@ -339,7 +338,7 @@ RETURNING counter.window_seconds, counter.count
 """
 _PG_COUNT_ALL = sa.text(_PG_COUNT_ALL_SQL.format(bucket=":bucket", seconds=":seconds", starts=":starts",
                                                  limits=":limits"))
-# the same statement for the driver itself (asyncpg's numbered parameters), sent on its own: see _count_alone
+# the same statement for the driver itself (asyncpg's numbered parameters), sent alone: uow.driver_fetch_alone
 _PG_COUNT_ALL_DRIVER = _PG_COUNT_ALL_SQL.format(bucket="$1", seconds="$2", starts="$3", limits="$4")
 
 
@@ -364,14 +363,20 @@ class SqlRateLimiter:
     async def _increment_all(self, bucket: str, windows: list[Window], epoch: float) -> dict[int, int]:
         """Every window's counter in one statement (one round trip, the hot rows locked for it alone): each is
         counted unless at its limit. Returns window seconds -> new count for those counted."""
-        conn = await self.uow.connection()
         if self.uow.dialect == "postgresql":
-            if not conn.in_transaction():
-                return await self._count_alone(conn, bucket, windows, epoch)
+            if not self.uow.in_transaction():
+                # the request pipeline's case: the counting statement is its own transaction, sent straight to
+                # asyncpg (atomic, so the counts are as exact and as shared as in a transaction)
+                rows = await self.uow.driver_fetch_alone(_PG_COUNT_ALL_DRIVER, (
+                    bucket, [w.seconds for w in windows], [w.start(epoch) for w in windows],
+                    [w.limit for w in windows]))
+                return {int(row[0]): int(row[1]) for row in rows}
+            conn = await self.uow.connection()
             rows = await conn.execute(_PG_COUNT_ALL, {
                 "bucket": bucket, "seconds": [w.seconds for w in windows],
                 "starts": [w.start(epoch) for w in windows], "limits": [w.limit for w in windows]})
             return {int(row[0]): int(row[1]) for row in rows.all()}
+        conn = await self.uow.connection()
         c = rate_limit_counters.c
         stmt = insert(rate_limit_counters, self.uow.dialect).values([
             {"bucket": bucket, "window_seconds": w.seconds, "window_start": w.start(epoch), "count": 1}
@@ -382,23 +387,6 @@ class SqlRateLimiter:
             where=c.count < sa.case({w.seconds: w.limit for w in windows}, value=c.window_seconds),
         ).returning(c.window_seconds, c.count)
         return {int(row[0]): int(row[1]) for row in (await conn.execute(stmt)).all()}
-
-    @staticmethod
-    async def _count_alone(conn: AsyncConnection, bucket: str, windows: list[Window], epoch: float) -> dict[int, int]:
-        """PostgreSQL, no transaction open on the connection (the request pipeline's case): the counting statement
-        is its own transaction, sent straight to asyncpg. One round trip instead of three (BEGIN, the statement,
-        COMMIT), and none of SQLAlchemy's per-statement work; the statement is atomic, so the counts are as exact
-        and as shared as before. A failure invalidates the connection (SQLAlchemy would have judged it, had it
-        sent the statement), so the pool never hands out one left in an unknown state."""
-        raw = (await conn.get_raw_connection()).driver_connection
-        assert raw is not None
-        try:
-            rows = await raw.fetch(_PG_COUNT_ALL_DRIVER, bucket, [w.seconds for w in windows],
-                                   [w.start(epoch) for w in windows], [w.limit for w in windows])
-        except BaseException:
-            await conn.invalidate()
-            raise
-        return {int(row[0]): int(row[1]) for row in rows}
 
     async def _read(self, bucket: str, window: Window, start: int) -> int:
         conn = await self.uow.connection()

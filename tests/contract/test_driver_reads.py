@@ -222,3 +222,40 @@ async def test_a_driver_read_on_a_dead_connection_fails_and_the_pool_replaces_it
     finally:
         await observer.dispose()
         await engine.dispose()
+
+
+@pytest.mark.postgres
+async def test_a_statement_alone_is_its_own_transaction_and_a_failure_discards_its_connection(
+        postgres_url: str) -> None:
+    engine = create_engine(postgres_url, pool_size=1)
+    table = f"alone_{uuid.uuid4().hex[:8]}"
+    try:
+        setup = SqlUnitOfWork(engine, CLOCK)
+        await (await setup.connection()).execute(sa.text(f"CREATE TABLE {table} (n int PRIMARY KEY)"))
+        await setup.commit()
+        await setup.close()
+
+        uow = SqlUnitOfWork(engine, CLOCK, write=False)
+        assert list((await uow.driver_fetch_alone(f"INSERT INTO {table} VALUES ($1) RETURNING n", (7,)))[0]) == [7]
+        await uow.rollback()  # nothing to undo: the insert was its own transaction, committed
+        pid = (await uow.driver_rows(DriverRead(sa.select(sa.func.pg_backend_pid())), {}))[0][0]
+        with pytest.raises(Exception):  # noqa: B017 - asyncpg's unique violation
+            await uow.driver_fetch_alone(f"INSERT INTO {table} VALUES ($1)", (7,))
+        await uow.close()
+        assert engine.sync_engine.pool.checkedout() == 0
+
+        # the failed statement's connection was discarded; in a transaction, a statement alone is refused
+        writer = SqlUnitOfWork(engine, CLOCK)
+        conn = await writer.connection()
+        assert (await conn.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one() != pid
+        assert (await conn.execute(sa.text(f"SELECT count(*) FROM {table}"))).scalar_one() == 1
+        with pytest.raises(RuntimeError, match="transaction is open"):
+            await writer.driver_fetch_alone("SELECT 1", ())
+        await writer.rollback()
+        await writer.close()
+    finally:
+        drop = SqlUnitOfWork(engine, CLOCK)
+        await (await drop.connection()).execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
+        await drop.commit()
+        await drop.close()
+        await engine.dispose()
