@@ -178,7 +178,6 @@ class SqlAgentRepository:
         return await self._get(organization_id, agent_id, lock=True)
 
     async def list(self, organization_id: int, filters: AgentFilter, page: PageRequest) -> Page[Agent]:
-        conn = await self.uow.connection()
         params: dict[str, Any] = {"org": organization_id, "limit": page.limit, "offset": page.offset}
         if filters.status:
             params["status"] = filters.status
@@ -191,12 +190,16 @@ class SqlAgentRepository:
         # one round trip, straight from the driver: the page with the total as its last column; a page past the
         # end needs a count
         rows = await self.uow.driver_rows(queries.page, params)
-        total = rows[0][-1] if rows else (await conn.execute(queries.count, params)).scalar_one()
+        if rows:
+            total = rows[0][-1]
+        else:
+            total = (await (await self.uow.connection()).execute(queries.count, params)).scalar_one()
         if self.uow.dialect != "sqlite":
             return Page(_rows_to_agents(rows), total, page.limit, page.offset)
         try:
             found = _AGENTS_DECODER.decode("[" + ",".join([row[0] for row in rows]) + "]")
         except msgspec.ValidationError:  # a stored value of another shape (a time with an offset of its own)
+            conn = await self.uow.connection()
             found = _rows_to_agents((await conn.execute(queries.columns, params)).all())
         return Page(found, total, page.limit, page.offset)
 
