@@ -20,7 +20,7 @@ first statement that is anything else. In WAL mode such a read never waits for a
 loop's own thread, as a synchronous driver would, with no hand-off at all: a GET that authenticates and reads
 one page makes none instead of four. A read that takes more than ``INLINE_BUDGET_SECONDS`` of the thread's CPU
 time (a progress handler looks) is interrupted, which has no effect outside a transaction, and runs again on the
-connection's thread; that statement goes there directly from then on.
+connection's thread; that statement goes there directly for its next thousand runs, then tries here again.
 
 Used by ``adapters.sql.engine.create_engine`` for every ``sqlite+aiosqlite`` URL (``module=``); it relies on
 aiosqlite's ``Connection._execute`` (run a function on the connection's thread), which SQLAlchemy's adaptation
@@ -51,7 +51,10 @@ _Outcome = tuple[Any, int, Any, list[Any]]
 INLINE_BUDGET_SECONDS = 0.002
 """How much CPU time a plain read may take on the event loop's thread before it moves to the connection's."""
 _PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between two looks at the clock
-_SLOW: set[str] = set()  # reads that went over the budget once: they go to the thread from the start
+_SLOW: dict[str, int] = {}
+"""Reads that went over the budget: how many of their next runs go to the thread from the start. Then one more try
+here: a read slow once (a cold cache, a page it had to read from disk) is not sent away for the process's life."""
+_SLOW_RUNS = 1000
 _SLOW_MAX = 1024
 
 
@@ -176,8 +179,14 @@ class ParleyAiosqliteConnection(AsyncAdapt_aiosqlite_connection):
         cannot run here (a transaction is open, the thread is busy with this connection, the read went over the
         budget once)."""
         conn = self._connection._conn
-        if conn.in_transaction or self._execute_mutex.locked() or operation in _SLOW:
+        if conn.in_transaction or self._execute_mutex.locked():
             return None
+        left = _SLOW.get(operation)
+        if left is not None:
+            if left > 1:
+                _SLOW[operation] = left - 1
+                return None
+            del _SLOW[operation]  # its turn to try here again
         # the thread's own CPU time: a read the machine merely preempted is not a slow read
         deadline = time.thread_time() + INLINE_BUDGET_SECONDS
         over = False
@@ -195,7 +204,7 @@ class ParleyAiosqliteConnection(AsyncAdapt_aiosqlite_connection):
                 raise
             if len(_SLOW) >= _SLOW_MAX:
                 _SLOW.clear()
-            _SLOW.add(operation)
+            _SLOW[operation] = _SLOW_RUNS
             return None
         finally:
             conn.set_progress_handler(None, 0)

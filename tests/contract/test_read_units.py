@@ -113,7 +113,8 @@ async def test_sqlite_read_unit_that_writes_is_atomic(sqlite_engine: Any) -> Non
 async def test_sqlite_read_over_the_loop_budget_finishes_on_the_connection_thread(
         sqlite_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_driver, "INLINE_BUDGET_SECONDS", 0.0)  # every read is over budget
-    monkeypatch.setattr(sqlite_driver, "_SLOW", set())
+    monkeypatch.setattr(sqlite_driver, "_SLOW", {})
+    monkeypatch.setattr(sqlite_driver, "_SLOW_RUNS", 3)
     uow = SqlUnitOfWork(sqlite_engine, CLOCK, write=False)
     conn = await _thread_function(uow)
     # enough virtual-machine steps for the progress handler to look at the clock at least once
@@ -122,8 +123,17 @@ async def test_sqlite_read_over_the_loop_budget_finishes_on_the_connection_threa
     tid, count = (await conn.execute(sa.text(slow))).one()
     assert count == 2 ** 14  # the whole answer, not the part read before the interruption
     assert tid != threading.get_ident()
-    assert slow in sqlite_driver._SLOW  # sent to the thread directly from now on
+    assert sqlite_driver._SLOW[slow] == 3  # sent to the thread directly for its next runs
+    for left in (2, 1):
+        assert (await conn.execute(sa.text(slow))).one()[1] == 2 ** 14
+        assert sqlite_driver._SLOW[slow] == left
+    # its runs sent away, it tries the loop's thread again (over budget again here, so sent away again)
     assert (await conn.execute(sa.text(slow))).one()[1] == 2 ** 14
+    assert sqlite_driver._SLOW[slow] == 3
+    monkeypatch.setattr(sqlite_driver, "INLINE_BUDGET_SECONDS", 1.0)
+    for _ in range(3):
+        tid = (await conn.execute(sa.text(slow))).one()[0]
+    assert tid == threading.get_ident() and slow not in sqlite_driver._SLOW  # back on the loop's thread
     await uow.commit()
     await uow.close()
 
