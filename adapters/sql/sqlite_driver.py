@@ -177,7 +177,7 @@ class ParleyAiosqliteConnection(AsyncAdapt_aiosqlite_connection):
     async def _read_here(self, operation: str, parameters: Any) -> _Outcome | None:
         """A plain read outside a transaction, on the event loop's thread within the CPU budget; None when it
         cannot run here (a transaction is open, the thread is busy with this connection, the read went over the
-        budget once)."""
+        budget lately: ``_SLOW``)."""
         conn = self._connection._conn
         if conn.in_transaction or self._execute_mutex.locked():
             return None

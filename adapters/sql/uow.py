@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -17,6 +17,8 @@ from adapters.sql.reads import DriverRead
 from adapters.sql.tables import outbox_events
 from application.ports.platform import Clock
 from domain.events import DomainEvent, PendingEvents, require_catalogued
+
+_T = TypeVar("_T")
 
 OUTBOX_WRITE_LOCK = 0x5041524C4F42  # the advisory lock that orders outbox writes on PostgreSQL ("PARLOB")
 
@@ -63,8 +65,9 @@ class SqlUnitOfWork:
         return self._connection
 
     async def _driver_connection(self) -> Any:
-        """A read unit's DBAPI connection: its SQLAlchemy connection's when it has one, otherwise one straight from
-        the pool (a GET whose reads all go to the driver never builds SQLAlchemy's connection around it)."""
+        """The pooled connection for what goes to the driver: the SQLAlchemy connection's when the unit has one,
+        otherwise one straight from the pool (a GET whose statements all go to the driver never builds
+        SQLAlchemy's connection around it)."""
         if self._connection is not None:
             conn = self._connection
             # the pooled connection, without the greenlet get_raw_connection() spends when it need not reconnect
@@ -72,6 +75,17 @@ class SqlUnitOfWork:
         if self._pooled is None:
             self._pooled = await greenlet_spawn(self._engine.sync_engine.raw_connection)
         return self._pooled
+
+    async def _to_asyncpg(self, send: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``send`` given asyncpg's connection, for a fixed statement SQLAlchemy's execution only made dearer. A
+        failure of any kind invalidates the connection (SQLAlchemy would have judged it, had it sent the
+        statement), so the pool never hands out one left in an unknown state."""
+        pooled = await self._driver_connection()
+        try:
+            return await send(pooled.driver_connection)
+        except BaseException as error:
+            await self._invalidate(pooled, error)
+            raise
 
     async def driver_rows(self, read: DriverRead, params: Mapping[str, Any]) -> Sequence[Any]:
         """The rows of a plain read as the driver returns them (``adapters/sql/reads.py``): straight from the
@@ -94,17 +108,10 @@ class SqlUnitOfWork:
 
     async def driver_fetch_alone(self, sql: str, args: Sequence[Any]) -> Sequence[Any]:
         """PostgreSQL with no transaction open: a fixed statement (asyncpg's numbered parameters) sent straight to
-        asyncpg, its own transaction. One round trip instead of three (BEGIN, the statement, COMMIT) and none of
-        SQLAlchemy's per-statement work. A failure of any kind invalidates the connection (SQLAlchemy would have
-        judged it, had it sent the statement), so the pool never hands out one left in an unknown state."""
+        asyncpg, its own transaction: one round trip instead of three (BEGIN, the statement, COMMIT)."""
         if self.in_transaction():
             raise RuntimeError("a transaction is open: the statement would run in it")
-        pooled = await self._driver_connection()
-        try:
-            return await pooled.driver_connection.fetch(sql, *args)  # type: ignore[no-any-return]
-        except BaseException as error:
-            await self._invalidate(pooled, error)
-            raise
+        return await self._to_asyncpg(lambda raw: raw.fetch(sql, *args))  # type: ignore[no-any-return]
 
     async def _invalidate(self, pooled: Any, error: BaseException) -> None:
         if self._connection is not None:
@@ -151,14 +158,8 @@ class SqlUnitOfWork:
         if self._created_work and self.dialect == "postgresql" and self._connection is not None:
             # runners in other processes LISTEN; PostgreSQL delivers the notification at commit. Sent to asyncpg
             # directly, in the transaction SQLAlchemy began on this connection (on its own when none is open):
-            # a fixed statement with nothing to bind or read back, which SQLAlchemy's execution only made dearer
-            raw = (await self._connection.get_raw_connection()).driver_connection
-            assert raw is not None
-            try:
-                await raw.execute(_NOTIFY)
-            except BaseException:
-                await self._connection.invalidate()  # as SQLAlchemy would judge a failed statement's connection
-                raise
+            # a fixed statement with nothing to bind or read back
+            await self._to_asyncpg(lambda raw: raw.execute(_NOTIFY))
         if self._connection is not None and self._connection.in_transaction():
             await self._connection.commit()
         if self._created_work:
