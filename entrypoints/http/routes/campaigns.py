@@ -59,6 +59,7 @@ def _create_command(actor: Actor, data: CampaignCreate) -> uc.CreateCampaignComm
         max_concurrent_calls=data.max_concurrent_calls,
         retry=apply_patch(RetryPolicy(), set_fields(data.retry)) if data.retry is not None else RetryPolicy(),
         from_phone_number_id=data.from_phone_number_id,
+        completion=data.completion,
     )
 
 
