@@ -441,7 +441,7 @@ class _ContactIntake:
 
     def _within_ceiling(self) -> None:
         limit = MAX_CONTACTS_PER_CAMPAIGN
-        if self.held + self.accepted > limit:
+        if self.accepted and self.held + self.accepted > limit:  # duplicates of a full campaign still answer
             raise CampaignContactLimit(
                 f"{self.subject}: campaign {self.campaign.id} would hold more than {limit} contacts (it holds "
                 f"{self.held}; this request adds {self.accepted} so far): nothing was added",

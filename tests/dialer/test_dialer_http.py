@@ -15,6 +15,7 @@ from entrypoints.features import calls as calls_feature
 from tests.conftest import ApiFactory
 from tests.dialer import support
 from tests.dialer.support import campaign, campaign_calls, contacts, dial, get, tick
+from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.calls_support import outbox, unique_phone
 
 MONDAY_9 = datetime(2026, 1, 5, 9, tzinfo=UTC)
@@ -306,7 +307,8 @@ async def test_widened_hours_on_resume_dial_the_contacts_that_waited_for_the_old
     dialled at once (also by a worker started afresh), the campaign no longer says it is outside its hours, and a
     contact waiting for a retry delay keeps its time."""
     api = await make_api(sql_url, clock=ManualClock(datetime(2026, 1, 5, 20, 30, tzinfo=UTC)))
-    t = await api.tenant()
+    user = await new_user(api)
+    t = user.tenant
     c = await campaign(api, t, [{"phone": "+1555010002", "name": "Ada", "custom_data": {"plan": "x"}}],
                        timezone_mode="campaign", retry=POLICY)
     path = f"/campaigns/{c['id']}"
@@ -344,6 +346,10 @@ async def test_widened_hours_on_resume_dial_the_contacts_that_waited_for_the_old
     explained = await get(api, t, path)
     assert (explained["status_reason"], explained["next_dial_at"]) in ((None, None), (
         "waiting_for_retry", retrying["next_attempt_at"])), explained
+    session, _ = await login(api, user)  # the dashboard shows the new hours, and no longer "outside calling hours"
+    dashboard = await api.client.get(f"/dashboard{path}", headers=cookie(session))
+    assert dashboard.status_code == 200, dashboard.text
+    assert "00:00–24:00" in dashboard.text and "outside calling hours" not in dashboard.text
 
 
 async def test_a_changed_schedule_replans_the_contacts_of_its_running_campaign(
