@@ -15,8 +15,8 @@ from entrypoints.features import calls as calls_feature
 from tests.conftest import ApiFactory
 from tests.dialer import support
 from tests.dialer.support import campaign, campaign_calls, contacts, dial, get, tick
-from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.calls_support import outbox, unique_phone
+from tests.http.dashboard_support import cookie, login, new_user
 
 MONDAY_9 = datetime(2026, 1, 5, 9, tzinfo=UTC)
 OUTCOMES = {  # number: (final contact status, attempts made, reason)
@@ -349,7 +349,7 @@ async def test_widened_hours_on_resume_dial_the_contacts_that_waited_for_the_old
     session, _ = await login(api, user)  # the dashboard shows the new hours, and no longer "outside calling hours"
     dashboard = await api.client.get(f"/dashboard{path}", headers=cookie(session))
     assert dashboard.status_code == 200, dashboard.text
-    assert "00:00–24:00" in dashboard.text and "outside calling hours" not in dashboard.text
+    assert "00:00\u201324:00" in dashboard.text and "outside calling hours" not in dashboard.text
 
 
 async def test_a_changed_schedule_replans_the_contacts_of_its_running_campaign(
