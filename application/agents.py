@@ -11,6 +11,7 @@ from application.ports.agents import AgentCalendars, AgentFilter, AgentRepositor
 from application.ports.platform import Clock, Page, PageRequest
 from domain.agents import Agent, AgentVersion, Llm, Voice, Voicemail, duplicate_name
 from domain.errors import NotFound
+from domain.metadata import check_metadata
 from domain.patching import MergePatch, apply_patch
 
 
@@ -83,6 +84,7 @@ class CreateAgent:
             created_at=now,
             updated_at=now,
         )
+        check_metadata("metadata", agent.metadata)
         return await self.agents.add(agent)
 
 
@@ -134,6 +136,7 @@ class UpdateAgent:
         target_status = changes.pop("status", None)
         agent = current.move_to(target_status) if target_status is not None else current
         agent = apply_patch(agent, changes)
+        check_metadata("metadata", agent.metadata)
         if agent == current:  # a PATCH that changes nothing leaves updated_at alone
             return current
         return await self.agents.update(replace(agent, updated_at=self.clock.now()))

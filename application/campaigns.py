@@ -21,14 +21,18 @@ from application.ports.campaigns import (
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
+from domain.calling_window import OUTSIDE_CALLING_HOURS
 from domain.campaigns import (
     CAMPAIGN_MACHINE,
     DEFAULT_MAX_CONCURRENT_CALLS,
     FINAL_STATUSES,
+    MAX_CONTACTS_PER_CAMPAIGN,
     MAX_CONTACTS_PER_REQUEST,
     MAX_REJECTIONS_REPORTED,
+    SCHEDULED_STATUSES,
     CallingHours,
     Campaign,
+    CampaignContactLimit,
     CampaignEmpty,
     CampaignStats,
     Contact,
@@ -49,6 +53,26 @@ BATCH = 500
 
 CAMPAIGN_CANCELLED = "campaign_cancelled"
 """The reason of the contacts cancelled with their campaign (and of the leads still queued on them)."""
+WINDOW_FIELDS = ("calling_hours", "timezone", "timezone_mode", "schedule_id")
+"""The fields a campaign's calling window is made of: changing one re-plans its waiting contacts."""
+WAIT_EXPLANATIONS = (OUTSIDE_CALLING_HOURS, "waiting_for_retry")
+"""The ``status_reason`` values the dialer derives from its waiting contacts (cleared when they are re-planned)."""
+
+
+async def replan_waiting(campaigns: CampaignRepository, contacts: ContactRepository, uow: UnitOfWork,
+                         campaign: Campaign, at: datetime) -> Campaign:
+    """The campaign's window changed (it resumed, its hours, zone or schedule changed): contacts that wait only
+    for the old window (``reason`` ``outside_calling_hours``, put there by the dialer) are due again at ``at``, so
+    the dialer judges them under the window in force now; contacts waiting for a retry delay keep their time. The
+    campaign's explanation of its wait (``status_reason``, ``next_dial_at``) is cleared for the dialer to give it
+    anew, and a running campaign's dialer is woken. Returns the campaign as saved."""
+    org, campaign_id = campaign.organization_id, campaign.id or 0
+    await contacts.replan_waiting(org, campaign_id, OUTSIDE_CALLING_HOURS, at)
+    if campaign.status_reason in WAIT_EXPLANATIONS or campaign.next_dial_at is not None:
+        campaign = await campaigns.update(replace(campaign, status_reason=None, next_dial_at=None))
+    if campaign.status == "running":
+        uow.created_work()
+    return campaign
 
 
 class NoSchedules:
@@ -69,13 +93,19 @@ class NoContactEndings:
 
 class CampaignScheduleUsage:
     """ScheduleUsage as campaigns see it: a running or paused campaign uses its schedule (so the schedule
-    cannot be deleted meanwhile)."""
+    cannot be deleted meanwhile, and a change of its hours re-plans the campaign's waiting contacts)."""
 
-    def __init__(self, campaigns: CampaignRepository) -> None:
-        self.campaigns = campaigns
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, uow: UnitOfWork) -> None:
+        self.campaigns, self.contacts, self.uow = campaigns, contacts, uow
 
     async def users_of(self, organization_id: int, schedule_id: int) -> list[int]:
         return await self.campaigns.using_schedule(organization_id, schedule_id)
+
+    async def schedule_changed(self, organization_id: int, schedule_id: int, at: datetime) -> None:
+        for campaign_id in await self.campaigns.using_schedule(organization_id, schedule_id):
+            campaign = await self.campaigns.get_for_update(organization_id, campaign_id)
+            if campaign is not None and campaign.status in SCHEDULED_STATUSES:
+                await replan_waiting(self.campaigns, self.contacts, self.uow, campaign, at)
 
 
 async def _load(campaigns: CampaignRepository, actor: Actor, campaign_id: int, *, lock: bool = False) -> Campaign:
@@ -125,6 +155,7 @@ class CreateCampaignCommand:
     max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     from_phone_number_id: int | None = None
+    completion: str = "when_empty"
 
 
 class CreateCampaign:
@@ -140,7 +171,8 @@ class CreateCampaign:
             id=None, organization_id=org, name=command.name, agent_id=command.agent_id,
             schedule_id=command.schedule_id, timezone=command.timezone, timezone_mode=command.timezone_mode,
             calling_hours=command.calling_hours, max_concurrent_calls=command.max_concurrent_calls,
-            retry=command.retry, from_phone_number_id=command.from_phone_number_id, status="draft",
+            retry=command.retry, from_phone_number_id=command.from_phone_number_id, completion=command.completion,
+            status="draft",
             created_at=now, updated_at=now,
         ).validate()
         await self.references.check(org, agent_id=command.agent_id, schedule_id=command.schedule_id,
@@ -197,11 +229,12 @@ class UpdateCampaignCommand:
 
 
 class UpdateCampaign:
-    """PATCH while draft or paused (else 409 invalid_transition)."""
+    """PATCH while draft or paused (else 409 invalid_transition). A change of the calling window (calling hours,
+    time zone, its mode, the schedule) re-plans the contacts that waited for the old one (``replan_waiting``)."""
 
-    def __init__(self, campaigns: CampaignRepository, agents: AgentRepository, numbers: PhoneNumberRepository,
-                 schedules: CampaignSchedules, clock: Clock) -> None:
-        self.campaigns, self.clock = campaigns, clock
+    def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, agents: AgentRepository,
+                 numbers: PhoneNumberRepository, schedules: CampaignSchedules, clock: Clock, uow: UnitOfWork) -> None:
+        self.campaigns, self.contacts, self.clock, self.uow = campaigns, contacts, clock, uow
         self.references = _References(agents, numbers, schedules)
 
     async def execute(self, command: UpdateCampaignCommand) -> Campaign:
@@ -219,7 +252,11 @@ class UpdateCampaign:
             from_phone_number_id=(patch.get("from_phone_number_id")
                                   if patch.get("from_phone_number_id") != current.from_phone_number_id else None),
         )
-        return await self.campaigns.update(replace(updated, updated_at=self.clock.now()))
+        now = self.clock.now()
+        saved = await self.campaigns.update(replace(updated, updated_at=now))
+        if any(getattr(updated, name) != getattr(current, name) for name in WINDOW_FIELDS):
+            saved = await replan_waiting(self.campaigns, self.contacts, self.uow, saved, now)
+        return saved
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,8 +287,9 @@ class StartCampaignCommand:
 
 
 class StartCampaign:
-    """draft or paused -> running: needs a contact (422 campaign_empty), an active agent (409) and, when it names
-    one, a schedule that still exists (409)."""
+    """draft or paused -> running: needs a contact (422 campaign_empty) unless its completion is ``manual``, an
+    active agent (409) and, when it names one, a schedule that still exists (409). Resuming re-plans the contacts
+    that waited for the calling window (``replan_waiting``): they are judged under the hours in force now."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, agents: AgentRepository,
                  schedules: CampaignSchedules, clock: Clock, uow: UnitOfWork) -> None:
@@ -262,7 +300,7 @@ class StartCampaign:
         org = command.actor.organization_id
         campaign = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
         CAMPAIGN_MACHINE.next(campaign.status, "start")  # 409 invalid_transition before anything else
-        if not await self.contacts.exists_in(org, command.campaign_id):
+        if campaign.completion == "when_empty" and not await self.contacts.exists_in(org, command.campaign_id):
             raise CampaignEmpty(f"campaign {command.campaign_id} has no contacts: add some before starting it",
                                 details={"campaign_id": command.campaign_id})
         agent = await self.agents.get(org, campaign.agent_id)
@@ -275,7 +313,9 @@ class StartCampaign:
             raise InvalidTransition("campaign", campaign.status, "running", action="start",
                                     reason=f"its schedule {campaign.schedule_id} was deleted (set another or null)",
                                     details={"schedule_id": campaign.schedule_id})
-        started = await self.campaigns.update(campaign.move("start", self.clock.now()))
+        now = self.clock.now()
+        started = await self.campaigns.update(campaign.move("start", now))
+        started = await replan_waiting(self.campaigns, self.contacts, self.uow, started, now)
         self.uow.record(EventType.CAMPAIGN_STARTED(org, started.view()))
         return started
 
@@ -341,9 +381,11 @@ class _ContactIntake:
     campaign has (or an earlier row of the same request had) is a duplicate, the rest are inserted."""
 
     def __init__(self, contacts: ContactRepository, phones: PhoneNormalizer, campaign: Campaign, clock: Clock,
-                 subject: str) -> None:
+                 subject: str, held: int) -> None:
         self.contacts, self.phones, self.campaign, self.clock, self.subject = (contacts, phones, campaign, clock,
                                                                                subject)
+        self.held = held
+        """The contacts the campaign held before this request (its row is locked: nobody adds meanwhile)."""
         self.accepted = self.duplicates = self.rejected_count = 0
         self.rejected: list[RowRejection] = []
         self.batch: dict[str, Contact] = {}
@@ -393,8 +435,17 @@ class _ContactIntake:
             self.accepted += added
             self.duplicates += len(self.batch) - added
             self.batch = {}
+            self._within_ceiling()
         self.duplicates += self.in_batch_duplicates
         self.in_batch_duplicates = 0
+
+    def _within_ceiling(self) -> None:
+        limit = MAX_CONTACTS_PER_CAMPAIGN
+        if self.accepted and self.held + self.accepted > limit:  # duplicates of a full campaign still answer
+            raise CampaignContactLimit(
+                f"{self.subject}: campaign {self.campaign.id} would hold more than {limit} contacts (it holds "
+                f"{self.held}; this request adds {self.accepted} so far): nothing was added",
+                details={"field": self.subject, "limit": limit, "contacts": self.held})
 
     async def result(self) -> ContactsAdded:
         await self.flush()
@@ -408,14 +459,17 @@ class _ContactIntake:
         return ContactsAdded(self.accepted, self.duplicates, self.rejected, self.rejected_count)
 
 
-async def _open_campaign(campaigns: CampaignRepository, actor: Actor, campaign_id: int) -> Campaign:
-    """The campaign contacts are added to: not a finished one (409 invalid_transition); running is fine. Its row
-    stays locked until the request commits, so a cancel cannot slip in between the check and the inserts."""
+async def _intake(campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
+                  clock: Clock, actor: Actor, campaign_id: int, subject: str) -> _ContactIntake:
+    """The intake of the campaign contacts are added to: not a finished one (409 invalid_transition); running is
+    fine. Its row stays locked until the request commits, so a cancel (or another request's contacts, counted
+    against MAX_CONTACTS_PER_CAMPAIGN) cannot slip in between the check and the inserts."""
     campaign = await _load(campaigns, actor, campaign_id, lock=True)
     if campaign.status in FINAL_STATUSES:
         raise InvalidTransition("campaign", campaign.status, campaign.status, action="add contacts",
                                 allowed_from=("draft", "running", "paused"))
-    return campaign
+    held = await contacts.count(actor.organization_id, campaign_id)
+    return _ContactIntake(contacts, phones, campaign, clock, subject, held)
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,8 +491,8 @@ class AddContacts:
     async def execute(self, command: AddContactsCommand) -> ContactsAdded:
         if len(command.contacts) > MAX_CONTACTS_PER_REQUEST:
             raise ValidationFailed.field("contacts", f"at most {MAX_CONTACTS_PER_REQUEST} contacts per request")
-        campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
-        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "contacts")
+        intake = await _intake(self.campaigns, self.contacts, self.phones, self.clock, command.actor,
+                               command.campaign_id, "contacts")
         for draft in command.contacts:
             await intake.take(draft)
         return await intake.result()
@@ -467,8 +521,8 @@ class AddContact:
         self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
 
     async def execute(self, command: AddContactCommand) -> ContactAdded:
-        campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
-        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "contact")
+        intake = await _intake(self.campaigns, self.contacts, self.phones, self.clock, command.actor,
+                               command.campaign_id, "contact")
         await intake.take(command.contact)
         if intake.rejected:
             rejection = intake.rejected[0]
@@ -497,8 +551,8 @@ class ImportContacts:
         self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
 
     async def execute(self, command: ImportContactsCommand) -> ContactsAdded:
-        campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
-        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "file")
+        intake = await _intake(self.campaigns, self.contacts, self.phones, self.clock, command.actor,
+                               command.campaign_id, "file")
         for item in csv_contacts(command.lines):
             await intake.take(item)
         return await intake.result()

@@ -33,7 +33,7 @@ from application.context import Actor
 from application.dnc import DncGate
 from application.ports.agents import AgentRepository
 from application.ports.calls import CallRepository
-from application.ports.campaigns import CampaignRepository, ContactRepository
+from application.ports.campaigns import CampaignRepository, ContactEndings, ContactRepository
 from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef, DialerStore
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, UnitOfWork
@@ -63,6 +63,10 @@ FIRST_LOOK = 1
 """Due contacts a step loads first: usually the first is dialled, so the rest of ``SCAN`` is loaded only when it
 was deferred (a deferred contact is due later, so the second read starts after it)."""
 WAITING_FOR_RETRY = "waiting_for_retry"
+WAITING_FOR_CONTACTS = "waiting_for_contacts"
+"""A running campaign whose completion is ``manual`` and that has no contact left to dial: it waits for more."""
+CAMPAIGN_FAILED = "campaign_failed"
+"""The reason of the contacts cancelled when their campaign fails (and of the leads still queued on them)."""
 NO_CALLING_WINDOW = "no_calling_window"
 """A contact whose zones never share an opening of the calling hours (e.g. 09:00-10:00 in Auckland and Berlin)."""
 COMPLETING_STATUSES = ("completed", "transferred")
@@ -114,8 +118,9 @@ class _Contacts:
 
 async def complete_if_done(campaigns: CampaignRepository, store: DialerStore, uow: UnitOfWork, campaign: Campaign,
                            now: datetime) -> Campaign:
-    """A running campaign whose every contact is final is completed (event ``campaign.completed``)."""
-    if campaign.status != "running" or campaign.id is None:
+    """A running campaign whose every contact is final is completed (event ``campaign.completed``), unless its
+    completion is ``manual`` (it runs until paused or cancelled)."""
+    if campaign.status != "running" or campaign.id is None or campaign.completion == "manual":
         return campaign
     if await store.count_unfinished(campaign.organization_id, campaign.id) > 0:
         return campaign
@@ -136,7 +141,10 @@ def wants_turn(turn: CampaignTurn, now: datetime) -> bool:
     """Whether a step of ``DialNextContact`` for this campaign would do anything: dial (or defer) its due contact,
     fail it (agent deleted or archived), complete it or clear its explanation (no open contact), or explain why it
     waits (``status_reason`` and ``next_dial_at`` not yet saying so). A campaign whose first open contact is due
-    later and that already says so is left alone until then."""
+    later and that already says so is left alone until then; so is a ``manual`` one that has no open contact and
+    says it waits for contacts."""
+    if turn.agent_live and not turn.has_open and turn.completion == "manual":
+        return (turn.status_reason, turn.next_dial_at) != (WAITING_FOR_CONTACTS, None)
     if not turn.agent_live or not turn.has_open or turn.first_due_at is None or turn.first_due_at <= now:
         return True
     return waiting_explanation(turn.first_due_at, turn.first_reason) != (turn.status_reason, turn.next_dial_at)
@@ -167,14 +175,17 @@ class DialNextContactCommand:
 class DialNextContact:
     """One step for one campaign. Returns what happened: ``dialled``, ``skipped`` (DNC, unresolved placeholders),
     ``deferred`` (contacts outside their window pushed to their next opening, none dialled), ``full`` (at the
-    cap), ``idle`` (nothing due), ``completed`` or ``stopped`` (not running, or it just failed). Raises
-    DncUnavailable when screening cannot be done (nothing is dialled; the contact stays due)."""
+    cap), ``idle`` (nothing due), ``completed`` or ``stopped`` (not running, or it just failed: its pending and
+    retry_wait contacts are cancelled with reason ``campaign_failed`` and whatever followed them told so, in the
+    same unit of work). Raises DncUnavailable when screening cannot be done (nothing is dialled; the contact stays
+    due)."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, store: DialerStore,
                  calls: CallRepository, agents: AgentRepository, place: PlaceCall, dnc: DncGate,
-                 windows: CallingWindows, clock: Clock, uow: UnitOfWork) -> None:
+                 windows: CallingWindows, endings: ContactEndings, clock: Clock, uow: UnitOfWork) -> None:
         self.campaigns, self.contacts, self.store, self.calls, self.agents = campaigns, contacts, store, calls, agents
         self.place, self.dnc, self.windows, self.clock, self.uow = place, dnc, windows, clock, uow
+        self.endings = endings
         self.moves = _Contacts(contacts, uow)
 
     async def execute(self, command: DialNextContactCommand) -> str:
@@ -188,6 +199,9 @@ class DialNextContact:
             reason = "agent_deleted" if agent is None else "agent_archived"
             failed = await self.campaigns.update(campaign.move("fail", now, reason=reason))
             self.uow.record(EventType.CAMPAIGN_FAILED(org, {**failed.view(), "reason": reason}))
+            ended = await self.contacts.cancel_open(org, campaign_id, CAMPAIGN_FAILED, now)
+            if ended:
+                await self.endings.contacts_ended(org, campaign_id, ended, CAMPAIGN_FAILED, now)
             return "stopped"
         if await self.calls.count_unfinished_of_campaign(org, campaign_id) >= campaign.max_concurrent_calls:
             return "full"
@@ -226,6 +240,8 @@ class DialNextContact:
         next_at: datetime | None = None
         if earliest is not None:
             reason, next_at = waiting_explanation(*earliest)
+        elif campaign.completion == "manual":
+            reason = WAITING_FOR_CONTACTS
         if (reason, next_at) != (campaign.status_reason, campaign.next_dial_at):
             await self.campaigns.update(replace(campaign, status_reason=reason, next_dial_at=next_at))
 

@@ -37,6 +37,7 @@ from domain.leads import (
     check_target,
     check_text,
 )
+from domain.metadata import check_metadata
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,7 @@ class CreateLead:
         email = check_email(command.email)
         external_id = check_text(command.external_id, "external_id", EXTERNAL_ID_MAX_LENGTH)
         source = check_text(command.source, "source", SOURCE_MAX_LENGTH)
+        check_metadata("custom_data", command.custom_data)
         check_target(command.agent_id, command.campaign_id)
         if external_id is not None:
             existing = await self.leads.find_external(org, external_id)

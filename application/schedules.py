@@ -39,6 +39,9 @@ class NoScheduleUsage:
     async def users_of(self, organization_id: int, schedule_id: int) -> list[int]:
         return []
 
+    async def schedule_changed(self, organization_id: int, schedule_id: int, at: datetime) -> None:
+        return None
+
 
 class SchedulesForCampaigns:
     """CampaignSchedules from this feature: a campaign may follow any live schedule of its organization."""
@@ -128,10 +131,12 @@ class UpdateScheduleCommand:
 
 
 class UpdateSchedule:
-    """The merged document is validated as a whole, as a create would be."""
+    """The merged document is validated as a whole, as a create would be. The campaigns that use the schedule are
+    told of a change (``ScheduleUsage.schedule_changed``): their contacts waiting for its old hours are re-planned."""
 
-    def __init__(self, schedules: ScheduleRepository, calendars: HolidayCalendars, clock: Clock) -> None:
-        self.schedules, self.calendars, self.clock = schedules, calendars, clock
+    def __init__(self, schedules: ScheduleRepository, calendars: HolidayCalendars, usage: ScheduleUsage,
+                 clock: Clock) -> None:
+        self.schedules, self.calendars, self.usage, self.clock = schedules, calendars, usage, clock
 
     async def execute(self, command: UpdateScheduleCommand) -> Schedule:
         current = await load_schedule(self.schedules, command.actor, command.schedule_id)
@@ -145,7 +150,10 @@ class UpdateSchedule:
             self.calendars.check(updated.holidays)
         if updated == current:  # a PATCH that changes nothing leaves updated_at alone
             return current
-        return await self.schedules.update(replace(updated, updated_at=self.clock.now()))
+        now = self.clock.now()
+        saved = await self.schedules.update(replace(updated, updated_at=now))
+        await self.usage.schedule_changed(current.organization_id, current.id or 0, now)
+        return saved
 
 
 @dataclass(frozen=True, slots=True)

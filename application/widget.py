@@ -134,7 +134,9 @@ class WidgetCampaign:
 
 class GetWidgetCampaign:
     """The campaign's public face. ``open_now`` / ``next_open_at``: its calling hours (and schedule) read in
-    the campaign's own time zone; a visitor's call is then placed under the window of their number's zone."""
+    the campaign's own time zone; a visitor's call is then placed under the window of their number's zone. The two
+    never disagree: ``next_open_at`` is null while calls go out now (and while the campaign is not running), else
+    the first instant they will (after ``now``)."""
 
     def __init__(self, campaigns: CampaignRepository, agents: AgentRepository, windows: CallingWindows,
                  clock: Clock) -> None:
@@ -148,10 +150,9 @@ class GetWidgetCampaign:
         agent = await self.agents.get(org, campaign.agent_id)
         now = self.clock.now()
         verdict = calling_window(now, await self.windows.rules(campaign), contact_zone=campaign.timezone)
-        running = campaign.status == "running"
-        return WidgetCampaign(campaign.name, agent.name if agent else None, campaign.status,
-                              running and verdict.open,
-                              (now if verdict.open else verdict.next_open_at) if running else None)
+        open_now = campaign.status == "running" and verdict.open
+        next_open_at = verdict.next_open_at if campaign.status == "running" and not verdict.open else None
+        return WidgetCampaign(campaign.name, agent.name if agent else None, campaign.status, open_now, next_open_at)
 
 
 @dataclass(frozen=True, slots=True)

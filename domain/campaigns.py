@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from domain.errors import InvalidTransition, Unprocessable, ValidationFailed
+from domain.metadata import KEY_MAX_LENGTH, MAX_KEYS, VALUE_MAX_LENGTH, metadata_problem
 from domain.state_machine import TransitionTable
 
 # ---------------------------------------------------------------------------------------------- campaigns
@@ -35,6 +36,9 @@ from domain.state_machine import TransitionTable
 STATUSES = ("draft", "running", "paused", "completed", "cancelled", "failed")
 FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
 TIMEZONE_MODES = ("recipient", "campaign")
+COMPLETIONS = ("when_empty", "manual")
+"""``when_empty``: a running campaign completes once every contact is final (it needs a contact to start).
+``manual``: it may start empty and runs until paused or cancelled (a campaign fed by the widget or leads)."""
 EDITABLE_STATUSES = ("draft", "paused")
 """PATCH is accepted only in these states."""
 SCHEDULED_STATUSES = ("running", "paused")
@@ -171,6 +175,8 @@ class Campaign:
     max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     from_phone_number_id: int | None = None
+    completion: str = "when_empty"
+    """One of COMPLETIONS: whether the campaign completes by itself when its queue drains."""
     status: str = "draft"
     status_reason: str | None = None
     created_at: datetime | None = None
@@ -208,6 +214,8 @@ class Campaign:
             raise ValidationFailed.field("max_concurrent_calls", f"must be from {low} to {high}")
         if self.timezone_mode not in TIMEZONE_MODES:
             raise ValidationFailed.field("timezone_mode", f"must be one of {', '.join(TIMEZONE_MODES)}")
+        if self.completion not in COMPLETIONS:
+            raise ValidationFailed.field("completion", f"must be one of {', '.join(COMPLETIONS)}")
         self.calling_hours.validate()
         self.retry.validate()
         return self
@@ -218,9 +226,16 @@ class Campaign:
 
 
 class CampaignEmpty(Unprocessable):
-    """A campaign without contacts cannot start (422 campaign_empty)."""
+    """A campaign without contacts cannot start (422 campaign_empty), unless its completion is ``manual``."""
 
     code = "campaign_empty"
+
+
+class CampaignContactLimit(Unprocessable):
+    """A request that would take a campaign past MAX_CONTACTS_PER_CAMPAIGN contacts (422 campaign_contact_limit);
+    nothing of it is kept."""
+
+    code = "campaign_contact_limit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,12 +283,15 @@ CONTACT_MACHINE = TransitionTable.of(
 )
 
 MAX_CONTACTS_PER_REQUEST = 10_000
+MAX_CONTACTS_PER_CAMPAIGN = 100_000
+"""Contacts a campaign holds at most, whatever their status (a request that would pass it adds nothing)."""
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 CONTACT_NAME_MAX_LENGTH = 200
 TIMEZONE_MAX_LENGTH = 64
-CUSTOM_KEY_MAX_LENGTH = 100
-CUSTOM_VALUE_MAX_LENGTH = 2_000
-MAX_CUSTOM_FIELDS = 50
+CUSTOM_KEY_MAX_LENGTH = KEY_MAX_LENGTH
+CUSTOM_VALUE_MAX_LENGTH = VALUE_MAX_LENGTH
+MAX_CUSTOM_FIELDS = MAX_KEYS
+"""custom_data follows the ceilings of every client key-value object (``domain.metadata``)."""
 MAX_REJECTIONS_REPORTED = 1_000
 """At most this many rejected rows are listed in a response (``rejected_total`` counts them all)."""
 
@@ -352,16 +370,12 @@ def check_row(draft: ContactDraft) -> RowRejection | None:
             return RowRejection(draft.row, name, "must not contain NUL characters")
     if draft.name is not None and len(draft.name) > CONTACT_NAME_MAX_LENGTH:
         return RowRejection(draft.row, "name", f"must be at most {CONTACT_NAME_MAX_LENGTH} characters")
-    if len(draft.custom_data) > MAX_CUSTOM_FIELDS:
-        return RowRejection(draft.row, "custom_data", f"must have at most {MAX_CUSTOM_FIELDS} members")
+    problem = metadata_problem("custom_data", draft.custom_data)
+    if problem is not None:
+        return RowRejection(draft.row, *problem)
     for key, value in draft.custom_data.items():
         if "\x00" in key or (isinstance(value, str) and "\x00" in value):
             return RowRejection(draft.row, "custom_data", "must not contain NUL characters")
-        if len(key) > CUSTOM_KEY_MAX_LENGTH:
-            return RowRejection(draft.row, "custom_data", f"keys must be at most {CUSTOM_KEY_MAX_LENGTH} characters")
-        if isinstance(value, str) and len(value) > CUSTOM_VALUE_MAX_LENGTH:
-            return RowRejection(draft.row, f"custom_data.{key}",
-                                f"must be at most {CUSTOM_VALUE_MAX_LENGTH} characters")
     return None
 
 

@@ -137,6 +137,22 @@ class InMemoryContactRepository:
                 moved.append(contact.id)
         return moved
 
+    async def count(self, organization_id: int, campaign_id: int) -> int:
+        return sum(1 for c in (await self.uow.tables())["campaign_contacts"].values()
+                   if c.organization_id == organization_id and c.campaign_id == campaign_id)
+
+    async def replan_waiting(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> int:
+        tables = await self.uow.tables()
+        moved = 0
+        for contact in list(tables["campaign_contacts"].values()):
+            if (contact.organization_id == organization_id and contact.campaign_id == campaign_id
+                    and contact.status in OPEN_CONTACT_STATUSES and contact.reason == reason
+                    and contact.next_attempt_at is not None and contact.next_attempt_at > at):
+                tables["campaign_contacts"][contact.id] = replace(contact, next_attempt_at=at, reason=None,
+                                                                  updated_at=at)
+                moved += 1
+        return moved
+
     async def add_attempt(self, organization_id: int, attempt: ContactAttempt) -> None:
         attempts = (await self.uow.tables())["contact_attempts"]
         key = (attempt.contact_id, attempt.attempt)

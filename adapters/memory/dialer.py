@@ -36,7 +36,7 @@ class InMemoryDialerStore:
             head = min(open_, key=lambda k: (k.next_attempt_at is None, k.next_attempt_at, k.id), default=None)
             turns.append(CampaignTurn(CampaignRef(c.organization_id, c.id), c.status_reason, c.next_dial_at, live,
                                       head is not None, head.next_attempt_at if head else None,
-                                      head.reason if head else None))
+                                      head.reason if head else None, c.completion))
         return turns
 
     async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:

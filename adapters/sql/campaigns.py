@@ -38,7 +38,8 @@ def _row_to_campaign(row: Any) -> Campaign:
         id=row.id, organization_id=row.organization_id, name=row.name, agent_id=row.agent_id,
         schedule_id=row.schedule_id, timezone=row.timezone, timezone_mode=row.timezone_mode,
         calling_hours=CallingHours(**row.calling_hours), max_concurrent_calls=row.max_concurrent_calls,
-        retry=_retry(row.retry), from_phone_number_id=row.from_phone_number_id, status=row.status,
+        retry=_retry(row.retry), from_phone_number_id=row.from_phone_number_id, completion=row.completion,
+        status=row.status,
         status_reason=row.status_reason, created_at=row.created_at, updated_at=row.updated_at,
         started_at=row.started_at, ended_at=row.ended_at, next_dial_at=row.next_dial_at,
     )
@@ -50,7 +51,8 @@ def _campaign_values(c: Campaign) -> dict[str, Any]:
         "timezone": c.timezone, "timezone_mode": c.timezone_mode,
         "calling_hours": {"start": c.calling_hours.start, "end": c.calling_hours.end},
         "max_concurrent_calls": c.max_concurrent_calls, "retry": c.retry.view(),
-        "from_phone_number_id": c.from_phone_number_id, "status": c.status, "status_reason": c.status_reason,
+        "from_phone_number_id": c.from_phone_number_id, "completion": c.completion, "status": c.status,
+        "status_reason": c.status_reason,
         "created_at": c.created_at, "updated_at": c.updated_at, "started_at": c.started_at, "ended_at": c.ended_at,
         "next_dial_at": c.next_dial_at,
     }
@@ -217,6 +219,20 @@ class SqlContactRepository:
             .values(status="cancelled", reason=reason, next_attempt_at=None, updated_at=at)
             .returning(campaign_contacts.c.id))
         return [int(row[0]) for row in result]
+
+    async def count(self, organization_id: int, campaign_id: int) -> int:
+        conn = await self.uow.connection()
+        found = await conn.execute(sa.select(sa.func.count()).select_from(campaign_contacts)
+                                   .where(self._mine(organization_id, campaign_id)))
+        return int(found.scalar_one())
+
+    async def replan_waiting(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> int:
+        conn = await self.uow.connection()
+        result = await conn.execute(campaign_contacts.update().where(
+            self._mine(organization_id, campaign_id), campaign_contacts.c.status.in_(OPEN_CONTACT_STATUSES),
+            campaign_contacts.c.reason == reason, campaign_contacts.c.next_attempt_at > at)
+            .values(next_attempt_at=at, reason=None, updated_at=at))
+        return int(result.rowcount or 0)
 
     async def add_attempt(self, organization_id: int, attempt: ContactAttempt) -> None:
         conn = await self.uow.connection()

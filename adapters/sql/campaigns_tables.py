@@ -36,6 +36,8 @@ campaigns = sa.Table(
     # the dialer (migration 0130): round-robin order, and when it dials next (status_reason's detail)
     sa.Column("last_dialled_at", UtcDateTime, nullable=True),
     sa.Column("next_dial_at", UtcDateTime, nullable=True),
+    # when_empty | manual (migration 0280): whether a running campaign completes by itself once every contact is final
+    sa.Column("completion", sa.String(20), nullable=False, server_default="when_empty"),
     sa.CheckConstraint(f"status in {CAMPAIGN_STATUSES}", name="status"),
     sa.CheckConstraint("timezone_mode in ('recipient','campaign')", name="timezone_mode"),
     sa.CheckConstraint("max_concurrent_calls between 1 and 50", name="max_concurrent_calls"),

@@ -33,6 +33,7 @@ _first = (sa.select(_c.id).where(_c.campaign_id == campaigns.c.id, _c.organizati
           .order_by(_c.next_attempt_at, _c.id).limit(1).correlate(campaigns).scalar_subquery())
 _head = campaign_contacts.alias("head")
 _TURNS = (sa.select(campaigns.c.organization_id, campaigns.c.id, campaigns.c.status_reason, campaigns.c.next_dial_at,
+                    campaigns.c.completion,
                     sa.and_(agents.c.id.is_not(None), agents.c.deleted_at.is_(None),
                             agents.c.status != "archived").label("agent_live"),
                     _head.c.id.label("head_id"), _head.c.next_attempt_at, _head.c.reason)
@@ -54,7 +55,8 @@ class SqlDialerStore:
         conn = await self.uow.connection()
         rows = await conn.execute(_TURNS, {"limit": limit})
         return [CampaignTurn(CampaignRef(int(r.organization_id), int(r.id)), r.status_reason, r.next_dial_at,
-                             bool(r.agent_live), r.head_id is not None, r.next_attempt_at, r.reason) for r in rows]
+                             bool(r.agent_live), r.head_id is not None, r.next_attempt_at, r.reason, r.completion)
+                for r in rows]
 
     async def due_contacts(self, organization_id: int, campaign_id: int, now: datetime, limit: int) -> list[Contact]:
         conn = await self.uow.connection()

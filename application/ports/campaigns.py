@@ -79,6 +79,16 @@ class ContactRepository(Protocol):
         the ids of those that moved."""
         ...
 
+    async def count(self, organization_id: int, campaign_id: int) -> int:
+        """How many contacts the campaign holds, whatever their status."""
+        ...
+
+    async def replan_waiting(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> int:
+        """Makes every pending and retry_wait contact of the campaign that waits with ``reason`` (its calling
+        window) and is due after ``at`` due at ``at`` again, its reason cleared (one statement); returns how many
+        moved. Contacts waiting for a retry delay keep their time."""
+        ...
+
     async def add_attempt(self, organization_id: int, attempt: ContactAttempt) -> None:
         """Records an attempt; Conflict when the contact has one with that number already."""
         ...

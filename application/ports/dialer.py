@@ -39,6 +39,8 @@ class CampaignTurn:
     has_open: bool
     first_due_at: datetime | None
     first_reason: str | None
+    completion: str = "when_empty"
+    """The campaign's ``completion``: a ``manual`` one waits for contacts when it has no open one."""
 
 
 class DialerStore(Protocol):

@@ -50,3 +50,8 @@ class ScheduleUsage(Protocol):
     async def users_of(self, organization_id: int, schedule_id: int) -> list[int]:
         """Ids of the running or paused campaigns that use the schedule."""
         ...
+
+    async def schedule_changed(self, organization_id: int, schedule_id: int, at: datetime) -> None:
+        """The schedule's hours changed at ``at`` (in the unit of work that changed them): its running and paused
+        campaigns re-plan the contacts that waited for its old hours."""
+        ...

@@ -188,3 +188,48 @@ async def test_the_campaigns_using_a_schedule_are_the_running_and_paused_ones(co
         assert await campaigns.using_schedule(org, 5) == [running.id, paused.id]
         assert await campaigns.using_schedule(org, 7) == []
         assert draft.id not in await campaigns.using_schedule(org, 5)
+
+
+async def test_completion_round_trips_and_contacts_are_counted(container: Any) -> None:
+    org = await new_organization(container)
+    manual = await _campaign(container, org, completion="manual")
+    plain = await _campaign(container, org)
+    async with container() as r:
+        campaigns, contacts = await r.get(CampaignRepository), await r.get(ContactRepository)
+        assert (await campaigns.get(org, manual.id or 0)).completion == "manual"  # type: ignore[union-attr]
+        assert (await campaigns.get(org, plain.id or 0)).completion == "when_empty"  # type: ignore[union-attr]
+        await contacts.add_many(org, manual.id or 0, [_contact(org, manual.id or 0, n) for n in range(3)])
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        contacts = await r.get(ContactRepository)
+        assert await contacts.count(org, manual.id or 0) == 3
+        assert await contacts.count(org, plain.id or 0) == 0
+        assert await contacts.count(org + 1000, manual.id or 0) == 0
+
+
+async def test_replanning_makes_only_the_contacts_waiting_for_their_window_due(container: Any) -> None:
+    org = await new_organization(container)
+    campaign = await _campaign(container, org)
+    later = NOW + timedelta(hours=5)
+    cid = campaign.id or 0
+    rows = [
+        _contact(org, cid, 1, next_attempt_at=later, reason="outside_calling_hours"),  # re-planned
+        _contact(org, cid, 2, status="retry_wait", next_attempt_at=later, reason="outside_calling_hours"),  # too
+        _contact(org, cid, 3, status="retry_wait", next_attempt_at=later, reason="busy"),  # its retry delay holds
+        _contact(org, cid, 4, next_attempt_at=NOW - timedelta(minutes=1)),  # due already
+        _contact(org, cid, 5, status="completed", reason="outside_calling_hours"),  # final
+    ]
+    async with container() as r:
+        await (await r.get(ContactRepository)).add_many(org, cid, rows)
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        contacts = await r.get(ContactRepository)
+        assert await contacts.replan_waiting(org + 1000, cid, "outside_calling_hours", NOW) == 0
+        assert await contacts.replan_waiting(org, cid, "outside_calling_hours", NOW) == 2
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        listed = (await (await r.get(ContactRepository)).list(org, cid, ContactFilter(), PageRequest(10, 0))).items
+        by_phone = {c.phone[-1]: (c.status, c.next_attempt_at, c.reason) for c in listed}
+        assert by_phone == {"1": ("pending", NOW, None), "2": ("retry_wait", NOW, None),
+                            "3": ("retry_wait", later, "busy"), "4": ("pending", NOW - timedelta(minutes=1), None),
+                            "5": ("completed", None, "outside_calling_hours")}

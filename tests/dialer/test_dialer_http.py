@@ -16,6 +16,7 @@ from tests.conftest import ApiFactory
 from tests.dialer import support
 from tests.dialer.support import campaign, campaign_calls, contacts, dial, get, tick
 from tests.http.calls_support import outbox, unique_phone
+from tests.http.dashboard_support import cookie, login, new_user
 
 MONDAY_9 = datetime(2026, 1, 5, 9, tzinfo=UTC)
 OUTCOMES = {  # number: (final contact status, attempts made, reason)
@@ -295,3 +296,136 @@ async def test_fifty_contacts_on_test_numbers_complete_in_a_few_worker_rounds(ma
     calls = await campaign_calls(api, t, c["id"])
     assert len(calls) == 50 and {call["status"] for call in calls} == {"completed", "transferred"}
     assert {call["from_phone"] for call in calls} == {number.json()["data"]["phone_number"]}
+
+
+# --------------------------------------------------------------------------- re-planning, completion, failure
+
+
+async def test_widened_hours_on_resume_dial_the_contacts_that_waited_for_the_old_ones(
+        make_api: ApiFactory, sql_url: str) -> None:
+    """Pause, widen the calling hours to the whole day, resume: the contact that waited for tomorrow's opening is
+    dialled at once (also by a worker started afresh), the campaign no longer says it is outside its hours, and a
+    contact waiting for a retry delay keeps its time."""
+    api = await make_api(sql_url, clock=ManualClock(datetime(2026, 1, 5, 20, 30, tzinfo=UTC)))
+    user = await new_user(api)
+    t = user.tenant
+    c = await campaign(api, t, [{"phone": "+1555010002", "name": "Ada", "custom_data": {"plan": "x"}}],
+                       timezone_mode="campaign", retry=POLICY)
+    path = f"/campaigns/{c['id']}"
+    for _ in range(5):  # no answer: it waits an hour for its retry
+        await tick(api, seconds=30)
+    retrying = (await contacts(api, t, c["id"]))["+1555010002"]
+    assert retrying["status"] == "retry_wait" and retrying["reason"] == "no_answer", retrying
+    assert api.clock is not None
+    api.clock.set(datetime(2026, 1, 5, 21, 5, tzinfo=UTC))  # the hours closed at 21:00
+    bo = {"phone": "+1555010000", "name": "Bo", "custom_data": {"plan": "y"}}
+    added = await api.client.post(f"/v2{path}/contacts", headers=t.headers, json={"contacts": [bo]})
+    assert added.status_code == 201, added.text
+    await dial(api)
+    waiting = (await contacts(api, t, c["id"]))["+1555010000"]
+    assert (waiting["status"], waiting["reason"]) == ("pending", "outside_calling_hours")
+    assert _at(waiting["next_attempt_at"]) == datetime(2026, 1, 6, 8, tzinfo=UTC)
+
+    assert (await api.client.post(f"/v2{path}/pause", headers=t.headers)).status_code == 200
+    widened = await api.client.patch(f"/v2{path}", headers=t.headers,
+                                     json={"calling_hours": {"start": "00:00", "end": "24:00"}})
+    assert widened.status_code == 200, widened.text
+    replanned = (await contacts(api, t, c["id"]))["+1555010000"]
+    assert _at(replanned["next_attempt_at"]) == datetime(2026, 1, 5, 21, 5, tzinfo=UTC)
+    assert replanned["reason"] is None
+    assert (await api.client.post(f"/v2{path}/start", headers=t.headers)).status_code == 200
+    resumed = await get(api, t, path)
+    assert resumed["status_reason"] != "outside_calling_hours" and resumed["next_dial_at"] is None, resumed
+
+    await support.close_workers()  # a worker started afresh reads what was stored
+    await dial(api)
+    by_phone = await contacts(api, t, c["id"])
+    assert by_phone["+1555010000"]["status"] == "dialing", by_phone["+1555010000"]
+    assert by_phone["+1555010002"]["status"] == "retry_wait"
+    assert by_phone["+1555010002"]["next_attempt_at"] == retrying["next_attempt_at"]  # its retry delay holds
+    explained = await get(api, t, path)
+    assert (explained["status_reason"], explained["next_dial_at"]) in ((None, None), (
+        "waiting_for_retry", retrying["next_attempt_at"])), explained
+    session, _ = await login(api, user)  # the dashboard shows the new hours, and no longer "outside calling hours"
+    dashboard = await api.client.get(f"/dashboard{path}", headers=cookie(session))
+    assert dashboard.status_code == 200, dashboard.text
+    assert "00:00\u201324:00" in dashboard.text and "outside calling hours" not in dashboard.text
+
+
+async def test_a_changed_schedule_replans_the_contacts_of_its_running_campaign(
+        make_api: ApiFactory, sql_url: str) -> None:
+    saturday = datetime(2026, 1, 10, 15, tzinfo=UTC)  # 10:00 in New York
+    api = await make_api(sql_url, clock=ManualClock(saturday))
+    t = await api.tenant()
+    schedule = await api.client.post("/v2/schedules", headers=t.headers, json={
+        "name": "office", "timezone": "America/New_York",
+        "weekly": [{"day": d, "start": "09:00", "end": "17:00"} for d in range(5)]})
+    assert schedule.status_code == 201, schedule.text
+    schedule_id = schedule.json()["data"]["id"]
+    c = await campaign(api, t, [{"phone": "+1555010000", "name": "Ada", "custom_data": {"plan": "x"}}],
+                       schedule_id=schedule_id, timezone="America/New_York", timezone_mode="campaign")
+    await tick(api, seconds=1)
+    found = await get(api, t, f"/campaigns/{c['id']}")
+    assert found["status_reason"] == "outside_calling_hours"
+    assert _at(found["next_dial_at"]) == datetime(2026, 1, 12, 14, tzinfo=UTC)  # Monday 09:00 EST
+    weekends = await api.client.patch(f"/v2/schedules/{schedule_id}", headers=t.headers, json={
+        "weekly": [{"day": d, "start": "09:00", "end": "17:00"} for d in range(7)]})
+    assert weekends.status_code == 200, weekends.text
+    assert (await get(api, t, f"/campaigns/{c['id']}"))["status_reason"] is None
+    await dial(api)
+    assert len(await campaign_calls(api, t, c["id"])) == 1
+
+
+async def test_a_manual_campaign_starts_empty_and_keeps_running_when_its_queue_drains(
+        make_api: ApiFactory, sql_url: str) -> None:
+    api = await make_api(sql_url, clock=ManualClock(MONDAY_9))
+    t = await api.tenant()
+    c = await campaign(api, t, [{"phone": "+1555010000", "name": "Ada", "custom_data": {"plan": "x"}}],
+                       start=False, completion="manual")
+    assert c["completion"] == "manual"
+    empty = await campaign(api, t, [{"phone": "+1555010000", "name": "Ada", "custom_data": {"plan": "x"}}],
+                           start=False)
+    assert empty["completion"] == "when_empty"
+    bare = await api.client.post("/v2/campaigns", headers=t.headers, json={
+        "name": "Inbound leads", "agent_id": c["agent_id"], "completion": "manual"})
+    assert bare.status_code == 201, bare.text
+    started = await api.client.post(f"/v2/campaigns/{bare.json()['data']['id']}/start", headers=t.headers)
+    assert started.status_code == 200, started.text  # no campaign_empty
+    refused = await api.client.post("/v2/campaigns", headers=t.headers, json={
+        "name": "X", "agent_id": c["agent_id"], "completion": "never"})
+    assert refused.status_code == 400 and "completion" in refused.text
+    assert (await api.client.post(f"/v2/campaigns/{c['id']}/start", headers=t.headers)).status_code == 200
+    for _ in range(6):
+        await tick(api)
+    found = await get(api, t, f"/campaigns/{c['id']}")
+    assert found["stats"]["completed"] == 1
+    assert (found["status"], found["status_reason"]) == ("running", "waiting_for_contacts"), found
+    # paused, it may become when_empty again; resumed, it completes as its queue is drained
+    assert (await api.client.post(f"/v2/campaigns/{c['id']}/pause", headers=t.headers)).status_code == 200
+    changed = await api.client.patch(f"/v2/campaigns/{c['id']}", headers=t.headers, json={"completion": "when_empty"})
+    assert changed.status_code == 200 and changed.json()["data"]["completion"] == "when_empty"
+    assert (await api.client.post(f"/v2/campaigns/{c['id']}/start", headers=t.headers)).status_code == 200
+    await dial(api)
+    assert (await get(api, t, f"/campaigns/{c['id']}"))["status"] == "completed"
+
+
+async def test_a_failed_campaign_cancels_its_waiting_contacts_and_fails_their_leads(
+        make_api: ApiFactory, sql_url: str) -> None:
+    api = await make_api(sql_url, clock=ManualClock(datetime(2026, 1, 5, 3, tzinfo=UTC)))  # before the hours
+    t = await api.tenant()
+    c = await campaign(api, t, [{"phone": "+1555010000", "name": "Ada", "custom_data": {"plan": "x"}}],
+                       timezone_mode="campaign")
+    lead = await api.client.post("/v2/leads", headers=t.headers, json={
+        "phone": "+1555010001", "name": "Bo", "campaign_id": c["id"], "custom_data": {"plan": "y"}})
+    assert lead.status_code == 201, lead.text
+    await dial(api)
+    archived = await api.client.patch(f"/v2/agents/{c['agent_id']}", json={"status": "archived"}, headers=t.headers)
+    assert archived.status_code == 200, archived.text
+    await dial(api)
+    found = await get(api, t, f"/campaigns/{c['id']}")
+    assert (found["status"], found["status_reason"]) == ("failed", "agent_archived")
+    assert found["stats"]["cancelled"] == 2 and found["stats"]["pending"] == 0, found["stats"]
+    for contact in (await contacts(api, t, c["id"])).values():
+        assert (contact["status"], contact["reason"]) == ("cancelled", "campaign_failed"), contact
+    got = await get(api, t, f"/leads/{lead.json()['data']['id']}")
+    assert (got["status"], got["reason"]) == ("failed", "campaign_failed"), got

@@ -167,7 +167,7 @@ async def test_a_visitor_is_added_and_dialled_at_once_while_the_campaign_runs(cl
     face = await w.campaign()
     assert face.status_code == 200, face.text
     assert face.json()["data"] == {"name": "Call me back", "agent_name": "Riley", "status": "running",
-                                   "open_now": True, "next_open_at": "2026-01-05T12:00:00Z"}
+                                   "open_now": True, "next_open_at": None}
     assert face.headers["access-control-allow-origin"] == SHOP
     assert "Origin" in face.headers["vary"]
     assert "access-control-allow-credentials" not in face.headers
@@ -237,6 +237,56 @@ async def test_a_bad_phone_is_a_400_naming_it(clocked: Api) -> None:
     refused = await w.submit({"phone": "call me maybe"})
     assert refused.status_code == 400 and "phone" in refused.json()["error"]["details"]["validation_errors"]
     assert refused.headers["access-control-allow-origin"] == SHOP  # the page can read why
+
+
+async def test_open_now_and_next_open_at_agree_at_the_boundaries(make_api: ApiFactory, sql_url: str) -> None:
+    """next_open_at is null while calls go out, and the next opening (after now) while they do not: the two never
+    say open now and open later at once, to the microsecond at either edge of the hours."""
+    clock = ManualClock(datetime(2026, 1, 5, 7, 59, 59, 500_000, tzinfo=UTC))
+    api = await make_api(sql_url, clock=clock)
+    w = await _widget(api, calling_hours={"start": "08:00", "end": "08:01"})
+
+    async def face() -> tuple[bool, str | None]:
+        data = (await w.campaign()).json()["data"]
+        return data["open_now"], data["next_open_at"]
+
+    assert await face() == (False, "2026-01-05T08:00:00Z")
+    clock.advance(seconds=0.5)  # 08:00:00 exactly
+    assert await face() == (True, None)
+    clock.advance(seconds=59.999999)  # 08:00:59.999999
+    assert await face() == (True, None)
+    clock.advance(seconds=0.000001)  # 08:01:00: closed until tomorrow
+    assert await face() == (False, "2026-01-06T08:00:00Z")
+
+
+async def test_a_manual_campaign_keeps_taking_visitors_after_its_first_batch_drained(
+        make_api: ApiFactory, sql_url: str) -> None:
+    """A widget campaign whose completion is manual starts empty, drains its first visitor and stays running: the
+    next visitor is dialled too (a when_empty campaign would have completed and refused them)."""
+    from tests.dialer import support
+
+    api = await make_api(sql_url, clock=ManualClock(MONDAY_NOON))
+    try:
+        w = await _widget(api, start=False, completion="manual")
+        started = await api.client.post(f"/v2/campaigns/{w.campaign_id}/start", headers=w.tenant.headers)
+        assert started.status_code == 200, started.text  # empty, yet it starts
+        first = (await w.submit({"phone": PHONE, "name": "Ada"})).json()["data"]
+        assert first["status"] == "dialing" and first["call_id"], first
+        for _ in range(6):
+            await support.tick(api)
+        drained = (await api.client.get(f"/v2/campaigns/{w.campaign_id}", headers=w.tenant.headers)).json()["data"]
+        assert drained["stats"]["completed"] == 1 and drained["stats"]["pending"] == 0, drained["stats"]
+        assert drained["status"] == "running", drained
+        assert (await w.campaign()).json()["data"]["open_now"] is True
+        second = await w.submit({"phone": "+1555010005", "name": "Bo"})
+        assert second.status_code == 201, second.text
+        assert second.json()["data"]["status"] == "dialing" and second.json()["data"]["call_id"], second.text
+        for _ in range(6):
+            await support.tick(api)
+        done = (await api.client.get(f"/v2/campaigns/{w.campaign_id}", headers=w.tenant.headers)).json()["data"]
+        assert (done["status"], done["stats"]["completed"]) == ("running", 2), done
+    finally:
+        await support.close_workers()
 
 
 # ------------------------------------------------------------------------------------------- refusals

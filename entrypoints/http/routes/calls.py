@@ -11,6 +11,7 @@ from application.context import Actor
 from application.ports.calls import CallFilter, CallLogFilter
 from application.ports.platform import PageRequest
 from domain.errors import ValidationFailed
+from domain.metadata import check_metadata
 from domain.parsing import MAX_ID, parse_id
 from domain.recordings import RecordingLinkInvalid
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
@@ -39,6 +40,7 @@ DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed
                   422: "dnc_blocked: the destination is on a Do-Not-Call list", 503: DNC_UNAVAILABLE})
 async def create_call(data: JSONBody[CallCreate], actor: FromDishka[Actor],
                       use_case: FromDishka[uc.PlaceCall]) -> Envelope[CallOut]:
+    check_metadata("custom_data", data.custom_data)
     call = await use_case.execute(uc.PlaceCallCommand(
         actor, str(data.bot_id), data.destination_phone, data.contact_name, dict(data.custom_data or {})))
     return Envelope(CallOut.of(call))

@@ -45,6 +45,7 @@ MULTIPART_SLACK = 64 * 1024  # boundaries and part headers around a file of MAX_
 NOT_EDITABLE = "invalid_transition: the campaign is not draft or paused"
 REFERENCE_NOT_FOUND = ("not_found: unknown campaign, or agent_id, schedule_id or from_phone_number_id is not one "
                        "of this organization's")
+CONTACT_LIMIT = "campaign_contact_limit: the campaign would hold more than 100,000 contacts (nothing was added)"
 
 
 def _create_command(actor: Actor, data: CampaignCreate) -> uc.CreateCampaignCommand:
@@ -59,6 +60,7 @@ def _create_command(actor: Actor, data: CampaignCreate) -> uc.CreateCampaignComm
         max_concurrent_calls=data.max_concurrent_calls,
         retry=apply_patch(RetryPolicy(), set_fields(data.retry)) if data.retry is not None else RetryPolicy(),
         from_phone_number_id=data.from_phone_number_id,
+        completion=data.completion,
     )
 
 
@@ -126,7 +128,7 @@ async def delete_campaign(id: CampaignId, actor: FromDishka[Actor], use_case: Fr
           summary="Start (or resume) a draft or paused campaign", tags=TAGS, scopes=("campaigns:execute",),
           status_code=200,
           errors={404: "", 409: "invalid_transition: the campaign is not draft or paused, or its agent is not active",
-                  422: "campaign_empty: the campaign has no contacts"})
+                  422: "campaign_empty: the campaign has no contacts (and its completion is when_empty)"})
 async def start_campaign(id: CampaignId, actor: FromDishka[Actor],
                          use_case: FromDishka[uc.StartCampaign]) -> Envelope[CampaignOut]:
     return Envelope(CampaignOut.of(await use_case.execute(uc.StartCampaignCommand(actor, id))))
@@ -156,7 +158,7 @@ async def cancel_campaign(id: CampaignId, actor: FromDishka[Actor],
           errors={400: "send contact_id or phone; unresolved placeholders", 404: "",
                   409: "invalid_transition: the campaign is not running or the contact is not pending or "
                        "retry_wait; outside_calling_hours (details.next_open_at); concurrency_limit",
-                  422: "dnc_blocked"})
+                  422: f"dnc_blocked; {CONTACT_LIMIT}"})
 async def dial_contact(id: CampaignId, data: JSONBody[DialIn], actor: FromDishka[Actor],
                        use_case: FromDishka[dialer.DialContactNow]) -> Envelope[DialedOut]:
     done = await use_case.execute(dialer.DialContactNowCommand(actor, id, data.contact_id, data.phone, data.name,
@@ -171,7 +173,7 @@ async def dial_contact(id: CampaignId, data: JSONBody[DialIn], actor: FromDishka
           summary="Add up to 10,000 contacts (bad rows are reported and skipped)", tags=TAGS,
           scopes=("campaigns:write",), status_code=201, request_max_body_size=MAX_CONTACTS_BODY,
           errors={400: "no row holds a valid contact (rows in error.details.rejected)", 404: "",
-                  409: "invalid_transition: the campaign has ended"})
+                  409: "invalid_transition: the campaign has ended", 422: CONTACT_LIMIT})
 async def add_contacts(id: CampaignId, data: JSONBody[ContactsAdd], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.AddContacts]) -> Envelope[ContactsAdded]:
     drafts = tuple(ContactDraft(n, c.phone, c.name, c.timezone, c.custom_data) for n, c in enumerate(data.contacts))
@@ -208,7 +210,7 @@ async def _csv_file(request: Request[Any, Any, Any]) -> tuple[IO[bytes], Any]:
                        "contact (rows in error.details.rejected)",
                   404: "", 409: "invalid_transition: the campaign has ended",
                   413: "payload_too_large: more than 10 MB",
-                  415: "unsupported_media_type: send multipart/form-data or text/csv"})
+                  415: "unsupported_media_type: send multipart/form-data or text/csv", 422: CONTACT_LIMIT})
 async def import_contacts(id: CampaignId, request: Request, actor: FromDishka[Actor],  # type: ignore[type-arg]
                           use_case: FromDishka[uc.ImportContacts]) -> Envelope[ContactsAdded]:
     file, upload = await _csv_file(request)

@@ -27,7 +27,10 @@ Text = Annotated[str, Meta(max_length=rules.DESCRIPTION_MAX_LENGTH)]
 VoicemailMessage = Text
 TransferPhone = Annotated[str, Meta(max_length=rules.TRANSFER_PHONE_MAX_LENGTH)]
 TimeZone = Annotated[str, Meta(max_length=rules.TIMEZONE_MAX_LENGTH)]
-MetadataPatch = Annotated[dict[str, Any], Meta(description="Merged into the metadata: null removes a key")]
+MetadataPatch = Annotated[dict[str, Any], Meta(description=(
+    "Merged into the metadata: null removes a key (at most 50 keys of 40 characters, values of 500)"))]
+Metadata = Annotated[dict[str, Any], Meta(description=(
+    "Your own key-value data, stored as sent: at most 50 keys of 40 characters, values of 500"))]
 
 
 class VoiceSchema(Struct, forbid_unknown_fields=True):
@@ -75,7 +78,7 @@ class AgentCreate(Struct, forbid_unknown_fields=True):
     transfer_phone: TransferPhone | None = None
     calendar_id: Annotated[int, Meta(ge=1)] | None = None
     timezone: TimeZone = "UTC"
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    metadata: Metadata = msgspec.field(default_factory=dict)
 
 
 class AgentUpdate(Struct, forbid_unknown_fields=True):

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from domain import metadata as metadata_rules
 from domain import rfc3339
 from domain.calls import Call, CallLog
 
@@ -18,8 +19,9 @@ class CallCreate(Struct, forbid_unknown_fields=True):
         int, Meta(ge=1)]
     destination_phone: Annotated[str, Meta(min_length=1, max_length=40, description="E.164, e.g. +14155550100")]
     contact_name: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
-    custom_data: Annotated[dict[str, Any], Meta(max_length=100, description=(
-        "Each key fills the matching {{placeholder}} of the agent's prompt and first message"))] | None = None
+    custom_data: Annotated[dict[str, Any], Meta(max_length=metadata_rules.MAX_KEYS, description=(
+        "Each key fills the matching {{placeholder}} of the agent's prompt and first message (at most 50 keys of "
+        "40 characters, values of 500)"))] | None = None
 
 
 class CallOut(Struct):

@@ -14,6 +14,9 @@ Name = Annotated[str, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
 Id = Annotated[int, Meta(ge=1)]
 TimeZone = Annotated[str, Meta(max_length=rules.TIMEZONE_MAX_LENGTH, description="IANA time zone name")]
 TimezoneMode = Literal["recipient", "campaign"]
+Completion = Annotated[Literal["when_empty", "manual"], Meta(description=(
+    "when_empty: the campaign completes once every contact is final (it needs a contact to start); manual: it may "
+    "start empty and runs until paused or cancelled (a campaign fed by the widget or leads)"))]
 Status = Literal["draft", "running", "paused", "completed", "cancelled", "failed"]
 ContactStatus = Literal["pending", "dialing", "retry_wait", "completed", "failed", "skipped_dnc", "cancelled"]
 # the format is the domain's rule (CallingHours.validate), which names the field in its words
@@ -56,6 +59,7 @@ class CampaignCreate(Struct, forbid_unknown_fields=True):
     max_concurrent_calls: Concurrency = rules.DEFAULT_MAX_CONCURRENT_CALLS
     retry: RetryPatch | None = None
     from_phone_number_id: Id | None = None
+    completion: Completion = "when_empty"
 
 
 class CampaignUpdate(Struct, forbid_unknown_fields=True):
@@ -68,6 +72,7 @@ class CampaignUpdate(Struct, forbid_unknown_fields=True):
     max_concurrent_calls: Concurrency | UnsetType = UNSET
     retry: RetryPatch | UnsetType = UNSET
     from_phone_number_id: Id | UnsetType | None = UNSET
+    completion: Completion | UnsetType = UNSET
 
 
 class RetryRuleOut(Struct):
@@ -108,6 +113,7 @@ class CampaignOut(Struct):
     max_concurrent_calls: int
     retry: RetryOut
     from_phone_number_id: int | None
+    completion: Literal["when_empty", "manual"]
     status: Status
     status_reason: str | None
     created_at: datetime
@@ -128,6 +134,7 @@ class CampaignOut(Struct):
             timezone_mode=c.timezone_mode,  # type: ignore[arg-type]
             calling_hours=CallingHoursSchema(c.calling_hours.start, c.calling_hours.end),
             max_concurrent_calls=c.max_concurrent_calls, retry=retry, from_phone_number_id=c.from_phone_number_id,
+            completion=c.completion,  # type: ignore[arg-type]
             status=c.status,  # type: ignore[arg-type]
             status_reason=c.status_reason, created_at=c.created_at,  # type: ignore[arg-type]
             updated_at=c.updated_at,  # type: ignore[arg-type]
