@@ -154,7 +154,7 @@ async def test_a_trigger_that_runs_more_than_100_times_a_minute_is_disabled_unti
     [last] = await runs(api, t, trigger_id, limit=1)
     assert (last["status"], last["matched"], last["actions"]) == ("skipped", False, [])
     assert "more than 100 times" in last["reason"]
-    [(kind, failed)] = await outbox(api, t.organization_id, "trigger.")
+    [(_kind, failed)] = await outbox(api, t.organization_id, "trigger.")
     assert failed == {"trigger_id": trigger_id, "trigger_name": "Busy", "run_id": last["id"],
                       "event": "appointment.booked", "event_id": last["event_id"], "reason": "run_rate",
                       "failed_action": None, "error": last["reason"], "attempts": 0}
@@ -191,7 +191,7 @@ async def test_any_exception_in_an_action_fails_it_at_once_with_trigger_failed(
     assert run["status"] == "failed" and run["finished_at"] is not None
     assert (run["actions"][0]["status"], run["actions"][0]["attempts"]) == ("failed", 1)
     assert "RuntimeError: the mail library raised" in run["actions"][0]["error"]
-    [(kind, failed)] = await outbox(api, t.organization_id, "trigger.")
+    [(_kind, failed)] = await outbox(api, t.organization_id, "trigger.")
     assert (failed["reason"], failed["failed_action"], failed["run_id"]) == ("action_failed", "email", run["id"])
 
 
