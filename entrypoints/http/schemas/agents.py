@@ -19,9 +19,9 @@ Prompt = Annotated[str, Meta(max_length=rules.PROMPT_MAX_LENGTH,
                              description="System prompt; {{placeholders}} are filled at dial time")]
 Duration = Annotated[int, within(rules.MAX_CALL_DURATION_RANGE)]
 Temperature = Annotated[float, within(rules.TEMPERATURE_RANGE)]
-VoiceProvider = Annotated[str, Meta(min_length=1, max_length=50)]
-VoiceId = Annotated[str, Meta(min_length=1, max_length=100)]
-Model = Annotated[str, Meta(min_length=1, max_length=100)]
+VoiceProvider = Annotated[OneLine, Meta(min_length=1, max_length=50)]
+VoiceId = Annotated[OneLine, Meta(min_length=1, max_length=100)]
+Model = Annotated[OneLine, Meta(min_length=1, max_length=100)]
 VoicemailAction = Literal["hangup", "leave_message"]
 Text = Annotated[str, Meta(max_length=rules.DESCRIPTION_MAX_LENGTH)]
 VoicemailMessage = Text
