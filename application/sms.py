@@ -80,7 +80,8 @@ class SendSms:
             id=None, organization_id=org, direction="outbound",
             from_phone=sender.phone_number if sender else SIMULATOR_CALLER_ID, to_phone=to, body=body,
             status="queued", encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
-            from_phone_number_id=sender.id if sender else None, status_events=(StatusEvent("queued", now),)))
+            from_phone_number_id=sender.id if sender else None, status_events=(StatusEvent("queued", now),),
+            cause_depth=self.uow.caused_depth()))  # a trigger's action: its receipts' events, later, keep the depth
         # the one quota gate, then the ledger, in this transaction: refused → nothing stored, nothing sent
         await self.quota.admit(org, SMS_SEGMENTS, f"sms:{message.id}", seg.segments, now)
         await self.usage.record(org, SMS_SEGMENTS, seg.segments, now, f"sms:{message.id}")
@@ -145,10 +146,13 @@ class ListSms:
 
 
 def _apply(uow: UnitOfWork, message: SmsMessage, receipts: list[CarrierReceipt]) -> SmsMessage:
+    """The receipts applied; each one that moves the status records its event, as deep as the trigger action that
+    sent the message (the loop guard's depth: a trigger on sms.sent that texts stops at the guard)."""
     for receipt in receipts:
         message, moved = message.receive(receipt.status, receipt.at, receipt.error_code)
         if moved:
-            uow.record(RECEIPT_EVENTS[receipt.status](message.organization_id, message.view()))
+            event = RECEIPT_EVENTS[receipt.status](message.organization_id, message.view())
+            uow.record(replace(event, depth=message.cause_depth) if message.cause_depth else event)
     return message
 
 

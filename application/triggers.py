@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -21,6 +22,8 @@ from application.campaigns import AddContact, AddContactCommand
 from application.context import Actor
 from application.outbox import TRIGGERS
 from application.phones import e164
+from application.ports.agents import AgentRepository
+from application.ports.campaigns import CampaignRepository
 from application.ports.events import OutboxReader
 from application.ports.jobs import JobQueue, NewJob
 from application.ports.phones import PhoneNormalizer
@@ -35,7 +38,6 @@ from domain.campaigns import ContactDraft
 from domain.errors import BlockedAddress, DomainError, NotFound, ValidationFailed
 from domain.events import EventType
 from domain.patching import MergePatch
-from domain.rfc3339 import format_utc_millis
 from domain.triggers import Action, ActionResult, Trigger, TriggerRun
 
 log = logging.getLogger("parley.triggers")
@@ -45,6 +47,8 @@ ACTION_JOB = "triggers.action"
 EXTERNAL_ACTIONS = frozenset({"webhook", "email", "chat_message"})
 """Actions that leave Parley (sent outside any transaction); the others act through Parley's own use cases."""
 ERROR_MAX = 500
+ACTION_FAILED = "action_failed"
+"""``trigger.failed``'s reason when an action failed for good (the other: ``run_rate``, the breaker)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,25 @@ def _validated(name: Any, event: Any, conditions: Any, actions: Any, phones: Pho
             _check_targets(rules.check_actions(actions, kind), phones, policy))
 
 
+class ActionReferences:
+    """The agents and campaigns actions name, checked when a trigger is saved: one of another organization, or
+    one that does not exist, is 404 naming the member (``actions[0].config.agent_id``)."""
+
+    def __init__(self, agents: AgentRepository, campaigns: CampaignRepository) -> None:
+        self.agents, self.campaigns = agents, campaigns
+
+    async def check(self, organization_id: int, actions: tuple[Action, ...]) -> None:
+        for i, action in enumerate(actions):
+            if action.type == "call":
+                agent_id = int(action.config["agent_id"])
+                if await self.agents.get(organization_id, agent_id) is None:
+                    raise NotFound("agent", agent_id, field=f"actions[{i}].config.agent_id")
+            elif action.type == "campaign_contact":
+                campaign_id = int(action.config["campaign_id"])
+                if await self.campaigns.get(organization_id, campaign_id) is None:
+                    raise NotFound("campaign", campaign_id, field=f"actions[{i}].config.campaign_id")
+
+
 async def _load(triggers: TriggerRepository, actor: Actor, trigger_id: int) -> Trigger:
     found = await triggers.get(actor.organization_id, trigger_id)
     if found is None:
@@ -106,13 +129,14 @@ class TriggerWithSecret:
 
 class CreateTrigger:
     def __init__(self, triggers: TriggerRepository, box: SecretBox, random: Random, clock: Clock,
-                 phones: PhoneNormalizer, policy: TriggerPolicy) -> None:
+                 phones: PhoneNormalizer, policy: TriggerPolicy, references: ActionReferences) -> None:
         self.triggers, self.box, self.random = triggers, box, random
-        self.clock, self.phones, self.policy = clock, phones, policy
+        self.clock, self.phones, self.policy, self.references = clock, phones, policy, references
 
     async def execute(self, command: CreateTriggerCommand) -> TriggerWithSecret:
         name, event, conditions, actions = _validated(command.name, command.event, command.conditions,
                                                       command.actions, self.phones, self.policy)
+        await self.references.check(command.actor.organization_id, actions)
         secret = self.random.hex(wh.SECRET_BYTES)
         now = self.clock.now()
         trigger = await self.triggers.add(Trigger(
@@ -158,11 +182,13 @@ class UpdateTriggerCommand:
 
 
 class UpdateTrigger:
-    """PATCH: the trigger as changed is checked as a whole (conditions and templates against its event)."""
+    """PATCH: the trigger as changed is checked as a whole (conditions and templates against its event; the agents
+    and campaigns of new actions). Enabling it again clears the reason Parley disabled it for."""
 
     def __init__(self, triggers: TriggerRepository, clock: Clock, phones: PhoneNormalizer,
-                 policy: TriggerPolicy) -> None:
+                 policy: TriggerPolicy, references: ActionReferences) -> None:
         self.triggers, self.clock, self.phones, self.policy = triggers, clock, phones, policy
+        self.references = references
 
     async def execute(self, command: UpdateTriggerCommand) -> Trigger:
         current = await _load(self.triggers, command.actor, command.trigger_id)
@@ -171,11 +197,15 @@ class UpdateTrigger:
         actions = patch["actions"] if "actions" in patch else [a.view() for a in current.actions]
         name, event, tree, checked = _validated(patch.get("name", current.name), patch.get("event", current.event),
                                                 conditions, actions, self.phones, self.policy)
+        if "actions" in patch:
+            await self.references.check(current.organization_id, checked)
         enabled = patch.get("enabled", current.enabled)
         if not isinstance(enabled, bool):
             raise ValidationFailed.field("enabled", "true or false")
+        reason = None if "enabled" in patch else current.disabled_reason
         return await self.triggers.update(replace(current, name=name, event=event.value, conditions=tree,
-                                                  actions=checked, enabled=enabled, updated_at=self.clock.now()))
+                                                  actions=checked, enabled=enabled, disabled_reason=reason,
+                                                  updated_at=self.clock.now()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +282,12 @@ class EvaluateTriggers:
     """The outbox's ``triggers`` consumer: every event after its cursor is evaluated against the enabled triggers
     of its organization on that event (looked up by (organization, event) and their conditions compiled, once per
     pass); each gets a run, and each action of a matched run a job. The runs (one statement), the jobs (one
-    statement) and the cursor commit together."""
+    statement) and the cursor commit together.
+
+    The run-rate breaker: a trigger whose matched runs would number more than ``MAX_RUNS_PER_WINDOW`` within one
+    ``RUN_RATE_WINDOW`` (by the times of their events, counted since it was last changed) is disabled with
+    ``disabled_reason`` ``run_rate``; its run over the limit, and the rest of the pass's, are skipped, and
+    ``trigger.failed`` says so."""
 
     def __init__(self, uow: UnitOfWork, outbox: OutboxReader, triggers: TriggerRepository, jobs: JobQueue,
                  clock: Clock) -> None:
@@ -272,9 +307,12 @@ class EvaluateTriggers:
                 rules_by[key] = [(t, rules.matcher(t.conditions)) for t in await self.triggers.for_event(*key)]
             if rules_by[key]:
                 data = event.data if isinstance(event.data, dict) else {}
-                runs.extend(rules.decide(t, event.type, event.id, data, event.depth, now, match)
+                runs.extend(rules.decide(t, event.type, event.id, data, event.depth, now, match, event.created_at)
                             for t, match in rules_by[key])
+        breaker = _RunRateBreaker(self.triggers, {t.id: t for found in rules_by.values() for t, _ in found})
+        runs = [await breaker.check(run, now) for run in runs]
         stored = await self.triggers.add_runs(runs) if runs else []
+        breaker.trip(self.uow, stored)
         jobs = [NewJob(ACTION_JOB, now, f"{run.id}:{index}", {
             "organization_id": run.organization_id, "run_id": run.id, "index": index})
             for run in stored for index in range(len(run.actions))]
@@ -283,6 +321,58 @@ class EvaluateTriggers:
             self.uow.created_work()
         await self.outbox.advance(TRIGGERS, events[-1].id, now)
         return len(events)
+
+
+class _RunRateBreaker:
+    """One pass's run-rate checks (EvaluateTriggers). Per trigger: the event times of the pass's matched runs still
+    inside the window, and the count of its matched runs stored before the pass (read once, read again only when
+    the limit seems passed, as the window has moved since)."""
+
+    def __init__(self, triggers: TriggerRepository, by_id: Mapping[int | None, Trigger]) -> None:
+        self.triggers, self.by_id = triggers, by_id
+        self.recent: dict[int, deque[datetime]] = {}
+        self.stored: dict[int, int] = {}
+        self.tripped: dict[int, int | None] = {}
+        """Trigger id -> the event of its first run over the limit (the run trigger.failed names)."""
+
+    async def check(self, run: TriggerRun, now: datetime) -> TriggerRun:
+        """``run`` as it stays, or skipped when its trigger is over the limit (the trigger is then disabled)."""
+        if not run.matched:
+            return run
+        if run.trigger_id in self.tripped:
+            return rules.braked(run, now)
+        trigger = self.by_id[run.trigger_id]
+        at = run.event_at or now
+        since = max(at - rules.RUN_RATE_WINDOW, trigger.updated_at)  # re-enabling starts a new count
+        recent = self.recent.setdefault(run.trigger_id, deque())
+        while recent and recent[0] < since:
+            recent.popleft()
+        count = len(recent) + 1 + await self._stored(run, since, again=False)
+        if count > rules.MAX_RUNS_PER_WINDOW and self.stored[run.trigger_id]:
+            count = len(recent) + 1 + await self._stored(run, since, again=True)
+        if count <= rules.MAX_RUNS_PER_WINDOW:
+            recent.append(at)
+            return run
+        self.tripped[run.trigger_id] = run.event_id
+        await self.triggers.disable(run.organization_id, run.trigger_id, rules.RUN_RATE, now)
+        return rules.braked(run, now)
+
+    async def _stored(self, run: TriggerRun, since: datetime, *, again: bool) -> int:
+        if again or run.trigger_id not in self.stored:
+            self.stored[run.trigger_id] = await self.triggers.count_matched_runs(
+                run.organization_id, run.trigger_id, since)
+        return self.stored[run.trigger_id]
+
+    def trip(self, uow: UnitOfWork, stored: list[TriggerRun]) -> None:
+        """``trigger.failed`` for each trigger disabled in this pass, naming its first skipped run."""
+        for run in stored:
+            if self.tripped.get(run.trigger_id, -1) != run.event_id:
+                continue
+            uow.record(replace(EventType.TRIGGER_FAILED(run.organization_id, {
+                "trigger_id": run.trigger_id, "trigger_name": self.by_id[run.trigger_id].name, "run_id": run.id,
+                "event": run.event, "event_id": run.event_id, "reason": rules.RUN_RATE, "failed_action": None,
+                "error": run.reason, "attempts": 0}), depth=run.depth + 1))
+            log.warning("trigger %s disabled: %s", run.trigger_id, run.reason)
 
 
 # -- actions -----------------------------------------------------------------------------------
@@ -344,12 +434,15 @@ class PrepareTriggerAction:
 
 
 def webhook_body(work: ActionWork) -> bytes:
-    return json.dumps({
-        "id": f"trg_{work.run.id}_{work.ref.index}", "type": work.run.event, "trigger_id": work.trigger.id,
-        "trigger_name": work.trigger.name, "run_id": work.run.id, "event_id": work.run.event_id,
-        "created_at": format_utc_millis(work.run.created_at) if work.run.created_at else None,
-        "data": work.run.data,
-    }, separators=(",", ":"), default=str).encode()
+    """The subscriptions' envelope ``{event, timestamp, data}`` (``timestamp``: when the event happened), with the
+    trigger's members added: ``trigger_id``, ``trigger_name``, ``trigger_run_id``, ``event_id``."""
+    run = work.run
+    occurred = run.event_at or run.created_at  # runs stored before event_at was kept: when the run was made
+    if occurred is None:
+        raise ValueError("a stored run has its time")
+    return wh.delivery_body(run.event, occurred, run.data, {
+        "trigger_id": work.trigger.id, "trigger_name": work.trigger.name, "trigger_run_id": run.id,
+        "event_id": run.event_id})
 
 
 class SendTriggerAction:
@@ -386,6 +479,9 @@ class SendTriggerAction:
             return ActionOutcome(False, f"invalid URL: {exc.message}", final=True)
         except DomainError as exc:
             return ActionOutcome(False, exc.message[:ERROR_MAX])
+        except Exception as exc:  # anything else fails the action for good (a retry would raise it again)
+            log.exception("trigger %s run %s: the %s action raised", work.trigger.id, work.run.id, work.action.type)
+            return ActionOutcome(False, f"internal error: {type(exc).__name__}: {exc}"[:ERROR_MAX], final=True)
         if result.delivered:
             return ActionOutcome(True)
         error = result.error or f"the receiver answered HTTP {result.status}"
@@ -426,8 +522,8 @@ class RecordTriggerAction:
             self.uow.caused_at_depth(run.depth + 1)
             self.uow.record(EventType.TRIGGER_FAILED(run.organization_id, {
                 "trigger_id": run.trigger_id, "trigger_name": work.trigger.name, "run_id": run.id,
-                "event": run.event, "event_id": run.event_id, "failed_action": result.type, "error": result.error,
-                "attempts": result.attempts}))
+                "event": run.event, "event_id": run.event_id, "reason": ACTION_FAILED, "failed_action": result.type,
+                "error": result.error, "attempts": result.attempts}))
             log.warning("trigger %s run %s failed: %s action: %s", run.trigger_id, run.id, result.type, result.error)
         return now + delay if delay else None
 

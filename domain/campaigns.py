@@ -30,6 +30,7 @@ from typing import Any
 from domain.errors import InvalidTransition, Unprocessable, ValidationFailed
 from domain.metadata import KEY_MAX_LENGTH, MAX_KEYS, VALUE_MAX_LENGTH, metadata_problem
 from domain.state_machine import TransitionTable
+from domain.text import ONE_LINE_WORDS, is_one_line
 
 # ---------------------------------------------------------------------------------------------- campaigns
 
@@ -364,10 +365,11 @@ class RowRejection:
 
 
 def check_row(draft: ContactDraft) -> RowRejection | None:
-    """The first rule a row breaks (besides its phone, which the normaliser judges), or None."""
+    """The first rule a row breaks (besides its phone, which the normaliser judges), or None. Its phone, name and
+    time zone are one line each (``domain.text``: a CSV cell may hold a quoted line break)."""
     for name, value in (("phone", draft.phone), ("name", draft.name), ("timezone", draft.timezone)):
-        if isinstance(value, str) and "\x00" in value:
-            return RowRejection(draft.row, name, "must not contain NUL characters")
+        if isinstance(value, str) and not is_one_line(value):
+            return RowRejection(draft.row, name, ONE_LINE_WORDS)
     if draft.name is not None and len(draft.name) > CONTACT_NAME_MAX_LENGTH:
         return RowRejection(draft.row, "name", f"must be at most {CONTACT_NAME_MAX_LENGTH} characters")
     problem = metadata_problem("custom_data", draft.custom_data)

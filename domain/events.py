@@ -222,10 +222,13 @@ class EventType(StrEnum):
                         "used": 80.5, "included": 100, "plan": "starter", "hard_stop": True}, "metric")
     TRIGGER_FAILED = ("trigger.failed",
                       "A trigger's run failed: one of its actions failed for the last time (after its retries, or "
-                      "at once when it can never succeed, e.g. a number on a Do-Not-Call list).",
+                      "at once when it can never succeed, e.g. a number on a Do-Not-Call list): reason "
+                      "action_failed; or the trigger ran more than 100 times in a minute and was disabled: reason "
+                      "run_rate (failed_action null).",
                       {"trigger_id": 7, "trigger_name": "Slack on bookings", "run_id": 1201,
-                       "event": "appointment.booked", "event_id": 9001, "failed_action": "chat_message",
-                       "error": "the receiver answered HTTP 500", "attempts": 5}, "trigger_id")
+                       "event": "appointment.booked", "event_id": 9001, "reason": "action_failed",
+                       "failed_action": "chat_message", "error": "the receiver answered HTTP 500", "attempts": 5},
+                      "trigger_id")
     WEBHOOK_TEST = ("webhook.test", "A sample event sent by POST /webhooks/{id}/test.",
                     {"subscription_id": 3, "subscription_name": "CRM",
                      "message": "This is a test event from Parley. No action is needed.",

@@ -21,6 +21,7 @@ from typing import Any
 from domain.errors import Unprocessable, ValidationFailed
 from domain.rfc3339 import format_utc_or_none
 from domain.state_machine import TransitionTable
+from domain.text import check_one_line
 
 STATUSES = ("queued", "called", "blocked_dnc", "failed")
 FINAL_STATUSES = frozenset({"called", "blocked_dnc", "failed"})
@@ -83,12 +84,10 @@ def check_email(email: str | None) -> str | None:
 
 
 def check_text(value: str | None, name: str, limit: int) -> str | None:
-    """Optional text stripped (None when blank), at most ``limit`` characters, without NUL characters."""
+    """Optional one-line text (``domain.text``) stripped (None when blank), at most ``limit`` characters."""
     if value is None or not value.strip():
         return None
-    value = value.strip()
-    if "\x00" in value:
-        raise ValidationFailed.field(name, "must not contain NUL characters")
+    value = check_one_line(value.strip(), name)
     if len(value) > limit:
         raise ValidationFailed.field(name, f"must be at most {limit} characters")
     return value

@@ -168,6 +168,9 @@ class SmsMessage:
     """The carrier adapter's own state (the simulator's pending receipts)."""
     next_check_at: datetime | None = None
     """When the carrier adapter has news for this message (None: nothing pending)."""
+    cause_depth: int = 0
+    """How deep in a chain of trigger actions the message was sent (0: not by a trigger): the events of its
+    receipts, recorded later, are at least this deep (``DomainEvent.depth``, the triggers' loop guard)."""
 
     @property
     def is_final(self) -> bool:

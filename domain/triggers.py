@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from domain.errors import ValidationFailed
 from domain.events import CATALOGUE, EventType, FieldType
+from domain.text import ONE_LINE_WORDS, fold_line, is_one_line
 
 MAX_DEPTH = 3
 """Condition groups nest at most this deep (the top group is depth 1)."""
@@ -33,6 +34,11 @@ MAX_ATTEMPTS = 5
 MAX_CHAIN_DEPTH = 3
 """An event caused by trigger actions this many levels deep (or more) is not evaluated (the loop guard)."""
 NAME_MAX_LENGTH = 200
+MAX_RUNS_PER_WINDOW = 100
+RUN_RATE_WINDOW = timedelta(minutes=1)
+"""The run-rate breaker: a trigger whose matched runs within one window (by the time of their events) would number
+more than MAX_RUNS_PER_WINDOW is disabled (``disabled_reason`` RUN_RATE) and the run over the limit skipped."""
+RUN_RATE = "run_rate"
 
 OPS = ("eq", "neq", "gt", "gte", "lt", "lte", "in", "contains", "exists")
 _ORDERING = frozenset({"gt", "gte", "lt", "lte"})
@@ -496,8 +502,8 @@ def check_action(raw: Any, event: EventType, where: str) -> Action:
                 raise _fail(f"{at}.to[{i}]", "not an email address")
         out["to"] = [a.strip() for a in to]
         out["subject"] = check_template(config["subject"], event, f"{at}.subject", SUBJECT_MAX)
-        if "\n" in out["subject"] or "\r" in out["subject"]:
-            raise _fail(f"{at}.subject", "one line")
+        if not is_one_line(out["subject"]):
+            raise _fail(f"{at}.subject", ONE_LINE_WORDS)
         out["body"] = check_template(config["body"], event, f"{at}.body", BODY_MAX)
     elif kind == "sms":
         out["to"] = check_template(config["to"], event, f"{at}.to", PHONE_MAX)
@@ -515,6 +521,8 @@ def check_action(raw: Any, event: EventType, where: str) -> Action:
         out["phone"] = check_template(config["phone"], event, f"{at}.phone", PHONE_MAX)
         if config.get("name") is not None:
             out["name"] = check_template(config["name"], event, f"{at}.name", NAME_MAX)
+            if not is_one_line(out["name"]):
+                raise _fail(f"{at}.name", ONE_LINE_WORDS)
     return Action(kind, out)
 
 
@@ -540,17 +548,25 @@ def check_event(name: Any, where: str = "event") -> EventType:
 def check_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip() or len(name) > NAME_MAX_LENGTH:
         raise _fail("name", f"1 to {NAME_MAX_LENGTH} characters")
+    if not is_one_line(name):
+        raise _fail("name", ONE_LINE_WORDS)
     return name.strip()
 
 
+ONE_LINE_MEMBERS = frozenset({"subject", "phone", "name", "to"})
+"""Config members that are one line (a mail subject, a number, a name): what fills them is folded to one line."""
+
+
 def rendered(action: Action, data: Any) -> dict[str, Any]:
-    """The action's config with every text filled from ``data``."""
+    """The action's config with every text filled from ``data``; a one-line member's control characters (CR, LF,
+    tab...) become spaces, so event data never adds a line (a mail header) to what is sent."""
     config = dict(action.config)
-    for key in ("text", "subject", "body", "phone", "name"):
+    keys = ("text", "subject", "body", "phone", "name", "to") if action.type == "sms" else (
+        "text", "subject", "body", "phone", "name")
+    for key in keys:
         if isinstance(config.get(key), str):
-            config[key] = render(config[key], data)
-    if action.type == "sms":
-        config["to"] = render(config["to"], data)
+            filled = render(config[key], data)
+            config[key] = fold_line(filled) if key in ONE_LINE_MEMBERS else filled
     if action.type == "call":
         config["custom_data"] = {k: render(v, data) for k, v in (config.get("custom_data") or {}).items()}
     return config
@@ -579,6 +595,8 @@ class Trigger:
     sealed_secret: str
     created_at: datetime
     updated_at: datetime
+    disabled_reason: str | None = None
+    """Why Parley disabled it (``run_rate``: the run-rate breaker); None when enabled or disabled by its owner."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -615,23 +633,33 @@ class TriggerRun:
     reason: str | None = None
     created_at: datetime | None = None
     finished_at: datetime | None = None
+    event_at: datetime | None = None
+    """When the event happened (the outbox's time of it; None for runs stored before it was kept)."""
+
+
+def braked(run: TriggerRun, now: datetime) -> TriggerRun:
+    """A matched run over the run-rate limit: skipped, nothing done."""
+    return replace(run, matched=False, status="skipped", actions=(), data={}, finished_at=now, reason=(
+        f"the trigger ran more than {MAX_RUNS_PER_WINDOW} times in "
+        f"{int(RUN_RATE_WINDOW.total_seconds())} seconds and was disabled ({RUN_RATE})"))
 
 
 def decide(trigger: Trigger, event: str, event_id: int | None, data: Mapping[str, Any], depth: int,
-           now: datetime, match: Matcher | None = None) -> TriggerRun:
+           now: datetime, match: Matcher | None = None, event_at: datetime | None = None) -> TriggerRun:
     """The run of ``trigger`` for one event: skipped past the loop guard, else matched (its actions pending)
     or not, with the condition trace. ``match``: the trigger's conditions compiled once (``matcher``) when many
-    events are decided."""
+    events are decided. ``event_at``: when the event happened (else ``now``)."""
+    at = event_at or now
     if depth >= MAX_CHAIN_DEPTH:
         return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False, "skipped",
                           (), (), {}, f"the event was caused by trigger actions {depth} levels deep "
-                          f"(at most {MAX_CHAIN_DEPTH - 1} are followed)", now, now)
+                          f"(at most {MAX_CHAIN_DEPTH - 1} are followed)", now, now, at)
     matched, trace = (match or matcher(trigger.conditions))(data)
     if not matched:
         return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False,
-                          "not_matched", trace, (), {}, None, now, now)
+                          "not_matched", trace, (), {}, None, now, now, at)
     return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, True, "running",
-                      trace, tuple(ActionResult(a.type) for a in trigger.actions), dict(data), None, now, None)
+                      trace, tuple(ActionResult(a.type) for a in trigger.actions), dict(data), None, now, None, at)
 
 
 def settle(run: TriggerRun, now: datetime) -> TriggerRun:

@@ -215,9 +215,11 @@ class DeliveryAttempt:
     next_retry_at: datetime | None = None
 
 
-def delivery_body(event_type: str, occurred_at: datetime, data: Mapping[str, Any]) -> bytes:
-    """The JSON body of a delivery: ``{"event", "timestamp", "data"}`` (compact, UTF-8)."""
-    document = {"event": event_type, "timestamp": format_utc_millis(occurred_at), "data": data}
+def delivery_body(event_type: str, occurred_at: datetime, data: Mapping[str, Any],
+                  extra: Mapping[str, Any] | None = None) -> bytes:
+    """The JSON body of a delivery: ``{"event", "timestamp", "data"}`` (compact, UTF-8), then the ``extra``
+    members of its sender (a trigger's webhook action adds its own: the same envelope, one parser)."""
+    document = {"event": event_type, "timestamp": format_utc_millis(occurred_at), "data": data, **(extra or {})}
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 

@@ -32,14 +32,14 @@ class SmtpEmailSender:
                 "password": unquote(parts.password) if parts.password else None}
 
     async def send(self, message: EmailMessage) -> None:
-        mime = MimeMessage()
-        mime["From"] = self.sender
-        mime["To"] = ", ".join(message.to)
-        mime["Subject"] = message.subject
-        mime["Date"] = formatdate(usegmt=True)
-        mime["Message-ID"] = make_msgid(domain="parley")
-        mime.set_content(message.body)
         try:
+            mime = MimeMessage()
+            mime["From"] = self.sender
+            mime["To"] = ", ".join(message.to)
+            mime["Subject"] = message.subject  # a line break here is a ValueError: refused, never a new header
+            mime["Date"] = formatdate(usegmt=True)
+            mime["Message-ID"] = make_msgid(domain="parley")
+            mime.set_content(message.body)
             await aiosmtplib.send(mime, timeout=self.timeout, **self._server())  # type: ignore[arg-type]
         except EmailFailed:
             raise

@@ -54,6 +54,17 @@ class InMemoryTriggerRepository:
                        if t.organization_id == organization_id and t.event == event and t.enabled),
                       key=lambda t: t.id or 0)
 
+    async def disable(self, organization_id: int, trigger_id: int, reason: str, at: datetime) -> None:
+        current = await self.get(organization_id, trigger_id)
+        if current is not None:
+            (await self.uow.tables())["triggers"][trigger_id] = replace(current, enabled=False, disabled_reason=reason,
+                                                                        updated_at=at)
+
+    async def count_matched_runs(self, organization_id: int, trigger_id: int, since: datetime) -> int:
+        return sum(1 for r in (await self.uow.tables())["trigger_runs"].values()
+                   if r.organization_id == organization_id and r.trigger_id == trigger_id and r.matched
+                   and r.event_at is not None and r.event_at >= since)
+
     async def add_runs(self, runs: Sequence[TriggerRun]) -> list[TriggerRun]:
         tables = await self.uow.tables()
         stored = []

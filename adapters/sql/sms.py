@@ -36,7 +36,7 @@ def _row_to_message(row: Any) -> SmsMessage:
         created_at=row.created_at, updated_at=row.updated_at, from_phone_number_id=row.from_phone_number_id,
         error_code=row.error_code, sent_at=row.sent_at, delivered_at=row.delivered_at,
         status_events=_events_in(row.status_events), carrier_id=row.carrier_id,
-        carrier_state=dict(row.carrier_state or {}), next_check_at=row.next_check_at,
+        carrier_state=dict(row.carrier_state or {}), next_check_at=row.next_check_at, cause_depth=row.cause_depth,
     )
 
 
@@ -60,6 +60,7 @@ class SqlSmsRepository:
             "from_phone": message.from_phone, "to_phone": message.to_phone,
             "from_phone_number_id": message.from_phone_number_id, "body": message.body,
             "encoding": message.encoding, "segments": message.segments, "created_at": message.created_at,
+            "cause_depth": message.cause_depth,
             **_changing(message),
         })).one()
         return _row_to_message(row)

@@ -31,6 +31,8 @@ sms_messages = sa.Table(
     sa.Column("updated_at", UtcDateTime, nullable=False),
     sa.Column("sent_at", UtcDateTime, nullable=True),
     sa.Column("delivered_at", UtcDateTime, nullable=True),
+    # the depth of the trigger action that sent it (migration 0250): its receipts' events, later, keep it
+    sa.Column("cause_depth", sa.SmallInteger, nullable=False, server_default=sa.text("0")),
     sa.CheckConstraint(f"status in {SMS_STATUSES}", name="status"),
     sa.CheckConstraint("direction in ('outbound','inbound')", name="direction"),
     sa.UniqueConstraint("carrier_id"),

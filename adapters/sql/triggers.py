@@ -44,21 +44,21 @@ def actions_from_json(raw: Sequence[dict[str, Any]]) -> tuple[ActionResult, ...]
 def _row_to_trigger(row: Any) -> Trigger:
     return Trigger(row.id, row.organization_id, row.name, row.event, rules.conditions_from_view(row.conditions),
                    tuple(Action(a["type"], a["config"]) for a in row.actions), bool(row.enabled), row.sealed_secret,
-                   row.created_at, row.updated_at)
+                   row.created_at, row.updated_at, row.disabled_reason)
 
 
 def _row_to_run(row: Any) -> TriggerRun:
     return TriggerRun(row.id, row.organization_id, row.trigger_id, row.event, row.event_id, row.depth,
                       bool(row.matched), row.status, rules.trace_from_view(row.condition_trace),
                       actions_from_json(row.actions), dict(row.data or {}), row.reason, row.created_at,
-                      row.finished_at)
+                      row.finished_at, row.event_at)
 
 
 def _trigger_values(t: Trigger) -> dict[str, Any]:
     return {"organization_id": t.organization_id, "name": t.name, "event": t.event,
             "conditions": rules.conditions_view(t.conditions), "actions": [a.view() for a in t.actions],
             "enabled": t.enabled, "sealed_secret": t.sealed_secret, "created_at": t.created_at,
-            "updated_at": t.updated_at}
+            "updated_at": t.updated_at, "disabled_reason": t.disabled_reason}
 
 
 def _other(value: Any) -> Any:
@@ -85,14 +85,15 @@ def _plain(value: Any) -> Any:
 
 
 _RUN_COLUMNS = ("organization_id", "trigger_id", "event", "event_id", "depth", "matched", "status",
-                "condition_trace", "actions", "data", "reason", "created_at", "finished_at")
+                "condition_trace", "actions", "data", "reason", "created_at", "finished_at", "event_at")
 _JSON_COLUMNS = frozenset({"condition_trace", "actions", "data"})
 _STORED = (trigger_runs.c.id, trigger_runs.c.trigger_id, trigger_runs.c.event_id)
 
 
 def _aware(runs: Sequence[TriggerRun]) -> Sequence[TriggerRun]:
     for r in runs:
-        if r.created_at is None or r.created_at.tzinfo is None or (r.finished_at and r.finished_at.tzinfo is None):
+        if r.created_at is None or r.created_at.tzinfo is None or (r.finished_at and r.finished_at.tzinfo is None) or (
+                r.event_at and r.event_at.tzinfo is None):
             raise ValueError("a run's times must be aware datetimes")
     return runs
 
@@ -108,7 +109,7 @@ WITH stored AS (
   FROM jsonb_to_recordset(CAST(:runs AS jsonb)) AS r(
     organization_id bigint, trigger_id bigint, event text, event_id bigint, depth smallint, matched boolean,
     status text, condition_trace jsonb, actions jsonb, data jsonb, reason text, created_at timestamptz,
-    finished_at timestamptz)
+    finished_at timestamptz, event_at timestamptz)
   ON CONFLICT (trigger_id, event_id) DO NOTHING
   RETURNING id, trigger_id, event_id)
 SELECT array_agg(id), array_agg(trigger_id), array_agg(event_id) FROM stored
@@ -124,12 +125,12 @@ def _sqlite_row(r: TriggerRun) -> dict[str, Any]:
     return {"organization_id": r.organization_id, "trigger_id": r.trigger_id, "event": r.event,
             "event_id": r.event_id, "depth": r.depth, "matched": r.matched, "status": r.status,
             "condition_trace": to_json(r.condition_trace), "actions": to_json(r.actions), "data": to_json(r.data),
-            "reason": r.reason, "created_at": r.created_at, "finished_at": r.finished_at}
+            "reason": r.reason, "created_at": r.created_at, "finished_at": r.finished_at, "event_at": r.event_at}
 
 
 def _with_id(r: TriggerRun, run_id: int) -> TriggerRun:
     return TriggerRun(run_id, r.organization_id, r.trigger_id, r.event, r.event_id, r.depth, r.matched, r.status,
-                      r.condition_trace, r.actions, r.data, r.reason, r.created_at, r.finished_at)
+                      r.condition_trace, r.actions, r.data, r.reason, r.created_at, r.finished_at, r.event_at)
 
 
 class SqlTriggerRepository:
@@ -175,6 +176,18 @@ class SqlTriggerRepository:
             triggers.c.organization_id == organization_id, triggers.c.event == event,
             triggers.c.enabled.is_(True)).order_by(triggers.c.id))
         return [_row_to_trigger(r) for r in rows]
+
+    async def disable(self, organization_id: int, trigger_id: int, reason: str, at: datetime) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(triggers.update().where(triggers.c.organization_id == organization_id,
+                                                   triggers.c.id == trigger_id).values(
+            enabled=False, disabled_reason=reason, updated_at=at))
+
+    async def count_matched_runs(self, organization_id: int, trigger_id: int, since: datetime) -> int:
+        conn = await self.uow.connection()
+        return int((await conn.execute(sa.select(sa.func.count()).select_from(trigger_runs).where(
+            trigger_runs.c.trigger_id == trigger_id, trigger_runs.c.event_at >= since,
+            trigger_runs.c.organization_id == organization_id, trigger_runs.c.matched.is_(True)))).scalar_one())
 
     async def add_runs(self, runs: Sequence[TriggerRun]) -> list[TriggerRun]:
         if not runs:

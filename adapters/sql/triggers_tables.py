@@ -18,6 +18,8 @@ triggers = sa.Table(
     sa.Column("conditions", Json, nullable=True),
     sa.Column("actions", Json, nullable=False),
     sa.Column("enabled", sa.Boolean, nullable=False),
+    # why Parley disabled it (``run_rate``: the breaker, migration 0250); null when enabled or disabled by its owner
+    sa.Column("disabled_reason", sa.String(40), nullable=True),
     sa.Column("sealed_secret", sa.Text, nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
@@ -43,10 +45,14 @@ trigger_runs = sa.Table(
     sa.Column("reason", sa.String(300), nullable=True),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("finished_at", UtcDateTime, nullable=True),
+    # when the event happened (migration 0250; null for runs stored before)
+    sa.Column("event_at", UtcDateTime, nullable=True),
     sa.CheckConstraint(f"status in {RUN_STATUSES}", name="status"),
     # exactly one run per (trigger, event), whatever the workers and their crashes
     sa.UniqueConstraint("trigger_id", "event_id"),
     # GET /triggers/{id}/runs: newest first, optionally by status
     sa.Index("ix_trigger_runs_trigger_status_id", "trigger_id", "status", "id"),
+    # the run-rate breaker: a trigger's runs of the last minute (migration 0250)
+    sa.Index("ix_trigger_runs_trigger_event_at", "trigger_id", "event_at"),
     sqlite_autoincrement=True,
 )

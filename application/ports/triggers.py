@@ -31,6 +31,15 @@ class TriggerRepository(Protocol):
         scan of every trigger)."""
         ...
 
+    async def disable(self, organization_id: int, trigger_id: int, reason: str, at: datetime) -> None:
+        """Parley disables the trigger (``enabled`` false, ``disabled_reason``), whatever else changed meanwhile."""
+        ...
+
+    async def count_matched_runs(self, organization_id: int, trigger_id: int, since: datetime) -> int:
+        """How many matched runs of the trigger are of events that happened at or after ``since`` (an index on
+        (trigger_id, event_at): the run-rate breaker)."""
+        ...
+
     async def add_runs(self, runs: Sequence[TriggerRun]) -> list[TriggerRun]:
         """Stores the runs that are new and returns those, with their ids, by id: a run of a (trigger, event) that
         is stored already is left out, whatever the concurrency (a unique key on (trigger_id, event_id)). SQL

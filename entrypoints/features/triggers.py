@@ -72,6 +72,7 @@ class TriggersUseCaseProvider(Provider):
     scope = Scope.REQUEST
 
     cases = provide_all(
+        cases.ActionReferences,
         cases.CreateTrigger,
         cases.GetTrigger,
         cases.ListTriggers,

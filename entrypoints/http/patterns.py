@@ -3,6 +3,8 @@ regular expression (tests/http/test_openapi.py checks every pattern the document
 
 from __future__ import annotations
 
+from domain.text import ONE_LINE_PATTERN, ONE_LINE_WORDS
+
 PATTERN_WORDS: dict[str, str] = {
     r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$": "must be a language tag such as en or en-US",
     r"^[A-Za-z]{2}$": "must be a two-letter country code such as US or DE",
@@ -12,6 +14,7 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[A-Z]{2}$": "must be a two-letter ISO 3166 country code in capitals, such as US or DE",
     r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "must be an email address such as ada@example.com",
     r"^[ -~]+$": "must be printable ASCII characters",
+    ONE_LINE_PATTERN: ONE_LINE_WORDS,
 }
 UNKNOWN_PATTERN = "is not in the expected format (see the API reference)"
 

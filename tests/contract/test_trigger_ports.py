@@ -144,3 +144,33 @@ async def test_the_action_jobs_of_new_runs_are_scheduled_at_once(container: Any)
         await (await r.get(UnitOfWork)).commit()
     assert sorted((j.key, j.payload["index"], j.attempts) for j in claimed) == [("7:0", 0, 1), ("7:1", 1, 1),
                                                                                 ("7:2", 2, 1)]
+
+
+async def test_the_run_rate_breaker_counts_matched_runs_by_event_time_and_disables(container: Any) -> None:
+    org, other = await new_organization(container), await new_organization(container)
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        rule = await repo.add(_trigger(org))
+        await (await r.get(UnitOfWork)).commit()
+    booked = dict(EventType.APPOINTMENT_BOOKED.example, status="confirmed", calendar_id=3)
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        await repo.add_runs([decide(rule, "appointment.booked", n, booked if n < 5 else {}, 0, NOW,
+                                    event_at=NOW + timedelta(seconds=n)) for n in range(1, 8)])
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        assert await repo.count_matched_runs(org, rule.id or 0, NOW) == 4  # runs 1-4 matched, 5-7 did not
+        assert await repo.count_matched_runs(org, rule.id or 0, NOW + timedelta(seconds=3)) == 2
+        assert await repo.count_matched_runs(other, rule.id or 0, NOW) == 0
+        [stored] = (await repo.list_runs(org, rule.id or 0, None, PageRequest(1, 6))).items
+        assert stored.event_at == NOW + timedelta(seconds=1)
+        await repo.disable(org, rule.id or 0, "run_rate", NOW + timedelta(minutes=1))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(TriggerRepository)
+        disabled = await repo.get(org, rule.id or 0)
+        assert disabled is not None
+        assert (disabled.enabled, disabled.disabled_reason, disabled.updated_at) == (
+            False, "run_rate", NOW + timedelta(minutes=1))
+        assert await repo.for_event(org, "appointment.booked") == []

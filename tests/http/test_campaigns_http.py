@@ -258,10 +258,12 @@ async def test_hostile_csv_files_are_400_naming_file_never_500(any_api: Api) -> 
     wrong_type = await c.post(url, headers={**t.headers, "Content-Type": "application/json"}, content=b"{}")
     assert wrong_type.status_code == 415
     nul_row = await c.post(url, headers=t.headers, **_csv("x.csv", b"phone,name\n+14155550100,A\x00B\n"
-                                                                    b"+14155550101,C\n"))
+                                                                    b"+14155550101,C\n"
+                                                                    b'+14155550102,"Eve\r\nBcc: x@y.example"\n'))
     assert nul_row.status_code == 201
-    assert nul_row.json()["data"]["rejected"] == [{"row": 2, "field": "name",
-                                                   "message": "must not contain NUL characters"}]
+    one_line = "must be one line: no line breaks, tabs or other control characters"
+    assert nul_row.json()["data"]["rejected"] == [{"row": 2, "field": "name", "message": one_line},
+                                                  {"row": 4, "field": "name", "message": one_line}]
 
 
 async def test_a_file_over_10_mb_is_413(any_api: Api) -> None:

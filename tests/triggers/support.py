@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiosmtpd.controller import Controller
+from dishka import Provider
 
 from entrypoints.features.triggers import action_job, evaluate_job, evaluate_once
 from entrypoints.ioc import build_container
@@ -29,9 +30,10 @@ async def evaluate(api: Api) -> int:
         await container.close()
 
 
-async def run_jobs(api: Api, rounds: int = 1) -> int:
-    """The trigger job kinds run as the worker runs them (``run_due``: what is due by the app's clock)."""
-    container = build_container(api.settings, *api.overrides)
+async def run_jobs(api: Api, rounds: int = 1, overrides: tuple[Provider, ...] = ()) -> int:
+    """The trigger job kinds run as the worker runs them (``run_due``: what is due by the app's clock), with
+    ``overrides`` in the worker's container."""
+    container = build_container(api.settings, *api.overrides, *overrides)
     try:
         runner = await make_runner(container, api.settings, kinds=[evaluate_job(container, api.settings),
                                                                     action_job(container, api.settings)])

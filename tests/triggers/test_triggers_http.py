@@ -21,6 +21,7 @@ from application import triggers as cases
 from application.outbox import TRIGGERS
 from application.ports.platform import UnitOfWork
 from domain.events import DomainEvent, EventType
+from domain.rfc3339 import format_utc_millis
 from domain.webhooks import verify_signature
 from entrypoints.ioc import build_container
 from tests.conftest import Api, ApiFactory, Tenant
@@ -57,6 +58,19 @@ def chat(url: str, text: str = "Booked: {{data.attendee_name}} at {{data.slot_st
 
 
 CONFIRMED = {"all": [{"field": "data.status", "op": "eq", "value": "confirmed"}]}
+
+
+async def _event_times(api: Api, event_id: int) -> list[tuple[str]]:
+    """When the outbox says the event happened, as the API writes instants."""
+    container = build_container(api.settings, *api.overrides)
+    try:
+        async with container() as r:
+            conn = await (await r.get(SqlUnitOfWork)).connection()
+            rows = (await conn.execute(sa.select(outbox_events.c.created_at).where(
+                outbox_events.c.id == event_id))).scalars().all()
+    finally:
+        await container.close()
+    return [(format_utc_millis(at),) for at in rows]
 
 
 async def test_crud_with_the_secret_shown_once_and_scopes(any_api: Api) -> None:
@@ -156,13 +170,16 @@ async def test_a_matching_event_fires_a_signed_webhook_and_a_chat_message_and_a_
     hook = hooks[0]
     assert verify_signature(made["secret"], hook.headers["x-webhook-timestamp"], hook.body,
                             hook.headers["x-webhook-signature"], now=int(hook.headers["x-webhook-timestamp"]))
-    body = json.loads(hook.body)
-    assert body["type"] == "appointment.booked" and body["trigger_id"] == made["id"] and body["data"] == BOOKED
     assert hook.headers["x-webhook-event"] == "appointment.booked"
 
     log = await runs(api, t, made["id"])
     assert [r["matched"] for r in log] == [True, False]
     hit, miss = log
+    [(occurred,)] = await _event_times(api, hit["event_id"])
+    # the envelope webhook subscriptions deliver ({event, timestamp, data}), with the trigger's members added
+    assert json.loads(hook.body) == {"event": "appointment.booked", "timestamp": occurred, "data": BOOKED,
+                                     "trigger_id": made["id"], "trigger_name": "Bookings",
+                                     "trigger_run_id": hit["id"], "event_id": hit["event_id"]}
     assert hit["status"] == "succeeded" and [(a["type"], a["status"], a["attempts"]) for a in hit["actions"]] == [
         ("webhook", "succeeded", 1), ("chat_message", "succeeded", 1)]
     assert miss["status"] == "not_matched" and miss["actions"] == []
@@ -228,7 +245,8 @@ async def test_a_failing_target_is_retried_with_backoff_then_the_run_fails_and_s
         "status": "failed", "attempts": 5, "error": None, "next_attempt_at": None}
     failed = [data for kind, data in await outbox(api, t.organization_id, "trigger.")]
     assert failed == [{"trigger_id": made["id"], "trigger_name": "Flaky", "run_id": run["id"],
-                       "event": "appointment.booked", "event_id": run["event_id"], "failed_action": "chat_message",
+                       "event": "appointment.booked", "event_id": run["event_id"], "reason": "action_failed",
+                       "failed_action": "chat_message",
                        "error": run["actions"][0]["error"], "attempts": 5}]
     clock.advance(seconds=24 * 3600)
     await run_jobs(api)

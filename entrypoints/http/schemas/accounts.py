@@ -7,6 +7,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain.api_keys import DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS, MIN_GRACE_HOURS, ApiKey
 from domain.organizations import Organization
+from entrypoints.http.schemas import OneLine
 
 Plan = Literal["starter", "business", "enterprise"]
 
@@ -23,7 +24,7 @@ class ScopeCatalogue(Struct):
 
 
 class ApiKeyCreate(Struct, forbid_unknown_fields=True):
-    name: Annotated[str, Meta(min_length=1, max_length=200)]
+    name: Annotated[OneLine, Meta(min_length=1, max_length=200)]
     scopes: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(min_length=1, max_length=100)]
     expires_at: Annotated[datetime, Meta(tz=True, description="RFC 3339 with offset or Z")] | None = None
 
@@ -69,12 +70,12 @@ class ApiKeyRotated(Struct):
 
 
 class OrganizationCreate(Struct, forbid_unknown_fields=True):
-    name: Annotated[str, Meta(min_length=1, max_length=200)]
+    name: Annotated[OneLine, Meta(min_length=1, max_length=200)]
     plan: Plan | None = None
 
 
 class OrganizationUpdate(Struct, forbid_unknown_fields=True):
-    name: Annotated[str, Meta(min_length=1, max_length=200)] | UnsetType = UNSET
+    name: Annotated[OneLine, Meta(min_length=1, max_length=200)] | UnsetType = UNSET
     plan: Plan | UnsetType = UNSET
 
 

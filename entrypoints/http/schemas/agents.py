@@ -8,9 +8,9 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain import agents as rules
 from domain.agents import Agent, AgentVersion
-from entrypoints.http.schemas import within
+from entrypoints.http.schemas import OneLine, within
 
-Name = Annotated[str, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
+Name = Annotated[OneLine, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
 Language = Annotated[str, Meta(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$", max_length=35,
                                description="BCP 47 language tag")]
 Mode = Literal["outbound", "inbound", "bidirectional"]
@@ -19,9 +19,9 @@ Prompt = Annotated[str, Meta(max_length=rules.PROMPT_MAX_LENGTH,
                              description="System prompt; {{placeholders}} are filled at dial time")]
 Duration = Annotated[int, within(rules.MAX_CALL_DURATION_RANGE)]
 Temperature = Annotated[float, within(rules.TEMPERATURE_RANGE)]
-VoiceProvider = Annotated[str, Meta(min_length=1, max_length=50)]
-VoiceId = Annotated[str, Meta(min_length=1, max_length=100)]
-Model = Annotated[str, Meta(min_length=1, max_length=100)]
+VoiceProvider = Annotated[OneLine, Meta(min_length=1, max_length=50)]
+VoiceId = Annotated[OneLine, Meta(min_length=1, max_length=100)]
+Model = Annotated[OneLine, Meta(min_length=1, max_length=100)]
 VoicemailAction = Literal["hangup", "leave_message"]
 Text = Annotated[str, Meta(max_length=rules.DESCRIPTION_MAX_LENGTH)]
 VoicemailMessage = Text

@@ -9,6 +9,7 @@ from msgspec import Meta, Struct
 from domain import metadata as metadata_rules
 from domain import rfc3339
 from domain.calls import Call, CallLog
+from entrypoints.http.schemas import OneLine
 
 CallStatus = Literal["queued", "ringing", "in_progress", "completed", "busy", "no_answer", "failed", "voicemail",
                      "cancelled", "transferred"]
@@ -18,7 +19,7 @@ class CallCreate(Struct, forbid_unknown_fields=True):
     bot_id: Annotated[str, Meta(min_length=1, max_length=20, description="The agent id, sent as text")] | Annotated[
         int, Meta(ge=1)]
     destination_phone: Annotated[str, Meta(min_length=1, max_length=40, description="E.164, e.g. +14155550100")]
-    contact_name: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+    contact_name: Annotated[OneLine, Meta(min_length=1, max_length=200)] | None = None
     custom_data: Annotated[dict[str, Any], Meta(max_length=metadata_rules.MAX_KEYS, description=(
         "Each key fills the matching {{placeholder}} of the agent's prompt and first message (at most 50 keys of "
         "40 characters, values of 500)"))] | None = None

@@ -8,9 +8,9 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain import campaigns as rules
 from domain.campaigns import Campaign, CampaignStats, Contact, ContactAttempt
-from entrypoints.http.schemas import within
+from entrypoints.http.schemas import OneLine, within
 
-Name = Annotated[str, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
+Name = Annotated[OneLine, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
 Id = Annotated[int, Meta(ge=1)]
 TimeZone = Annotated[str, Meta(max_length=rules.TIMEZONE_MAX_LENGTH, description="IANA time zone name")]
 TimezoneMode = Literal["recipient", "campaign"]
@@ -215,7 +215,7 @@ class DialIn(Struct, forbid_unknown_fields=True):
 
     contact_id: Id | None = None
     phone: str | None = None
-    name: Annotated[str, Meta(max_length=rules.CONTACT_NAME_MAX_LENGTH)] | None = None
+    name: Annotated[OneLine, Meta(max_length=rules.CONTACT_NAME_MAX_LENGTH)] | None = None
     custom_data: dict[str, Any] = msgspec.field(default_factory=dict)
 
 

@@ -6,6 +6,7 @@ from typing import Annotated
 from msgspec import Meta, Struct
 
 from domain.dnc import MAX_NUMBERS_PER_REQUEST, REASON_MAX_LENGTH, DncEntry, DncList
+from entrypoints.http.schemas import OneLine
 
 PhoneList = Annotated[list[Annotated[str, Meta(min_length=1, max_length=64)]],
                       Meta(min_length=1, max_length=MAX_NUMBERS_PER_REQUEST)]
@@ -14,7 +15,7 @@ Region = Annotated[str, Meta(pattern=r"^[A-Za-z]{2}$", description=(
 
 
 class DncListCreate(Struct, forbid_unknown_fields=True):
-    name: Annotated[str, Meta(min_length=1, max_length=200)]
+    name: Annotated[OneLine, Meta(min_length=1, max_length=200)]
     description: Annotated[str, Meta(max_length=2000)] | None = None
 
 
@@ -33,7 +34,7 @@ class DncListOut(Struct):
 
 class DncEntriesAdd(Struct, forbid_unknown_fields=True):
     phone_numbers: PhoneList
-    reason: Annotated[str, Meta(max_length=REASON_MAX_LENGTH)] | None = None
+    reason: Annotated[OneLine, Meta(max_length=REASON_MAX_LENGTH)] | None = None
     default_region: Region | None = None
 
 

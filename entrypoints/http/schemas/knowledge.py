@@ -11,10 +11,11 @@ from application.ports.knowledge import SearchHit
 from domain.knowledge import Document
 from domain.parsing import MAX_ID
 from entrypoints.http.envelope import ListMeta
+from entrypoints.http.schemas import OneLine
 
 T = TypeVar("T")
 
-Name = Annotated[str, Meta(min_length=1, max_length=200)]
+Name = Annotated[OneLine, Meta(min_length=1, max_length=200)]
 Description = Annotated[str, Meta(max_length=2000)]
 Id = Annotated[int, Meta(ge=1, le=MAX_ID)]
 FileType = Literal["txt", "md", "csv", "html", "pdf", "docx"]

@@ -8,6 +8,7 @@ from msgspec import Meta, Struct
 from domain import leads as rules
 from domain.leads import Lead
 from domain.parsing import MAX_ID
+from entrypoints.http.schemas import OneLine
 
 LeadStatus = Literal["queued", "called", "blocked_dnc", "failed"]
 Id = Annotated[int, Meta(ge=1, le=MAX_ID)]
@@ -17,16 +18,16 @@ class LeadCreate(Struct, forbid_unknown_fields=True):
     """Exactly one of agent_id (the call is placed at once) and campaign_id (the lead joins the campaign)."""
 
     phone: Annotated[str, Meta(min_length=1, max_length=40, description="E.164, e.g. +14155550100")]
-    name: Annotated[str, Meta(max_length=rules.NAME_MAX_LENGTH)] | None = None
-    email: Annotated[str, Meta(max_length=rules.EMAIL_MAX_LENGTH)] | None = None
+    name: Annotated[OneLine, Meta(max_length=rules.NAME_MAX_LENGTH)] | None = None
+    email: Annotated[OneLine, Meta(max_length=rules.EMAIL_MAX_LENGTH)] | None = None
     agent_id: Id | None = None
     campaign_id: Id | None = None
     custom_data: Annotated[dict[str, Any], Meta(max_length=rules.MAX_CUSTOM_FIELDS, description=(
         "Fills the agent's {{placeholders}}; kept on the lead and its call or contact"))] | None = None
-    external_id: Annotated[str, Meta(max_length=rules.EXTERNAL_ID_MAX_LENGTH, description=(
+    external_id: Annotated[OneLine, Meta(max_length=rules.EXTERNAL_ID_MAX_LENGTH, description=(
         "Your id for the lead: sending it again returns the existing lead (200)"))] | None = None
-    source: Annotated[str, Meta(max_length=rules.SOURCE_MAX_LENGTH, description="Where the lead came from")] | None = (
-        None)
+    source: Annotated[OneLine, Meta(max_length=rules.SOURCE_MAX_LENGTH,
+                                    description="Where the lead came from")] | None = None
 
 
 class LeadOut(Struct):

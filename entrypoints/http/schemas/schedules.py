@@ -9,8 +9,9 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain import business_hours as bh
 from domain.business_hours import HolidayRegion, Interval, Schedule, ScheduleException, WeeklyInterval
+from entrypoints.http.schemas import OneLine
 
-Name = Annotated[str, Meta(min_length=1, max_length=bh.NAME_MAX_LENGTH)]
+Name = Annotated[OneLine, Meta(min_length=1, max_length=bh.NAME_MAX_LENGTH)]
 TimeZone = Annotated[str, Meta(min_length=1, max_length=64, description="IANA time zone, e.g. Europe/Berlin")]
 Day = Annotated[int, Meta(ge=0, le=6, description="0 = Monday ... 6 = Sunday")]
 Start = Annotated[str, Meta(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description='Local wall time "HH:MM"')]

@@ -9,9 +9,9 @@ from domain.parsing import MAX_ID
 from domain.scheduling import model
 from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar
 from domain.scheduling.rules import BLACKOUT_REASON_MAX_LENGTH, format_hhmm
-from entrypoints.http.schemas import within
+from entrypoints.http.schemas import OneLine, within
 
-Name = Annotated[str, Meta(min_length=1, max_length=model.NAME_MAX_LENGTH)]
+Name = Annotated[OneLine, Meta(min_length=1, max_length=model.NAME_MAX_LENGTH)]
 TimeZone = Annotated[str, Meta(min_length=1, max_length=64, description="IANA time zone, e.g. Europe/Berlin")]
 SlotDuration = Annotated[int, within(model.SLOT_DURATION_RANGE, description="Minutes per slot")]
 Buffer = Annotated[int, within(model.BUFFER_RANGE, description="Minutes kept free before and after each appointment")]
@@ -95,7 +95,7 @@ class RuleOut(Struct):
 class BlackoutCreate(Struct, forbid_unknown_fields=True):
     start: Instant
     end: Instant
-    reason: Annotated[str, Meta(max_length=BLACKOUT_REASON_MAX_LENGTH)] | None = None
+    reason: Annotated[OneLine, Meta(max_length=BLACKOUT_REASON_MAX_LENGTH)] | None = None
 
 
 class BlackoutOut(Struct):
@@ -127,7 +127,7 @@ class AvailabilityOut(Struct):
 class AppointmentCreate(Struct, forbid_unknown_fields=True):
     calendar_id: Id
     slot_start: Instant
-    attendee_name: Annotated[str, Meta(max_length=model.ATTENDEE_NAME_MAX_LENGTH)] | None = None
+    attendee_name: Annotated[OneLine, Meta(max_length=model.ATTENDEE_NAME_MAX_LENGTH)] | None = None
     attendee_email: Email | None = None
     attendee_phone: Phone | None = None
     require_approval: bool = False

@@ -6,9 +6,10 @@ from typing import Annotated, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain.telephony import MAX_PROVIDER_KEYS, CallStats, PhoneNumber, TelephonyProvider
+from entrypoints.http.schemas import OneLine
 
 ProviderType = Literal["twilio", "telnyx", "vonage", "sip", "simulator"]
-Name = Annotated[str, Meta(min_length=1, max_length=200)]
+Name = Annotated[OneLine, Meta(min_length=1, max_length=200)]
 Credentials = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=100)],
                              Annotated[str, Meta(max_length=4000)]], Meta(max_length=MAX_PROVIDER_KEYS, description=(
                                  "Write-only: encrypted at rest and never returned"))]
@@ -73,14 +74,14 @@ class CapabilitiesPatch(Struct, forbid_unknown_fields=True):
 class PhoneNumberCreate(Struct, forbid_unknown_fields=True):
     phone_number: Annotated[str, Meta(min_length=1, max_length=40, description="E.164")]
     provider_id: Annotated[int, Meta(ge=1)] | None = None
-    label: Annotated[str, Meta(max_length=200)] | None = None
+    label: Annotated[OneLine, Meta(max_length=200)] | None = None
     inbound_agent_id: Annotated[int, Meta(ge=1)] | None = None
     capabilities: Capabilities | None = None
 
 
 class PhoneNumberUpdate(Struct, forbid_unknown_fields=True):
     provider_id: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
-    label: Annotated[str, Meta(max_length=200)] | UnsetType | None = UNSET
+    label: Annotated[OneLine, Meta(max_length=200)] | UnsetType | None = UNSET
     inbound_agent_id: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
     capabilities: CapabilitiesPatch | UnsetType = UNSET
 

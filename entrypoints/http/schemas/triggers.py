@@ -8,10 +8,11 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from application.triggers import TestedRun, TriggerWithSecret
 from domain import triggers as rules
 from domain.triggers import Trigger, TriggerRun
+from entrypoints.http.schemas import OneLine
 
 ActionType = Literal["webhook", "email", "sms", "chat_message", "call", "campaign_contact"]
 RunStatus = Literal["not_matched", "skipped", "running", "succeeded", "failed"]
-Name = Annotated[str, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
+Name = Annotated[OneLine, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
 EventName = Annotated[str, Meta(min_length=1, max_length=100, description="An event of the catalogue "
                                                                           "(GET /webhooks/events)")]
 Conditions = Annotated[dict[str, Any], Meta(description=(
@@ -58,6 +59,9 @@ class TriggerOut(Struct):
     conditions: dict[str, Any] | None
     actions: list[ActionOut]
     enabled: bool
+    disabled_reason: Annotated[Literal["run_rate"] | None, Meta(description=(
+        "Why Parley disabled the trigger: run_rate (it ran more than 100 times in a minute). null when it is "
+        "enabled or its owner disabled it; PATCH enabled: true clears it"))]
     created_at: datetime
     updated_at: datetime
 
@@ -78,7 +82,8 @@ class TriggerCreated(TriggerOut):
 def _fields(t: Trigger) -> dict[str, Any]:
     return {"id": t.id or 0, "name": t.name, "event": t.event, "conditions": rules.conditions_view(t.conditions),
             "actions": [ActionOut(a.type, dict(a.config)) for a in t.actions],  # type: ignore[arg-type]
-            "enabled": t.enabled, "created_at": t.created_at, "updated_at": t.updated_at}
+            "enabled": t.enabled, "disabled_reason": t.disabled_reason, "created_at": t.created_at,
+            "updated_at": t.updated_at}
 
 
 class TraceStepOut(Struct):

@@ -8,8 +8,9 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from application.webhooks import SubscriptionWithSecret
 from domain.addresses import MAX_URL_LENGTH
 from domain.webhooks import MAX_GRACE_HOURS, Delivery, DeliveryAttempt, Subscription
+from entrypoints.http.schemas import OneLine
 
-Name = Annotated[str, Meta(min_length=1, max_length=200, description="Defaults to the URL without its scheme")]
+Name = Annotated[OneLine, Meta(min_length=1, max_length=200, description="Defaults to the URL without its scheme")]
 Url = Annotated[str, Meta(min_length=1, max_length=MAX_URL_LENGTH, description="An http(s) URL on a public address")]
 EventName = Annotated[str, Meta(min_length=1, max_length=100)]
 Events = Annotated[list[EventName], Meta(min_length=1, max_length=50,

@@ -9,6 +9,7 @@ from msgspec import Meta, Struct
 from domain import campaigns as campaign_rules
 from domain import widget as rules
 from domain.parsing import MAX_ID
+from entrypoints.http.schemas import OneLine
 
 Id = Annotated[int, Meta(ge=1, le=MAX_ID)]
 ContactStatus = Literal["pending", "dialing", "completed", "retry_wait", "failed", "skipped_dnc", "cancelled"]
@@ -41,7 +42,7 @@ class WidgetCampaignOut(Struct):
 
 class WidgetContactCreate(Struct, forbid_unknown_fields=True):
     phone: Annotated[str, Meta(min_length=1, max_length=40, description="E.164, e.g. +14155550100")]
-    name: Annotated[str, Meta(max_length=campaign_rules.CONTACT_NAME_MAX_LENGTH)] | None = None
+    name: Annotated[OneLine, Meta(max_length=campaign_rules.CONTACT_NAME_MAX_LENGTH)] | None = None
     custom_data: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
