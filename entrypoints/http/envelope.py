@@ -80,7 +80,6 @@ STATUS_BY_ERROR: list[tuple[type[de.DomainError], int]] = [
     (de.SubOrgForbidden, 403),
     (de.DncBlocked, 422),
     (de.Unprocessable, 422),
-    (de.RangeTooLong, 422),
     (de.UpstreamFetchFailed, 502),
     (de.Forbidden, 403),
     (de.InsufficientScope, 403),

@@ -3,7 +3,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Generic, Literal, TypeVar
 
-from litestar.datastructures import UploadFile
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.knowledge import AgentKnowledgeBases, FileResult, KnowledgeBaseView, UploadOutcome
@@ -38,11 +37,6 @@ class AttachKnowledgeBaseRequest(Struct, forbid_unknown_fields=True):
 
 class ScrapeRequest(Struct, forbid_unknown_fields=True):
     url: Annotated[str, Meta(min_length=1, max_length=2048, description="A public http(s) page")]
-
-
-class DocumentUpload(Struct, forbid_unknown_fields=True):
-    files: Annotated[list[UploadFile], Meta(description="One or more files")] | None = None
-    file: Annotated[UploadFile, Meta(description="A single file")] | None = None
 
 
 class AgentRefOut(Struct):
