@@ -19,6 +19,7 @@ from entrypoints.http import asgi, dashboard, methods, multipart, routes
 from entrypoints.http.dashboard.errors import routing_error
 from entrypoints.http.dashboard.templating import template_config
 from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HANDLERS
+from entrypoints.http.parameters import refuse_loose_integers
 from entrypoints.http.pipeline import RequestPipeline
 from entrypoints.http.routes import meta
 from entrypoints.http.routing import SESSION_COOKIE, SESSION_SCHEME, WIDGET_SCHEME, access_of
@@ -154,7 +155,7 @@ def api_router(handlers: list[Any]) -> Router:
     Another surface (the dashboard's HTML) mounts as its own router with its own pipeline and handlers."""
     require_declared_access(handlers)
     return DishkaRouter(path=asgi.API_PREFIX, route_handlers=handlers, middleware=[RequestPipeline],
-                        exception_handlers=EXCEPTION_HANDLERS)
+                        exception_handlers=EXCEPTION_HANDLERS, before_request=refuse_loose_integers)
 
 
 def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any] | None = None) -> Litestar:

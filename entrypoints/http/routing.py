@@ -115,7 +115,7 @@ def _responses(access: Access, errors: dict[int, str], *, has_body: bool = False
         for status in (401, 403, 429):
             statuses[status] = described[status]
     if has_path_parameters:
-        statuses[404] = _DESCRIPTIONS[404]  # an unknown id, or a path parameter of the wrong type
+        statuses[404] = _DESCRIPTIONS[404]  # an unknown id (a path parameter of the wrong type is 400)
     if has_body:
         for status in (413, 415):
             statuses[status] = _DESCRIPTIONS[status]

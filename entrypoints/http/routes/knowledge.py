@@ -148,7 +148,8 @@ async def upload_documents(
     actor: FromDishka[Actor],
     use_case: FromDishka[uc.UploadDocuments],
 ) -> Envelope[UploadResult]:
-    if request.content_type[0] != "multipart/form-data":
+    media_type = request.content_type[0]
+    if media_type not in ("multipart/form-data", ""):  # no Content-Type at all: nothing sent (400 below)
         raise HTTPException(status_code=415, detail="Send the files as multipart/form-data (field `files` or `file`)")
     form = await request.form()
     try:
