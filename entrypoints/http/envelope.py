@@ -19,8 +19,8 @@ from litestar.exceptions import (
 from litestar.types import Message
 
 from domain import errors as de
-from entrypoints.http.parameters import path_parameter_errors
 from entrypoints.http.methods import allow_header
+from entrypoints.http.parameters import path_parameter_errors
 from entrypoints.http.patterns import UNKNOWN_PATTERN, words_for
 
 T = TypeVar("T")

@@ -154,8 +154,9 @@ async def upload_documents(
     form = await request.form()
     try:
         sent = DOCUMENT_UPLOAD.files(form)
-        files = [uc.UploadedFile(upload.filename, await upload.read())
-                 for upload in [*sent.get("files", []), *sent.get("file", [])]]
+        named = [*((f"files[{i}]", upload) for i, upload in enumerate(sent.get("files", []))),
+                 *(("file", upload) for upload in sent.get("file", []))]
+        files = [uc.UploadedFile(upload.filename, await upload.read(), field) for field, upload in named]
     finally:
         with contextlib.suppress(Exception):
             await form.close()

@@ -126,6 +126,7 @@ class AgentKnowledgeBasesOut(Struct):
 
 class FileResultOut(Struct):
     file_name: str
+    field: Annotated[str | None, Meta(description="The form field that carried the file: file, or files[i]")]
     success: bool
     document_id: int | None
     error: str | None
@@ -133,7 +134,7 @@ class FileResultOut(Struct):
 
     @classmethod
     def of(cls, r: FileResult) -> FileResultOut:
-        return cls(r.file_name, r.success, r.document_id, r.error, r.error_code)
+        return cls(r.file_name, r.field, r.success, r.document_id, r.error, r.error_code)
 
 
 class UploadSummary(Struct):
