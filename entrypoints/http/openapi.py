@@ -60,7 +60,8 @@ HEADERS: dict[str, dict[str, Any]] = {
     "Cache-Control": {"description": "no-store: the response carries a secret (a key, a signing secret, a "
                                      "token), which no cache may keep", "schema": {"type": "string",
                                                                                   "enum": ["no-store"]}},
-    "Location": {"description": "The created resource's URL, under the prefix the request used (/v2 or /api/v2)",
+    "Location": {"description": "The created resource's URL (201) or where a redirect leads (3xx), under the prefix "
+                                "the request used (/v2 or /api/v2)",
                  "schema": {"type": "string", "format": "uri-reference"}},
 }
 SUB_ORG_ID: dict[str, Any] = {
@@ -297,6 +298,8 @@ def _document_headers(operation: dict[str, Any], access: Access, used: set[str])
     authenticated = not access.public and "401" in responses  # a public sign-in can answer 401 too
     for status, response in responses.items():
         headers = response.setdefault("headers", {})
+        if status.startswith("3") and headers.pop("location", None) is not None:  # Litestar's, inline
+            headers["Location"] = _ref("Location", True, used)
         headers["X-Request-Id"] = _ref("X-Request-Id", True, used)
         headers["X-Content-Type-Options"] = _ref("X-Content-Type-Options", True, used)
         if access.secret:  # set by the pipeline, so not on what is answered before routing
