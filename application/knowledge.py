@@ -29,6 +29,7 @@ from domain.knowledge import (
     MAX_FILES_PER_UPLOAD,
     MAX_PAGE_BYTES,
     MAX_TEXT_CHARS,
+    TEXT_TOO_LONG,
     AgentRef,
     Document,
     KnowledgeBase,
@@ -289,7 +290,7 @@ async def _ingest(uow: UnitOfWork, docs: DocumentRepository, clock: Clock, kb: K
     if not text:
         raise ExtractionFailed("the document contains no text", "empty_file")
     if len(text) > MAX_TEXT_CHARS:
-        raise ExtractionFailed(f"the document's text is longer than {MAX_TEXT_CHARS} characters", "text_too_long")
+        raise ExtractionFailed(TEXT_TOO_LONG, "text_too_long")
     digest = content_hash(text)
     kb_id = kb.id or 0
     same = await docs.find_duplicate(kb.organization_id, kb_id, content_hash=digest)
@@ -314,6 +315,7 @@ async def _ingest(uow: UnitOfWork, docs: DocumentRepository, clock: Clock, kb: K
 class UploadedFile:
     file_name: str
     data: bytes
+    field: str = "file"  # the form field that carried it: "file", or "files[2]" for the third of several
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +325,7 @@ class FileResult:
     document_id: int | None = None
     error: str | None = None
     error_code: str | None = None
+    field: str | None = None  # the form field that carried the file
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,8 +343,8 @@ class UploadOutcome:
         return {
             "summary": self.summary(),
             "documents": [
-                {"file_name": r.file_name, "success": r.success, "document_id": r.document_id, "error": r.error,
-                 "error_code": r.error_code}
+                {"file_name": r.file_name, "field": r.field, "success": r.success, "document_id": r.document_id,
+                 "error": r.error, "error_code": r.error_code}
                 for r in self.results
             ],
         }
@@ -387,17 +390,17 @@ class UploadDocuments:
         results: list[FileResult] = []
         for name, upload, outcome in zip(names, files, extracted, strict=True):
             if isinstance(outcome, ExtractionFailed):
-                results.append(FileResult(name, False, None, outcome.message, outcome.code))
+                results.append(FileResult(name, False, None, outcome.message, outcome.code, upload.field))
                 continue
             try:
                 document = await _ingest(self.uow, self.docs, self.clock, kb, file_name=name, extracted=outcome,
                                          source="upload", source_url=None, size_bytes=len(upload.data))
             except ExtractionFailed as exc:
-                results.append(FileResult(name, False, None, exc.message, exc.code))
+                results.append(FileResult(name, False, None, exc.message, exc.code, upload.field))
             except DuplicateDocument as exc:
-                results.append(FileResult(name, False, None, exc.message, exc.code))
+                results.append(FileResult(name, False, None, exc.message, exc.code, upload.field))
             else:
-                results.append(FileResult(name, True, document.id, None, None))
+                results.append(FileResult(name, True, document.id, None, None, upload.field))
         result = UploadOutcome(results)
         if result.succeeded == 0:
             raise ValidationFailed("no file could be ingested", details=result.details())

@@ -71,14 +71,15 @@ class InUse(Conflict):
     code = "in_use"
 
 
-class RangeTooLong(DomainError):
-    """A well-formed query window longer than the operation allows (422), naming the field."""
+class RangeTooLong(ValidationFailed):
+    """A well-formed query window longer than the operation allows: an invalid parameter (400 bad_request),
+    naming the field, with ``details.reason`` ``range_too_long``."""
 
-    code = "range_too_long"
+    reason = "range_too_long"
 
     @classmethod
     def field(cls, name: str, message: str) -> RangeTooLong:
-        return cls(f"{name}: {message}", details={"validation_errors": {name: message}})
+        return cls(f"{name}: {message}", details={"validation_errors": {name: message}, "reason": cls.reason})
 
 
 class SlotUnavailable(Conflict):

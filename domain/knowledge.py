@@ -24,7 +24,11 @@ MAX_FILES_PER_UPLOAD = 20
 MAX_PAGE_BYTES = 5 * 1024 * 1024
 """A scraped page, after content decoding (gzip included)."""
 MAX_TEXT_CHARS = 5_000_000
-"""Extracted text of one document."""
+"""Extracted text of one document. Below the upload limit on purpose: a text file of over 5,000,000 characters
+fits a request but not a document, and its refusal says so (``TEXT_TOO_LONG``)."""
+TEXT_TOO_LONG = (f"its text is longer than {MAX_TEXT_CHARS:,} characters, the most one document holds (a request "
+                 f"may carry {MAX_UPLOAD_BYTES // 2**20} MB of files, so a longer text must be split into several "
+                 "files)")
 MAX_PDF_PAGES = 500
 MAX_FILE_NAME = 255
 CHUNK_SIZE = 1000

@@ -27,7 +27,7 @@ from typing import Any
 
 from application.ports.egress import FetchedPage
 from application.ports.knowledge import ExtractedText, ExtractionFailed
-from domain.knowledge import MAX_PDF_PAGES, MAX_TEXT_CHARS, extension, normalise_text
+from domain.knowledge import MAX_PDF_PAGES, MAX_TEXT_CHARS, TEXT_TOO_LONG, extension, normalise_text
 
 MAX_DOCX_ENTRIES = 2000
 MAX_DOCX_UNCOMPRESSED = 50 * 1024 * 1024
@@ -45,7 +45,7 @@ MSG_UNSUPPORTED = "unsupported file type: only txt, md, csv, html, pdf and docx 
 MSG_BINARY = "the file is binary, not text: only txt, md, csv, html, pdf and docx files are accepted"
 MSG_NOT_UTF8 = "the file is not valid UTF-8 text"
 MSG_EMPTY = "the file contains no text"
-MSG_TOO_LONG = f"the extracted text is longer than {MAX_TEXT_CHARS} characters"
+MSG_TOO_LONG = TEXT_TOO_LONG
 MSG_PDF = "the PDF could not be read"
 MSG_PDF_ENCRYPTED = "the PDF is encrypted"
 MSG_PDF_PAGES = f"the PDF has more than {MAX_PDF_PAGES} pages"

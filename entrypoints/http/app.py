@@ -8,16 +8,18 @@ from typing import Any
 from dishka import AsyncContainer
 from dishka.integrations.litestar import DishkaRouter, setup_dishka
 from litestar import Litestar, Request, Router
+from litestar.datastructures import FormMultiDict
 from litestar.exceptions import HTTPException, SerializationException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme, Server
 
 from domain.errors import ValidationFailed
 from entrypoints import features
-from entrypoints.http import asgi, dashboard, methods, routes
+from entrypoints.http import asgi, dashboard, methods, multipart, routes
 from entrypoints.http.dashboard.errors import routing_error
 from entrypoints.http.dashboard.templating import template_config
 from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HANDLERS
+from entrypoints.http.parameters import refuse_loose_integers
 from entrypoints.http.pipeline import RequestPipeline
 from entrypoints.http.routes import meta
 from entrypoints.http.routing import SESSION_COOKIE, SESSION_SCHEME, WIDGET_SCHEME, access_of
@@ -74,7 +76,21 @@ def _huge_integer_field(value: Any, path: str = "") -> str | None:
 class JsonRequest(Request[Any, Any, Any]):
     """Checks a JSON body at the edge: its media type (415 unsupported_media_type), its encoding and depth,
     NUL characters, which no PostgreSQL text or JSONB column can hold, and integers beyond what an integer
-    column holds (400 with the field named), so none of them reaches a database driver as a 500."""
+    column holds (400 with the field named), so none of them reaches a database driver as a 500.
+    A multipart body is read by ``entrypoints.http.multipart`` (400 naming the field for text that is not
+    UTF-8, 400 for a body that is not well-formed multipart)."""
+
+    _FORM = "parley_multipart_form"  # the parsed form, kept in the request's state: the body is read once
+
+    async def form(self) -> FormMultiDict:
+        media_type, options = self.content_type
+        if media_type != "multipart/form-data":
+            return await super().form()
+        fields = self.state.get(self._FORM)
+        if fields is None:
+            fields = await multipart.parse_form(self.stream(), options)
+            self.state[self._FORM] = fields
+        return FormMultiDict([(name, value) for name, values in fields.items() for value in values])
 
     async def json(self) -> Any:
         body = await self.body()
@@ -139,7 +155,7 @@ def api_router(handlers: list[Any]) -> Router:
     Another surface (the dashboard's HTML) mounts as its own router with its own pipeline and handlers."""
     require_declared_access(handlers)
     return DishkaRouter(path=asgi.API_PREFIX, route_handlers=handlers, middleware=[RequestPipeline],
-                        exception_handlers=EXCEPTION_HANDLERS)
+                        exception_handlers=EXCEPTION_HANDLERS, before_request=refuse_loose_integers)
 
 
 def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any] | None = None) -> Litestar:

@@ -73,14 +73,14 @@ _CONTENT_LENGTH = re.compile(rb"[0-9]{1,18}")
 def _framing_problem(scope: Scope) -> tuple[int, str, str, str] | None:
     """What the URL or the framing headers carry that no route can take, as (status, message, field, rule):
     an unusable Content-Length (400), or non-ASCII digits in the path, which Python's int() would read
-    as an id (``/agents/١٢`` as agent 12): no resource has such a path (404)."""
+    as an id (``/agents/١٢`` as agent 12): an invalid path parameter (400)."""
     lengths = {value.strip() for key, value in scope["headers"] if key == b"content-length"}
     if len(lengths) > 1:
         return 400, "Content-Length was sent more than once", "Content-Length", "must be sent once"
     if lengths and not _CONTENT_LENGTH.fullmatch(next(iter(lengths))):
         return 400, "Content-Length is not a number", "Content-Length", "must be the body's size in bytes (digits)"
     if any(char.isdecimal() and not char.isascii() for char in scope["path"]):
-        return 404, "No such resource or route", "path", "ids are written in ASCII digits"
+        return 400, "Invalid path parameter", "path", "ids are written in ASCII digits"
     return None
 
 

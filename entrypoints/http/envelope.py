@@ -20,6 +20,7 @@ from litestar.types import Message
 
 from domain import errors as de
 from entrypoints.http.methods import allow_header
+from entrypoints.http.parameters import path_parameter_errors
 from entrypoints.http.patterns import UNKNOWN_PATTERN, words_for
 
 T = TypeVar("T")
@@ -80,7 +81,6 @@ STATUS_BY_ERROR: list[tuple[type[de.DomainError], int]] = [
     (de.SubOrgForbidden, 403),
     (de.DncBlocked, 422),
     (de.Unprocessable, 422),
-    (de.RangeTooLong, 422),
     (de.UpstreamFetchFailed, 502),
     (de.Forbidden, 403),
     (de.InsufficientScope, 403),
@@ -287,6 +287,12 @@ def _allow(request: Request[Any, Any, Any], exc: HTTPException) -> str:
 def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
     status = exc.status_code
     if isinstance(exc, NotFoundException):
+        # Litestar's router answers a path parameter that does not parse (/agents/abc) as no route: it is an
+        # invalid parameter, 400 naming it
+        errors = path_parameter_errors(request.app, request.scope["path"]) if isinstance(
+            exc.__cause__, ValueError) else {}
+        if errors:
+            return error_response(400, "bad_request", "Invalid path parameter", {"validation_errors": errors})
         return error_response(404, "not_found", "No such resource or route")
     if isinstance(exc, MethodNotAllowedException):
         return error_response(405, "method_not_allowed", "Method not allowed on this route",

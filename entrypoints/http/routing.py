@@ -19,8 +19,10 @@ from litestar.params import QueryParameter
 
 from domain.idempotency import MAX_BODY_BYTES
 from entrypoints.http.envelope import AuthErrorEnvelope, ErrorEnvelope
+from entrypoints.http.multipart import FileForm
 
 ACCESS = "parley_access"
+FORM = "parley_form"  # the multipart form a route reads itself (documented as its request body)
 SESSION_SCHEME = "SessionCookie"  # the dashboard session's security scheme (key_or_session routes)
 SESSION_COOKIE = "parley_session"
 WIDGET_SCHEME = "WidgetAuth"  # a widget token, ``Authorization: Widget <token>`` (widget routes)
@@ -113,7 +115,7 @@ def _responses(access: Access, errors: dict[int, str], *, has_body: bool = False
         for status in (401, 403, 429):
             statuses[status] = described[status]
     if has_path_parameters:
-        statuses[404] = _DESCRIPTIONS[404]  # an unknown id, or a path parameter of the wrong type
+        statuses[404] = _DESCRIPTIONS[404]  # an unknown id (a path parameter of the wrong type is 400)
     if has_body:
         for status in (413, 415):
             statuses[status] = _DESCRIPTIONS[status]
@@ -153,10 +155,12 @@ def endpoint(
     errors: dict[int, str] | None = None,
     status_code: int | None = None,
     responses: dict[int, ResponseSpec] | None = None,
+    form: FileForm | None = None,
     **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], Any]:
     """``idempotent``: whether the route honours Idempotency-Key (default: every authenticated POST does);
-    ``secret``: its success response carries a secret (see ``Access.secret``)."""
+    ``secret``: its success response carries a secret (see ``Access.secret``); ``form``: the multipart form
+    of files the handler reads itself (``form.files(await request.form())``), its documented request body."""
     mode = auth_mode(auth, operation_id)
     if idempotent is None:
         idempotent = method == "POST" and mode is not AuthMode.PUBLIC
@@ -180,14 +184,14 @@ def endpoint(
         extra["status_code"] = status_code
 
     def register(fn: Callable[..., Any]) -> Any:
-        documented = _responses(access, errors or {}, has_body=BODY_PARAMETER in inspect.signature(fn).parameters,
-                                has_path_parameters="{" in path)
+        has_body = form is not None or BODY_PARAMETER in inspect.signature(fn).parameters
+        documented = _responses(access, errors or {}, has_body=has_body, has_path_parameters="{" in path)
         return decorator(
             path,
             operation_id=operation_id,
             summary=summary,
             tags=tags,
-            opt={ACCESS: access},
+            opt={ACCESS: access, FORM: form},
             responses={**documented, **(responses or {})},
             security=security,
             **extra,
@@ -199,3 +203,7 @@ def endpoint(
 
 def access_of(opt: dict[str, Any]) -> Access | None:
     return opt.get(ACCESS)
+
+
+def form_of(opt: dict[str, Any]) -> FileForm | None:
+    return opt.get(FORM)

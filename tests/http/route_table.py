@@ -14,7 +14,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.routes import HTTPRoute
 
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
-from entrypoints.http.routing import BODY_PARAMETER, Access, access_of
+from entrypoints.http.routing import BODY_PARAMETER, Access, access_of, form_of
 
 _PARAMETER = re.compile(r"\{(\w+)(?::\w+)?\}")
 # A value of the right type that no test data uses, so a lookup answers 404, never 401/403.
@@ -44,7 +44,8 @@ class ServedOperation:
 
     @property
     def has_body(self) -> bool:
-        return BODY_PARAMETER in self.handler.parsed_fn_signature.parameters
+        """A JSON body (``data``), or a multipart form the handler reads itself (``endpoint(..., form=...)``)."""
+        return BODY_PARAMETER in self.handler.parsed_fn_signature.parameters or form_of(self.handler.opt) is not None
 
     @property
     def label(self) -> str:

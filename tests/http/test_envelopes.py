@@ -43,9 +43,11 @@ def _field_errors(response: httpx.Response) -> dict[str, str]:
 
 async def test_unknown_route_answers_404_in_the_router_envelope(api: Api) -> None:
     t = await api.tenant()
-    for path in ("/v2/nope", "/api/v2/nope", "/nope", "/v2", "/v2/agents/not-a-number", "/v2/agents/1/unknown"):
+    for path in ("/v2/nope", "/api/v2/nope", "/nope", "/v2", "/v2/agents/1/unknown"):
         for headers in ({}, t.headers):
             _router_error(await api.client.get(path, headers=headers), 404, "not_found")
+    for headers in ({}, t.headers):  # the route exists, its parameter is invalid
+        _router_error(await api.client.get("/v2/agents/not-a-number", headers=headers), 400, "bad_request")
 
 
 async def test_wrong_method_answers_405_in_the_router_envelope(api: Api) -> None:

@@ -92,7 +92,7 @@ async def test_instants_outside_the_representable_range_are_400(any_api: Api, pa
                                   "1%E2%82%AC.wav", "%E2%82%AC.wav"])
 async def test_recording_names_that_are_no_id_are_refused(any_api: Api, name: str) -> None:
     r = await any_api.client.get(f"/v2/recordings/{name}", params={"expires": 1, "signature": "x"})
-    assert r.status_code in (403, 404), r.text
+    assert r.status_code in (400, 403, 404), r.text  # 400: non-ASCII digits are no path id
     assert r.json()["success"] is False
 
 
@@ -102,7 +102,39 @@ async def test_non_ascii_digits_are_no_path_id(any_api: Api, path: str) -> None:
     agent = (await any_api.client.post("/v2/agents", json={"name": "A"}, headers=t.headers)).json()["data"]
     assert agent["id"] >= 1
     r = await any_api.client.get(path, headers=t.headers)
-    _refused(r, 404)
+    _refused(r, 400, "path")
+
+
+@pytest.mark.parametrize(("path", "field"), [
+    ("/v2/agents/abc", "id"), ("/v2/agents/1.5", "id"), ("/v2/agents/%2B1", "id"), ("/v2/agents/1_0", "id"),
+    ("/v2/agents/%201", "id"), ("/api/v2/campaigns/1/contacts/x", "contactId"),
+    ("/v2/knowledge-bases/kb/documents/1", "id"),
+])
+async def test_a_path_parameter_that_does_not_parse_is_400_naming_it(any_api: Api, path: str, field: str) -> None:
+    """Never 404 (the route exists) and never read loosely (``+1``, `` 1`` and ``1_0`` are no id)."""
+    t = await any_api.tenant()
+    agent = await any_api.client.post("/v2/agents", json={"name": "A"}, headers=t.headers)
+    assert agent.status_code == 201
+    r = await any_api.client.get(path, headers=t.headers)
+    body = _refused(r, 400, field)
+    assert "ASCII digits" in body["error"]["details"]["validation_errors"][field]
+
+
+async def test_an_unknown_route_is_still_404(any_api: Api) -> None:
+    t = await any_api.tenant()
+    _refused(await any_api.client.get("/v2/agents/1/nothing-here", headers=t.headers), 404)
+    _refused(await any_api.client.get("/v2/agents/999999", headers=t.headers), 404)
+
+
+@pytest.mark.parametrize("query", [{"limit": "1e2"}, {"limit": "10.0"}, {"offset": "0.0"}, {"limit": "1E1"},
+                                   {"agent_id": "1e0"}])
+async def test_query_integers_are_plain_digits(any_api: Api, query: dict[str, str]) -> None:
+    t = await any_api.tenant()
+    path = "/v2/calls" if "agent_id" in query else "/v2/agents"
+    body = _refused(await any_api.client.get(path, params=query, headers=t.headers), 400, next(iter(query)))
+    assert "ASCII digits" in body["error"]["details"]["validation_errors"][next(iter(query))]
+    assert (await any_api.client.get("/v2/agents", params={"limit": "10", "offset": "0"},
+                                     headers=t.headers)).status_code == 200
 
 
 @pytest.mark.parametrize("query", [{"limit": "²"}, {"offset": "١٢"}, {"limit": "1" * 30}, {"offset": "9" * 30}])

@@ -215,7 +215,10 @@ async def test_requests_over_10_mb_are_refused_while_streaming(api: Api) -> None
     ok = await _upload(api, t, kb, ("small.txt", b"Small and fine."), ("big.txt", big))
     assert ok.status_code == 201
     assert ok.json()["data"]["summary"] == {"total": 2, "success": 1, "failed": 1}
-    assert ok.json()["data"]["documents"][1]["error_code"] == "text_too_long"
+    too_long = ok.json()["data"]["documents"][1]
+    assert too_long["error_code"] == "text_too_long" and too_long["field"] == "files[1]", too_long
+    # the refusal names the limit it broke, and why a file the request limit let in is still too long
+    assert "5,000,000 characters" in too_long["error"] and "10 MB" in too_long["error"], too_long
 
 
 async def test_a_long_text_is_chunked(api: Api) -> None:

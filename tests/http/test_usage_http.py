@@ -278,7 +278,8 @@ async def test_usage_metrics_is_a_daily_series_from_the_day_counters(make_api: A
         assert bad.status_code == 400 and field in bad.json()["error"]["details"]["validation_errors"], bad.text
     long = await api.client.get("/v2/usage/metrics", headers=t.headers, params={
         "metric": "calls", "start": "2024-01-01", "end": "2026-01-01"})
-    assert long.status_code == 422 and long.json()["error"]["code"] == "range_too_long"
+    assert long.status_code == 400 and long.json()["error"]["code"] == "bad_request", long.text
+    assert long.json()["error"]["details"]["reason"] == "range_too_long"
 
 
 async def test_every_dial_path_passes_the_quota_gate(make_api: ApiFactory, sql_url: str) -> None:

@@ -30,7 +30,8 @@ TAGS = ["Calls"]
 LOG_TAGS = ["Call logs"]
 CallId = Annotated[str, PathParameter(min_length=1, max_length=64, description="Call id (UUID)")]
 LogId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Call log id")]
-Instant = Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339 with offset or Z")]
+Instant = Annotated[str | None, QueryParameter(max_length=64, format="date-time",
+                                               description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was dialled"
 @endpoint("POST", "/calls", operation_id="createCall", summary="Place an outbound call", tags=TAGS,
           location="/calls/{id}",
@@ -87,8 +88,10 @@ async def list_call_logs(
     offset: Offset = 0,
     agent_id: Annotated[int | None, QueryParameter(ge=1, le=MAX_ID)] = None,
     status: Annotated[CallStatus | None, QueryParameter()] = None,
-    start: Annotated[str | None, QueryParameter(max_length=64, description="ended at or after (RFC 3339)")] = None,
-    end: Annotated[str | None, QueryParameter(max_length=64, description="ended before (RFC 3339)")] = None,
+    start: Annotated[str | None, QueryParameter(
+        max_length=64, format="date-time", description="ended at or after (RFC 3339)")] = None,
+    end: Annotated[str | None, QueryParameter(
+        max_length=64, format="date-time", description="ended before (RFC 3339)")] = None,
 ) -> ListEnvelope[CallLogOut]:
     filters = CallLogFilter(agent_id, status, parse_instant(start, "start"), parse_instant(end, "end"))
     page = await use_case.execute(uc.ListCallLogsCommand(actor, filters, PageRequest(limit, offset)))

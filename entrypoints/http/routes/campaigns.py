@@ -15,11 +15,11 @@ from application.context import Actor
 from application.ports.campaigns import CampaignFilter, ContactFilter
 from application.ports.platform import PageRequest
 from domain.campaigns import MAX_IMPORT_BYTES, CallingHours, ContactDraft, RetryPolicy
-from domain.errors import ValidationFailed
 from domain.parsing import MAX_ID
 from domain.patching import MergePatch, apply_patch
 from domain.timezones import validate_timezone
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
+from entrypoints.http.multipart import CSV_UPLOAD
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.campaigns import (
     CampaignCreate,
@@ -181,21 +181,23 @@ async def add_contacts(id: CampaignId, data: JSONBody[ContactsAdd], actor: FromD
 
 
 async def _csv_file(request: Request[Any, Any, Any]) -> tuple[IO[bytes], Any]:
-    """The uploaded CSV as a binary file (multipart field ``file``, or a text/csv body), and the upload to
+    """The uploaded CSV as a binary file (multipart field ``file``, or a text/csv body), and the form to
     close afterwards (None for a body)."""
-    media_type = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    media_type = request.content_type[0]
     if media_type == "multipart/form-data":
         form = await request.form()
-        upload = form.get("file")
-        if upload is None or isinstance(upload, str):
-            raise ValidationFailed.field("file", "attach the CSV file as the form field `file`")
-        file: IO[bytes] = upload.file
-        file.seek(0, io.SEEK_END)
-        size = file.tell()
-        file.seek(0)
+        try:
+            file: IO[bytes] = CSV_UPLOAD.files(form)["file"][0].file
+            file.seek(0, io.SEEK_END)
+            size = file.tell()
+            file.seek(0)
+        except BaseException:
+            await form.close()
+            raise
         if size > MAX_IMPORT_BYTES:
+            await form.close()
             raise HTTPException(status_code=413, detail=f"The file is larger than {MAX_IMPORT_BYTES // 2**20} MB")
-        return file, upload
+        return file, form
     if media_type in CSV_TYPES:
         return io.BytesIO(await request.body()), None
     raise HTTPException(status_code=415, detail="Send the CSV as multipart/form-data (field `file`) or as text/csv")
@@ -205,7 +207,7 @@ async def _csv_file(request: Request[Any, Any, Any]) -> tuple[IO[bytes], Any]:
           summary="Import contacts from a CSV file (multipart field `file`; header row with phone, optional name "
                   "and timezone, other columns into custom_data; UTF-8; at most 10 MB)",
           tags=TAGS, scopes=("campaigns:write",), status_code=201,
-          request_max_body_size=MAX_IMPORT_BYTES + MULTIPART_SLACK,
+          request_max_body_size=MAX_IMPORT_BYTES + MULTIPART_SLACK, form=CSV_UPLOAD,
           errors={400: "bad_request naming file: no header, no phone column, not UTF-8, or no row holds a valid "
                        "contact (rows in error.details.rejected)",
                   404: "", 409: "invalid_transition: the campaign has ended",
@@ -213,15 +215,15 @@ async def _csv_file(request: Request[Any, Any, Any]) -> tuple[IO[bytes], Any]:
                   415: "unsupported_media_type: send multipart/form-data or text/csv", 422: CONTACT_LIMIT})
 async def import_contacts(id: CampaignId, request: Request, actor: FromDishka[Actor],  # type: ignore[type-arg]
                           use_case: FromDishka[uc.ImportContacts]) -> Envelope[ContactsAdded]:
-    file, upload = await _csv_file(request)
+    file, form = await _csv_file(request)
     text = io.TextIOWrapper(file, encoding="utf-8-sig", newline="")
     try:
         result = await use_case.execute(uc.ImportContactsCommand(actor, id, text))
     finally:
         text.detach()
-        if upload is not None:
+        if form is not None:
             with contextlib.suppress(Exception):
-                await upload.close()
+                await form.close()
     return Envelope(_added(result))
 
 

@@ -13,6 +13,7 @@ from application.ports.platform import PageRequest
 from domain.errors import ValidationFailed
 from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
+from entrypoints.http.multipart import CSV_UPLOAD
 from entrypoints.http.routes.calls import DNC_UNAVAILABLE
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.dnc import (
@@ -88,7 +89,7 @@ async def add_entries(id: ListId, data: JSONBody[DncEntriesAdd], actor: FromDish
 
 @endpoint("POST", "/dnc/lists/{id:int}/entries/import", operation_id="importDncEntries",
           summary="Import numbers from a CSV file (text/csv body, or multipart/form-data field `file`)", tags=TAGS,
-          scopes=("dnc:write",), idempotent=True, status_code=201,
+          scopes=("dnc:write",), idempotent=True, status_code=201, form=CSV_UPLOAD,
           errors={404: "", 413: "", 415: "unsupported_media_type: send text/csv or multipart/form-data"})
 async def import_entries(
     id: ListId,
@@ -97,13 +98,13 @@ async def import_entries(
     use_case: FromDishka[uc.ImportDncCsv],
     default_region: Annotated[str | None, QueryParameter(pattern=r"^[A-Za-z]{2}$")] = None,
 ) -> Envelope[DncEntriesAdded]:
-    media_type = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    media_type = request.content_type[0]
     if media_type == "multipart/form-data":
         form = await request.form()
-        upload = form.get("file")
-        if upload is None or isinstance(upload, str):
-            raise ValidationFailed.field("file", "attach the CSV file as the form field `file`")
-        raw = await upload.read()
+        try:
+            raw = await CSV_UPLOAD.files(form)["file"][0].read()
+        finally:
+            await form.close()
     elif media_type in CSV_TYPES:
         raw = await request.body()
     else:

@@ -4,8 +4,9 @@ import contextlib
 from typing import Annotated, Literal
 
 from dishka import FromDishka
-from litestar.enums import RequestEncodingType
-from litestar.params import Body, JSONBody, PathParameter, QueryParameter
+from litestar import Request
+from litestar.exceptions import HTTPException
+from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application import knowledge as uc
 from application.context import Actor
@@ -14,6 +15,7 @@ from application.ports.platform import Page, PageRequest
 from domain.knowledge import MAX_FILES_PER_UPLOAD, MAX_UPLOAD_BYTES
 from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListMeta
+from entrypoints.http.multipart import FileField, FileForm
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.knowledge import (
     AgentKnowledgeBasesOut,
@@ -21,7 +23,6 @@ from entrypoints.http.schemas.knowledge import (
     CollectionEnvelope,
     DocumentList,
     DocumentOut,
-    DocumentUpload,
     KnowledgeBaseCreate,
     KnowledgeBaseList,
     KnowledgeBaseOut,
@@ -42,6 +43,10 @@ KbId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Knowledge base
 AgentId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Agent id")]
 DocId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Document id")]
 NOT_FOUND = {404: "not_found: unknown knowledge base"}
+DOCUMENT_UPLOAD = FileForm("DocumentUpload", (
+    FileField("files", "One or more files", many=True),
+    FileField("file", "A single file"),
+))
 
 
 def _kb_list(page: Page[uc.KnowledgeBaseView]) -> CollectionEnvelope[KnowledgeBaseList]:
@@ -132,21 +137,29 @@ async def list_documents(
           summary=f"Upload files (multipart: files or file; txt, md, csv, html, pdf, docx; at most "
                   f"{MAX_FILES_PER_UPLOAD} files and 10 MB per request)",
           tags=TAGS, scopes=SCOPE_WRITE, status_code=201, request_max_body_size=MAX_UPLOAD_BYTES,
-          errors={400: "no file sent, or every file failed (per-file reasons in error.details.documents)",
-                  404: "not_found: unknown knowledge base", 413: "payload_too_large: more than 10 MB"})
+          form=DOCUMENT_UPLOAD,
+          errors={400: "no file sent, a field that is not a file, or every file failed (per-file reasons in "
+                       "error.details.documents)",
+                  404: "not_found: unknown knowledge base", 413: "payload_too_large: more than 10 MB",
+                  415: "unsupported_media_type: send multipart/form-data"})
 async def upload_documents(
     id: KbId,
-    data: Annotated[DocumentUpload, Body(media_type=RequestEncodingType.MULTI_PART)],
+    request: Request,  # type: ignore[type-arg]
     actor: FromDishka[Actor],
     use_case: FromDishka[uc.UploadDocuments],
 ) -> Envelope[UploadResult]:
-    uploads = [*(data.files or []), *([data.file] if data.file is not None else [])]
+    media_type = request.content_type[0]
+    if media_type not in ("multipart/form-data", ""):  # no Content-Type at all: nothing sent (400 below)
+        raise HTTPException(status_code=415, detail="Send the files as multipart/form-data (field `files` or `file`)")
+    form = await request.form()
     try:
-        files = [uc.UploadedFile(upload.filename, await upload.read()) for upload in uploads]
+        sent = DOCUMENT_UPLOAD.files(form)
+        named = [*((f"files[{i}]", upload) for i, upload in enumerate(sent.get("files", []))),
+                 *(("file", upload) for upload in sent.get("file", []))]
+        files = [uc.UploadedFile(upload.filename, await upload.read(), field) for field, upload in named]
     finally:
-        for upload in uploads:
-            with contextlib.suppress(Exception):
-                await upload.close()
+        with contextlib.suppress(Exception):
+            await form.close()
     return Envelope(UploadResult.of(await use_case.execute(uc.UploadDocumentsCommand(actor, id, files))))
 
 

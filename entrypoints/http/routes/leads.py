@@ -19,7 +19,8 @@ from entrypoints.http.schemas.leads import LeadCreate, LeadOut, LeadStatus
 
 TAGS = ["Leads"]
 LeadId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Lead id")]
-Instant = Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339 with offset or Z")]
+Instant = Annotated[str | None, QueryParameter(max_length=64, format="date-time",
+                                               description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was stored or dialled"
 
 

@@ -90,7 +90,7 @@ async def schedule_status(
     id: ScheduleId,
     actor: FromDishka[Actor],
     use_case: FromDishka[schedules.GetScheduleStatus],
-    at: Annotated[str | None, QueryParameter(max_length=64, description=(
+    at: Annotated[str | None, QueryParameter(max_length=64, format="date-time", description=(
         "RFC 3339 timestamp with an offset or Z (default: now)"))] = None,
     timezone: ZoneQuery = None,
 ) -> Envelope[StatusOut]:
@@ -108,7 +108,8 @@ async def schedule_status(
 
 @endpoint("GET", "/schedules/{id:int}/preview", operation_id="previewSchedule",
           summary=f"The schedule's openings between start and end (at most {MAX_PREVIEW_DAYS} days)", tags=TAGS,
-          scopes=READ, errors={404: "", 422: f"range_too_long: end is more than {MAX_PREVIEW_DAYS} days after start"})
+          scopes=READ, errors={404: "", 400: f"end more than {MAX_PREVIEW_DAYS} days after start: "
+                                             "details.reason range_too_long"})
 async def schedule_preview(
     id: ScheduleId,
     actor: FromDishka[Actor],

@@ -56,7 +56,7 @@ CalendarId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Calendar
 AppointmentId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Appointment id")]
 RuleId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Availability rule id")]
 BlackoutId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Blackout id")]
-InstantQuery = Annotated[str | None, QueryParameter(max_length=64,
+InstantQuery = Annotated[str | None, QueryParameter(max_length=64, format="date-time",
                                                     description="RFC 3339 timestamp with an offset or Z")]
 BoundQuery = Annotated[str | None, QueryParameter(
     max_length=64, description="RFC 3339 timestamp with an offset or Z, or a date YYYY-MM-DD (the start of that "
@@ -261,8 +261,10 @@ async def list_appointments(
     calendar_id: Annotated[int | None, QueryParameter(ge=1, le=MAX_ID)] = None,
     status: Annotated[Literal["pending", "confirmed", "cancelled", "completed", "no_show"] | None,
                       QueryParameter()] = None,
-    start: Annotated[str | None, QueryParameter(max_length=64, description="slot_start at or after (RFC 3339)")] = None,
-    end: Annotated[str | None, QueryParameter(max_length=64, description="slot_start before (RFC 3339)")] = None,
+    start: Annotated[str | None, QueryParameter(
+        max_length=64, format="date-time", description="slot_start at or after (RFC 3339)")] = None,
+    end: Annotated[str | None, QueryParameter(
+        max_length=64, format="date-time", description="slot_start before (RFC 3339)")] = None,
 ) -> ListEnvelope[AppointmentOut]:
     filters = AppointmentFilter(calendar_id, status, _instant(start, "start"), _instant(end, "end"))
     page = await use_case.execute(booking.ListAppointmentsCommand(actor, filters, PageRequest(limit, offset)))

@@ -18,7 +18,8 @@ from entrypoints.http.schemas.sms import InboundSmsCreate, InboundSmsOut, SmsCre
 
 TAGS = ["SMS"]
 SmsId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="SMS message id")]
-Instant = Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339 with offset or Z")]
+Instant = Annotated[str | None, QueryParameter(max_length=64, format="date-time",
+                                               description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was sent"
 
 

@@ -13,13 +13,13 @@ from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import parse_instant
 from entrypoints.http.schemas.telephony import (
+    CallStatsOut,
     PhoneNumberCreate,
     PhoneNumberOut,
     PhoneNumberUpdate,
     ProviderCreate,
     ProviderOut,
     ProviderUpdate,
-    StatsOut,
 )
 from entrypoints.http.validation import require_non_blank, set_fields
 
@@ -127,12 +127,14 @@ async def delete_number(id: NumberId, actor: FromDishka[Actor], use_case: FromDi
 async def stats(
     actor: FromDishka[Actor],
     use_case: FromDishka[uc.GetTelephonyStats],
-    start: Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339; default end - 30 days")] = None,
-    end: Annotated[str | None, QueryParameter(max_length=64, description="RFC 3339; default now")] = None,
-) -> Envelope[StatsOut]:
+    start: Annotated[str | None, QueryParameter(max_length=64, format="date-time",
+                                                description="RFC 3339; default end - 30 days")] = None,
+    end: Annotated[str | None, QueryParameter(max_length=64, format="date-time",
+                                              description="RFC 3339; default now")] = None,
+) -> Envelope[CallStatsOut]:
     result = await use_case.execute(uc.GetTelephonyStatsCommand(actor, parse_instant(start, "start"),
                                                                 parse_instant(end, "end")))
-    return Envelope(StatsOut.of(result))
+    return Envelope(CallStatsOut.of(result))
 
 
 ROUTES = [list_providers, create_provider, get_provider, update_provider, delete_provider, list_numbers,

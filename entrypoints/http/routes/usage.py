@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from dishka import FromDishka
 from litestar.params import QueryParameter
@@ -12,7 +12,10 @@ from entrypoints.http.routing import endpoint
 from entrypoints.http.schemas.usage import SeriesOut, UsageOut
 
 TAGS = ["Usage"]
-Text = Annotated[str | None, QueryParameter(max_length=64)]
+Metric = Annotated[Literal["call_minutes", "calls", "sms_segments"], QueryParameter()]
+Granularity = Annotated[Literal["day"], QueryParameter()]
+Day = Annotated[str, QueryParameter(max_length=64, description="A date YYYY-MM-DD or an RFC 3339 instant "
+                                                                "(its UTC date); both days are included")]
 
 
 @endpoint("GET", "/usage", operation_id="getUsage", summary="Usage of a billing period against the plan",
@@ -32,13 +35,13 @@ async def get_usage(actor: FromDishka[Actor], use_case: FromDishka[uc.GetUsage],
           description=("metric: call_minutes, calls or sms_segments; start and end: dates (YYYY-MM-DD) or RFC 3339 "
                        "instants, both days included; granularity: day. Read from per-day counters; days "
                        "without usage are 0."),
-          errors={400: "bad_request naming the invalid parameter",
-                  422: "range_too_long: more than 366 days"})
+          errors={400: "bad_request naming the invalid parameter; a range over 366 days has "
+                       "details.reason range_too_long"})
 async def get_usage_metrics(actor: FromDishka[Actor], use_case: FromDishka[uc.GetUsageMetrics],
-                            metric: Text = None, start: Text = None, end: Text = None,
-                            granularity: Text = "day") -> Envelope[SeriesOut]:
+                            metric: Metric, start: Day, end: Day,
+                            granularity: Granularity = "day") -> Envelope[SeriesOut]:
     points = await use_case.execute(uc.GetUsageMetricsCommand(actor, metric, start, end, granularity))
-    return Envelope(SeriesOut.of(metric or "", points))
+    return Envelope(SeriesOut.of(metric, points))
 
 
 ROUTES = [get_usage, get_usage_metrics]

@@ -87,7 +87,7 @@ class RetryOut(Struct):
     failed: RetryRuleOut
 
 
-class StatsOut(Struct):
+class CampaignStatsOut(Struct):
     total: int
     pending: int
     dialing: int
@@ -98,7 +98,7 @@ class StatsOut(Struct):
     cancelled: int
 
     @classmethod
-    def of(cls, s: CampaignStats) -> StatsOut:
+    def of(cls, s: CampaignStats) -> CampaignStatsOut:
         return cls(s.total, s.pending, s.dialing, s.retry_wait, s.completed, s.failed, s.skipped_dnc, s.cancelled)
 
 
@@ -122,7 +122,7 @@ class CampaignOut(Struct):
     ended_at: datetime | None
     next_dial_at: datetime | None = None
     """With ``status_reason`` (``outside_calling_hours``, ``waiting_for_retry``): when the dialer dials next."""
-    stats: StatsOut | UnsetType = UNSET
+    stats: CampaignStatsOut | UnsetType = UNSET
     """Only on GET /campaigns/{id}."""
 
     @classmethod
@@ -139,7 +139,7 @@ class CampaignOut(Struct):
             status_reason=c.status_reason, created_at=c.created_at,  # type: ignore[arg-type]
             updated_at=c.updated_at,  # type: ignore[arg-type]
             started_at=c.started_at, ended_at=c.ended_at, next_dial_at=c.next_dial_at,
-            stats=StatsOut.of(stats) if stats is not None else UNSET,
+            stats=CampaignStatsOut.of(stats) if stats is not None else UNSET,
         )
 
 

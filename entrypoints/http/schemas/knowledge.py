@@ -3,7 +3,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Generic, Literal, TypeVar
 
-from litestar.datastructures import UploadFile
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.knowledge import AgentKnowledgeBases, FileResult, KnowledgeBaseView, UploadOutcome
@@ -39,11 +38,6 @@ class AttachKnowledgeBaseRequest(Struct, forbid_unknown_fields=True):
 
 class ScrapeRequest(Struct, forbid_unknown_fields=True):
     url: Annotated[str, Meta(min_length=1, max_length=2048, description="A public http(s) page")]
-
-
-class DocumentUpload(Struct, forbid_unknown_fields=True):
-    files: Annotated[list[UploadFile], Meta(description="One or more files")] | None = None
-    file: Annotated[UploadFile, Meta(description="A single file")] | None = None
 
 
 class AgentRefOut(Struct):
@@ -133,6 +127,7 @@ class AgentKnowledgeBasesOut(Struct):
 
 class FileResultOut(Struct):
     file_name: str
+    field: Annotated[str | None, Meta(description="The form field that carried the file: file, or files[i]")]
     success: bool
     document_id: int | None
     error: str | None
@@ -140,7 +135,7 @@ class FileResultOut(Struct):
 
     @classmethod
     def of(cls, r: FileResult) -> FileResultOut:
-        return cls(r.file_name, r.success, r.document_id, r.error, r.error_code)
+        return cls(r.file_name, r.field, r.success, r.document_id, r.error, r.error_code)
 
 
 class UploadSummary(Struct):

@@ -103,7 +103,7 @@ class PhoneNumberOut(Struct):
                    Capabilities(n.voice, n.sms), n.status, n.created_at, n.updated_at)  # type: ignore[arg-type]
 
 
-class StatsOut(Struct):
+class CallStatsOut(Struct):
     start: datetime
     end: datetime
     total_calls: int
@@ -113,6 +113,6 @@ class StatsOut(Struct):
     average_duration_seconds: float | None
 
     @classmethod
-    def of(cls, s: CallStats) -> StatsOut:
+    def of(cls, s: CallStats) -> CallStatsOut:
         return cls(s.start, s.end, s.total_calls, s.by_status, s.total_minutes, s.answer_rate,
                    s.average_duration_seconds)
