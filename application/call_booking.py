@@ -16,8 +16,8 @@ from typing import Any
 
 from application.context import Actor
 from domain.errors import NotFound
-from domain.scheduling.model import BookingLimitReached
 from domain.rfc3339 import format_utc_or_none
+from domain.scheduling.model import BookingLimitReached
 
 log = logging.getLogger("parley.calls")
 

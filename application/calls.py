@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
+from application.agents import as_published
 from application.context import Actor, ApiBaseUrl
 from application.dnc import DncGate
 from application.phones import e164
-from application.agents import as_published
 from application.ports.accounts import OrganizationRepository
 from application.ports.agents import AgentRepository
 from application.ports.blobs import BlobStorage

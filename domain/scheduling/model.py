@@ -86,8 +86,8 @@ class BookingLimitReached(Conflict):
 
     @classmethod
     def per_attendee(cls, cap: int) -> BookingLimitReached:
-        return cls(f"this attendee already has {cap} upcoming appointments on this calendar (max_upcoming_per_attendee)",
-                   details={"limit": "max_upcoming_per_attendee", "max": cap})
+        return cls(f"this attendee already has {cap} upcoming appointments on this calendar "
+                   "(max_upcoming_per_attendee)", details={"limit": "max_upcoming_per_attendee", "max": cap})
 
     @classmethod
     def per_day(cls, cap: int, day: str) -> BookingLimitReached:

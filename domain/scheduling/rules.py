@@ -38,10 +38,7 @@ def parse_rule_times(start_time: object, end_time: object) -> tuple[time, time]:
     The end may be ``"24:00"``, the end of the day, as in business-hours schedules; it is kept as 00:00
     (``AvailabilityRule.end_minute`` reads it as 1440)."""
     start = start_time if isinstance(start_time, time) else parse_hhmm(start_time, "start_time")
-    if end_time == END_OF_DAY:
-        end = time(0, 0)
-    else:
-        end = end_time if isinstance(end_time, time) else parse_end(end_time)
+    end = _parse_end(end_time)
     if start.tzinfo is not None or end.tzinfo is not None:
         raise ValidationFailed.field("start_time", "must be a local wall time without offset")
     if end_time != END_OF_DAY and end <= start:
@@ -49,9 +46,13 @@ def parse_rule_times(start_time: object, end_time: object) -> tuple[time, time]:
     return start, end
 
 
-def parse_end(text: object) -> time:
-    """A rule's end ``"HH:MM"`` (00:00-23:59); ``"24:00"`` is handled by parse_rule_times."""
-    match = _HHMM_RE.fullmatch(text) if isinstance(text, str) else None
+def _parse_end(end_time: object) -> time:
+    """A rule's end: ``"HH:MM"`` (00:00-23:59), or ``"24:00"`` kept as 00:00."""
+    if end_time == END_OF_DAY:
+        return time(0, 0)
+    if isinstance(end_time, time):
+        return end_time
+    match = _HHMM_RE.fullmatch(end_time) if isinstance(end_time, str) else None
     if match is None:
         raise ValidationFailed.field("end_time", 'must be a time "HH:MM" between 00:00 and 23:59, or "24:00"')
     return time(int(match[1]), int(match[2]))
