@@ -13,6 +13,7 @@ from adapters.memory.clock import ManualClock
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, place
+from tests.http.dashboard_support import cookie, login, new_user
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 
@@ -147,3 +148,22 @@ async def test_the_openapi_document_describes_versions(any_api: Api) -> None:
     assert "agent_version" in schemas["CallLogOut"]["properties"]
     restore = document["paths"]["/agents/{id}/versions/{version}/restore"]["post"]
     assert restore["operationId"] == "restoreAgentVersion" and "404" in restore["responses"]
+
+
+async def test_the_dashboard_says_whether_there_is_something_to_publish(any_api: Api) -> None:
+    api = any_api
+    user = await new_user(api)
+    session, csrf = await login(api, user)
+    t = user.tenant
+    agent = await active_agent(api, t)
+    path = f"/dashboard/agents/{agent['id']}"
+    page = (await api.client.get(path, headers=cookie(session))).text
+    assert "Publish again" in page and "Publish a new version" not in page and "same as version 1" in page
+    await _patch(api, t, agent["id"], {"prompt": "A new prompt."})
+    page = (await api.client.get(path, headers=cookie(session))).text
+    assert "Publish a new version" in page and "calls run version 1 until you publish" in page
+    published = await api.client.post(f"{path}/publish", headers=cookie(session), data={"csrf_token": csrf},
+                                      follow_redirects=False)
+    assert published.status_code == 303, published.text
+    page = (await api.client.get(path, headers=cookie(session))).text
+    assert "Publish again" in page and "same as version 2" in page
