@@ -174,12 +174,12 @@ class PlaceCall:
 
 
 async def _call_agent(agents: AgentRepository, call: Call) -> Agent | None:
-    """The agent as the call runs it: the published version it was placed with (None when the agent is gone).
-    A call placed before calls recorded their version runs the agent as it is now."""
+    """The agent as the call runs it: the published version it was placed with (None when the agent or that
+    version is gone). A call placed before calls recorded their version runs the agent as it is now."""
     live = await agents.get(call.organization_id, call.agent_id)
     if live is None or call.agent_version is None:
         return live
-    return await as_published(agents, live, call.agent_version) or live
+    return await as_published(agents, live, call.agent_version)
 
 
 async def _load_call(calls: CallRepository, actor: Actor, call_id: str, *, lock: bool = False) -> Call:
