@@ -23,6 +23,28 @@ async def _load(agents: AgentRepository, actor: Actor, agent_id: int, *, lock: b
     return agent
 
 
+async def published_snapshot(agents: AgentRepository, agent: Agent) -> dict[str, Any] | None:
+    """The configuration of the agent's latest published version (None when it was never published)."""
+    if agent.current_version is None:
+        return None
+    version = await agents.get_version(agent.organization_id, agent.id or 0, agent.current_version)
+    return version.snapshot if version is not None else None
+
+
+async def as_published(agents: AgentRepository, agent: Agent, version: int | None) -> Agent | None:
+    """The agent as its published ``version`` configures it: what a call runs, never the live draft. None when
+    that version does not exist (an agent never published has none)."""
+    if version is None:
+        return None
+    found = await agents.get_version(agent.organization_id, agent.id or 0, version)
+    return agent.with_snapshot(found.snapshot) if found is not None else None
+
+
+async def _with_draft_state(agents: AgentRepository, agent: Agent) -> Agent:
+    """The agent with ``has_unpublished_changes`` told truly: its draft against its latest published version."""
+    return replace(agent, has_unpublished_changes=agent.differs_from(await published_snapshot(agents, agent)))
+
+
 class NoCalendars:
     """AgentCalendars when no scheduling is installed: there is no calendar to point at."""
 
@@ -139,6 +161,8 @@ class UpdateAgent:
         check_metadata("metadata", agent.metadata)
         if agent == current:  # a PATCH that changes nothing leaves updated_at alone
             return current
+        if agent.snapshot() != current.snapshot():  # the draft changed; calls keep running the published version
+            agent = await _with_draft_state(self.agents, agent)
         return await self.agents.update(replace(agent, updated_at=self.clock.now()))
 
 
@@ -184,8 +208,38 @@ class PublishAgent:
         number = (agent.current_version or 0) + 1
         version = AgentVersion(agent.id or agent_id, number, agent.snapshot(), now, actor.key_id)
         await self.agents.add_version(actor.organization_id, version)
-        updated = await self.agents.update(replace(published, current_version=number, updated_at=now))
+        updated = await self.agents.update(replace(published, current_version=number, has_unpublished_changes=False,
+                                                   updated_at=now))
         return Publication(updated, version)
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreAgentVersionCommand:
+    actor: Actor
+    agent_id: int
+    version: int
+
+
+class RestoreAgentVersion:
+    """Make a published version's configuration the agent's draft. Calls keep running the latest published
+    version until the draft is published (as a new version)."""
+
+    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
+        self.agents, self.clock, self.calendars = agents, clock, calendars
+
+    async def execute(self, command: RestoreAgentVersionCommand) -> Agent:
+        actor, agent_id = command.actor, command.agent_id
+        current = await _load(self.agents, actor, agent_id, lock=True)
+        found = await self.agents.get_version(actor.organization_id, agent_id, command.version)
+        if found is None:
+            raise NotFound("agent version", command.version)
+        restored = current.with_snapshot(found.snapshot)
+        if restored.calendar_id != current.calendar_id:  # the version's calendar may have been deleted since
+            await _check_calendar(self.calendars, actor.organization_id, restored.calendar_id)
+        restored = await _with_draft_state(self.agents, restored)
+        if restored == current:
+            return current
+        return await self.agents.update(replace(restored, updated_at=self.clock.now()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +262,7 @@ class DuplicateAgent:
             name=duplicate_name(original.name, command.name),
             status="draft",
             current_version=None,
+            has_unpublished_changes=True,
             metadata=dict(original.metadata),
             created_at=now,
             updated_at=now,

@@ -17,6 +17,7 @@ from typing import Any
 from application.context import Actor
 from domain.errors import NotFound
 from domain.rfc3339 import format_utc_or_none
+from domain.scheduling.model import BookingLimitReached
 
 log = logging.getLogger("parley.calls")
 
@@ -80,5 +81,8 @@ class AtomicSchedulingAppointmentBooker:
             timezone = await _timezone(self.get_calendar, self.make_calendar_ref, actor, calendar_id)
         except NotFound:
             _calendar_gone(organization_id, calendar_id, call_id)
+            return None
+        except BookingLimitReached as refused:  # the calendar's caps hold for agents too: nothing is booked
+            log.info("call %s: no booking on calendar %s: %s", call_id, calendar_id, refused.message)
             return None
         return _booking(appointment, calendar_id, timezone)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
+from application.agents import as_published
 from application.context import Actor, ApiBaseUrl
 from application.dnc import DncGate
 from application.phones import e164
@@ -122,11 +123,15 @@ class PlaceCall:
                 return placed
         agent_id = _agent_id(command.bot_id)
         destination = e164(self.phones, command.destination_phone, "destination_phone")
-        agent = await self.agents.get(org, agent_id)
-        if agent is None:
+        live = await self.agents.get(org, agent_id)
+        if live is None:
             raise NotFound("agent", agent_id)
-        if agent.status != "active":
-            raise AgentNotCallable(agent_id, agent.status)
+        if live.status != "active":
+            raise AgentNotCallable(agent_id, live.status)
+        # the call runs the latest published version, never the draft (an active agent always has one)
+        agent = await as_published(self.agents, live, live.current_version)
+        if agent is None:
+            raise AgentNotCallable(agent_id, "not published")
         values = render_values(command.contact_name, destination, command.custom_data)
         prompt, missing = render(agent.prompt, values)
         first_message, missing_first = render(agent.first_message or "", values)
@@ -162,9 +167,19 @@ class PlaceCall:
             priority=command.priority, due_at=now, campaign_id=command.campaign_id,
             contact_id=command.contact_id, idempotency_key=command.idempotency_key,
             cause_depth=self.uow.caused_depth(),  # a trigger's action: the call's events, later, keep its depth
+            agent_version=agent.current_version,
         )
         self.uow.created_work()  # the worker dials it
         return await self.calls.add(call)
+
+
+async def _call_agent(agents: AgentRepository, call: Call) -> Agent | None:
+    """The agent as the call runs it: the published version it was placed with (None when the agent or that
+    version is gone). A call placed before calls recorded their version runs the agent as it is now."""
+    live = await agents.get(call.organization_id, call.agent_id)
+    if live is None or call.agent_version is None:
+        return live
+    return await as_published(agents, live, call.agent_version)
 
 
 async def _load_call(calls: CallRepository, actor: Actor, call_id: str, *, lock: bool = False) -> Call:
@@ -226,7 +241,7 @@ class CallFinisher:
         finished, events = call.move(trigger, at, end_reason=end_reason, outcome=outcome,
                                      duration_seconds=duration, transferred_to=transferred_to)
         if finished.started_at is not None:
-            agent = await self.agents.get(call.organization_id, call.agent_id)
+            agent = await _call_agent(self.agents, call)
             turns = list(transcript or [])
             log = await self.logs.add(CallLog(
                 id=None, organization_id=call.organization_id, call_id=call.id, agent_id=call.agent_id,
@@ -239,6 +254,7 @@ class CallFinisher:
                                   turns=len(turns), booking=booking),
                 contact_name=call.contact_name, recording_key=recording_key, started_at=finished.started_at,
                 answered_at=finished.answered_at, ended_at=finished.ended_at, created_at=at,
+                agent_version=call.agent_version,
             ))
             finished = replace(finished, call_log_id=log.id)
         finished = await self.calls.update(finished)
@@ -305,7 +321,7 @@ class DialNextQueuedCall:
         if call is None or call.status != "queued":
             return None
         now = self.clock.now()
-        agent = await self.agents.get(organization_id, call.agent_id)
+        agent = await _call_agent(self.agents, call)
         if agent is None or agent.status != "active":
             return await self.finisher.finish(call, "fail", now, end_reason="agent_not_active")
         screened = await self.dnc.screen(organization_id, [call.destination_phone])
@@ -398,7 +414,7 @@ class AdvanceCall:
     async def _run_tool(self, call: Call, tool: str, run_tools: bool, now: datetime) -> dict[str, Any] | None:
         if tool != BOOK_APPOINTMENT or not run_tools:
             return None
-        agent = await self.agents.get(call.organization_id, call.agent_id)
+        agent = await _call_agent(self.agents, call)
         if agent is None or agent.calendar_id is None:
             return None
         return await self.booker.book_next_slot(call.organization_id, agent.calendar_id, now, call.contact_name,

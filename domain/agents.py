@@ -81,8 +81,16 @@ class Agent:
     timezone: str = "UTC"
     metadata: dict[str, Any] = field(default_factory=dict)
     current_version: int | None = None
+    """The latest published version (the one calls run); None until the agent is first published."""
+    has_unpublished_changes: bool = True
+    """Whether the draft (the fields above) differs from the latest published version (True until published)."""
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @property
+    def published_version(self) -> int | None:
+        """The version every new call runs (the API's name for ``current_version``)."""
+        return self.current_version
 
     def publish(self) -> Agent:
         return replace(self, status=AGENT_MACHINE.next(self.status, "publish", target="active"))
@@ -114,6 +122,29 @@ class Agent:
             "timezone": self.timezone,
             "metadata": dict(self.metadata),
         }
+
+    def with_snapshot(self, snapshot: dict[str, Any]) -> Agent:
+        """This agent configured as ``snapshot`` says (a published version's configuration): identity, status and
+        versions stay; a key the snapshot lacks keeps this agent's value."""
+        values = {name: snapshot[name] for name in _SNAPSHOT_FIELDS if name in snapshot}
+        if isinstance(snapshot.get("voice"), dict):
+            values["voice"] = replace(self.voice, **snapshot["voice"])
+        if isinstance(snapshot.get("llm"), dict):
+            values["llm"] = replace(self.llm, **snapshot["llm"])
+        if isinstance(snapshot.get("voicemail"), dict):
+            values["voicemail"] = replace(self.voicemail, **snapshot["voicemail"])
+        if isinstance(snapshot.get("metadata"), dict):
+            values["metadata"] = dict(snapshot["metadata"])
+        return replace(self, **values)
+
+    def differs_from(self, snapshot: dict[str, Any] | None) -> bool:
+        """Whether this agent's configuration is not the one ``snapshot`` froze (None: nothing is published)."""
+        return snapshot is None or self.with_snapshot(snapshot).snapshot() != self.snapshot()
+
+
+# the plain fields of a snapshot (the nested objects are rebuilt by Agent.with_snapshot)
+_SNAPSHOT_FIELDS = ("name", "description", "agent_mode", "language", "prompt", "first_message",
+                    "max_call_duration_seconds", "transfer_phone", "calendar_id", "timezone")
 
 
 @dataclass(frozen=True, slots=True)

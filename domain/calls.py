@@ -160,6 +160,9 @@ class Call:
     cause_depth: int = 0
     """How deep in a chain of trigger actions the call was placed (0: not by a trigger): every event of the call
     is at least this deep (``DomainEvent.depth``, the triggers' loop guard)."""
+    agent_version: int | None = None
+    """The agent's published version the call runs (its prompt, voicemail, transfer and calendar); None only for
+    calls placed before calls ran published versions."""
 
     @property
     def is_final(self) -> bool:
@@ -191,6 +194,7 @@ class Call:
             "id": self.id,
             "agent_id": self.agent_id,
             "bot_id": str(self.agent_id),
+            "agent_version": self.agent_version,
             "status": self.status,
             "direction": "outbound",
             "destination_phone": self.destination_phone,
@@ -233,6 +237,8 @@ class CallLog:
     answered_at: datetime | None = None
     ended_at: datetime | None = None
     created_at: datetime | None = None
+    agent_version: int | None = None
+    """The agent's published version the call ran."""
 
     @property
     def recording_available(self) -> bool:

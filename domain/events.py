@@ -20,7 +20,8 @@ from types import MappingProxyType
 from typing import Any
 
 _CALL: dict[str, Any] = {
-    "id": "c8f0a7e2-3b1d-4c55-9a0e-5d2f1b7c9e41", "agent_id": 42, "bot_id": "42", "status": "completed",
+    "id": "c8f0a7e2-3b1d-4c55-9a0e-5d2f1b7c9e41", "agent_id": 42, "bot_id": "42", "agent_version": 3,
+    "status": "completed",
     "direction": "outbound", "destination_phone": "+14155550123", "from_phone": "+14155550100",
     "contact_name": "Ada Lovelace", "custom_data": {"crm_id": "A-17"}, "end_reason": "completed",
     "outcome": "booked", "duration_seconds": 84, "transferred_to": None, "call_log_id": 311,

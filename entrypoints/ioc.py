@@ -200,6 +200,7 @@ class UseCaseProvider(Provider):
         agents.DuplicateAgent,
         agents.ListAgentVersions,
         agents.GetAgentVersion,
+        agents.RestoreAgentVersion,
     )
 
 

@@ -202,6 +202,26 @@ class InMemoryAppointmentRepository:
         return sum(1 for a in await self._all(organization_id)
                    if a.calendar_id == calendar_id and a.status in SLOT_HOLDING_STATUSES and a.slot_end > after)
 
+    async def count_upcoming_of_attendee(self, organization_id: int, calendar_id: int, after: datetime,
+                                         email: str | None, phone: str | None,
+                                         exclude_appointment_id: int | None = None) -> int:
+        if email is None and phone is None:
+            return 0
+
+        def same(a: Appointment) -> bool:
+            return ((email is not None and (a.attendee_email or "").lower() == email.lower())
+                    or (phone is not None and a.attendee_phone == phone))
+
+        return sum(1 for a in await self._all(organization_id)
+                   if a.calendar_id == calendar_id and a.status in SLOT_HOLDING_STATUSES and a.slot_start > after
+                   and a.id != exclude_appointment_id and same(a))
+
+    async def count_starting_between(self, organization_id: int, calendar_id: int, start: datetime, end: datetime,
+                                     exclude_appointment_id: int | None = None) -> int:
+        return sum(1 for a in await self._all(organization_id)
+                   if a.calendar_id == calendar_id and a.status in BUSY_STATUSES and start <= a.slot_start < end
+                   and a.id != exclude_appointment_id)
+
     async def for_feed(self, organization_id: int, calendar_id: int, ending_after: datetime,
                        limit: int) -> list[Appointment]:
         return [a for a in await self._all(organization_id)

@@ -52,6 +52,7 @@ def _agent_values(agent: Agent) -> dict[str, Any]:
         "voicemail": {"action": agent.voicemail.action, "message": agent.voicemail.message},
         "transfer_phone": agent.transfer_phone, "calendar_id": agent.calendar_id, "timezone": agent.timezone,
         "metadata": agent.metadata, "current_version": agent.current_version,
+        "has_unpublished_changes": agent.has_unpublished_changes,
         "created_at": agent.created_at, "updated_at": agent.updated_at,
     }
 
@@ -92,6 +93,7 @@ _LIVE_TOTAL = sa.select(sa.func.coalesce(
 # Agents in one call, where decoding four JSON columns and two times per row took a Python call each.
 _EMBEDDED = frozenset({"voice", "llm", "voicemail", "metadata"})
 _UTC_TEXT = frozenset({"created_at", "updated_at"})
+_BOOLEAN = frozenset({"has_unpublished_changes"})  # stored as 0 or 1, which msgspec does not read as a bool
 
 
 def _sqlite_document() -> Any:
@@ -101,6 +103,8 @@ def _sqlite_document() -> Any:
         parts.append(sa.literal_column(f"'{name}'"))
         if name in _EMBEDDED:
             parts.append(sa.func.json(column))
+        elif name in _BOOLEAN:
+            parts.append(sa.func.json(sa.case((column == sa.true(), "true"), else_="false")))
         elif name in _UTC_TEXT:  # stored as naive UTC text (2026-11-24 12:53:43.825953)
             parts.append(sa.type_coerce(column, sa.String) + sa.literal_column("'Z'"))
         else:

@@ -39,7 +39,7 @@ def _row_to_call(row: Any) -> Call:
         next_check_at=row.next_check_at, deadline_at=row.deadline_at, created_at=row.created_at,
         updated_at=row.updated_at, started_at=row.started_at, answered_at=row.answered_at, ended_at=row.ended_at,
         priority=row.priority, due_at=row.due_at, campaign_id=row.campaign_id, contact_id=row.contact_id,
-        idempotency_key=row.idempotency_key, cause_depth=row.cause_depth,
+        idempotency_key=row.idempotency_key, cause_depth=row.cause_depth, agent_version=row.agent_version,
     )
 
 
@@ -57,7 +57,7 @@ def _call_values(call: Call) -> dict[str, Any]:
         "started_at": call.started_at, "answered_at": call.answered_at, "ended_at": call.ended_at,
         "priority": call.priority, "due_at": call.due_at or call.created_at,
         "campaign_id": call.campaign_id, "contact_id": call.contact_id, "idempotency_key": call.idempotency_key,
-        "cause_depth": call.cause_depth,
+        "cause_depth": call.cause_depth, "agent_version": call.agent_version,
     }
 
 
@@ -208,7 +208,7 @@ def _row_to_log(row: Any) -> CallLog:
         end_reason=row.end_reason, outcome=row.outcome, duration_seconds=row.duration_seconds,
         transcript=list(row.transcript or []), summary=row.summary, contact_name=row.contact_name,
         recording_key=row.recording_key, started_at=row.started_at, answered_at=row.answered_at,
-        ended_at=row.ended_at, created_at=row.created_at,
+        ended_at=row.ended_at, created_at=row.created_at, agent_version=row.agent_version,
     )
 
 
@@ -225,6 +225,7 @@ class SqlCallLogRepository:
             "outcome": log.outcome, "duration_seconds": log.duration_seconds, "transcript": log.transcript,
             "summary": log.summary, "recording_key": log.recording_key, "started_at": log.started_at,
             "answered_at": log.answered_at, "ended_at": log.ended_at, "created_at": log.created_at,
+            "agent_version": log.agent_version,
         })).scalar_one()
         return replace(log, id=new_id)
 

@@ -47,6 +47,8 @@ calls = sa.Table(
     sa.Column("idempotency_key", sa.String(200), nullable=True),
     # the depth of the trigger action that placed the call (migration 0240): every event of the call carries it
     sa.Column("cause_depth", sa.SmallInteger, nullable=False, server_default=sa.text("0")),
+    # the agent's published version the call runs (migration 0290; null for calls placed before)
+    sa.Column("agent_version", sa.Integer, nullable=True),
     sa.CheckConstraint(f"status in {_CALL_STATUSES}", name="status"),
     sa.Index("ix_calls_dial_queue", "organization_id", "priority", "due_at",
              sqlite_where=sa.text("status = 'queued'"), postgresql_where=sa.text("status = 'queued'")),
@@ -85,6 +87,7 @@ call_logs = sa.Table(
     sa.Column("answered_at", UtcDateTime, nullable=True),
     sa.Column("ended_at", UtcDateTime, nullable=True),
     sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("agent_version", sa.Integer, nullable=True),  # the published version the call ran (migration 0290)
     sa.Index("ix_call_logs_org_ended", "organization_id", "ended_at"),
     sa.Index("ix_call_logs_org_agent", "organization_id", "agent_id"),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)

@@ -24,6 +24,7 @@ from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.scheduling import AppointmentFilter
 from domain.scheduling.model import (
+    BUSY_STATUSES,
     MAX_APPOINTMENT_LENGTH,
     Appointment,
     AvailabilityRule,
@@ -41,6 +42,7 @@ def _row_to_calendar(row: Any) -> Calendar:
         slot_duration_minutes=row.slot_duration_minutes, buffer_minutes=row.buffer_minutes,
         min_notice_minutes=row.min_notice_minutes, horizon_days=row.horizon_days, agent_id=row.agent_id,
         created_at=row.created_at, updated_at=row.updated_at, feed_token=row.feed_token_hash,
+        max_upcoming_per_attendee=row.max_upcoming_per_attendee, max_bookings_per_day=row.max_bookings_per_day,
     )
 
 
@@ -49,13 +51,14 @@ def _calendar_values(c: Calendar) -> dict[str, Any]:
         "organization_id": c.organization_id, "name": c.name, "timezone": c.timezone,
         "slot_duration_minutes": c.slot_duration_minutes, "buffer_minutes": c.buffer_minutes,
         "min_notice_minutes": c.min_notice_minutes, "horizon_days": c.horizon_days, "agent_id": c.agent_id,
+        "max_upcoming_per_attendee": c.max_upcoming_per_attendee, "max_bookings_per_day": c.max_bookings_per_day,
         "created_at": c.created_at, "updated_at": c.updated_at,
     }
 
 
 def _row_to_rule(row: Any) -> AvailabilityRule:
     return AvailabilityRule(row.id, row.calendar_id, row.weekday, time(row.start_minute // 60, row.start_minute % 60),
-                            time(row.end_minute // 60, row.end_minute % 60))
+                            time(row.end_minute // 60 % 24, row.end_minute % 60))  # 1440 (24:00) as 00:00
 
 
 def _row_to_blackout(row: Any) -> Blackout:
@@ -176,8 +179,7 @@ class SqlCalendarRepository:
         conn = await self.uow.connection()
         row = (await conn.execute(availability_rules.insert().returning(*availability_rules.c), {
             "organization_id": organization_id, "calendar_id": rule.calendar_id, "weekday": rule.weekday,
-            "start_minute": rule.start_time.hour * 60 + rule.start_time.minute,
-            "end_minute": rule.end_time.hour * 60 + rule.end_time.minute,
+            "start_minute": rule.start_minute, "end_minute": rule.end_minute,  # 1440: until 24:00
         })).one()
         return _row_to_rule(row)
 
@@ -303,6 +305,35 @@ class SqlAppointmentRepository:
         return int((await conn.execute(sa.select(sa.func.count()).select_from(appointments).where(
             appointments.c.organization_id == organization_id, appointments.c.calendar_id == calendar_id,
             sa.text(HOLDING_CONDITION), appointments.c.slot_end > after))).scalar_one())
+
+    async def count_upcoming_of_attendee(self, organization_id: int, calendar_id: int, after: datetime,
+                                         email: str | None, phone: str | None,
+                                         exclude_appointment_id: int | None = None) -> int:
+        if email is None and phone is None:
+            return 0
+        same = []
+        if email is not None:
+            same.append(sa.func.lower(appointments.c.attendee_email) == email.lower())
+        if phone is not None:
+            same.append(appointments.c.attendee_phone == phone)
+        where = [appointments.c.organization_id == organization_id, appointments.c.calendar_id == calendar_id,
+                 sa.text(HOLDING_CONDITION), appointments.c.slot_start > after, sa.or_(*same)]
+        if exclude_appointment_id is not None:
+            where.append(appointments.c.id != exclude_appointment_id)
+        conn = await self.uow.connection()
+        return int((await conn.execute(sa.select(sa.func.count()).select_from(appointments).where(*where)))
+                   .scalar_one())
+
+    async def count_starting_between(self, organization_id: int, calendar_id: int, start: datetime, end: datetime,
+                                     exclude_appointment_id: int | None = None) -> int:
+        where = [appointments.c.organization_id == organization_id, appointments.c.calendar_id == calendar_id,
+                 appointments.c.status.in_(sorted(BUSY_STATUSES)), appointments.c.slot_start >= start,
+                 appointments.c.slot_start < end]
+        if exclude_appointment_id is not None:
+            where.append(appointments.c.id != exclude_appointment_id)
+        conn = await self.uow.connection()
+        return int((await conn.execute(sa.select(sa.func.count()).select_from(appointments).where(*where)))
+                   .scalar_one())
 
     async def for_feed(self, organization_id: int, calendar_id: int, ending_after: datetime,
                        limit: int) -> list[Appointment]:

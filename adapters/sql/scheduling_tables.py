@@ -37,6 +37,9 @@ calendars = sa.Table(
     # a never reused token, set by triggers whenever an appointment, rule or blackout of the calendar
     # changes (migration 0006): the key under which a process may cache the calendar's schedule
     sa.Column("revision", sa.BigInteger, nullable=False, server_default=sa.text("0")),
+    # booking caps (migration 0290): pending and confirmed future appointments per attendee, bookings per local day
+    sa.Column("max_upcoming_per_attendee", sa.Integer, nullable=True, server_default=sa.text("3")),
+    sa.Column("max_bookings_per_day", sa.Integer, nullable=True),
     sa.CheckConstraint("slot_duration_minutes BETWEEN 5 AND 480", name="slot_duration"),
     sa.CheckConstraint("buffer_minutes BETWEEN 0 AND 240", name="buffer"),
     sa.CheckConstraint("min_notice_minutes BETWEEN 0 AND 43200", name="min_notice"),
@@ -54,7 +57,8 @@ availability_rules = sa.Table(
     sa.Column("start_minute", sa.SmallInteger, nullable=False),
     sa.Column("end_minute", sa.SmallInteger, nullable=False),
     sa.CheckConstraint("weekday BETWEEN 0 AND 6", name="weekday"),
-    sa.CheckConstraint("start_minute >= 0 AND end_minute <= 1439 AND start_minute < end_minute", name="window"),
+    # end_minute 1440 is "24:00", the end of the local day (migration 0290)
+    sa.CheckConstraint("start_minute >= 0 AND end_minute <= 1440 AND start_minute < end_minute", name="window"),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 

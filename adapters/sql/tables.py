@@ -73,6 +73,8 @@ agents = sa.Table(
     sa.Column("timezone", sa.String(64), nullable=False),
     sa.Column("metadata", Json, nullable=False),
     sa.Column("current_version", sa.Integer, nullable=True),
+    # whether the draft differs from the latest published version, which calls run (migration 0290)
+    sa.Column("has_unpublished_changes", sa.Boolean, nullable=False, server_default=sa.true()),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
     sa.Column("deleted_at", UtcDateTime, nullable=True),

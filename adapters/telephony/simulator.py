@@ -149,7 +149,7 @@ class SimulatedTelephony:
         key = None
         if event.get("record") and transcript:
             key = recording_key(state["organization_id"], state["call_id"])
-            await self.blobs.put(key, wav.tones(transcript), "audio/wav")
+            await self.blobs.put(key, wav.tones(transcript, seconds=int(event["duration"])), "audio/wav")
         booking = (state["tool_results"].get("book_appointment") or {}).get("result")
         return CallSignal(
             "ended", at, status=event["status"], end_reason=event["end_reason"],

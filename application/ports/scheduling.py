@@ -102,6 +102,18 @@ class AppointmentRepository(Protocol):
         """Pending and confirmed appointments of the calendar that end after ``after``."""
         ...
 
+    async def count_upcoming_of_attendee(self, organization_id: int, calendar_id: int, after: datetime,
+                                         email: str | None, phone: str | None,
+                                         exclude_appointment_id: int | None = None) -> int:
+        """Pending and confirmed appointments of the calendar starting after ``after`` whose attendee has this email
+        (any case) or this phone (E.164); 0 when both are None."""
+        ...
+
+    async def count_starting_between(self, organization_id: int, calendar_id: int, start: datetime, end: datetime,
+                                     exclude_appointment_id: int | None = None) -> int:
+        """Appointments of the calendar that are not cancelled (``BUSY_STATUSES``) starting in ``[start, end)``."""
+        ...
+
     async def for_feed(self, organization_id: int, calendar_id: int, ending_after: datetime,
                        limit: int) -> list[Appointment]:
         """Appointments of every status ending after ``ending_after``, by slot_start then id."""

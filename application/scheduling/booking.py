@@ -21,7 +21,15 @@ from application.scheduling.calendars import load_calendar
 from domain.errors import NotFound
 from domain.events import EventType
 from domain.rfc3339 import format_utc
-from domain.scheduling.model import APPOINTMENT_MACHINE, TRIGGER_TARGET, Appointment, Calendar, Slot, validate_attendee
+from domain.scheduling.model import (
+    APPOINTMENT_MACHINE,
+    TRIGGER_TARGET,
+    Appointment,
+    BookingLimitReached,
+    Calendar,
+    Slot,
+    validate_attendee,
+)
 
 
 def appointment_view(a: Appointment) -> dict[str, Any]:
@@ -105,8 +113,26 @@ class _Booking:
                     slot_start: datetime, now: datetime,
                     attendee: tuple[str | None, str | None, str | None, str | None]) -> Appointment:
         slot = await self.finder.require(calendar, slot_start, now)
+        await check_caps(self.appointments, calendar, slot.start, now, attendee[1], attendee[2])
         return await _book(self.uow, self.appointments, calendar, slot, now, attendee, command.require_approval,
                            command.call_id)
+
+
+async def check_caps(appointments: AppointmentRepository, calendar: Calendar, slot_start: datetime, now: datetime,
+                     email: str | None, phone: str | None, *, exclude_appointment_id: int | None = None) -> None:
+    """The calendar's booking caps (409 booking_limit_reached): the attendee's upcoming appointments (same email or
+    phone) and the bookings of the slot's local date. Counted under the calendar's row lock, which every booking
+    takes first, so concurrent bookings are counted one after the other and never exceed a cap."""
+    org, calendar_id = calendar.organization_id, calendar.id or 0
+    cap = calendar.max_upcoming_per_attendee
+    if cap is not None and await appointments.count_upcoming_of_attendee(
+            org, calendar_id, now, email, phone, exclude_appointment_id) >= cap:
+        raise BookingLimitReached.per_attendee(cap)
+    daily = calendar.max_bookings_per_day
+    if daily is not None:
+        start, end = calendar.local_day(slot_start)
+        if await appointments.count_starting_between(org, calendar_id, start, end, exclude_appointment_id) >= daily:
+            raise BookingLimitReached.per_day(daily, slot_start.astimezone(calendar.zone).date().isoformat())
 
 
 class BookAppointment(_Booking):
@@ -142,16 +168,28 @@ class BookNextOpenSlotCommand(BookingDetails):
 
 
 class BookNextOpenSlot(_Booking):
-    """Find the first open slot at or after ``after`` and book it, under the calendar lock (no race
-    between finding and booking). None when no slot is open before the horizon."""
+    """Find the first open slot at or after ``after`` on a local date under the calendar's
+    ``max_bookings_per_day`` and book it, under the calendar lock (no race between finding and booking). None when
+    no slot is open before the horizon; 409 booking_limit_reached when the attendee has reached
+    ``max_upcoming_per_attendee``."""
 
     async def execute(self, command: BookNextOpenSlotCommand) -> Appointment | None:
         after = aware_instant(command.after, "after")
         attendee, calendar, now = await self._locked(command)
         found = await self.finder.first(calendar, after, now)
+        while found is not None and await self._day_full(calendar, found.start):  # the next local date, then
+            found = await self.finder.first(calendar, calendar.local_day(found.start)[1], now)
         if found is None:
             return None
         return await self._take(command, calendar, found.start, now, attendee)
+
+    async def _day_full(self, calendar: Calendar, slot_start: datetime) -> bool:
+        """Whether the slot's local date has reached the calendar's ``max_bookings_per_day``."""
+        if calendar.max_bookings_per_day is None:
+            return False
+        start, end = calendar.local_day(slot_start)
+        return await self.appointments.count_starting_between(
+            calendar.organization_id, calendar.id or 0, start, end) >= calendar.max_bookings_per_day
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +257,8 @@ class RescheduleAppointment:
             raise APPOINTMENT_MACHINE.refusal(current.status, "reschedule", target=TRIGGER_TARGET["reschedule"])
         now = self.clock.now()
         slot = await self.finder.require(calendar, slot_start, now, exclude_appointment_id=current.id)
+        await check_caps(self.appointments, calendar, slot.start, now, current.attendee_email, current.attendee_phone,
+                         exclude_appointment_id=current.id)
         previous = await self.appointments.update(current.mark_rescheduled(now))
         replacement = await self.appointments.add(current.replacement(slot, now))
         data = appointment_view(replacement)

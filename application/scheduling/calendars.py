@@ -11,11 +11,11 @@ from application.ports.platform import Clock, Page, PageRequest
 from application.ports.scheduling import AppointmentRepository, CalendarRepository
 from domain.errors import Conflict, NotFound, ValidationFailed
 from domain.patching import MergePatch, apply_patch
-from domain.scheduling.model import AvailabilityRule, Blackout, Calendar
+from domain.scheduling.model import DEFAULT_MAX_UPCOMING_PER_ATTENDEE, AvailabilityRule, Blackout, Calendar
 from domain.scheduling.rules import MAX_RULES_PER_CALENDAR, build_blackout, build_rule, validate_blackout_reason
 
 CALENDAR_FIELDS = frozenset({"name", "timezone", "slot_duration_minutes", "buffer_minutes", "min_notice_minutes",
-                             "horizon_days", "agent_id"})
+                             "horizon_days", "agent_id", "max_upcoming_per_attendee", "max_bookings_per_day"})
 """The calendar fields a client sets (on create, and in a PATCH)."""
 
 
@@ -62,6 +62,8 @@ class CreateCalendarCommand:
     min_notice_minutes: int = 0
     horizon_days: int = 60
     agent_id: int | None = None
+    max_upcoming_per_attendee: int | None = DEFAULT_MAX_UPCOMING_PER_ATTENDEE
+    max_bookings_per_day: int | None = None
 
 
 class CreateCalendar:
@@ -74,7 +76,8 @@ class CreateCalendar:
             id=None, organization_id=command.actor.organization_id, name=command.name, timezone=command.timezone,
             slot_duration_minutes=command.slot_duration_minutes, buffer_minutes=command.buffer_minutes,
             min_notice_minutes=command.min_notice_minutes, horizon_days=command.horizon_days,
-            agent_id=command.agent_id, created_at=now, updated_at=now,
+            agent_id=command.agent_id, max_upcoming_per_attendee=command.max_upcoming_per_attendee,
+            max_bookings_per_day=command.max_bookings_per_day, created_at=now, updated_at=now,
         ).validated()
         await _check_agent(self.agents, calendar.organization_id, calendar.agent_id)
         return await self.calendars.add(calendar)

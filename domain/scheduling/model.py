@@ -21,16 +21,20 @@ from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from domain.errors import InvalidTransition, ValidationFailed
+from domain.errors import Conflict, InvalidTransition, ValidationFailed
 from domain.rfc3339 import format_utc, parse_instant
 from domain.state_machine import TransitionTable
-from domain.timezones import US_PER_MINUTE, to_epoch_us, validate_timezone, zone_of
+from domain.timezones import US_PER_MINUTE, local_day_start, to_epoch_us, validate_timezone, zone_of
 
 SLOT_DURATION_RANGE = (5, 480)
 BUFFER_RANGE = (0, 240)
 MIN_NOTICE_RANGE = (0, 43_200)
 HORIZON_RANGE = (1, 365)
 NAME_MAX_LENGTH = 200
+MINUTES_PER_DAY = 1440
+DEFAULT_MAX_UPCOMING_PER_ATTENDEE = 3
+MAX_UPCOMING_PER_ATTENDEE_RANGE = (1, 1000)
+MAX_BOOKINGS_PER_DAY_RANGE = (1, 10_000)
 
 INITIAL = "none"  # the state before an appointment exists
 STATUSES = ("pending", "confirmed", "cancelled", "completed", "no_show")
@@ -75,6 +79,22 @@ OUTCOME_TRIGGER = {"completed": "complete", "no_show": "no_show"}
 _MAX_APPOINTMENT_US = SLOT_DURATION_RANGE[1] * US_PER_MINUTE
 
 
+class BookingLimitReached(Conflict):
+    """A calendar's booking cap is reached (409): the attendee's upcoming appointments, or the day's bookings."""
+
+    code = "booking_limit_reached"
+
+    @classmethod
+    def per_attendee(cls, cap: int) -> BookingLimitReached:
+        return cls(f"this attendee already has {cap} upcoming appointments on this calendar "
+                   "(max_upcoming_per_attendee)", details={"limit": "max_upcoming_per_attendee", "max": cap})
+
+    @classmethod
+    def per_day(cls, cap: int, day: str) -> BookingLimitReached:
+        return cls(f"this calendar takes at most {cap} bookings on {day} (max_bookings_per_day)",
+                   details={"limit": "max_bookings_per_day", "max": cap, "date": day})
+
+
 @dataclass(frozen=True, slots=True)
 class Calendar:
     id: int | None
@@ -89,6 +109,11 @@ class Calendar:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     feed_token: str | None = None
+    max_upcoming_per_attendee: int | None = DEFAULT_MAX_UPCOMING_PER_ATTENDEE
+    """At most this many pending and confirmed future appointments per attendee (same email or phone); None: no
+    cap."""
+    max_bookings_per_day: int | None = None
+    """At most this many appointments (not cancelled) starting on one local date of the calendar; None: no cap."""
 
     @property
     def zone(self) -> ZoneInfo:
@@ -106,7 +131,16 @@ class Calendar:
         validate_buffer(self.buffer_minutes)
         validate_min_notice(self.min_notice_minutes)
         validate_horizon(self.horizon_days)
+        if self.max_upcoming_per_attendee is not None:
+            _bounded_int("max_upcoming_per_attendee", self.max_upcoming_per_attendee, MAX_UPCOMING_PER_ATTENDEE_RANGE)
+        if self.max_bookings_per_day is not None:
+            _bounded_int("max_bookings_per_day", self.max_bookings_per_day, MAX_BOOKINGS_PER_DAY_RANGE)
         return self
+
+    def local_day(self, instant: datetime) -> tuple[datetime, datetime]:
+        """The local date of the calendar that ``instant`` falls on, as ``[start, end)`` in UTC."""
+        day = instant.astimezone(self.zone).date()
+        return local_day_start(day, self.timezone), local_day_start(day + timedelta(days=1), self.timezone)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +149,17 @@ class AvailabilityRule:
     calendar_id: int | None
     weekday: int  # 0-6, Monday = 0, of the calendar-local date
     start_time: time  # calendar-local wall time
-    end_time: time  # calendar-local wall time, > start_time
+    end_time: time  # calendar-local wall time, > start_time; 00:00 stands for 24:00 (the end of the day)
+
+    @property
+    def start_minute(self) -> int:
+        """Minutes from the local midnight to the start (0-1439)."""
+        return self.start_time.hour * 60 + self.start_time.minute
+
+    @property
+    def end_minute(self) -> int:
+        """Minutes from the local midnight to the end (1-1440: 1440 is "24:00", the end of the day)."""
+        return self.end_time.hour * 60 + self.end_time.minute or MINUTES_PER_DAY
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,12 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from domain.errors import ValidationFailed
 from domain.rfc3339 import parse_instant
-from domain.scheduling.model import AvailabilityRule, Blackout, optional_text, validate_weekday
+from domain.scheduling.model import MINUTES_PER_DAY, AvailabilityRule, Blackout, optional_text, validate_weekday
 from domain.timezones import local_day_start
 
 MAX_AVAILABILITY_RANGE_DAYS = 62
 _HHMM_RE = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+END_OF_DAY = "24:00"  # a rule's end_time that closes the local day
 
 
 def parse_hhmm(text: object, field: str) -> time:
@@ -27,15 +28,34 @@ def format_hhmm(value: time) -> str:
     return f"{value.hour:02d}:{value.minute:02d}"
 
 
+def format_rule_end(rule: AvailabilityRule) -> str:
+    """A rule's end as the API shows it: ``"24:00"`` for the end of the day."""
+    return END_OF_DAY if rule.end_minute == MINUTES_PER_DAY else format_hhmm(rule.end_time)
+
+
 def parse_rule_times(start_time: object, end_time: object) -> tuple[time, time]:
-    """Parse a rule's ``"HH:MM"`` pair (``datetime.time`` values are accepted too); end must follow start."""
+    """Parse a rule's ``"HH:MM"`` pair (``datetime.time`` values are accepted too); end must follow start.
+    The end may be ``"24:00"``, the end of the day, as in business-hours schedules; it is kept as 00:00
+    (``AvailabilityRule.end_minute`` reads it as 1440)."""
     start = start_time if isinstance(start_time, time) else parse_hhmm(start_time, "start_time")
-    end = end_time if isinstance(end_time, time) else parse_hhmm(end_time, "end_time")
+    end = _parse_end(end_time)
     if start.tzinfo is not None or end.tzinfo is not None:
         raise ValidationFailed.field("start_time", "must be a local wall time without offset")
-    if end <= start:
+    if end_time != END_OF_DAY and end <= start:
         raise ValidationFailed.field("end_time", "must be later than start_time")
     return start, end
+
+
+def _parse_end(end_time: object) -> time:
+    """A rule's end: ``"HH:MM"`` (00:00-23:59), or ``"24:00"`` kept as 00:00."""
+    if end_time == END_OF_DAY:
+        return time(0, 0)
+    if isinstance(end_time, time):
+        return end_time
+    match = _HHMM_RE.fullmatch(end_time) if isinstance(end_time, str) else None
+    if match is None:
+        raise ValidationFailed.field("end_time", 'must be a time "HH:MM" between 00:00 and 23:59, or "24:00"')
+    return time(int(match[1]), int(match[2]))
 
 
 def build_rule(

@@ -148,11 +148,8 @@ def open_slots(
 
     by_weekday: dict[int, list[tuple[int, int]]] = {}
     for rule in rules:
-        if rule.end_time > rule.start_time:
-            window = (
-                (rule.start_time.hour * 60 + rule.start_time.minute) * US_PER_MINUTE,
-                (rule.end_time.hour * 60 + rule.end_time.minute) * US_PER_MINUTE,
-            )
+        if rule.end_minute > rule.start_minute:  # an end of 24:00 is the next local date's midnight
+            window = (rule.start_minute * US_PER_MINUTE, rule.end_minute * US_PER_MINUTE)
             by_weekday.setdefault(rule.weekday, []).append(window)
     if not by_weekday:
         return []

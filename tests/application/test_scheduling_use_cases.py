@@ -43,6 +43,7 @@ from application.scheduling.calendars import (
     UpdateCalendarCommand,
 )
 from domain.errors import NotFound, SlotUnavailable, ValidationFailed
+from domain.scheduling.model import BookingLimitReached
 from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
@@ -197,3 +198,28 @@ async def test_calendar_changes_apply_to_new_bookings_only(clocked: Any) -> None
     with pytest.raises(ValidationFailed):
         await run(clocked, UpdateCalendar, UpdateCalendarCommand(actor, cal, {"horizon_days": 0}))
     assert (await run(clocked, GetCalendar, CalendarRef(actor, cal))).horizon_days == 60
+
+
+async def test_booking_caps_hold_for_voice_agents_on_every_backend(clocked: Any) -> None:
+    """max_upcoming_per_attendee refuses a fourth upcoming appointment of one attendee (409 booking_limit_reached),
+    the reschedule of one of them is not counted against itself, and BookNextOpenSlot skips a local date at its
+    max_bookings_per_day for the next one with room."""
+    actor = Actor.system(await new_organization(clocked))
+    cal = await calendar_with_hours(clocked, actor, max_upcoming_per_attendee=2, max_bookings_per_day=2)
+    first = await run(clocked, BookNextOpenSlot, BookNextOpenSlotCommand(actor, cal, NOW,
+                                                                         attendee_phone="+14155550100"))
+    second = await run(clocked, BookNextOpenSlot, BookNextOpenSlotCommand(
+        actor, cal, NOW, attendee_phone="+14155550101", attendee_email="bo@example.com"))
+    assert [first.slot_start, second.slot_start] == [local("2026-03-02T09:00:00-05:00"),
+                                                     local("2026-03-02T09:30:00-05:00")]
+    third = await run(clocked, BookNextOpenSlot, BookNextOpenSlotCommand(actor, cal, NOW,
+                                                                         attendee_email="BO@example.com"))
+    assert third.slot_start == local("2026-03-03T09:00:00-05:00")  # Monday holds its two bookings
+    with pytest.raises(BookingLimitReached) as refused:
+        await run(clocked, BookAppointment, BookAppointmentCommand(
+            actor, cal, local("2026-03-04T09:00:00-05:00"), attendee_email="bo@EXAMPLE.com"))
+    assert refused.value.code == "booking_limit_reached"
+    assert refused.value.details == {"limit": "max_upcoming_per_attendee", "max": 2}
+    moved = await run(clocked, RescheduleAppointment, RescheduleAppointmentCommand(
+        actor, third.id, local("2026-03-04T09:00:00-05:00")))
+    assert moved.appointment.slot_start == local("2026-03-04T09:00:00-05:00")

@@ -16,6 +16,7 @@ from adapters.memory.store import InMemoryStore
 from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from application.accounts import CreateOrganization, CreateOrganizationCommand
+from application.agents import PublishAgent, PublishAgentCommand
 from application.calls import CancelCall, CancelCallCommand, GetCall, GetCallCommand, PlaceCall, PlaceCallCommand
 from application.context import Actor
 from application.ports.agents import AgentRepository
@@ -38,8 +39,9 @@ async def _setup(container: Any, plan: str = "enterprise") -> tuple[int, int]:
     async with container() as r:
         org = await (await r.get(CreateOrganization)).execute(CreateOrganizationCommand("Flow", plan))
         agent = await (await r.get(AgentRepository)).add(Agent(
-            None, org.id or 0, "Desk", status="active", prompt="Call {{contact_name}}.", created_at=START,
-            updated_at=START))
+            None, org.id or 0, "Desk", prompt="Call {{contact_name}}.", created_at=START, updated_at=START))
+        # calls run a published version: publishing makes the agent active with version 1
+        await (await r.get(PublishAgent)).execute(PublishAgentCommand(Actor.system(org.id or 0), agent.id or 0))
         await (await r.get(UnitOfWork)).commit()
     return org.id or 0, agent.id or 0
 

@@ -42,14 +42,16 @@ async def test_a_single_call_is_dialled_before_a_campaign_backlog(container: Any
 
 
 async def test_placing_a_call_wakes_the_job_runners_once_committed(container: Any) -> None:
+    from application.agents import PublishAgent, PublishAgentCommand
     from application.calls import PlaceCall, PlaceCallCommand
     from application.context import Actor
     from entrypoints.runtime import JOB_WAKE_UPS
 
     org = await new_organization(container)
     async with container() as r:
-        agent = await (await r.get(AgentRepository)).add(Agent(None, org, "Desk", status="active", prompt="Hi.",
-                                                               created_at=T0, updated_at=T0))
+        agent = await (await r.get(AgentRepository)).add(Agent(None, org, "Desk", prompt="Hi.", created_at=T0,
+                                                               updated_at=T0))
+        await (await r.get(PublishAgent)).execute(PublishAgentCommand(Actor.system(org), agent.id or 0))
         await (await r.get(UnitOfWork)).commit()
     wake = JOB_WAKE_UPS.subscribe()
     try:

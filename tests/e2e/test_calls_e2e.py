@@ -132,7 +132,7 @@ async def test_calls_end_to_end_on_a_real_server(tmp_path: Path) -> None:
                     audio = await anonymous.get(link["url"])
                     assert audio.status_code == 200 and audio.headers["content-type"].startswith("audio/wav")
                     with wave.open(io.BytesIO(audio.content)) as wav:
-                        assert wav.getframerate() == 8000 and wav.getnframes() > 4000
+                        assert wav.getframerate() == 4000 and wav.getnframes() > 4000
                     tampered = await anonymous.get(link["url"].replace("expires=", "expires=9"))
                     assert tampered.status_code == 403
             transcript = (await client.get(f"/v2/call-logs/{calls['06']['call_log_id']}/transcript")).json()["data"]

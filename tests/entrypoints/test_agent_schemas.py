@@ -18,11 +18,13 @@ def test_agent_out_carries_each_attribute_under_its_own_name() -> None:
         language="fr-CA", voice=Voice("eleven", "v-9"), llm=Llm("model-x", 0.3), prompt="prompt text",
         first_message="hello", max_call_duration_seconds=321, voicemail=Voicemail("leave_message", "call back"),
         transfer_phone="+15550001111", calendar_id=11, timezone="Europe/Paris", metadata={"k": "v"},
-        current_version=4, created_at=datetime(2026, 1, 2, tzinfo=UTC), updated_at=datetime(2026, 3, 4, tzinfo=UTC))
+        current_version=4, has_unpublished_changes=False,
+        created_at=datetime(2026, 1, 2, tzinfo=UTC), updated_at=datetime(2026, 3, 4, tzinfo=UTC))
     out = msgspec.structs.asdict(AgentOut.of(agent))
     expected = {name: getattr(agent, name) for name in out}
     for nested in ("voice", "llm", "voicemail"):
         out[nested] = msgspec.structs.asdict(out[nested])
         expected[nested] = dataclasses.asdict(expected[nested])
     assert out == expected
-    assert set(out) == {f.name for f in dataclasses.fields(Agent)} - {"organization_id"}
+    # published_version is the API's name for current_version (an Agent property)
+    assert set(out) == {f.name for f in dataclasses.fields(Agent)} - {"organization_id"} | {"published_version"}

@@ -98,7 +98,9 @@ async def test_each_test_number_reaches_its_final_state_with_events_log_and_reco
             audio = await api.client.get(_path(link["url"]))
             assert audio.status_code == 200 and audio.headers["content-type"].startswith("audio/wav")
             with wave.open(io.BytesIO(audio.content)) as wav:
-                assert wav.getframerate() == 8000 and wav.getnframes() > 0
+                assert wav.getframerate() == 4000 and wav.getnframes() > 0
+                # the recording lasts as long as the call, read from the WAV header the URL serves
+                assert wav.getnframes() / wav.getframerate() == call["duration_seconds"], number
         else:
             assert not log["recording_available"] and log["transcript"] == [] and recording.status_code == 404
     transferred = (await api.client.get(f"/v2/calls/{ids['+1555010005']}", headers=t.headers)).json()["data"]

@@ -31,6 +31,12 @@ async def _agent(api: Api, t: Tenant) -> int:
     return int((await _post(api, t, "/v2/agents", {"name": "Front desk", "prompt": "Answer calls."}))["id"])
 
 
+async def _published_agent(api: Api, t: Tenant) -> int:
+    agent = await _agent(api, t)
+    await _post(api, t, f"/v2/agents/{agent}/publish", None)
+    return agent
+
+
 async def _kb(api: Api, t: Tenant) -> int:
     return int((await _post(api, t, "/v2/knowledge-bases", {"name": "KB", "agent_id": await _agent(api, t)}))["id"])
 
@@ -191,6 +197,7 @@ CASES: dict[str, Setup] = {
     "createAgent": _fixed("/v2/agents", {"name": "Once"}),
     "publishAgent": _on(_agent, "/v2/agents/{id}/publish"),
     "duplicateAgent": _on(_agent, "/v2/agents/{id}/duplicate", {"name": "Copy"}),
+    "restoreAgentVersion": _on(_published_agent, "/v2/agents/{id}/versions/1/restore"),
     "attachKnowledgeBase": _attach,
     "createKnowledgeBase": _kb_request,
     "uploadDocuments": _upload,

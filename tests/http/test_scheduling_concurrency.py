@@ -244,3 +244,30 @@ async def test_availability_in_another_process_never_offers_a_committed_booking(
     await asyncio.gather(book_all(), read_many(), read_many())
     assert not violations, violations[:3]
     assert await offered(reader) == await offered(booker) == [s for s in initial if s not in targets]
+
+
+async def test_concurrent_bookings_by_one_attendee_never_exceed_the_cap(any_sched: Api) -> None:
+    """Twenty different slots booked at once by one attendee (the same email, in any case, or the same phone):
+    the count and the insert happen under the calendar's lock, so exactly max_upcoming_per_attendee win."""
+    api, t = any_sched, await any_sched.tenant()
+    cal = await make_calendar(api, t, slot_duration_minutes=15)  # max_upcoming_per_attendee defaults to 3
+    responses = await asyncio.gather(*(
+        book(api, t, cal["id"], f"2026-03-10T{9 + i // 4:02d}:{15 * (i % 4):02d}:00-04:00",
+             attendee_email="Ada@Example.com" if i % 2 else "ada@example.com",
+             attendee_phone="+14155550123" if i % 3 == 0 else None)
+        for i in range(ATTEMPTS)))
+    assert _outcomes(responses) == {(201, None): 3, (409, "booking_limit_reached"): ATTEMPTS - 3}
+    listed = (await api.client.get("/v2/scheduling/appointments", headers=t.headers,
+                                   params={"calendar_id": cal["id"]})).json()
+    assert listed["meta"]["total"] == 3
+
+
+async def test_concurrent_bookings_of_one_day_never_exceed_the_daily_cap(any_sched: Api) -> None:
+    api, t = any_sched, await any_sched.tenant()
+    cal = await make_calendar(api, t, slot_duration_minutes=15, max_bookings_per_day=2,
+                              max_upcoming_per_attendee=None)
+    responses = await asyncio.gather(*(
+        book(api, t, cal["id"], f"2026-03-10T{9 + i // 4:02d}:{15 * (i % 4):02d}:00-04:00",
+             attendee_email=f"caller{i}@example.com")
+        for i in range(ATTEMPTS)))
+    assert _outcomes(responses) == {(201, None): 2, (409, "booking_limit_reached"): ATTEMPTS - 2}

@@ -36,7 +36,7 @@ async def test_calendar_crud_and_validation(any_sched: Api) -> None:
     assert cal | {"id": 0, "created_at": "", "updated_at": ""} == {
         "id": 0, "name": "Dental", "timezone": "Europe/Berlin", "slot_duration_minutes": 45, "buffer_minutes": 15,
         "min_notice_minutes": 120, "horizon_days": 30, "agent_id": None, "feed_token_active": False,
-        "created_at": "", "updated_at": ""}
+        "max_upcoming_per_attendee": 3, "max_bookings_per_day": None, "created_at": "", "updated_at": ""}
     defaults = (await c.post("/v2/scheduling/calendars", headers=t.headers,
                              json={"name": "D", "timezone": "UTC"})).json()["data"]
     assert (defaults["slot_duration_minutes"], defaults["buffer_minutes"], defaults["min_notice_minutes"],
@@ -125,6 +125,38 @@ async def test_rules_and_blackouts(sched: Api) -> None:
     assert later["meta"]["total"] == 0
     assert (await c.delete(f"{base}/blackouts/{blackout.json()['data']['id']}", headers=t.headers)).status_code == 204
     assert len(await slots(sched, t, cal["id"], "2026-03-09", "2026-03-10")) == 6
+
+
+async def test_a_rule_may_end_at_24_00_as_in_schedules(any_sched: Api) -> None:
+    api, t = any_sched, await any_sched.tenant()
+    c = api.client
+    cal = await make_calendar(api, t, hours=None)  # America/New_York, 30-minute slots
+    base = f"/v2/scheduling/calendars/{cal['id']}"
+    evening = await c.post(f"{base}/rules", headers=t.headers, json={"weekday": 0, "start_time": "22:00",
+                                                                     "end_time": "24:00"})
+    assert evening.status_code == 201, evening.text
+    assert (evening.json()["data"]["start_time"], evening.json()["data"]["end_time"]) == ("22:00", "24:00")
+    for weekday in (1, 6):  # a whole Tuesday, and a whole Sunday (2026-03-08 is 23 hours long in New York)
+        whole = await c.post(f"{base}/rules", headers=t.headers, json={"weekday": weekday, "start_time": "00:00",
+                                                                       "end_time": "24:00"})
+        assert whole.status_code == 201, whole.text
+    listed = (await c.get(f"{base}/rules", headers=t.headers)).json()["data"]
+    assert [(r["weekday"], r["start_time"], r["end_time"]) for r in listed] == [
+        (0, "22:00", "24:00"), (1, "00:00", "24:00"), (6, "00:00", "24:00")]
+    assert await slots(api, t, cal["id"], "2026-03-09", "2026-03-10") == [
+        "2026-03-09T22:00:00-04:00", "2026-03-09T22:30:00-04:00", "2026-03-09T23:00:00-04:00",
+        "2026-03-09T23:30:00-04:00"]
+    tuesday = await slots(api, t, cal["id"], "2026-03-10", "2026-03-11")
+    assert len(tuesday) == 48 and tuesday[0] == "2026-03-10T00:00:00-04:00" and tuesday[-1] == \
+        "2026-03-10T23:30:00-04:00"
+    sunday = await slots(api, t, cal["id"], "2026-03-08", "2026-03-09")
+    assert len(sunday) == 46 and sunday[-1] == "2026-03-08T23:30:00-04:00"
+    assert (await book(api, t, cal["id"], "2026-03-09T23:30:00-04:00")).status_code == 201
+    for body, field in [({"weekday": 0, "start_time": "10:00", "end_time": "24:01"}, "end_time"),
+                        ({"weekday": 0, "start_time": "24:00", "end_time": "24:00"}, "start_time"),
+                        ({"weekday": 0, "start_time": "10:00", "end_time": "00:00"}, "end_time")]:
+        bad = await c.post(f"{base}/rules", headers=t.headers, json=body)
+        assert bad.status_code == 400 and field in bad.json()["error"]["details"]["validation_errors"], bad.text
 
 
 async def test_scopes_and_tenancy(sched: Api) -> None:

@@ -31,6 +31,7 @@ from entrypoints.http.validation import require_non_blank, set_fields
 
 TAGS = ["Agents"]
 AgentId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Agent id")]
+VersionNumber = Annotated[int, PathParameter(ge=1, le=2**31, description="Published version number")]
 
 
 def create_command(actor: Actor, data: AgentCreate, phones: PhoneNormalizer) -> uc.CreateAgentCommand:
@@ -144,10 +145,19 @@ async def list_versions(id: AgentId, actor: FromDishka[Actor], use_case: FromDis
 
 @endpoint("GET", "/agents/{id:int}/versions/{version:int}", operation_id="getAgentVersion",
           summary="Get a published version's snapshot", tags=TAGS, scopes=("agents:read",), errors={404: ""})
-async def get_version(id: AgentId, version: Annotated[int, PathParameter(ge=1, le=2**31)], actor: FromDishka[Actor],
+async def get_version(id: AgentId, version: VersionNumber, actor: FromDishka[Actor],
                       use_case: FromDishka[uc.GetAgentVersion]) -> Envelope[VersionDetail]:
     return Envelope(VersionDetail.of(await use_case.execute(uc.GetAgentVersionCommand(actor, id, version))))
 
 
+@endpoint("POST", "/agents/{id:int}/versions/{version:int}/restore", operation_id="restoreAgentVersion",
+          summary="Restore a published version as the agent's draft (publish to make calls use it)", tags=TAGS,
+          scopes=("agents:write",), status_code=200,
+          errors={404: "not_found: unknown agent or version, or the version's calendar_id was deleted since"})
+async def restore_version(id: AgentId, version: VersionNumber, actor: FromDishka[Actor],
+                          use_case: FromDishka[uc.RestoreAgentVersion]) -> Envelope[AgentOut]:
+    return Envelope(AgentOut.of(await use_case.execute(uc.RestoreAgentVersionCommand(actor, id, version))))
+
+
 ROUTES = [list_agents, create_agent, get_agent, update_agent, delete_agent, publish_agent, duplicate_agent,
-          list_versions, get_version]
+          list_versions, get_version, restore_version]

@@ -63,6 +63,8 @@ BoundQuery = Annotated[str | None, QueryParameter(
                                "local date in the display time zone)")]
 
 SLOT_TAKEN = "slot_unavailable: the slot is not open (taken, held, outside the rules, blacked out, too soon or too far)"
+BOOKING_CAPPED = ("booking_limit_reached: the attendee has max_upcoming_per_attendee upcoming appointments, or the "
+                  "slot's local date has max_bookings_per_day bookings")
 ILLEGAL_MOVE = "invalid_transition: the appointment's status does not allow this"
 
 
@@ -96,6 +98,7 @@ async def create_calendar(data: JSONBody[CalendarCreate], actor: FromDishka[Acto
         actor, name=data.name, timezone=data.timezone, slot_duration_minutes=data.slot_duration_minutes,
         buffer_minutes=data.buffer_minutes, min_notice_minutes=data.min_notice_minutes,
         horizon_days=data.horizon_days, agent_id=data.agent_id,
+        max_upcoming_per_attendee=data.max_upcoming_per_attendee, max_bookings_per_day=data.max_bookings_per_day,
     )
     return Envelope(CalendarOut.of(await use_case.execute(command)))
 
@@ -237,7 +240,7 @@ async def get_availability(
           summary="Book an open slot (or request it with require_approval: the slot is held as pending)",
           tags=TAGS, scopes=WRITE, idempotent=True,
           errors={400: "bad_request: e.g. slot_start without an offset", 404: "not_found: unknown calendar",
-                  409: SLOT_TAKEN})
+                  409: f"{SLOT_TAKEN}; {BOOKING_CAPPED}"})
 async def create_appointment(data: JSONBody[AppointmentCreate], actor: FromDishka[Actor],
                              use_case: FromDishka[booking.BookAppointment],
                              phones: FromDishka[PhoneNormalizer]) -> Envelope[AppointmentOut]:
@@ -280,7 +283,7 @@ async def get_appointment(id: AppointmentId, actor: FromDishka[Actor],
 
 @endpoint("PATCH", "/scheduling/appointments/{id:int}", operation_id="rescheduleAppointment",
           summary="Reschedule: the appointment is cancelled (rescheduled) and a new one with a new id replaces it",
-          tags=TAGS, scopes=WRITE, errors={404: "", 409: f"{SLOT_TAKEN}; {ILLEGAL_MOVE}"})
+          tags=TAGS, scopes=WRITE, errors={404: "", 409: f"{SLOT_TAKEN}; {BOOKING_CAPPED}; {ILLEGAL_MOVE}"})
 async def reschedule_appointment(id: AppointmentId, data: JSONBody[RescheduleIn], actor: FromDishka[Actor],
                                  use_case: FromDishka[booking.RescheduleAppointment]) -> Envelope[RescheduleOut]:
     with _slot_as_sent(data.slot_start):

@@ -121,6 +121,10 @@ class AgentOut(Struct):
     timezone: str
     metadata: dict[str, Any]
     current_version: int | None
+    published_version: Annotated[int | None, Meta(description=(
+        "The version every new call runs (the latest published; null until first published)"))]
+    has_unpublished_changes: Annotated[bool, Meta(description=(
+        "Whether the fields above differ from the published version: publish to make calls use them"))]
     created_at: datetime
     updated_at: datetime
 
@@ -134,8 +138,8 @@ class AgentOut(Struct):
             VoiceSchema(v.provider, v.voice_id), LlmSchema(llm.model, llm.temperature), a.prompt,
             a.first_message, a.max_call_duration_seconds,
             VoicemailSchema(vm.action, vm.message),  # type: ignore[arg-type]
-            a.transfer_phone, a.calendar_id, a.timezone, a.metadata, a.current_version,
-            a.created_at, a.updated_at,  # type: ignore[arg-type]
+            a.transfer_phone, a.calendar_id, a.timezone, a.metadata, a.current_version, a.current_version,
+            a.has_unpublished_changes, a.created_at, a.updated_at,  # type: ignore[arg-type]
         )
 
 

@@ -48,6 +48,8 @@ class CallOut(Struct):
     campaign_id: int | None = None
     """A campaign's call: its campaign and contact (campaigns.md); null for a single call."""
     contact_id: int | None = None
+    agent_version: Annotated[int | None, Meta(description=(
+        "The agent's published version this call runs (its latest when the call was placed)"))] = None
 
     @classmethod
     def of(cls, c: Call) -> CallOut:
@@ -58,7 +60,7 @@ class CallOut(Struct):
             duration_seconds=c.duration_seconds, transferred_to=c.transferred_to, call_log_id=c.call_log_id,
             created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]
             started_at=c.started_at, answered_at=c.answered_at, ended_at=c.ended_at,
-            campaign_id=c.campaign_id, contact_id=c.contact_id,
+            campaign_id=c.campaign_id, contact_id=c.contact_id, agent_version=c.agent_version,
         )
 
 
@@ -87,6 +89,7 @@ class CallLogOut(Struct):
     answered_at: datetime | None = None
     ended_at: datetime | None = None
     created_at: datetime | None = None
+    agent_version: Annotated[int | None, Meta(description="The agent's published version the call ran")] = None
 
     @classmethod
     def of(cls, log: CallLog) -> CallLogOut:
@@ -96,7 +99,7 @@ class CallLogOut(Struct):
             end_reason=log.end_reason, outcome=log.outcome, duration_seconds=log.duration_seconds,
             summary=log.summary, transcript=[TurnOut(t["role"], t["text"], t["at_ms"]) for t in log.transcript],
             recording_available=log.recording_available, started_at=log.started_at, answered_at=log.answered_at,
-            ended_at=log.ended_at, created_at=log.created_at,
+            ended_at=log.ended_at, created_at=log.created_at, agent_version=log.agent_version,
         )
 
 

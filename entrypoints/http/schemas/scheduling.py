@@ -8,7 +8,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from domain.parsing import MAX_ID
 from domain.scheduling import model
 from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar
-from domain.scheduling.rules import BLACKOUT_REASON_MAX_LENGTH, format_hhmm
+from domain.scheduling.rules import BLACKOUT_REASON_MAX_LENGTH, format_hhmm, format_rule_end
 from entrypoints.http.schemas import OneLine, within
 
 Name = Annotated[OneLine, Meta(min_length=1, max_length=model.NAME_MAX_LENGTH)]
@@ -19,8 +19,14 @@ MinNotice = Annotated[int, within(model.MIN_NOTICE_RANGE,
                                   description="Minutes between now and the earliest bookable start")]
 Horizon = Annotated[int, within(model.HORIZON_RANGE, description="Days ahead that can be booked")]
 Id = Annotated[int, Meta(ge=1, le=MAX_ID)]
+PerAttendee = Annotated[int, within(model.MAX_UPCOMING_PER_ATTENDEE_RANGE, description=(
+    "At most this many pending and confirmed future appointments per attendee (same email or phone); null: no cap"))]
+PerDay = Annotated[int, within(model.MAX_BOOKINGS_PER_DAY_RANGE, description=(
+    "At most this many appointments (not cancelled) starting on one local date of the calendar; null: no cap"))]
 Weekday = Annotated[int, Meta(ge=0, le=6, description="0 = Monday ... 6 = Sunday, of the calendar's local date")]
 WallTime = Annotated[str, Meta(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description='Local wall time "HH:MM"')]
+EndWallTime = Annotated[str, Meta(pattern=r"^(([01]\d|2[0-3]):[0-5]\d|24:00)$",
+                                  description='Local wall time "HH:MM", or "24:00" for the end of the day')]
 Instant = Annotated[str, Meta(min_length=1, max_length=64,
                               description="RFC 3339 timestamp with an explicit offset or Z")]
 Email = Annotated[str, Meta(max_length=model.ATTENDEE_EMAIL_MAX_LENGTH, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
@@ -38,6 +44,8 @@ class CalendarCreate(Struct, forbid_unknown_fields=True):
     min_notice_minutes: MinNotice = 0
     horizon_days: Horizon = 60
     agent_id: Id | None = None
+    max_upcoming_per_attendee: PerAttendee | None = model.DEFAULT_MAX_UPCOMING_PER_ATTENDEE
+    max_bookings_per_day: PerDay | None = None
 
 
 class CalendarUpdate(Struct, forbid_unknown_fields=True):
@@ -48,6 +56,8 @@ class CalendarUpdate(Struct, forbid_unknown_fields=True):
     min_notice_minutes: MinNotice | UnsetType = UNSET
     horizon_days: Horizon | UnsetType = UNSET
     agent_id: Id | UnsetType | None = UNSET
+    max_upcoming_per_attendee: PerAttendee | UnsetType | None = UNSET
+    max_bookings_per_day: PerDay | UnsetType | None = UNSET
 
 
 class CalendarOut(Struct):
@@ -60,6 +70,8 @@ class CalendarOut(Struct):
     horizon_days: int
     agent_id: int | None
     feed_token_active: bool
+    max_upcoming_per_attendee: int | None
+    max_bookings_per_day: int | None
     created_at: datetime
     updated_at: datetime
 
@@ -69,6 +81,7 @@ class CalendarOut(Struct):
             id=c.id or 0, name=c.name, timezone=c.timezone, slot_duration_minutes=c.slot_duration_minutes,
             buffer_minutes=c.buffer_minutes, min_notice_minutes=c.min_notice_minutes, horizon_days=c.horizon_days,
             agent_id=c.agent_id, feed_token_active=c.feed_token is not None,
+            max_upcoming_per_attendee=c.max_upcoming_per_attendee, max_bookings_per_day=c.max_bookings_per_day,
             created_at=c.created_at,  # type: ignore[arg-type]
             updated_at=c.updated_at,  # type: ignore[arg-type]
         )
@@ -77,7 +90,7 @@ class CalendarOut(Struct):
 class RuleCreate(Struct, forbid_unknown_fields=True):
     weekday: Weekday
     start_time: WallTime
-    end_time: WallTime
+    end_time: EndWallTime
 
 
 class RuleOut(Struct):
@@ -89,7 +102,7 @@ class RuleOut(Struct):
 
     @classmethod
     def of(cls, r: AvailabilityRule) -> RuleOut:
-        return cls(r.id or 0, r.calendar_id or 0, r.weekday, format_hhmm(r.start_time), format_hhmm(r.end_time))
+        return cls(r.id or 0, r.calendar_id or 0, r.weekday, format_hhmm(r.start_time), format_rule_end(r))
 
 
 class BlackoutCreate(Struct, forbid_unknown_fields=True):
