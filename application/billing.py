@@ -74,6 +74,7 @@ def _subscription(account: BillingAccount, plan: str, now: datetime) -> Subscrip
 def _subscription_updated(subscription: Subscription, previous_plan: str) -> EventType:
     """``subscription.updated`` with the subscription as it now is."""
     return EventType.SUBSCRIPTION_UPDATED(subscription.organization_id, {
+        "organization_id": subscription.organization_id,
         "plan": None if subscription.status == "canceled" else subscription.plan, "previous_plan": previous_plan,
         "pending_plan": subscription.pending_plan, "status": subscription.status,
         "cancel_at_period_end": subscription.cancel_at_period_end,
@@ -81,23 +82,28 @@ def _subscription_updated(subscription: Subscription, previous_plan: str) -> Eve
         "current_period_end": format_utc(subscription.current_period_end)})
 
 
-async def _children_within(orgs: OrganizationRepository, partner: Organization, plan: str) -> None:
-    """A partner's plan never drops below one of its sub-organizations' plans (409 children_above_plan)."""
+async def _children_above(orgs: OrganizationRepository, partner: Organization, plan: str) -> list[Organization]:
+    """The partner's sub-organizations on a plan above ``plan``."""
     if not partner.is_partner or partner.id is None:
-        return
-    above: list[dict[str, object]] = []
+        return []
+    above: list[Organization] = []
     offset = 0
     while True:
         page = await orgs.list_children(partner.id, PageRequest(100, offset))
-        above += [{"organization_id": c.id, "name": c.name, "plan": c.plan} for c in page.items
-                  if plan_rank(c.plan) > plan_rank(plan)]
+        above += [child for child in page.items if plan_rank(child.plan) > plan_rank(plan)]
         offset += len(page.items)
         if not page.items or offset >= page.total:
-            break
+            return above
+
+
+async def _children_within(orgs: OrganizationRepository, partner: Organization, plan: str) -> None:
+    """A partner's plan never drops below one of its sub-organizations' plans (409 children_above_plan)."""
+    above = await _children_above(orgs, partner, plan)
     if above:
         raise ChildrenAbovePlan(
             f"plan: {len(above)} sub-organization(s) are on a plan above {plan}; lower their plans first "
-            f"(PATCH /organizations/{{id}})", details={"field": "plan", "requested_plan": plan, "children": above})
+            f"(PATCH /organizations/{{id}})", details={"field": "plan", "requested_plan": plan, "children": [
+                {"organization_id": c.id, "name": c.name, "plan": c.plan} for c in above]})
 
 
 # ---------------------------------------------------------------------------------------------- subscription
@@ -510,10 +516,15 @@ class CloseBillingPeriod:
                 await self._announce(org_id, o.plan)
             elif o.pending_plan is not None and await self.billing.take_pending_plan(org_id, o.pending_plan):
                 org = await self.orgs.get(org_id)
-                if org is not None:
-                    await self.orgs.update(replace(org, plan=o.pending_plan, updated_at=self.clock.now()))
-                    await self.billing.add_plan_change(PlanChange(org_id, o.plan, o.pending_plan, end))
-                    await self._announce(org_id, o.plan)
+                if org is None:
+                    continue
+                # a partner that raised a sub-organization since it asked stops at that sub-organization's plan
+                plan = max([o.pending_plan, *(c.plan for c in await _children_above(self.orgs, org, o.pending_plan))],
+                           key=plan_rank)
+                if plan != o.plan:
+                    await self.orgs.update(replace(org, plan=plan, updated_at=self.clock.now()))
+                    await self.billing.add_plan_change(PlanChange(org_id, o.plan, plan, end))
+                await self._announce(org_id, o.plan)
 
     async def _announce(self, organization_id: int, previous_plan: str) -> None:
         org = await self.orgs.get(organization_id)

@@ -226,10 +226,10 @@ class EventType(StrEnum):
                             "period's end or cancelled (pending_plan), a downgrade or cancellation applied when the "
                             "period closed, cancel_at_period_end set or cleared, or a canceled subscription "
                             "reactivated. plan is the plan in force (null once canceled).",
-                            {"plan": "enterprise", "previous_plan": "business", "pending_plan": None,
-                             "status": "active", "cancel_at_period_end": False,
+                            {"organization_id": 7, "plan": "enterprise", "previous_plan": "business",
+                             "pending_plan": None, "status": "active", "cancel_at_period_end": False,
                              "current_period_start": "2026-01-01T00:00:00Z",
-                             "current_period_end": "2026-02-01T00:00:00Z"}, "")
+                             "current_period_end": "2026-02-01T00:00:00Z"}, "organization_id")
     TRIGGER_FAILED = ("trigger.failed",
                       "A trigger's run failed: one of its actions failed for the last time (after its retries, or "
                       "at once when it can never succeed, e.g. a number on a Do-Not-Call list).",

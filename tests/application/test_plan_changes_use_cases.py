@@ -29,6 +29,8 @@ from application.accounts import (
     CreateOrganizationCommand,
     CreateSubOrganization,
     CreateSubOrganizationCommand,
+    UpdateSubOrganization,
+    UpdateSubOrganizationCommand,
 )
 from application.context import Actor
 from application.ports.billing import BillingRepository, PaymentGateway
@@ -309,3 +311,15 @@ async def test_a_partner_cannot_drop_below_a_childs_plan(billing: Billing) -> No
     assert refused.value.details is not None and [c["plan"] for c in refused.value.details["children"]] == [
         "business"]
     assert (await billing.change(partner, plan="business")).pending_plan == "business"
+
+
+async def test_a_partner_that_raised_a_child_after_asking_for_a_downgrade_stops_at_the_childs_plan(
+        billing: Billing) -> None:
+    partner = await billing.organization("enterprise", partner=True)
+    child = await billing.run(CreateSubOrganization, CreateSubOrganizationCommand(partner, "Client", "starter"))
+    assert (await billing.change(partner, plan="starter")).pending_plan == "starter"
+    await billing.run(UpdateSubOrganization, UpdateSubOrganizationCommand(partner, child.id, {"plan": "business"}))
+    billing.clock.set(FEB_1 + timedelta(seconds=5))
+    await billing.close()
+    after = await billing.run(uc.GetSubscription, uc.GetSubscriptionCommand(partner))
+    assert (after.plan, after.pending_plan) == ("business", None)
