@@ -152,10 +152,11 @@ class UpdateSubscription:
 
     async def execute(self, command: UpdateSubscriptionCommand) -> Subscription:
         org_id = command.actor.organization_id
+        # the account first: two changes at once queue on its row, and the second reads the plan the first set
+        before = await self.billing.account(org_id, for_update=True)
         org = await self.orgs.get(org_id)
         if org is None:
             raise NotFound("organization", org_id)
-        before = await self.billing.account(org_id, for_update=True)
         account, previous_plan = before, org.plan
         changes = dict(command.patch)
         plan = changes.get("plan")

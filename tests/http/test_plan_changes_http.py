@@ -6,6 +6,7 @@ a partner cannot drop below a child's plan. Each test runs on a database of its 
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -157,5 +158,21 @@ async def test_a_partner_cannot_drop_below_a_childs_plan(make_api: ApiFactory, p
                                                                                             "business")]
         assert (await get(api, partner, "/billing/subscription"))["data"]["pending_plan"] is None
         assert (await patch(api, partner, {"plan": "business"}))["data"]["pending_plan"] == "business"
+    finally:
+        await worker.close()
+
+
+async def test_two_upgrades_at_once_charge_and_invoice_once(make_api: ApiFactory, private_sql_url: str) -> None:
+    api, _clock, gateway, worker = await billed_app(make_api, private_sql_url)
+    try:
+        t = await api.tenant(plan="starter")
+        await add_card(api, t)
+        answers = await asyncio.gather(*(api.client.patch("/v2/billing/subscription", json={"plan": "enterprise"},
+                                                          headers=t.headers) for _ in range(4)))
+        assert [a.status_code for a in answers] == [200] * 4, [a.text for a in answers]
+        assert {a.json()["data"]["plan"] for a in answers} == {"enterprise"}
+        [upgrade] = (await get(api, t, "/billing/invoices"))["data"]
+        assert upgrade["total"] == 245_000 * 12 // 31
+        assert [c.amount_cents for c in gateway.charges] == [upgrade["total"]]
     finally:
         await worker.close()
