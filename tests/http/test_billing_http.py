@@ -1,8 +1,8 @@
 """Billing through the real HTTP API on SQLite and PostgreSQL: the subscription (its plan changes are in
-test_plan_changes_http.py), payment methods from gateway tokens, invoices built from the plan price and the usage ledger, the period close
-and collection run as worker jobs with a manual clock (a decline → past_due → retried → paid; four declines →
-uncollectible; POST .../pay at once), a dashboard session accepted like a key, and one organization never seeing
-another's methods or invoices. Tests that close periods run on a database of their own."""
+test_plan_changes_http.py), payment methods from gateway tokens, invoices built from the plan price and the usage
+ledger, the period close and collection run as worker jobs with a manual clock (a decline → past_due → retried →
+paid; four declines → uncollectible; POST .../pay at once), a dashboard session accepted like a key, and one
+organization never seeing another's methods or invoices. Tests that close periods run on a database of their own."""
 
 from __future__ import annotations
 
