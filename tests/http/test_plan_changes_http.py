@@ -176,3 +176,33 @@ async def test_two_upgrades_at_once_charge_and_invoice_once(make_api: ApiFactory
         assert [c.amount_cents for c in gateway.charges] == [upgrade["total"]]
     finally:
         await worker.close()
+
+
+async def test_usage_is_billed_at_the_plan_in_force_when_used_against_included_amounts_prorated_by_day(
+        make_api: ApiFactory, private_sql_url: str) -> None:
+    """Starter from the 1st (its 100 minutes used, no overage on starter), business from the 20th (3,000 minutes):
+    the month includes (19 x 100 + 12 x 2,000) minutes / 31 = 50,129 seconds, and what is past them is billed
+    at business's 12 ¢ a minute."""
+    api, clock, _gateway, worker = await billed_app(make_api, private_sql_url)
+    try:
+        t = await api.tenant(plan="starter")
+        await add_card(api, t)
+        await worker.run_due()
+        await record(api, t.organization_id, CALL_SECONDS, 100 * 60, f"call:{uuid.uuid4()}", JAN_10)
+        await patch(api, t, {"plan": "business"})  # January 20th
+        await record(api, t.organization_id, CALL_SECONDS, 3_000 * 60, f"call:{uuid.uuid4()}",
+                     datetime(2026, 1, 25, tzinfo=UTC))
+        upcoming = (await get(api, t, "/billing/invoices/upcoming"))["data"]
+        clock.set(FEB)
+        await worker.run_due()
+        invoices = (await get(api, t, "/billing/invoices"))["data"]
+        [upgrade] = [i for i in invoices if i["number"].endswith("-U1")]
+        [january] = [i for i in invoices if i["id"] != upgrade["id"]]
+        assert upgrade["total"] == 45_000 * 12 // 31 == 17_419
+        over_seconds = 100 * 60 + 3_000 * 60 - 50_129
+        assert [(x["description"], x["quantity"], x["amount"]) for x in january["lines"]] == [
+            ("Starter plan (2026-01)", 1, 4_900),
+            ("Call minutes over the included amount", -(-over_seconds // 60), -(-over_seconds // 60) * 12)]
+        assert january["total"] == 4_900 + 2_265 * 12 == upcoming["total"]
+    finally:
+        await worker.close()
