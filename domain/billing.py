@@ -65,6 +65,9 @@ class PlanChange:
     previous_plan: str | None
     plan: str | None
     effective_at: datetime
+    charged: bool = True
+    """False for an upgrade made without a charge (a partner raising a sub-organization's plan): the period's
+    invoice bills its price difference for the days left instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,13 +236,16 @@ def usage_lines(used: Sequence[tuple[str | None, dict[str, int]]], allowance: di
 def period_lines(period: str, start: datetime, end: datetime, changes: Sequence[PlanChange], current: str | None,
                  used: Sequence[dict[str, int]]) -> tuple[InvoiceLine, ...]:
     """A period's invoice: the price of the plan in force when the period began (``opening_plan``; none when no
-    plan was), then the overage (``usage_lines``). ``used``: the usage of each of
+    plan was), the upgrades made during the period that were not charged at once (prorated like those that were),
+    then the overage (``usage_lines``). ``used``: the usage of each of
     ``plan_intervals(changes, start, end, current)``."""
     intervals = plan_intervals(changes, start, end, current)
     first = opening_plan(changes, start, current)
     allowance = {m: prorated_included(changes, start, end, current, m) for m in (CALL_SECONDS, SMS_SEGMENTS)}
     fee = (plan_line(first, period),) if first is not None else ()
-    return fee + usage_lines([(i.plan, u) for i, u in zip(intervals, used, strict=True)], allowance)
+    uncharged = tuple(proration_line(c.previous_plan, c.plan, c.effective_at, start, end) for c in changes
+                      if start <= c.effective_at < end and not c.charged and charged_at_once(c) and c.plan)
+    return fee + uncharged + usage_lines([(i.plan, u) for i, u in zip(intervals, used, strict=True)], allowance)
 
 
 def invoice_lines(plan: str, period: str, used: dict[str, int]) -> tuple[InvoiceLine, ...]:

@@ -156,7 +156,7 @@ class SqlBillingRepository:
         conn = await self.uow.connection()
         await conn.execute(billing_plan_changes.insert().values(
             organization_id=change.organization_id, previous_plan=change.previous_plan, plan=change.plan,
-            effective_at=change.effective_at))
+            effective_at=change.effective_at, charged=change.charged))
 
     async def plan_changes(self, organization_ids: Sequence[int]) -> dict[int, list[PlanChange]]:
         if not organization_ids:
@@ -169,7 +169,8 @@ class SqlBillingRepository:
         found: dict[int, list[PlanChange]] = {}
         for row in rows:
             found.setdefault(int(row.organization_id), []).append(
-                PlanChange(int(row.organization_id), row.previous_plan, row.plan, row.effective_at))
+                PlanChange(int(row.organization_id), row.previous_plan, row.plan, row.effective_at,
+                           bool(row.charged)))
         return found
 
     async def invoice(self, organization_id: int, invoice_id: int, *, for_update: bool = False) -> Invoice | None:

@@ -76,5 +76,6 @@ billing_plan_changes = sa.Table(
     sa.Column("previous_plan", sa.String(20), nullable=True),
     sa.Column("plan", sa.String(20), nullable=True),
     sa.Column("effective_at", UtcDateTime, nullable=False),
+    sa.Column("charged", sa.Boolean, nullable=False, server_default=sa.true()),
     sqlite_autoincrement=True,
 )

@@ -323,3 +323,28 @@ async def test_a_partner_that_raised_a_child_after_asking_for_a_downgrade_stops_
     await billing.close()
     after = await billing.run(uc.GetSubscription, uc.GetSubscriptionCommand(partner))
     assert (after.plan, after.pending_plan) == ("business", None)
+
+
+async def test_a_childs_plan_set_by_its_partner_is_billed_by_the_plans_it_held(billing: Billing) -> None:
+    """A partner raises a child mid-month and lowers it on the last day (at once, as PATCH /organizations/{id}
+    does): the child's month still bills its plan of the 1st, the raise for the days left, and its usage at the
+    rate of the plan in force when it was used."""
+    partner = await billing.organization("enterprise", partner=True)
+    made = await billing.run(CreateSubOrganization, CreateSubOrganizationCommand(partner, "Client", "business"))
+    child = Actor(made.id, made.id, None, ScopeSet.of(["*"]))
+    billing.clock.set(datetime(2026, 1, 10, 12, tzinfo=UTC))  # 22 of 31 days left
+    await billing.run(UpdateSubOrganization, UpdateSubOrganizationCommand(partner, made.id, {"plan": "enterprise"}))
+    await billing.use(child, "call_seconds", 25_000 * 60, datetime(2026, 1, 15, tzinfo=UTC), "call:1")
+    billing.clock.set(datetime(2026, 1, 31, 22, tzinfo=UTC))
+    await billing.run(UpdateSubOrganization, UpdateSubOrganizationCommand(partner, made.id, {"plan": "starter"}))
+    billing.clock.set(FEB_1 + timedelta(seconds=5))
+    await billing.close()
+    [january] = await billing.invoices(child)
+    included = (9 * INCLUDED_SECONDS["business"] + 21 * INCLUDED_SECONDS["enterprise"]
+                + INCLUDED_SECONDS["starter"]) // DAYS
+    minutes_over = math.ceil((25_000 * 60 - included) / 60)
+    assert [(x.description, x.amount) for x in january.lines] == [
+        ("Business plan (2026-01)", 49_900),
+        ("Enterprise plan from 2026-01-10 to 2026-01-31 (22 of 31 days), less the Business plan",
+         200_000 * 22 // 31),
+        ("Call minutes over the included amount", minutes_over * 12)]

@@ -98,10 +98,11 @@ async def test_upgrade_invoices_plan_changes_and_pending_plans(container: Any) -
         late, early = START + timedelta(days=9), START + timedelta(days=2)
         await billing.add_plan_change(PlanChange(a, "enterprise", None, late))
         await billing.add_plan_change(PlanChange(a, "business", "enterprise", early))
-        await billing.add_plan_change(PlanChange(b, "starter", "enterprise", early))
+        await billing.add_plan_change(PlanChange(b, "starter", "enterprise", early, charged=False))
         changes = await billing.plan_changes([a])
         assert list(changes) == [a] and [c.effective_at for c in changes[a]] == [early, late]
         assert changes[a][0] == PlanChange(a, "business", "enterprise", early)
+        assert (await billing.plan_changes([b]))[b] == [PlanChange(b, "starter", "enterprise", early, charged=False)]
 
         await billing.save_account(BillingAccount(b, pending_plan="business"))
         assert (await billing.account(b)).pending_plan == "business"

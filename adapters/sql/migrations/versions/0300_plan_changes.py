@@ -1,7 +1,8 @@
 """plan_changes: upgrades invoiced at once, downgrades at the period's end, and the history of plan changes
 
 A period's usage is billed at the overage rate of the plan in force when it was used, so every plan change is kept
-(``billing_plan_changes``: the plan before and after, and when it took effect; NULL stands for no subscription).
+(``billing_plan_changes``: the plan before and after, when it took effect, and whether it was charged at once;
+NULL stands for no subscription).
 A downgrade waits for the period's end in ``billing_accounts.pending_plan``. An upgrade is charged at once on an
 invoice of its own (``billing_invoices.kind = 'proration'``), so the one-invoice-per-period rule becomes a unique
 index on (organization, period) over period invoices only (SQLite rebuilds the table for it, keeping its
@@ -45,6 +46,7 @@ def upgrade() -> None:
         sa.Column("previous_plan", sa.String(length=20), nullable=True),
         sa.Column("plan", sa.String(length=20), nullable=True),
         sa.Column("effective_at", Stamp, nullable=False),
+        sa.Column("charged", sa.Boolean(), nullable=False, server_default=sa.true()),
         sa.ForeignKeyConstraint(["organization_id"], ["organizations.id"],
                                 name=op.f("fk_billing_plan_changes_organization_id_organizations")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_billing_plan_changes")),
