@@ -7,11 +7,13 @@ from datetime import datetime
 
 from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, OrganizationRepository, UserRepository
+from application.ports.billing import BillingRepository
 from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Page, PageRequest, Random
 from application.principals import AuthenticationFailed, Principal
 from domain import api_keys as keyfmt
 from domain.api_keys import ApiKey
+from domain.billing import PlanChange
 from domain.errors import Conflict, DomainError, InsufficientScope, NotFound, SubOrgForbidden, ValidationFailed
 from domain.organizations import (
     ORG_TYPES,
@@ -181,8 +183,13 @@ class UpdateSubOrganizationCommand:
 
 
 class UpdateSubOrganization:
-    def __init__(self, orgs: OrganizationRepository, clock: Clock) -> None:
-        self.orgs, self.clock = orgs, clock
+    """A partner renames a sub-organization or sets its plan (at once, within the partner's). A plan change is
+    kept in the billing plan history, so the child's period is billed by the plans it held when (an upgrade's
+    price difference for the days left and usage at the rate of the plan in force), never by the plan it holds
+    when the period closes."""
+
+    def __init__(self, orgs: OrganizationRepository, billing: BillingRepository, clock: Clock) -> None:
+        self.orgs, self.billing, self.clock = orgs, billing, clock
 
     async def execute(self, command: UpdateSubOrganizationCommand) -> Organization:
         actor = command.actor
@@ -197,7 +204,11 @@ class UpdateSubOrganization:
         updated = apply_patch(child, changes)
         if updated == child:  # a PATCH that changes nothing leaves updated_at alone
             return child
-        return await self.orgs.update(replace(updated, updated_at=self.clock.now()))
+        now = self.clock.now()
+        if updated.plan != child.plan:
+            await self.billing.add_plan_change(PlanChange(child.id or command.org_id, child.plan, updated.plan, now,
+                                                          charged=False))
+        return await self.orgs.update(replace(updated, updated_at=now))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
-"""Billing use cases: the subscription (the organization's plan, changed at once), payment methods held by the
-``PaymentGateway`` as tokens, invoices built from the plan price and the usage ledger's period counters, the
-period close and the collection of invoices (run by the worker as jobs), and ``POST /billing/invoices/{id}/pay``.
+"""Billing use cases: the subscription (upgrades at once and charged at once, prorated to the day; downgrades at
+the period's end), payment methods held by the ``PaymentGateway`` as tokens, invoices built from the plans in force
+during the period and the usage ledger, the period close and the collection of invoices (run by the worker as
+jobs), and ``POST /billing/invoices/{id}/pay``.
 
 Exactly once: an invoice per (organization, period) is guarded by a unique constraint, so closers running at once
 (several workers, a lease taken over) never make two; each charge carries an idempotency key derived from the
@@ -15,22 +16,36 @@ from datetime import datetime
 
 from application.context import Actor
 from application.ports.accounts import OrganizationRepository
-from application.ports.billing import BillingAccount, BillingRepository, PaymentGateway
+from application.ports.billing import BillingAccount, BillingRepository, PaymentGateway, Unbilled
 from application.ports.jobs import JobQueue, NewJob
-from application.ports.platform import Clock, Page, PageRequest
+from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.usage import UsageLedger
 from domain.billing import (
     PAYABLE,
     Invoice,
     PaymentMethod,
+    PlanChange,
     Subscription,
     after_decline,
     after_payment,
-    build_invoice,
+    period_invoice,
+    period_lines,
+    plan_intervals,
+    proration_invoice,
+    proration_line,
 )
-from domain.errors import InvalidTransition, NotFound, ValidationFailed
-from domain.organizations import PLANS, require_plan_within_parent
+from domain.errors import (
+    CardDeclined,
+    ChildrenAbovePlan,
+    InvalidTransition,
+    NotFound,
+    PaymentMethodRequired,
+    ValidationFailed,
+)
+from domain.events import EventType
+from domain.organizations import PLANS, Organization, plan_rank, require_plan_within_parent
 from domain.patching import MergePatch
+from domain.rfc3339 import format_utc
 from domain.usage import period_bounds, period_of, previous_period
 
 COLLECT_JOB = "billing.collect"
@@ -53,7 +68,42 @@ async def _organization_plan(orgs: OrganizationRepository, organization_id: int)
 def _subscription(account: BillingAccount, plan: str, now: datetime) -> Subscription:
     start, end = period_bounds(period_of(now))
     return Subscription(account.organization_id, plan, account.status, start, end, account.cancel_at_period_end,
-                        account.default_payment_method_id)
+                        account.default_payment_method_id, account.pending_plan)
+
+
+def _subscription_updated(subscription: Subscription, previous_plan: str) -> EventType:
+    """``subscription.updated`` with the subscription as it now is."""
+    return EventType.SUBSCRIPTION_UPDATED(subscription.organization_id, {
+        "organization_id": subscription.organization_id,
+        "plan": None if subscription.status == "canceled" else subscription.plan, "previous_plan": previous_plan,
+        "pending_plan": subscription.pending_plan, "status": subscription.status,
+        "cancel_at_period_end": subscription.cancel_at_period_end,
+        "current_period_start": format_utc(subscription.current_period_start),
+        "current_period_end": format_utc(subscription.current_period_end)})
+
+
+async def _children_above(orgs: OrganizationRepository, partner: Organization, plan: str) -> list[Organization]:
+    """The partner's sub-organizations on a plan above ``plan``."""
+    if not partner.is_partner or partner.id is None:
+        return []
+    above: list[Organization] = []
+    offset = 0
+    while True:
+        page = await orgs.list_children(partner.id, PageRequest(100, offset))
+        above += [child for child in page.items if plan_rank(child.plan) > plan_rank(plan)]
+        offset += len(page.items)
+        if not page.items or offset >= page.total:
+            return above
+
+
+async def _children_within(orgs: OrganizationRepository, partner: Organization, plan: str) -> None:
+    """A partner's plan never drops below one of its sub-organizations' plans (409 children_above_plan)."""
+    above = await _children_above(orgs, partner, plan)
+    if above:
+        raise ChildrenAbovePlan(
+            f"plan: {len(above)} sub-organization(s) are on a plan above {plan}; lower their plans first "
+            f"(PATCH /organizations/{{id}})", details={"field": "plan", "requested_plan": plan, "children": [
+                {"organization_id": c.id, "name": c.name, "plan": c.plan} for c in above]})
 
 
 # ---------------------------------------------------------------------------------------------- subscription
@@ -81,37 +131,96 @@ class UpdateSubscriptionCommand:
 
 
 class UpdateSubscription:
-    """A plan change applies at once: the organization's plan is what its limits (knowledge bases, concurrent
-    calls), quotas and included amounts are read from. A sub-organization's plan never exceeds its parent's.
-    A canceled subscription cannot be changed (409)."""
+    """Plan changes follow the money:
 
-    def __init__(self, billing: BillingRepository, orgs: OrganizationRepository, clock: Clock) -> None:
-        self.billing, self.orgs, self.clock = billing, orgs, clock
+    - an **upgrade** (a higher plan) is in force at once: it needs a default payment method (402
+      ``payment_method_required``), and the price difference for the days left in the period (the day of the
+      change included) is charged at once on an invoice of its own; a decline is 402 ``card_declined`` and
+      changes nothing;
+    - a **downgrade** waits for the period's end (``pending_plan``): the plan in force, its limits and quotas stay
+      until the period closes; asking for the plan in force again cancels it;
+    - a **canceled** subscription is reactivated by a plan, charged at once like an upgrade from no plan; nothing
+      else can change it (409).
+
+    A sub-organization's plan never exceeds its parent's (403 ``plan_required``); a partner's plan never drops
+    below a sub-organization's (409 ``children_above_plan``). The change, its invoice, its place in the plan
+    history and ``subscription.updated`` are written in the one transaction of the request."""
+
+    def __init__(self, billing: BillingRepository, orgs: OrganizationRepository, gateway: PaymentGateway,
+                 uow: UnitOfWork, clock: Clock) -> None:
+        self.billing, self.orgs, self.gateway, self.uow, self.clock = billing, orgs, gateway, uow, clock
 
     async def execute(self, command: UpdateSubscriptionCommand) -> Subscription:
         org_id = command.actor.organization_id
+        # the account first: two changes at once queue on its row, and the second reads the plan the first set
+        before = await self.billing.account(org_id, for_update=True)
         org = await self.orgs.get(org_id)
         if org is None:
             raise NotFound("organization", org_id)
-        account = await self.billing.account(org_id, for_update=True)
+        account, previous_plan = before, org.plan
         changes = dict(command.patch)
-        if account.status == "canceled" and changes:
-            raise InvalidTransition("subscription", "canceled", "active", action="a change",
-                                    allowed_from=("active", "past_due"))
         plan = changes.get("plan")
-        if plan is not None:
-            if plan not in PLANS:
-                raise ValidationFailed.field("plan", f"must be one of {', '.join(PLANS)}")
-            if org.parent_id is not None:
-                parent = await self.orgs.get(org.parent_id)
-                if parent is not None:
-                    require_plan_within_parent(plan, parent)
-            if plan != org.plan:
-                org = await self.orgs.update(replace(org, plan=plan, updated_at=self.clock.now()))
+        if plan is not None and plan not in PLANS:
+            raise ValidationFailed.field("plan", f"must be one of {', '.join(PLANS)}")
+        if account.status == "canceled" and plan is None:
+            if changes:
+                raise InvalidTransition("subscription", "canceled", "active", action="a change",
+                                        allowed_from=("active", "past_due"),
+                                        reason="send a plan to reactivate it")
+        elif plan is not None:
+            await _children_within(self.orgs, org, plan)
+            if account.status == "canceled":  # reactivation: a new subscription from today
+                org = await self._charge_at_once(org, account, None, plan)
+                account = replace(account, status="active", cancel_at_period_end=False, pending_plan=None)
+            elif plan_rank(plan) > plan_rank(org.plan):
+                org = await self._charge_at_once(org, account, org.plan, plan)
+                account = replace(account, pending_plan=None)
+            else:  # a downgrade waits for the period's end; the plan in force cancels a waiting one
+                account = replace(account, pending_plan=None if plan == org.plan else plan)
         if "cancel_at_period_end" in changes:
             account = replace(account, cancel_at_period_end=bool(changes["cancel_at_period_end"]))
+        if account != before:
             await self.billing.save_account(account)
-        return _subscription(account, org.plan, self.clock.now())
+        subscription = _subscription(account, org.plan, self.clock.now())
+        if account != before or org.plan != previous_plan:
+            self.uow.record(_subscription_updated(subscription, previous_plan))
+        return subscription
+
+    async def _charge_at_once(self, org: Organization, account: BillingAccount, previous: str | None,
+                              plan: str) -> Organization:
+        """Charge ``previous`` → ``plan`` for the rest of the period on the default method, then put ``plan`` in
+        force: its invoice (paid), its plan change and the organization's plan."""
+        org_id = account.organization_id
+        if org.parent_id is not None:
+            parent = await self.orgs.get(org.parent_id)
+            if parent is not None:
+                require_plan_within_parent(plan, parent)
+        method = None
+        if account.default_payment_method_id is not None:
+            method = await self.billing.method(org_id, account.default_payment_method_id)
+        if method is None:
+            raise PaymentMethodRequired(
+                f"plan: the {plan} plan is charged at once; add a payment method first (POST "
+                f"/billing/payment-methods)", details={"field": "plan", "requested_plan": plan})
+        now = self.clock.now()
+        period = period_of(now)
+        start, end = period_bounds(period)
+        line = proration_line(previous, plan, now, start, end)
+        invoice = proration_invoice(org_id, await self.billing.proration_count(org_id, period) + 1, line, now,
+                                    period, end)
+        # one charge per (change, day, card): a retry after a crash between the charge and the commit is answered
+        # the first charge by the gateway instead of charging again
+        key = f"plan_{org_id}_{period}_{previous or 'none'}_{plan}_{now:%Y%m%d}_{method.id}"
+        result = await self.gateway.charge(invoice.total, invoice.currency, method.gateway_id, key)
+        if not result.succeeded:
+            code = result.code or "card_declined"
+            raise CardDeclined(
+                f"plan: the charge of {invoice.total} cents for the {plan} plan was declined ({code}); the plan "
+                f"was not changed", details={"field": "plan", "decline_code": code, "amount": invoice.total,
+                                             "currency": invoice.currency})
+        await self.billing.add_proration_invoice(after_payment(invoice, now))
+        await self.billing.add_plan_change(PlanChange(org_id, previous, plan, now))
+        return await self.orgs.update(replace(org, plan=plan, updated_at=now))
 
 
 # ---------------------------------------------------------------------------------------------- payment methods
@@ -253,20 +362,40 @@ class GetUpcomingInvoiceCommand:
     actor: Actor
 
 
+async def _period_lines(billing: BillingRepository, ledger: UsageLedger, period: str,
+                        organizations: list[tuple[int, str]], now: datetime) -> dict[int, Invoice]:
+    """The period invoice of each (organization, current plan): the counters when one plan was in force all
+    period, else the ledger's usage of each plan's interval."""
+    start, end = period_bounds(period)
+    ids = [org_id for org_id, _ in organizations]
+    used = await ledger.used_by_organization(period, ids)
+    history = await billing.plan_changes(ids)
+    invoices: dict[int, Invoice] = {}
+    for org_id, plan in organizations:
+        changes = history.get(org_id, [])
+        intervals = plan_intervals(changes, start, end, plan)
+        if len(intervals) == 1:
+            usage = [used.get(org_id, {})]
+        else:
+            usage = [await ledger.used_between(org_id, i.start, i.end) for i in intervals]
+        invoices[org_id] = period_invoice(org_id, period, start, end,
+                                          period_lines(period, start, end, changes, plan, usage), now)
+    return invoices
+
+
 class GetUpcomingInvoice:
     """The current period so far: what its invoice would be if the period closed now (a draft, never stored)."""
 
-    def __init__(self, ledger: UsageLedger, orgs: OrganizationRepository, clock: Clock) -> None:
-        self.ledger, self.orgs, self.clock = ledger, orgs, clock
+    def __init__(self, billing: BillingRepository, ledger: UsageLedger, orgs: OrganizationRepository,
+                 clock: Clock) -> None:
+        self.billing, self.ledger, self.orgs, self.clock = billing, ledger, orgs, clock
 
     async def execute(self, command: GetUpcomingInvoiceCommand) -> Invoice:
         org_id = command.actor.organization_id
         plan = await _organization_plan(self.orgs, org_id)
         now = self.clock.now()
-        period = period_of(now)
-        start, end = period_bounds(period)
-        return build_invoice(org_id, plan, period, start, end, await self.ledger.used(org_id, period), now,
-                             status="draft")
+        invoices = await _period_lines(self.billing, self.ledger, period_of(now), [(org_id, plan)], now)
+        return replace(invoices[org_id], status="draft", next_payment_attempt=None)
 
 
 class InvoiceCharger:
@@ -349,28 +478,60 @@ class ClosedBatch:
 
 class CloseBillingPeriod:
     """One batch of the period close: invoices (open, due now) for organizations that have none for the period,
-    built from the plan and the period's usage counters; subscriptions set to cancel at the period's end are
-    canceled; the collection job is scheduled."""
+    built from the plans in force during the period and its usage; then the period's end takes effect:
+    subscriptions set to cancel at the period's end are canceled and waiting downgrades are applied (each with its
+    plan change and ``subscription.updated``); the collection job is scheduled."""
 
-    def __init__(self, billing: BillingRepository, ledger: UsageLedger, jobs: JobQueue, clock: Clock) -> None:
-        self.billing, self.ledger, self.jobs, self.clock = billing, ledger, jobs, clock
+    def __init__(self, billing: BillingRepository, ledger: UsageLedger, orgs: OrganizationRepository,
+                 jobs: JobQueue, uow: UnitOfWork, clock: Clock) -> None:
+        self.billing, self.ledger, self.orgs, self.jobs, self.uow, self.clock = billing, ledger, orgs, jobs, uow, clock
 
     async def execute(self, command: CloseBillingPeriodCommand) -> ClosedBatch:
-        start, end = period_bounds(command.period)
+        end = period_bounds(command.period)[1]
         now = self.clock.now()
         if now < end:
             raise ValidationFailed.field("period", f"{command.period} has not ended")
         batch = await self.billing.unbilled(command.period, end, command.after_organization_id, command.limit)
         if not batch:
             return ClosedBatch(command.after_organization_id, 0, 0)
-        used = await self.ledger.used_by_organization(command.period, [o.organization_id for o in batch])
-        invoices = [build_invoice(o.organization_id, o.plan, command.period, start, end,
-                                  used.get(o.organization_id, {}), now) for o in batch]
-        invoiced = await self.billing.add_invoices(invoices)
-        await self.billing.cancel_at_period_end([o.organization_id for o in batch if o.cancel_at_period_end])
+        invoices = await _period_lines(self.billing, self.ledger, command.period,
+                                       [(o.organization_id, o.plan) for o in batch], now)
+        # nothing to charge (no plan at the period's start and no overage): settled as it is issued
+        issued = [replace(i, status="paid", paid_at=now, next_payment_attempt=None) if i.total == 0 else i
+                  for i in invoices.values()]
+        invoiced = await self.billing.add_invoices(issued)
+        await self._end_of_period(batch, end)
         if invoiced:
             await self.jobs.schedule(NewJob(COLLECT_JOB, now))
         return ClosedBatch(batch[-1].organization_id, len(batch), invoiced)
+
+
+    async def _end_of_period(self, batch: list[Unbilled], end: datetime) -> None:
+        """Cancellations and waiting downgrades take effect at ``end`` (each applied once, even by two closers)."""
+        canceled = set(await self.billing.cancel_at_period_end([o.organization_id for o in batch
+                                                                if o.cancel_at_period_end]))
+        for o in batch:
+            org_id = o.organization_id
+            if org_id in canceled:
+                await self.billing.add_plan_change(PlanChange(org_id, o.plan, None, end))
+                await self._announce(org_id, o.plan)
+            elif o.pending_plan is not None and await self.billing.take_pending_plan(org_id, o.pending_plan):
+                org = await self.orgs.get(org_id)
+                if org is None:
+                    continue
+                # a partner that raised a sub-organization since it asked stops at that sub-organization's plan
+                plan = max([o.pending_plan, *(c.plan for c in await _children_above(self.orgs, org, o.pending_plan))],
+                           key=plan_rank)
+                if plan != o.plan:
+                    await self.orgs.update(replace(org, plan=plan, updated_at=self.clock.now()))
+                    await self.billing.add_plan_change(PlanChange(org_id, o.plan, plan, end))
+                await self._announce(org_id, o.plan)
+
+    async def _announce(self, organization_id: int, previous_plan: str) -> None:
+        org = await self.orgs.get(organization_id)
+        plan = org.plan if org is not None else previous_plan
+        subscription = _subscription(await self.billing.account(organization_id), plan, self.clock.now())
+        self.uow.record(_subscription_updated(subscription, previous_plan))
 
 
 def period_to_close(now: datetime) -> str:

@@ -104,6 +104,30 @@ class PlanRequired(DomainError):
     code = "plan_required"
 
 
+class PaymentRequired(DomainError):
+    """The change needs a payment that could not be made (402); nothing was changed."""
+
+    code = "payment_required"
+
+
+class PaymentMethodRequired(PaymentRequired):
+    """The change is charged at once and the organization has no default payment method (402)."""
+
+    code = "payment_method_required"
+
+
+class CardDeclined(PaymentRequired):
+    """The payment gateway declined the charge (402); ``details.decline_code`` says why."""
+
+    code = "card_declined"
+
+
+class ChildrenAbovePlan(Conflict):
+    """A partner cannot move to a plan below one of its sub-organizations' plans (409)."""
+
+    code = "children_above_plan"
+
+
 class SubOrgForbidden(DomainError):
     code = "sub_org_forbidden"
 

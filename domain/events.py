@@ -67,6 +67,7 @@ GROUPS: Mapping[str, str] = MappingProxyType({
     "lead": "leads",
     "sms": "sms",
     "usage": "usage",
+    "subscription": "billing",
     "webhook": "webhooks",
     "trigger": "triggers",
 })
@@ -91,7 +92,7 @@ _NULL_MEMBER_TYPES: Mapping[str, FieldType] = MappingProxyType({
     "delivered_at": FieldType.STRING, "sent_at": FieldType.STRING, "end_reason": FieldType.STRING,
     "outcome": FieldType.STRING, "duration_seconds": FieldType.NUMBER, "call_log_id": FieldType.NUMBER,
     "ended_at": FieldType.STRING, "answered_at": FieldType.STRING, "agent_id": FieldType.NUMBER,
-    "keyword": FieldType.STRING, "failed_action": FieldType.STRING,
+    "keyword": FieldType.STRING, "failed_action": FieldType.STRING, "pending_plan": FieldType.STRING,
 })
 """The type of the members whose example value is null (the example cannot say it)."""
 
@@ -221,6 +222,15 @@ class EventType(StrEnum):
                        {"metric": "call_minutes", "threshold_percent": 80, "period": "2026-01",
                         "period_start": "2026-01-01T00:00:00Z", "period_end": "2026-02-01T00:00:00Z",
                         "used": 80.5, "included": 100, "plan": "starter", "hard_stop": True}, "metric")
+    SUBSCRIPTION_UPDATED = ("subscription.updated",
+                            "The subscription changed: an upgrade (in force at once), a downgrade scheduled for the "
+                            "period's end or cancelled (pending_plan), a downgrade or cancellation applied when the "
+                            "period closed, cancel_at_period_end set or cleared, or a canceled subscription "
+                            "reactivated. plan is the plan in force (null once canceled).",
+                            {"organization_id": 7, "plan": "enterprise", "previous_plan": "business",
+                             "pending_plan": None, "status": "active", "cancel_at_period_end": False,
+                             "current_period_start": "2026-01-01T00:00:00Z",
+                             "current_period_end": "2026-02-01T00:00:00Z"}, "organization_id")
     TRIGGER_FAILED = ("trigger.failed",
                       "A trigger's run failed: one of its actions failed for the last time (after its retries, or "
                       "at once when it can never succeed, e.g. a number on a Do-Not-Call list): reason "

@@ -9,9 +9,10 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.billing import BillingAccount, Unbilled
 from application.ports.platform import Page, PageRequest
-from domain.billing import Invoice, PaymentMethod
+from domain.billing import Invoice, PaymentMethod, PlanChange
 
 ACCOUNTS, METHODS, INVOICES = "billing_accounts", "billing_payment_methods", "billing_invoices"
+CHANGES = "billing_plan_changes"
 UNPAID = ("open", "uncollectible")
 
 
@@ -55,7 +56,7 @@ class InMemoryBillingRepository:
 
     async def add_invoices(self, invoices: Sequence[Invoice]) -> int:
         rows = (await self.uow.tables())[INVOICES]
-        taken = {(i.organization_id, i.period) for i in rows.values()}
+        taken = {(i.organization_id, i.period) for i in rows.values() if i.kind == "period"}
         added = 0
         for invoice in invoices:
             if (invoice.organization_id, invoice.period) in taken:
@@ -65,6 +66,29 @@ class InMemoryBillingRepository:
             taken.add((invoice.organization_id, invoice.period))
             added += 1
         return added
+
+    async def add_proration_invoice(self, invoice: Invoice) -> Invoice:
+        stored = replace(invoice, id=self.uow.store.next_id(INVOICES))
+        (await self.uow.tables())[INVOICES][stored.id] = stored
+        return stored
+
+    async def proration_count(self, organization_id: int, period: str) -> int:
+        rows = (await self.uow.tables())[INVOICES]
+        return sum(1 for i in rows.values()
+                   if i.organization_id == organization_id and i.period == period and i.kind == "proration")
+
+    async def add_plan_change(self, change: PlanChange) -> None:
+        (await self.uow.tables())[CHANGES][self.uow.store.next_id(CHANGES)] = change
+
+    async def plan_changes(self, organization_ids: Sequence[int]) -> dict[int, list[PlanChange]]:
+        wanted = set(organization_ids)
+        rows = (await self.uow.tables())[CHANGES]
+        found: dict[int, list[PlanChange]] = {}
+        for change_id in sorted(rows, key=lambda k: (rows[k].effective_at, k)):
+            change = rows[change_id]
+            if change.organization_id in wanted:
+                found.setdefault(change.organization_id, []).append(change)
+        return found
 
     async def invoice(self, organization_id: int, invoice_id: int, *, for_update: bool = False) -> Invoice | None:
         found = (await self.uow.tables())[INVOICES].get(invoice_id)
@@ -99,20 +123,31 @@ class InMemoryBillingRepository:
     async def unbilled(self, period: str, period_end: datetime, after_organization_id: int,
                        limit: int) -> list[Unbilled]:
         tables = await self.uow.tables()
-        invoiced = {i.organization_id for i in tables[INVOICES].values() if i.period == period}
+        invoiced = {i.organization_id for i in tables[INVOICES].values() if i.period == period and i.kind == "period"}
         found = []
         for org, deleted_at in sorted(tables["organizations"].values(), key=lambda e: e[0].id):
             account = tables[ACCOUNTS].get(org.id) or BillingAccount(org.id)
             if (org.id > after_organization_id and deleted_at is None and org.created_at < period_end
                     and org.id not in invoiced and account.status != "canceled"):
-                found.append(Unbilled(org.id, org.plan, account.cancel_at_period_end))
+                found.append(Unbilled(org.id, org.plan, account.cancel_at_period_end, account.pending_plan))
                 if len(found) == limit:
                     break
         return found
 
-    async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> None:
+    async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> list[int]:
         accounts = (await self.uow.tables())[ACCOUNTS]
-        for org_id in organization_ids:
+        canceled = []
+        for org_id in sorted(set(organization_ids)):
             account = accounts.get(org_id)
-            if account is not None and account.cancel_at_period_end:
-                accounts[org_id] = replace(account, status="canceled")
+            if account is not None and account.cancel_at_period_end and account.status != "canceled":
+                accounts[org_id] = replace(account, status="canceled", pending_plan=None)
+                canceled.append(org_id)
+        return canceled
+
+    async def take_pending_plan(self, organization_id: int, plan: str) -> bool:
+        accounts = (await self.uow.tables())[ACCOUNTS]
+        account = accounts.get(organization_id)
+        if account is None or account.pending_plan != plan:
+            return False
+        accounts[organization_id] = replace(account, pending_plan=None)
+        return True

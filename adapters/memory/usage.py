@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
 from domain.usage import LedgerEntry
@@ -72,3 +72,10 @@ class InMemoryUsageLedger:
         daily = (await self.uow.tables())["usage_daily"]
         return {day: used for (org, m, day), used in daily.items()
                 if org == organization_id and m == metric and start <= day < end}
+
+    async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for entry in (await self.uow.tables())["usage_ledger"].values():
+            if entry.organization_id == organization_id and start <= entry.occurred_at < end:
+                found[entry.metric] = found.get(entry.metric, 0) + entry.quantity
+        return found

@@ -1,22 +1,30 @@
-"""SQL billing storage: accounts (upserted), payment methods, and invoices inserted in bulk with
-``ON CONFLICT (organization_id, period) DO NOTHING`` so closers running at once never invoice a period twice."""
+"""SQL billing storage: accounts (upserted), payment methods, plan changes, and period invoices inserted in bulk
+with ``ON CONFLICT (organization_id, period) WHERE kind = 'period' DO NOTHING`` so closers running at once never
+invoice a period twice (upgrade invoices, kind ``proration``, are not limited)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
-from adapters.sql.billing_tables import billing_accounts, billing_invoices, billing_payment_methods
+from adapters.sql.billing_tables import (
+    PERIOD_INVOICE,
+    billing_accounts,
+    billing_invoices,
+    billing_payment_methods,
+    billing_plan_changes,
+)
 from adapters.sql.dialect import insert
 from adapters.sql.paging import fetch_page
 from adapters.sql.tables import organizations
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.billing import BillingAccount, Unbilled
 from application.ports.platform import Page, PageRequest
-from domain.billing import Invoice, InvoiceLine, PaymentMethod
+from domain.billing import Invoice, InvoiceLine, PaymentMethod, PlanChange
 
 UNPAID = ("open", "uncollectible")
 
@@ -32,7 +40,16 @@ def _invoice(row: Any) -> Invoice:
         tuple(InvoiceLine(x["description"], int(x["quantity"]), int(x["unit_amount"]), int(x["amount"]))
               for x in row.lines),
         int(row.subtotal), int(row.total), row.currency, row.created_at, row.paid_at, row.attempt_count,
-        row.automatic_failures, row.next_payment_attempt, row.last_payment_error)
+        row.automatic_failures, row.next_payment_attempt, row.last_payment_error, row.kind)
+
+
+def _invoice_row(i: Invoice) -> dict[str, Any]:
+    return {"organization_id": i.organization_id, "number": i.number, "period": i.period,
+            "period_start": i.period_start, "period_end": i.period_end, "status": i.status,
+            "lines": _lines(i), "subtotal": i.subtotal, "total": i.total, "currency": i.currency,
+            "attempt_count": i.attempt_count, "automatic_failures": i.automatic_failures,
+            "next_payment_attempt": i.next_payment_attempt, "last_payment_error": i.last_payment_error,
+            "created_at": i.created_at, "paid_at": i.paid_at, "kind": i.kind}
 
 
 def _method(row: Any) -> PaymentMethod:
@@ -50,12 +67,14 @@ class SqlBillingRepository:
         row = (await conn.execute(query.with_for_update() if for_update else query)).first()
         if row is None:
             return BillingAccount(organization_id)
-        return BillingAccount(organization_id, row.status, row.cancel_at_period_end, row.default_payment_method_id)
+        return BillingAccount(organization_id, row.status, row.cancel_at_period_end, row.default_payment_method_id,
+                              row.pending_plan)
 
     async def save_account(self, account: BillingAccount) -> None:
         conn = await self.uow.connection()
         values = {"status": account.status, "cancel_at_period_end": account.cancel_at_period_end,
-                  "default_payment_method_id": account.default_payment_method_id}
+                  "default_payment_method_id": account.default_payment_method_id,
+                  "pending_plan": account.pending_plan}
         upsert = insert(billing_accounts, self.uow.dialect).values(organization_id=account.organization_id, **values)
         await conn.execute(upsert.on_conflict_do_update(index_elements=["organization_id"], set_=values))
 
@@ -77,7 +96,7 @@ class SqlBillingRepository:
         found: dict[int, tuple[BillingAccount, PaymentMethod | None]] = {}
         for row in rows:
             account = BillingAccount(row.organization_id, row.status, row.cancel_at_period_end,
-                                     row.default_payment_method_id)
+                                     row.default_payment_method_id, row.pending_plan)
             method = None if row.method_id is None else PaymentMethod(
                 row.method_id, row.organization_id, row.gateway_id, row.brand, row.last4, row.exp_month,
                 row.exp_year, row.created_at)
@@ -115,17 +134,44 @@ class SqlBillingRepository:
         if not invoices:
             return 0
         conn = await self.uow.connection()
-        rows = [{"organization_id": i.organization_id, "number": i.number, "period": i.period,
-                 "period_start": i.period_start, "period_end": i.period_end, "status": i.status,
-                 "lines": _lines(i), "subtotal": i.subtotal, "total": i.total, "currency": i.currency,
-                 "attempt_count": i.attempt_count, "automatic_failures": i.automatic_failures,
-                 "next_payment_attempt": i.next_payment_attempt, "last_payment_error": i.last_payment_error,
-                 "created_at": i.created_at, "paid_at": i.paid_at} for i in invoices]
         inserted = await conn.execute(
-            insert(billing_invoices, self.uow.dialect).values(rows)
-            .on_conflict_do_nothing(index_elements=["organization_id", "period"])
+            insert(billing_invoices, self.uow.dialect).values([_invoice_row(i) for i in invoices])
+            .on_conflict_do_nothing(index_elements=["organization_id", "period"], index_where=PERIOD_INVOICE)
             .returning(billing_invoices.c.id))
         return len(inserted.all())
+
+    async def add_proration_invoice(self, invoice: Invoice) -> Invoice:
+        conn = await self.uow.connection()
+        new_id = (await conn.execute(billing_invoices.insert().values(_invoice_row(invoice))
+                                     .returning(billing_invoices.c.id))).scalar_one()
+        return replace(invoice, id=int(new_id))
+
+    async def proration_count(self, organization_id: int, period: str) -> int:
+        conn = await self.uow.connection()
+        return int((await conn.execute(sa.select(sa.func.count()).select_from(billing_invoices).where(
+            billing_invoices.c.organization_id == organization_id, billing_invoices.c.period == period,
+            billing_invoices.c.kind == "proration"))).scalar_one())
+
+    async def add_plan_change(self, change: PlanChange) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(billing_plan_changes.insert().values(
+            organization_id=change.organization_id, previous_plan=change.previous_plan, plan=change.plan,
+            effective_at=change.effective_at, charged=change.charged))
+
+    async def plan_changes(self, organization_ids: Sequence[int]) -> dict[int, list[PlanChange]]:
+        if not organization_ids:
+            return {}
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(billing_plan_changes).where(
+            billing_plan_changes.c.organization_id.in_(sorted(set(organization_ids))))
+            .order_by(billing_plan_changes.c.organization_id, billing_plan_changes.c.effective_at,
+                      billing_plan_changes.c.id))
+        found: dict[int, list[PlanChange]] = {}
+        for row in rows:
+            found.setdefault(int(row.organization_id), []).append(
+                PlanChange(int(row.organization_id), row.previous_plan, row.plan, row.effective_at,
+                           bool(row.charged)))
+        return found
 
     async def invoice(self, organization_id: int, invoice_id: int, *, for_update: bool = False) -> Invoice | None:
         conn = await self.uow.connection()
@@ -171,10 +217,12 @@ class SqlBillingRepository:
                        limit: int) -> list[Unbilled]:
         conn = await self.uow.connection()
         invoiced = sa.select(billing_invoices.c.id).where(billing_invoices.c.organization_id == organizations.c.id,
-                                                          billing_invoices.c.period == period)
+                                                          billing_invoices.c.period == period,
+                                                          billing_invoices.c.kind == "period")
         rows = await conn.execute(
             sa.select(organizations.c.id, organizations.c.plan,
-                      sa.func.coalesce(billing_accounts.c.cancel_at_period_end, sa.false()))
+                      sa.func.coalesce(billing_accounts.c.cancel_at_period_end, sa.false()),
+                      billing_accounts.c.pending_plan)
             .select_from(organizations.outerjoin(billing_accounts,
                                                  billing_accounts.c.organization_id == organizations.c.id))
             .where(organizations.c.id > after_organization_id, organizations.c.deleted_at.is_(None),
@@ -182,12 +230,21 @@ class SqlBillingRepository:
                    sa.or_(billing_accounts.c.status.is_(None), billing_accounts.c.status != "canceled"),
                    ~sa.exists(invoiced))
             .order_by(organizations.c.id).limit(limit))
-        return [Unbilled(int(org_id), plan, bool(cancel)) for org_id, plan, cancel in rows]
+        return [Unbilled(int(org_id), plan, bool(cancel), pending) for org_id, plan, cancel, pending in rows]
 
-    async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> None:
+    async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> list[int]:
         if not organization_ids:
-            return
+            return []
         conn = await self.uow.connection()
-        await conn.execute(billing_accounts.update().where(
+        canceled = await conn.execute(billing_accounts.update().where(
             billing_accounts.c.organization_id.in_(list(organization_ids)),
-            billing_accounts.c.cancel_at_period_end.is_(True)).values(status="canceled"))
+            billing_accounts.c.cancel_at_period_end.is_(True), billing_accounts.c.status != "canceled",
+        ).values(status="canceled", pending_plan=None).returning(billing_accounts.c.organization_id))
+        return sorted(int(org_id) for org_id in canceled.scalars())
+
+    async def take_pending_plan(self, organization_id: int, plan: str) -> bool:
+        conn = await self.uow.connection()
+        taken = await conn.execute(billing_accounts.update().where(
+            billing_accounts.c.organization_id == organization_id, billing_accounts.c.pending_plan == plan,
+        ).values(pending_plan=None).returning(billing_accounts.c.organization_id))
+        return taken.first() is not None

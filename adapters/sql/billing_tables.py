@@ -1,12 +1,16 @@
-"""Tables of billing (migration 0190, branch ``billing``): each organization's subscription state, its payment
-methods (gateway references, never card numbers) and its invoices, one per (organization, period). Money is
-integer cents (BigInteger), never a float."""
+"""Tables of billing (migration 0190, branch ``billing``; 0300 adds plan changes): each organization's
+subscription state (with a downgrade waiting for the period's end), its payment methods (gateway references, never
+card numbers), its invoices (one period invoice per (organization, period), plus an invoice per upgrade) and the
+history of its plan changes. Money is integer cents (BigInteger), never a float."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
 from adapters.sql.metadata import BigId, Json, UtcDateTime, id_column, metadata, org_column
+
+PERIOD_INVOICE_INDEX = "uq_billing_invoices_period_invoice"
+PERIOD_INVOICE = sa.text("kind = 'period'")
 
 billing_accounts = sa.Table(
     "billing_accounts",
@@ -15,6 +19,7 @@ billing_accounts = sa.Table(
     sa.Column("status", sa.String(20), nullable=False),
     sa.Column("cancel_at_period_end", sa.Boolean, nullable=False),
     sa.Column("default_payment_method_id", BigId, nullable=True),
+    sa.Column("pending_plan", sa.String(20), nullable=True),
     sa.CheckConstraint("status in ('active','past_due','canceled')", name="status"),
 )
 
@@ -52,9 +57,25 @@ billing_invoices = sa.Table(
     sa.Column("last_payment_error", sa.String(64), nullable=True),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("paid_at", UtcDateTime, nullable=True),
-    sa.UniqueConstraint("organization_id", "period"),
+    sa.Column("kind", sa.String(20), nullable=False, server_default="period"),
     sa.CheckConstraint("status in ('draft','open','paid','void','uncollectible')", name="status"),
     sa.CheckConstraint("subtotal >= 0 and total >= 0", name="amounts"),
+    sa.CheckConstraint("kind in ('period','proration')", name="kind"),
     sa.Index("ix_billing_invoices_status_next_payment_attempt", "status", "next_payment_attempt"),
+    # one period invoice per (organization, period); upgrade invoices (kind 'proration') are not limited
+    sa.Index(PERIOD_INVOICE_INDEX, "organization_id", "period", unique=True,
+             sqlite_where=PERIOD_INVOICE, postgresql_where=PERIOD_INVOICE),
+    sqlite_autoincrement=True,
+)
+
+billing_plan_changes = sa.Table(
+    "billing_plan_changes",
+    metadata,
+    id_column(),
+    org_column(),
+    sa.Column("previous_plan", sa.String(20), nullable=True),
+    sa.Column("plan", sa.String(20), nullable=True),
+    sa.Column("effective_at", UtcDateTime, nullable=False),
+    sa.Column("charged", sa.Boolean, nullable=False, server_default=sa.true()),
     sqlite_autoincrement=True,
 )

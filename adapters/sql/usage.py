@@ -5,7 +5,7 @@ counter row: PostgreSQL re-checks the condition on the row it waited for; SQLite
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, datetime
 
 import sqlalchemy as sa
 
@@ -119,3 +119,11 @@ class SqlUsageLedger:
             usage_daily.c.organization_id == organization_id, usage_daily.c.metric == metric,
             usage_daily.c.day >= start, usage_daily.c.day < end))
         return {day: int(used) for day, used in rows}
+
+    async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:
+        conn = await self.uow.connection()
+        rows = await conn.execute(
+            sa.select(usage_ledger.c.metric, sa.func.sum(usage_ledger.c.quantity)).where(
+                usage_ledger.c.organization_id == organization_id, usage_ledger.c.occurred_at >= start,
+                usage_ledger.c.occurred_at < end).group_by(usage_ledger.c.metric))
+        return {metric: int(total) for metric, total in rows}

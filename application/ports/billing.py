@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from application.ports.platform import Page, PageRequest
-from domain.billing import Invoice, PaymentMethod
+from domain.billing import Invoice, PaymentMethod, PlanChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +64,8 @@ class BillingAccount:
     status: str = "active"
     cancel_at_period_end: bool = False
     default_payment_method_id: int | None = None
+    pending_plan: str | None = None
+    """A downgrade that takes effect when the current period closes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,7 @@ class Unbilled:
     organization_id: int
     plan: str
     cancel_at_period_end: bool
+    pending_plan: str | None = None
 
 
 class BillingRepository(Protocol):
@@ -98,8 +101,22 @@ class BillingRepository(Protocol):
     async def remove_method(self, organization_id: int, method_id: int) -> None: ...
 
     async def add_invoices(self, invoices: Sequence[Invoice]) -> int:
-        """Insert each invoice unless its (organization, period) has one already (a unique constraint, so
+        """Insert each period invoice unless its (organization, period) has one already (a unique constraint, so
         concurrent closers never make two); returns how many were inserted."""
+        ...
+
+    async def add_proration_invoice(self, invoice: Invoice) -> Invoice:
+        """Insert an upgrade's own invoice (kind ``proration``; any number per period)."""
+        ...
+
+    async def proration_count(self, organization_id: int, period: str) -> int:
+        """How many upgrade invoices the organization has for the period."""
+        ...
+
+    async def add_plan_change(self, change: PlanChange) -> None: ...
+
+    async def plan_changes(self, organization_ids: Sequence[int]) -> dict[int, list[PlanChange]]:
+        """Each organization's plan changes, oldest first (organizations without any are absent)."""
         ...
 
     async def invoice(self, organization_id: int, invoice_id: int, *, for_update: bool = False) -> Invoice | None: ...
@@ -127,10 +144,16 @@ class BillingRepository(Protocol):
 
     async def unbilled(self, period: str, period_end: datetime, after_organization_id: int,
                        limit: int) -> list[Unbilled]:
-        """Organizations (not deleted, created before ``period_end``, subscription not canceled) without an
+        """Organizations (not deleted, created before ``period_end``, subscription not canceled) without a period
         invoice for ``period``, by id after ``after_organization_id``."""
         ...
 
-    async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> None:
-        """Cancel the subscriptions of these organizations (their period closed with cancel_at_period_end)."""
+    async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> list[int]:
+        """Cancel the subscriptions of these organizations that are set to cancel at the period's end and not
+        canceled yet (their period closed), dropping any pending downgrade; returns the ones canceled now."""
+        ...
+
+    async def take_pending_plan(self, organization_id: int, plan: str) -> bool:
+        """Clear the account's pending plan if it is still ``plan`` (one conditional UPDATE, so of two closers only
+        one applies a downgrade); True when this call cleared it."""
         ...

@@ -64,6 +64,11 @@ class UsageLedger(Protocol):
         """The day counters of the metric for days in [start, end)."""
         ...
 
+    async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:
+        """The ledger's quantities by metric for entries that occurred at instants in [start, end) (billing a
+        period whose plan changed: the usage of each plan's interval)."""
+        ...
+
 
 class QuotaGate(Protocol):
     """The one quota check of every dial and send (``PlaceCall``, ``SendSms``)."""

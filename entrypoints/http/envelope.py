@@ -77,6 +77,7 @@ STATUS_BY_ERROR: list[tuple[type[de.DomainError], int]] = [
     (de.Conflict, 409),
     (de.PlanLimitReached, 403),
     (de.PlanRequired, 403),
+    (de.PaymentRequired, 402),
     (de.QuotaExceeded, 403),
     (de.SubOrgForbidden, 403),
     (de.DncBlocked, 422),

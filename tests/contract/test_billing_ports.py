@@ -12,7 +12,7 @@ from typing import Any
 from application.ports.billing import BillingAccount, BillingRepository
 from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.usage import UsageLedger
-from domain.billing import PaymentMethod, build_invoice
+from domain.billing import PaymentMethod, PlanChange, build_invoice, proration_invoice, proration_line
 from domain.usage import SMS_SEGMENTS, LedgerEntry, period_bounds
 from tests.conftest import new_organization
 
@@ -74,4 +74,46 @@ async def test_the_close_finds_unbilled_organizations_and_cancels_at_the_periods
         await billing.cancel_at_period_end([orgs[1]])
         assert (await billing.account(orgs[1])).status == "canceled"
         assert [u.organization_id for u in await billing.unbilled(PERIOD, END, orgs[0] - 1, 3)] == [orgs[2]]
+        await (await r.get(UnitOfWork)).rollback()
+
+
+async def test_upgrade_invoices_plan_changes_and_pending_plans(container: Any) -> None:
+    """Upgrade invoices are any number per period and never count as the period's invoice; the plan history comes
+    back oldest first per organization; a pending plan is taken once; the ledger's usage splits by instant."""
+    a = await new_organization(container, plan="business")
+    b = await new_organization(container, plan="enterprise")
+    async with container() as r:
+        billing: BillingRepository = await r.get(BillingRepository)
+        ledger: UsageLedger = await r.get(UsageLedger)
+        line = proration_line("business", "enterprise", START + timedelta(days=3), START, END)
+        for n in (1, 2):
+            stored = await billing.add_proration_invoice(proration_invoice(a, n, line, START, PERIOD, END))
+            assert stored.id is not None and stored.kind == "proration"
+            assert (await billing.invoice(a, stored.id)) == stored
+        assert await billing.proration_count(a, PERIOD) == 2 and await billing.proration_count(b, PERIOD) == 0
+        assert a in [u.organization_id for u in await billing.unbilled(PERIOD, END, a - 1, 2)]
+        assert await billing.add_invoices([build_invoice(a, "business", PERIOD, START, END, {}, CLOSED)]) == 1
+        assert await billing.add_invoices([build_invoice(a, "business", PERIOD, START, END, {}, CLOSED)]) == 0
+
+        late, early = START + timedelta(days=9), START + timedelta(days=2)
+        await billing.add_plan_change(PlanChange(a, "enterprise", None, late))
+        await billing.add_plan_change(PlanChange(a, "business", "enterprise", early))
+        await billing.add_plan_change(PlanChange(b, "starter", "enterprise", early, charged=False))
+        changes = await billing.plan_changes([a])
+        assert list(changes) == [a] and [c.effective_at for c in changes[a]] == [early, late]
+        assert changes[a][0] == PlanChange(a, "business", "enterprise", early)
+        assert (await billing.plan_changes([b]))[b] == [PlanChange(b, "starter", "enterprise", early, charged=False)]
+
+        await billing.save_account(BillingAccount(b, pending_plan="business"))
+        assert (await billing.account(b)).pending_plan == "business"
+        assert not await billing.take_pending_plan(b, "starter")
+        assert await billing.take_pending_plan(b, "business")
+        assert not await billing.take_pending_plan(b, "business")
+        assert (await billing.account(b)).pending_plan is None
+
+        for n, at in enumerate((START, START + timedelta(days=5), START + timedelta(days=5, seconds=1))):
+            await ledger.append(LedgerEntry(b, SMS_SEGMENTS, 10 ** n, PERIOD, "sms", str(uuid.uuid4()), at))
+        assert await ledger.used_between(b, START, START + timedelta(days=5)) == {SMS_SEGMENTS: 1}
+        assert await ledger.used_between(b, START + timedelta(days=5), END) == {SMS_SEGMENTS: 110}
+        assert await ledger.used_between(a, START, END) == {}
         await (await r.get(UnitOfWork)).rollback()

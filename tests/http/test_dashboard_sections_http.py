@@ -207,6 +207,10 @@ async def test_billing_methods_invoices_and_pay(any_api: Api) -> None:
             ).json()["data"]["status"] == "paid"
     again = await submit(any_api, headers, f"/billing/invoices/{invoice}/pay", token)
     assert again.status_code == 409 and 'role="alert"' in again.text
+    waiting = await any_api.client.patch("/v2/billing/subscription", json={"plan": "business"}, headers=t.headers)
+    assert waiting.status_code == 200 and waiting.json()["data"]["pending_plan"] == "business"
+    html = await page(any_api, headers, "/billing")
+    assert "Plan change" in html and "Business from" in html  # a downgrade waits for the period's end
 
 
 async def test_another_organizations_ids_are_404_pages(any_api: Api) -> None:

@@ -40,14 +40,22 @@ async def get_subscription(actor: FromDishka[Actor], use_case: FromDishka[uc.Get
 
 
 @endpoint("PATCH", "/billing/subscription", operation_id="updateSubscription", tags=TAGS, scopes=WRITE, auth=EITHER,
-          summary="Change the plan (at once) or cancel at the period's end",
+          summary="Upgrade (at once), downgrade (at the period's end), reactivate, or cancel at the period's end",
           description=ACCESS.format(scope="billing:write") + (
-              "A plan change applies at once: the organization's limits (knowledge bases, concurrent calls), "
-              "included amounts and quotas follow the new plan; the period's invoice bills the plan held when the "
-              "period closes. A sub-organization's plan never exceeds its parent's. cancel_at_period_end: the "
-              "subscription is canceled when the current period closes (its invoice is still issued)."),
-          errors={400: "invalid body", 403: "plan_required: the plan exceeds the parent organization's",
-                  409: "invalid_transition: the subscription is canceled"})
+              "An upgrade applies at once: it needs a default payment method, and the price difference for the "
+              "days left in the period (today included) is charged at once on an invoice of its own; the new "
+              "plan's limits and quotas apply from the next request. A downgrade applies when the current period "
+              "ends (pending_plan); until then the plan in force, its limits and quotas stay; PATCH the plan in "
+              "force to cancel it. A plan reactivates a canceled subscription (charged at once for the rest of the "
+              "period). A sub-organization's plan never exceeds its parent's; a partner's plan never drops below "
+              "a sub-organization's. cancel_at_period_end: the subscription is canceled when the current period "
+              "closes (its invoice is still issued)."),
+          errors={400: "invalid body",
+                  402: "payment_method_required: an upgrade or reactivation without a default payment method; "
+                       "card_declined: the charge was declined (details.decline_code), nothing changed",
+                  403: "plan_required: the plan exceeds the parent organization's",
+                  409: "invalid_transition: the subscription is canceled (send a plan to reactivate it); "
+                       "children_above_plan: a sub-organization is on a higher plan"})
 async def update_subscription(data: JSONBody[SubscriptionUpdate], actor: FromDishka[Actor],
                               use_case: FromDishka[uc.UpdateSubscription]) -> Envelope[SubscriptionOut]:
     subscription = await use_case.execute(uc.UpdateSubscriptionCommand(actor, set_fields(data)))

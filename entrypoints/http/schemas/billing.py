@@ -21,16 +21,21 @@ class SubscriptionOut(Struct, kw_only=True):
     current_period_end: datetime
     cancel_at_period_end: bool
     default_payment_method_id: int | None
+    pending_plan: Annotated[Plan | None, Meta(description=(
+        "A downgrade that takes effect when the current period ends (null: none). PATCH the plan in force to "
+        "cancel it."))]
 
     @classmethod
     def of(cls, s: Subscription) -> SubscriptionOut:
         return cls(plan=s.plan, status=s.status, current_period_start=s.current_period_start,  # type: ignore[arg-type]
                    current_period_end=s.current_period_end, cancel_at_period_end=s.cancel_at_period_end,
-                   default_payment_method_id=s.default_payment_method_id)
+                   default_payment_method_id=s.default_payment_method_id,
+                   pending_plan=s.pending_plan)  # type: ignore[arg-type]
 
 
 class SubscriptionUpdate(Struct, forbid_unknown_fields=True):
-    """A JSON merge patch: a plan change applies at once (limits and quotas follow the plan)."""
+    """A JSON merge patch: an upgrade applies at once (charged at once, prorated to the day), a downgrade at the
+    period's end; on a canceled subscription a plan reactivates it."""
 
     plan: Plan | UnsetType = UNSET
     cancel_at_period_end: bool | UnsetType = UNSET
