@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from application.context import Actor
+from application.dnc import DncGate
 from application.phones import E164_RULE
 from application.ports.agents import AgentRepository
 from application.ports.campaigns import (
@@ -27,6 +28,7 @@ from domain.campaigns import (
     FINAL_STATUSES,
     MAX_CONTACTS_PER_REQUEST,
     MAX_REJECTIONS_REPORTED,
+    WIDGET_MAX_CONTACTS_PER_HOUR_DEFAULT,
     CallingHours,
     Campaign,
     CampaignEmpty,
@@ -39,6 +41,7 @@ from domain.campaigns import (
     check_row,
     csv_contacts,
 )
+from domain.destinations import DialingPolicy, parse_countries, refusal_message
 from domain.errors import InvalidTransition, NotFound, ValidationFailed
 from domain.events import EventType
 from domain.patching import MergePatch, apply_patch
@@ -125,12 +128,20 @@ class CreateCampaignCommand:
     max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     from_phone_number_id: int | None = None
+    allowed_countries: tuple[str, ...] | None = None
+    widget_max_contacts_per_hour: int = WIDGET_MAX_CONTACTS_PER_HOUR_DEFAULT
+
+
+def _countries(phones: PhoneNormalizer, values: Sequence[str] | None) -> tuple[str, ...] | None:
+    """A campaign's ``allowed_countries``: ISO 3166 alpha-2 codes (400 naming the field), None for the
+    organization's."""
+    return None if values is None else parse_countries(values, "allowed_countries", phones.countries())
 
 
 class CreateCampaign:
     def __init__(self, campaigns: CampaignRepository, agents: AgentRepository, numbers: PhoneNumberRepository,
-                 schedules: CampaignSchedules, clock: Clock) -> None:
-        self.campaigns, self.clock = campaigns, clock
+                 schedules: CampaignSchedules, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.campaigns, self.phones, self.clock = campaigns, phones, clock
         self.references = _References(agents, numbers, schedules)
 
     async def execute(self, command: CreateCampaignCommand) -> Campaign:
@@ -141,7 +152,8 @@ class CreateCampaign:
             schedule_id=command.schedule_id, timezone=command.timezone, timezone_mode=command.timezone_mode,
             calling_hours=command.calling_hours, max_concurrent_calls=command.max_concurrent_calls,
             retry=command.retry, from_phone_number_id=command.from_phone_number_id, status="draft",
-            created_at=now, updated_at=now,
+            allowed_countries=_countries(self.phones, command.allowed_countries),
+            widget_max_contacts_per_hour=command.widget_max_contacts_per_hour, created_at=now, updated_at=now,
         ).validate()
         await self.references.check(org, agent_id=command.agent_id, schedule_id=command.schedule_id,
                                     from_phone_number_id=command.from_phone_number_id)
@@ -200,14 +212,17 @@ class UpdateCampaign:
     """PATCH while draft or paused (else 409 invalid_transition)."""
 
     def __init__(self, campaigns: CampaignRepository, agents: AgentRepository, numbers: PhoneNumberRepository,
-                 schedules: CampaignSchedules, clock: Clock) -> None:
-        self.campaigns, self.clock = campaigns, clock
+                 schedules: CampaignSchedules, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.campaigns, self.phones, self.clock = campaigns, phones, clock
         self.references = _References(agents, numbers, schedules)
 
     async def execute(self, command: UpdateCampaignCommand) -> Campaign:
         current = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
         current.ensure_editable()
-        updated = apply_patch(current, command.patch)
+        changes = dict(command.patch)
+        if "allowed_countries" in changes:
+            changes["allowed_countries"] = _countries(self.phones, changes["allowed_countries"])
+        updated = apply_patch(current, changes)
         if updated == current:  # a PATCH that changes nothing leaves updated_at alone
             return current
         updated.validate()
@@ -341,9 +356,11 @@ class _ContactIntake:
     campaign has (or an earlier row of the same request had) is a duplicate, the rest are inserted."""
 
     def __init__(self, contacts: ContactRepository, phones: PhoneNormalizer, campaign: Campaign, clock: Clock,
-                 subject: str) -> None:
+                 subject: str, policy: DialingPolicy) -> None:
         self.contacts, self.phones, self.campaign, self.clock, self.subject = (contacts, phones, campaign, clock,
                                                                                subject)
+        self.policy = policy
+        """The destination policy the campaign dials under: a number it refuses is a rejected row."""
         self.accepted = self.duplicates = self.rejected_count = 0
         self.rejected: list[RowRejection] = []
         self.batch: dict[str, Contact] = {}
@@ -368,6 +385,12 @@ class _ContactIntake:
         phone = self.phones.normalize(item.phone)
         if phone is None:
             self._reject(RowRejection(item.row, "phone", E164_RULE))
+            return
+        facts = self.phones.describe(phone)
+        refusal = self.policy.refusal(phone, facts)
+        if refusal is not None:
+            message = refusal_message(phone, refusal, facts, self.policy)
+            self._reject(RowRejection(item.row, "phone", f"destination_not_allowed ({refusal}): {message}"))
             return
         if item.timezone is not None:
             try:
@@ -431,14 +454,15 @@ class AddContacts:
     when no row holds a valid contact."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                 clock: Clock) -> None:
-        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+                 dnc: DncGate, clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.dnc, self.clock = campaigns, contacts, phones, dnc, clock
 
     async def execute(self, command: AddContactsCommand) -> ContactsAdded:
         if len(command.contacts) > MAX_CONTACTS_PER_REQUEST:
             raise ValidationFailed.field("contacts", f"at most {MAX_CONTACTS_PER_REQUEST} contacts per request")
         campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
-        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "contacts")
+        policy = await self.dnc.policy(campaign.organization_id, campaign.allowed_countries)
+        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "contacts", policy)
         for draft in command.contacts:
             await intake.take(draft)
         return await intake.result()
@@ -459,16 +483,21 @@ class ContactAdded:
 
 
 class AddContact:
-    """One contact (a lead handed to a campaign): the same intake as AddContacts, but a bad field is a 400 naming
-    it, and a number the campaign has already gives back the existing contact."""
+    """One contact (a lead handed to a campaign, a widget visitor, a trigger action): the same intake as
+    AddContacts, but a bad field is a 400 naming it, a number outside the campaign's dialing policy a 422
+    destination_not_allowed, and a number the campaign has already gives back the existing contact."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                 clock: Clock) -> None:
-        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+                 dnc: DncGate, clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.dnc, self.clock = campaigns, contacts, phones, dnc, clock
 
     async def execute(self, command: AddContactCommand) -> ContactAdded:
         campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
-        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "contact")
+        policy = await self.dnc.policy(campaign.organization_id, campaign.allowed_countries)
+        number = self.phones.normalize(command.contact.phone)
+        if number is not None:
+            self.dnc.check(policy, number)
+        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "contact", policy)
         await intake.take(command.contact)
         if intake.rejected:
             rejection = intake.rejected[0]
@@ -493,12 +522,13 @@ class ImportContacts:
     """A CSV file read row by row and inserted in batches (domain.campaigns.csv_contacts has the format)."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                 clock: Clock) -> None:
-        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+                 dnc: DncGate, clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.dnc, self.clock = campaigns, contacts, phones, dnc, clock
 
     async def execute(self, command: ImportContactsCommand) -> ContactsAdded:
         campaign = await _open_campaign(self.campaigns, command.actor, command.campaign_id)
-        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "file")
+        policy = await self.dnc.policy(campaign.organization_id, campaign.allowed_countries)
+        intake = _ContactIntake(self.contacts, self.phones, campaign, self.clock, "file", policy)
         for item in csv_contacts(command.lines):
             await intake.take(item)
         return await intake.result()

@@ -240,7 +240,10 @@ async def test_stop_and_start_keep_the_opt_out_list(make_api: ApiFactory, sql_ur
     agent = await active_agent(api, t)
     call = await api.client.post("/v2/calls", headers=t.headers, json={
         "bot_id": str(agent["id"]), "destination_phone": person, "contact_name": "Ada"})
-    assert call.status_code == 422 and call.json()["error"]["code"] == "dnc_blocked"
+    # and the call's refusal says why: the recipient replied STOP by text
+    assert call.status_code == 422, call.text
+    assert call.json()["error"]["code"] == "recipient_opted_out"
+    assert call.json()["error"]["details"]["channel"] == "sms"
     # a second STOP (any keyword) keeps one entry in the one list
     assert (await inbound(api, t, person, number["phone_number"], "unsubscribe")).json()["data"]["keyword"] == "stop"
     lists = (await api.client.get("/v2/dnc/lists", headers=t.headers)).json()["data"]
