@@ -9,10 +9,10 @@ import pytest
 
 from adapters.phones.libphonenumber import LibPhoneNumberNormalizer
 from application.dnc import DncGate, normalize_all
-from domain.destinations import DialingPolicy, DestinationNotAllowed
+from domain.destinations import DestinationNotAllowed, DialingPolicy
 from domain.dnc import DncUnavailable
-from domain.organizations import Organization
 from domain.errors import DncBlocked, ValidationFailed
+from domain.organizations import Organization
 from domain.sms import RecipientOptedOut
 
 
