@@ -190,7 +190,8 @@ async def test_the_widget_refuses_premium_and_foreign_numbers(clocked: Api) -> N
     assert minted.status_code == 201, minted.text
     headers = {"Authorization": f"Widget {minted.json()['data']['token']}", "Origin": "https://shop.example"}
     for number, reason in REFUSED:
-        refused(await api.client.post("/v2/widget/contacts", headers=headers, json={"phone": number}), reason)
+        refused(await api.client.post("/v2/widget/contacts", headers=headers, json={
+            "phone": number, "name": "Ada", "custom_data": {"plan": "Gold"}}), reason)
     assert set(await contacts(api, t, found["id"])) == {SIMULATOR}
     assert (await api.client.get("/v2/calls", headers=t.headers)).json()["meta"]["total"] == 0
 
