@@ -113,7 +113,8 @@ class SqlSmsRepository:
 
     async def last_texted_by(self, sender: str, recipient: str) -> int | None:
         conn = await self.uow.connection()
-        return (await conn.execute(  # ix_sms_messages_to_from_created_at
+        # only the simulator's shared sender is looked up (a reply to it): a scan of the simulator's messages
+        return (await conn.execute(
             sa.select(t.c.organization_id).where(t.c.to_phone == recipient, t.c.from_phone == sender,
                                                  t.c.direction == "outbound")
             .order_by(t.c.created_at.desc(), t.c.id.desc()).limit(1))).scalar_one_or_none()

@@ -38,8 +38,6 @@ sms_messages = sa.Table(
     sa.Index("ix_sms_messages_org_created_at", "organization_id", "created_at"),
     sa.Index("ix_sms_messages_org_to_created_at", "organization_id", "to_phone", "created_at"),
     sa.Index("ix_sms_messages_org_status_created_at", "organization_id", "status", "created_at"),
-    # an inbound text to the shared sender finds the organization that last texted its author (migration 0270)
-    sa.Index("ix_sms_messages_to_from_created_at", "to_phone", "from_phone", "created_at"),
     # the receipts job: messages whose carrier has news
     sa.Index("ix_sms_messages_next_check_at", "next_check_at"),
     sqlite_autoincrement=True,  # ids are never reused

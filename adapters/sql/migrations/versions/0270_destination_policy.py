@@ -3,9 +3,7 @@
 Every path that dials or texts checks one destination policy: ``organizations.dialing_policy`` (JSON, NULL for the
 default: the United States and Canada, premium-rate numbers blocked), narrowed per campaign by
 ``campaigns.allowed_countries`` (JSON list, NULL for the organization's). ``campaigns.widget_max_contacts_per_hour``
-caps what the embeddable widget may add to a campaign. An inbound text to the simulator's shared sender reaches the
-organization that last texted its author from it: the index ``ix_sms_messages_to_from_created_at`` finds that
-message.
+caps what the embeddable widget may add to a campaign.
 
 Revision ID: 0270
 Revises: 0240
@@ -23,7 +21,7 @@ JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 revision = "0270"
 down_revision = "0240"
 branch_labels = None
-depends_on = ("0015", "0150")  # the campaigns and sms_messages tables
+depends_on = ("0015",)  # the campaigns table
 
 
 def upgrade() -> None:
@@ -32,11 +30,9 @@ def upgrade() -> None:
     op.add_column("campaigns", sa.Column("allowed_countries", JSON, nullable=True))
     op.add_column("campaigns", sa.Column("widget_max_contacts_per_hour", sa.Integer(), nullable=False,
                                          server_default="60"))
-    op.create_index("ix_sms_messages_to_from_created_at", "sms_messages", ["to_phone", "from_phone", "created_at"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_sms_messages_to_from_created_at", table_name="sms_messages")
     op.drop_column("campaigns", "widget_max_contacts_per_hour")
     op.drop_column("campaigns", "allowed_countries")
     op.drop_column("organizations", "dialing_policy")
