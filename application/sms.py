@@ -60,9 +60,9 @@ class SendSmsCommand:
 
 
 class SendSms:
-    """POST /sms: the recipient screened by the DNC gate (a DNC list: dnc_blocked; the SMS opt-out list:
-    recipient_opted_out; screening impossible: 503 and nothing sent), the message stored as queued and handed
-    to the carrier. Its receipts arrive later (the ``sms.receipts`` job)."""
+    """POST /sms: the recipient checked by the one gate (outside the dialing policy: destination_not_allowed; a DNC
+    list: dnc_blocked; the SMS opt-out list: recipient_opted_out; screening impossible: 503 and nothing sent), the
+    message stored as queued and handed to the carrier. Its receipts arrive later (the ``sms.receipts`` job)."""
 
     def __init__(self, uow: UnitOfWork, messages: SmsRepository, numbers: PhoneNumberRepository,
                  carrier: SmsCarrier, dnc: DncGate, phones: PhoneNormalizer, clock: Clock, quota: QuotaGate,
