@@ -9,11 +9,13 @@ from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, OrganizationRepository, UserRepository
 from application.ports.billing import BillingRepository
 from application.ports.passwords import PasswordHasher
+from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, Random
 from application.principals import AuthenticationFailed, Principal
 from domain import api_keys as keyfmt
 from domain.api_keys import ApiKey
 from domain.billing import PlanChange
+from domain.destinations import DialingPolicy, parse_countries
 from domain.errors import Conflict, DomainError, InsufficientScope, NotFound, SubOrgForbidden, ValidationFailed
 from domain.organizations import (
     ORG_TYPES,
@@ -118,6 +120,10 @@ async def _own_partner(orgs: OrganizationRepository, actor: Actor) -> Organizati
 
 async def _child(orgs: OrganizationRepository, actor: Actor, org_id: int) -> Organization:
     partner = await _own_partner(orgs, actor)
+    return await _child_of(orgs, partner, org_id)
+
+
+async def _child_of(orgs: OrganizationRepository, partner: Organization, org_id: int) -> Organization:
     child = await orgs.get(org_id)
     if child is None or child.parent_id != partner.id:
         raise NotFound("organization", org_id)
@@ -172,7 +178,27 @@ class GetSubOrganization:
         self.orgs = orgs
 
     async def execute(self, command: GetSubOrganizationCommand) -> Organization:
-        return await _child(self.orgs, command.actor, command.org_id)
+        return await _own_or_child(self.orgs, command.actor, command.org_id)
+
+
+async def _own_or_child(orgs: OrganizationRepository, actor: Actor, org_id: int) -> Organization:
+    """The acting organization itself (any organization reads and sets its own dialing policy), or a child of a
+    partner (404 for any other)."""
+    if org_id == actor.organization_id:
+        own = await orgs.get(org_id)
+        if own is None:
+            raise NotFound("organization", org_id)
+        return own
+    return await _child(orgs, actor, org_id)
+
+
+def _dialing_policy(current: DialingPolicy, patch: MergePatch, phones: PhoneNormalizer) -> DialingPolicy:
+    """``dialing_policy`` merged into the current one: countries as ISO 3166 alpha-2 codes (400 naming them)."""
+    countries = current.allowed_countries
+    if "allowed_countries" in patch:
+        countries = parse_countries(patch["allowed_countries"], "dialing_policy.allowed_countries",
+                                    phones.countries())
+    return DialingPolicy(countries, bool(patch.get("block_premium", current.block_premium)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,19 +209,27 @@ class UpdateSubOrganizationCommand:
 
 
 class UpdateSubOrganization:
-    """A partner renames a sub-organization or sets its plan (at once, within the partner's). A plan change is
-    kept in the billing plan history, so the child's period is billed by the plans it held when (an upgrade's
-    price difference for the days left and usage at the rate of the plan in force), never by the plan it holds
-    when the period closes."""
+    """PATCH a child's name, plan and dialing policy, or the acting organization's own name and dialing policy
+    (its own plan changes through billing). A child's plan change is kept in the billing plan history, so the
+    child's period is billed by the plans it held when (an upgrade's price difference for the days left and usage
+    at the rate of the plan in force), never by the plan it holds when the period closes."""
 
-    def __init__(self, orgs: OrganizationRepository, billing: BillingRepository, clock: Clock) -> None:
-        self.orgs, self.billing, self.clock = orgs, billing, clock
+    def __init__(self, orgs: OrganizationRepository, billing: BillingRepository, phones: PhoneNormalizer,
+                 clock: Clock) -> None:
+        self.orgs, self.billing, self.phones, self.clock = orgs, billing, phones, clock
 
     async def execute(self, command: UpdateSubOrganizationCommand) -> Organization:
         actor = command.actor
-        child = await _child(self.orgs, actor, command.org_id)
+        child = await _own_or_child(self.orgs, actor, command.org_id)
         changes = dict(command.patch)
         _check_org_fields(changes.get("plan"), None)
+        if "dialing_policy" in changes:
+            changes["dialing_policy"] = _dialing_policy(child.dialing_policy, changes["dialing_policy"], self.phones)
+        if child.id == actor.organization_id and "plan" in changes:
+            if changes["plan"] != child.plan:
+                raise ValidationFailed.field("plan", "an organization's own plan changes through "
+                                                     "PATCH /billing/subscription")
+            del changes["plan"]
         if changes.get("plan") is not None:
             partner = await _own_partner(self.orgs, actor)
             require_plan_within_parent(changes["plan"], partner)

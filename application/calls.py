@@ -103,6 +103,8 @@ class PlaceCallCommand:
     from_phone_number_id: int | None = None
     """The caller id to use (a campaign's ``from_phone_number_id``); when it is gone or not voice-capable, the
     agent's number as for any call."""
+    allowed_countries: tuple[str, ...] | None = None
+    """A campaign's countries, narrowing the organization's dialing policy."""
 
 
 class PlaceCall:
@@ -145,7 +147,8 @@ class PlaceCall:
                 details={"missing_placeholders": names,
                          "validation_errors": {"custom_data": f"missing values for: {', '.join(names)}"}},
             )
-        await self.dnc.ensure_callable(org, destination)
+        # the one gate: the destination policy (422 destination_not_allowed), then DNC and SMS opt-outs
+        await self.dnc.ensure_callable(org, destination, command.allowed_countries)
         now = self.clock.now()
         builtin = await self.providers.ensure_default(org, now)
         provider = await self.providers.default(org) or builtin

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from application.context import Actor
+from application.dnc import DncGate
 from application.phones import E164_RULE
 from application.ports.agents import AgentRepository
 from application.ports.campaigns import (
@@ -30,6 +31,7 @@ from domain.campaigns import (
     MAX_CONTACTS_PER_REQUEST,
     MAX_REJECTIONS_REPORTED,
     SCHEDULED_STATUSES,
+    WIDGET_MAX_CONTACTS_PER_HOUR_DEFAULT,
     CallingHours,
     Campaign,
     CampaignContactLimit,
@@ -43,6 +45,7 @@ from domain.campaigns import (
     check_row,
     csv_contacts,
 )
+from domain.destinations import DialingPolicy, parse_countries, refusal_message
 from domain.errors import InvalidTransition, NotFound, ValidationFailed
 from domain.events import EventType
 from domain.patching import MergePatch, apply_patch
@@ -156,12 +159,20 @@ class CreateCampaignCommand:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     from_phone_number_id: int | None = None
     completion: str = "when_empty"
+    allowed_countries: tuple[str, ...] | None = None
+    widget_max_contacts_per_hour: int = WIDGET_MAX_CONTACTS_PER_HOUR_DEFAULT
+
+
+def _countries(phones: PhoneNormalizer, values: Sequence[str] | None) -> tuple[str, ...] | None:
+    """A campaign's ``allowed_countries``: ISO 3166 alpha-2 codes (400 naming the field), None for the
+    organization's."""
+    return None if values is None else parse_countries(values, "allowed_countries", phones.countries())
 
 
 class CreateCampaign:
     def __init__(self, campaigns: CampaignRepository, agents: AgentRepository, numbers: PhoneNumberRepository,
-                 schedules: CampaignSchedules, clock: Clock) -> None:
-        self.campaigns, self.clock = campaigns, clock
+                 schedules: CampaignSchedules, phones: PhoneNormalizer, clock: Clock) -> None:
+        self.campaigns, self.phones, self.clock = campaigns, phones, clock
         self.references = _References(agents, numbers, schedules)
 
     async def execute(self, command: CreateCampaignCommand) -> Campaign:
@@ -171,9 +182,10 @@ class CreateCampaign:
             id=None, organization_id=org, name=command.name, agent_id=command.agent_id,
             schedule_id=command.schedule_id, timezone=command.timezone, timezone_mode=command.timezone_mode,
             calling_hours=command.calling_hours, max_concurrent_calls=command.max_concurrent_calls,
-            retry=command.retry, from_phone_number_id=command.from_phone_number_id, completion=command.completion,
-            status="draft",
-            created_at=now, updated_at=now,
+            retry=command.retry, from_phone_number_id=command.from_phone_number_id,
+            completion=command.completion, status="draft",
+            allowed_countries=_countries(self.phones, command.allowed_countries),
+            widget_max_contacts_per_hour=command.widget_max_contacts_per_hour, created_at=now, updated_at=now,
         ).validate()
         await self.references.check(org, agent_id=command.agent_id, schedule_id=command.schedule_id,
                                     from_phone_number_id=command.from_phone_number_id)
@@ -233,14 +245,18 @@ class UpdateCampaign:
     time zone, its mode, the schedule) re-plans the contacts that waited for the old one (``replan_waiting``)."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, agents: AgentRepository,
-                 numbers: PhoneNumberRepository, schedules: CampaignSchedules, clock: Clock, uow: UnitOfWork) -> None:
-        self.campaigns, self.contacts, self.clock, self.uow = campaigns, contacts, clock, uow
+                 numbers: PhoneNumberRepository, schedules: CampaignSchedules, phones: PhoneNormalizer, clock: Clock,
+                 uow: UnitOfWork) -> None:
+        self.campaigns, self.contacts, self.phones, self.clock, self.uow = campaigns, contacts, phones, clock, uow
         self.references = _References(agents, numbers, schedules)
 
     async def execute(self, command: UpdateCampaignCommand) -> Campaign:
         current = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
         current.ensure_editable()
-        updated = apply_patch(current, command.patch)
+        changes = dict(command.patch)
+        if "allowed_countries" in changes:
+            changes["allowed_countries"] = _countries(self.phones, changes["allowed_countries"])
+        updated = apply_patch(current, changes)
         if updated == current:  # a PATCH that changes nothing leaves updated_at alone
             return current
         updated.validate()
@@ -381,11 +397,13 @@ class _ContactIntake:
     campaign has (or an earlier row of the same request had) is a duplicate, the rest are inserted."""
 
     def __init__(self, contacts: ContactRepository, phones: PhoneNormalizer, campaign: Campaign, clock: Clock,
-                 subject: str, held: int) -> None:
+                 subject: str, held: int, policy: DialingPolicy) -> None:
         self.contacts, self.phones, self.campaign, self.clock, self.subject = (contacts, phones, campaign, clock,
                                                                                subject)
         self.held = held
         """The contacts the campaign held before this request (its row is locked: nobody adds meanwhile)."""
+        self.policy = policy
+        """The destination policy the campaign dials under: a number it refuses is a rejected row."""
         self.accepted = self.duplicates = self.rejected_count = 0
         self.rejected: list[RowRejection] = []
         self.batch: dict[str, Contact] = {}
@@ -410,6 +428,12 @@ class _ContactIntake:
         phone = self.phones.normalize(item.phone)
         if phone is None:
             self._reject(RowRejection(item.row, "phone", E164_RULE))
+            return
+        facts = self.phones.describe(phone)
+        refusal = self.policy.refusal(phone, facts)
+        if refusal is not None:
+            message = refusal_message(phone, refusal, facts, self.policy)
+            self._reject(RowRejection(item.row, "phone", f"destination_not_allowed ({refusal}): {message}"))
             return
         if item.timezone is not None:
             try:
@@ -460,7 +484,7 @@ class _ContactIntake:
 
 
 async def _intake(campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                  clock: Clock, actor: Actor, campaign_id: int, subject: str) -> _ContactIntake:
+                  dnc: DncGate, clock: Clock, actor: Actor, campaign_id: int, subject: str) -> _ContactIntake:
     """The intake of the campaign contacts are added to: not a finished one (409 invalid_transition); running is
     fine. Its row stays locked until the request commits, so a cancel (or another request's contacts, counted
     against MAX_CONTACTS_PER_CAMPAIGN) cannot slip in between the check and the inserts."""
@@ -469,7 +493,8 @@ async def _intake(campaigns: CampaignRepository, contacts: ContactRepository, ph
         raise InvalidTransition("campaign", campaign.status, campaign.status, action="add contacts",
                                 allowed_from=("draft", "running", "paused"))
     held = await contacts.count(actor.organization_id, campaign_id)
-    return _ContactIntake(contacts, phones, campaign, clock, subject, held)
+    policy = await dnc.policy(campaign.organization_id, campaign.allowed_countries)
+    return _ContactIntake(contacts, phones, campaign, clock, subject, held, policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,13 +510,13 @@ class AddContacts:
     when no row holds a valid contact."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                 clock: Clock) -> None:
-        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+                 dnc: DncGate, clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.dnc, self.clock = campaigns, contacts, phones, dnc, clock
 
     async def execute(self, command: AddContactsCommand) -> ContactsAdded:
         if len(command.contacts) > MAX_CONTACTS_PER_REQUEST:
             raise ValidationFailed.field("contacts", f"at most {MAX_CONTACTS_PER_REQUEST} contacts per request")
-        intake = await _intake(self.campaigns, self.contacts, self.phones, self.clock, command.actor,
+        intake = await _intake(self.campaigns, self.contacts, self.phones, self.dnc, self.clock, command.actor,
                                command.campaign_id, "contacts")
         for draft in command.contacts:
             await intake.take(draft)
@@ -513,16 +538,20 @@ class ContactAdded:
 
 
 class AddContact:
-    """One contact (a lead handed to a campaign): the same intake as AddContacts, but a bad field is a 400 naming
-    it, and a number the campaign has already gives back the existing contact."""
+    """One contact (a lead handed to a campaign, a widget visitor, a trigger action): the same intake as
+    AddContacts, but a bad field is a 400 naming it, a number outside the campaign's dialing policy a 422
+    destination_not_allowed, and a number the campaign has already gives back the existing contact."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                 clock: Clock) -> None:
-        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+                 dnc: DncGate, clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.dnc, self.clock = campaigns, contacts, phones, dnc, clock
 
     async def execute(self, command: AddContactCommand) -> ContactAdded:
-        intake = await _intake(self.campaigns, self.contacts, self.phones, self.clock, command.actor,
+        intake = await _intake(self.campaigns, self.contacts, self.phones, self.dnc, self.clock, command.actor,
                                command.campaign_id, "contact")
+        number = self.phones.normalize(command.contact.phone)
+        if number is not None:
+            self.dnc.check(intake.policy, number)
         await intake.take(command.contact)
         if intake.rejected:
             rejection = intake.rejected[0]
@@ -547,11 +576,11 @@ class ImportContacts:
     """A CSV file read row by row and inserted in batches (domain.campaigns.csv_contacts has the format)."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                 clock: Clock) -> None:
-        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+                 dnc: DncGate, clock: Clock) -> None:
+        self.campaigns, self.contacts, self.phones, self.dnc, self.clock = campaigns, contacts, phones, dnc, clock
 
     async def execute(self, command: ImportContactsCommand) -> ContactsAdded:
-        intake = await _intake(self.campaigns, self.contacts, self.phones, self.clock, command.actor,
+        intake = await _intake(self.campaigns, self.contacts, self.phones, self.dnc, self.clock, command.actor,
                                command.campaign_id, "file")
         for item in csv_contacts(command.lines):
             await intake.take(item)

@@ -50,9 +50,11 @@ from domain.campaigns import (
     ContactDraft,
     decide_retry,
 )
+from domain.destinations import DestinationNotAllowed
 from domain.errors import Conflict, DncBlocked, InvalidTransition, NotFound, QuotaExceeded, ValidationFailed
 from domain.events import EventType
 from domain.rfc3339 import format_utc_or_none
+from domain.sms import RecipientOptedOut
 
 CAMPAIGN_CALL_PRIORITY = SINGLE_CALL_PRIORITY - 50
 """Campaign calls queue below single calls (``POST /calls``, leads, widget): those are never starved."""
@@ -160,7 +162,8 @@ async def place_attempt(place: PlaceCall, contacts: ContactRepository, store: Di
     call = await place.execute(PlaceCallCommand(
         Actor.system(org), str(campaign.agent_id), contact.phone, contact.name, dict(contact.custom_data),
         priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign.id, contact_id=contact.id,
-        idempotency_key=attempt_key(contact.id or 0, attempt), from_phone_number_id=campaign.from_phone_number_id))
+        idempotency_key=attempt_key(contact.id or 0, attempt), from_phone_number_id=campaign.from_phone_number_id,
+        allowed_countries=campaign.allowed_countries))
     await contacts.add_attempt(org, ContactAttempt(contact.id or 0, attempt, call.id, call.status, started_at=now))
     await contacts.update(contact.move("dial", now, attempts=attempt, last_call_id=call.id, reason=None))
     await store.mark_dialled(org, campaign.id or 0, now)
@@ -247,14 +250,15 @@ class DialNextContact:
 
     async def _dial(self, campaign: Campaign, contact: Contact, now: datetime) -> str:
         org = campaign.organization_id
-        screened = await self.dnc.screen(org, [contact.phone])
-        if screened.get(contact.phone):
-            await self.moves.save(contact.move("skip_dnc", now, reason="dnc_blocked"))
+        blocked = await self.dnc.blocked_reason(org, contact.phone)
+        if blocked is not None:  # dnc_blocked, or recipient_opted_out (a STOP reply)
+            await self.moves.save(contact.move("skip_dnc", now, reason=blocked))
             return "skipped"
         try:
             await place_attempt(self.place, self.contacts, self.store, campaign, contact, now)
-        except DncBlocked:
-            await self.moves.save(contact.move("skip_dnc", now, reason="dnc_blocked"))
+        except (DncBlocked, RecipientOptedOut, DestinationNotAllowed) as exc:
+            # listed meanwhile, or outside the dialing policy since it changed: never dialled, ended as a skip
+            await self.moves.save(contact.move("skip_dnc", now, reason=exc.code))
             return "skipped"
         except AgentNotCallable:  # paused (archived or deleted fail the campaign above)
             if campaign.status_reason != "agent_not_active":
@@ -393,7 +397,7 @@ class DialContactNow:
                 "it is outside the contact's calling hours (or the campaign's schedule is closed)",
                 details={"contact_id": contact.id, "next_open_at": format_utc_or_none(verdict.next_open_at),
                          "timezones": list(verdict.zones)})
-        await self.dnc.ensure_callable(org, contact.phone)
+        await self.dnc.ensure_callable(org, contact.phone, campaign.allowed_countries)
         call = await place_attempt(self.place, self.contacts, self.store, campaign, contact, now)
         return DialedNow(contact.id or 0, call.id)
 

@@ -1,4 +1,5 @@
-"""Do-Not-Call use cases and the fail-closed screening gate of every dial path."""
+"""Do-Not-Call use cases and the one gate of every dial and text path: the destination policy, then the
+fail-closed Do-Not-Call screening."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from application.context import Actor
+from application.ports.accounts import OrganizationRepository
 from application.ports.dnc import DncRepository, DncScreener
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest
+from domain.destinations import DEFAULT_DIALING_POLICY, DialingPolicy, ensure_allowed
 from domain.dnc import (
     MAX_NUMBERS_PER_REQUEST,
     SCREEN_TIMEOUT_SECONDS,
@@ -24,16 +27,38 @@ from domain.sms import RecipientOptedOut
 
 
 class DncGate:
-    """Screening as every dial path must do it: any failure or a slow answer means "do not dial".
+    """The gate every dial and text passes before anything is queued: the destination policy
+    (``domain.destinations``: the organization's dialing policy, narrowed by a campaign's countries; 422
+    destination_not_allowed), then Do-Not-Call screening as every dial path must do it: any failure or a slow
+    answer means "do not dial".
 
-    Calls, campaigns, leads and SMS call :meth:`screen` (or :meth:`ensure_callable` for one number) right
-    before they dial; the numbers must already be E.164.
+    Calls (``PlaceCall``: POST /calls, leads, campaign attempts, the widget, trigger ``call`` actions) call
+    :meth:`ensure_callable`, SMS :meth:`ensure_sendable`, campaign intake :meth:`policy` once and
+    :meth:`refusal` per row; :meth:`screen` is the screening alone. The numbers must already be E.164.
     """
 
     timeout_seconds: float = SCREEN_TIMEOUT_SECONDS
 
-    def __init__(self, screener: DncScreener) -> None:
-        self.screener = screener
+    def __init__(self, screener: DncScreener, organizations: OrganizationRepository, phones: PhoneNormalizer) -> None:
+        self.screener, self.organizations, self.phones = screener, organizations, phones
+
+    async def policy(self, organization_id: int, campaign_countries: Collection[str] | None = None) -> DialingPolicy:
+        """The dialing policy numbers of this organization (and campaign, when it narrows it) are checked under."""
+        organization = await self.organizations.get(organization_id)
+        policy = organization.dialing_policy if organization is not None else DEFAULT_DIALING_POLICY
+        return policy.narrowed(campaign_countries)
+
+    def refusal(self, policy: DialingPolicy, number: str) -> str | None:
+        """``country``, ``premium_rate`` or None: what ``policy`` says of ``number``."""
+        return policy.refusal(number, self.phones.describe(number))
+
+    def check(self, policy: DialingPolicy, number: str) -> None:
+        """422 destination_not_allowed when ``policy`` refuses ``number``."""
+        ensure_allowed(number, self.phones.describe(number), policy)
+
+    async def ensure_destination(self, organization_id: int, number: str,
+                                 campaign_countries: Collection[str] | None = None) -> None:
+        self.check(await self.policy(organization_id, campaign_countries), number)
 
     async def screen(self, organization_id: int, numbers: list[str]) -> dict[str, list[int]]:
         try:
@@ -46,24 +71,44 @@ class DncGate:
             ) from exc
         return {n: sorted(set(ids)) for n, ids in found.items() if ids}
 
-    async def ensure_callable(self, organization_id: int, number: str) -> None:
-        found = await self.screen(organization_id, [number])
-        if found.get(number):
-            raise DncBlocked(f"{number} is on a Do-Not-Call list",
-                             details={"phone_number": number, "list_ids": found[number]})
+    async def ensure_callable(self, organization_id: int, number: str,
+                              campaign_countries: Collection[str] | None = None) -> None:
+        """A call: the destination policy, then screening. A number only on the SMS opt-out list is refused as
+        ``recipient_opted_out`` (``details.channel: "sms"``), so the caller learns why."""
+        await self.ensure_destination(organization_id, number, campaign_countries)
+        await self._ensure_not_listed(organization_id, number)
 
-    async def ensure_sendable(self, organization_id: int, number: str, opt_out_list_ids: Collection[int]) -> None:
-        """The SMS path: the same screening, telling a number on an ordinary list (``DncBlocked``) from one that
-        is only on the organization's SMS opt-out lists ``opt_out_list_ids`` (``RecipientOptedOut``). The
-        opt-out list is a DNC list like any other, so :meth:`ensure_callable` blocks calls to it too."""
+    async def ensure_sendable(self, organization_id: int, number: str) -> None:
+        """A text: the same policy and screening, telling a number on an ordinary list (``DncBlocked``) from one
+        that is only on the organization's SMS opt-out lists (``RecipientOptedOut``)."""
+        await self.ensure_destination(organization_id, number)
+        await self._ensure_not_listed(organization_id, number)
+
+    async def blocked_reason(self, organization_id: int, number: str) -> str | None:
+        """Screening for a path that records a block instead of refusing it (the dialer, leads):
+        ``dnc_blocked``, ``recipient_opted_out`` or None."""
+        try:
+            await self._ensure_not_listed(organization_id, number)
+        except RecipientOptedOut:
+            return RecipientOptedOut.code
+        except DncBlocked:
+            return DncBlocked.code
+        return None
+
+    async def _ensure_not_listed(self, organization_id: int, number: str) -> None:
         listed = (await self.screen(organization_id, [number])).get(number)
         if not listed:
             return
-        if any(list_id not in opt_out_list_ids for list_id in listed):
+        try:
+            opt_outs = set(await self.screener.opt_out_list_ids(organization_id))
+        except Exception:  # the number is listed: without the lists' purpose it is still blocked
+            opt_outs = set()
+        if any(list_id not in opt_outs for list_id in listed):
             raise DncBlocked(f"{number} is on a Do-Not-Call list",
                              details={"phone_number": number, "list_ids": listed})
-        raise RecipientOptedOut(f"{number} replied STOP: it opted out of this organization's text messages",
-                                details={"phone_number": number, "list_ids": listed})
+        raise RecipientOptedOut(f"{number} replied STOP by SMS: it opted out of this organization's calls and "
+                                "text messages", details={"phone_number": number, "list_ids": listed,
+                                                          "channel": "sms"})
 
 
 def normalize_all(phones: PhoneNormalizer, raw: list[str], field: str,

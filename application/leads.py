@@ -21,7 +21,7 @@ from application.ports.leads import LeadFilter, LeadRepository
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from domain.campaigns import FINAL_STATUSES as FINAL_CAMPAIGN_STATUSES
-from domain.campaigns import ContactDraft
+from domain.campaigns import Campaign, ContactDraft
 from domain.errors import InvalidTransition, NotFound
 from domain.events import EventRecord, EventType
 from domain.leads import (
@@ -87,7 +87,9 @@ class CreateLead:
             existing = await self.leads.find_external(org, external_id)
             if existing is not None:
                 return LeadReceived(existing, False)
-        await self._check_target(org, command.agent_id, command.campaign_id)
+        campaign = await self._check_target(org, command.agent_id, command.campaign_id)
+        # the destination policy refuses the lead outright (422); a listed number is kept as blocked_dnc
+        await self.dnc.ensure_destination(org, phone, campaign.allowed_countries if campaign else None)
         blocked = bool((await self.dnc.screen(org, [phone])).get(phone))
         now = self.clock.now()
         lead = await self.leads.add(Lead(
@@ -106,7 +108,7 @@ class CreateLead:
         self.uow.record(EventType.LEAD_CREATED(org, lead.view()))
         return LeadReceived(lead, True)
 
-    async def _check_target(self, org: int, agent_id: int | None, campaign_id: int | None) -> None:
+    async def _check_target(self, org: int, agent_id: int | None, campaign_id: int | None) -> Campaign | None:
         """The agent or campaign exists in the organization (404 naming the field) and can take the lead now
         (409 invalid_transition), checked before screening so a blocked number is answered like any other."""
         if agent_id is not None:
@@ -122,6 +124,8 @@ class CreateLead:
             if campaign.status in FINAL_CAMPAIGN_STATUSES:
                 raise InvalidTransition("campaign", campaign.status, campaign.status, action="add leads",
                                         allowed_from=("draft", "running", "paused"))
+            return campaign
+        return None
 
     async def _hand_over(self, command: CreateLeadCommand, lead: Lead, phone: str, name: str | None) -> Lead:
         """The call queued, or the campaign contact made (or found): the lead records which."""

@@ -22,8 +22,10 @@ from domain.sms import (
     BODY_MAX_LENGTH,
     OPT_OUT_LIST_NAME,
     SmsMessage,
+    SmsNotEnabled,
     StatusEvent,
     keyword,
+    keyword_text,
     segment,
 )
 from domain.telephony import PhoneNumber
@@ -58,9 +60,9 @@ class SendSmsCommand:
 
 
 class SendSms:
-    """POST /sms: the recipient screened by the DNC gate (a DNC list: dnc_blocked; the SMS opt-out list:
-    recipient_opted_out; screening impossible: 503 and nothing sent), the message stored as queued and handed
-    to the carrier. Its receipts arrive later (the ``sms.receipts`` job)."""
+    """POST /sms: the recipient checked by the one gate (outside the dialing policy: destination_not_allowed; a DNC
+    list: dnc_blocked; the SMS opt-out list: recipient_opted_out; screening impossible: 503 and nothing sent), the
+    message stored as queued and handed to the carrier. Its receipts arrive later (the ``sms.receipts`` job)."""
 
     def __init__(self, uow: UnitOfWork, messages: SmsRepository, numbers: PhoneNumberRepository,
                  carrier: SmsCarrier, dnc: DncGate, phones: PhoneNormalizer, clock: Clock, quota: QuotaGate,
@@ -73,7 +75,7 @@ class SendSms:
         to = e164(self.phones, command.to, "to")
         body = check_body(command.body)
         sender = await self._sender(org, command.from_phone_number_id)
-        await self.dnc.ensure_sendable(org, to, await self.messages.opt_out_list_ids(org, OPT_OUT_LIST_NAME))
+        await self.dnc.ensure_sendable(org, to)  # the destination policy, DNC lists and STOP replies
         seg = segment(body)
         now = self.clock.now()
         message = await self.messages.add(SmsMessage(
@@ -219,8 +221,11 @@ class ReceivedSms:
 
 class ReceiveSms:
     """An inbound SMS (the simulator's endpoint stands for a carrier's inbound webhook) on one of the
-    organization's numbers: stored as ``received``; a whole-message STOP keyword puts the sender on the
-    organization's "SMS opt-outs" DNC list (made on first use), START removes it; ``sms.received``."""
+    organization's SMS-capable numbers (another number: 404; one with ``sms`` off: 422 sms_not_enabled), or on the
+    simulator's shared sender when the organization is the one that last texted the author from it (so a reply
+    to a message sent without a number of its own reaches it): stored as ``received``; a whole-message STOP
+    keyword (``domain.sms.keyword``) puts the sender on the organization's "SMS opt-outs" DNC list (made on first
+    use), START removes it; ``sms.received``."""
 
     def __init__(self, uow: UnitOfWork, messages: SmsRepository, numbers: PhoneNumberRepository,
                  dnc: DncRepository, phones: PhoneNormalizer, clock: Clock) -> None:
@@ -232,22 +237,40 @@ class ReceiveSms:
         sender = e164(self.phones, command.from_phone, "from")
         to = e164(self.phones, command.to, "to")
         body = check_body(command.body)
-        number = next((n for n in await self.numbers.list(org) if n.phone_number == to), None)
-        if number is None:
-            raise NotFound("phone number", to, field="to")
+        number_id = await self._receiving_number(org, sender, to)
         now = self.clock.now()
         seg = segment(body)
         message = await self.messages.add(SmsMessage(
             id=None, organization_id=org, direction="inbound", from_phone=sender, to_phone=to, body=body,
             status="received", encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
-            from_phone_number_id=number.id, status_events=(StatusEvent("received", now),)))
+            from_phone_number_id=number_id, status_events=(StatusEvent("received", now),)))
         word = keyword(body)
         if word == "stop":
-            await self._opt_out(org, sender, body.strip().upper(), now)
+            await self._opt_out(org, sender, keyword_text(body), now)
         elif word == "start":
             await self._opt_in(org, sender, now)
         self.uow.record(EventType.SMS_RECEIVED(org, {**message.view(), "keyword": word}))
         return ReceivedSms(message, word)
+
+    async def _receiving_number(self, org: int, sender: str, to: str) -> int | None:
+        """The id of the organization's number ``to`` (None: the shared sender), or why it cannot receive."""
+        if to == SIMULATOR_CALLER_ID:
+            if await self.messages.last_texted_by(to, sender) != org:
+                missing = NotFound("message to", sender, field="from")
+                missing.message = (f"from: this organization sent no text to {sender} from the shared sender {to}, "
+                                   "so a reply from it has nowhere to go")
+                missing.args = (missing.message,)
+                raise missing
+            return None
+        number = next((n for n in await self.numbers.list(org) if n.phone_number == to), None)
+        if number is None:
+            raise NotFound("phone number", to, field="to")
+        if not number.sms:
+            raise SmsNotEnabled(f"to: {to} is not SMS-capable (sms is false), so it cannot receive text messages; "
+                                "enable sms on the number first",
+                                details={"phone_number": to, "phone_number_id": number.id,
+                                         "validation_errors": {"to": "is not SMS-capable"}})
+        return number.id
 
     async def _opt_out(self, org: int, sender: str, word: str, now: datetime) -> None:
         ids = await self.messages.opt_out_list_ids(org, OPT_OUT_LIST_NAME)

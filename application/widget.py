@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from application.agents import as_published
 from application.campaigns import AddContact, AddContactCommand
 from application.context import Actor
 from application.dialer import (
@@ -23,17 +24,22 @@ from application.dialer import (
     DialContactNowCommand,
     OutsideCallingHours,
 )
-from application.ports.accounts import ApiKeyRepository, OrganizationRepository
+from application.phones import e164
+from application.ports.accounts import ApiKeyRepository, OrganizationRepository, RateLimiter
 from application.ports.agents import AgentRepository
 from application.ports.campaigns import CampaignRepository
+from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Random
 from application.ports.widget import WidgetTokenInvalid, WidgetTokens
 from application.principals import AuthenticationFailed, Principal
 from domain import widget as rules
+from domain.agents import unresolved_placeholders
 from domain.calling_window import calling_window
-from domain.campaigns import ContactDraft
+from domain.calls import render_values
+from domain.campaigns import Campaign, ContactDraft
 from domain.errors import Forbidden, InvalidTransition, NotFound
-from domain.widget import WidgetGrant
+from domain.rate_limit import Window
+from domain.widget import MissingPlaceholders, WidgetGrant, WidgetIntakeLimited
 
 
 class WidgetAuthenticationFailed(AuthenticationFailed):
@@ -162,6 +168,8 @@ class SubmitWidgetContactCommand:
     phone: str
     name: str | None = None
     custom_data: dict[str, Any] = field(default_factory=dict)
+    client_address: str = ""
+    """Where the request came from (the per-address cap); empty: no per-address cap."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,13 +183,31 @@ class SubmitWidgetContact:
     """Adds the visitor to the token's campaign (a number it has already gives back that contact) and dials it
     now through ``DialContactNow``; when that cannot happen now (campaign not running, hours closed, cap
     reached, agent paused, contact not pending) the contact waits for the dialer and ``call_id`` is None.
-    DNC (422 dnc_blocked), unresolved placeholders (400) and the quota (403) refuse the request as a dial does,
-    and nothing is kept."""
 
-    def __init__(self, add_contact: AddContact, dial: DialContactNow) -> None:
-        self.add_contact, self.dial = add_contact, dial
+    Refused at once, with nothing kept: a contact the agent could never call, because its prompt needs values the
+    visitor did not send (422 missing_placeholders); the intake caps, the campaign's ``widget_max_contacts_per_hour``
+    and ``CONTACTS_PER_ADDRESS_PER_HOUR`` per client address (429 widget_intake_limited); and what refuses a dial
+    (the destination policy, DNC: 422; the quota: 403)."""
+
+    def __init__(self, add_contact: AddContact, dial: DialContactNow, campaigns: CampaignRepository,
+                 agents: AgentRepository, phones: PhoneNormalizer, limiter: RateLimiter, clock: Clock) -> None:
+        self.add_contact, self.dial, self.campaigns, self.agents = add_contact, dial, campaigns, agents
+        self.phones, self.limiter, self.clock = phones, limiter, clock
 
     async def execute(self, command: SubmitWidgetContactCommand) -> WidgetContactSubmitted:
+        org = command.actor.organization_id
+        campaign = await self.campaigns.get(org, command.campaign_id)
+        if campaign is None:
+            raise NotFound("campaign", command.campaign_id)
+        phone = e164(self.phones, command.phone, "phone")
+        live = await self.agents.get(org, campaign.agent_id)
+        # the call would run the latest published version, so its placeholders are the ones that count
+        agent = await as_published(self.agents, live, live.current_version) if live is not None else None
+        if agent is not None:
+            missing = unresolved_placeholders(agent, render_values(command.name, phone, dict(command.custom_data)))
+            if missing:
+                raise MissingPlaceholders(missing)
+        await self._within_caps(campaign, command.client_address)
         draft = ContactDraft(0, command.phone, command.name, None, dict(command.custom_data))
         contact = (await self.add_contact.execute(AddContactCommand(command.actor, command.campaign_id,
                                                                     draft))).contact
@@ -191,3 +217,27 @@ class SubmitWidgetContact:
         except (OutsideCallingHours, ConcurrencyLimit, InvalidTransition):
             return WidgetContactSubmitted(contact.id or 0, contact.status, None)
         return WidgetContactSubmitted(dialled.contact_id, "dialing", dialled.call_id)
+
+    async def _within_caps(self, campaign: Campaign, client_address: str) -> None:
+        """Counts the contact against both hourly caps, or refuses it (429) without counting it anywhere."""
+        now = self.clock.now()
+        caps = [("campaign", f"widget-campaign:{campaign.id}",
+                 (Window(rules.INTAKE_WINDOW_SECONDS, campaign.widget_max_contacts_per_hour),))]
+        if client_address:
+            caps.append(("address", f"widget-address:{campaign.organization_id}:{client_address}",
+                         (Window(rules.INTAKE_WINDOW_SECONDS, rules.CONTACTS_PER_ADDRESS_PER_HOUR),)))
+        for scope, bucket, windows in caps:
+            before = await self.limiter.peek(bucket, windows, now)
+            if not before.allowed:
+                self._refuse(scope, before.limit, before.retry_after)
+        for scope, bucket, windows in caps:
+            decision = await self.limiter.hit(bucket, windows, now)
+            if not decision.allowed:  # another request took the last place meanwhile
+                self._refuse(scope, decision.limit, decision.retry_after)
+
+    @staticmethod
+    def _refuse(scope: str, limit: int, retry_after: int | None) -> None:
+        whom = "this campaign" if scope == "campaign" else "this address"
+        raise WidgetIntakeLimited(f"The widget took {limit} contacts for {whom} this hour, its limit; try again "
+                                  "later", retry_after_seconds=retry_after or 1,
+                                  details={"limit": limit, "scope": scope})

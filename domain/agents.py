@@ -194,5 +194,14 @@ def render(text: str, values: dict[str, Any]) -> tuple[str, set[str]]:
     return PLACEHOLDER_RE.sub(fill, text or ""), missing
 
 
+def unresolved_placeholders(agent: Agent, values: dict[str, Any]) -> list[str]:
+    """The placeholders a call of ``agent`` with ``values`` would leave unfilled (prompt, first message, and the
+    voicemail message when it leaves one), sorted."""
+    missing = render(agent.prompt, values)[1] | render(agent.first_message or "", values)[1]
+    if agent.voicemail.action == "leave_message" and agent.voicemail.message:
+        missing |= render(agent.voicemail.message, values)[1]
+    return sorted(missing)
+
+
 def duplicate_name(original: str, requested: str | None) -> str:
     return requested if requested else f"{original} (Copy)"

@@ -64,6 +64,8 @@ CAMPAIGN_MACHINE = TransitionTable.of(
 NAME_MAX_LENGTH = 200
 MAX_CONCURRENT_CALLS_RANGE = (1, 50)
 DEFAULT_MAX_CONCURRENT_CALLS = 5
+WIDGET_MAX_CONTACTS_PER_HOUR_DEFAULT = 60
+WIDGET_MAX_CONTACTS_PER_HOUR_RANGE = (1, 10_000)
 MAX_ATTEMPTS_RANGE = (1, 10)
 DELAY_MINUTES_RANGE = (1, 10_080)  # one minute to one week
 RETRY_OUTCOMES = ("busy", "no_answer", "voicemail", "failed")
@@ -178,6 +180,10 @@ class Campaign:
     from_phone_number_id: int | None = None
     completion: str = "when_empty"
     """One of COMPLETIONS: whether the campaign completes by itself when its queue drains."""
+    allowed_countries: tuple[str, ...] | None = None
+    """Narrows the organization's dialing policy for this campaign (None: the organization's countries)."""
+    widget_max_contacts_per_hour: int = WIDGET_MAX_CONTACTS_PER_HOUR_DEFAULT
+    """Contacts the embeddable widget may add to it per hour (429 beyond)."""
     status: str = "draft"
     status_reason: str | None = None
     created_at: datetime | None = None
@@ -219,6 +225,9 @@ class Campaign:
             raise ValidationFailed.field("completion", f"must be one of {', '.join(COMPLETIONS)}")
         self.calling_hours.validate()
         self.retry.validate()
+        low, high = WIDGET_MAX_CONTACTS_PER_HOUR_RANGE
+        if not low <= self.widget_max_contacts_per_hour <= high:
+            raise ValidationFailed.field("widget_max_contacts_per_hour", f"must be from {low} to {high}")
         return self
 
     def view(self) -> dict[str, Any]:

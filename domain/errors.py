@@ -166,5 +166,15 @@ class Unavailable(DomainError):
     retry_after_seconds = 5
 
 
+class TooManyRequests(DomainError):
+    """A cap on how much a client may do in a window is reached (429, ``Retry-After``: ``retry_after_seconds``)."""
+
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after_seconds: int, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details={**(details or {}), "retry_after": retry_after_seconds})
+        self.retry_after_seconds = retry_after_seconds
+
+
 class UpstreamFetchFailed(DomainError):
     code = "upstream_fetch_failed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from domain.destinations import DEFAULT_DIALING_POLICY, DialingPolicy
 from domain.errors import PlanRequired, SubOrgForbidden
 
 PLANS = ("starter", "business", "enterprise")
@@ -26,6 +27,8 @@ class Organization:
     parent_id: int | None
     created_at: datetime
     updated_at: datetime
+    dialing_policy: DialingPolicy = DEFAULT_DIALING_POLICY
+    """Which numbers its calls and messages may reach (``domain.destinations``)."""
 
     @property
     def is_partner(self) -> bool:

@@ -20,6 +20,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -80,6 +81,12 @@ SIMULATOR_FAILED = "+1555010003"
 SIMULATOR_UNDELIVERED = "+1555010007"
 
 
+class SmsNotEnabled(Unprocessable):
+    """An inbound text to a number of the organization whose ``sms`` capability is off (422 sms_not_enabled)."""
+
+    code = "sms_not_enabled"
+
+
 class RecipientOptedOut(Unprocessable):
     """The recipient replied STOP (is on the organization's SMS opt-out list): 422 recipient_opted_out."""
 
@@ -121,9 +128,17 @@ def segment(text: str) -> Segmentation:
     return Segmentation("ucs2", _pack(sizes, UCS2_SINGLE, UCS2_MULTI), sum(sizes))
 
 
+def keyword_text(body: str) -> str:
+    """The message as keywords are matched: NFKC-normalised (``STOP`` in full-width letters reads ``STOP``), without
+    invisible format characters (zero-width spaces and joiners, the BOM, bidi marks), trimmed, in upper case."""
+    folded = unicodedata.normalize("NFKC", body)
+    return "".join(c for c in folded if unicodedata.category(c) != "Cf").strip().upper()
+
+
 def keyword(body: str) -> str | None:
-    """``stop`` or ``start`` when the whole message (trimmed, any case) is an opt-out or opt-in keyword."""
-    word = body.strip().upper()
+    """``stop`` or ``start`` when the whole message (as ``keyword_text`` reads it) is an opt-out or opt-in
+    keyword."""
+    word = keyword_text(body)
     if word in OPT_OUT_KEYWORDS:
         return "stop"
     if word in OPT_IN_KEYWORDS:

@@ -54,14 +54,20 @@ class PhoneNumber:
     updated_at: datetime | None = None
 
 
+class PhoneNumberUnavailable(Conflict):
+    """The number is held elsewhere (409 phone_number_unavailable); who holds it is never said."""
+
+    code = "phone_number_unavailable"
+
+
 def number_taken(phone_number: str, *, mine: bool) -> Conflict:
-    """A number belongs to one organization at a time: claiming a number that is held already (409 conflict).
-    Another organization's claim is not revealed beyond the fact that the number is taken."""
+    """A number belongs to one organization at a time: claiming one of the organization's own numbers again is a
+    409 conflict; claiming a number held elsewhere is a 409 phone_number_unavailable that says no more."""
     if mine:
         return Conflict(f"phone_number: {phone_number} is already one of this organization's numbers",
                         details={"field": "phone_number", "phone_number": phone_number})
-    return Conflict(f"phone_number: {phone_number} belongs to another organization; it can be added once released",
-                    details={"field": "phone_number", "phone_number": phone_number})
+    return PhoneNumberUnavailable(f"phone_number: {phone_number} is not available; it can be added once it is "
+                                  "released", details={"field": "phone_number", "phone_number": phone_number})
 
 
 @dataclass(frozen=True, slots=True)

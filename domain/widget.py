@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from domain.errors import ValidationFailed
+from domain.errors import TooManyRequests, Unprocessable, ValidationFailed
 
 AUDIENCE = "parley-widget"
 """The ``aud`` claim of every widget token: a token minted for anything else is no widget token."""
@@ -25,6 +25,11 @@ MAX_ORIGINS = 10
 ORIGIN_MAX_LENGTH = 300
 REQUESTS_PER_MINUTE = 20
 """A token's own rate limit (its ``jti`` is the bucket); the minting key's limits never apply to it."""
+CONTACTS_PER_ADDRESS_PER_HOUR = 5
+"""Widget contacts one client address may submit to one organization per hour, whatever the token or campaign
+(tokens are minted per page view); a campaign caps all its visitors together by its
+``widget_max_contacts_per_hour``."""
+INTAKE_WINDOW_SECONDS = 3600
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST = re.compile(r"^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$")
@@ -109,3 +114,23 @@ def ttl_seconds(value: int) -> int:
     if not TTL_MIN_SECONDS <= value <= TTL_MAX_SECONDS:
         raise ValidationFailed.field("ttl_seconds", f"must be from {TTL_MIN_SECONDS} to {TTL_MAX_SECONDS}")
     return value
+
+
+class WidgetIntakeLimited(TooManyRequests):
+    """The campaign's ``widget_max_contacts_per_hour``, or the client address's
+    ``CONTACTS_PER_ADDRESS_PER_HOUR``, is reached (429 widget_intake_limited, Retry-After)."""
+
+    code = "widget_intake_limited"
+
+
+class MissingPlaceholders(Unprocessable):
+    """The campaign's agent needs values the visitor did not send, so the call could never be placed: the contact
+    is refused at once instead of waiting in the queue to fail (422 missing_placeholders)."""
+
+    code = "missing_placeholders"
+
+    def __init__(self, names: Sequence[str]) -> None:
+        listed = ", ".join(names)
+        super().__init__(f"The campaign's agent needs values this form does not send: {listed}",
+                         details={"missing_placeholders": list(names),
+                                  "validation_errors": {"custom_data": f"missing values for: {listed}"}})

@@ -8,6 +8,7 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.dnc import DncEntry, DncList
+from domain.sms import OPT_OUT_LIST_NAME
 
 
 class InMemoryDncRepository:
@@ -96,3 +97,7 @@ class InMemoryDncScreener:
             if by_list:
                 found[number] = sorted(by_list)
         return found
+
+    async def opt_out_list_ids(self, organization_id: int) -> list[int]:
+        return sorted(x.id for x in (await self.uow.tables())["dnc_lists"].values()
+                      if x.organization_id == organization_id and x.name == OPT_OUT_LIST_NAME)

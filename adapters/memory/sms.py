@@ -70,6 +70,11 @@ class InMemorySmsRepository:
             kept[organization_id] = made.id
         return int(kept[organization_id])
 
+    async def last_texted_by(self, sender: str, recipient: str) -> int | None:
+        sent = [m for m in (await self.uow.tables())["sms_messages"].values()
+                if m.direction == "outbound" and m.from_phone == sender and m.to_phone == recipient]
+        return max(sent, key=lambda m: (m.created_at, m.id)).organization_id if sent else None
+
     async def opt_out_list_ids(self, organization_id: int, name: str) -> list[int]:
         return sorted(x.id for x in (await self.uow.tables())["dnc_lists"].values()
                       if x.organization_id == organization_id and x.name == name)

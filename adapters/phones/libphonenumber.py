@@ -9,10 +9,16 @@ from phonenumbers import NumberParseException, ValidationResult
 from phonenumbers import timezone as number_zones
 
 from domain.calls import is_simulator_test_number
+from domain.destinations import NumberFacts
 
 _SEPARATORS = re.compile(r"[\s().\-/]")
 MAX_INPUT = 64
 UNKNOWN_ZONE = "Etc/Unknown"
+NON_GEOGRAPHIC_REGION = "001"
+SIMULATOR_FACTS = NumberFacts("US", "test")
+_TYPE_NAMES = {value: name.lower() for name, value in vars(phonenumbers.PhoneNumberType).items()
+               if name.isupper() and isinstance(value, int)}
+_COUNTRIES = frozenset(phonenumbers.SUPPORTED_REGIONS)
 
 
 class LibPhoneNumberNormalizer:
@@ -45,3 +51,19 @@ class LibPhoneNumberNormalizer:
         except NumberParseException:
             return ()
         return tuple(sorted(z for z in number_zones.time_zones_for_number(parsed) if z != UNKNOWN_ZONE))
+
+    def describe(self, e164: str) -> NumberFacts:
+        if is_simulator_test_number(e164):
+            return SIMULATOR_FACTS
+        try:
+            parsed = phonenumbers.parse(e164, None)
+        except NumberParseException:
+            return NumberFacts(None, "unknown")
+        # a possible number that is not a valid one has no region of its own: its calling code's main country
+        region = (phonenumbers.region_code_for_number(parsed)
+                  or phonenumbers.region_code_for_country_code(parsed.country_code))
+        country = region if region and region != NON_GEOGRAPHIC_REGION else None
+        return NumberFacts(country, _TYPE_NAMES.get(phonenumbers.number_type(parsed), "unknown"))
+
+    def countries(self) -> frozenset[str]:
+        return _COUNTRIES

@@ -14,16 +14,22 @@ from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.api_keys import ApiKey
+from domain.destinations import DEFAULT_DIALING_POLICY, DialingPolicy, policy_from_json
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.organizations import Organization
 from domain.rate_limit import RateLimitDecision, Window, WindowState
 
 _ORG_COLUMNS = [organizations.c[n] for n in ("id", "name", "plan", "org_type", "parent_id", "created_at",
-                                              "updated_at")]
+                                              "updated_at", "dialing_policy")]
 
 
 def _org(row: Any) -> Organization:
-    return Organization(row.id, row.name, row.plan, row.org_type, row.parent_id, row.created_at, row.updated_at)
+    return Organization(row.id, row.name, row.plan, row.org_type, row.parent_id, row.created_at, row.updated_at,
+                        policy_from_json(row.dialing_policy))
+
+
+def _stored_policy(policy: DialingPolicy) -> dict[str, Any] | None:
+    return None if policy == DEFAULT_DIALING_POLICY else policy.view()
 
 
 _ORG_QUERY = sa.select(*_ORG_COLUMNS).where(organizations.c.id == sa.bindparam("org"),
@@ -39,10 +45,10 @@ class SqlOrganizationRepository:
         result = await conn.execute(
             organizations.insert().returning(organizations.c.id),
             {"name": org.name, "plan": org.plan, "org_type": org.org_type, "parent_id": org.parent_id,
-             "created_at": org.created_at, "updated_at": org.updated_at},
+             "created_at": org.created_at, "updated_at": org.updated_at,
+             "dialing_policy": _stored_policy(org.dialing_policy)},
         )
-        return Organization(result.scalar_one(), org.name, org.plan, org.org_type, org.parent_id,
-                            org.created_at, org.updated_at)
+        return replace(org, id=result.scalar_one())
 
     async def get(self, org_id: int) -> Organization | None:
         conn = await self.uow.connection()
@@ -63,7 +69,8 @@ class SqlOrganizationRepository:
         CREDENTIALS.forget_organization(self.uow, org.id)
         await conn.execute(
             organizations.update().where(organizations.c.id == org.id)
-            .values(name=org.name, plan=org.plan, updated_at=org.updated_at)
+            .values(name=org.name, plan=org.plan, updated_at=org.updated_at,
+                    dialing_policy=_stored_policy(org.dialing_policy))
         )
         return org
 
@@ -185,7 +192,7 @@ class SqlApiKeyRepository:
         if row is None:
             return None
         org = Organization(row.org_id, row.org_name, row.org_plan, row.org_org_type, row.org_parent_id,
-                           row.org_created_at, row.org_updated_at)
+                           row.org_created_at, row.org_updated_at, policy_from_json(row.org_dialing_policy))
         key = _key(row)
         CREDENTIALS.put(self.uow, key_hash, key, org)
         return key, org

@@ -42,6 +42,8 @@ def _row_to_campaign(row: Any) -> Campaign:
         status=row.status,
         status_reason=row.status_reason, created_at=row.created_at, updated_at=row.updated_at,
         started_at=row.started_at, ended_at=row.ended_at, next_dial_at=row.next_dial_at,
+        allowed_countries=tuple(row.allowed_countries) if row.allowed_countries is not None else None,
+        widget_max_contacts_per_hour=row.widget_max_contacts_per_hour,
     )
 
 
@@ -55,6 +57,8 @@ def _campaign_values(c: Campaign) -> dict[str, Any]:
         "status_reason": c.status_reason,
         "created_at": c.created_at, "updated_at": c.updated_at, "started_at": c.started_at, "ended_at": c.ended_at,
         "next_dial_at": c.next_dial_at,
+        "allowed_countries": list(c.allowed_countries) if c.allowed_countries is not None else None,
+        "widget_max_contacts_per_hour": c.widget_max_contacts_per_hour,
     }
 
 

@@ -38,6 +38,9 @@ campaigns = sa.Table(
     sa.Column("next_dial_at", UtcDateTime, nullable=True),
     # when_empty | manual (migration 0280): whether a running campaign completes by itself once every contact is final
     sa.Column("completion", sa.String(20), nullable=False, server_default="when_empty"),
+    # the destination policy and the widget's intake cap (migration 0270); NULL: the organization's countries
+    sa.Column("allowed_countries", Json, nullable=True),
+    sa.Column("widget_max_contacts_per_hour", sa.Integer, nullable=False, server_default="60"),
     sa.CheckConstraint(f"status in {CAMPAIGN_STATUSES}", name="status"),
     sa.CheckConstraint("timezone_mode in ('recipient','campaign')", name="timezone_mode"),
     sa.CheckConstraint("max_concurrent_calls between 1 and 50", name="max_concurrent_calls"),

@@ -16,6 +16,7 @@ from adapters.sql.dialect import insert
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.dnc import DncEntry, DncList
+from domain.sms import OPT_OUT_LIST_NAME
 
 SQLITE_CHUNK = 500
 # SQLite: one chunk of numbers screened, built once (the numbers an expanding bound parameter)
@@ -153,3 +154,10 @@ class SqlDncScreener:
         for number, list_id in rows:
             found.setdefault(number, []).append(int(list_id))
         return found
+
+    async def opt_out_list_ids(self, organization_id: int) -> list[int]:
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(dnc_lists.c.id).where(
+            dnc_lists.c.organization_id == organization_id, dnc_lists.c.name == OPT_OUT_LIST_NAME)
+            .order_by(dnc_lists.c.id))
+        return [int(r.id) for r in rows]

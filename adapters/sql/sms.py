@@ -112,6 +112,14 @@ class SqlSmsRepository:
         conn = await self.uow.connection()
         return (await conn.execute(sa.select(sa.func.min(t.c.next_check_at)))).scalar_one_or_none()
 
+    async def last_texted_by(self, sender: str, recipient: str) -> int | None:
+        conn = await self.uow.connection()
+        # only the simulator's shared sender is looked up (a reply to it): a scan of the simulator's messages
+        return (await conn.execute(
+            sa.select(t.c.organization_id).where(t.c.to_phone == recipient, t.c.from_phone == sender,
+                                                 t.c.direction == "outbound")
+            .order_by(t.c.created_at.desc(), t.c.id.desc()).limit(1))).scalar_one_or_none()
+
     async def opt_out_list_ids(self, organization_id: int, name: str) -> list[int]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(dnc_lists.c.id).where(

@@ -17,6 +17,7 @@ organizations = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
     sa.Column("deleted_at", UtcDateTime, nullable=True),
+    sa.Column("dialing_policy", Json, nullable=True),  # NULL: the default policy (migration 0270)
     sa.CheckConstraint("plan in ('starter','business','enterprise')", name="plan"),
     sa.CheckConstraint("org_type in ('standard','partner')", name="org_type"),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)

@@ -44,3 +44,8 @@ class DncScreener(Protocol):
         """For each E.164 number on any of the organization's lists, the ids of those lists. Numbers on no
         list are absent. Raises when the answer cannot be given (callers fail closed)."""
         ...
+
+    async def opt_out_list_ids(self, organization_id: int) -> list[int]:
+        """The organization's SMS opt-out lists (every list named ``domain.sms.OPT_OUT_LIST_NAME``), so a block
+        can say it came from a STOP reply."""
+        ...

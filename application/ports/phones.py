@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from domain.destinations import NumberFacts
+
 
 class PhoneNormalizer(Protocol):
     def normalize(self, raw: str, region: str | None = None) -> str | None:
@@ -14,4 +16,13 @@ class PhoneNormalizer(Protocol):
     def time_zones(self, e164: str) -> tuple[str, ...]:
         """The IANA zones a normalised number may ring in (several for a number that spans zones, such as a
         toll-free or a mobile number of a large country); empty when unknown (the simulator's test numbers)."""
+        ...
+
+    def describe(self, e164: str) -> NumberFacts:
+        """The country and type of a normalised number, for the destination policy (the simulator's test
+        numbers: the United States)."""
+        ...
+
+    def countries(self) -> frozenset[str]:
+        """The ISO 3166 alpha-2 codes of every country the library knows numbers of."""
         ...

@@ -63,6 +63,11 @@ class SmsRepository(Protocol):
         """The earliest next_check_at of any message."""
         ...
 
+    async def last_texted_by(self, sender: str, recipient: str) -> int | None:
+        """The organization that last sent an outbound message to ``recipient`` from the number ``sender`` (any
+        organization: a shared sender's replies belong to whoever texted last), or None."""
+        ...
+
     async def opt_out_list_ids(self, organization_id: int, name: str) -> list[int]:
         """The ids of the organization's Do-Not-Call lists called ``name`` (its SMS opt-out list), oldest first."""
         ...

@@ -86,6 +86,7 @@ STATUS_BY_ERROR: list[tuple[type[de.DomainError], int]] = [
     (de.Forbidden, 403),
     (de.InsufficientScope, 403),
     (de.Unavailable, 503),
+    (de.TooManyRequests, 429),
 ]
 
 CODE_BY_STATUS = {
@@ -262,7 +263,8 @@ def _validation_errors(exc: ValidationException, request: Request[Any, Any, Any]
 
 
 def handle_domain_error(_: Request[Any, Any, Any], exc: de.DomainError) -> Response[bytes]:
-    headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, de.Unavailable) else None
+    retry_after = exc.retry_after_seconds if isinstance(exc, de.Unavailable | de.TooManyRequests) else None
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return error_response(status_for(exc), exc.code, exc.message, exc.details, headers=headers)
 
 

@@ -38,13 +38,15 @@ async def test_campaigns_round_trip_filter_and_stay_in_their_organization(contai
     retry = RetryPolicy(busy=RetryRule(5, 15))
     first = await _campaign(container, org, schedule_id=77, timezone="Europe/Berlin", timezone_mode="campaign",
                             calling_hours=CallingHours("09:00", "24:00"), max_concurrent_calls=12, retry=retry,
-                            from_phone_number_id=4)
+                            from_phone_number_id=4, allowed_countries=("US",), widget_max_contacts_per_hour=7)
     second = await _campaign(container, org)
     await _campaign(container, other)
     async with container() as r:
         campaigns = await r.get(CampaignRepository)
         got = await campaigns.get(org, first.id or 0)
         assert got == first and got.retry.busy == RetryRule(5, 15) and got.calling_hours.end == "24:00"
+        assert (got.allowed_countries, got.widget_max_contacts_per_hour) == (("US",), 7)
+        assert await campaigns.get(org, second.id or 0) == second and second.allowed_countries is None
         assert await campaigns.get(other, first.id or 0) is None
         page = await campaigns.list(org, CampaignFilter(), PageRequest(1, 0))
         assert page.total == 2 and [c.id for c in page.items] == [second.id]

@@ -11,6 +11,7 @@ from application.ports.agents import AgentFilter, AgentRepository
 from application.ports.platform import PageRequest, UnitOfWork
 from domain.agents import Agent, AgentVersion
 from domain.api_keys import ApiKey, digest
+from domain.destinations import DialingPolicy
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.rate_limit import Window
 from tests.conftest import new_organization
@@ -185,3 +186,21 @@ async def test_housekeeping_purges_only_what_expired(container: Any) -> None:
         store = await r.get(IdempotencyStore)
         assert await store.get(org, 1, "old") is None
         assert await store.get(org, 1, "new") is not None
+
+
+async def test_an_organizations_dialing_policy_round_trips_and_reaches_authentication(container: Any) -> None:
+    org = await new_organization(container)
+    async with container() as r:
+        orgs = await r.get(OrganizationRepository)
+        found = await orgs.get(org)
+        assert found is not None and found.dialing_policy == DialingPolicy()  # the default: US and CA, no premium
+        await orgs.update(replace(found, dialing_policy=DialingPolicy(("GB", "US"), block_premium=False)))
+        keys = await r.get(ApiKeyRepository)
+        await keys.add(ApiKey(None, org, "k", "parley_sk_x", "abcd", digest(f"policy-{org}"), ("agents:read",),
+                              "active", NOW, None, None, None))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        orgs = await r.get(OrganizationRepository)
+        assert (await orgs.get(org)).dialing_policy == DialingPolicy(("GB", "US"), False)  # type: ignore[union-attr]
+        credential = await (await r.get(ApiKeyRepository)).find_credential(digest(f"policy-{org}"))
+        assert credential is not None and credential[1].dialing_policy == DialingPolicy(("GB", "US"), False)

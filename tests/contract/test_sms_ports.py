@@ -107,3 +107,20 @@ async def test_the_opt_out_list_is_made_once_per_organization(container: Any) ->
         listed = await (await r.get(DncRepository)).get_list(org, made)
         assert listed is not None and (listed.name, listed.description) == (OPT_OUT_LIST_NAME, "kept by SMS")
         await (await r.get(UnitOfWork)).commit()
+
+
+async def test_the_organization_that_last_texted_a_number_from_a_sender_is_found_across_organizations(
+        container: Any) -> None:
+    first, second = await new_organization(container), await new_organization(container)
+    shared, person = "+1555010099", "+14155559001"
+    await _add(container, replace(_message(first, 1), to_phone=person))
+    async with container() as r:
+        repo = await r.get(SmsRepository)
+        assert await repo.last_texted_by(shared, person) == first
+        assert await repo.last_texted_by(shared, "+14155559002") is None
+        assert await repo.last_texted_by("+14155550000", person) is None
+    await _add(container, replace(_message(second, 2), to_phone=person),
+               replace(_message(first, 3, direction="inbound", status="received"), from_phone=person,
+                       to_phone=shared))  # an inbound message is no text sent to the number
+    async with container() as r:
+        assert await (await r.get(SmsRepository)).last_texted_by(shared, person) == second

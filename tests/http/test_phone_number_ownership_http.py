@@ -1,4 +1,5 @@
-"""A phone number belongs to one organization at a time (409 conflict), enforced by the database."""
+"""A phone number belongs to one organization at a time (409 phone_number_unavailable, naming no holder),
+enforced by the database."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ async def test_a_number_claimed_by_one_organization_cannot_be_claimed_by_another
     refused = await c.post("/v2/telephony/phone-numbers", json={"phone_number": spaced}, headers=second.headers)
     assert refused.status_code == 409, refused.text
     error = refused.json()["error"]
-    assert error["code"] == "conflict" and "another organization" in error["message"]
+    assert error["code"] == "phone_number_unavailable" and "not available" in error["message"]
+    assert "organization" not in error["message"]  # who holds it is never said
     assert error["details"] == {"field": "phone_number", "phone_number": number}
     assert (await c.get("/v2/telephony/phone-numbers", headers=second.headers)).json()["meta"]["total"] == 0
     again = await c.post("/v2/telephony/phone-numbers", json={"phone_number": number}, headers=first.headers)

@@ -9,8 +9,11 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from adapters.memory.clock import ManualClock
 from application.ports.sms import CarrierReceipt
+from domain.calls import SIMULATOR_CALLER_ID
 from entrypoints.features.sms import KIND, apply_receipt, receipts_job, receipts_once
 from entrypoints.ioc import build_container
 from entrypoints.worker import jobs, make_runner
@@ -240,7 +243,10 @@ async def test_stop_and_start_keep_the_opt_out_list(make_api: ApiFactory, sql_ur
     agent = await active_agent(api, t)
     call = await api.client.post("/v2/calls", headers=t.headers, json={
         "bot_id": str(agent["id"]), "destination_phone": person, "contact_name": "Ada"})
-    assert call.status_code == 422 and call.json()["error"]["code"] == "dnc_blocked"
+    # and the call's refusal says why: the recipient replied STOP by text
+    assert call.status_code == 422, call.text
+    assert call.json()["error"]["code"] == "recipient_opted_out"
+    assert call.json()["error"]["details"]["channel"] == "sms"
     # a second STOP (any keyword) keeps one entry in the one list
     assert (await inbound(api, t, person, number["phone_number"], "unsubscribe")).json()["data"]["keyword"] == "stop"
     lists = (await api.client.get("/v2/dnc/lists", headers=t.headers)).json()["data"]
@@ -360,3 +366,73 @@ async def test_the_receipts_job_is_a_worker_job_woken_by_sends(make_api: ApiFact
         assert (await get_sms(api, t, message["id"]))["status"] == "delivered"
     finally:
         await container.close()
+
+
+async def test_a_stop_sent_back_to_the_shared_sender_opts_the_recipient_out(any_api: Api) -> None:
+    """An organization without an SMS number texts from the simulator's shared sender; the recipient's STOP
+    to that sender reaches the organization that last texted it from there, and blocks calls too, saying why."""
+    api = any_api
+    first, last = await api.tenant(), await api.tenant()
+    person = unique_phone()
+    shared = (await sent(api, first, person))["from"]
+    assert shared == SIMULATOR_CALLER_ID
+    assert (await sent(api, last, person))["from"] == shared
+    elsewhere = await inbound(api, first, person, shared, "STOP")  # not the last to text: nothing to reach
+    assert elsewhere.status_code == 404 and elsewhere.json()["error"]["details"] == {"field": "from"}
+    stop = await inbound(api, last, person, shared, "STOP")
+    assert stop.status_code == 201, stop.text
+    assert stop.json()["data"]["keyword"] == "stop" and stop.json()["data"]["from_phone_number_id"] is None
+    refused = await send(api, last, person)
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "recipient_opted_out"
+    agent = await active_agent(api, last)
+    call = await api.client.post("/v2/calls", headers=last.headers, json={
+        "bot_id": str(agent["id"]), "destination_phone": person, "contact_name": "Ada"})
+    assert call.status_code == 422, call.text
+    assert call.json()["error"]["code"] == "recipient_opted_out"
+    assert call.json()["error"]["details"]["channel"] == "sms"
+    assert (await send(api, first, person)).status_code == 201  # the other organization's opt-outs are its own
+    stranger = await inbound(api, last, unique_phone(), shared, "STOP")  # never texted from there
+    assert stranger.status_code == 404
+
+
+async def test_the_default_sender_is_an_sms_number_of_the_organization(any_api: Api) -> None:
+    api = any_api
+    t = await api.tenant()
+    await sms_number(api, t, sms=False)
+    number = await sms_number(api, t)
+    message = await sent(api, t, unique_phone())
+    assert (message["from"], message["from_phone_number_id"]) == (number["phone_number"], number["id"])
+    stop = await inbound(api, t, message["to"], number["phone_number"], "stop")
+    assert stop.status_code == 201 and stop.json()["data"]["keyword"] == "stop"
+
+
+async def test_inbound_on_a_number_that_is_not_sms_capable_is_refused(any_api: Api) -> None:
+    api = any_api
+    t = await api.tenant()
+    voice_only = await sms_number(api, t, sms=False)
+    refused = await inbound(api, t, unique_phone(), voice_only["phone_number"], "STOP")
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "sms_not_enabled" and error["details"]["validation_errors"] == {"to": "is not SMS-capable"}
+    assert (await api.client.get("/v2/sms?direction=inbound", headers=t.headers)).json()["meta"]["total"] == 0
+    assert (await api.client.get("/v2/dnc/lists", headers=t.headers)).json()["meta"]["total"] == 0
+
+
+@pytest.mark.parametrize(("body", "word"), [
+    ("\uff33\uff34\uff2f\uff30", "stop"),  # full-width letters
+    ("S\u200bTOP", "stop"),  # a zero-width space inside
+    ("\ufeffUnsubscribe\u200d", "stop"),
+    ("\uff53\uff54\uff41\uff52\uff54", "start"),  # full-width
+    ("STOP IT", None),
+])
+async def test_keywords_are_read_after_nfkc_without_zero_width_characters(any_api: Api, body: str,
+                                                                          word: str | None) -> None:
+    api = any_api
+    t = await api.tenant()
+    number = await sms_number(api, t)
+    person = unique_phone()
+    received = await inbound(api, t, person, number["phone_number"], body)
+    assert received.status_code == 201, received.text
+    assert received.json()["data"]["keyword"] == word
+    opted_out = (await send(api, t, person)).status_code == 422
+    assert opted_out is (word == "stop")

@@ -19,6 +19,7 @@ from adapters.crypto.fernet_box import derive_key
 from adapters.crypto.jwt_widget_tokens import PURPOSE
 from adapters.memory.clock import ManualClock
 from tests.conftest import Api, ApiFactory, Tenant
+from tests.http.calls_support import unique_phone
 
 MONDAY_NOON = datetime(2026, 1, 5, 12, tzinfo=UTC)
 SHOP = "https://shop.example"
@@ -491,3 +492,66 @@ async def test_a_tokens_stored_responses_are_its_own(clocked: Api) -> None:
                                           headers={**w.headers(token=other), **key})
     assert elsewhere.status_code == 201 and "idempotency-replayed" not in elsewhere.headers
     assert elsewhere.json()["data"]["call_id"] is None  # the same contact, not dialled twice
+
+
+# ------------------------------------------------------------------------------------------ intake caps
+
+
+async def test_a_campaign_takes_at_most_its_widget_contacts_per_hour(clocked: Api) -> None:
+    w = await _widget(clocked, widget_max_contacts_per_hour=3)
+    for _ in range(3):
+        taken = await w.submit({"phone": unique_phone()})
+        assert taken.status_code == 201, taken.text
+    clocked.clock.advance(seconds=600)  # type: ignore[union-attr]
+    capped = await w.submit({"phone": unique_phone()})
+    assert capped.status_code == 429, capped.text
+    error = capped.json()["error"]
+    assert error["code"] == "widget_intake_limited" and error["details"]["scope"] == "campaign"
+    assert capped.headers["retry-after"] == "3000" and error["details"]["retry_after"] == 3000  # the hour's end
+    assert capped.headers["access-control-allow-origin"] == SHOP  # the page can read why
+    listed = await clocked.client.get(f"/v2/campaigns/{w.campaign_id}/contacts", headers=w.tenant.headers)
+    assert listed.json()["meta"]["total"] == 1 + 3  # the refused visitor was not kept
+    clocked.clock.advance(seconds=3000)  # type: ignore[union-attr]
+    fresh = (await _mint(clocked, w.tenant, w.campaign_id)).json()["data"]["token"]  # the first one expired
+    assert (await w.submit({"phone": unique_phone()}, token=fresh)).status_code == 201  # a new hour
+    campaign = await clocked.client.get(f"/v2/campaigns/{w.campaign_id}", headers=w.tenant.headers)
+    assert campaign.json()["data"]["widget_max_contacts_per_hour"] == 3
+
+
+async def test_one_client_address_adds_at_most_five_contacts_an_hour(clocked: Api) -> None:
+    w = await _widget(clocked)
+    for _ in range(5):
+        taken = await w.submit({"phone": unique_phone()})
+        assert taken.status_code == 201, taken.text
+    capped = await w.submit({"phone": unique_phone()})
+    assert capped.status_code == 429, capped.text
+    assert capped.json()["error"]["details"]["scope"] == "address" and capped.headers["retry-after"] == "3600"
+    # a fresh token (minted per page view) of another campaign of the organization changes nothing
+    other = await _campaign(clocked, w.tenant)
+    minted = await _mint(clocked, w.tenant, other)
+    fresh = Widget(clocked, w.tenant, other, minted.json()["data"]["token"])
+    assert (await fresh.submit({"phone": unique_phone()})).status_code == 429
+    clocked.clock.advance(seconds=3600)  # type: ignore[union-attr]
+    later = (await _mint(clocked, w.tenant, other)).json()["data"]["token"]
+    assert (await fresh.submit({"phone": unique_phone()}, token=later)).status_code == 201
+
+
+async def test_a_contact_the_agent_could_never_call_is_refused_at_once(clocked: Api) -> None:
+    t = await clocked.tenant()
+    agent = await _created(clocked, t, "/v2/agents", {"name": "Riley", "prompt": "Call {{contact_name}} about "
+                                                                                 "{{plan}} and {{renewal_date}}."})
+    assert (await clocked.client.post(f"/v2/agents/{agent}/publish", headers=t.headers)).status_code == 200
+    campaign = await _created(clocked, t, "/v2/campaigns", {"name": "Renewals", "agent_id": agent,
+                                                            "timezone_mode": "campaign"})
+    minted = await _mint(clocked, t, campaign)
+    w = Widget(clocked, t, campaign, minted.json()["data"]["token"])
+    refused = await w.submit({"phone": PHONE, "custom_data": {"plan": "Gold"}})
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "missing_placeholders"
+    assert error["details"]["missing_placeholders"] == ["contact_name", "renewal_date"]
+    listed = await clocked.client.get(f"/v2/campaigns/{campaign}/contacts", headers=t.headers)
+    assert listed.json()["meta"]["total"] == 0  # never queued to fail later
+    taken = await w.submit({"phone": PHONE, "name": "Ada", "custom_data": {"plan": "Gold",
+                                                                           "renewal_date": "June"}})
+    assert taken.status_code == 201, taken.text

@@ -120,7 +120,8 @@ async def create_org(data: JSONBody[OrganizationCreate], actor: FromDishka[Actor
     return Envelope(OrganizationOut.of(org))
 
 
-@endpoint("GET", "/organizations/{id:int}", operation_id="getOrganization", summary="Get a sub-organization",
+@endpoint("GET", "/organizations/{id:int}", operation_id="getOrganization",
+          summary="Get a sub-organization (or the own organization)",
           tags=ORG_TAGS, scopes=("organizations:read",), errors={**_PARTNER, 404: ""})
 async def get_org(id: Id, actor: FromDishka[Actor],
                   use_case: FromDishka[uc.GetSubOrganization]) -> Envelope[OrganizationOut]:
@@ -128,7 +129,8 @@ async def get_org(id: Id, actor: FromDishka[Actor],
 
 
 @endpoint("PATCH", "/organizations/{id:int}", operation_id="updateOrganization",
-          summary="Update a sub-organization", tags=ORG_TAGS, scopes=("organizations:write",),
+          summary="Update a sub-organization, or the own organization's dialing policy", tags=ORG_TAGS,
+          scopes=("organizations:write",),
           errors={**_PARTNER, 404: ""})
 async def update_org(id: Id, data: JSONBody[OrganizationUpdate], actor: FromDishka[Actor],
                      use_case: FromDishka[uc.UpdateSubOrganization]) -> Envelope[OrganizationOut]:

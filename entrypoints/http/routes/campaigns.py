@@ -61,6 +61,8 @@ def _create_command(actor: Actor, data: CampaignCreate) -> uc.CreateCampaignComm
         retry=apply_patch(RetryPolicy(), set_fields(data.retry)) if data.retry is not None else RetryPolicy(),
         from_phone_number_id=data.from_phone_number_id,
         completion=data.completion,
+        allowed_countries=tuple(data.allowed_countries) if data.allowed_countries is not None else None,
+        widget_max_contacts_per_hour=data.widget_max_contacts_per_hour,
     )
 
 

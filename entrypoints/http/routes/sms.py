@@ -67,14 +67,19 @@ async def get_sms(id: SmsId, actor: FromDishka[Actor], use_case: FromDishka[uc.G
 
 @endpoint("POST", "/telephony/simulator/inbound-sms", operation_id="simulateInboundSms",
           location="/sms/{id}",
-          summary="Simulate an inbound SMS to one of the organization's numbers (STOP / START keep the opt-outs)",
+          summary="Simulate an inbound SMS to one of the organization's numbers or to the shared sender "
+                  "(STOP / START keep the opt-outs)",
           tags=TAGS, scopes=("telephony:manage",), status_code=201,
           description=("Stands for a carrier's inbound-message webhook: stores the message (status received) and "
                        "emits sms.received. A whole-message STOP, STOPALL, UNSUBSCRIBE, CANCEL, END or QUIT (any "
                        "case) puts the sender on the organization's \"SMS opt-outs\" Do-Not-Call list (made on "
-                       "first use); START or UNSTOP takes it off. keyword says which applied."),
+                       "first use); START or UNSTOP takes it off (keywords are read after NFKC normalisation, "
+                       "without zero-width characters). keyword says which applied. A reply to the simulator's "
+                       "shared sender (+1555010099) reaches the organization that last texted its author from it."),
           errors={400: "invalid body or phone number",
-                  404: "not_found: to is not one of this organization's phone numbers"})
+                  404: "not_found: to is not one of this organization's phone numbers, or this organization was "
+                       "not the last to text the author from the shared sender",
+                  422: "sms_not_enabled: the number to has sms turned off"})
 async def simulate_inbound_sms(data: JSONBody[InboundSmsCreate], actor: FromDishka[Actor],
                                use_case: FromDishka[uc.ReceiveSms]) -> Response[Envelope[InboundSmsOut]]:
     received = await use_case.execute(uc.ReceiveSmsCommand(actor, data.from_, data.to, data.body))

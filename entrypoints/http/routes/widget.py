@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from dishka import FromDishka
-from litestar import Response
+from litestar import Request, Response
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import JSONBody
 
@@ -61,15 +62,21 @@ async def get_campaign(actor: FromDishka[Actor], grant: FromDishka[WidgetGrant],
                        "names the call. Otherwise it waits in the queue for the dialer (call_id null). "
                        "Idempotency-Key is scoped to the token."),
           tags=TAGS, auth="widget", status_code=201,
-          errors={400: "invalid phone or name; unresolved {{placeholders}} of the campaign's agent",
+          errors={400: "invalid phone or name",
                   403: "quota_exceeded: the plan's included call minutes are used up",
                   404: "not_found: the token's campaign was deleted",
-                  409: "invalid_transition: the campaign has ended", 422: "dnc_blocked: the number may not be called"})
+                  409: "invalid_transition: the campaign has ended",
+                  422: "missing_placeholders: the campaign's agent needs values the form did not send (listed); "
+                       "destination_not_allowed: outside the organization's dialing policy; dnc_blocked: the "
+                       "number may not be called",
+                  429: "widget_intake_limited: the campaign's widget_max_contacts_per_hour, or 5 contacts an hour "
+                       "from this client address, are used up; see Retry-After"})
 async def create_contact(data: JSONBody[WidgetContactCreate], actor: FromDishka[Actor],
-                         grant: FromDishka[WidgetGrant],
+                         grant: FromDishka[WidgetGrant], request: Request[Any, Any, Any],
                          use_case: FromDishka[uc.SubmitWidgetContact]) -> Envelope[WidgetContactOut]:
+    address = request.client.host if request.client else "unknown"
     done = await use_case.execute(uc.SubmitWidgetContactCommand(actor, grant.campaign_id, data.phone, data.name,
-                                                                dict(data.custom_data)))
+                                                                dict(data.custom_data), address))
     return Envelope(WidgetContactOut(done.contact_id, done.status, done.call_id))  # type: ignore[arg-type]
 
 

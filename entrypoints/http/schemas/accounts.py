@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain.api_keys import DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS, MIN_GRACE_HOURS, ApiKey
+from domain.destinations import MAX_ALLOWED_COUNTRIES
 from domain.organizations import Organization
 from entrypoints.http.schemas import OneLine
 
@@ -74,9 +75,26 @@ class OrganizationCreate(Struct, forbid_unknown_fields=True):
     plan: Plan | None = None
 
 
+CountryCode = Annotated[str, Meta(max_length=2, description="ISO 3166 alpha-2 country code, e.g. \"US\"")]
+
+
+class DialingPolicyPatch(Struct, forbid_unknown_fields=True):
+    allowed_countries: Annotated[list[CountryCode], Meta(max_length=MAX_ALLOWED_COUNTRIES)] | UnsetType = UNSET
+    block_premium: bool | UnsetType = UNSET
+
+
 class OrganizationUpdate(Struct, forbid_unknown_fields=True):
     name: Annotated[OneLine, Meta(min_length=1, max_length=200)] | UnsetType = UNSET
     plan: Plan | UnsetType = UNSET
+    dialing_policy: DialingPolicyPatch | UnsetType = UNSET
+    """Which numbers the organization's calls and messages may reach."""
+
+
+class DialingPolicyOut(Struct):
+    allowed_countries: list[str]
+    """ISO 3166 alpha-2 codes of the countries that may be called or texted."""
+    block_premium: bool
+    """Premium-rate, shared-cost and UAN numbers (and North American 900 and 976 numbers) are refused."""
 
 
 class OrganizationOut(Struct):
@@ -87,8 +105,11 @@ class OrganizationOut(Struct):
     parent_id: int | None
     created_at: datetime
     updated_at: datetime
+    dialing_policy: DialingPolicyOut
 
     @classmethod
     def of(cls, org: Organization) -> OrganizationOut:
+        policy = org.dialing_policy
         return cls(org.id or 0, org.name, org.plan, org.org_type, org.parent_id,  # type: ignore[arg-type]
-                   org.created_at, org.updated_at)
+                   org.created_at, org.updated_at,
+                   DialingPolicyOut(list(policy.allowed_countries), policy.block_premium))

@@ -8,6 +8,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain import campaigns as rules
 from domain.campaigns import Campaign, CampaignStats, Contact, ContactAttempt
+from domain.destinations import MAX_ALLOWED_COUNTRIES
 from entrypoints.http.schemas import OneLine, within
 
 Name = Annotated[OneLine, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
@@ -24,6 +25,10 @@ LocalTime = Annotated[str, Meta(max_length=5, description='Local wall-clock time
 Concurrency = Annotated[int, within(rules.MAX_CONCURRENT_CALLS_RANGE)]
 MaxAttempts = Annotated[int, within(rules.MAX_ATTEMPTS_RANGE, description="Attempts in all, the first included")]
 DelayMinutes = Annotated[int, within(rules.DELAY_MINUTES_RANGE, description="Wait before the next attempt")]
+CountryCodes = Annotated[list[Annotated[str, Meta(max_length=2, description="ISO 3166 alpha-2 country code")]],
+                         Meta(max_length=MAX_ALLOWED_COUNTRIES)]
+WidgetCap = Annotated[int, within(rules.WIDGET_MAX_CONTACTS_PER_HOUR_RANGE,
+                                  description="Contacts the widget may add per hour")]
 
 
 class CallingHoursSchema(Struct, forbid_unknown_fields=True):
@@ -60,6 +65,9 @@ class CampaignCreate(Struct, forbid_unknown_fields=True):
     retry: RetryPatch | None = None
     from_phone_number_id: Id | None = None
     completion: Completion = "when_empty"
+    allowed_countries: CountryCodes | None = None
+    """Narrows the organization's dialing policy (ISO 3166 alpha-2 codes); null: the organization's."""
+    widget_max_contacts_per_hour: WidgetCap = rules.WIDGET_MAX_CONTACTS_PER_HOUR_DEFAULT
 
 
 class CampaignUpdate(Struct, forbid_unknown_fields=True):
@@ -73,6 +81,8 @@ class CampaignUpdate(Struct, forbid_unknown_fields=True):
     retry: RetryPatch | UnsetType = UNSET
     from_phone_number_id: Id | UnsetType | None = UNSET
     completion: Completion | UnsetType = UNSET
+    allowed_countries: CountryCodes | UnsetType | None = UNSET
+    widget_max_contacts_per_hour: WidgetCap | UnsetType = UNSET
 
 
 class RetryRuleOut(Struct):
@@ -114,6 +124,8 @@ class CampaignOut(Struct):
     retry: RetryOut
     from_phone_number_id: int | None
     completion: Literal["when_empty", "manual"]
+    allowed_countries: list[str] | None
+    widget_max_contacts_per_hour: int
     status: Status
     status_reason: str | None
     created_at: datetime
@@ -135,6 +147,8 @@ class CampaignOut(Struct):
             calling_hours=CallingHoursSchema(c.calling_hours.start, c.calling_hours.end),
             max_concurrent_calls=c.max_concurrent_calls, retry=retry, from_phone_number_id=c.from_phone_number_id,
             completion=c.completion,  # type: ignore[arg-type]
+            allowed_countries=list(c.allowed_countries) if c.allowed_countries is not None else None,
+            widget_max_contacts_per_hour=c.widget_max_contacts_per_hour,
             status=c.status,  # type: ignore[arg-type]
             status_reason=c.status_reason, created_at=c.created_at,  # type: ignore[arg-type]
             updated_at=c.updated_at,  # type: ignore[arg-type]

@@ -5,7 +5,7 @@ A campaign fed by the widget or by leads must be able to start empty and keep ru
 final) or ``manual`` (it runs until paused or cancelled).
 
 Revision ID: 0280
-Revises: 0250
+Revises: 0270
 Create Date: 2026-11-27 06:10:00
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0280"
-down_revision = "0250"
+down_revision = "0270"
 branch_labels = None
 depends_on = ("0130",)  # the campaigns table as the dialer left it
 
