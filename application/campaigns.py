@@ -381,11 +381,13 @@ class _ContactIntake:
     campaign has (or an earlier row of the same request had) is a duplicate, the rest are inserted."""
 
     def __init__(self, contacts: ContactRepository, phones: PhoneNormalizer, campaign: Campaign, clock: Clock,
-                 subject: str, held: int) -> None:
+                 subject: str, held: int, cause_depth: int = 0) -> None:
         self.contacts, self.phones, self.campaign, self.clock, self.subject = (contacts, phones, campaign, clock,
                                                                                subject)
         self.held = held
         """The contacts the campaign held before this request (its row is locked: nobody adds meanwhile)."""
+        self.cause_depth = cause_depth
+        """The depth of the trigger action adding the contacts (0: added otherwise), kept on each new one."""
         self.accepted = self.duplicates = self.rejected_count = 0
         self.rejected: list[RowRejection] = []
         self.batch: dict[str, Contact] = {}
@@ -424,7 +426,8 @@ class _ContactIntake:
         now = self.clock.now()
         self.batch[phone] = Contact(None, self.campaign.organization_id, self.campaign.id or 0, phone, item.name,
                                     item.timezone, dict(item.custom_data), next_attempt_at=now, created_at=now,
-                                    updated_at=now)  # due from when it is added: the dialer reads by due time
+                                    updated_at=now,  # due from when it is added: the dialer reads by due time
+                                    cause_depth=self.cause_depth)
         if len(self.batch) >= BATCH:
             await self.flush()
 
@@ -460,7 +463,8 @@ class _ContactIntake:
 
 
 async def _intake(campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                  clock: Clock, actor: Actor, campaign_id: int, subject: str) -> _ContactIntake:
+                  clock: Clock, actor: Actor, campaign_id: int, subject: str,
+                  cause_depth: int = 0) -> _ContactIntake:
     """The intake of the campaign contacts are added to: not a finished one (409 invalid_transition); running is
     fine. Its row stays locked until the request commits, so a cancel (or another request's contacts, counted
     against MAX_CONTACTS_PER_CAMPAIGN) cannot slip in between the check and the inserts."""
@@ -469,7 +473,7 @@ async def _intake(campaigns: CampaignRepository, contacts: ContactRepository, ph
         raise InvalidTransition("campaign", campaign.status, campaign.status, action="add contacts",
                                 allowed_from=("draft", "running", "paused"))
     held = await contacts.count(actor.organization_id, campaign_id)
-    return _ContactIntake(contacts, phones, campaign, clock, subject, held)
+    return _ContactIntake(contacts, phones, campaign, clock, subject, held, cause_depth)
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,16 +517,18 @@ class ContactAdded:
 
 
 class AddContact:
-    """One contact (a lead handed to a campaign): the same intake as AddContacts, but a bad field is a 400 naming
-    it, and a number the campaign has already gives back the existing contact."""
+    """One contact (a lead handed to a campaign, a trigger's ``campaign_contact`` action): the same intake as
+    AddContacts, but a bad field is a 400 naming it, and a number the campaign has already gives back the existing
+    contact (as it is). A new contact keeps the depth of the unit of work (``UnitOfWork.caused_depth``): added by a
+    trigger's action, the calls the dialer places for it later and its events are as deep as that action."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                 clock: Clock) -> None:
-        self.campaigns, self.contacts, self.phones, self.clock = campaigns, contacts, phones, clock
+                 clock: Clock, uow: UnitOfWork) -> None:
+        self.campaigns, self.contacts, self.phones, self.clock, self.uow = campaigns, contacts, phones, clock, uow
 
     async def execute(self, command: AddContactCommand) -> ContactAdded:
         intake = await _intake(self.campaigns, self.contacts, self.phones, self.clock, command.actor,
-                               command.campaign_id, "contact")
+                               command.campaign_id, "contact", cause_depth=self.uow.caused_depth())
         await intake.take(command.contact)
         if intake.rejected:
             rejection = intake.rejected[0]
