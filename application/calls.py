@@ -105,6 +105,9 @@ class PlaceCallCommand:
     agent's number as for any call."""
     allowed_countries: tuple[str, ...] | None = None
     """A campaign's countries, narrowing the organization's dialing policy."""
+    cause_depth: int = 0
+    """The depth of the trigger action the call is placed for when it is placed later, outside that action's unit
+    of work (a campaign contact the action added); the call keeps the deeper of it and the unit's own depth."""
 
 
 class PlaceCall:
@@ -169,7 +172,8 @@ class PlaceCall:
             deadline_at=now + QUEUE_TIMEOUT, created_at=now, updated_at=now,
             priority=command.priority, due_at=now, campaign_id=command.campaign_id,
             contact_id=command.contact_id, idempotency_key=command.idempotency_key,
-            cause_depth=self.uow.caused_depth(),  # a trigger's action: the call's events, later, keep its depth
+            # a trigger's action (now, or earlier for a campaign contact): the call's events, later, keep its depth
+            cause_depth=max(self.uow.caused_depth(), command.cause_depth),
             agent_version=agent.current_version,
         )
         self.uow.created_work()  # the worker dials it

@@ -397,13 +397,15 @@ class _ContactIntake:
     campaign has (or an earlier row of the same request had) is a duplicate, the rest are inserted."""
 
     def __init__(self, contacts: ContactRepository, phones: PhoneNormalizer, campaign: Campaign, clock: Clock,
-                 subject: str, held: int, policy: DialingPolicy) -> None:
+                 subject: str, held: int, policy: DialingPolicy, cause_depth: int = 0) -> None:
         self.contacts, self.phones, self.campaign, self.clock, self.subject = (contacts, phones, campaign, clock,
                                                                                subject)
         self.held = held
         """The contacts the campaign held before this request (its row is locked: nobody adds meanwhile)."""
         self.policy = policy
         """The destination policy the campaign dials under: a number it refuses is a rejected row."""
+        self.cause_depth = cause_depth
+        """The depth of the trigger action adding the contacts (0: added otherwise), kept on each new one."""
         self.accepted = self.duplicates = self.rejected_count = 0
         self.rejected: list[RowRejection] = []
         self.batch: dict[str, Contact] = {}
@@ -448,7 +450,8 @@ class _ContactIntake:
         now = self.clock.now()
         self.batch[phone] = Contact(None, self.campaign.organization_id, self.campaign.id or 0, phone, item.name,
                                     item.timezone, dict(item.custom_data), next_attempt_at=now, created_at=now,
-                                    updated_at=now)  # due from when it is added: the dialer reads by due time
+                                    updated_at=now,  # due from when it is added: the dialer reads by due time
+                                    cause_depth=self.cause_depth)
         if len(self.batch) >= BATCH:
             await self.flush()
 
@@ -484,7 +487,8 @@ class _ContactIntake:
 
 
 async def _intake(campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                  dnc: DncGate, clock: Clock, actor: Actor, campaign_id: int, subject: str) -> _ContactIntake:
+                  dnc: DncGate, clock: Clock, actor: Actor, campaign_id: int, subject: str,
+                  cause_depth: int = 0) -> _ContactIntake:
     """The intake of the campaign contacts are added to: not a finished one (409 invalid_transition); running is
     fine. Its row stays locked until the request commits, so a cancel (or another request's contacts, counted
     against MAX_CONTACTS_PER_CAMPAIGN) cannot slip in between the check and the inserts."""
@@ -494,7 +498,7 @@ async def _intake(campaigns: CampaignRepository, contacts: ContactRepository, ph
                                 allowed_from=("draft", "running", "paused"))
     held = await contacts.count(actor.organization_id, campaign_id)
     policy = await dnc.policy(campaign.organization_id, campaign.allowed_countries)
-    return _ContactIntake(contacts, phones, campaign, clock, subject, held, policy)
+    return _ContactIntake(contacts, phones, campaign, clock, subject, held, policy, cause_depth)
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,17 +542,20 @@ class ContactAdded:
 
 
 class AddContact:
-    """One contact (a lead handed to a campaign, a widget visitor, a trigger action): the same intake as
-    AddContacts, but a bad field is a 400 naming it, a number outside the campaign's dialing policy a 422
-    destination_not_allowed, and a number the campaign has already gives back the existing contact."""
+    """One contact (a lead handed to a campaign, a widget visitor, a trigger's ``campaign_contact`` action): the
+    same intake as AddContacts, but a bad field is a 400 naming it, a number outside the campaign's dialing policy a
+    422 destination_not_allowed, and a number the campaign has already gives back the existing contact (as it is).
+    A new contact keeps the depth of the unit of work (``UnitOfWork.caused_depth``): added by a trigger's action,
+    the calls the dialer places for it later and its events are as deep as that action."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                 dnc: DncGate, clock: Clock) -> None:
+                 dnc: DncGate, clock: Clock, uow: UnitOfWork) -> None:
         self.campaigns, self.contacts, self.phones, self.dnc, self.clock = campaigns, contacts, phones, dnc, clock
+        self.uow = uow
 
     async def execute(self, command: AddContactCommand) -> ContactAdded:
         intake = await _intake(self.campaigns, self.contacts, self.phones, self.dnc, self.clock, command.actor,
-                               command.campaign_id, "contact")
+                               command.campaign_id, "contact", cause_depth=self.uow.caused_depth())
         number = self.phones.normalize(command.contact.phone)
         if number is not None:
             self.dnc.check(intake.policy, number)

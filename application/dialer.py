@@ -111,10 +111,14 @@ class _Contacts:
 
     async def save(self, contact: Contact) -> Contact:
         await self.contacts.update(contact)
+        kind = None
         if contact.status == "completed":
-            self.uow.record(EventType.CONTACT_COMPLETED(contact.organization_id, contact_event_data(contact)))
+            kind = EventType.CONTACT_COMPLETED
         elif contact.status in ("failed", "skipped_dnc"):
-            self.uow.record(EventType.CONTACT_FAILED(contact.organization_id, contact_event_data(contact)))
+            kind = EventType.CONTACT_FAILED
+        if kind is not None:  # as deep as the trigger action that added the contact (the loop guard's depth)
+            self.uow.record(replace(kind(contact.organization_id, contact_event_data(contact)),
+                                    depth=contact.cause_depth))
         return contact
 
 
@@ -154,16 +158,18 @@ def wants_turn(turn: CampaignTurn, now: datetime) -> bool:
 
 async def place_attempt(place: PlaceCall, contacts: ContactRepository, store: DialerStore, campaign: Campaign,
                         contact: Contact, now: datetime) -> Call:
-    """The contact's next attempt: the call (placed as ``POST /calls`` places one, keyed by the attempt), the
-    attempt row and the move to ``dialing``, all in the caller's transaction. Raises what PlaceCall raises
-    (unresolved placeholders, DNC, the agent) before anything is written."""
+    """The contact's next attempt: the call (placed as ``POST /calls`` places one, keyed by the attempt, as deep
+    as the trigger action that added the contact), the attempt row and the move to ``dialing``, all in the
+    caller's transaction. Raises what PlaceCall raises (unresolved placeholders, DNC, the agent) before anything
+    is written."""
     org = campaign.organization_id
     attempt = contact.attempts + 1
     call = await place.execute(PlaceCallCommand(
         Actor.system(org), str(campaign.agent_id), contact.phone, contact.name, dict(contact.custom_data),
         priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign.id, contact_id=contact.id,
         idempotency_key=attempt_key(contact.id or 0, attempt), from_phone_number_id=campaign.from_phone_number_id,
-        allowed_countries=campaign.allowed_countries))
+        allowed_countries=campaign.allowed_countries,
+        cause_depth=contact.cause_depth))
     await contacts.add_attempt(org, ContactAttempt(contact.id or 0, attempt, call.id, call.status, started_at=now))
     await contacts.update(contact.move("dial", now, attempts=attempt, last_call_id=call.id, reason=None))
     await store.mark_dialled(org, campaign.id or 0, now)
@@ -290,7 +296,8 @@ class SettleContact:
     """Apply the outcome of a ``dialing`` contact's finished call: ``completed`` (the call completed or was
     transferred), ``retry_wait`` until the policy's delay after the call ended, or ``failed`` (no attempt left,
     the call was cancelled, or the campaign is over). Then a running campaign whose every contact is final
-    completes. Outcomes are applied whatever the campaign's status (a paused campaign's calls finish)."""
+    completes. Outcomes are applied whatever the campaign's status (a paused campaign's calls finish). The events
+    (the contact's, ``campaign.completed``) are as deep as the trigger action that added the contact."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, store: DialerStore,
                  calls: CallRepository, clock: Clock, uow: UnitOfWork) -> None:
@@ -307,6 +314,8 @@ class SettleContact:
         call = await self.calls.get(ref.organization_id, contact.last_call_id)
         if call is None or not call.is_final:
             return None
+        if contact.cause_depth:  # what follows from its outcome is as deep as the action that added the contact
+            self.uow.caused_at_depth(contact.cause_depth)
         now = self.clock.now()
         ended = call.ended_at or now
         await self.store.finish_attempt(ref.organization_id, contact.id or 0, contact.attempts, call.status, ended)

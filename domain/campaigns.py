@@ -322,6 +322,9 @@ class Contact:
     reason: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    cause_depth: int = 0
+    """The depth of the trigger action that added the contact (0: added otherwise): its calls and its events,
+    however much later the dialer makes them, are that deep (the triggers' loop guard). Fixed when added."""
 
     def move(self, trigger: str, at: datetime, **changes: Any) -> Contact:
         """Apply ``trigger`` at ``at`` (InvalidTransition if the machine has no such move)."""

@@ -114,7 +114,8 @@ class InMemoryContactRepository:
         current = await self.get(contact.organization_id, contact.campaign_id, contact.id or 0)
         if current is not None:
             tables["campaign_contacts"][contact.id] = replace(contact, phone=current.phone,
-                                                              created_at=current.created_at)
+                                                              created_at=current.created_at,
+                                                              cause_depth=current.cause_depth)
         return contact
 
     async def delete(self, organization_id: int, campaign_id: int, contact_id: int) -> None:

@@ -67,7 +67,7 @@ def _row_to_contact(row: Any) -> Contact:
         id=row.id, organization_id=row.organization_id, campaign_id=row.campaign_id, phone=row.phone,
         name=row.name, timezone=row.timezone, custom_data=dict(row.custom_data or {}), status=row.status,
         attempts=row.attempts, next_attempt_at=row.next_attempt_at, last_call_id=row.last_call_id,
-        reason=row.reason, created_at=row.created_at, updated_at=row.updated_at,
+        reason=row.reason, created_at=row.created_at, updated_at=row.updated_at, cause_depth=row.cause_depth,
     )
 
 
@@ -76,7 +76,7 @@ def _contact_values(c: Contact) -> dict[str, Any]:
         "organization_id": c.organization_id, "campaign_id": c.campaign_id, "phone": c.phone, "name": c.name,
         "timezone": c.timezone, "custom_data": c.custom_data, "status": c.status, "attempts": c.attempts,
         "next_attempt_at": c.next_attempt_at, "last_call_id": c.last_call_id, "reason": c.reason,
-        "created_at": c.created_at, "updated_at": c.updated_at,
+        "created_at": c.created_at, "updated_at": c.updated_at, "cause_depth": c.cause_depth,
     }
 
 
@@ -196,7 +196,7 @@ class SqlContactRepository:
     async def update(self, contact: Contact) -> Contact:
         conn = await self.uow.connection()
         values = _contact_values(contact)
-        for fixed in ("organization_id", "campaign_id", "phone", "created_at"):
+        for fixed in ("organization_id", "campaign_id", "phone", "created_at", "cause_depth"):
             values.pop(fixed)
         await conn.execute(campaign_contacts.update().where(
             self._mine(contact.organization_id, contact.campaign_id), campaign_contacts.c.id == contact.id)

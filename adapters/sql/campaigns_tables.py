@@ -66,6 +66,8 @@ campaign_contacts = sa.Table(
     sa.Column("reason", sa.String(100), nullable=True),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
+    # the depth of the trigger action that added the contact (migration 0330): its calls and events keep it
+    sa.Column("cause_depth", sa.SmallInteger, nullable=False, server_default=sa.text("0")),
     sa.CheckConstraint(f"status in {CONTACT_STATUSES}", name="status"),
     # a number is in a campaign once: imports count the others as duplicates
     sa.UniqueConstraint("campaign_id", "phone"),

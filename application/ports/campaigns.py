@@ -52,7 +52,7 @@ class CampaignRepository(Protocol):
 class ContactRepository(Protocol):
     async def add_many(self, organization_id: int, campaign_id: int, contacts: Sequence[Contact]) -> int:
         """Adds the contacts whose phone the campaign does not have yet; returns how many were added (the
-        others are duplicates). One statement per call: callers pass batches."""
+        others are duplicates). One statement per call: callers pass batches. Each keeps its ``cause_depth``."""
         ...
 
     async def get(self, organization_id: int, campaign_id: int, contact_id: int) -> Contact | None: ...
@@ -66,7 +66,9 @@ class ContactRepository(Protocol):
         """In the order they were added."""
         ...
 
-    async def update(self, contact: Contact) -> Contact: ...
+    async def update(self, contact: Contact) -> Contact:
+        """Saves the contact's moves; its phone, ``created_at`` and ``cause_depth`` stay as they were added."""
+        ...
 
     async def delete(self, organization_id: int, campaign_id: int, contact_id: int) -> None: ...
 

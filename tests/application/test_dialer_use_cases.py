@@ -1,14 +1,18 @@
 """The dialer's steps on the memory backend: dial, the cap, settle with the retry policy, completion, the
-round-robin between campaigns, a campaign whose agent is archived, and the contacts outside their calling
-window (deferred to its opening, at most SCAN looked at per step)."""
+round-robin between campaigns, a campaign whose agent is archived, the contacts outside their calling
+window (deferred to its opening, at most SCAN looked at per step), and the depth of the trigger action that added a
+contact on everything the dialer does for it later."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from adapters.memory.store import InMemoryStore
 from application.agents import UpdateAgent, UpdateAgentCommand
 from application.calls import CallFinisher
 from application.campaigns import (
+    AddContact,
+    AddContactCommand,
     AddContacts,
     AddContactsCommand,
     GetCampaign,
@@ -24,10 +28,12 @@ from application.dialer import (
     SettleContact,
     SettleContactCommand,
 )
+from application.dnc import AddDncEntries, AddDncEntriesCommand, CreateDncList, CreateDncListCommand
 from application.ports.calls import CallFilter, CallRepository
 from application.ports.dialer import CampaignRef, DialerStore
 from application.ports.platform import PageRequest, UnitOfWork
 from domain.campaigns import ContactDraft, RetryPolicy, RetryRule
+from domain.events import DomainEvent
 from tests.application.conftest import App
 from tests.application.test_campaigns_use_cases import agent, campaign
 
@@ -162,3 +168,39 @@ async def test_a_step_looks_at_most_at_scan_due_contacts(app: App) -> None:
     assert await _step(app, actor, created.id) == "deferred"
     assert await due() == 2
     assert [await _step(app, actor, created.id) for _ in range(2)] == ["deferred", "idle"]
+
+
+async def _added_by_an_action(app: App, actor, campaign_id: int, phone: str, depth: int) -> None:  # type: ignore[no-untyped-def]
+    """``AddContact`` in a unit of work told it does a trigger's action at ``depth`` (as the action's job does)."""
+    async with app.container() as r:
+        uow = await r.get(UnitOfWork)
+        uow.caused_at_depth(depth)
+        await (await r.get(AddContact)).execute(AddContactCommand(actor, campaign_id, ContactDraft(0, phone)))
+        await uow.commit()
+
+
+async def _outbox(app: App, organization_id: int) -> list[DomainEvent]:
+    store = await app.container.get(InMemoryStore)
+    return [e for _, e, _ in store.outbox if e.organization_id == organization_id]
+
+
+async def test_a_contact_added_by_a_trigger_action_is_dialled_and_ends_at_its_depth(app: App) -> None:
+    """The dialer works later, in units of its own at depth 0: the call it places for the contact, the contact's
+    events (a DNC skip too) and the campaign's completion that its outcome brings carry the action's depth."""
+    actor = await app.actor()
+    created = await campaign(app, actor, timezone_mode="campaign")
+    await _added_by_an_action(app, actor, created.id, "+14155550100", 2)
+    await _added_by_an_action(app, actor, created.id, "+14155550101", 2)
+    dnc = await app.run(CreateDncList, CreateDncListCommand(actor, "Opt-outs"))
+    await app.run(AddDncEntries, AddDncEntriesCommand(actor, dnc.id, ("+14155550101",)))
+    await app.run(StartCampaign, StartCampaignCommand(actor, created.id))
+    assert sorted([await _step(app, actor, created.id) for _ in range(2)]) == ["dialled", "skipped"]
+    async with app.container() as r:
+        [call] = (await (await r.get(CallRepository)).list(actor.organization_id, _all(), _page())).items
+    assert (call.destination_phone, call.cause_depth) == ("+14155550100", 2)
+    await _finish_all(app, actor, "completed")
+    deep = [(e.type, e.data.get("phone") or e.data.get("destination_phone"), e.depth)
+            for e in await _outbox(app, actor.organization_id) if e.type.startswith(("contact.", "campaign.c"))]
+    assert deep == [("contact.failed", "+14155550101", 2), ("contact.completed", "+14155550100", 2),
+                    ("campaign.completed", None, 2)]
+    assert {e.depth for e in await _outbox(app, actor.organization_id) if e.type.startswith("call.")} == {2}

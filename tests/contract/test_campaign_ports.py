@@ -10,6 +10,7 @@ import pytest
 
 from application.ports.agents import AgentRepository
 from application.ports.campaigns import CampaignFilter, CampaignRepository, ContactFilter, ContactRepository
+from application.ports.dialer import DialerStore
 from application.ports.platform import PageRequest, UnitOfWork
 from domain.agents import Agent
 from domain.campaigns import CallingHours, Campaign, CampaignStats, Contact, ContactAttempt, RetryPolicy, RetryRule
@@ -175,6 +176,32 @@ async def test_a_contact_is_found_by_its_campaign_and_phone(container: Any) -> N
         assert await contacts.find_by_phone(org, second.id or 0, "+14155550001") is None
         assert await contacts.find_by_phone(other, cid, "+14155550001") is None
         assert await contacts.find_by_phone(org, cid, "+14155550009") is None
+
+
+async def test_a_contact_keeps_the_depth_it_was_added_at(container: Any) -> None:
+    """The depth of the trigger action that added a contact reads back everywhere the dialer reads contacts, and
+    saving its moves never changes it."""
+    org = await new_organization(container)
+    campaign = await _campaign(container, org)
+    cid = campaign.id or 0
+    async with container() as r:
+        await (await r.get(ContactRepository)).add_many(org, cid, [
+            _contact(org, cid, 1, next_attempt_at=NOW, cause_depth=2), _contact(org, cid, 2, next_attempt_at=NOW)])
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        contacts = await r.get(ContactRepository)
+        deep = await contacts.find_by_phone(org, cid, "+14155550001")
+        assert deep is not None and deep.cause_depth == 2
+        assert (await contacts.get(org, cid, deep.id or 0)) == deep
+        listed = (await contacts.list(org, cid, ContactFilter(), PageRequest(10, 0))).items
+        assert [c.cause_depth for c in listed] == [2, 0]
+        due = await (await r.get(DialerStore)).due_contacts(org, cid, NOW, 10)
+        assert [(c.phone, c.cause_depth) for c in due] == [("+14155550001", 2), ("+14155550002", 0)]
+        await contacts.update(replace(deep.move("dial", NOW, last_call_id="c1"), cause_depth=0))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        saved = await (await r.get(ContactRepository)).get(org, cid, deep.id or 0)
+        assert saved is not None and (saved.status, saved.last_call_id, saved.cause_depth) == ("dialing", "c1", 2)
 
 
 async def test_the_campaigns_using_a_schedule_are_the_running_and_paused_ones(container: Any) -> None:

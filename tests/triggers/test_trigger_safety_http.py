@@ -1,5 +1,6 @@
 """Triggers that cannot run away or wedge, through the real HTTP API on SQLite and PostgreSQL: the cause depth
-survives work a job finishes later (SMS receipts, calls), so loops through SMS stop at the guard; the run-rate
+survives work a job finishes later (SMS receipts, calls, campaign contacts the dialer dials), so loops through SMS
+and relays through campaigns stop at the guard; the run-rate
 breaker disables a trigger that runs more than 100 times in a minute; any exception in an action fails it at
 once with trigger.failed; event data never adds a line to an email; actions naming another organization's agent
 or campaign are refused when saved."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.triggers import EmailMessage, EmailSender
 from domain.events import EventType
+from entrypoints.features import campaigns as campaigns_feature
 from entrypoints.features.sms import receipts_once
 from entrypoints.features.triggers import TriggerSettings
 from entrypoints.ioc import build_container
@@ -119,6 +122,59 @@ async def test_a_loop_through_sms_and_calls_stops_at_the_guard(make_api: ApiFact
     assert await _total(api, t, "/v2/sms") == 2 and await _total(api, t, "/v2/calls") == 2
     assert await _depths(api, t.organization_id, "sms.delivered") == [0, 2]
     assert await _depths(api, t.organization_id, "call.completed") == [1, 3]
+
+
+async def _dial(api: Api) -> None:
+    container = build_container(api.settings, *api.overrides)
+    try:
+        await campaigns_feature.run_once(container, api.settings)
+    finally:
+        await container.close()
+
+
+async def test_a_relay_of_contacts_through_campaigns_stops_at_the_guard(make_api: ApiFactory, sql_url: str) -> None:
+    """A contact added by a trigger's action is dialled later, by the campaign dialer: its call and its events
+    (contact.completed) carry the depth of that action. Five campaigns relay a number (a campaign takes a number
+    once, so each link needs another campaign): contact.completed in the first adds it to the second, and so on;
+    the fourth link is past the guard, so the fifth campaign never gets the number."""
+    api = await make_api(sql_url, clock=ManualClock(EVENING))
+    t = await api.tenant()
+    agent = await active_agent(api, t, prompt="You call back.", first_message="Hello again.")
+    relay = []
+    for n in range(5):
+        made = await api.client.post("/v2/campaigns", json={"name": f"Relay {n}", "agent_id": agent["id"],
+                                                            "completion": "manual"}, headers=t.headers)
+        assert made.status_code == 201, made.text
+        relay.append(made.json()["data"]["id"])
+        started = await api.client.post(f"/v2/campaigns/{relay[-1]}/start", headers=t.headers)
+        assert started.status_code == 200, started.text
+    links = []
+    for here, onward in pairwise(relay):
+        link = await create(api, t, name=f"Onward from {here}", event="contact.completed",
+                            conditions={"field": "data.campaign_id", "op": "eq", "value": here}, actions=[
+                                {"type": "campaign_contact", "config": {"campaign_id": onward,
+                                                                        "phone": "{{data.phone}}"}}])
+        assert link.status_code == 201, link.text
+        links.append(link.json()["data"]["id"])
+    await evaluate(api)
+    phone = unique_phone()
+    first = await api.client.post(f"/v2/campaigns/{relay[0]}/contacts", json={"contacts": [{"phone": phone}]},
+                                  headers=t.headers)
+    assert first.status_code == 201, first.text
+    for _ in range(6):  # the dialer, the calls to their end, the outcomes, then the triggers and their actions
+        await _dial(api)
+        await finish_calls(api, t.organization_id)
+        await _dial(api)
+        await evaluate(api)
+        await run_jobs(api)
+    ran = [await _depths_run(api, t, link) for link in links]
+    assert [[depth for depth, status in runs if status == "succeeded"] for runs in ran] == [[0], [1], [2], []]
+    assert all(runs[-1] == (3, "skipped") for runs in ran)  # the last contact.completed is past the guard
+    held = [await _total(api, t, f"/v2/campaigns/{campaign}/contacts") for campaign in relay]
+    assert held == [1, 1, 1, 1, 0]  # without the depth, every link ran and the last campaign dialled it too
+    assert await _total(api, t, "/v2/calls") == 4
+    assert await _depths(api, t.organization_id, "call.ended") == [0, 1, 2, 3]
+    assert await _depths(api, t.organization_id, "contact.completed") == [0, 1, 2, 3]
 
 
 # -- the run-rate breaker --------------------------------------------------------------------------------
