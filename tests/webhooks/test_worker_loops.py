@@ -84,6 +84,44 @@ async def test_worker_delivers_soon_after_commit_and_finishes_in_flight_on_stop(
     assert [x["status"] for x in logs] == ["succeeded", "succeeded"]  # the in-flight one was finished
 
 
+async def test_a_test_send_and_a_redelivery_wake_the_idle_sender(
+        make_api: ApiFactory, fresh_sqlite_url: str, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """POST /webhooks/{id}/test and a redelivery leave at once, as event deliveries do: the idle sender is woken
+    by their commit, not found by its poll (an hour here, so only the wake-up can deliver them in time)."""
+    passes = _trace_passes(monkeypatch)
+    api = await make_api(fresh_sqlite_url)
+    t = await api.tenant()
+    hook = (await api.client.post("/v2/webhooks", json={"url": receiver.url(), "events": ["call.ended"]},
+                                  headers=t.headers)).json()["data"]
+    jobs = build_container(api.settings)
+    stop = asyncio.Event()
+    idle = WorkerOptions(poll_seconds=3600, lease_seconds=10, shutdown_grace_seconds=5)
+    worker = asyncio.create_task(webhooks_job(jobs, api.settings, stop, idle))
+    try:
+        async with asyncio.timeout(5):  # the sender's first look at the queue, then it sleeps for the poll
+            while ("claim", 0) not in passes:
+                await asyncio.sleep(0.01)
+        queued = await api.client.post(f"/v2/webhooks/{hook['id']}/test", headers=t.headers)
+        assert queued.status_code == 202, queued.text
+        await receiver.wait_for(1, timeout=5)
+        assert receiver.requests[0].headers["x-webhook-event"] == "webhook.test"
+        logs: list[dict[str, Any]] = []
+        async with asyncio.timeout(5):  # the sender records the attempt just after the receiver answered
+            while not logs:
+                await asyncio.sleep(0.01)
+                logs = (await api.client.get(f"/v2/webhooks/{hook['id']}/logs", headers=t.headers)).json()["data"]
+        again = await api.client.post(f"/v2/webhooks/{hook['id']}/logs/{logs[0]['id']}/redeliver",
+                                      headers=t.headers)
+        assert again.status_code == 202, again.text
+        await receiver.wait_for(2, timeout=5)
+    finally:
+        stop.set()
+        await asyncio.wait_for(worker, timeout=8)
+        await jobs.close()
+    first, second = receiver.requests
+    assert first.webhook_id == second.webhook_id
+
+
 async def test_stop_releases_deliveries_that_do_not_finish_in_time(
         make_api: ApiFactory, fresh_sqlite_url: str, receiver: Receiver) -> None:
     api = await make_api(fresh_sqlite_url)
