@@ -102,6 +102,15 @@ async def _blocked(strict: Api) -> None:
                 "http://[::1]/x"):
         r = await strict.client.post("/v2/webhooks", json={"url": url, "events": ["call.ended"]}, headers=t.headers)
         assert r.status_code == 400 and r.json()["error"]["code"] == "blocked_address", (url, r.text)
+    # a loopback receiver (a local server on any port, as under `make run`) is refused with the setting that allows
+    # it named; any other private target is not told about it
+    for url in ("http://127.0.0.1:9000/hook", "http://localhost:5999/in", "http://127.0.0.1/x", "http://[::1]/x"):
+        r = await strict.client.post("/v2/webhooks", json={"url": url, "events": ["call.ended"]}, headers=t.headers)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "blocked_address", (url, r.text)
+        assert "PARLEY_ALLOW_LOOPBACK_TARGETS=true" in r.json()["error"]["message"], (url, r.text)
+    r = await strict.client.post("/v2/webhooks", json={"url": "http://10.0.0.8/x", "events": ["call.ended"]},
+                                 headers=t.headers)
+    assert "PARLEY_ALLOW_LOOPBACK_TARGETS" not in r.json()["error"]["message"]
     ok = await strict.client.post("/v2/webhooks", json={"url": HOOK, "events": ["call.ended"]}, headers=t.headers)
     hook = ok.json()["data"]["id"]
     r = await strict.client.patch(f"/v2/webhooks/{hook}", json={"url": "http://192.168.1.1/"}, headers=t.headers)
