@@ -307,9 +307,10 @@ def check_url(url: str, *, allowed_ports: Collection[int] = DEFAULT_PORTS,
     Raises ``ValidationFailed`` (field ``url``) when it is not an absolute http(s) URL of at most
     2048 characters with a host, no user info and a port in ``allowed_ports`` (80, 443, 8080 and
     8443 unless told otherwise), and ``BlockedAddress`` (naming the setting) for a loopback target
-    on another port while loopback targets are not allowed. The port rule, the same for every outbound URL: when loopback
-    targets are allowed (``allow_loopback``, development), a loopback address or a ``localhost``
-    name may use any port (local servers on random ports); everything else keeps the list.
+    on another port while loopback targets are not allowed. The port rule, the same for every
+    outbound URL: when loopback targets are allowed (``allow_loopback``, development), a loopback
+    address or a ``localhost`` name may use any port (local servers on random ports); everything
+    else keeps the list.
     Whether the host's address may be reached is a separate question: see
     :func:`is_public_address` (an address literal is in ``ParsedTarget.ip``), and
     :func:`port_allowed` for the addresses a name resolves to.
