@@ -1,4 +1,5 @@
-"""Agents: the list, creating one (the API's body rules), its page, publishing it."""
+"""Agents: the list, creating one (the API's body rules), its page (with a "Place a call" form that has a field for
+each ``{{placeholder}}`` a call needs), publishing it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from application.ports.agents import AgentFilter
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import PageRequest
 from entrypoints.http.dashboard.pages import PathId, bounded, page
+from entrypoints.http.dashboard.pages.call_form import call_form
 from entrypoints.http.dashboard.view import View, decode
 from entrypoints.http.routes.agents import create_command
 from entrypoints.http.schemas.agents import AgentCreate
@@ -52,7 +54,7 @@ async def create_agent(request: Request[Any, Any, Any], use_case: FromDishka[uc.
 async def agent_page(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.GetAgent]) -> Template:
     view = View.of(request)
     agent = await view.run(use_case, lambda actor: uc.GetAgentCommand(actor, bounded(agent_id)))
-    return view.page("agent.html", agent=agent)
+    return view.page("agent.html", agent=agent, **call_form(agent))
 
 
 @page("POST", "/agents/{agent_id:int}/publish", section="agents")
@@ -61,7 +63,8 @@ async def publish_agent(request: Request[Any, Any, Any], agent_id: PathId, use_c
     view = View.of(request)
 
     async def again() -> dict[str, Any]:
-        return {"agent": await view.run(agent, lambda actor: uc.GetAgentCommand(actor, bounded(agent_id)))}
+        found = await view.run(agent, lambda actor: uc.GetAgentCommand(actor, bounded(agent_id)))
+        return {"agent": found, **call_form(found)}
 
     return await view.submit(use_case, lambda actor, _: uc.PublishAgentCommand(actor, bounded(agent_id)),
                              template="agent.html", context=again,
