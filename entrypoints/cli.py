@@ -124,7 +124,7 @@ def welcome(demo: dict[str, Any], host: str, port: int, cli: str = "parley") -> 
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # where a browser on this machine finds it
     base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     return (f"\nDemo API key (organization {demo['organization_id']}, all scopes):\n\n    {demo['key']}\n\n"
-            f"Try:\n    curl -H \"Authorization: Bearer {demo['key']}\" {base}/v2/agents\n\n"
+            f"Try: curl -H \"Authorization: Bearer {demo['key']}\" {base}/v2/agents\n\n"
             f"Dashboard: {base}/dashboard\n"
             f"Create a dashboard user to sign in with (in another terminal, in this directory):\n"
             f"    {cli} admin create-user --org {demo['organization_id']} --email you@example.com "
