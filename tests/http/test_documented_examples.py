@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import Api
+from tests.http.route_table import served_operations
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -105,6 +106,24 @@ def test_every_documented_body_says_its_media_type(document: str, curl: Curl) ->
     assert media_type == "application/json", (
         f"{document}: this curl sends a body without -H \"Content-Type: application/json\" "
         f"(the API answers 415):\n{curl.source}")
+
+
+def _api_path(url: str) -> str | None:
+    """The path under /v2 that a documented URL names (``$API`` stands for the base URL with /v2)."""
+    url = url.replace("$API", "http://127.0.0.1:8000/v2")
+    path = urlsplit(url).path if "://" in url else url.split("?", 1)[0]
+    return path.split("/v2", 1)[1] if "/v2/" in path else None
+
+
+async def test_every_documented_request_names_a_served_operation(api: Api) -> None:
+    """A documented curl goes to a method and path the API serves (no example drifts off a renamed route)."""
+    operations = [(op.method, re.compile(re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(op.documented_path)) + "$"))
+                  for op in served_operations(api.client.app)]
+    for document, curl in _documented():
+        path = _api_path(curl.url)
+        assert path is not None, f"{document}: no /v2 path in {curl.url!r}"
+        assert any(method == curl.method and pattern.match(path) for method, pattern in operations), (
+            f"{document}: {curl.method} {path} is not an operation of the API:\n{curl.source}")
 
 
 async def test_the_readme_examples_run_as_written(api: Api) -> None:
