@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# `make run HOST=0.0.0.0 PORT=9000` serves there (the printed curl hint follows)
+# `make run HOST=0.0.0.0 PORT=9000` serves there (the printed curl hint and dashboard address follow)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -19,7 +19,7 @@ venv: $(STAMP)
 
 run: venv
 	@$(BIN)/parley migrate >/dev/null
-	@$(BIN)/parley admin demo-key | $(BIN)/python -c 'import json,sys; d=json.load(sys.stdin); h=sys.argv[1]; h={"0.0.0.0": "127.0.0.1", "::": "::1"}.get(h, h); h="[%s]" % h if ":" in h else h; print("\nDemo API key (organization %s, all scopes):\n\n    %s\n\nTry: curl -H \"Authorization: Bearer %s\" http://%s:%s/v2/agents\n" % (d["organization_id"], d["key"], d["key"], h, sys.argv[2]), flush=True)' '$(HOST)' '$(PORT)'
+	@$(BIN)/parley admin demo-key --welcome --host '$(HOST)' --port '$(PORT)' --cli '$(BIN)/parley'
 	$(BIN)/parley serve --host '$(HOST)' --port '$(PORT)'
 
 

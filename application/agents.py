@@ -124,6 +124,17 @@ class GetAgent:
         return await _load(self.agents, command.actor, command.agent_id)
 
 
+class GetPublishedAgent:
+    """The agent as a call runs it now: its latest published version (None when it was never published)."""
+
+    def __init__(self, agents: AgentRepository) -> None:
+        self.agents = agents
+
+    async def execute(self, command: GetAgentCommand) -> Agent | None:
+        live = await _load(self.agents, command.actor, command.agent_id)
+        return await as_published(self.agents, live, live.current_version)
+
+
 @dataclass(frozen=True, slots=True)
 class ListAgentsCommand:
     actor: Actor

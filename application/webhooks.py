@@ -208,11 +208,13 @@ class SendTestEventCommand:
 
 
 class SendTestEvent:
-    """Queue a ``webhook.test`` delivery to one subscription (one attempt, no retries)."""
+    """Queue a ``webhook.test`` delivery to one subscription (one attempt, no retries) and wake the delivery
+    senders once it is committed, as a dispatched event does, so it leaves at once instead of at their next
+    poll."""
 
-    def __init__(self, subscriptions: SubscriptionRepository, deliveries: DeliveryRepository, random: Random,
-                 clock: Clock) -> None:
-        self.subscriptions, self.deliveries = subscriptions, deliveries
+    def __init__(self, uow: UnitOfWork, subscriptions: SubscriptionRepository, deliveries: DeliveryRepository,
+                 random: Random, clock: Clock) -> None:
+        self.uow, self.subscriptions, self.deliveries = uow, subscriptions, deliveries
         self.random, self.clock = random, clock
 
     async def execute(self, command: SendTestEventCommand) -> Delivery:
@@ -220,12 +222,14 @@ class SendTestEvent:
         subscription = await _load(self.subscriptions, actor, subscription_id)
         _require_active(subscription)
         now = self.clock.now()
-        return await self.deliveries.add(Delivery(
+        delivery = await self.deliveries.add(Delivery(
             id=None, organization_id=actor.organization_id, subscription_id=subscription_id,
             event_type=wh.TEST_EVENT, data=wh.sample_event_data(subscription, now), occurred_at=now,
             message_id=_new_message_id(self.random), next_attempt_at=now, auto_retry=False,
             created_at=now, updated_at=now,
         ))
+        self.uow.created_work()  # wakes the delivery senders once committed
+        return delivery
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,10 +263,12 @@ class Redeliver:
     """Send the delivery a log row belongs to once more, with the same X-Webhook-Id.
 
     A delivery still waiting for an automatic retry is simply made due now (its schedule goes
-    on); a finished one (succeeded, failed, cancelled) gets one more attempt, without retries."""
+    on); a finished one (succeeded, failed, cancelled) gets one more attempt, without retries. The delivery
+    senders are woken once it is committed, so it leaves at once."""
 
-    def __init__(self, subscriptions: SubscriptionRepository, deliveries: DeliveryRepository, clock: Clock) -> None:
-        self.subscriptions, self.deliveries, self.clock = subscriptions, deliveries, clock
+    def __init__(self, uow: UnitOfWork, subscriptions: SubscriptionRepository, deliveries: DeliveryRepository,
+                 clock: Clock) -> None:
+        self.uow, self.subscriptions, self.deliveries, self.clock = uow, subscriptions, deliveries, clock
 
     async def execute(self, command: RedeliverCommand) -> Delivery:
         actor, subscription_id, attempt_id = command.actor, command.subscription_id, command.attempt_id
@@ -278,6 +284,7 @@ class Redeliver:
         keep_schedule = delivery.status == "pending" and delivery.auto_retry
         if not await self.deliveries.requeue(actor.organization_id, delivery.id or 0, now, auto_retry=keep_schedule):
             raise Conflict("this delivery is being sent right now; try again in a moment")
+        self.uow.created_work()  # wakes the delivery senders once committed
         return replace(delivery, status="pending", next_attempt_at=now, auto_retry=keep_schedule, updated_at=now)
 
 

@@ -185,11 +185,19 @@ def is_loopback_name(host: str) -> bool:
 
 BLOCKED_MESSAGE = "the URL points to an address that is not allowed (private, loopback or reserved network)"
 
+LOOPBACK_SETTING = "PARLEY_ALLOW_LOOPBACK_TARGETS"
+"""The setting that allows loopback targets (local development); named in the error that refuses one."""
+
+LOOPBACK_MESSAGE = (f"the URL points to this machine (a loopback address or localhost), which this server refuses; "
+                    f"for local development, start it with {LOOPBACK_SETTING}=true")
+
 
 def ensure_public(ip: str | IPAddress, *, allow_loopback: bool) -> None:
-    """Raise :class:`BlockedAddress` unless ``ip`` is public (see :func:`is_public_address`)."""
+    """Raise :class:`BlockedAddress` unless ``ip`` is public (see :func:`is_public_address`); a loopback
+    address refused because loopback targets are off gets the message naming the setting that allows them."""
     if not is_public_address(ip, allow_loopback=allow_loopback):
-        raise BlockedAddress(BLOCKED_MESSAGE)
+        raise BlockedAddress(LOOPBACK_MESSAGE if not allow_loopback and is_loopback_address(ip)
+                             else BLOCKED_MESSAGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,9 +306,11 @@ def check_url(url: str, *, allowed_ports: Collection[int] = DEFAULT_PORTS,
 
     Raises ``ValidationFailed`` (field ``url``) when it is not an absolute http(s) URL of at most
     2048 characters with a host, no user info and a port in ``allowed_ports`` (80, 443, 8080 and
-    8443 unless told otherwise). The port rule, the same for every outbound URL: when loopback
-    targets are allowed (``allow_loopback``, development), a loopback address or a ``localhost``
-    name may use any port (local servers on random ports); everything else keeps the list.
+    8443 unless told otherwise), and ``BlockedAddress`` (naming the setting) for a loopback target
+    on another port while loopback targets are not allowed. The port rule, the same for every
+    outbound URL: when loopback targets are allowed (``allow_loopback``, development), a loopback
+    address or a ``localhost`` name may use any port (local servers on random ports); everything
+    else keeps the list.
     Whether the host's address may be reached is a separate question: see
     :func:`is_public_address` (an address literal is in ``ParsedTarget.ip``), and
     :func:`port_allowed` for the addresses a name resolves to.
@@ -339,6 +349,8 @@ def check_url(url: str, *, allowed_ports: Collection[int] = DEFAULT_PORTS,
     else:
         host, ip = _canonical_host(hostname)
     loopback = is_loopback_address(ip) if ip is not None else is_loopback_name(host)
+    if port not in allowed_ports and loopback and not allow_loopback:
+        raise BlockedAddress(LOOPBACK_MESSAGE)  # refused for being loopback, whatever its port
     if port not in allowed_ports and not (allow_loopback and loopback):
         raise _bad("the port is not allowed (use 80, 443, 8080 or 8443)")
     target = parts.path or "/"

@@ -160,6 +160,19 @@ def placeholders(text: str) -> set[str]:
     return set(PLACEHOLDER_RE.findall(text or ""))
 
 
+BUILT_IN_PLACEHOLDERS = frozenset({"contact_name", "destination_phone"})
+"""Filled by the call itself: the contact's name (when the call gives one) and the number dialled."""
+
+
+def call_placeholders(agent: Agent) -> list[str]:
+    """Every placeholder a call with ``agent`` fills, sorted: those of its prompt, its first message and the
+    voicemail message it leaves. Those outside ``BUILT_IN_PLACEHOLDERS`` need values in ``custom_data``."""
+    texts = [agent.prompt, agent.first_message or ""]
+    if agent.voicemail.action == "leave_message":
+        texts.append(agent.voicemail.message or "")
+    return sorted(set().union(*(placeholders(text) for text in texts)))
+
+
 def spoken(value: Any) -> str:
     """A placeholder value as it is said (a JSON value from custom_data): a string as it is; true/false;
     a number without a needless fraction (3.0 -> "3", 2.5 -> "2.5"); a list as its items joined with ", "

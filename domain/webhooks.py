@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from domain.addresses import check_url, ensure_public
+from domain.addresses import LOOPBACK_MESSAGE, check_url, ensure_public
 from domain.errors import BlockedAddress, InvalidTransition, ValidationFailed
 from domain.events import CATALOGUE, EventType, subject_of
 from domain.rfc3339 import format_utc_millis
@@ -61,7 +61,7 @@ def check_target(url: str, *, allow_loopback: bool) -> str:
     if target.ip is not None:
         ensure_public(target.ip, allow_loopback=allow_loopback)
     elif (target.host == "localhost" or target.host.endswith(".localhost")) and not allow_loopback:
-        raise BlockedAddress("the URL points to an address that is not allowed (loopback)")
+        raise BlockedAddress(LOOPBACK_MESSAGE)
     return target.url
 
 

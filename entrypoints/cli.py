@@ -118,6 +118,19 @@ async def demo_key(settings: Settings) -> dict[str, Any]:
     return demo
 
 
+def welcome(demo: dict[str, Any], host: str, port: int, cli: str = "parley") -> str:
+    """What `make run` prints before serving: the demo key, a first request, the dashboard's address and the
+    command that creates a dashboard user of the demo organization (``cli``: how this shell reaches `parley`)."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # where a browser on this machine finds it
+    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    return (f"\nDemo API key (organization {demo['organization_id']}, all scopes):\n\n    {demo['key']}\n\n"
+            f"Try: curl -H \"Authorization: Bearer {demo['key']}\" {base}/v2/agents\n\n"
+            f"Dashboard: {base}/dashboard\n"
+            f"Create a dashboard user to sign in with (in another terminal, in this directory):\n"
+            f"    {cli} admin create-user --org {demo['organization_id']} --email you@example.com "
+            f"--password 'choose-a-password'\n")
+
+
 def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bool, server: str,
           migrate_first: bool = True, loop: str = "auto") -> int:
     ready_database(settings, migrate_first=migrate_first)
@@ -229,7 +242,13 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("--org", type=int, required=True)
     u.add_argument("--email", required=True)
     u.add_argument("--password", required=True)
-    admin.add_parser("demo-key", help="create (once) and print the demo organization's key")
+    d = admin.add_parser("demo-key", help="create (once) and print the demo organization's key")
+    d.add_argument("--welcome", action="store_true",
+                   help="print, instead of JSON, what `make run` shows: the key, a first request, the dashboard's "
+                        "address and how to create a dashboard user")
+    d.add_argument("--host", default="127.0.0.1", help="with --welcome: the host `parley serve` listens on")
+    d.add_argument("--port", type=int, default=8000, help="with --welcome: the port `parley serve` listens on")
+    d.add_argument("--cli", default="parley", help="with --welcome: how the printed command reaches `parley`")
     return parser
 
 
@@ -269,7 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         elif args.admin == "create-user":
             _print(asyncio.run(create_user(settings, args.org, args.email, args.password)))
         elif args.admin == "demo-key":
-            _print(asyncio.run(demo_key(settings)))
+            demo = asyncio.run(demo_key(settings))
+            if args.welcome:
+                print(welcome(demo, args.host, args.port, args.cli), flush=True)
+            else:
+                _print(demo)
     except DomainError as exc:
         print(json.dumps({"error": {"code": exc.code, "message": exc.message, "details": exc.details}}),
               file=sys.stderr)

@@ -201,6 +201,7 @@ class UseCaseProvider(Provider):
         agents.ListAgentVersions,
         agents.GetAgentVersion,
         agents.RestoreAgentVersion,
+        agents.GetPublishedAgent,
     )
 
 

@@ -97,7 +97,8 @@ class JsonRequest(Request[Any, Any, Any]):
         if body:
             media_type, _ = self.content_type
             if media_type and media_type != "application/json" and not media_type.endswith("+json"):
-                raise HTTPException(status_code=415, detail="Content-Type must be application/json")
+                raise HTTPException(status_code=415, detail="The request body must be JSON: "
+                                                            "send Content-Type: application/json")
         try:
             value = await super().json()
         except SerializationException as exc:

@@ -1,6 +1,7 @@
 """The dashboard in a real browser against a real `parley serve` (its in-process worker runs the telephony
-simulator): sign in, create an agent, publish it, place a call from the page, watch it finish, play its recording,
-create and rotate an API key (the new secret shown once), sign out. Screenshots of the main pages, at a laptop's
+simulator): sign in, create an agent, publish it, place a call from the page (a field for each placeholder of its
+prompt), watch it finish, play its recording, create and rotate an API key (the new secret shown once) and revoke
+one, each after a confirmation, sign out. Screenshots of the main pages, at a laptop's
 and a phone's size, are kept in var/screenshots/dashboard-*.png."""
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ async def test_the_dashboard_in_a_browser(page, browser, tmp_path: Path) -> None
 
         # an agent: created, published
         await page.fill("#create-agent input[name=name]", "Front desk")
-        await page.fill("#create-agent textarea[name=prompt]", "You are the front desk of Acme. Be brief.")
+        await page.fill("#create-agent textarea[name=prompt]",
+                        "You are the front desk of Acme, calling about order {{order_id}}. Be brief.")
         await page.fill("#create-agent input[name=first_message]", "Hello, this is Acme.")
         await page.click("#create-agent button[type=submit]")
         await page.wait_for_url(re.compile(r".*/dashboard/agents/\d+.*"))
@@ -67,9 +69,16 @@ async def test_the_dashboard_in_a_browser(page, browser, tmp_path: Path) -> None
         assert "Published version 1" in await page.content()
         await _shot(page, "agent")
 
-        # a call from the page, watched until it is over, its recording played
+        # a call from the page, watched until it is over, its recording played; the prompt's placeholder has a
+        # field of its own, which the browser asks for before the form is sent
+        placeholder = "#place-call input[name='custom.order_id']"
+        assert await page.is_visible(placeholder)
         await page.fill("#place-call input[name=destination_phone]", "+14155550123")
         await page.fill("#place-call input[name=contact_name]", "Ada")
+        await page.click("#place-call button[type=submit]")
+        assert "/dashboard/agents/" in page.url  # not sent: the placeholder's field is required
+        assert await page.eval_on_selector(placeholder, "input => input.validity.valueMissing")
+        await page.fill(placeholder, "A-1042")
         await page.click("#place-call button[type=submit]")
         await page.wait_for_url(re.compile(r".*/dashboard/calls/[^/?]+.*"))
         await page.wait_for_function(
@@ -96,13 +105,30 @@ async def test_the_dashboard_in_a_browser(page, browser, tmp_path: Path) -> None
         await page.click("#create-key button[type=submit]")
         first = (await page.inner_text("#new-secret code")).strip()
         assert first.startswith("parley_sk_")
-        await page.click("button[data-rotate]")
+        await page.click("[data-rotate]")  # asks first, on a page of its own
+        await page.wait_for_selector("#confirm-rotate")
+        assert "keeps working for" in await page.inner_text("#confirm-rotate")
+        await _shot(page, "api-key-rotate")
+        await page.click("button[data-confirm=rotate]")
         second = (await page.inner_text("#new-secret code")).strip()
         assert second.startswith("parley_sk_") and second != first
         assert "keeps working until" in await page.inner_text("#new-secret")
         await _shot(page, "api-keys")
         await page.goto(f"{base}/api-keys")
         assert second not in await page.content() and first not in await page.content()
+        # revoking asks too: cancelled, nothing happens; confirmed, the key is revoked
+        revoke = page.locator("[data-revoke]").first
+        key_id = await revoke.get_attribute("data-revoke")
+        await revoke.click()
+        await page.wait_for_selector("#confirm-revoke")
+        assert "cannot be undone" in await page.inner_text("#confirm-revoke")
+        await page.click("#confirm-revoke a:has-text('Cancel')")
+        await page.wait_for_url(f"{base}/api-keys")
+        await page.click(f"[data-revoke='{key_id}']")
+        await page.click("button[data-confirm=revoke]")
+        await page.wait_for_url(re.compile(r".*/dashboard/api-keys\?flash=.*"))
+        assert "Key revoked" in await page.content()
+        assert await page.locator(f"[data-revoke='{key_id}']").count() == 0
 
         # the overview, on a laptop and on a phone (the menu folds)
         await page.goto(base)

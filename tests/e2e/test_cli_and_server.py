@@ -126,7 +126,7 @@ def test_a_normal_shutdown_prints_no_pool_or_traceback_lines(workdir: tuple[Path
 
 
 def test_make_run_serves_on_the_port_asked_for_and_says_so(workdir: tuple[Path, dict[str, str]]) -> None:
-    """`make run PORT=...` serves there, and the printed curl hint names that host and port."""
+    """`make run PORT=...` serves there, and the printed curl hint and dashboard address name that host and port."""
     import re
     import signal
     import threading
@@ -160,6 +160,11 @@ def test_make_run_serves_on_the_port_asked_for_and_says_so(workdir: tuple[Path, 
                 assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
                 time.sleep(0.2)
         assert answer.status_code == 200
+        # the dashboard's address and the command that creates a user of the demo organization are printed too
+        [dashboard] = [line.split("Dashboard: ", 1)[1].strip() for line in lines if line.startswith("Dashboard: ")]
+        assert dashboard == f"http://127.0.0.1:{port}/dashboard"
+        assert httpx.get(dashboard, timeout=5).status_code == 303  # to the sign-in form
+        assert any(".venv/bin/parley admin create-user --org " in line for line in lines), "".join(lines)
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGINT)

@@ -234,7 +234,7 @@ HOSTILE: list[tuple[str, type[Exception]]] = [
     ("http://user:secret@example.test/", ValidationFailed),
     ("http://example.test@127.0.0.1/", ValidationFailed),
     ("http://example.test:22/", ValidationFailed),
-    ("http://127.0.0.1:6379/", ValidationFailed),
+    ("http://127.0.0.1:6379/", BlockedAddress),
     ("http:///nohost", ValidationFailed),
     ("http://1.2.3.4.5/", ValidationFailed),
     ("http://[fe80::1%25eth0]/", ValidationFailed),

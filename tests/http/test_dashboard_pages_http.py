@@ -54,6 +54,54 @@ async def test_create_an_agent_publish_it_and_place_a_call(any_api: Api) -> None
     assert call_path.rsplit("/", 1)[1][:8] in calls.text
 
 
+async def test_place_a_call_has_a_field_for_each_placeholder_of_the_agent(any_api: Api) -> None:
+    user, headers, csrf = await _signed_in(any_api)
+    agent = await active_agent(any_api, user.tenant,  # type: ignore[attr-defined]
+                               prompt="Call {{contact_name}} about order {{ order_id }} on {{destination_phone}}.",
+                               first_message="Hi {{first_name}}!",
+                               voicemail={"action": "leave_message", "message": "Call back about {{order_id}}"})
+    page = await any_api.client.get(f"/dashboard/agents/{agent['id']}", headers=headers)
+    fields = re.findall(r'<input type="text" name="custom\.(\w+)"', page.text)
+    assert fields == ["first_name", "order_id"]  # the built-ins (contact_name, destination_phone) fill themselves
+    assert 'id="call-placeholders"' in page.text
+    assert re.search(r'name="contact_name" value=""\s*required', page.text)  # the prompt says {{contact_name}}
+    phone = unique_phone()
+    missing = await any_api.client.post("/dashboard/calls", headers=headers, data={
+        "csrf_token": csrf, "agent_id": str(agent["id"]), "destination_phone": phone, "custom.first_name": "Ada",
+        "custom.order_id": " ", "contact_name": "Ada Lovelace"})
+    assert missing.status_code == 400 and "missing values for: order_id" in missing.text
+    assert 'value="Ada"' in missing.text  # the form comes back with what was typed, fields and all
+    assert re.findall(r'<input type="text" name="custom\.(\w+)"', missing.text) == ["first_name", "order_id"]
+    placed = await any_api.client.post("/dashboard/calls", headers=headers, follow_redirects=False, data={
+        "csrf_token": csrf, "agent_id": str(agent["id"]), "destination_phone": phone, "contact_name": "Ada Lovelace",
+        "custom.first_name": "Ada", "custom.order_id": "A-1042"})
+    assert placed.status_code == 303, placed.text
+    call_id = placed.headers["location"].split("?")[0].rsplit("/", 1)[1]
+    call = (await any_api.client.get(f"/v2/calls/{call_id}", headers=user.tenant.headers)  # type: ignore[attr-defined]
+            ).json()["data"]
+    assert call["custom_data"] == {"first_name": "Ada", "order_id": "A-1042"}
+    assert call["contact_name"] == "Ada Lovelace"
+    plain = await active_agent(any_api, user.tenant, prompt="Be brief.", first_message="Hello.")  # type: ignore[attr-defined]
+    assert 'id="call-placeholders"' not in (await any_api.client.get(f"/dashboard/agents/{plain['id']}",
+                                                                      headers=headers)).text
+
+
+async def test_the_placeholder_fields_follow_the_published_version_not_the_draft(any_api: Api) -> None:
+    user, headers, csrf = await _signed_in(any_api)
+    tenant = user.tenant  # type: ignore[attr-defined]
+    agent = await active_agent(any_api, tenant, prompt="Ask about order {{order_id}}.", first_message="Hello.")
+    edited = await any_api.client.patch(f"/v2/agents/{agent['id']}", headers=tenant.headers,
+                                        json={"prompt": "Ask {{first_name}} about the weather."})
+    assert edited.status_code == 200 and edited.json()["data"]["has_unpublished_changes"] is True
+    page = await any_api.client.get(f"/dashboard/agents/{agent['id']}", headers=headers)
+    # a call runs the published version, so its placeholders are the ones the form asks for
+    assert re.findall(r'<input type="text" name="custom\.(\w+)"', page.text) == ["order_id"]
+    placed = await any_api.client.post("/dashboard/calls", headers=headers, follow_redirects=False, data={
+        "csrf_token": csrf, "agent_id": str(agent["id"]), "destination_phone": unique_phone(),
+        "custom.order_id": "A-7"})
+    assert placed.status_code == 303, placed.text
+
+
 async def test_api_keys_create_rotate_revoke_with_the_secret_shown_once(any_api: Api) -> None:
     user, headers, csrf = await _signed_in(any_api)
     created = await any_api.client.post("/dashboard/api-keys", headers=headers,
@@ -67,9 +115,17 @@ async def test_api_keys_create_rotate_revoke_with_the_secret_shown_once(any_api:
     listing = await any_api.client.get("/dashboard/api-keys", headers=headers)
     assert secret.group(0) not in listing.text and "CI" in listing.text
     key_id = int(re.findall(r'data-rotate="(\d+)"', listing.text)[-1])
+    assert f'href="/dashboard/api-keys/{key_id}/rotate"' in listing.text  # opens the confirmation, does nothing
 
+    asked = await any_api.client.get(f"/dashboard/api-keys/{key_id}/rotate", headers=headers)
+    assert asked.status_code == 200 and "Rotate the key “CI”?" in asked.text
+    assert "keeps working for\n  24 hours" in asked.text and 'name="confirm" value="rotate"' in asked.text
+    unconfirmed = await any_api.client.post(f"/dashboard/api-keys/{key_id}/rotate", headers=headers,
+                                            data={"csrf_token": csrf})
+    assert unconfirmed.status_code == 200 and 'id="confirm-rotate"' in unconfirmed.text
+    assert 'id="new-secret"' not in unconfirmed.text  # nothing rotated: the page asks again
     rotated = await any_api.client.post(f"/dashboard/api-keys/{key_id}/rotate", headers=headers,
-                                        data={"csrf_token": csrf})
+                                        data={"csrf_token": csrf, "confirm": "rotate"})
     assert rotated.status_code == 200, rotated.text
     new_secret = _SECRET.search(rotated.text)
     assert new_secret is not None and new_secret.group(0) != secret.group(0)
@@ -77,12 +133,20 @@ async def test_api_keys_create_rotate_revoke_with_the_secret_shown_once(any_api:
     assert (await any_api.client.get("/v2/agents", headers={"Authorization": f"Bearer {new_secret.group(0)}"})
             ).status_code == 200
     again = await any_api.client.post(f"/dashboard/api-keys/{key_id}/rotate", headers=headers,
-                                      data={"csrf_token": csrf})
+                                      data={"csrf_token": csrf, "confirm": "rotate"})
     assert again.status_code == 409 and "already rotated" in again.text
 
     new_id = int(re.findall(r'data-revoke="(\d+)"', rotated.text)[-1])
+    asked = await any_api.client.get(f"/dashboard/api-keys/{new_id}/revoke", headers=headers)
+    assert asked.status_code == 200 and "Revoke the key “CI”?" in asked.text and "cannot be undone" in asked.text
+    for confirm in ({}, {"confirm": "rotate"}):  # not confirmed, or confirmed for something else: asks again
+        unconfirmed = await any_api.client.post(f"/dashboard/api-keys/{new_id}/revoke", headers=headers,
+                                                data={"csrf_token": csrf, **confirm}, follow_redirects=False)
+        assert unconfirmed.status_code == 200 and 'id="confirm-revoke"' in unconfirmed.text
+    assert (await any_api.client.get("/v2/agents", headers={"Authorization": f"Bearer {new_secret.group(0)}"})
+            ).status_code == 200
     revoked = await any_api.client.post(f"/dashboard/api-keys/{new_id}/revoke", headers=headers,
-                                        data={"csrf_token": csrf}, follow_redirects=False)
+                                        data={"csrf_token": csrf, "confirm": "revoke"}, follow_redirects=False)
     assert revoked.status_code == 303
     assert (await any_api.client.get("/v2/agents", headers={"Authorization": f"Bearer {new_secret.group(0)}"})
             ).status_code == 401
@@ -110,6 +174,12 @@ async def test_a_session_never_reaches_another_organizations_data(any_api: Api) 
                  f"/dashboard/api-keys/{other.key_id}/revoke"):
         answer = await any_api.client.post(path, headers=headers, data={"csrf_token": csrf})
         assert answer.status_code == 404, (path, answer.status_code)
+        action = path.rsplit("/", 1)[1]
+        confirmed = await any_api.client.post(path, headers=headers, data={"csrf_token": csrf, "confirm": action})
+        assert confirmed.status_code == 404, (path, confirmed.status_code)
+    for action in ("rotate", "revoke"):  # the confirmation page of another organization's key does not exist
+        asked = await any_api.client.get(f"/dashboard/api-keys/{other.key_id}/{action}", headers=headers)
+        assert asked.status_code == 404 and "text/html" in asked.headers["content-type"]
     placed = await any_api.client.post("/dashboard/calls", headers=headers, data={
         "csrf_token": csrf, "agent_id": str(agent["id"]), "destination_phone": unique_phone()})
     assert placed.status_code == 404

@@ -301,7 +301,7 @@ HOSTILE: list[tuple[str, str]] = [
     ("http://user:secret@site.test/", "bad_request"),
     ("http://site.test@127.0.0.1/", "bad_request"),
     ("http://site.test:22/", "bad_request"),
-    ("http://127.0.0.1:6379/", "bad_request"),
+    ("http://127.0.0.1:6379/", "blocked_address"),  # loopback, whatever the port
     ("http://1.2.3.4.5/", "bad_request"),
     ("http://[fe80::1%25eth0]/", "bad_request"),
     # loopback, in every notation (the page server itself included)
@@ -399,7 +399,8 @@ async def test_loopback_targets_may_use_any_port_and_nothing_else_may(open_api: 
             assert r.status_code == 400 and r.json()["error"]["code"] == "bad_request", (other, r.text)
         t2, kb2 = await _kb(closed_api)
         refused = await _scrape(closed_api, t2, kb2, f"http://127.0.0.1:{port}/page")
-        assert refused.status_code == 400, refused.text
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "blocked_address", refused.text
+        assert "PARLEY_ALLOW_LOOPBACK_TARGETS=true" in refused.json()["error"]["message"]  # how to allow it
     finally:
         httpd.shutdown()
         httpd.server_close()

@@ -9,7 +9,9 @@ from litestar.testing import AsyncTestClient
 
 from entrypoints.asgi_app import http_container
 from entrypoints.http.app import create_app
+from entrypoints.runtime import JOB_WAKE_UPS
 from tests.conftest import Api, Tenant
+from tests.http.test_dashboard_sections_http import webhook_with_a_failed_attempt
 
 HOOK = "https://hooks.example.com/parley"
 
@@ -103,6 +105,15 @@ async def _blocked(strict: Api) -> None:
                 "http://[::1]/x"):
         r = await strict.client.post("/v2/webhooks", json={"url": url, "events": ["call.ended"]}, headers=t.headers)
         assert r.status_code == 400 and r.json()["error"]["code"] == "blocked_address", (url, r.text)
+    # a loopback receiver (a local server on any port, as under `make run`) is refused with the setting that allows
+    # it named; any other private target is not told about it
+    for url in ("http://127.0.0.1:9000/hook", "http://localhost:5999/in", "http://127.0.0.1/x", "http://[::1]/x"):
+        r = await strict.client.post("/v2/webhooks", json={"url": url, "events": ["call.ended"]}, headers=t.headers)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "blocked_address", (url, r.text)
+        assert "PARLEY_ALLOW_LOOPBACK_TARGETS=true" in r.json()["error"]["message"], (url, r.text)
+    r = await strict.client.post("/v2/webhooks", json={"url": "http://10.0.0.8/x", "events": ["call.ended"]},
+                                 headers=t.headers)
+    assert "PARLEY_ALLOW_LOOPBACK_TARGETS" not in r.json()["error"]["message"]
     ok = await strict.client.post("/v2/webhooks", json={"url": HOOK, "events": ["call.ended"]}, headers=t.headers)
     hook = ok.json()["data"]["id"]
     r = await strict.client.patch(f"/v2/webhooks/{hook}", json={"url": "http://192.168.1.1/"}, headers=t.headers)
@@ -201,6 +212,28 @@ async def test_test_send_is_queued_and_refused_while_paused(api: Api) -> None:
     await c.patch(f"/v2/webhooks/{hook['id']}", json={"status": "paused"}, headers=t.headers)
     refused = await c.post(f"/v2/webhooks/{hook['id']}/test", headers=t.headers)
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "conflict"
+
+
+async def test_a_test_send_and_a_redelivery_wake_the_delivery_senders(any_api: Api) -> None:
+    """The 202 of a test send or a redelivery comes after a commit that woke this process's delivery senders (as a
+    dispatched event does), so the delivery leaves at once instead of at their next idle poll."""
+    t = await any_api.tenant()
+    hook = await _hook(any_api, t)
+    wake = JOB_WAKE_UPS.subscribe()
+    try:
+        queued = await any_api.client.post(f"/v2/webhooks/{hook['id']}/test", headers=t.headers)
+        assert queued.status_code == 202, queued.text
+        assert wake.is_set()
+        wake.clear()
+        assert (await any_api.client.get(f"/v2/webhooks/{hook['id']}", headers=t.headers)).status_code == 200
+        assert not wake.is_set()  # a read wakes nobody
+        hook_id, log_id = await webhook_with_a_failed_attempt(any_api, t)
+        wake.clear()
+        again = await any_api.client.post(f"/v2/webhooks/{hook_id}/logs/{log_id}/redeliver", headers=t.headers)
+        assert again.status_code == 202, again.text
+        assert wake.is_set()
+    finally:
+        JOB_WAKE_UPS.unsubscribe(wake)
 
 
 async def test_logs_paging_and_filter_validation(api: Api) -> None:

@@ -545,6 +545,9 @@ async def test_a_contact_the_agent_could_never_call_is_refused_at_once(clocked: 
                                                             "timezone_mode": "campaign"})
     minted = await _mint(clocked, t, campaign)
     w = Widget(clocked, t, campaign, minted.json()["data"]["token"])
+    # the draft needs nothing, but a call runs the published version, whose placeholders are the ones that count
+    drafted = await clocked.client.patch(f"/v2/agents/{agent}", headers=t.headers, json={"prompt": "Be brief."})
+    assert drafted.status_code == 200, drafted.text
     refused = await w.submit({"phone": PHONE, "custom_data": {"plan": "Gold"}})
     assert refused.status_code == 422, refused.text
     error = refused.json()["error"]

@@ -9,8 +9,19 @@ from typing import Any
 
 import pytest
 
-from application.ports.platform import UnitOfWork
+from application.context import Actor
+from application.ports.platform import PageRequest, UnitOfWork
+from application.ports.webhooks import AttemptFilter
+from application.webhooks import (
+    ListDeliveryAttempts,
+    ListDeliveryAttemptsCommand,
+    Redeliver,
+    RedeliverCommand,
+    SendTestEvent,
+    SendTestEventCommand,
+)
 from domain.events import event
+from domain.scopes import ScopeSet
 from entrypoints import webhook_jobs
 from entrypoints.ioc import build_container
 from entrypoints.webhook_jobs import WorkerOptions, deliver_once, webhooks_job
@@ -82,6 +93,70 @@ async def test_worker_delivers_soon_after_commit_and_finishes_in_flight_on_stop(
         await jobs.close()
     logs = (await api.client.get(f"/v2/webhooks/{hook['id']}/logs", headers=t.headers)).json()["data"]
     assert [x["status"] for x in logs] == ["succeeded", "succeeded"]  # the in-flight one was finished
+
+
+async def test_a_test_send_and_a_redelivery_wake_the_idle_sender(
+        make_api: ApiFactory, fresh_sqlite_url: str, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test send and a redelivery leave at once, as event deliveries do: the idle sender is woken by their commit,
+    not found by its poll (an hour here, so only the wake-up can deliver them in time)."""
+    # idle: the dispatcher's first pass found no event, the sender's first claim no delivery (it sleeps for the poll)
+    idle_now = asyncio.Event()
+    dispatch, claim = webhook_jobs.dispatch_once, webhook_jobs.claim
+    first: set[str] = set()
+
+    def looked(kind: str, found: int) -> None:
+        if not found:
+            first.add(kind)
+        if first == {"dispatch", "claim"}:
+            idle_now.set()
+
+    async def traced_dispatch(*args: Any, **kwargs: Any) -> int:
+        dispatched = await dispatch(*args, **kwargs)
+        looked("dispatch", dispatched)
+        return dispatched
+
+    async def traced_claim(*args: Any) -> list[Any]:
+        claimed = await claim(*args)
+        looked("claim", len(claimed))
+        return claimed
+
+    monkeypatch.setattr(webhook_jobs, "dispatch_once", traced_dispatch)
+    monkeypatch.setattr(webhook_jobs, "claim", traced_claim)
+    api = await make_api(fresh_sqlite_url)
+    t = await api.tenant()
+    hook = (await api.client.post("/v2/webhooks", json={"url": receiver.url(), "events": ["call.ended"]},
+                                  headers=t.headers)).json()["data"]
+    actor = Actor(t.organization_id, t.organization_id, None, ScopeSet.of(["*"]))
+    jobs = build_container(api.settings)
+
+    async def run(case: type, command: Any) -> Any:  # as the route runs it: the use case, then the commit
+        async with jobs() as r:
+            result = await (await r.get(case)).execute(command)
+            await (await r.get(UnitOfWork)).commit()
+        return result
+
+    stop = asyncio.Event()
+    idle = WorkerOptions(poll_seconds=3600, lease_seconds=10, shutdown_grace_seconds=5)
+    worker = asyncio.create_task(webhooks_job(jobs, api.settings, stop, idle))
+    try:
+        await asyncio.wait_for(idle_now.wait(), timeout=10)
+        await run(SendTestEvent, SendTestEventCommand(actor, hook["id"]))
+        await receiver.wait_for(1, timeout=5)
+        assert receiver.requests[0].headers["x-webhook-event"] == "webhook.test"
+        page: Any = None
+        async with asyncio.timeout(5):  # the sender records the attempt just after the receiver answered
+            while not (page and page.items):
+                await asyncio.sleep(0.01)
+                page = await run(ListDeliveryAttempts, ListDeliveryAttemptsCommand(
+                    actor, hook["id"], AttemptFilter(), PageRequest()))
+        await run(Redeliver, RedeliverCommand(actor, hook["id"], page.items[0].id))
+        await receiver.wait_for(2, timeout=5)
+    finally:
+        stop.set()
+        await asyncio.wait_for(worker, timeout=8)
+        await jobs.close()
+    first_send, again = receiver.requests
+    assert first_send.webhook_id == again.webhook_id
 
 
 async def test_stop_releases_deliveries_that_do_not_finish_in_time(

@@ -5,7 +5,9 @@
 1. pages marked ``public`` (the sign-in form) run without a session; every other page needs the
    ``parley_session`` cookie of a live session (``SessionAuthenticator.active``), else 303 to the sign-in page;
 2. a signed-in user's pages spend the API's rate limits in the user's bucket (the one the API spends for a
-   session): over it, a 429 page with ``Retry-After``;
+   session): over it, a 429 page with ``Retry-After``. A page's live refresh (a ``live`` page: a fragment an open
+   page fetches again by itself) spends a budget of its own instead (``LIVE_WINDOWS`` per user), so watching a
+   campaign run leaves the user's requests to the user, and a script cannot read through it without limit;
 3. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
    ``X-CSRF-Token`` header), else a 403 page (``csrf_failed``); checked here, before any handler runs;
 4. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
@@ -24,6 +26,7 @@ from application import sessions as uc
 from application.ports.accounts import RateLimiter
 from application.ports.platform import Clock, UnitOfWork
 from application.principals import Principal
+from domain.rate_limit import Window
 from domain.sessions import same_token
 from entrypoints.http.authentication import Refused, SessionAuthenticator, header
 from entrypoints.http.dashboard.errors import error_page_messages
@@ -36,6 +39,9 @@ from entrypoints.runtime import RateLimitPolicy
 
 log = logging.getLogger("parley.dashboard")
 PUBLIC = "dashboard_public"
+LIVE = "dashboard_live"
+LIVE_WINDOWS = (Window(60, 40),)
+"""The budget of a user's live refreshes: a campaign's progress every 3 s is 20 a minute, so two open pages."""
 MAX_FORM_BYTES = 64 * 1024
 SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
@@ -94,11 +100,14 @@ class DashboardGate:
             for message in _redirect(f"{PREFIX}/login?next={quote(target, safe='/')}"):
                 await send(message)
             return
-        # the signed-in user's budget, the API's rate limits: pages and the API with a session spend one bucket
+        # the signed-in user's budget, the API's rate limits: pages and the API with a session spend one bucket;
+        # a live refresh spends the user's live budget instead
         principal = Principal.session(active.session.user_id, active.organization)
-        limits = await container.get(RateLimitPolicy)
-        decision = await (await container.get(RateLimiter)).hit(
-            principal.rate_bucket, limits.windows_for(principal), (await container.get(Clock)).now())
+        if scope["route_handler"].opt.get(LIVE):
+            bucket, windows = f"live:{principal.rate_bucket}", LIVE_WINDOWS
+        else:
+            bucket, windows = principal.rate_bucket, (await container.get(RateLimitPolicy)).windows_for(principal)
+        decision = await (await container.get(RateLimiter)).hit(bucket, windows, (await container.get(Clock)).now())
         await uow.commit()  # the session's last use and the page counted, together
         if not decision.allowed:
             RATE_LIMIT_REFUSALS.labels("rate_limit").inc()

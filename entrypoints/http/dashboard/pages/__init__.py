@@ -9,7 +9,7 @@ from litestar import get, post
 from litestar.params import PathParameter
 
 from domain.parsing import MAX_ID
-from entrypoints.http.dashboard.gate import PUBLIC
+from entrypoints.http.dashboard.gate import LIVE, PUBLIC
 
 PathId = Annotated[int, PathParameter(description="An id in the path")]
 PathText = Annotated[str, PathParameter(description="A text id in the path")]
@@ -23,9 +23,13 @@ def bounded(value: int) -> int:
 _DECORATORS = {"GET": get, "POST": post}
 
 
-def page(method: str, path: str, *, section: str = "", public: bool = False, **kwargs: Any
+def page(method: str, path: str, *, section: str = "", public: bool = False, live: bool = False, **kwargs: Any
          ) -> Callable[[Callable[..., Any]], Any]:
     """A dashboard page at ``/dashboard{path}``: ``section`` highlights its navigation entry; ``public`` pages
-    (signing in) need no session. Pages stay out of the OpenAPI document (it describes the JSON API)."""
-    return _DECORATORS[method](path, opt={"section": section, PUBLIC: public}, include_in_schema=False,
+    (signing in) need no session; a ``live`` page (a GET fragment an open page fetches again by itself, cheap to
+    answer) spends the user's live budget rather than the request budget. Pages stay out of the OpenAPI document
+    (it describes the JSON API)."""
+    if live and method != "GET":
+        raise ValueError("only a GET page can be live")
+    return _DECORATORS[method](path, opt={"section": section, PUBLIC: public, LIVE: live}, include_in_schema=False,
                                **kwargs)

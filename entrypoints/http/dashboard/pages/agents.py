@@ -1,4 +1,5 @@
-"""Agents: the list, creating one (the API's body rules), its page, publishing it."""
+"""Agents: the list, creating one (the API's body rules), its page (with a "Place a call" form that has a field for
+each ``{{placeholder}}`` a call needs), publishing it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from application.ports.agents import AgentFilter
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import PageRequest
 from entrypoints.http.dashboard.pages import PathId, bounded, page
+from entrypoints.http.dashboard.pages.call_form import published_call_form
 from entrypoints.http.dashboard.view import View, decode
 from entrypoints.http.routes.agents import create_command
 from entrypoints.http.schemas.agents import AgentCreate
@@ -49,19 +51,22 @@ async def create_agent(request: Request[Any, Any, Any], use_case: FromDishka[uc.
 
 
 @page("GET", "/agents/{agent_id:int}", section="agents")
-async def agent_page(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.GetAgent]) -> Template:
+async def agent_page(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.GetAgent],
+                     published: FromDishka[uc.GetPublishedAgent]) -> Template:
     view = View.of(request)
     agent = await view.run(use_case, lambda actor: uc.GetAgentCommand(actor, bounded(agent_id)))
-    return view.page("agent.html", agent=agent)
+    return view.page("agent.html", agent=agent, **await published_call_form(view, published, agent))
 
 
 @page("POST", "/agents/{agent_id:int}/publish", section="agents")
 async def publish_agent(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.PublishAgent],
-                        agent: FromDishka[uc.GetAgent]) -> Response[Any] | Template:
+                        agent: FromDishka[uc.GetAgent],
+                        published: FromDishka[uc.GetPublishedAgent]) -> Response[Any] | Template:
     view = View.of(request)
 
     async def again() -> dict[str, Any]:
-        return {"agent": await view.run(agent, lambda actor: uc.GetAgentCommand(actor, bounded(agent_id)))}
+        found = await view.run(agent, lambda actor: uc.GetAgentCommand(actor, bounded(agent_id)))
+        return {"agent": found, **await published_call_form(view, published, found)}
 
     return await view.submit(use_case, lambda actor, _: uc.PublishAgentCommand(actor, bounded(agent_id)),
                              template="agent.html", context=again,

@@ -1,5 +1,7 @@
 """API keys: the list, creating one, rotating and revoking; a new secret is shown once, on the page that answers
-the form (never stored in a URL or a flash)."""
+the form (never stored in a URL or a flash). Rotating and revoking ask first: the list's buttons open a page
+(``GET .../rotate`` or ``.../revoke``) that says what will happen, whose form sends ``confirm``; a post without it
+shows that page again and changes nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from litestar.response import Response, Template
 from application import accounts as uc
 from application.context import Actor
 from application.ports.platform import Clock, PageRequest
+from domain.api_keys import DEFAULT_GRACE_HOURS
 from domain.errors import PlanRequired, ValidationFailed
 from domain.scopes import PRESETS
 from entrypoints.http.dashboard.pages import PathId, bounded, page
@@ -62,10 +65,32 @@ async def create_key(request: Request[Any, Any, Any], issue: FromDishka[uc.Issue
     return await shown(result) if isinstance(result, uc.IssuedKey) else result
 
 
+CONFIRM_FIELD = "confirm"
+
+
+async def _confirmation(view: View, getting: uc.GetApiKey, key_id: int, action: str) -> Template:
+    """The page that asks before ``action`` (rotate or revoke) on a key of the organization (404 for another's)."""
+    key = await view.run(getting, lambda actor: uc.GetApiKeyCommand(actor, bounded(key_id)))
+    return view.page("api_key_confirm.html", key=key, action=action, grace_hours=DEFAULT_GRACE_HOURS)
+
+
+async def _confirmed(view: View, action: str) -> bool:
+    return (await view.form()).get(CONFIRM_FIELD) == action
+
+
+@page("GET", "/api-keys/{key_id:int}/rotate", section="api_keys")
+async def confirm_rotate(request: Request[Any, Any, Any], key_id: PathId,
+                         getting: FromDishka[uc.GetApiKey]) -> Template:
+    return await _confirmation(View.of(request), getting, key_id, "rotate")
+
+
 @page("POST", "/api-keys/{key_id:int}/rotate", section="api_keys")
 async def rotate_key(request: Request[Any, Any, Any], key_id: PathId, rotate: FromDishka[uc.RotateApiKey],
-                     keys: FromDishka[uc.ListApiKeys], clock: FromDishka[Clock]) -> Response[Any] | Template:
+                     getting: FromDishka[uc.GetApiKey], keys: FromDishka[uc.ListApiKeys],
+                     clock: FromDishka[Clock]) -> Response[Any] | Template:
     view = View.of(request)
+    if not await _confirmed(view, "rotate"):
+        return await _confirmation(view, getting, key_id, "rotate")
 
     async def listing() -> dict[str, Any]:
         return await _listing(view, keys, clock)
@@ -78,10 +103,19 @@ async def rotate_key(request: Request[Any, Any, Any], key_id: PathId, rotate: Fr
                      rotated_until=result.previous_key_expires_at, **await listing())
 
 
+@page("GET", "/api-keys/{key_id:int}/revoke", section="api_keys")
+async def confirm_revoke(request: Request[Any, Any, Any], key_id: PathId,
+                         getting: FromDishka[uc.GetApiKey]) -> Template:
+    return await _confirmation(View.of(request), getting, key_id, "revoke")
+
+
 @page("POST", "/api-keys/{key_id:int}/revoke", section="api_keys")
 async def revoke_key(request: Request[Any, Any, Any], key_id: PathId, revoke: FromDishka[uc.RevokeApiKey],
-                     keys: FromDishka[uc.ListApiKeys], clock: FromDishka[Clock]) -> Response[Any] | Template:
+                     getting: FromDishka[uc.GetApiKey], keys: FromDishka[uc.ListApiKeys],
+                     clock: FromDishka[Clock]) -> Response[Any] | Template:
     view = View.of(request)
+    if not await _confirmed(view, "revoke"):
+        return await _confirmation(view, getting, key_id, "revoke")
 
     async def listing() -> dict[str, Any]:
         return await _listing(view, keys, clock)
@@ -91,5 +125,4 @@ async def revoke_key(request: Request[Any, Any, Any], key_id: PathId, revoke: Fr
                              done=lambda _: view.redirect("/api-keys", "Key revoked"))
 
 
-
-HANDLERS = [keys_page, create_key, rotate_key, revoke_key]
+HANDLERS = [keys_page, create_key, confirm_rotate, rotate_key, confirm_revoke, revoke_key]

@@ -1,5 +1,6 @@
-"""Calls: the list, placing a call from an agent's page, a call's page with its log (transcript) and an audio
-player for its recording (a signed recording URL, as ``GET /call-logs/{id}/recording`` hands out)."""
+"""Calls: the list, placing a call from an agent's page (its placeholders' fields are the call's custom_data), a
+call's page with its log (transcript) and an audio player for its recording (a signed recording URL, as
+``GET /call-logs/{id}/recording`` hands out)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from application.ports.platform import PageRequest
 from domain.calls import FINAL_STATUSES
 from domain.errors import NotFound
 from entrypoints.http.dashboard.pages import PathText, page
+from entrypoints.http.dashboard.pages.call_form import published_call_form
 from entrypoints.http.dashboard.view import View, decode
 from entrypoints.http.schemas.calls import CallCreate
 
@@ -26,6 +28,8 @@ LIST_SIZE = 50
 AGENT_NAMES = 100  # the agents named in the list (others show their id)
 MAX_CALL_ID = 64
 REFRESH_SECONDS = 2  # a call's page reloads itself until the call is over
+CUSTOM_FIELD = "custom."
+"""The prefix of the "Place a call" form's placeholder fields: ``custom.<name>`` fills ``{{name}}``."""
 
 
 @page("GET", "/calls", section="calls")
@@ -41,18 +45,24 @@ async def calls_page(request: Request[Any, Any, Any], calls: FromDishka[uc.ListC
 
 @page("POST", "/calls", section="calls")
 async def place_call(request: Request[Any, Any, Any], use_case: FromDishka[uc.PlaceCall],
-                     agent: FromDishka[agents_uc.GetAgent]) -> Response[Any] | Template:
+                     agent: FromDishka[agents_uc.GetAgent],
+                     published: FromDishka[agents_uc.GetPublishedAgent]) -> Response[Any] | Template:
     view = View.of(request)
     form = await view.form()
 
     def command(actor: Actor, form: Mapping[str, str]) -> uc.PlaceCallCommand:
+        # one field per placeholder of the agent (``custom.<name>``), a blank one left out: custom_data
+        custom = {name.removeprefix(CUSTOM_FIELD): value for name, value in form.items()
+                  if name.startswith(CUSTOM_FIELD) and value.strip()}
         data = decode({"bot_id": form.get("agent_id", ""), "destination_phone": form.get("destination_phone", ""),
-                       "contact_name": form.get("contact_name", "")}, CallCreate)
-        return uc.PlaceCallCommand(actor, str(data.bot_id), data.destination_phone, data.contact_name)
+                       "contact_name": form.get("contact_name", ""), "custom_data": custom or ""}, CallCreate)
+        return uc.PlaceCallCommand(actor, str(data.bot_id), data.destination_phone, data.contact_name,
+                                   data.custom_data or {})
 
     async def again() -> dict[str, Any]:
         agent_id = int(form["agent_id"]) if form.get("agent_id", "").isdigit() else 0
-        return {"agent": await view.run(agent, lambda actor: agents_uc.GetAgentCommand(actor, agent_id))}
+        found = await view.run(agent, lambda actor: agents_uc.GetAgentCommand(actor, agent_id))
+        return {"agent": found, **await published_call_form(view, published, found)}
 
     return await view.submit(use_case, command, template="agent.html", context=again,
                              done=lambda call: view.redirect(f"/calls/{call.id}", "Call placed"))

@@ -57,10 +57,11 @@ async def campaign(request: Request[Any, Any, Any], campaign_id: PathId, getting
     return view.page("campaign.html", **await _detail(view, getting, campaign_id))
 
 
-@page("GET", "/campaigns/{campaign_id:int}/progress", section="campaigns")
+@page("GET", "/campaigns/{campaign_id:int}/progress", section="campaigns", live=True)
 async def campaign_progress(request: Request[Any, Any, Any], campaign_id: PathId,
                             getting: FromDishka[uc.GetCampaign]) -> Template:
-    """The part of the campaign's page that changes while it runs (fetched again by ``campaign.js``)."""
+    """The part of the campaign's page that changes while it runs (fetched again by ``campaign.js``): one read of
+    the campaign and its counts, on the user's live budget (the gate), not on the request budget."""
     view = View.of(request)
     return view.page("campaign_progress.html", **await _detail(view, getting, campaign_id))
 
