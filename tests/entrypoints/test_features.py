@@ -11,7 +11,6 @@ from application.call_booking import AtomicSchedulingAppointmentBooker, NoAppoin
 from application.ports.calls import AppointmentBooker
 from application.ports.platform import UnitOfWork
 from entrypoints.features import all_features
-from entrypoints.features.calls import FEATURE as CALLS
 from entrypoints.http.app import route_handlers
 from entrypoints.http.routes import (
     ROUTES,
@@ -103,13 +102,15 @@ async def test_the_backend_picks_each_features_storage(tmp_path: Path, sqlite_ur
 async def test_calls_book_through_the_scheduling_feature_or_never(tmp_path: Path) -> None:
     settings = Settings(database_url="memory://", secret_key="k", var_dir=tmp_path)
     with_scheduling = build_container(settings)
-    calls_only = make_container(settings, DefaultTransactionModeProvider(), features=[CALLS])
+    # every feature but scheduling (the core's organization use cases need billing, billing needs usage, ...)
+    without_scheduling = make_container(settings, DefaultTransactionModeProvider(),
+                                features=[feature for feature in all_features() if feature.name != "scheduling"])
     try:
         async with with_scheduling() as request:
             assert isinstance(await request.get(AppointmentBooker), AtomicSchedulingAppointmentBooker)
-        async with calls_only() as request:
+        async with without_scheduling() as request:
             assert isinstance(await request.get(AppointmentBooker), NoAppointmentBooker)
     finally:
         await with_scheduling.close()
-        await calls_only.close()
+        await without_scheduling.close()
 

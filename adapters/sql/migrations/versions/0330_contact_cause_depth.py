@@ -18,7 +18,7 @@ from alembic import op
 revision = "0330"
 down_revision = "0300"
 branch_labels = None
-depends_on = ("0131",)  # campaign_contacts as the dialer left it
+depends_on = None  # campaign_contacts exists (0015), and 0280 before it already follows the dialer (0130)
 
 
 def upgrade() -> None:
