@@ -69,15 +69,21 @@ async def _reject(send: Send, messages: list[Message]) -> None:
 
 
 _CONTENT_LENGTH = re.compile(rb"[0-9]{1,18}")
+# a Bearer or Widget credential holds no comma: one there is two headers a client or a proxy joined into one
+_JOINED_CREDENTIALS = re.compile(rb"(?i)\s*(bearer|widget)\s[^,]*,")
 
 
 def _framing_problem(scope: Scope) -> tuple[int, str, str, str] | None:
     """What the URL or the framing headers carry that no route can take, as (status, message, field, rule):
-    an unusable Content-Length (400), or non-ASCII digits in the path, which Python's int() would read
+    an unusable Content-Length or a repeated Authorization (400), or non-ASCII digits in the path, which Python's int() would read
     as an id (``/agents/١٢`` as agent 12): no resource has such a path (404)."""
     lengths = {value.strip() for key, value in scope["headers"] if key == b"content-length"}
     if len(lengths) > 1:
         return 400, "Content-Length was sent more than once", "Content-Length", "must be sent once"
+    authorizations = [value for key, value in scope["headers"] if key == b"authorization"]
+    if len(authorizations) > 1 or (authorizations and _JOINED_CREDENTIALS.match(authorizations[0])):
+        # which credential would count is the server's guess (a proxy and the origin may guess differently)
+        return 400, "Authorization was sent more than once", "Authorization", "must be sent once"
     if lengths and not _CONTENT_LENGTH.fullmatch(next(iter(lengths))):
         return 400, "Content-Length is not a number", "Content-Length", "must be the body's size in bytes (digits)"
     if any(char.isdecimal() and not char.isascii() for char in scope["path"]):
