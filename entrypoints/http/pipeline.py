@@ -31,6 +31,7 @@ from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.parsing import parse_id
 from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
+from entrypoints.http.body_digest import body_digest
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
 from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
 from entrypoints.http.methods import is_automatic_options, options_messages
@@ -389,7 +390,8 @@ class _Run:
         if body is None:
             await self.reply(router_error_messages(413, "payload_too_large", "Request body too large"))
             return
-        fingerprint = policy.fingerprint(self.scope["method"], self.scope["path"], body)
+        fingerprint = policy.digest_fingerprint(self.scope["method"], self.scope["path"],
+                                                body_digest(_header(self.scope, b"content-type"), body))
         store = await self.gate.idempotency()
         token = (await self.gate.random()).hex(16)
 
