@@ -237,4 +237,4 @@ class PurgeSessions:
 
     async def execute(self, command: PurgeSessionsCommand) -> int:
         now = self.clock.now()
-        return await self.sessions.purge(now - self.policy.idle, now - self.policy.absolute)
+        return await self.sessions.purge(now - self.policy.idle - rules.TOUCH_PRECISION, now - self.policy.absolute)
