@@ -28,6 +28,7 @@ from application.ports.secrets import SecretBox, SecretUnreadable
 from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
+from domain.rate_limit import tightest
 from domain.parsing import parse_id
 from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
@@ -259,8 +260,17 @@ class _Run:
                 return
             scope["state"]["widget_grant"] = principal.widget
 
-        # 2. rate limit (per principal: a rotated key shares its predecessor's counters, a widget token has its own)
-        decision = await gate.limiter.hit(principal.rate_bucket, gate.limits.windows_for(principal), now)
+        # 2. rate limit (per principal: a rotated key shares its predecessor's counters, a widget token has its own),
+        # and the organization's ceiling over all its keys together
+        windows = gate.limits.windows_for(principal)
+        decision = await gate.limiter.hit(principal.rate_bucket, windows, now)
+        refusal = "rate_limit"
+        if decision.allowed and key is not None and gate.limits.organization:
+            ceiling = await gate.limiter.hit(f"org:{organization.id}", gate.limits.organization, now)
+            if not ceiling.allowed:  # refused: the key's own count is given back
+                await gate.limiter.release(principal.rate_bucket, windows, now)
+                refusal = "organization"
+            decision = tightest(decision, ceiling)
         self.extra_headers += [
             (b"x-ratelimit-limit", str(decision.limit).encode()),
             (b"x-ratelimit-remaining", str(decision.remaining).encode()),
@@ -274,7 +284,7 @@ class _Run:
                 (b"x-api-key-expires-in-days", str(days).encode()),
             ]
         if not decision.allowed:
-            RATE_LIMIT_REFUSALS.labels("rate_limit").inc()
+            RATE_LIMIT_REFUSALS.labels(refusal).inc()
             retry = decision.retry_after or 1
             await self.reply(auth_error_messages(429, "RATE_LIMIT_EXCEEDED", "Rate limit exceeded", retry,
                                                  [(b"retry-after", str(retry).encode())]))
