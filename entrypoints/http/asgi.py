@@ -75,8 +75,8 @@ _JOINED_CREDENTIALS = re.compile(rb"(?i)\s*(bearer|widget)\s[^,]*,")
 
 def _framing_problem(scope: Scope) -> tuple[int, str, str, str] | None:
     """What the URL or the framing headers carry that no route can take, as (status, message, field, rule):
-    an unusable Content-Length or a repeated Authorization (400), or non-ASCII digits in the path, which Python's int() would read
-    as an id (``/agents/١٢`` as agent 12): no resource has such a path (404)."""
+    an unusable Content-Length or a repeated Authorization (400), or non-ASCII digits in the path, which
+    Python's int() would read as an id (``/agents/١٢`` as agent 12): no resource has such a path (404)."""
     lengths = {value.strip() for key, value in scope["headers"] if key == b"content-length"}
     if len(lengths) > 1:
         return 400, "Content-Length was sent more than once", "Content-Length", "must be sent once"

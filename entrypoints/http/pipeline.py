@@ -28,12 +28,12 @@ from application.ports.secrets import SecretBox, SecretUnreadable
 from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
-from domain.rate_limit import tightest
 from domain.parsing import parse_id
+from domain.rate_limit import tightest
 from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
-from entrypoints.http.body_digest import body_digest
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
+from entrypoints.http.body_digest import body_digest
 from entrypoints.http.envelope import auth_error_messages, outage_messages, router_error_messages, status_for
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import Access, AuthMode, access_of
@@ -233,7 +233,7 @@ async def _quietly_roll_back(uow: UnitOfWork) -> None:
     """Roll back what can be (the connection may be gone with the database)."""
     try:
         await uow.rollback()
-    except Exception:  # noqa: BLE001  (the outage already decides the answer)
+    except Exception:  # the outage already decides the answer
         log.debug("rollback failed during a database outage", exc_info=True)
 
 
