@@ -13,10 +13,19 @@ from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, Random
 from application.principals import AuthenticationFailed, Principal
 from domain import api_keys as keyfmt
+from domain import rfc3339
 from domain.api_keys import ApiKey
 from domain.billing import PlanChange
 from domain.destinations import DialingPolicy, parse_countries
-from domain.errors import Conflict, DomainError, InsufficientScope, NotFound, SubOrgForbidden, ValidationFailed
+from domain.errors import (
+    Conflict,
+    DomainError,
+    InsufficientScope,
+    KeyInGracePeriod,
+    NotFound,
+    SubOrgForbidden,
+    ValidationFailed,
+)
 from domain.organizations import (
     ORG_TYPES,
     PLANS,
@@ -277,6 +286,7 @@ class IssueApiKeyCommand:
     scopes: tuple[str, ...]
     expires_at: datetime | None = None
     granted_by: ScopeSet | None = None  # None: operator (CLI), no ceiling
+    issuer: Actor | None = None  # who asks (a key's expiry caps the new key's); None: the operator or a session
 
 
 class IssueApiKey:
@@ -292,9 +302,13 @@ class IssueApiKey:
             raise ValidationFailed.field("scopes", "at least one scope is required")
         if command.granted_by is not None and not command.granted_by.covers(scopes):
             raise ValidationFailed.field("scopes", "cannot grant scopes the calling key does not hold")
+        if command.issuer is not None:
+            _require_settled_key(command.issuer)
         now = self.clock.now()
         if command.expires_at is not None and command.expires_at <= now:
             raise ValidationFailed.field("expires_at", "must be in the future")
+        if command.issuer is not None:
+            _require_no_later_than_issuer(command.issuer, command.expires_at)
         org = await self.orgs.get(command.organization_id)
         if org is None:
             raise NotFound("organization", command.organization_id)
@@ -315,6 +329,26 @@ async def _store_new_key(keys: ApiKeyRepository, random: Random, organization_id
     )
     stored = await keys.add(record)
     return IssuedKey(stored, secret)
+
+
+def _require_settled_key(actor: Actor) -> None:
+    """A key in its rotation grace period manages no key: a leaked key must not outlast its rotation by
+    revoking its successor or minting a fresh one."""
+    if actor.key_in_grace:
+        raise KeyInGracePeriod
+
+
+def _require_no_later_than_issuer(actor: Actor, expires_at: datetime | None) -> None:
+    """A key never mints a key that outlives it."""
+    ceiling = actor.key_expires_at
+    if ceiling is None:
+        return
+    shown = rfc3339.format_utc(ceiling)
+    if expires_at is None:
+        raise ValidationFailed.field("expires_at", f"is required, at or before {shown}: the calling key expires "
+                                                   "then and cannot create a key that never expires")
+    if expires_at > ceiling:
+        raise ValidationFailed.field("expires_at", f"must be at or before {shown}, when the calling key expires")
 
 
 def _require_every_scope_of(actor: Actor, key: ApiKey) -> None:
@@ -384,6 +418,7 @@ class RevokeApiKey:
         self.keys, self.orgs = keys, orgs
 
     async def execute(self, command: RevokeApiKeyCommand) -> None:
+        _require_settled_key(command.actor)
         key = await _key(self.keys, self.orgs, command.actor, command.key_id)
         _require_every_scope_of(command.actor, key)
         if key.status != "revoked":
@@ -412,6 +447,7 @@ class RotateApiKey:
     async def execute(self, command: RotateApiKeyCommand) -> Rotation:
         actor, key_id = command.actor, command.key_id
         grace = keyfmt.grace_period(command.grace_period_hours)
+        _require_settled_key(actor)
         await _enterprise(self.orgs, actor, "business", "enterprise")
         key = await self.keys.get(actor.organization_id, key_id)
         if key is None:
@@ -423,6 +459,10 @@ class RotateApiKey:
         if key.rotated_to_id is not None:
             raise Conflict("this key was already rotated; rotate its successor instead",
                            details={"rotated_to_id": key.rotated_to_id})
+        if actor.key_expires_at is not None and (key.expires_at is None or key.expires_at > actor.key_expires_at):
+            # the successor keeps the key's expiry: it would outlive the calling key
+            raise ValidationFailed.field("id", "names a key that expires after the calling key (its successor "
+                                               "would outlive it); rotate it with a key that expires no sooner")
         issued = await _store_new_key(self.keys, self.random, key.organization_id, key.name, key.scopes,
                                       now, key.expires_at, lineage_id=key.lineage)
         old_expiry = now + grace

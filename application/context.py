@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from domain.scopes import ScopeSet
 
@@ -26,6 +27,8 @@ class Actor:
     key_id: int | None
     scopes: ScopeSet
     key_lineage_id: int | None = None  # the key's rotation chain (a successor shares its predecessor's)
+    key_expires_at: datetime | None = None  # when the acting key stops working (None: never, or no key)
+    key_in_grace: bool = False  # the acting key was rotated and works only until its grace period ends
 
     @classmethod
     def system(cls, organization_id: int) -> Actor:

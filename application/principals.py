@@ -83,4 +83,7 @@ class Principal:
             raise ValueError("a public principal acts in no organization")
         key_id = self.key.id if self.key is not None else None
         lineage = self.key.lineage if self.key is not None else None
-        return Actor(organization.id or 0, self.organization.id or 0, key_id, self.scopes, lineage)
+        key = self.key
+        return Actor(organization.id or 0, self.organization.id or 0, key_id, self.scopes, lineage,
+                     key.expires_at if key is not None else None,
+                     key is not None and key.rotated_to_id is not None)

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from application.ports.accounts import OrganizationRepository, RateLimiter, UserRepository
 from application.ports.passwords import PasswordHasher
-from application.ports.platform import Clock, Random
+from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.sessions import SessionStore
 from application.principals import AuthenticationFailed
 from domain import sessions as rules
@@ -36,13 +36,43 @@ class LoginFailed(AuthenticationFailed):
 
 
 class LoginThrottled(Exception):
-    """Too many failed sign-ins for this email, or from this client address, in the window: refused without
-    looking at the password. ``source``: ``email`` or ``address``."""
+    """Too many failed sign-ins for this email, or from this client address, in the window, or too many sign-ins
+    from this address being checked at this moment: refused without looking at the password. ``source``:
+    ``email``, ``address`` or ``concurrency``."""
+
+    _REASONS = {"email": "Too many failed sign-ins for this email",
+                "address": "Too many failed sign-ins from this address",
+                "concurrency": "Too many sign-ins from this address at once"}
 
     def __init__(self, retry_after: int, source: str = "email") -> None:
-        self.reason = "Too many failed sign-ins " + ("from this address" if source == "address" else "for this email")
+        self.reason = self._REASONS[source]
         super().__init__(f"{self.reason}; try again later")
         self.retry_after, self.source = retry_after, source
+
+
+class PasswordChecks:
+    """How many password verifications run at once per client address, in this process: an argon2 check costs
+    tens of milliseconds of CPU, so one address must not make the server run many at a time. Held by the process
+    (one per process); the event loop runs ``enter`` and ``leave`` without interleaving, so the count is exact."""
+
+    def __init__(self, per_address: int = 2) -> None:
+        self.per_address = per_address
+        self._running: dict[str, int] = {}
+
+    def enter(self, address: str) -> bool:
+        """Take a place for ``address``; False when it already has ``per_address`` checks running."""
+        running = self._running.get(address, 0)
+        if running >= self.per_address:
+            return False
+        self._running[address] = running + 1
+        return True
+
+    def leave(self, address: str) -> None:
+        running = self._running.get(address, 0) - 1
+        if running > 0:
+            self._running[address] = running
+        else:
+            self._running.pop(address, None)
 
 
 class SessionInvalid(AuthenticationFailed):
@@ -104,37 +134,56 @@ class Login:
 
     def __init__(self, users: UserRepository, orgs: OrganizationRepository, sessions: SessionStore,
                  passwords: PasswordHasher, limiter: RateLimiter, clock: Clock, random: Random,
-                 policy: SessionPolicy, throttle: LoginThrottle) -> None:
+                 policy: SessionPolicy, throttle: LoginThrottle, checks: PasswordChecks, uow: UnitOfWork) -> None:
         self.users, self.orgs, self.sessions, self.passwords = users, orgs, sessions, passwords
         self.limiter, self.clock, self.random, self.policy, self.throttle = limiter, clock, random, policy, throttle
+        self.checks, self.uow = checks, uow
 
     async def execute(self, command: LoginCommand) -> OpenedSession:
+        """Every attempt takes a failed-attempt slot of its email and of its address before the password is
+        looked at (the limiter counts atomically, in its own transaction, shared by every process), and gives
+        them back when it succeeds: however many attempts run at once, no more than the budget are checked."""
         email = command.email.strip().lower()
         if not email or len(email) > MAX_EMAIL:
             raise ValidationFailed.field("email", f"must be an email address of at most {MAX_EMAIL} characters")
         if not command.password or len(command.password) > MAX_PASSWORD:
             raise ValidationFailed.field("password", f"must be 1 to {MAX_PASSWORD} characters")
-        if command.replacing:
-            await self.sessions.delete(rules.digest(command.replacing))
+        address = command.client_address
+        if address and not self.checks.enter(address):
+            raise LoginThrottled(1, "concurrency")
+        try:
+            return await self._attempt(command, email)
+        finally:
+            if address:
+                self.checks.leave(address)
+
+    async def _attempt(self, command: LoginCommand, email: str) -> OpenedSession:
         now = self.clock.now()
         throttles = [("address", "login-address:" + command.client_address, self.throttle.address_windows)
                      ] if command.client_address else []
         throttles.append(("email", "login:" + hashlib.sha256(email.encode("utf-8")).hexdigest(),
                           self.throttle.windows))
-        for source, bucket, windows in throttles:
-            before = await self.limiter.peek(bucket, windows, now)
-            if not before.allowed:
-                raise LoginThrottled(before.retry_after or 1, source)
         found = await self.users.find_by_email(email)
+        # the slots are taken after the read, and the read's transaction ends before the password is checked: no
+        # transaction stays open during the check (on SQLite it would hold the write lock)
+        taken: list[tuple[str, tuple[Window, ...]]] = []
+        for source, bucket, windows in throttles:
+            decision = await self.limiter.hit(bucket, windows, now)
+            if not decision.allowed:
+                for held, held_windows in taken:  # refused without a check: it is no failed attempt
+                    await self.limiter.release(held, held_windows, now)
+                raise LoginThrottled(decision.retry_after or 1, source)
+            taken.append((bucket, windows))
+        await self.uow.rollback()  # nothing was written in it: the limiter commits its counts itself
         stored = found[2] if found is not None else await self._decoy_hash()
         matches = await self.passwords.verify(command.password, stored)
         organization = await self.orgs.get(found[1]) if found is not None and matches else None
         if found is None or not matches or organization is None:
-            for source, bucket, windows in throttles:
-                decision = await self.limiter.hit(bucket, windows, now)
-                if not decision.allowed:
-                    raise LoginThrottled(decision.retry_after or 1, source)
-            raise LoginFailed("Email or password is not correct")
+            raise LoginFailed("Email or password is not correct")  # the slots stay taken: failed attempts
+        for bucket, windows in taken:
+            await self.limiter.release(bucket, windows, now)
+        if command.replacing:
+            await self.sessions.delete(rules.digest(command.replacing))
         user_id, organization_id, _ = found
         if self.passwords.needs_rehash(stored):
             await self.users.set_password_hash(user_id, await self.passwords.hash(command.password))
@@ -237,4 +286,4 @@ class PurgeSessions:
 
     async def execute(self, command: PurgeSessionsCommand) -> int:
         now = self.clock.now()
-        return await self.sessions.purge(now - self.policy.idle, now - self.policy.absolute)
+        return await self.sessions.purge(now - self.policy.idle - rules.TOUCH_PRECISION, now - self.policy.absolute)

@@ -159,6 +159,16 @@ class Forbidden(DomainError):
     code = "forbidden"
 
 
+class KeyInGracePeriod(Forbidden):
+    """A rotated key, still working during its grace period, asked to create, rotate or revoke a key (403)."""
+
+    code = "key_in_grace_period"
+
+    def __init__(self) -> None:
+        super().__init__("This key was rotated and works only until its grace period ends: it cannot create, "
+                         "rotate or revoke keys. Use its successor")
+
+
 class Unavailable(DomainError):
     """A dependency needed to act safely cannot answer now; nothing was done (503, Retry-After)."""
 

@@ -65,7 +65,12 @@ def parse_key(raw: str) -> str:
 
 
 def fingerprint(method: str, path: str, body: bytes) -> str:
-    return f"{method.upper()} {path} {hashlib.sha256(body).hexdigest()}"
+    return digest_fingerprint(method, path, hashlib.sha256(body).hexdigest())
+
+
+def digest_fingerprint(method: str, path: str, body_sha256: str) -> str:
+    """The fingerprint of a request whose body the edge hashed itself (a multipart body by its parts)."""
+    return f"{method.upper()} {path} {body_sha256}"
 
 
 def decide(record: IdempotencyRecord | None, request_fingerprint: str, now: datetime) -> Decision:

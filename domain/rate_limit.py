@@ -50,3 +50,13 @@ class RateLimitDecision:
 
 def default_windows(per_minute: int, per_hour: int) -> tuple[Window, ...]:
     return (Window(60, per_minute), Window(3600, per_hour))
+
+
+def tightest(first: RateLimitDecision, second: RateLimitDecision) -> RateLimitDecision:
+    """The decision of two limits on one request (a key's and its organization's): refused when either refused
+    (the refusal's headers), else the one with the fewest remaining requests (on a tie, the later reset)."""
+    if not second.allowed:
+        return second
+    if not first.allowed:
+        return first
+    return min((first, second), key=lambda d: (d.remaining, -d.reset_at))

@@ -1,8 +1,8 @@
 """Dashboard sessions: the rules of their life (idle and absolute expiry) and how a session id is kept.
 
 A session id is a random secret handed to the browser in a cookie; only its SHA-256 is stored, so a copy of the
-database opens no session. A session ends ``idle`` after its last use or ``absolute`` after it was opened,
-whichever comes first.
+database opens no session. A session ends ``idle`` after its last use (up to ``TOUCH_PRECISION`` later, never
+earlier: see ``Session.expires_at``) or ``absolute`` after it was opened, whichever comes first.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ class Session:
     last_seen_at: datetime
 
     def expires_at(self, policy: SessionPolicy) -> datetime:
-        """When the session ends if it is not used again."""
-        return min(self.last_seen_at + policy.idle, self.created_at + policy.absolute)
+        """When the session ends if it is not used again: ``idle`` after its last use, never earlier. The stored
+        last use is written at most once a ``TOUCH_PRECISION``, so a use after it may not have been written; it
+        was less than ``TOUCH_PRECISION`` later, so the idle end counts from the stored last use plus that."""
+        return min(self.last_seen_at + TOUCH_PRECISION + policy.idle, self.created_at + policy.absolute)
 
     def is_live(self, now: datetime, policy: SessionPolicy) -> bool:
         return now < self.expires_at(policy)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -131,8 +133,29 @@ def welcome(demo: dict[str, Any], host: str, port: int, cli: str = "parley") -> 
             f"--password 'choose-a-password'\n")
 
 
+def ensure_address_free(host: str, port: int) -> None:
+    """Refuse to start on an address another server listens on. The ASGI servers bind with ``SO_REUSEPORT`` (their
+    own worker processes share the socket), so a second ``parley serve`` on the same host and port would start too
+    and silently take half of the connections. A socket bound without it fails while anyone listens there."""
+    try:
+        candidates = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise StartupRefused(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    for family, kind, proto, _, address in candidates[:1]:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed server's TIME_WAIT is no owner
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise StartupRefused(f"{host}:{port} is already in use (another `parley serve`, or another "
+                                         "program, listens there): stop it or choose another --port") from None
+                raise StartupRefused(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
 def serve(settings: Settings, host: str, port: int, workers: int, run_worker: bool, server: str,
           migrate_first: bool = True, loop: str = "auto") -> int:
+    ensure_address_free(host, port)
     ready_database(settings, migrate_first=migrate_first)
     env = dict(os.environ)
     env["PARLEY_SECRET_KEY"] = settings.with_secret_key().secret_key

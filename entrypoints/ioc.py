@@ -86,7 +86,11 @@ class PlatformProvider(Provider):
 
     @provide
     def rate_limit_policy(self, settings: Settings) -> RateLimitPolicy:
-        return RateLimitPolicy(default_windows(settings.rate_limit_per_minute, settings.rate_limit_per_hour))
+        # the organization's ceiling is never below one key's limit (raising the keys' limit raises it too)
+        return RateLimitPolicy(default_windows(settings.rate_limit_per_minute, settings.rate_limit_per_hour),
+                               organization=default_windows(
+                                   max(settings.org_rate_limit_per_minute, settings.rate_limit_per_minute),
+                                   max(settings.org_rate_limit_per_hour, settings.rate_limit_per_hour)))
 
     @provide
     def auth_failure_policy(self, settings: Settings) -> AuthFailurePolicy:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dishka import AsyncContainer
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import REGISTRY, Collector
@@ -105,6 +105,16 @@ def outcome_of(status: int) -> str:
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
+disable_created_metrics()  # no ``*_created`` twin of every counter and histogram series
+
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+"""The methods a metric names as they are; any other a client sends is counted as ``other`` (a client must not
+be able to make series)."""
+
+
+def method_label(method: str) -> str:
+    return method if method in KNOWN_METHODS else "other"
+
 HTTP_REQUESTS = Counter("parley_http_requests_total", "HTTP requests answered, by route template, method and status",
                         ["route", "method", "status"])
 HTTP_DURATION = Histogram("parley_http_request_duration_seconds", "Time to answer an HTTP request, by route template",
@@ -184,7 +194,7 @@ async def read_backlog(container: AsyncContainer, context: dict[Any, Any] | None
 
 
 def count_request(route: str, method: str, status: int, seconds: float) -> None:
-    HTTP_REQUESTS.labels(route, method, str(status)).inc()
+    HTTP_REQUESTS.labels(route, method_label(method), str(status)).inc()
     HTTP_DURATION.labels(route).observe(seconds)
 
 

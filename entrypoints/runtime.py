@@ -33,6 +33,8 @@ class RateLimitPolicy:
     """An API key's (and a session's) windows."""
     widget: tuple[Window, ...] = (Window(60, REQUESTS_PER_MINUTE),)
     """A widget token's: its own bucket, never its minting key's."""
+    organization: tuple[Window, ...] = ()
+    """The ceiling of all the keys of one organization together (bucket ``org:<id>``); empty: none."""
 
     def windows_for(self, principal: Principal) -> tuple[Window, ...]:
         return self.widget if principal.kind is PrincipalKind.WIDGET else self.windows

@@ -120,6 +120,9 @@ class Settings:
     them), so PARLEY_SECRET_KEY can be rotated without losing stored secrets."""
     rate_limit_per_minute: int = 60
     rate_limit_per_hour: int = 1000
+    org_rate_limit_per_minute: int = 300
+    """All the keys of one organization together, besides each key's own limits."""
+    org_rate_limit_per_hour: int = 5000
     rate_limit_backend: Literal["auto", "memory", "database"] = "auto"
     auth_failures_per_minute: int = 30  # failed authentications per client address and minute, then 429
     processes: int = 1

@@ -472,7 +472,8 @@ class LentClock:
         return self.target.now() if self.target is not None else SystemClock().now()
 
 
-_POOLABLE_SETTINGS = frozenset({"rate_limit_per_minute", "rate_limit_per_hour", "public_base_url"})
+_POOLABLE_SETTINGS = frozenset({"rate_limit_per_minute", "rate_limit_per_hour", "org_rate_limit_per_minute",
+                                "org_rate_limit_per_hour", "public_base_url"})
 """Settings whose apps a run may share between tests: they only set limits or addresses, and what the app keeps
 in memory under them (rate-limit counters) belongs to a key, which each test makes for itself. Settings that key
 memory by something tests share (the failed-authentication budget is per client address) are not here."""

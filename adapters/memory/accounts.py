@@ -193,6 +193,13 @@ class InMemoryRateLimiter:
                   for w in windows]
         return RateLimitDecision.from_states(states, all(s.used < s.window.limit for s in states), epoch)
 
+    async def release(self, bucket: str, windows: tuple[Window, ...], at: datetime) -> None:
+        epoch = at.timestamp()
+        for window in windows:
+            slot = (bucket, window.seconds, window.start(epoch))
+            if self._counts.get(slot, 0) > 0:
+                self._counts[slot] -= 1
+
     async def purge(self, before: datetime) -> int:
         epoch = before.timestamp()
         stale = [k for k in self._counts if k[2] + k[1] < epoch]

@@ -406,7 +406,14 @@ class SqlRateLimiter:
         conn = await self.uow.connection()
         await conn.execute(rate_limit_counters.update().where(
             rate_limit_counters.c.bucket == bucket, rate_limit_counters.c.window_seconds == window.seconds,
-            rate_limit_counters.c.window_start == start).values(count=rate_limit_counters.c.count - 1))
+            rate_limit_counters.c.window_start == start, rate_limit_counters.c.count > 0,
+        ).values(count=rate_limit_counters.c.count - 1))
+
+    async def release(self, bucket: str, windows: tuple[Window, ...], at: datetime) -> None:
+        epoch = at.timestamp()
+        for window in windows:
+            await self._decrement(bucket, window, window.start(epoch))
+        await self.uow.commit()
 
     async def purge(self, before: datetime) -> int:
         conn = await self.uow.connection()
@@ -449,7 +456,10 @@ class SqlRateLimiter:
         if not allowed:
             for window, start in counted:
                 await self._decrement(bucket, window, start)
-            states = [WindowState(w, await self._read(bucket, w, w.start(epoch)), w.end(epoch)) for w in windows]
+            refused = {w.seconds for w in windows} - {w.seconds for w, _ in counted}
+            # a window that refused was full when it refused, whatever another request gave back since
+            states = [WindowState(w, max(await self._read(bucket, w, w.start(epoch)),
+                                         w.limit if w.seconds in refused else 0), w.end(epoch)) for w in windows]
         await self.uow.commit()
         return RateLimitDecision.from_states(states, allowed, epoch)
 

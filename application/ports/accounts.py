@@ -89,6 +89,12 @@ class RateLimiter(Protocol):
         """What ``hit`` would decide now, counting nothing."""
         ...
 
+    async def release(self, bucket: str, windows: tuple[Window, ...], at: datetime) -> None:
+        """Give back one request ``hit`` counted at ``at`` in every window (never below zero): a slot taken
+        before the work it guards turned out not to need it (a sign-in that succeeded). Committed at once, as
+        ``hit`` is."""
+        ...
+
     async def purge(self, before: datetime) -> int:
         """Forget windows that ended before ``before``."""
         ...

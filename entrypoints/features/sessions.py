@@ -48,6 +48,9 @@ class SessionSettings:
     """The window of the sign-in throttle (fixed, aligned to the clock)."""
     login_failures_per_address: int = 20
     """Failed sign-ins allowed per client address in the window, whatever the emails; the next attempts get 429."""
+    login_checks_per_address: int = 2
+    """Sign-ins from one client address whose password is being checked at once, per server process; more get
+    429 at once."""
 
     def policy(self) -> SessionPolicy:
         return SessionPolicy(idle=timedelta(minutes=self.idle_minutes), absolute=timedelta(hours=self.absolute_hours))
@@ -68,6 +71,10 @@ class SessionsProvider(Provider):
     @provide(scope=Scope.APP)
     def throttle(self, section: SessionSettings) -> cases.LoginThrottle:
         return section.throttle()
+
+    @provide(scope=Scope.APP)
+    def checks(self, section: SessionSettings) -> cases.PasswordChecks:
+        return cases.PasswordChecks(section.login_checks_per_address)
 
 
 class SqlSessionsProvider(Provider):

@@ -13,12 +13,13 @@ from collections.abc import Awaitable, Callable
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from entrypoints.http.envelope import router_error_messages
+from entrypoints.http.envelope import auth_error_messages, router_error_messages
 from entrypoints.observability import count_request, outcome_of, render
 from entrypoints.runtime import request_id_var
 
 request_log = logging.getLogger("parley.http.request")
 METRICS_PATH = "/metrics"
+_METRICS_CHALLENGE = b'Bearer realm="parley-metrics"'
 Snapshot = Callable[[Scope], Awaitable[dict[str, float]]]
 
 API_PREFIX = "/api/v2"
@@ -68,15 +69,21 @@ async def _reject(send: Send, messages: list[Message]) -> None:
 
 
 _CONTENT_LENGTH = re.compile(rb"[0-9]{1,18}")
+# a Bearer or Widget credential holds no comma: one there is two headers a client or a proxy joined into one
+_JOINED_CREDENTIALS = re.compile(rb"(?i)\s*(bearer|widget)\s[^,]*,")
 
 
 def _framing_problem(scope: Scope) -> tuple[int, str, str, str] | None:
     """What the URL or the framing headers carry that no route can take, as (status, message, field, rule):
-    an unusable Content-Length (400), or non-ASCII digits in the path, which Python's int() would read
-    as an id (``/agents/١٢`` as agent 12): an invalid path parameter (400)."""
+    an unusable Content-Length or a repeated Authorization (400), or non-ASCII digits in the path, which
+    Python's int() would read as an id (``/agents/١٢`` as agent 12): an invalid path parameter (400)."""
     lengths = {value.strip() for key, value in scope["headers"] if key == b"content-length"}
     if len(lengths) > 1:
         return 400, "Content-Length was sent more than once", "Content-Length", "must be sent once"
+    authorizations = [value for key, value in scope["headers"] if key == b"authorization"]
+    if len(authorizations) > 1 or (authorizations and _JOINED_CREDENTIALS.match(authorizations[0])):
+        # which credential would count is the server's guess (a proxy and the origin may guess differently)
+        return 400, "Authorization was sent more than once", "Authorization", "must be sent once"
     if lengths and not _CONTENT_LENGTH.fullmatch(next(iter(lengths))):
         return 400, "Content-Length is not a number", "Content-Length", "must be the body's size in bytes (digits)"
     if any(char.isdecimal() and not char.isascii() for char in scope["path"]):
@@ -150,8 +157,12 @@ async def _metrics(scope: Scope, send: Send, token: str, snapshot: Snapshot | No
         await _reject(send, router_error_messages(404, "not_found", "No such resource or route"))
         return
     given = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), "")
-    if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
-        await _reject(send, router_error_messages(401, "unauthorized", "A valid metrics token is required"))
+    if not secrets.compare_digest(given.encode("latin-1"), f"Bearer {token}".encode()):
+        # the auth envelope and challenge of every other 401 (the outermost layer adds X-Request-ID and the rest)
+        code = "INVALID_METRICS_TOKEN" if given else "MISSING_AUTH"
+        await _reject(send, auth_error_messages(401, code, "Authorization: Bearer <metrics token> is required",
+                                                headers=[(b"www-authenticate", _METRICS_CHALLENGE),
+                                                         (b"cache-control", b"no-store")]))
         return
     values = await snapshot(scope) if snapshot is not None else None
     body = render(values)
@@ -192,9 +203,6 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
     async def outer(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await app(scope, receive, send)
-            return
-        if scope["path"] == METRICS_PATH and scope["method"] in ("GET", "HEAD"):
-            await _metrics(scope, send, metrics_token, snapshot)
             return
         started = time.perf_counter()
         status = 500
@@ -249,6 +257,10 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
                 await _reject(send_with_id, router_error_messages(
                     status, "bad_request" if status == 400 else "not_found", message,
                     {"validation_errors": {field: rule}} if status == 400 else None))
+                return
+            if original == METRICS_PATH and scope["method"] == "GET":  # HEAD is GET here (above)
+                state["route"] = METRICS_PATH
+                await _metrics(scope, send_with_id, metrics_token, snapshot)
                 return
             if scope["method"] == "OPTIONS" and scope["path"].startswith(WIDGET_PATHS):
                 await _widget_preflight(scope, send_with_id)

@@ -22,6 +22,8 @@ from domain import errors as de
 from entrypoints.http.methods import allow_header
 from entrypoints.http.parameters import path_parameter_errors
 from entrypoints.http.patterns import UNKNOWN_PATTERN, words_for
+from entrypoints.outages import RETRY_AFTER_SECONDS as OUTAGE_RETRY_AFTER
+from entrypoints.outages import is_database_outage
 
 T = TypeVar("T")
 log = logging.getLogger("parley.http")
@@ -305,7 +307,20 @@ def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     return error_response(status, code, message)
 
 
+OUTAGE_MESSAGE = "The service cannot reach its database right now; nothing was done. Try again shortly"
+
+
+def outage_messages() -> list[Message]:
+    """503 ``service_unavailable`` with ``Retry-After``: the database cannot be reached (entrypoints/outages.py)."""
+    return router_error_messages(503, "service_unavailable", OUTAGE_MESSAGE,
+                                 headers=[(b"retry-after", str(OUTAGE_RETRY_AFTER).encode())])
+
+
 def handle_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    if is_database_outage(exc):
+        log.warning("database unreachable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+        return error_response(503, "service_unavailable", OUTAGE_MESSAGE,
+                              headers={"Retry-After": str(OUTAGE_RETRY_AFTER)})
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal_error", "Internal server error")
 

@@ -29,13 +29,16 @@ from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.parsing import parse_id
+from domain.rate_limit import tightest
 from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
-from entrypoints.http.envelope import auth_error_messages, router_error_messages, status_for
+from entrypoints.http.body_digest import body_digest
+from entrypoints.http.envelope import auth_error_messages, outage_messages, router_error_messages, status_for
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import Access, AuthMode, access_of
 from entrypoints.observability import RATE_LIMIT_REFUSALS
+from entrypoints.outages import is_database_outage
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
 
 log = logging.getLogger("parley.http")
@@ -62,10 +65,19 @@ def client_address(scope: Scope) -> str:
     return str(client[0]) if client else "unknown"
 
 
-async def _send_all(send: Send, messages: list[Message], extra_headers: list[tuple[bytes, bytes]]) -> None:
+_NO_STORE = (b"cache-control", b"no-store")
+
+
+async def _send_all(send: Send, messages: list[Message], extra_headers: list[tuple[bytes, bytes]],
+                    *, private: bool = False) -> None:
+    """``private``: the answer is someone's own data, kept out of every cache (``Cache-Control: no-store``)
+    unless the route chose its own ``Cache-Control``."""
     for message in messages:
-        if message["type"] == "http.response.start" and extra_headers:
-            message = {**message, "headers": [*message.get("headers", []), *extra_headers]}
+        if message["type"] == "http.response.start" and (extra_headers or private):
+            headers = [*message.get("headers", []), *extra_headers]
+            if private and not any(name.lower() == b"cache-control" for name, _ in headers):
+                headers.append(_NO_STORE)
+            message = {**message, "headers": headers}
         await send(message)
 
 
@@ -206,7 +218,32 @@ class RequestPipeline:
         container: AsyncContainer = scope["state"]["dishka_container"]
         gate = await container.get(RequestGate)
         app = self.app if access.location is None else with_location(self.app, access.location)
-        await _Run(app, scope, receive, send, gate, access).run()
+        run = _Run(app, scope, receive, send, gate, access)
+        try:
+            await run.run()
+        except Exception as error:
+            if not is_database_outage(error) or run.replied:
+                raise
+            await _quietly_roll_back(gate.uow)
+            log.warning("database unreachable on %s %s: %s", scope["method"], scope["path"], type(error).__name__)
+            await run.reply(outage_messages())
+
+
+async def _quietly_roll_back(uow: UnitOfWork) -> None:
+    """Roll back what can be (the connection may be gone with the database)."""
+    try:
+        await uow.rollback()
+    except Exception:  # the outage already decides the answer
+        log.debug("rollback failed during a database outage", exc_info=True)
+
+
+def _failure_messages(error: Exception) -> list[Message]:
+    """A failure's answer: 503 when the database cannot be reached, else 500 (logged with its traceback)."""
+    if is_database_outage(error):
+        log.warning("database unreachable: %s", type(error).__name__)
+        return outage_messages()
+    log.exception("request failed")
+    return router_error_messages(500, "internal_error", "Internal server error")
 
 
 class _Run:
@@ -214,13 +251,18 @@ class _Run:
                  access: Access) -> None:
         self.app, self.scope, self.receive, self.send = app, scope, receive, send
         self.gate, self.access = gate, access
-        # a response that can carry a secret is kept out of every cache
-        self.extra_headers: list[tuple[bytes, bytes]] = [(b"cache-control", b"no-store")] if access.secret else []
+        # a response that can carry a secret is kept out of every cache, and so is every answer to an authenticated
+        # request (``private``, set once the credential is accepted), errors included
+        self.extra_headers: list[tuple[bytes, bytes]] = [_NO_STORE] if access.secret else []
+        self.private = False
         if access.auth is AuthMode.WIDGET:  # the answer depends on the caller's Origin (CORS, docs/widget.md)
             self.extra_headers.append((b"vary", b"Origin"))
 
+    replied = False
+
     async def reply(self, messages: list[Message]) -> None:
-        await _send_all(self.send, messages, self.extra_headers)
+        self.replied = True
+        await _send_all(self.send, messages, self.extra_headers, private=self.private and not self.access.secret)
 
     async def run(self) -> None:
         scope, gate = self.scope, self.gate
@@ -245,6 +287,7 @@ class _Run:
             await self._handle(uow)
             return
         assert principal.organization is not None
+        self.private = True
         key, organization = principal.key, principal.organization
         now = gate.clock.now()
 
@@ -258,8 +301,17 @@ class _Run:
                 return
             scope["state"]["widget_grant"] = principal.widget
 
-        # 2. rate limit (per principal: a rotated key shares its predecessor's counters, a widget token has its own)
-        decision = await gate.limiter.hit(principal.rate_bucket, gate.limits.windows_for(principal), now)
+        # 2. rate limit (per principal: a rotated key shares its predecessor's counters, a widget token has its own),
+        # and the organization's ceiling over all its keys together
+        windows = gate.limits.windows_for(principal)
+        decision = await gate.limiter.hit(principal.rate_bucket, windows, now)
+        refusal = "rate_limit"
+        if decision.allowed and key is not None and gate.limits.organization:
+            ceiling = await gate.limiter.hit(f"org:{organization.id}", gate.limits.organization, now)
+            if not ceiling.allowed:  # refused: the key's own count is given back
+                await gate.limiter.release(principal.rate_bucket, windows, now)
+                refusal = "organization"
+            decision = tightest(decision, ceiling)
         self.extra_headers += [
             (b"x-ratelimit-limit", str(decision.limit).encode()),
             (b"x-ratelimit-remaining", str(decision.remaining).encode()),
@@ -273,7 +325,7 @@ class _Run:
                 (b"x-api-key-expires-in-days", str(days).encode()),
             ]
         if not decision.allowed:
-            RATE_LIMIT_REFUSALS.labels("rate_limit").inc()
+            RATE_LIMIT_REFUSALS.labels(refusal).inc()
             retry = decision.retry_after or 1
             await self.reply(auth_error_messages(429, "RATE_LIMIT_EXCEEDED", "Rate limit exceeded", retry,
                                                  [(b"retry-after", str(retry).encode())]))
@@ -344,10 +396,9 @@ class _Run:
                 await uow.commit()
             else:
                 await uow.rollback()
-        except Exception:
-            log.exception("request failed")
-            await uow.rollback()
-            await self.reply(router_error_messages(500, "internal_error", "Internal server error"))
+        except Exception as error:
+            await _quietly_roll_back(uow)
+            await self.reply(_failure_messages(error))
             return
         await self.reply(captured.messages)
 
@@ -389,7 +440,8 @@ class _Run:
         if body is None:
             await self.reply(router_error_messages(413, "payload_too_large", "Request body too large"))
             return
-        fingerprint = policy.fingerprint(self.scope["method"], self.scope["path"], body)
+        fingerprint = policy.digest_fingerprint(self.scope["method"], self.scope["path"],
+                                                body_digest(_header(self.scope, b"content-type"), body))
         store = await self.gate.idempotency()
         token = (await self.gate.random()).hex(16)
 
@@ -448,12 +500,17 @@ class _Run:
                 else:
                     await store.release(organization_id, lineage_id, key, token)
                 await uow.commit()
-        except Exception:
-            log.exception("request failed")
-            await uow.rollback()
-            await store.release(organization_id, lineage_id, key, token)
-            await uow.commit()
-            await self.reply(router_error_messages(500, "internal_error", "Internal server error"))
+        except Exception as error:
+            await _quietly_roll_back(uow)
+            try:
+                await store.release(organization_id, lineage_id, key, token)
+                await uow.commit()
+            except Exception:
+                if not is_database_outage(error):
+                    raise
+                # the claim stays until it is stale (60 s), when a retry takes it over
+                await _quietly_roll_back(uow)
+            await self.reply(_failure_messages(error))
             return
         await self.reply(captured.messages)
 

@@ -204,3 +204,25 @@ async def test_an_organizations_dialing_policy_round_trips_and_reaches_authentic
         assert (await orgs.get(org)).dialing_policy == DialingPolicy(("GB", "US"), False)  # type: ignore[union-attr]
         credential = await (await r.get(ApiKeyRepository)).find_credential(digest(f"policy-{org}"))
         assert credential is not None and credential[1].dialing_policy == DialingPolicy(("GB", "US"), False)
+
+
+async def test_rate_limiter_gives_back_a_slot(container: Any) -> None:
+    """``release`` gives back what ``hit`` took at the same instant, in every window, and never goes below zero."""
+    windows = (Window(60, 2), Window(3600, 100))
+    bucket = f"contract-release:{id(container)}:{NOW.timestamp()}"
+    async with container() as r:
+        limiter = await r.get(RateLimiter)
+        assert (await limiter.hit(bucket, windows, NOW)).allowed
+        assert (await limiter.hit(bucket, windows, NOW)).allowed
+        assert not (await limiter.hit(bucket, windows, NOW)).allowed
+        await limiter.release(bucket, windows, NOW)
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        limiter = await r.get(RateLimiter)
+        seen = await limiter.peek(bucket, windows, NOW + timedelta(seconds=1))
+        assert seen.allowed and seen.remaining == 1
+        for _ in range(4):
+            await limiter.release(bucket, windows, NOW)
+        await (await r.get(UnitOfWork)).commit()
+        emptied = await limiter.peek(bucket, windows, NOW)
+        assert emptied.remaining == 2

@@ -207,3 +207,32 @@ def test_two_api_processes_on_one_postgresql_share_the_rate_limit(tmp_path: Path
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait(10)
+
+
+def test_a_second_serve_on_the_same_port_refuses_to_start(workdir: tuple[Path, dict[str, str]]) -> None:
+    """The ASGI server binds with SO_REUSEPORT: without a check, a second `parley serve` on the same host and port
+    started too and took half of the connections. It now stops at once with a clear message and exit status 1."""
+    cwd, env = workdir
+    port = free_port()
+    first = subprocess.Popen([*PARLEY, "serve", "--port", str(port)], env=env, cwd=cwd,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            assert first.poll() is None, "the first server exited"
+            try:
+                if httpx.get(f"{base}/v2/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the first server did not start"
+            time.sleep(0.1)
+        second = subprocess.run([*PARLEY, "serve", "--port", str(port)], env=env, cwd=cwd, capture_output=True,
+                                text=True, timeout=60)
+        assert second.returncode == 1, second.stderr
+        assert f"127.0.0.1:{port} is already in use" in second.stderr
+        assert first.poll() is None and httpx.get(f"{base}/v2/health", timeout=5).status_code == 200
+    finally:
+        first.terminate()
+        first.wait(timeout=20)

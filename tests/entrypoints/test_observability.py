@@ -213,3 +213,47 @@ def test_multiprocess_mode_adds_up_every_process(tmp_path: Path) -> None:
                              capture_output=True, text=True).stdout
     assert _sample(scraped, "parley_http_requests_total",
                    {"route": "/api/v2/agents", "method": "GET", "status": "200"}) == 2
+
+
+def _others(text: str) -> float:
+    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+               if sample.name == "parley_http_requests_total" and sample.labels["method"] == "other")
+
+
+def _series(text: str) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+    return {(sample.name, tuple(sorted(sample.labels.items())))
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+async def test_invented_methods_add_no_series_and_no_created_twins(make_api: ApiFactory, sqlite_url: str) -> None:
+    """An anonymous client sending twenty invented methods (one of them 2,000 characters long) makes at most the
+    ``other`` series of the routes it hit; no counter has a ``_created`` twin."""
+    api = await make_api(sqlite_url, metrics_token="scrape-token-3")
+    auth = {"Authorization": "Bearer scrape-token-3"}
+    await api.client.request("FROBNICATE", "/v2/agents")  # the one series of an unknown method on this route
+    await api.client.get("/metrics", headers=auth)  # the scrape's own series exist from here on
+    before = (await api.client.get("/metrics", headers=auth)).text
+    invented = [f"INVENTED{n}" for n in range(19)] + ["X" * 2000]
+    for method in invented:
+        response = await api.client.request(method, "/v2/agents")
+        assert response.status_code in (400, 401, 405), (method[:20], response.status_code)
+    after = (await api.client.get("/metrics", headers=auth)).text
+    assert _series(after) == _series(before)
+    assert not any(method in after for method in invented)
+    assert _others(after) == _others(before) + len(invented)
+    assert "_created" not in after
+
+
+async def test_the_metrics_401_carries_the_headers_of_every_response(make_api: ApiFactory, sqlite_url: str) -> None:
+    api = await make_api(sqlite_url, metrics_token="scrape-token-4")
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        refused = await api.client.get("/metrics", headers={**headers, "X-Request-ID": "scrape-1"})
+        assert refused.status_code == 401
+        assert refused.headers["x-request-id"] == "scrape-1"
+        assert refused.headers["x-content-type-options"] == "nosniff"
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+        assert refused.headers["cache-control"] == "no-store"
+        body = refused.json()
+        assert body["success"] is False and body["error"]["code"] in ("MISSING_AUTH", "INVALID_METRICS_TOKEN")
+    generated = await api.client.get("/metrics")
+    assert generated.headers["x-request-id"] != "scrape-1"

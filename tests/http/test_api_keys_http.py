@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from adapters.memory.clock import ManualClock
 from tests.conftest import Api, ApiFactory
 
@@ -81,8 +83,10 @@ async def test_rotation_keeps_the_old_key_for_the_grace_period(make_api: ApiFact
     old = await api.client.get("/v2/agents", headers=t.headers)
     assert old.status_code == 200 and "x-api-key-expires-in-days" in old.headers  # expiring within 7 days
     assert (await api.client.get("/v2/agents", headers=new)).status_code == 200
-    again = await api.client.post(f"/v2/api-keys/{t.key_id}/rotate", json={}, headers=t.headers)
+    again = await api.client.post(f"/v2/api-keys/{t.key_id}/rotate", json={}, headers=new)
     assert again.status_code == 409
+    in_grace = await api.client.post(f"/v2/api-keys/{t.key_id}/rotate", json={}, headers=t.headers)
+    assert in_grace.status_code == 403 and in_grace.json()["error"]["code"] == "key_in_grace_period"
     clock.advance(hours=2, seconds=1)
     assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 401
     assert (await api.client.get("/v2/agents", headers=new)).status_code == 200
@@ -139,3 +143,58 @@ async def test_a_key_manages_keys_whose_scopes_it_holds(any_api: Api) -> None:
     assert (await any_api.client.get("/v2/agents", headers=writer.headers)).status_code == 401
     itself = await any_api.client.post(f"/v2/api-keys/{manager.key_id}/rotate", headers=manager.headers)
     assert itself.status_code == 200, "a key holds its own scopes"
+
+
+async def test_a_key_never_mints_a_key_that_outlives_it(make_api: ApiFactory, sql_url: str) -> None:
+    """The attack: a 1-day key minted a never-expiring key. Now a new key's expires_at is at most its creator's."""
+    clock = ManualClock()
+    api = await make_api(sql_url, clock=clock)
+    owner = await api.tenant(plan="enterprise")
+    day_key = await api.key_for(owner.organization_id, ("*",), expires_at=clock.now() + timedelta(days=1))
+    ceiling = clock.now() + timedelta(days=1)
+    for asked in ({"name": "forever"}, {"name": "forever", "expires_at": None},
+                  {"name": "later", "expires_at": (ceiling + timedelta(seconds=1)).isoformat()}):
+        refused = await api.client.post("/v2/api-keys", json={**asked, "scopes": ["agents:read"]},
+                                        headers=day_key.headers)
+        assert refused.status_code == 400, refused.text
+        assert "expires_at" in refused.json()["error"]["details"]["validation_errors"]
+    at_ceiling = await api.client.post("/v2/api-keys", json={"name": "same day", "scopes": ["agents:read"],
+                                                             "expires_at": ceiling.isoformat()},
+                                       headers=day_key.headers)
+    assert at_ceiling.status_code == 201, at_ceiling.text
+    # nor by rotating a longer-lived key: the successor would keep the victim's (absent) expiry
+    rotated = await api.client.post(f"/v2/api-keys/{owner.key_id}/rotate", json={}, headers=day_key.headers)
+    assert rotated.status_code == 400, rotated.text
+    listed = (await api.client.get("/v2/api-keys", headers=owner.headers)).json()
+    assert listed["meta"]["total"] == 3, "only the key expiring with its creator was created"
+    # a key that never expires may still create one that never expires
+    forever = await api.client.post("/v2/api-keys", json={"name": "forever", "scopes": ["agents:read"]},
+                                    headers=owner.headers)
+    assert forever.status_code == 201 and forever.json()["data"]["expires_at"] is None
+
+
+async def test_a_rotated_key_cannot_manage_keys_in_its_grace_period(any_api: Api) -> None:
+    """The attack: after rotation the old (leaked) key revoked its successor and minted a fresh key."""
+    owner = await any_api.tenant(plan="enterprise")
+    rotated = await any_api.client.post(f"/v2/api-keys/{owner.key_id}/rotate", json={"grace_period_hours": 24},
+                                        headers=owner.headers)
+    assert rotated.status_code == 200, rotated.text
+    successor_id = rotated.json()["data"]["id"]
+    successor = {"Authorization": f"Bearer {rotated.json()['data']['key']}"}
+    other = await any_api.key_for(owner.organization_id, ("agents:read",))
+    attempts = [("DELETE", f"/v2/api-keys/{successor_id}", None),
+                ("POST", f"/v2/api-keys/{successor_id}/rotate", {"grace_period_hours": 1}),
+                ("POST", f"/v2/api-keys/{other.key_id}/rotate", {"grace_period_hours": 1}),
+                ("POST", "/v2/api-keys", {"name": "fresh", "scopes": ["*"]}),
+                ("DELETE", f"/v2/api-keys/{other.key_id}", None)]
+    for method, path, body in attempts:
+        refused = await any_api.client.request(method, path, json=body, headers=owner.headers)
+        assert refused.status_code == 403, (method, path, refused.text)
+        assert refused.json()["error"]["code"] == "key_in_grace_period"
+    assert (await any_api.client.get("/v2/agents", headers=successor)).status_code == 200
+    assert (await any_api.client.get("/v2/agents", headers=other.headers)).status_code == 200
+    assert (await any_api.client.get("/v2/agents", headers=owner.headers)).status_code == 200, "still in grace"
+    listed = (await any_api.client.get("/v2/api-keys", headers=successor)).json()
+    assert listed["meta"]["total"] == 3, "nothing was minted"
+    # the successor manages keys as its predecessor did
+    assert (await any_api.client.delete(f"/v2/api-keys/{other.key_id}", headers=successor)).status_code == 204

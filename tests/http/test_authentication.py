@@ -131,3 +131,17 @@ async def test_a_real_clock_key_expiring_in_five_days_reports_four_or_five(api: 
     t = await api.tenant(expires_at=expires_at)
     response = await api.client.get(PROTECTED, headers=t.headers)
     assert response.headers["x-api-key-expires-in-days"] in ("4", "5")
+
+
+async def test_two_authorization_headers_are_refused(api: Api) -> None:
+    """Which of two credentials counts would be a guess (a proxy and the server may pick differently): 400."""
+    tenant = await api.tenant()
+    for second in (f"Bearer {tenant.key}", "Bearer parley_sk_other", "Widget abc"):
+        response = await api.client.get(PROTECTED, headers=[("Authorization", f"Bearer {tenant.key}"),
+                                                            ("Authorization", second)])
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["code"] == "bad_request"
+        assert error["details"]["validation_errors"] == {"Authorization": "must be sent once"}
+        assert response.headers.get("x-request-id")
+    assert (await api.client.get(PROTECTED, headers=_bearer(tenant.key))).status_code == 200

@@ -322,3 +322,37 @@ async def test_the_document_says_where_a_large_body_cannot_be_keyed(api: Api) ->
     create = document["paths"]["/agents"]["post"]
     assert "idempotency_unsupported" not in next(
         p for p in create["parameters"] if p["name"] == "Idempotency-Key")["description"]
+
+
+def _multipart_with(boundary: str, parts: list[tuple[str, str, str, bytes]]) -> Request:
+    body = b"".join(f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\n"
+                    f"Content-Type: {media}\r\n\r\n".encode() + data + b"\r\n"
+                    for name, filename, media, data in parts) + f"--{boundary}--\r\n".encode()
+    return {"content": body, "headers": {"Content-Type": f"multipart/form-data; boundary={boundary}"}}
+
+
+async def test_a_retried_upload_with_a_new_boundary_is_the_same_request(any_api: Api) -> None:
+    """A client retrying an upload picks a new multipart boundary: the same parts are the same request (replayed,
+    uploaded once); other parts under the same key are another request (422)."""
+    t = await any_api.tenant()
+    path = (await _upload(any_api, t))["path"]
+    parts = [("files", "notes.txt", "text/plain", b"Deliveries arrive on Tuesdays.")]
+    headers = {**t.headers, "Idempotency-Key": "upload-once"}
+    first = _multipart_with("boundary-one-1a2b3c", parts)
+    retry = _multipart_with("a-different-boundary-9z8y", parts)
+    assert first["content"] != retry["content"]
+    created = await any_api.client.post(path, content=first["content"], headers={**headers, **first["headers"]})
+    assert created.status_code == 201, created.text
+    replayed = await any_api.client.post(path, content=retry["content"], headers={**headers, **retry["headers"]})
+    assert replayed.status_code == 201, replayed.text
+    assert replayed.headers.get("idempotency-replayed") == "true"
+    assert replayed.content == created.content
+    listed = await any_api.client.get(path, headers=t.headers)
+    assert listed.json()["meta"]["total"] == 1, "uploaded once"
+    for changed in ([("files", "notes.txt", "text/plain", b"Deliveries arrive on Fridays.")],
+                    [("files", "other.txt", "text/plain", b"Deliveries arrive on Tuesdays.")],
+                    [("files", "notes.txt", "text/markdown", b"Deliveries arrive on Tuesdays.")]):
+        other = _multipart_with("boundary-one-1a2b3c", changed)
+        refused = await any_api.client.post(path, content=other["content"], headers={**headers, **other["headers"]})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"]["code"] == "idempotency_key_mismatch"

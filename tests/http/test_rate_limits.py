@@ -100,3 +100,31 @@ async def test_api_processes_on_one_postgresql_share_a_keys_counters(make_api: A
         app = (first, second)[i % 2]
         statuses.append((await app.client.get("/v2/agents", headers=t.headers)).status_code)
     assert statuses == [200, 200, 200, 200, 429, 429]
+
+
+@pytest.mark.parametrize("backend", ["memory", "database"])
+async def test_an_organizations_keys_share_its_ceiling(make_api: ApiFactory, sql_url: str, backend: str) -> None:
+    """Many keys do not multiply an organization's rate: all its keys together get the organization's ceiling,
+    besides each key's own limits; a request the ceiling refuses costs its key nothing."""
+    clock = ManualClock(START)
+    api = await make_api(sql_url, clock=clock, rate_limit_per_minute=3, rate_limit_per_hour=100,
+                         org_rate_limit_per_minute=4, org_rate_limit_per_hour=100, rate_limit_backend=backend)
+    first = await api.tenant()
+    second = await api.key_for(first.organization_id, ("*",))
+    third = await api.key_for(first.organization_id, ("*",))
+    for tenant in (first, first, second, second):
+        response = await api.client.get("/v2/agents", headers=tenant.headers)
+        assert response.status_code == 200, response.text
+    tightest = response.headers
+    assert (tightest["x-ratelimit-limit"], tightest["x-ratelimit-remaining"]) == ("4", "0")
+    refused = await api.client.get("/v2/agents", headers=third.headers)
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+    assert refused.headers["retry-after"] == "50" and refused.json()["error"]["retry_after"] == 50
+    assert (refused.headers["x-ratelimit-limit"], refused.headers["x-ratelimit-remaining"]) == ("4", "0")
+    assert "x-request-id" in refused.headers
+    other = await api.tenant()  # another organization has a ceiling of its own
+    assert (await api.client.get("/v2/agents", headers=other.headers)).status_code == 200
+    clock.advance(seconds=50)
+    for _ in range(3):  # the refused request did not count against the third key's own 3 a minute
+        assert (await api.client.get("/v2/agents", headers=third.headers)).status_code == 200

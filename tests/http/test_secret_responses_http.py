@@ -13,7 +13,9 @@ import sqlalchemy as sa
 
 from adapters.sql.engine import create_engine
 from adapters.sql.tables import idempotency_keys
-from tests.conftest import Api, Tenant
+from entrypoints.http.routing import AuthMode
+from tests.conftest import Api, ApiFactory, Tenant
+from tests.http.route_table import served_operations
 
 HOOK = "https://hooks.example.com/parley"
 # path, body, and the field of ``data`` that holds the secret
@@ -101,17 +103,43 @@ async def test_a_stored_secret_is_sealed_and_replayed_whole(any_api: Api, operat
     assert replay.headers["content-type"] == first.headers["content-type"]
 
 
-async def test_a_response_without_a_secret_is_stored_as_it_is_and_may_be_cached(any_api: Api) -> None:
+async def test_a_response_without_a_secret_is_stored_as_it_is(any_api: Api) -> None:
+    """Stored in plain text; like every answer to an authenticated request, it is kept out of caches."""
     t = await any_api.tenant()
     headers = {**t.headers, "Idempotency-Key": "plain"}
     created = await any_api.client.post("/v2/agents", json={"name": "Plain"}, headers=headers)
-    assert created.status_code == 201 and "cache-control" not in created.headers
+    assert created.status_code == 201 and created.headers["cache-control"] == "no-store"
     [row] = await _stored_rows(any_api, t.organization_id)
     assert row["response_sealed"] is False and bytes(row["response_body"]) == created.content
     replay = await any_api.client.post("/v2/agents", json={"name": "Plain"}, headers=headers)
-    assert replay.headers.get("idempotency-replayed") == "true" and "cache-control" not in replay.headers
+    assert replay.headers.get("idempotency-replayed") == "true" and replay.headers["cache-control"] == "no-store"
     listed = await any_api.client.get("/v2/agents", headers=t.headers)
-    assert listed.status_code == 200 and "cache-control" not in listed.headers
+    assert listed.status_code == 200 and listed.headers["cache-control"] == "no-store"
+
+
+async def test_every_authenticated_json_response_says_no_store(make_api: ApiFactory, sqlite_url: str) -> None:
+    """Read from the route table: every GET for a key answers with Cache-Control: no-store (transcripts, call logs,
+    usage, billing...), its errors included (a 404, a 403 for a missing scope, a 429); an unauthenticated 401 of
+    a route without a secret is no one's data and says nothing."""
+    api = await make_api(sqlite_url, rate_limit_per_minute=100_000, rate_limit_per_hour=1_000_000)
+    t = await api.tenant(plan="enterprise")
+    checked = []
+    for op in served_operations(api.client.app):
+        if op.method != "GET" or op.access is None or op.access.auth not in (AuthMode.KEY, AuthMode.KEY_OR_SESSION):
+            continue
+        response = await api.client.get(op.url(), headers=t.headers)
+        if response.headers.get("content-type", "").startswith("application/json"):
+            assert response.headers.get("cache-control") == "no-store", (op.label, response.status_code)
+            checked.append(op.label)
+    assert {"GET /call-logs", "GET /call-logs/{id}/transcript", "GET /usage", "GET /billing/invoices",
+            "GET /billing/subscription", "GET /api-keys", "GET /agents"} <= set(checked), checked
+    narrow = await api.key_for(t.organization_id, ("agents:read",))
+    forbidden = await api.client.get("/v2/usage", headers=narrow.headers)
+    assert forbidden.status_code == 403 and forbidden.headers["cache-control"] == "no-store"
+    missing = await api.client.get("/v2/agents/999999", headers=t.headers)
+    assert missing.status_code == 404 and missing.headers["cache-control"] == "no-store"
+    anonymous = await api.client.get("/v2/agents")
+    assert anonymous.status_code == 401 and "cache-control" not in anonymous.headers
 
 
 async def test_every_response_of_a_secret_route_says_no_store(api: Api) -> None:

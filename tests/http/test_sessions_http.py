@@ -111,8 +111,8 @@ async def test_idle_and_absolute_expiry(make_api: ApiFactory, sql_url: str) -> N
     for _ in range(4):
         clock.advance(minutes=29)
         assert (await api.client.get("/v2/auth/session", headers=cookie(session))).status_code == 200
-    # ... until 30 idle minutes
-    clock.advance(minutes=30, seconds=1)
+    # ... until 30 idle minutes (and the minute the last use may not have been written in)
+    clock.advance(minutes=31, seconds=1)
     idle = await api.client.get("/v2/auth/session", headers=cookie(session))
     assert idle.status_code == 401 and idle.json()["error"]["code"] == "INVALID_SESSION"
 
@@ -122,6 +122,22 @@ async def test_idle_and_absolute_expiry(make_api: ApiFactory, sql_url: str) -> N
         last = await api.client.get("/v2/auth/session", headers=cookie(session))
     assert last.status_code == 401  # 12 hours after sign-in, however busy
     clock.advance(seconds=0)
+
+
+async def test_idle_expiry_never_comes_early(make_api: ApiFactory, sql_url: str) -> None:
+    """The last use is written at most once a minute: a use 59 s after the written one is not written, yet the
+    session lives 30 idle minutes from it, not from the written one."""
+    clock = ManualClock()
+    api = await make_api(sql_url, clock=clock)
+    user = await new_user(api)
+    session, _ = await login(api, user)  # written: the sign-in
+    clock.advance(seconds=59)
+    assert (await api.client.get("/v2/auth/session", headers=cookie(session))).status_code == 200  # not written
+    clock.advance(minutes=29, seconds=59)  # 30:58 after sign-in, 29:59 after the last use
+    assert (await api.client.get("/v2/auth/session", headers=cookie(session))).status_code == 200
+    clock.advance(minutes=31, seconds=1)  # over 30 idle minutes after any use the session may have had
+    ended = await api.client.get("/v2/auth/session", headers=cookie(session))
+    assert ended.status_code == 401 and ended.json()["error"]["code"] == "INVALID_SESSION"
 
 
 async def test_five_failed_logins_per_email_then_429(make_api: ApiFactory, sql_url: str) -> None:

@@ -15,6 +15,8 @@ from domain import errors as de
 from entrypoints.http.dashboard.navigation import PREFIX, SECTIONS
 from entrypoints.http.dashboard.templating import ENVIRONMENT
 from entrypoints.http.envelope import handle_http, status_for
+from entrypoints.outages import RETRY_AFTER_SECONDS as OUTAGE_RETRY_AFTER
+from entrypoints.outages import is_database_outage
 
 log = logging.getLogger("parley.dashboard")
 
@@ -68,7 +70,22 @@ def on_http(request: Request[Any, Any, Any], exc: HTTPException) -> Template:
     return error_page(request, status, "error", message)
 
 
+OUTAGE_PAGE = "The dashboard cannot reach its database right now; nothing was done. Try again in a moment."
+
+
+def outage_page_messages() -> list[Message]:
+    """503 with ``Retry-After``: the database cannot be reached (entrypoints/outages.py)."""
+    messages = error_page_messages(503, "service_unavailable", OUTAGE_PAGE)
+    messages[0]["headers"].append((b"retry-after", str(OUTAGE_RETRY_AFTER).encode()))
+    return messages
+
+
 def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Template:
+    if is_database_outage(exc):
+        log.warning("database unreachable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+        page = error_page(request, 503, "service_unavailable", OUTAGE_PAGE)
+        page.headers["Retry-After"] = str(OUTAGE_RETRY_AFTER)
+        return page
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_page(request, 500, "internal_error", "Something went wrong on our side.")
 

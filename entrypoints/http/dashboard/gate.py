@@ -29,12 +29,13 @@ from application.principals import Principal
 from domain.rate_limit import Window
 from domain.sessions import same_token
 from entrypoints.http.authentication import Refused, SessionAuthenticator, header
-from entrypoints.http.dashboard.errors import error_page_messages
+from entrypoints.http.dashboard.errors import error_page_messages, outage_page_messages
 from entrypoints.http.dashboard.navigation import PREFIX
 from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
 from entrypoints.observability import RATE_LIMIT_REFUSALS
+from entrypoints.outages import is_database_outage
 from entrypoints.runtime import RateLimitPolicy
 
 log = logging.getLogger("parley.dashboard")
@@ -77,6 +78,23 @@ class DashboardGate:
             await self.app(scope, receive, send)
             return
         send = _with_headers(send)
+        started = False
+
+        async def tracking(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self._gate(scope, receive, tracking)
+        except Exception as error:
+            if started or not is_database_outage(error):
+                raise
+            log.warning("database unreachable on %s %s: %s", scope["method"], scope["path"], type(error).__name__)
+            for message in outage_page_messages():
+                await send(message)
+
+    async def _gate(self, scope: Scope, receive: Receive, send: Send) -> None:
         if is_automatic_options(scope["route_handler"]):  # the methods the page serves, no session needed
             for message in options_messages(scope):
                 await send(message)
@@ -147,10 +165,19 @@ class DashboardGate:
                 await uow.commit()
             else:
                 await uow.rollback()
-        except Exception:
-            log.exception("dashboard page failed")
-            await uow.rollback()
-            held = error_page_messages(500, "internal_error", "Something went wrong on our side.")
+        except Exception as error:
+            try:
+                await uow.rollback()
+            except Exception:
+                if not is_database_outage(error):
+                    raise
+            if is_database_outage(error):
+                log.warning("database unreachable on %s %s: %s", scope["method"], scope["path"],
+                            type(error).__name__)
+                held = outage_page_messages()
+            else:
+                log.exception("dashboard page failed")
+                held = error_page_messages(500, "internal_error", "Something went wrong on our side.")
         for message in held:
             await send(message)
 

@@ -34,6 +34,8 @@ ORG_TAGS = ["Organizations"]
 Id = Annotated[int, PathParameter(ge=1, le=MAX_ID)]
 _PLAN = {403: "plan_required: API key management needs the enterprise plan"}
 _BROADER = "INSUFFICIENT_SCOPE: the key holds a scope the calling key does not"
+_GRACE = "key_in_grace_period: the calling key was rotated and works only until its grace period ends"
+_OUTLIVES = "expires_at: a key never creates a key that outlives it"
 
 _CATALOGUE = ScopeCatalogue(
     scopes=[ScopeInfo(f"{family}:{action}", text) for family, actions in CATALOGUE.items()
@@ -61,13 +63,15 @@ async def list_keys(actor: FromDishka[Actor], use_case: FromDishka[uc.ListApiKey
 
 @endpoint("POST", "/api-keys", operation_id="createApiKey", summary="Create an API key (its secret is shown once)",
           location="/api-keys/{id}",
-          tags=KEY_TAGS, scopes=("api-keys:write",), errors=_PLAN, idempotent=True, secret=True, status_code=201)
+          tags=KEY_TAGS, scopes=("api-keys:write",), idempotent=True, secret=True, status_code=201,
+          errors={400: f"bad_request; {_OUTLIVES} (at or before the calling key's expires_at, never unset from "
+                       "a key that expires)", 403: f"{_PLAN[403]}; {_GRACE}"})
 async def create_key(data: JSONBody[ApiKeyCreate], actor: FromDishka[Actor],
                      issue: FromDishka[uc.IssueApiKey]) -> Envelope[ApiKeyCreated]:
     issued = await issue.execute(uc.IssueApiKeyCommand(
         actor.organization_id, require_non_blank(data.name, "name"), tuple(data.scopes),
         None if data.expires_at is None else in_range(data.expires_at, "expires_at"),
-        granted_by=actor.scopes))
+        granted_by=actor.scopes, issuer=actor))
     r = issued.record
     return Envelope(ApiKeyCreated(r.id or 0, r.name, issued.secret, r.prefix, r.last_four, list(r.scopes), "active",
                                   r.created_at, r.expires_at))
@@ -81,7 +85,7 @@ async def get_key(id: Id, actor: FromDishka[Actor], use_case: FromDishka[uc.GetA
 
 
 @endpoint("DELETE", "/api-keys/{id:int}", operation_id="revokeApiKey", summary="Revoke an API key",
-          tags=KEY_TAGS, scopes=("api-keys:delete",), errors={403: f"{_PLAN[403]}; {_BROADER}", 404: ""},
+          tags=KEY_TAGS, scopes=("api-keys:delete",), errors={403: f"{_PLAN[403]}; {_BROADER}; {_GRACE}", 404: ""},
           status_code=204)
 async def revoke_key(id: Id, actor: FromDishka[Actor], use_case: FromDishka[uc.RevokeApiKey]) -> None:
     await use_case.execute(uc.RevokeApiKeyCommand(actor, id))
@@ -90,7 +94,9 @@ async def revoke_key(id: Id, actor: FromDishka[Actor], use_case: FromDishka[uc.R
 @endpoint("POST", "/api-keys/{id:int}/rotate", operation_id="rotateApiKey",
           summary="Rotate an API key; the old secret keeps working for the grace period", tags=KEY_TAGS,
           scopes=("api-keys:write", "api-keys:manage"),
-          errors={403: f"plan_required: rotation needs the business or enterprise plan; {_BROADER}", 404: "",
+          errors={400: "bad_request: the key expires after the calling key (its successor would outlive it)",
+                  403: f"plan_required: rotation needs the business or enterprise plan; {_BROADER}; {_GRACE}",
+                  404: "",
                   409: "conflict: the key is revoked, expired or already rotated"}, secret=True, status_code=200)
 async def rotate_key(id: Id, actor: FromDishka[Actor], rotate: FromDishka[uc.RotateApiKey],
                      data: JSONBody[ApiKeyRotate | None] = None) -> Envelope[ApiKeyRotated]:

@@ -52,7 +52,8 @@ async def open_session(request: Request[Any, Any, Any], login: uc.Login, email: 
                        "dashboard, the billing and cloud-status endpoints and /auth/*, nothing else."),
           errors={401: "INVALID_CREDENTIALS: unknown email or wrong password",
                   429: "RATE_LIMIT_EXCEEDED: 5 failed sign-ins for this email, or 20 from this client address, "
-                       "within 15 minutes; see Retry-After"})
+                       "within 15 minutes (attempts being checked count until they succeed), or 2 sign-ins from "
+                       "this address being checked at this moment; see Retry-After"})
 async def login(data: JSONBody[LoginIn], request: Request[Any, Any, Any],
                 use_case: FromDishka[uc.Login]) -> Response[Envelope[SessionOut]]:
     try:

@@ -52,7 +52,7 @@ async def create_key(request: Request[Any, Any, Any], issue: FromDishka[uc.Issue
             raise ValidationFailed.field("preset", f"must be one of {', '.join(PRESETS)}")
         data = decode({"name": form.get("name", ""), "scopes": list(PRESETS[preset])}, ApiKeyCreate)
         return uc.IssueApiKeyCommand(actor.organization_id, require_non_blank(data.name, "name"), tuple(data.scopes),
-                                     granted_by=actor.scopes)
+                                     granted_by=actor.scopes, issuer=actor)
 
     async def listing() -> dict[str, Any]:
         return await _listing(view, keys, clock)
