@@ -106,6 +106,15 @@ _IDEMPOTENCY_UNSUPPORTED = (f"idempotency_unsupported: an Idempotency-Key with a
                             f"{MAX_BODY_BYTES // 2**20} MB (send such a body without one)")
 
 
+def _envelope_of(status: int, access: Access, errors: dict[int, str]) -> Any:
+    """The error body a status comes in: 401 and the rate limit's 429 in the auth envelope, the rest in the router
+    envelope; a widget route that declares a 429 of its own (the intake caps, ``widget_intake_limited`` with
+    details) answers 429 in either."""
+    if status == 429 and status in errors and access.auth is AuthMode.WIDGET:
+        return AuthErrorEnvelope | ErrorEnvelope
+    return AuthErrorEnvelope if status in _AUTH_STATUSES else ErrorEnvelope
+
+
 def _responses(access: Access, errors: dict[int, str], *, has_body: bool = False,
                has_path_parameters: bool = False) -> dict[int, ResponseSpec]:
     # 400 on every route: parameters, headers (X-Sub-Org-Id) and a NUL in the path or query are refused
@@ -132,7 +141,7 @@ def _responses(access: Access, errors: dict[int, str], *, has_body: bool = False
             statuses.get(status) or text or _DESCRIPTIONS.get(status, "Error"))
     return {
         status: ResponseSpec(
-            data_container=AuthErrorEnvelope if status in _AUTH_STATUSES else ErrorEnvelope,
+            data_container=_envelope_of(status, access, errors),
             description=text,
             generate_examples=False,
         )
