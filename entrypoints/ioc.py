@@ -257,11 +257,12 @@ def make_container(settings: Settings, *providers: Provider, features: Sequence[
     benchmarks, the HTTP side), which override them. ``FeatureConflict`` when two features provide one port and
     the later one did not declare the override."""
     settings = settings.with_secret_key()  # PARLEY_SECRET_KEY, or the one kept under var_dir
-    check_overrides((CORE, *features), settings.backend)
+    per_feature = [(feature, feature.container_providers(settings.backend)) for feature in (CORE, *features)]
+    check_overrides(per_feature)
     context = configuration(settings, features)
-    installed = [ConfigurationProvider(list(context))]
-    for feature in (CORE, *features):
-        installed.extend(feature.container_providers(settings.backend))
+    installed: list[Provider] = [ConfigurationProvider(list(context))]
+    for _, feature_providers in per_feature:
+        installed.extend(feature_providers)
     return make_async_container(*installed, *providers, context=context)
 
 

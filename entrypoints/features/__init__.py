@@ -75,12 +75,13 @@ def provided_ports(providers: Sequence[Provider]) -> set[Any]:
             for source in (*provider.factories, *provider.aliases)}
 
 
-def check_overrides(features: Sequence[Feature], backend: Backend) -> None:
+def check_overrides(installed: Sequence[tuple[Feature, Sequence[Provider]]]) -> None:
     """Every port is provided by one feature, or overridden by a later one that declares it (``Feature.overrides``,
-    naming the feature it overrides); FeatureConflict otherwise, and for a declared override of nothing."""
+    naming the feature it overrides); FeatureConflict otherwise, and for a declared override of nothing.
+    ``installed``: each feature, in order, with the providers it installs."""
     owner: dict[Any, str] = {}
-    for feature in features:
-        ports = provided_ports(feature.container_providers(backend))
+    for feature, providers in installed:
+        ports = provided_ports(providers)
         for port, overridden in feature.overrides.items():
             if port not in ports:
                 raise FeatureConflict(f"feature {feature.name!r} declares it overrides {port!r} "
