@@ -45,13 +45,6 @@ async def _with_draft_state(agents: AgentRepository, agent: Agent) -> Agent:
     return replace(agent, has_unpublished_changes=agent.differs_from(await published_snapshot(agents, agent)))
 
 
-class NoCalendars:
-    """AgentCalendars when no scheduling is installed: there is no calendar to point at."""
-
-    async def exists(self, organization_id: int, calendar_id: int) -> bool:
-        return False
-
-
 async def _check_calendar(calendars: AgentCalendars, organization_id: int, calendar_id: int | None) -> None:
     """An agent may only point at a live calendar of its own organization (404 naming calendar_id)."""
     if calendar_id is not None and not await calendars.exists(organization_id, calendar_id):

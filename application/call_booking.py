@@ -1,8 +1,7 @@
 """Mid-call booking (simulator number ...06): the AppointmentBooker implementations.
 
 The scheduling booker drives the in-house scheduling use cases; the composition root hands it those use cases
-and their command types, so this module does not depend on the scheduling feature. ``NoAppointmentBooker`` (the
-core's default when no feature provides booking) never books. A booking carries its calendar's
+and their command types, so this module does not depend on the scheduling feature. A booking carries its calendar's
 ``timezone``: the agent confirms it in the calendar's local time. A calendar that is gone by the time the agent
 books (deleted after the agent was pointed at it) is an ordinary "no booking" (None), not an error of the call.
 """
@@ -49,13 +48,6 @@ def _calendar_gone(organization_id: int, calendar_id: int, call_id: str) -> None
 
 def _notes(call_id: str) -> str:
     return f"Booked by the voice agent during call {call_id}"
-
-
-class NoAppointmentBooker:
-    async def book_next_slot(self, organization_id: int, calendar_id: int, after: datetime,
-                             attendee_name: str | None, attendee_phone: str | None,
-                             call_id: str) -> dict[str, Any] | None:
-        return None
 
 
 class AtomicSchedulingAppointmentBooker:

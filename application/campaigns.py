@@ -78,22 +78,6 @@ async def replan_waiting(campaigns: CampaignRepository, contacts: ContactReposit
     return campaign
 
 
-class NoSchedules:
-    """CampaignSchedules when no schedules feature is installed: no schedule exists, so a campaign naming one
-    is refused (404 naming schedule_id)."""
-
-    async def exists(self, organization_id: int, schedule_id: int) -> bool:
-        return False
-
-
-class NoContactEndings:
-    """ContactEndings when nothing follows campaign contacts (no leads feature installed)."""
-
-    async def contacts_ended(self, organization_id: int, campaign_id: int, contact_ids: Sequence[int] | None,
-                             reason: str, at: datetime) -> None:
-        return None
-
-
 class CampaignScheduleUsage:
     """ScheduleUsage as campaigns see it: a running or paused campaign uses its schedule (so the schedule
     cannot be deleted meanwhile, and a change of its hours re-plans the campaign's waiting contacts)."""

@@ -1,5 +1,5 @@
 """The campaign dialer: one step dials (or defers, or skips) the next due contact of a running campaign; another
-applies the outcome of a contact's finished call. The worker job (``entrypoints/features/campaigns.py``) runs
+applies the outcome of a contact's finished call. The dialer's pass (``application/dialer_pass.py``) runs
 each step in its own unit of work, so a failing contact never holds back the others.
 
 * **The cap.** A step holds the campaign's row lock (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite has one

@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from application.ports.jobs import ClaimedJob, JobObserver, JobQueue, JobUnits, NewJob
-from application.ports.platform import Clock, Random
+from application.ports.jobs import ClaimedJob, JobObserver, JobQueue, NewJob
+from application.ports.platform import Clock, Random, Units
 
 log = logging.getLogger("parley.jobs")
 
@@ -79,15 +79,15 @@ class JobWakeUps:
             event.set()
 
 
-async def schedule(units: JobUnits, job: NewJob) -> None:
+async def schedule(units: Units, job: NewJob) -> None:
     """Schedule a job in a unit of its own."""
-    async with units() as unit:
+    async with units.begin() as unit:
         await (await unit.get(JobQueue)).schedule(job)
         await unit.commit()
 
 
 class JobRunner:
-    def __init__(self, kinds: Sequence[JobKind], units: JobUnits, clock: Clock, random: Random, owner: str, *,
+    def __init__(self, kinds: Sequence[JobKind], units: Units, clock: Clock, random: Random, owner: str, *,
                  wake: asyncio.Event | None = None, safety_poll_seconds: float = 15.0,
                  grace_seconds: float = 12.0, observer: JobObserver | None = None) -> None:
         self.kinds = {kind.name: kind for kind in kinds}
@@ -112,14 +112,14 @@ class JobRunner:
     async def _claim(self, kind: JobKind, limit: int, *, woken: bool = False) -> list[ClaimedJob]:
         now = self.clock.now()
         due_by = now + timedelta(days=3650) if woken else None
-        async with self.units() as unit:
+        async with self.units.begin() as unit:
             claimed = await (await unit.get(JobQueue)).claim(kind.name, self.owner, now, now + kind.lease, limit,
                                                              due_by=due_by)
             await unit.commit()
         return claimed
 
     async def _record(self, job: ClaimedJob, work: Callable[[JobQueue], Awaitable[bool]]) -> None:
-        async with self.units() as unit:
+        async with self.units.begin() as unit:
             held = await work(await unit.get(JobQueue))
             await unit.commit()
         if not held:
@@ -197,7 +197,7 @@ class JobRunner:
         now = self.clock.now()
         claimed: dict[str, list[ClaimedJob]] = {}
         try:
-            async with self.units() as unit:
+            async with self.units.begin() as unit:
                 queue = await unit.get(JobQueue)
                 due = await queue.due_kinds(open_kinds, now, woken=woken)
                 if not due:
@@ -239,7 +239,7 @@ class JobRunner:
         if self._idle_until is not None:  # the pass that found nothing due read it already
             return self._until(self._idle_until[0])
         try:
-            async with self.units() as unit:
+            async with self.units.begin() as unit:
                 due = await (await unit.get(JobQueue)).next_due(idle)
         except Exception:
             log.exception("reading the next due job failed")
@@ -295,6 +295,6 @@ class JobRunner:
         self._in_flight.clear()
 
     async def _record_release(self, ids: list[int]) -> None:
-        async with self.units() as unit:
+        async with self.units.begin() as unit:
             await (await unit.get(JobQueue)).release(self.owner, ids)
             await unit.commit()

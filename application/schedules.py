@@ -32,17 +32,6 @@ from domain.timezones import local_day_start, validate_timezone
 DEFAULT_PREVIEW_DAYS = 7
 
 
-class NoScheduleUsage:
-    """``ScheduleUsage`` while no feature uses schedules: nothing uses any schedule. The campaigns feature
-    replaces it (a running or paused campaign keeps its schedule from being deleted)."""
-
-    async def users_of(self, organization_id: int, schedule_id: int) -> list[int]:
-        return []
-
-    async def schedule_changed(self, organization_id: int, schedule_id: int, at: datetime) -> None:
-        return None
-
-
 class SchedulesForCampaigns:
     """CampaignSchedules from this feature: a campaign may follow any live schedule of its organization."""
 

@@ -92,13 +92,6 @@ class LedgerUsageRecorder:
                 }))
 
 
-class NoQuotaGate:
-    """``QuotaGate`` while the usage feature is not installed: every call and message is admitted."""
-
-    async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: datetime) -> None:
-        return None
-
-
 class LedgerQuotaGate:
     """``QuotaGate`` over the ledger's counters: on a plan without overage, reserve the amount against the
     period's included allowance atomically, or refuse with 403 quota_exceeded naming the metric."""

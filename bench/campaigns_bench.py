@@ -385,12 +385,10 @@ def _dialer_modules() -> tuple[Any, Any, Any]:
     """The dialer's store port and the job's constants, or SystemExit when the dialer is not in this tree."""
     try:
         from application import dialer
+        from application import dialer_pass as feature
         from application.ports.dialer import DialerStore
-        from entrypoints.features import campaigns as feature
     except ImportError as exc:
         raise SystemExit(f"the campaign dialer is not in this tree ({exc}): nothing to measure") from None
-    if not hasattr(feature, "run_once"):
-        raise SystemExit("the campaign dialer's job (entrypoints.features.campaigns.run_once) is not in this tree")
     return dialer, DialerStore, feature
 
 
@@ -526,7 +524,7 @@ async def _decision_rounds(db: Database, seeded: Seeded, args: argparse.Namespac
 
     dialer, dialer_store, feature = _dialer_modules()
     from application.ports.platform import Clock
-    from entrypoints.worker import in_unit
+    from entrypoints.units import ScopedUnits
 
     container = build_container(_settings(db))
     captured: dict[str, tuple[str, Any]] = {}
@@ -551,7 +549,7 @@ async def _decision_rounds(db: Database, seeded: Seeded, args: argparse.Namespac
             current.clear()
 
     async def unit(work: Any) -> Any:
-        return await in_unit(container, lambda u: work(u.request))
+        return await ScopedUnits(container).run(work)
 
     async def one_pass(now: datetime, mode: str) -> dict[str, Any]:
         """The selection of a pass, then next_due. ``job``: as the job does it, campaign_turns (the running
@@ -568,7 +566,7 @@ async def _decision_rounds(db: Database, seeded: Seeded, args: argparse.Namespac
                 return await unit(lambda req: call(req, name, *call_args))
 
             started = time.perf_counter()
-            turns = await run("campaign_turns", feature.BATCH)
+            turns = await run("campaign_turns", feature.DialerPolicy().batch)
             timings["running"] = time.perf_counter() - started
             found = 0
             if mode == "job":
@@ -797,17 +795,20 @@ def _worker_window(db: Database, args: argparse.Namespace, roles: dict[str, list
 
 
 async def _dialer_alone(db: Database, seconds: float) -> dict[str, Any]:
-    """The job's own pass (``run_once``) in a loop in this process, no calls worker: every dial places a call
+    """The job's own pass (``RunDialerPass``) in a loop in this process, no calls worker: every dial places a call
     that stays queued, until the campaigns' caps (max_concurrent_calls each) or ``seconds`` run out. The first
     pass warms the process up and is not counted."""
     _, _, feature = _dialer_modules()
+    from entrypoints.features.campaigns import dial_pass
+
     settings = _settings(db)
     container = build_container(settings)
     try:
-        await feature.run_once(container, settings)
+        run = dial_pass(container, settings)
+        await run.execute(feature.RunDialerPassCommand())
         dials, cpu, before, started = 0, time.process_time(), _processes(), time.perf_counter()
         while time.perf_counter() - started < seconds:
-            report = await feature.run_once(container, settings)
+            report = await run.execute(feature.RunDialerPassCommand())
             if report.dialled == 0:
                 break
             dials += report.dialled
@@ -889,7 +890,7 @@ def run_sustained(args: argparse.Namespace) -> dict[str, Any]:
              f"| **{cell(dialer_rates)}** | {cell([x.ended_per_s for x in w('split')])} "
              f"| {per_dial('split', 'dialer')} | {per_dial('split', 'calls')} | {per_dial('split', None)} "
              f"| {cell([x.load_1min for x in w('split')])} |",
-             f"| peer: the dialer's pass alone (`run_once` in a loop in one process; calls stay queued, no simulator) "
+             f"| peer: the dialer's pass alone (`RunDialerPass` looped, one process; calls stay queued, no simulator) "
              f"| {cell([r.alone_dials_per_s for r in rounds])} | - | {cell([r.alone_cpu_ms_per_dial for r in rounds])} "
              f"| - | {cell([r.alone_database_cpu_ms_per_dial for r in rounds])} | - |", "",
              "Target >= 50 dial decisions/s from one worker: "

@@ -7,7 +7,7 @@ Without --database-url it creates a private PostgreSQL database on PARLEY_BENCH_
 (default postgresql+asyncpg://postgres@127.0.0.1:5432/postgres) and drops it afterwards.
 
 1. Throughput: N subscriptions to one event type; E events committed in one transaction while
-   the workers (``python -m entrypoints.webhook_worker`` processes) are idle and warm. Measured
+   the workers (``parley worker --jobs webhooks.dispatch,webhooks.deliver`` processes) are idle and warm. Measured
    from the commit to the arrival of the last of the N x E deliveries at the receiver.
 2. Latency: with the system idle, single events (one subscriber) committed one at a time; the
    time from commit to arrival at the receiver, p50 / p95 / max.
@@ -151,7 +151,8 @@ def _start_workers(count: int, url: str, var_dir: str) -> list[subprocess.Popen[
     env = {**os.environ, "PARLEY_DATABASE_URL": url, "PARLEY_SECRET_KEY": SECRET_KEY,
            "PARLEY_ALLOW_LOOPBACK_TARGETS": "1", "PARLEY_VAR_DIR": var_dir, "PARLEY_LOG_LEVEL": "WARNING",
            "PARLEY_DB_POOL_SIZE": "5"}
-    return [subprocess.Popen([sys.executable, "-m", "entrypoints.webhook_worker"], cwd=ROOT, env=env)
+    return [subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker", "--no-migrate",
+                              "--jobs", "webhooks.dispatch,webhooks.deliver"], cwd=ROOT, env=env)
             for _ in range(count)]
 
 

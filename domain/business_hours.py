@@ -452,10 +452,6 @@ def status_at(schedule: Schedule, at: datetime, *, zone: str | None = None,
     return Status(False, reason, _instant(current.start), _instant(current.end))
 
 
-def is_open(schedule: Schedule, at: datetime, *, zone: str | None = None, is_holiday: IsHoliday = no_holidays) -> bool:
-    return status_at(schedule, at, zone=zone, is_holiday=is_holiday).open
-
-
 def next_opening(schedule: Schedule, at: datetime, *, zone: str | None = None,
                  is_holiday: IsHoliday = no_holidays) -> datetime | None:
     """The first instant at or after ``at`` at which the schedule is open (``at`` itself when open now), or

@@ -30,7 +30,8 @@ from entrypoints.ioc import build_container, configuration
 from entrypoints.observability import MULTIPROC_ENV
 from entrypoints.runtime import configure_logging, tune_gc
 from entrypoints.settings import Settings, SettingsError
-from entrypoints.worker import EVERY_JOB, JobSelection, JobSelectionError, in_unit
+from entrypoints.units import ScopedUnits
+from entrypoints.worker import EVERY_JOB, JobSelection, JobSelectionError
 
 
 def _settings() -> Settings:
@@ -65,10 +66,10 @@ def ready_database(settings: Settings, *, migrate_first: bool) -> None:
 
 
 async def _in_transaction(settings: Settings, work: Any) -> Any:
-    """One operator command: one unit of work (the same helper the worker's jobs use), committed."""
+    """One operator command: one unit of work (``Units``, as the worker's jobs open theirs), committed."""
     container = build_container(settings)
     try:
-        return await in_unit(container, lambda unit: work(unit.request))
+        return await ScopedUnits(container).run(work)
     finally:
         await container.close()
 

@@ -1,6 +1,6 @@
-"""The composition root: dishka providers by layer, the core's and every feature's. The only module (with
-``entrypoints/features``) that names adapters. Nothing here knows HTTP: the HTTP app adds its request
-providers in ``entrypoints/http/container.py``."""
+"""The composition root: dishka providers by layer, the core's and every feature's (the registry ``FEATURES``).
+The only module (with ``entrypoints/features``) that names adapters. Nothing here knows HTTP: the HTTP app adds its
+request providers in ``entrypoints/asgi_app.py`` (``http_container``)."""
 
 from __future__ import annotations
 
@@ -37,8 +37,7 @@ from adapters.sql.jobs import SqlJobQueue
 from adapters.sql.outbox import SqlOutboxReader
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
-from application import accounts, agents, campaigns
-from application.call_booking import NoAppointmentBooker
+from application import accounts, agents
 from application.context import ApiBaseUrl
 from application.ports.accounts import (
     ApiKeyRepository,
@@ -47,21 +46,34 @@ from application.ports.accounts import (
     RateLimiter,
     UserRepository,
 )
-from application.ports.agents import AgentCalendars, AgentRepository
-from application.ports.calls import AppointmentBooker
-from application.ports.campaigns import CampaignSchedules, ContactEndings
+from application.ports.agents import AgentRepository
 from application.ports.events import OutboxReader
 from application.ports.gauges import BacklogGauges
 from application.ports.jobs import JobQueue
 from application.ports.passwords import PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork
-from application.ports.schedules import ScheduleUsage
 from application.ports.secrets import SecretBox
-from application.ports.usage import QuotaGate
-from application.schedules import NoScheduleUsage
-from application.usage import NoQuotaGate
 from domain.rate_limit import Window, default_windows
-from entrypoints.features import Feature, all_features
+from entrypoints.features import (
+    Feature,
+    OutboxConsumerJobs,
+    billing,
+    calls,
+    campaigns,
+    check_overrides,
+    cloud,
+    housekeeping,
+    knowledge,
+    leads,
+    schedules,
+    scheduling,
+    sessions,
+    sms,
+    triggers,
+    usage,
+    webhooks,
+    widget,
+)
 from entrypoints.runtime import JOB_WAKE_UPS, AuthFailurePolicy, RateLimitPolicy, TransactionMode
 from entrypoints.settings import Settings
 
@@ -183,17 +195,6 @@ class UseCaseProvider(Provider):
         accounts.RotateApiKey,
         accounts.CreateUser,
     )
-    # ports one feature fills for others, with their defaults when it is not installed
-    # (features/scheduling.py provides both: agents' calendars, and booking during calls)
-    agent_calendars = provide(agents.NoCalendars, provides=AgentCalendars)
-    appointment_booker = provide(NoAppointmentBooker, provides=AppointmentBooker)
-    # campaigns' schedule_id: no schedule exists until a schedules feature provides its own
-    campaign_schedules = provide(campaigns.NoSchedules, provides=CampaignSchedules)
-    # contacts that end without an event (cancelled, deleted): nobody follows them until the leads feature does
-    contact_endings = provide(campaigns.NoContactEndings, provides=ContactEndings)
-    # who uses a schedule (features/schedules.py): nothing, until the campaigns feature provides its own
-    schedule_usage = provide(NoScheduleUsage, provides=ScheduleUsage)
-    quota_gate = provide(NoQuotaGate, provides=QuotaGate)  # the usage feature's gate overrides it
     agent_cases = provide_all(
         agents.CreateAgent,
         agents.GetAgent,
@@ -211,14 +212,37 @@ class UseCaseProvider(Provider):
 
 CORE = Feature(name="core", providers=(PlatformProvider, UseCaseProvider), sql=SqlProvider, memory=MemoryProvider)
 
+FEATURES: tuple[Feature, ...] = (
+    calls.FEATURE,
+    knowledge.FEATURE,
+    scheduling.FEATURE,
+    schedules.FEATURE,
+    campaigns.FEATURE,
+    leads.FEATURE,
+    sms.FEATURE,
+    usage.FEATURE,
+    billing.FEATURE,
+    webhooks.FEATURE,
+    triggers.FEATURE,
+    sessions.FEATURE,
+    widget.FEATURE,
+    cloud.FEATURE,
+    housekeeping.FEATURE,
+)
+"""The registry: every feature the application installs, in the order they are installed. A feature providing a
+port another one listed before it (or the core) provides must declare it (``Feature.overrides``)."""
 
-def configuration(settings: Settings, features: Sequence[Feature] | None = None) -> dict[Any, Any]:
-    """The platform settings and every feature's section by type: the container's context. Reading the
-    sections here fails at start-up on a PARLEY_* value that does not parse (``SettingsError``)."""
+
+def configuration(settings: Settings, features: Sequence[Feature] = FEATURES) -> dict[Any, Any]:
+    """The platform settings, every feature's section by type, and the outbox consumers' jobs: the container's
+    context. Reading the sections here fails at start-up on a PARLEY_* value that does not parse
+    (``SettingsError``)."""
     values: dict[Any, Any] = {Settings: settings}
-    for feature in all_features() if features is None else features:
+    for feature in features:
         if feature.settings is not None:
             values[feature.settings] = settings.section(feature.settings)
+    values[OutboxConsumerJobs] = OutboxConsumerJobs(tuple(
+        pair for feature in features for pair in sorted(feature.outbox_consumers.items())))
     return values
 
 
@@ -231,16 +255,18 @@ class ConfigurationProvider(Provider):
             self.from_context(provides=section)
 
 
-def make_container(settings: Settings, *providers: Provider, features: Sequence[Feature] | None = None
+def make_container(settings: Settings, *providers: Provider, features: Sequence[Feature] = FEATURES
                    ) -> AsyncContainer:
-    """The core's and the features' providers (every installed feature unless ``features`` names them) on
-    ``settings.backend``, then ``providers``, which override them."""
+    """The core's and the registry's features' providers on ``settings.backend``, then ``providers`` (tests,
+    benchmarks, the HTTP side), which override them. ``FeatureConflict`` when two features provide one port and
+    the later one did not declare the override."""
     settings = settings.with_secret_key()  # PARLEY_SECRET_KEY, or the one kept under var_dir
-    features = all_features() if features is None else features
+    per_feature = [(feature, feature.container_providers(settings.backend)) for feature in (CORE, *features)]
+    check_overrides(per_feature)
     context = configuration(settings, features)
-    installed = [ConfigurationProvider(list(context))]
-    for feature in (CORE, *features):
-        installed.extend(feature.container_providers(settings.backend))
+    installed: list[Provider] = [ConfigurationProvider(list(context))]
+    for _, feature_providers in per_feature:
+        installed.extend(feature_providers)
     return make_async_container(*installed, *providers, context=context)
 
 

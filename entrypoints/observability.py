@@ -207,3 +207,10 @@ class JobMetrics:
     def leases_expired(self, kind: str, job_ids: Sequence[int]) -> None:
         if job_ids:
             JOB_LEASE_EXPIRIES.labels(kind).inc(len(job_ids))
+
+
+class DeliveryMetrics:
+    """The delivery pump's observer (``application.ports.webhooks.DeliveryObserver``): counts attempts by outcome."""
+
+    def delivered(self, status: str) -> None:
+        WEBHOOK_DELIVERIES.labels(status).inc()

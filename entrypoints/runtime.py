@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import os
+import socket
 from dataclasses import dataclass
 from typing import TextIO
 
 from application.jobs import JobWakeUps
+from application.ports.platform import Random
 from application.principals import Principal, PrincipalKind
 from domain.rate_limit import Window
 from domain.widget import REQUESTS_PER_MINUTE
@@ -18,6 +21,11 @@ request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id
 JOB_WAKE_UPS = JobWakeUps()
 """The process's in-process wake-up: every unit of work that created background work notifies it after commit;
 every job runner of the process (the in-process worker of `parley serve`, `parley worker`) waits on it."""
+
+
+def owner_name(random: Random) -> str:
+    """This process's name as the owner of the leases it takes (jobs, webhook deliveries): host, pid, a random tag."""
+    return f"{socket.gethostname()[:32]}:{os.getpid()}:{random.hex(4)}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,10 @@
 """The background worker: one job runner (``application/jobs.py``) over every feature's job kinds.
 
 A feature's ``jobs`` are factories ``make(container, settings) -> JobKind``; its ``resident`` work runs in every
-worker process. A worker runs all of it, or what an operator names (``parley worker --jobs`` / ``--exclude-jobs``,
-``JobSelection``, by job kind or resident name): work then runs in processes of its own, e.g. the campaign
-dialer apart from the calls' progress. The queue hands a job only to a runner that has its kind.
-
-``ContainerUnits`` / ``in_unit`` are the one way a job runs a unit of work (a request scope of the container,
-committed through its ``UnitOfWork``).
+worker process. A worker runs all of it (every feature of the registry, ``entrypoints.ioc.FEATURES``), or what an
+operator names (``parley worker --jobs`` / ``--exclude-jobs``, ``JobSelection``, by job kind or resident name): work
+then runs in processes of its own, e.g. the campaign dialer apart from the calls' progress. The queue hands a job
+only to a runner that has its kind. Jobs open their units of work through ``Units`` (``entrypoints/units.py``).
 """
 
 from __future__ import annotations
@@ -14,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -25,11 +21,13 @@ from typing import Any
 from dishka import AsyncContainer
 
 from application.jobs import JobKind, JobRunner
-from application.ports.platform import Clock, Random, UnitOfWork
-from entrypoints.features import JobKindFactory, Resident, all_features
+from application.ports.platform import Clock, Random
+from entrypoints.features import JobKindFactory, Resident
+from entrypoints.ioc import FEATURES
 from entrypoints.observability import JobMetrics
-from entrypoints.runtime import JOB_WAKE_UPS
+from entrypoints.runtime import JOB_WAKE_UPS, owner_name
 from entrypoints.settings import Backend, Settings
+from entrypoints.units import ScopedUnits
 
 log = logging.getLogger("parley.worker")
 
@@ -37,40 +35,9 @@ SAFETY_POLL_SECONDS = 15.0
 """An idle runner looks at the queue at least this often (wake-ups and due times make it sooner)."""
 
 
-class _Unit:
-    def __init__(self, request: AsyncContainer) -> None:
-        self.request = request
-
-    async def get(self, dependency: type[Any]) -> Any:
-        return await self.request.get(dependency)
-
-    async def commit(self) -> None:
-        await (await self.request.get(UnitOfWork)).commit()
-
-
-class ContainerUnits:
-    """Units of work from a container: ``async with units() as unit`` (rolled back unless committed)."""
-
-    def __init__(self, container: AsyncContainer) -> None:
-        self.container = container
-
-    @contextlib.asynccontextmanager
-    async def __call__(self) -> AsyncIterator[_Unit]:
-        async with self.container() as request:
-            yield _Unit(request)
-
-
-async def in_unit(container: AsyncContainer, work: Callable[[_Unit], Any]) -> Any:
-    """Run ``work(unit)`` in one unit of work and commit it (rolled back if it raises)."""
-    async with ContainerUnits(container)() as unit:
-        result = await work(unit)
-        await unit.commit()
-        return result
-
-
 def jobs() -> list[JobKindFactory]:
     """Every feature's job kinds (factories)."""
-    return [make for feature in all_features() for make in feature.jobs]
+    return [make for feature in FEATURES for make in feature.jobs]
 
 
 class JobSelectionError(ValueError):
@@ -101,7 +68,7 @@ EVERY_JOB = JobSelection()
 
 def residents() -> dict[str, Resident]:
     """Every feature's resident work, by name."""
-    return {name: work for feature in all_features() for name, work in feature.resident.items()}
+    return {name: work for feature in FEATURES for name, work in feature.resident.items()}
 
 
 def selected_work(container: AsyncContainer, settings: Settings,
@@ -114,10 +81,6 @@ def selected_work(container: AsyncContainer, settings: Settings,
             {name: work for name, work in present.items() if name in chosen})
 
 
-def owner_name(random: Random) -> str:
-    return f"{socket.gethostname()[:32]}:{os.getpid()}:{random.hex(4)}"
-
-
 async def make_runner(container: AsyncContainer, settings: Settings, *,
                       safety_poll_seconds: float = SAFETY_POLL_SECONDS,
                       kinds: list[JobKind] | None = None) -> JobRunner:
@@ -126,7 +89,7 @@ async def make_runner(container: AsyncContainer, settings: Settings, *,
         cap = timedelta(seconds=settings.job_lease_seconds)
         selected = [replace(kind, lease=min(kind.lease, cap)) for kind in selected]
     random = await container.get(Random)
-    return JobRunner(selected, ContainerUnits(container), await container.get(Clock), random, owner_name(random),
+    return JobRunner(selected, ScopedUnits(container), await container.get(Clock), random, owner_name(random),
                      safety_poll_seconds=safety_poll_seconds, observer=JobMetrics())
 
 

@@ -158,17 +158,3 @@ class InMemoryCallLogRepository:
     async def find_recording(self, call_log_id: int) -> tuple[int, str | None] | None:
         log = (await self.uow.tables())["call_logs"].get(call_log_id)
         return (log.organization_id, log.recording_key) if log is not None else None
-
-
-class InMemoryUsageRecorder:
-    def __init__(self, uow: InMemoryUnitOfWork) -> None:
-        self.uow = uow
-
-    async def record(self, organization_id: int, kind: str, quantity: float, at: datetime, reference: str) -> None:
-        table = (await self.uow.tables())["usage_records"]
-        table.setdefault((organization_id, kind, reference), (float(quantity), at))
-
-    async def total(self, organization_id: int, kind: str, start: datetime, end: datetime) -> float:
-        table = (await self.uow.tables())["usage_records"]
-        return float(sum(quantity for (org, k, _), (quantity, at) in table.items()
-                         if org == organization_id and k == kind and start <= at < end))

@@ -9,8 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from adapters.sql.calls_tables import call_logs, calls, usage_records
-from adapters.sql.dialect import insert
+from adapters.sql.calls_tables import call_logs, calls
 from adapters.sql.metadata import UtcDateTime
 from adapters.sql.paging import fetch_page
 from adapters.sql.uow import SqlUnitOfWork
@@ -254,23 +253,3 @@ class SqlCallLogRepository:
         row = (await conn.execute(sa.select(call_logs.c.organization_id, call_logs.c.recording_key)
                                   .where(call_logs.c.id == call_log_id))).first()
         return (int(row[0]), row[1]) if row else None
-
-
-class SqlUsageRecorder:
-    def __init__(self, uow: SqlUnitOfWork) -> None:
-        self.uow = uow
-
-    async def record(self, organization_id: int, kind: str, quantity: float, at: datetime, reference: str) -> None:
-        conn = await self.uow.connection()
-        await conn.execute(
-            insert(usage_records, self.uow.dialect).values(
-                organization_id=organization_id, kind=kind, quantity=float(quantity), at=at, reference=reference,
-            ).on_conflict_do_nothing(index_elements=["organization_id", "kind", "reference"])
-        )
-
-    async def total(self, organization_id: int, kind: str, start: datetime, end: datetime) -> float:
-        conn = await self.uow.connection()
-        value = (await conn.execute(sa.select(sa.func.coalesce(sa.func.sum(usage_records.c.quantity), 0)).where(
-            usage_records.c.organization_id == organization_id, usage_records.c.kind == kind,
-            usage_records.c.at >= start, usage_records.c.at < end))).scalar_one()
-        return float(value)

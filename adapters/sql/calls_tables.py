@@ -93,20 +93,6 @@ call_logs = sa.Table(
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
 )
 
-usage_records = sa.Table(
-    "usage_records",
-    metadata,
-    id_column(),
-    org_column(),
-    sa.Column("kind", sa.String(50), nullable=False),
-    sa.Column("quantity", sa.Float, nullable=False),
-    sa.Column("at", UtcDateTime, nullable=False),
-    sa.Column("reference", sa.String(200), nullable=False),
-    sa.UniqueConstraint("organization_id", "kind", "reference"),
-    sa.Index("ix_usage_records_org_at", "organization_id", "at"),
-    sqlite_autoincrement=True,  # ids are never reused (migration 0008)
-)
-
 dnc_lists = sa.Table(
     "dnc_lists",
     metadata,

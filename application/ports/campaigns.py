@@ -103,7 +103,7 @@ class ContactRepository(Protocol):
 class ContactEndings(Protocol):
     """Told, in the unit of work that ends them, of campaign contacts that end without an event of their own:
     cancelled with their campaign, deleted while pending, or deleted with their campaign. The leads feature
-    fails the leads still queued on them; without it nobody listens (``NoContactEndings``)."""
+    fails the leads still queued on them."""
 
     async def contacts_ended(self, organization_id: int, campaign_id: int, contact_ids: Sequence[int] | None,
                              reason: str, at: datetime) -> None:

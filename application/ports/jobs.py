@@ -9,7 +9,6 @@ owner until ``lease_expires_at``; a job whose owner died is claimed again once i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -94,26 +93,6 @@ class JobQueue(Protocol):
     async def purge_failed(self, before: datetime) -> int:
         """Forget the jobs that failed for the last time before ``before`` (housekeeping); how many."""
         ...
-
-
-class JobSignal(Protocol):
-    """Wakes runners after a commit that created work (in-process; PostgreSQL also NOTIFYs other processes)."""
-
-    def notify(self) -> None: ...
-
-
-class JobUnit(Protocol):
-    """One unit of work: ports resolved in it share one transaction, committed by ``commit``."""
-
-    async def get(self, dependency: type[Any]) -> Any: ...
-
-    async def commit(self) -> None: ...
-
-
-class JobUnits(Protocol):
-    """Opens units of work (``async with units() as unit: ...``); leaving without commit rolls back."""
-
-    def __call__(self) -> AbstractAsyncContextManager[JobUnit]: ...
 
 
 class JobObserver(Protocol):

@@ -1,8 +1,9 @@
-"""Cross-cutting ports: time, randomness and the unit of work."""
+"""Cross-cutting ports: time, randomness, the unit of work and how background work opens one (``Units``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
@@ -10,6 +11,10 @@ from typing import Generic, Protocol, TypeVar
 from domain.events import DomainEvent
 
 T = TypeVar("T")
+C = TypeVar("C")
+R = TypeVar("R")
+C_contra = TypeVar("C_contra", contravariant=True)
+R_co = TypeVar("R_co", covariant=True)
 
 
 class Clock(Protocol):
@@ -59,6 +64,35 @@ class UnitOfWork(Protocol):
     async def commit(self) -> None: ...
 
     async def rollback(self) -> None: ...
+
+
+class UseCase(Protocol[C_contra, R_co]):
+    """The shape of every use case: one ``execute`` taking its command."""
+
+    async def execute(self, command: C_contra) -> R_co: ...
+
+
+class Unit(Protocol):
+    """One unit of work: what ``get`` resolves in it (ports, use cases) shares one transaction, which ``commit``
+    commits; leaving it uncommitted rolls back."""
+
+    async def get(self, dependency: type[T]) -> T: ...
+
+    async def commit(self) -> None: ...
+
+
+class Units(Protocol):
+    """The one way work outside a request (jobs, the worker's passes, operator commands) runs a unit of work.
+
+    ``await units.execute(Case, command)`` runs one use case in a unit of its own and commits it;
+    ``await units.run(work)`` does the same for ``work(unit)``; ``async with units.begin() as unit`` leaves the
+    commit to the caller. A unit whose work raises is rolled back."""
+
+    def begin(self) -> AbstractAsyncContextManager[Unit]: ...
+
+    async def run(self, work: Callable[[Unit], Awaitable[R]]) -> R: ...
+
+    async def execute(self, case: type[UseCase[C, R]], command: C) -> R: ...
 
 
 @dataclass(frozen=True, slots=True)

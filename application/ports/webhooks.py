@@ -129,3 +129,9 @@ class DeliveryRepository(Protocol):
         """Forget the deliveries that finished (succeeded, failed, cancelled: not pending) before ``before``,
         with their log rows (attempts); how many log rows (housekeeping)."""
         ...
+
+
+class DeliveryObserver(Protocol):
+    """Told of every delivery attempt the pump recorded, by its outcome (the delivery's status): metrics."""
+
+    def delivered(self, status: str) -> None: ...

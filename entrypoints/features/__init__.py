@@ -1,17 +1,15 @@
-"""Features: each module in this package defines ``FEATURE``, a ``Feature`` the composition root installs.
+"""Features: each module in this package defines ``FEATURE``, a ``Feature``; the composition root installs the
+ones its registry lists (``entrypoints.ioc.FEATURES``, in that order).
 
 A feature knows nothing of HTTP: its routes live on the HTTP side (``entrypoints/http/routes``), registered
-under the feature's name, so the worker never loads Litestar. Modules are discovered at start-up, in name order.
+under the feature's name, so the worker never loads Litestar.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
-import pkgutil
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from dishka import AsyncContainer, Provider
@@ -49,16 +47,50 @@ class Feature:
     outbox_consumers: dict[str, str] = field(default_factory=dict)
     """The outbox consumers (``application/outbox.py``) it runs, each by the job kind that runs it: the shared
     safety recheck (``outbox.recheck``) makes that job due when the consumer is behind."""
+    overrides: Mapping[Any, str] = field(default_factory=dict)
+    """Ports this feature provides in place of another's: port -> the name of the feature (listed before it in the
+    registry, or ``core``) whose provision it replaces. Providing a port another feature provides without
+    declaring it here stops the composition root (``FeatureConflict``)."""
 
     def container_providers(self, backend: Backend) -> list[Provider]:
         storage = self.sql if backend.sql else self.memory
         return [provider() for provider in self.providers] + ([storage()] if storage is not None else [])
 
 
-@cache
-def all_features() -> tuple[Feature, ...]:
-    found = []
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            found.append(importlib.import_module(f"{__name__}.{info.name}").FEATURE)
-    return tuple(found)
+@dataclass(frozen=True)
+class OutboxConsumerJobs:
+    """(consumer, job kind) of every installed feature's outbox consumers (``Feature.outbox_consumers``), for the
+    shared safety recheck; the composition root provides it."""
+
+    pairs: tuple[tuple[str, str], ...] = ()
+
+
+class FeatureConflict(Exception):
+    """Two features provide one port and the later one did not declare it overrides the earlier one's."""
+
+
+def provided_ports(providers: Sequence[Provider]) -> set[Any]:
+    """What the providers provide (their factories' and aliases' types)."""
+    return {source.provides.type_hint for provider in providers
+            for source in (*provider.factories, *provider.aliases)}
+
+
+def check_overrides(installed: Sequence[tuple[Feature, Sequence[Provider]]]) -> None:
+    """Every port is provided by one feature, or overridden by a later one that declares it (``Feature.overrides``,
+    naming the feature it overrides); FeatureConflict otherwise, and for a declared override of nothing.
+    ``installed``: each feature, in order, with the providers it installs."""
+    owner: dict[Any, str] = {}
+    for feature, providers in installed:
+        ports = provided_ports(providers)
+        for port, overridden in feature.overrides.items():
+            if port not in ports:
+                raise FeatureConflict(f"feature {feature.name!r} declares it overrides {port!r} "
+                                      "but does not provide it")
+            if owner.get(port) != overridden:
+                raise FeatureConflict(f"feature {feature.name!r} declares it overrides {port!r} of {overridden!r}, "
+                                      f"but {overridden!r} does not provide it before {feature.name!r}")
+        for port in sorted(ports - set(feature.overrides), key=repr):
+            if port in owner:
+                raise FeatureConflict(f"features {owner[port]!r} and {feature.name!r} both provide {port!r}: "
+                                      f"declare the override in {feature.name!r} (Feature.overrides)")
+        owner.update(dict.fromkeys(ports, feature.name))

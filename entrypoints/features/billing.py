@@ -32,7 +32,7 @@ from application.ports.platform import Clock
 from domain.usage import period_bounds, period_of
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
-from entrypoints.worker import in_unit
+from entrypoints.units import ScopedUnits
 
 CLOSE = "billing.close"
 COLLECT = cases.COLLECT_JOB
@@ -76,7 +76,7 @@ async def close_period(container: AsyncContainer, period: str, batch: int = case
         async def work(unit: Any, after: int = after) -> cases.ClosedBatch:
             return await (await unit.get(cases.CloseBillingPeriod)).execute(
                 cases.CloseBillingPeriodCommand(period, after, batch))
-        done: cases.ClosedBatch = await in_unit(container, work)
+        done: cases.ClosedBatch = await ScopedUnits(container).run(work)
         invoiced += done.invoiced
         if done.seen < batch:
             return invoiced
@@ -90,7 +90,7 @@ async def collect_due(container: AsyncContainer, batch: int = 100) -> int:
         async def work(unit: Any) -> int:
             return await (await unit.get(cases.CollectDueInvoices)).execute(  # type: ignore[no-any-return]
                 cases.CollectDueInvoicesCommand(batch))
-        done: int = await in_unit(container, work)
+        done: int = await ScopedUnits(container).run(work)
         charged += done
         if done < batch:
             return charged
@@ -120,7 +120,7 @@ def collect_job(container: AsyncContainer, settings: Settings) -> JobKind:
         await collect_due(container, section.collect_batch)
         async def next_attempt(unit: Any) -> datetime | None:
             return await (await unit.get(cases.NextCollection)).execute(cases.NextCollectionCommand())  # type: ignore[no-any-return]
-        upcoming: datetime | None = await in_unit(container, next_attempt)
+        upcoming: datetime | None = await ScopedUnits(container).run(next_attempt)
         fallback = await _now(container) + timedelta(days=1)
         return min(upcoming, fallback) if upcoming is not None else fallback
 

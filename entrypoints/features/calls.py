@@ -1,53 +1,39 @@
 """Calls feature: outbound calls on the telephony simulator, call logs and recordings, Do-Not-Call screening,
-telephony providers, phone numbers and stats, and the usage hook.
+telephony providers, phone numbers and stats.
 
-The worker job (``calls.progress``) drives calls: each pass advances the calls whose telephony adapter has news,
-ends the ones stuck past their deadline, then dials queued calls while their organization has free lines. Every
-step is its own unit of work. The job is due again when the next call is; a commit that created work wakes it.
-``run_once`` is one pass (tests call it with a manual clock).
+Its job ``calls.progress`` is the calls' progress pass (``application/call_progress.py``); ``progress`` gives the
+pass over a container (tests run one with a manual clock).
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.blobs.filesystem import FilesystemBlobStorage
 from adapters.memory.blobs import InMemoryBlobStorage
-from adapters.memory.calls import InMemoryCallLogRepository, InMemoryCallRepository, InMemoryUsageRecorder
+from adapters.memory.calls import InMemoryCallLogRepository, InMemoryCallRepository
 from adapters.memory.dnc import InMemoryDncRepository, InMemoryDncScreener
 from adapters.memory.telephony import InMemoryPhoneNumberRepository, InMemoryTelephonyProviderRepository
 from adapters.phones.libphonenumber import LibPhoneNumberNormalizer
-from adapters.sql.calls import SqlCallLogRepository, SqlCallRepository, SqlUsageRecorder
+from adapters.sql.calls import SqlCallLogRepository, SqlCallRepository
 from adapters.sql.dnc import SqlDncRepository, SqlDncScreener
 from adapters.sql.telephony import SqlPhoneNumberRepository, SqlTelephonyProviderRepository
 from adapters.telephony.simulator import SimulatedTelephony, SimulatorConfig
 from application import calls as call_cases
 from application import dnc as dnc_cases
 from application import telephony as telephony_cases
-from application.jobs import JobKind, next_beat
+from application.call_progress import RunCallProgress, progress_job
+from application.jobs import JobKind
 from application.ports.blobs import BlobStorage
-from application.ports.calls import CallLogRepository, CallRef, CallRepository
+from application.ports.calls import CallLogRepository, CallRepository
 from application.ports.dnc import DncRepository, DncScreener
-from application.ports.jobs import ClaimedJob
 from application.ports.phones import PhoneNormalizer
-from application.ports.platform import Clock
 from application.ports.telephony import PhoneNumberRepository, Telephony, TelephonyProviderRepository
-from application.ports.usage import UsageRecorder
-from domain.dnc import DncUnavailable
-from domain.errors import DomainError
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
-from entrypoints.worker import in_unit
-
-log = logging.getLogger("parley.calls")
-
-BATCH = 200
-KIND = "calls.progress"
+from entrypoints.units import ScopedUnits
 
 
 @dataclass(frozen=True)
@@ -82,7 +68,6 @@ class SqlCallsProvider(Provider):
 
     calls = provide(SqlCallRepository, provides=CallRepository)
     logs = provide(SqlCallLogRepository, provides=CallLogRepository)
-    usage = provide(SqlUsageRecorder, provides=UsageRecorder)
     dnc = provide(SqlDncRepository, provides=DncRepository)
     screener = provide(SqlDncScreener, provides=DncScreener)
     providers = provide(SqlTelephonyProviderRepository, provides=TelephonyProviderRepository)
@@ -96,7 +81,6 @@ class MemoryCallsProvider(Provider):
 
     calls = provide(InMemoryCallRepository, provides=CallRepository)
     logs = provide(InMemoryCallLogRepository, provides=CallLogRepository)
-    usage = provide(InMemoryUsageRecorder, provides=UsageRecorder)
     dnc = provide(InMemoryDncRepository, provides=DncRepository)
     screener = provide(InMemoryDncScreener, provides=DncScreener)
     providers = provide(InMemoryTelephonyProviderRepository, provides=TelephonyProviderRepository)
@@ -147,124 +131,13 @@ class CallsUseCaseProvider(Provider):
     )
 
 
-# ------------------------------------------------------------------------------------------------ the worker
-
-
-@dataclass
-class PassReport:
-    advanced: int = 0
-    swept: int = 0
-    dialled: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.advanced + self.swept + self.dialled
-
-
-async def _unit(container: AsyncContainer, work: Any) -> Any:
-    return await in_unit(container, lambda unit: work(unit.request))
-
-
-async def _refs(container: AsyncContainer, method: str, organization_id: int | None) -> list[CallRef]:
-    async def work(r: Any) -> list[CallRef]:
-        now = (await r.get(Clock)).now()
-        return await getattr(await r.get(CallRepository), method)(now, BATCH, organization_id)
-
-    return await _unit(container, work)
-
-
-async def _advance(container: AsyncContainer, ref: CallRef) -> bool:
-    async def step(run_tools: bool) -> Any:
-        async def work(r: Any) -> Any:
-            return await (await r.get(call_cases.AdvanceCall)).execute(call_cases.AdvanceCallCommand(ref, run_tools))
-        return await _unit(container, work)
-
-    try:
-        return await step(True) is not None
-    except DomainError as exc:  # a handled fallback: e.g. the agent's calendar is gone, no open slot
-        log.warning("advancing call %s: its mid-call tool could not run (%s: %s); the call goes on without it",
-                    ref.call_id, exc.code, exc.message)
-    except Exception:
-        log.exception("advancing call %s failed; retrying without mid-call tools", ref.call_id)
-    try:
-        return await step(False) is not None
-    except Exception:
-        log.exception("advancing call %s failed", ref.call_id)
-        return False
-
-
-async def _sweep(container: AsyncContainer, ref: CallRef) -> bool:
-    async def work(r: Any) -> Any:
-        return await (await r.get(call_cases.SweepOverdueCall)).execute(call_cases.SweepOverdueCallCommand(ref))
-
-    try:
-        return await _unit(container, work) is not None
-    except Exception:
-        log.exception("sweeping call %s failed", ref.call_id)
-        return False
-
-
-async def _dial_queued(container: AsyncContainer, organization_id: int) -> int:
-    dialled = 0
-
-    async def work(r: Any) -> Any:
-        return await (await r.get(call_cases.DialNextQueuedCall)).execute(
-            call_cases.DialNextQueuedCallCommand(organization_id))
-
-    for _ in range(BATCH):
-        try:
-            call = await _unit(container, work)
-        except DncUnavailable:
-            log.warning("DNC screening unavailable for organization %s: its queued calls wait", organization_id)
-            break
-        except Exception:
-            log.exception("dialling a queued call of organization %s failed", organization_id)
-            break
-        if call is None:
-            break
-        dialled += 1
-    return dialled
-
-
-async def run_once(container: AsyncContainer, settings: Settings | None = None, *,
-                   organization_id: int | None = None) -> PassReport:
-    """One pass of the telephony worker: advance due calls, sweep overdue ones, dial queued ones.
-    ``organization_id`` limits the pass to one organization (tests)."""
-    report = PassReport()
-    for ref in await _refs(container, "due", organization_id):
-        report.advanced += await _advance(container, ref)
-    for ref in await _refs(container, "overdue", organization_id):
-        report.swept += await _sweep(container, ref)
-
-    async def queued(r: Any) -> list[int]:
-        return await (await r.get(CallRepository)).organizations_with_queued(BATCH, organization_id)
-
-    for org in await _unit(container, queued):
-        report.dialled += await _dial_queued(container, org)
-    return report
-
-
-IDLE_RECHECK = timedelta(seconds=15)
-"""With no call due, the job looks again after this (a call placed through another process on SQLite, which has no
-cross-process notifications)."""
+def progress(container: AsyncContainer) -> RunCallProgress:
+    """The calls' progress pass over the container's units of work."""
+    return RunCallProgress(ScopedUnits(container))
 
 
 def calls_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    """The simulator and dialler as one recurring job: a pass, then due again when the earliest active call
-    has news or passes its deadline; a commit that creates work (a call placed, an event) runs it at once."""
-
-    async def progress(job: ClaimedJob) -> datetime:
-        await run_once(container, settings)
-
-        async def next_due(r: Any) -> tuple[datetime | None, datetime]:
-            return await (await r.get(CallRepository)).next_due(), (await r.get(Clock)).now()
-
-        due, now = await _unit(container, next_due)
-        return min(due, next_beat(now, IDLE_RECHECK)) if due is not None else next_beat(now, IDLE_RECHECK)
-
-    # a short lease: calls of a killed worker move on within it; passes that overlap are safe (row and
-    # organization locks), as concurrent run_once passes are
-    return JobKind(KIND, progress, on_wake=True, recurring=True, lease=timedelta(seconds=30))
+    return progress_job(ScopedUnits(container))
 
 
 FEATURE = Feature(

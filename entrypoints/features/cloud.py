@@ -22,7 +22,7 @@ from application.ports.cloud import Heartbeats, PlatformHealth
 from application.ports.jobs import ClaimedJob
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
-from entrypoints.worker import in_unit
+from entrypoints.units import ScopedUnits
 
 KIND = "cloud.heartbeat"
 
@@ -82,7 +82,7 @@ async def heartbeat_once(container: AsyncContainer, process: str) -> datetime:
     async def work(unit: Any) -> datetime:
         return await (await unit.get(cases.RecordHeartbeat)).execute(cases.RecordHeartbeatCommand(process))
 
-    return await in_unit(container, work)  # type: ignore[no-any-return]
+    return await ScopedUnits(container).run(work)  # type: ignore[no-any-return]
 
 
 def heartbeat_job(container: AsyncContainer, settings: Settings) -> JobKind:

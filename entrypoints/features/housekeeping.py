@@ -32,9 +32,9 @@ from application.outbox import (
 )
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
-from entrypoints.features import Feature, all_features
+from entrypoints.features import Feature, OutboxConsumerJobs
 from entrypoints.settings import Settings
-from entrypoints.worker import in_unit
+from entrypoints.units import ScopedUnits
 
 log = logging.getLogger("parley.housekeeping")
 INTERVAL = timedelta(minutes=10)
@@ -74,7 +74,7 @@ class HousekeepingProvider(Provider):
 
 async def purge_once(container: AsyncContainer) -> None:
     """One purge, in one unit of work."""
-    purged, events, history = await in_unit(container, _execute)
+    purged, events, history = await ScopedUnits(container).run(_execute)
     if purged.idempotency_records or purged.rate_limit_windows or events:
         log.info("purged %d idempotency records, %d rate-limit windows and %d outbox events",
                  purged.idempotency_records, purged.rate_limit_windows, events)
@@ -98,19 +98,10 @@ def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
     return JobKind(KIND, purge, recurring=True)
 
 
-def consumer_jobs() -> tuple[tuple[str, str], ...]:
-    """(consumer, job kind) of every installed feature's outbox consumers."""
-    return tuple(pair for feature in all_features() for pair in sorted(feature.outbox_consumers.items()))
-
-
 async def recheck_once(container: AsyncContainer) -> list[str]:
     """One shared recheck, in one unit of work: the consumers that were behind (their jobs are due now)."""
-    command = RecheckConsumersCommand(consumer_jobs())
-    return await in_unit(container, lambda unit: _recheck(unit, command))  # type: ignore[no-any-return]
-
-
-async def _recheck(unit: Any, command: RecheckConsumersCommand) -> list[str]:
-    return await (await unit.get(RecheckConsumers)).execute(command)  # type: ignore[no-any-return]
+    consumers = await container.get(OutboxConsumerJobs)
+    return await ScopedUnits(container).execute(RecheckConsumers, RecheckConsumersCommand(consumers.pairs))
 
 
 def recheck_job(container: AsyncContainer, settings: Settings) -> JobKind:

@@ -25,7 +25,7 @@ from application.ports.leads import LeadRepository
 from application.ports.platform import Clock
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
-from entrypoints.worker import in_unit
+from entrypoints.units import ScopedUnits
 
 KIND = "leads.follow"
 BATCH = 500
@@ -48,7 +48,7 @@ class LeadsUseCaseProvider(Provider):
         cases.ListLeads,
         cases.FollowLeadOutcomes,
     )
-    # overrides the core's NoContactEndings: the leads queued on a cancelled or deleted contact fail with it
+    # for the campaigns feature: the leads queued on a cancelled or deleted contact fail with it
     contact_endings = provide(LeadsOfEndedContacts, provides=ContactEndings)
 
 
@@ -58,7 +58,7 @@ async def follow_once(container: AsyncContainer, *, limit: int = BATCH) -> int:
     async def work(unit: Any) -> int:
         return await (await unit.get(cases.FollowLeadOutcomes)).execute(cases.FollowLeadOutcomesCommand(limit))
 
-    return int(await in_unit(container, work))
+    return int(await ScopedUnits(container).run(work))
 
 
 def follow_job(container: AsyncContainer, settings: Settings) -> JobKind:

@@ -24,7 +24,7 @@ class MemorySchedulesProvider(Provider):
 class SchedulesProvider(Provider):
     # computed locally by the holidays package; one calendar per region for the process
     holiday_calendars = provide(PythonHolidayCalendars, provides=HolidayCalendars, scope=Scope.APP)
-    # overrides the core's NoSchedules: a campaign's schedule_id may name this feature's schedules
+    # for the campaigns feature: a campaign's schedule_id may name this feature's schedules
     campaign_schedules = provide(schedules.SchedulesForCampaigns, provides=CampaignSchedules, scope=Scope.REQUEST)
 
     cases = provide_all(

@@ -43,13 +43,13 @@ class MemorySchedulingProvider(Provider):
 
 class SchedulingProvider(Provider):
     renderer = provide(ICalendarRenderer, provides=IcsRenderer, scope=Scope.APP)
-    # overrides the core's NoCalendars: agents may point at this feature's calendars
+    # for the core's agents: they may point at this feature's calendars
     agent_calendars = provide(calendars.CalendarsForAgents, provides=AgentCalendars, scope=Scope.REQUEST)
 
     @provide(scope=Scope.REQUEST)
     def appointment_booker(self, book_next_open_slot: booking.BookNextOpenSlot,
                            get_calendar: calendars.GetCalendar) -> AppointmentBooker:
-        """Overrides the core's NoAppointmentBooker: agents book during calls on this feature's calendars."""
+        """For the calls feature: agents book during calls on this feature's calendars."""
         return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand, get_calendar,
                                                  calendars.CalendarRef)
 

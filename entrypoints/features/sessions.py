@@ -25,7 +25,7 @@ from application.ports.sessions import SessionStore
 from domain.sessions import SessionPolicy
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
-from entrypoints.worker import in_unit
+from entrypoints.units import ScopedUnits
 
 log = logging.getLogger("parley.sessions")
 KIND = "sessions.purge"
@@ -91,7 +91,7 @@ async def purge_once(container: AsyncContainer) -> int:
     async def work(unit: Any) -> int:
         return await (await unit.get(cases.PurgeSessions)).execute(cases.PurgeSessionsCommand())  # type: ignore[no-any-return]
 
-    purged: int = await in_unit(container, work)
+    purged: int = await ScopedUnits(container).run(work)
     if purged:
         log.info("purged %d expired dashboard sessions", purged)
     return purged

@@ -25,7 +25,7 @@ from application.ports.platform import Clock
 from application.ports.sms import SmsCarrier, SmsRepository
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
-from entrypoints.worker import in_unit
+from entrypoints.units import ScopedUnits
 
 log = logging.getLogger("parley.sms")
 
@@ -70,11 +70,11 @@ async def receipts_once(container: AsyncContainer) -> int:
         return await (await unit.get(SmsRepository)).due((await unit.get(Clock)).now(), BATCH)
 
     polled = 0
-    for ref in await in_unit(container, due):
+    for ref in await ScopedUnits(container).run(due):
         async def step(unit: Any, ref: Any = ref) -> Any:
             return await (await unit.get(cases.PollSmsCarrier)).execute(cases.PollSmsCarrierCommand(ref))
         try:
-            await in_unit(container, step)
+            await ScopedUnits(container).run(step)
             polled += 1
         except Exception:
             log.exception("applying the carrier receipts of sms %s failed", ref.message_id)
@@ -87,7 +87,7 @@ async def apply_receipt(container: AsyncContainer, receipt: Any) -> Any:
     async def work(unit: Any) -> Any:
         return await (await unit.get(cases.ApplySmsReceipt)).execute(cases.ApplySmsReceiptCommand(receipt))
 
-    return await in_unit(container, work)
+    return await ScopedUnits(container).run(work)
 
 
 def receipts_job(container: AsyncContainer, settings: Settings) -> JobKind:
@@ -100,7 +100,7 @@ def receipts_job(container: AsyncContainer, settings: Settings) -> JobKind:
         async def next_due(unit: Any) -> tuple[datetime | None, datetime]:
             return await (await unit.get(SmsRepository)).next_due(), (await unit.get(Clock)).now()
 
-        due, now = await in_unit(container, next_due)
+        due, now = await ScopedUnits(container).run(next_due)
         return min(due, next_beat(now, IDLE_RECHECK)) if due is not None else next_beat(now, IDLE_RECHECK)
 
     return JobKind(KIND, poll, on_wake=True, recurring=True)

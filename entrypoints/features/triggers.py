@@ -29,7 +29,7 @@ from application.ports.platform import Clock
 from application.ports.triggers import EmailSender, TriggerRepository
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
-from entrypoints.worker import in_unit
+from entrypoints.units import ScopedUnits
 
 EVALUATE_KIND = "triggers.evaluate"
 ACTION_KIND = cases.ACTION_JOB
@@ -93,7 +93,7 @@ async def evaluate_once(container: AsyncContainer, *, limit: int = BATCH) -> int
     async def work(unit: Any) -> int:
         return await (await unit.get(cases.EvaluateTriggers)).execute(cases.EvaluateTriggersCommand(limit))
 
-    return int(await in_unit(container, work))
+    return int(await ScopedUnits(container).run(work))
 
 
 def evaluate_job(container: AsyncContainer, settings: Settings) -> JobKind:
@@ -113,7 +113,7 @@ async def act(container: AsyncContainer, ref: cases.ActionRef) -> datetime | Non
     async def prepare(unit: Any) -> cases.ActionWork | None:
         return await (await unit.get(cases.PrepareTriggerAction)).execute(ref)
 
-    work = await in_unit(container, prepare)
+    work = await ScopedUnits(container).run(prepare)
     if work is None:
         return None
     if work.action.type in cases.EXTERNAL_ACTIONS:
@@ -123,14 +123,14 @@ async def act(container: AsyncContainer, ref: cases.ActionRef) -> datetime | Non
             return await (await unit.get(cases.PerformTriggerAction)).execute(work)
 
         try:
-            return await in_unit(container, perform)  # type: ignore[no-any-return]
+            return await ScopedUnits(container).run(perform)  # type: ignore[no-any-return]
         except Exception as exc:
             outcome = cases.failure_of(exc)
 
     async def record(unit: Any) -> datetime | None:
         return await (await unit.get(cases.RecordTriggerAction)).execute(work, outcome)
 
-    return await in_unit(container, record)  # type: ignore[no-any-return]
+    return await ScopedUnits(container).run(record)  # type: ignore[no-any-return]
 
 
 def action_job(container: AsyncContainer, settings: Settings) -> JobKind:

@@ -1,8 +1,8 @@
 """Usage feature: the append-only usage ledger with its period and day counters, the one quota gate every dial
 and send passes, ``usage.threshold`` events, and the usage reports.
 
-It provides ``UsageRecorder`` over the ledger (overriding the calls feature's plain recorder), so the call
-finisher and the SMS sender write usage in the transaction of what they measure. It uses the core's
+It provides ``UsageRecorder`` over the ledger, so the call finisher and the SMS sender write usage in the transaction
+of what they measure, and the ``QuotaGate``. It uses the core's
 organizations and the calls and knowledge features' phone numbers and knowledge bases.
 """
 
@@ -28,7 +28,7 @@ class MemoryUsageProvider(Provider):
 class UsageUseCaseProvider(Provider):
     scope = Scope.REQUEST
 
-    # override the core's NoQuotaGate and the calls feature's plain recorder
+    # the one usage recorder and the one quota gate (the call finisher, PlaceCall, SendSms)
     recorder = provide(cases.LedgerUsageRecorder, provides=UsageRecorder)
     quota = provide(cases.LedgerQuotaGate, provides=QuotaGate)
     cases = provide_all(cases.GetUsage, cases.GetUsageMetrics)

@@ -1,9 +1,10 @@
-"""Webhooks feature: subscriptions API, the outbox dispatcher and the delivery worker."""
+"""Webhooks feature: subscriptions API, the outbox dispatcher (job ``webhooks.dispatch``) and the delivery pump
+(resident work ``webhooks.deliver``), both in ``application/webhook_delivery.py``; this module wires them."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
@@ -13,28 +14,50 @@ from adapters.sql.webhooks import SqlDeliveryRepository, SqlSubscriptionReposito
 from application import webhooks as uc
 from application.jobs import JobKind
 from application.outbox import WEBHOOKS
+from application.ports.platform import Random
 from application.ports.webhooks import DeliveryRepository, SubscriptionRepository, WebhookHttp
+from application.webhook_delivery import (
+    DELIVER,
+    DISPATCH_KIND,
+    DeliveryPolicy,
+    PumpDeliveries,
+    PumpDeliveriesCommand,
+    dispatch_job,
+)
 from domain.webhooks import USER_AGENT
 from entrypoints.features import Feature
-from entrypoints.runtime import JOB_WAKE_UPS
+from entrypoints.observability import DeliveryMetrics
+from entrypoints.runtime import JOB_WAKE_UPS, owner_name
 from entrypoints.settings import Settings
-from entrypoints.webhook_jobs import (
-    DISPATCH_KIND,
-    WorkerOptions,
-    deliver_once,
-    delivery_loop,
-    dispatch_kind,
-    dispatch_once,
-    drain,
-)
+from entrypoints.units import ScopedUnits
+
+_DEFAULTS = DeliveryPolicy()
+"""The delivery defaults live with the pump (``application/webhook_delivery.py``); the section only overrides."""
 
 
 @dataclass(frozen=True)
 class WebhookSettings:
+    """PARLEY_WEBHOOK_*: retries and the delivery pump of every worker process."""
+
     ENV_PREFIX = "WEBHOOK_"
 
     retry_scale: float = 1.0
     """PARLEY_WEBHOOK_RETRY_SCALE: multiplies the retry delays (tests and demos shorten them)."""
+    batch_size: int = _DEFAULTS.batch_size
+    """PARLEY_WEBHOOK_BATCH_SIZE: deliveries per claim."""
+    concurrency: int = _DEFAULTS.concurrency
+    """PARLEY_WEBHOOK_CONCURRENCY: sends in flight per worker process."""
+    lease_seconds: float = _DEFAULTS.lease_seconds
+    """PARLEY_WEBHOOK_LEASE_SECONDS: the claim's lease; must stay well above the 10 s send timeout."""
+    poll_seconds: float = _DEFAULTS.poll_seconds
+    """PARLEY_WEBHOOK_POLL_SECONDS: the delivery pump's idle safety poll (wake-ups cover new work)."""
+    dispatch_batch: int = field(default=_DEFAULTS.dispatch_batch, metadata={"env": False})
+    shutdown_grace_seconds: float = field(default=_DEFAULTS.shutdown_grace_seconds, metadata={"env": False})
+
+    def delivery(self) -> DeliveryPolicy:
+        return DeliveryPolicy(batch_size=self.batch_size, concurrency=self.concurrency,
+                              lease_seconds=self.lease_seconds, poll_seconds=self.poll_seconds,
+                              dispatch_batch=self.dispatch_batch, shutdown_grace_seconds=self.shutdown_grace_seconds)
 
 
 class WebhookPlatformProvider(Provider):
@@ -86,17 +109,15 @@ class WebhookUseCaseProvider(Provider):
 
 
 def dispatcher(container: AsyncContainer, settings: Settings) -> JobKind:
-    return dispatch_kind(container, WorkerOptions.from_env())
-
-
-DELIVERY = "webhooks.deliver"
-"""The delivery pump's name (``parley worker --jobs`` / ``--exclude-jobs``)."""
+    return dispatch_job(ScopedUnits(container), settings.section(WebhookSettings).delivery())
 
 
 async def delivery_pump(container: AsyncContainer, settings: Settings, stop: asyncio.Event) -> None:
+    pump = PumpDeliveries(ScopedUnits(container), await container.get(uc.SendDelivery),
+                          settings.section(WebhookSettings).delivery(), DeliveryMetrics())
     wake = JOB_WAKE_UPS.subscribe()
     try:
-        await delivery_loop(container, settings, stop, WorkerOptions.from_env(), wake)
+        await pump.execute(PumpDeliveriesCommand(owner_name(await container.get(Random)), stop, wake))
     finally:
         JOB_WAKE_UPS.unsubscribe(wake)
 
@@ -107,11 +128,7 @@ FEATURE = Feature(
     sql=SqlWebhookProvider,
     memory=MemoryWebhookProvider,
     jobs=[dispatcher],
-    resident={DELIVERY: delivery_pump},
+    resident={DELIVER: delivery_pump},
     settings=WebhookSettings,
     outbox_consumers={WEBHOOKS: DISPATCH_KIND},
 )
-
-# one pass of each step, for tests and benchmarks: dispatch_once(container) -> events dispatched,
-# deliver_once(container) -> deliveries handled, drain(container) -> both until nothing is due
-__all__ = ["FEATURE", "WebhookSettings", "deliver_once", "dispatch_once", "drain"]

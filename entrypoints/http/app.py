@@ -14,7 +14,6 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme, Server
 
 from domain.errors import ValidationFailed
-from entrypoints import features
 from entrypoints.http import asgi, dashboard, methods, multipart, routes
 from entrypoints.http.dashboard.errors import routing_error
 from entrypoints.http.dashboard.templating import template_config
@@ -129,8 +128,9 @@ class JsonRequest(Request[Any, Any, Any]):
 
 
 def route_handlers() -> list[Any]:
-    """The routes of the core and of every installed feature (the registry in ``entrypoints/http/routes``)."""
-    return routes.route_handlers(feature.name for feature in features.all_features())
+    """The routes of the core and of every feature (the HTTP side of the composition root's registry, kept in
+    ``entrypoints/http/routes``; a test checks both name the same features)."""
+    return routes.route_handlers(sorted(name for name in routes.ROUTES if name != "core"))
 
 
 class UndeclaredAccess(RuntimeError):
@@ -185,8 +185,7 @@ def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any
     async def on_shutdown(_: Litestar) -> None:
         await container.close()
 
-    installed = {feature.name for feature in features.all_features()}
-    surfaces = dashboard.routers() if "sessions" in installed else []  # the back-office's HTML pages
+    surfaces = dashboard.routers()  # the back-office's HTML pages (the sessions feature)
     app = Litestar(
         route_handlers=[api, *surfaces],
         # no route matched: 404 / 405 in the JSON envelope (an HTML page under /dashboard)

@@ -8,7 +8,7 @@ from datetime import timedelta
 from adapters.memory.clock import ManualClock
 from application.jobs import JobKind, JobRunner
 from application.ports.jobs import ClaimedJob, NewJob
-from entrypoints.worker import ContainerUnits
+from entrypoints.units import ScopedUnits
 from tests.application.test_job_runner import T0, FixedRandom, _schedule, clock, units  # noqa: F401
 
 
@@ -24,7 +24,7 @@ class Recorder:
         self.expired.append((kind, list(job_ids)))
 
 
-async def test_outcomes_and_an_outlived_lease_reach_the_observer(units: ContainerUnits,  # noqa: F811
+async def test_outcomes_and_an_outlived_lease_reach_the_observer(units: ScopedUnits,  # noqa: F811
                                                                    clock: ManualClock) -> None:  # noqa: F811
     async def ok(job: ClaimedJob) -> None:
         return None

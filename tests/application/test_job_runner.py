@@ -17,7 +17,7 @@ from application.jobs import JobKind, JobRunner, JobWakeUps, backoff, next_beat
 from application.ports.jobs import ClaimedJob, JobQueue, NewJob
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
-from entrypoints.worker import ContainerUnits
+from entrypoints.units import ScopedUnits
 from tests.conftest import ClockProvider
 
 T0 = datetime(2026, 4, 6, 8, tzinfo=UTC)
@@ -43,30 +43,30 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def units(tmp_path: Path, clock: ManualClock) -> AsyncIterator[ContainerUnits]:
+async def units(tmp_path: Path, clock: ManualClock) -> AsyncIterator[ScopedUnits]:
     settings = Settings(database_url="memory://", var_dir=tmp_path, secret_key="test-secret-key")
     container = build_container(settings, ClockProvider(clock))
-    yield ContainerUnits(container)
+    yield ScopedUnits(container)
     await container.close()
 
 
-async def _schedule(units: ContainerUnits, *jobs: NewJob) -> None:
-    async with units() as unit:
+async def _schedule(units: ScopedUnits, *jobs: NewJob) -> None:
+    async with units.begin() as unit:
         for job in jobs:
             await (await unit.get(JobQueue)).schedule(job)
         await unit.commit()
 
 
-async def _claim(units: ContainerUnits, kind: str, now: datetime) -> list[ClaimedJob]:
-    async with units() as unit:  # left without commit: rolled back, the probe leaves no lease behind
+async def _claim(units: ScopedUnits, kind: str, now: datetime) -> list[ClaimedJob]:
+    async with units.begin() as unit:  # left without commit: rolled back, the probe leaves no lease behind
         return await (await unit.get(JobQueue)).claim(kind, "probe", now, now + timedelta(seconds=1), 100)
 
 
-def _runner(units: ContainerUnits, clock: ManualClock, *kinds: JobKind, **options: Any) -> JobRunner:
+def _runner(units: ScopedUnits, clock: ManualClock, *kinds: JobKind, **options: Any) -> JobRunner:
     return JobRunner(kinds, units, clock, FixedRandom(0.0), "runner-1", **options)
 
 
-async def test_due_jobs_run_in_priority_order_and_later_ones_wait(units: ContainerUnits, clock: ManualClock) -> None:
+async def test_due_jobs_run_in_priority_order_and_later_ones_wait(units: ScopedUnits, clock: ManualClock) -> None:
     ran: list[str] = []
 
     async def handler(job: ClaimedJob) -> None:
@@ -83,7 +83,7 @@ async def test_due_jobs_run_in_priority_order_and_later_ones_wait(units: Contain
 
 
 async def test_a_failing_job_backs_off_exponentially_with_jitter_then_gives_up(
-        units: ContainerUnits, clock: ManualClock) -> None:
+        units: ScopedUnits, clock: ManualClock) -> None:
     attempts: list[int] = []
 
     async def flaky(job: ClaimedJob) -> None:
@@ -110,14 +110,14 @@ async def test_a_failing_job_backs_off_exponentially_with_jitter_then_gives_up(
     assert attempts == [1, 2, 3]
 
 
-async def test_a_crashed_owners_job_is_taken_over_after_its_lease(units: ContainerUnits, clock: ManualClock) -> None:
+async def test_a_crashed_owners_job_is_taken_over_after_its_lease(units: ScopedUnits, clock: ManualClock) -> None:
     ran: list[int] = []
 
     async def handler(job: ClaimedJob) -> None:
         ran.append(job.attempts)
 
     await _schedule(units, NewJob("k", T0, "only"))
-    async with units() as unit:  # a worker claims it and dies
+    async with units.begin() as unit:  # a worker claims it and dies
         await (await unit.get(JobQueue)).claim("k", "crashed", T0, T0 + timedelta(seconds=60), 1)
         await unit.commit()
     runner = _runner(units, clock, JobKind("k", handler))
@@ -127,7 +127,7 @@ async def test_a_crashed_owners_job_is_taken_over_after_its_lease(units: Contain
     assert await runner.run_due() == 1 and ran == [2]
 
 
-async def test_a_recurring_job_is_due_again_when_its_handler_says(units: ContainerUnits, clock: ManualClock) -> None:
+async def test_a_recurring_job_is_due_again_when_its_handler_says(units: ScopedUnits, clock: ManualClock) -> None:
     async def tick(job: ClaimedJob) -> datetime:
         return clock.now() + timedelta(minutes=10)
 
@@ -141,7 +141,7 @@ async def test_a_recurring_job_is_due_again_when_its_handler_says(units: Contain
 
 
 async def test_the_runner_holds_its_concurrency_limit_and_drains_on_stop(
-        units: ContainerUnits, clock: ManualClock) -> None:
+        units: ScopedUnits, clock: ManualClock) -> None:
     started: list[str] = []
     release = asyncio.Event()
     two_running = asyncio.Event()
@@ -167,7 +167,7 @@ async def test_the_runner_holds_its_concurrency_limit_and_drains_on_stop(
     assert sorted(j.key for j in await _claim(units, "slow", T0)) == ["j2", "j3", "j4"]  # the two finished
 
 
-async def test_a_drain_past_its_grace_releases_the_leases(units: ContainerUnits, clock: ManualClock) -> None:
+async def test_a_drain_past_its_grace_releases_the_leases(units: ScopedUnits, clock: ManualClock) -> None:
     running = asyncio.Event()
 
     async def stuck(job: ClaimedJob) -> None:
@@ -185,7 +185,7 @@ async def test_a_drain_past_its_grace_releases_the_leases(units: ContainerUnits,
     assert job.attempts == 1  # the interrupted attempt does not count
 
 
-async def test_a_wake_up_runs_an_on_wake_job_before_it_is_due(units: ContainerUnits, clock: ManualClock) -> None:
+async def test_a_wake_up_runs_an_on_wake_job_before_it_is_due(units: ScopedUnits, clock: ManualClock) -> None:
     ran = asyncio.Event()
 
     async def look(job: ClaimedJob) -> datetime:
@@ -210,16 +210,16 @@ async def test_a_wake_up_runs_an_on_wake_job_before_it_is_due(units: ContainerUn
 class CountingUnits:
     """The units of work a runner opens, counted, with the claims made through them."""
 
-    def __init__(self, units: ContainerUnits) -> None:
+    def __init__(self, units: ScopedUnits) -> None:
         self.units = units
         self.opened = 0
         self.committed = 0
         self.claims: list[str] = []
 
     @contextlib.asynccontextmanager
-    async def __call__(self) -> AsyncIterator[Any]:
+    async def begin(self) -> AsyncIterator[Any]:
         self.opened += 1
-        async with self.units() as unit:
+        async with self.units.begin() as unit:
             yield _CountingUnit(self, unit)
 
 
@@ -258,7 +258,7 @@ async def _one_pass(runner: JobRunner) -> None:
 
 
 async def test_an_idle_pass_over_many_kinds_is_one_unit_of_work_and_claims_nothing(
-        units: ContainerUnits, clock: ManualClock) -> None:
+        units: ScopedUnits, clock: ManualClock) -> None:
     async def never(job: ClaimedJob) -> None:
         raise AssertionError("nothing is due")
 
@@ -271,7 +271,7 @@ async def test_an_idle_pass_over_many_kinds_is_one_unit_of_work_and_claims_nothi
     assert counting.opened == 1 and counting.committed == 0  # and the next due time read in the same unit
 
 
-async def test_a_pass_claims_only_the_kinds_with_due_work(units: ContainerUnits, clock: ManualClock) -> None:
+async def test_a_pass_claims_only_the_kinds_with_due_work(units: ScopedUnits, clock: ManualClock) -> None:
     ran: list[str] = []
 
     async def tick(job: ClaimedJob) -> datetime:
@@ -287,11 +287,11 @@ async def test_a_pass_claims_only_the_kinds_with_due_work(units: ContainerUnits,
     assert sorted(ran) == ["kind.5", "kind.9"]
     assert sorted(counting.claims) == ["kind.5", "kind.9"]
     assert counting.opened <= 6  # claims (one unit), two outcomes, and passes that find nothing due
-    async with units() as unit:
+    async with units.begin() as unit:
         assert await (await unit.get(JobQueue)).next_due(TWELVE) == T0 + timedelta(minutes=10)
 
 
-async def test_a_wake_up_claims_only_the_on_wake_kinds_that_are_free(units: ContainerUnits,
+async def test_a_wake_up_claims_only_the_on_wake_kinds_that_are_free(units: ScopedUnits,
                                                                       clock: ManualClock) -> None:
     ran: list[str] = []
 

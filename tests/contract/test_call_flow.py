@@ -17,12 +17,13 @@ from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from application.accounts import CreateOrganization, CreateOrganizationCommand
 from application.agents import PublishAgent, PublishAgentCommand
+from application.call_progress import RunCallProgressCommand
 from application.calls import CancelCall, CancelCallCommand, GetCall, GetCallCommand, PlaceCall, PlaceCallCommand
 from application.context import Actor
 from application.ports.agents import AgentRepository
 from application.ports.platform import UnitOfWork
 from domain.agents import Agent
-from entrypoints.features.calls import run_once
+from entrypoints.features.calls import progress
 from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
@@ -83,11 +84,11 @@ async def test_calls_flow_on_every_backend(database_url: str, tmp_root: Path) ->
         async with container() as r:
             await (await r.get(CancelCall)).execute(CancelCallCommand(Actor.system(org), cancelled))
             await (await r.get(UnitOfWork)).commit()
-        report = await run_once(container, organization_id=org)
+        report = await progress(container).execute(RunCallProgressCommand(org))
         assert report.dialled == 2  # the starter plan's two lines
         for _ in range(8):
             clock.advance(seconds=30)
-            await run_once(container, organization_id=org)
+            await progress(container).execute(RunCallProgressCommand(org))
         statuses = {n: (await _get(container, org, i)).status for n, i in ids.items()}
         assert statuses == {"+1555010000": "completed", "+1555010001": "busy", "+1555010005": "transferred"}
         events = await _events(container, org)
@@ -107,7 +108,7 @@ async def test_racing_workers_respect_the_line_limit_and_emit_once(sql_url: str,
         ids = [await _place(containers[0], org, agent, "+1555010000", clock) for _ in range(6)]
         peak = 0
         for _ in range(12):
-            await asyncio.gather(*(run_once(c, organization_id=org) for c in containers))
+            await asyncio.gather(*(progress(c).execute(RunCallProgressCommand(org)) for c in containers))
             active = [(await _get(containers[0], org, i)).status for i in ids]
             peak = max(peak, sum(s in ("ringing", "in_progress") for s in active))
             clock.advance(seconds=1)
@@ -119,7 +120,7 @@ async def test_racing_workers_respect_the_line_limit_and_emit_once(sql_url: str,
                 assert events[(kind, call_id)] == 1, (kind, call_id)
         # the sweeper never finds a finished call
         clock.advance(hours=30)
-        assert (await run_once(containers[1], organization_id=org)).swept == 0
+        assert (await progress(containers[1]).execute(RunCallProgressCommand(org))).swept == 0
         assert Counter(await _events(containers[0], org)) == events
     finally:
         for container in containers:

@@ -7,6 +7,8 @@ from typing import Any
 
 from dishka import AsyncContainer
 
+from application.call_progress import RunCallProgressCommand
+from application.dialer_pass import DialerReport, RunDialerPassCommand
 from entrypoints.features import calls as calls_feature
 from entrypoints.features import campaigns as campaigns_feature
 from entrypoints.ioc import build_container
@@ -28,9 +30,9 @@ def worker(api: Api) -> AsyncContainer:
     return container
 
 
-async def dial(api: Api) -> campaigns_feature.DialerReport:
+async def dial(api: Api) -> DialerReport:
     """One dialer pass."""
-    return await campaigns_feature.run_once(worker(api), api.settings)
+    return await campaigns_feature.dial_pass(worker(api), api.settings).execute(RunDialerPassCommand())
 
 
 async def tick(api: Api, *, seconds: float = 60) -> None:
@@ -38,7 +40,7 @@ async def tick(api: Api, *, seconds: float = 60) -> None:
     a dialer pass (outcomes), then the clock moves on."""
     assert api.clock is not None
     await dial(api)
-    await calls_feature.run_once(worker(api), api.settings)
+    await calls_feature.progress(worker(api)).execute(RunCallProgressCommand())
     await dial(api)
     api.clock.advance(seconds=seconds)
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.memory.clock import ManualClock
+from application.call_progress import RunCallProgressCommand
 from entrypoints.features import calls as calls_feature
 from tests.conftest import ApiFactory
 from tests.dialer import support
@@ -103,7 +104,7 @@ async def test_a_pass_leaves_a_campaign_that_waits_alone_until_it_has_work(make_
     contact waits for its hours and that already says so gets no step, until its agent is archived."""
     from application.dialer import wants_turn
     from application.ports.dialer import CampaignTurn, DialerStore
-    from entrypoints.worker import in_unit
+    from entrypoints.units import ScopedUnits
 
     api = await make_api(sql_url, clock=ManualClock(datetime(2026, 1, 5, 8, tzinfo=UTC)))  # 03:00 in New York
     t = await api.tenant()
@@ -116,7 +117,7 @@ async def test_a_pass_leaves_a_campaign_that_waits_alone_until_it_has_work(make_
         async def work(unit: Any) -> CampaignTurn:
             turns = await (await unit.get(DialerStore)).campaign_turns(10)
             return next(x for x in turns if x.ref.campaign_id == c["id"])
-        return await in_unit(support.worker(api), work)
+        return await ScopedUnits(support.worker(api)).run(work)
 
     first = await turn()
     assert first.has_open and first.agent_live and first.first_due_at is not None and wants_turn(first, now)
@@ -213,7 +214,7 @@ async def test_the_cap_is_never_exceeded_and_single_calls_go_first(make_api: Api
         "bot_id": str(c["agent_id"]), "destination_phone": "+1555010000", "contact_name": "Ada",
         "custom_data": {"plan": "x"}})
     assert single.status_code == 201, single.text
-    await calls_feature.run_once(support.worker(api), api.settings)
+    await calls_feature.progress(support.worker(api)).execute(RunCallProgressCommand())
     got = await get(api, t, f"/calls/{single.json()['data']['id']}")
     assert got["status"] != "queued" and got["campaign_id"] is None  # dialled before the queued campaign calls
     states = sorted(call["status"] for call in await campaign_calls(api, t, c["id"]))

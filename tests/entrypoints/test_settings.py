@@ -90,9 +90,24 @@ def test_a_bad_platform_value_fails_naming_the_variable(variable: str, value: st
         Settings.from_env({variable: value}, dotenv=None)
 
 
+def test_the_delivery_pump_reads_its_variables_like_every_other_setting(tmp_path: Path) -> None:
+    """PARLEY_WEBHOOK_BATCH_SIZE, _CONCURRENCY, _LEASE_SECONDS and _POLL_SECONDS are fields of the webhooks section,
+    so a .env file sets them too, under the process environment."""
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("PARLEY_WEBHOOK_CONCURRENCY=7\nPARLEY_WEBHOOK_LEASE_SECONDS=45\n")
+    settings = Settings.from_env({"PARLEY_WEBHOOK_BATCH_SIZE": "20", "PARLEY_WEBHOOK_POLL_SECONDS": "0.5",
+                                  "PARLEY_WEBHOOK_LEASE_SECONDS": "30"}, dotenv=dotenv)
+    policy = settings.section(WebhookSettings).delivery()
+    assert (policy.batch_size, policy.concurrency, policy.lease_seconds, policy.poll_seconds) == (20, 7, 30.0, 0.5)
+    defaults = Settings.from_env({}, dotenv=None).section(WebhookSettings).delivery()
+    assert (defaults.batch_size, defaults.concurrency, defaults.lease_seconds, defaults.poll_seconds,
+            defaults.dispatch_batch, defaults.shutdown_grace_seconds) == (100, 100, 60.0, 10.0, 500, 12.0)
+
+
 @pytest.mark.parametrize(("variable", "value"), [
     ("PARLEY_SIMULATOR_SPEED", "fast"),
     ("PARLEY_WEBHOOK_RETRY_SCALE", "x"),
+    ("PARLEY_WEBHOOK_CONCURRENCY", "many"),
     ("PARLEY_EXTRACTION_MEMORY_MB", "1GB"),
 ])
 def test_a_bad_feature_value_fails_at_start_up_naming_the_variable(variable: str, value: str) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from entrypoints.features.calls import KIND as CALLS
-from entrypoints.features.campaigns import KIND as DIALER
-from entrypoints.features.webhooks import DELIVERY
+from application.call_progress import KIND as CALLS
+from application.dialer_pass import KIND as DIALER
+from application.webhook_delivery import DELIVER as DELIVERY
 from entrypoints.ioc import build_container
 from entrypoints.worker import JobSelection, JobSelectionError, make_runner, selected_work
 from tests.conftest import Api

@@ -14,8 +14,9 @@ from dishka import AsyncContainer, Provider
 from adapters.memory.clock import ManualClock
 from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
+from application.call_progress import PassReport, RunCallProgressCommand
 from entrypoints.asgi_app import http_container
-from entrypoints.features.calls import PassReport, run_once
+from entrypoints.features.calls import progress
 from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
@@ -58,7 +59,7 @@ async def drive(api: Api, organization_id: int | None = None) -> PassReport:
     entry = _WORKERS.get(id(api))
     if entry is None:
         entry = _WORKERS[id(api)] = (api, build_container(api.settings, *api.overrides))
-    return await run_once(entry[1], api.settings, organization_id=organization_id)
+    return await progress(entry[1]).execute(RunCallProgressCommand(organization_id))
 
 
 async def finish_calls(api: Api, organization_id: int, *, rounds: int = 6, step_seconds: float = 60) -> None:

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from adapters.memory.clock import ManualClock
 from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
+from application.dialer_pass import RunDialerPassCommand
 from application.ports.triggers import EmailMessage, EmailSender
 from domain.events import EventType
 from entrypoints.features import campaigns as campaigns_feature
@@ -127,7 +128,7 @@ async def test_a_loop_through_sms_and_calls_stops_at_the_guard(make_api: ApiFact
 async def _dial(api: Api) -> None:
     container = build_container(api.settings, *api.overrides)
     try:
-        await campaigns_feature.run_once(container, api.settings)
+        await campaigns_feature.dial_pass(container, api.settings).execute(RunDialerPassCommand())
     finally:
         await container.close()
 

@@ -3,10 +3,11 @@ manual clock, and a worker container driven one pass at a time."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,45 @@ import pytest
 from dishka import AsyncContainer, Provider
 
 from adapters.memory.clock import ManualClock
+from application import webhook_delivery
 from application.ports.platform import UnitOfWork
-from application.webhooks import WebhookPolicy
+from application.webhook_delivery import DELIVER, DISPATCH_KIND, DeliverDue, DeliverDueCommand, DeliveryPolicy
+from application.webhooks import SendDelivery, WebhookPolicy
 from domain.events import event
+from entrypoints.features.webhooks import WebhookSettings
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
-from entrypoints.webhook_jobs import WorkerOptions, drain
+from entrypoints.settings import Settings
+from entrypoints.units import ScopedUnits
+from entrypoints.worker import JobSelection, run_jobs
 from tests.conftest import Api, ApiFactory, Tenant, _pg_template_name, _run_dir
 from tests.webhooks.receiver import Receiver
+
+TEST_WORKER = "test-worker"
+
+
+async def _deliver_due(container: AsyncContainer, policy: DeliveryPolicy | None) -> DeliverDue:
+    return DeliverDue(ScopedUnits(container), await container.get(SendDelivery), policy or DeliveryPolicy())
+
+
+async def drain(container: AsyncContainer, policy: DeliveryPolicy | None = None) -> int:
+    """Dispatch and deliver until nothing is due now, one batch at a time; how many deliveries were handled."""
+    deliver = await _deliver_due(container, policy)
+    return await webhook_delivery.drain(ScopedUnits(container), deliver, TEST_WORKER)
+
+
+async def deliver_once(container: AsyncContainer, policy: DeliveryPolicy | None = None) -> int:
+    """One batch of the deliveries due now; how many were handled."""
+    return await (await _deliver_due(container, policy)).execute(DeliverDueCommand(TEST_WORKER))
+
+
+async def webhook_work(container: AsyncContainer, settings: Settings, stop: asyncio.Event, **policy: Any) -> None:
+    """The webhook work alone (the dispatcher job and the delivery pump), as ``parley worker --jobs
+    webhooks.dispatch,webhooks.deliver`` runs it, until ``stop``; ``policy``: PARLEY_WEBHOOK_* values."""
+    section = replace(settings.section(WebhookSettings), **policy)
+    given = tuple(s for s in settings.sections if type(s) is not WebhookSettings)
+    await run_jobs(container, replace(settings, sections=(*given, section)), stop,
+                   JobSelection(only=frozenset({DISPATCH_KIND, DELIVER})))
 
 
 @pytest.fixture(scope="session")
@@ -97,8 +129,8 @@ class Harness:
             uow.record(event(organization_id, type, data or {}))
             await uow.commit()
 
-    async def drain(self, options: WorkerOptions | None = None) -> int:
-        return await drain(self.jobs, self.api.settings, options)
+    async def drain(self, policy: DeliveryPolicy | None = None) -> int:
+        return await drain(self.jobs, policy)
 
     async def logs(self, tenant: Tenant, hook_id: int, query: str = "") -> list[dict]:
         r = await self.client.get(f"/v2/webhooks/{hook_id}/logs?limit=100{query}", headers=tenant.headers)

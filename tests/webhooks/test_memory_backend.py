@@ -20,7 +20,7 @@ from domain.webhooks import verify_signature
 from entrypoints.features.webhooks import WebhookSettings
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
-from entrypoints.webhook_jobs import drain
+from tests.webhooks.conftest import drain
 from tests.webhooks.receiver import Receiver, Reply
 
 
@@ -41,7 +41,7 @@ async def test_events_are_delivered_and_retried_on_the_memory_backend(receiver: 
             uow = await r.get(UnitOfWork)
             uow.record(event(actor.organization_id, "call.completed", {"call_id": "m-1"}))
             await uow.commit()
-        await drain(container, settings)  # a zero retry scale makes the retry due at once
+        await drain(container)  # a zero retry scale makes the retry due at once
         first, second = receiver.requests
         assert first.webhook_id == second.webhook_id and json.loads(second.body)["data"] == {"call_id": "m-1"}
         assert verify_signature(made.secret, second.headers["x-webhook-timestamp"], second.body,

@@ -24,7 +24,8 @@ from application.ports.events import OutboxReader
 from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import UnitOfWork
 from domain.events import DomainEvent, EventType, event
-from entrypoints.features.housekeeping import consumer_jobs, purge_once, recheck_once
+from entrypoints.features import OutboxConsumerJobs
+from entrypoints.features.housekeeping import purge_once, recheck_once
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from tests.conftest import ClockProvider, new_organization
@@ -262,6 +263,6 @@ async def test_the_shared_recheck_makes_the_jobs_of_the_consumers_behind_due(
         now = clock.now()
         assert await queue.due_kinds(["webhooks.dispatch", "leads.follow", "triggers.evaluate"], now) == {
             "leads.follow", "triggers.evaluate"}
-    assert dict(consumer_jobs()) == {"webhooks": "webhooks.dispatch", "leads": "leads.follow",
-                                     "triggers": "triggers.evaluate"}
-    assert set(dict(consumer_jobs())) == set(CONSUMERS)  # every consumer is looked after
+    consumers = dict((await outbox.get(OutboxConsumerJobs)).pairs)
+    assert consumers == {"webhooks": "webhooks.dispatch", "leads": "leads.follow", "triggers": "triggers.evaluate"}
+    assert set(consumers) == set(CONSUMERS)  # every consumer is looked after

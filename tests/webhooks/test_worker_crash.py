@@ -21,6 +21,8 @@ from tests.webhooks.receiver import Receiver, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 PATHS = ("/a", "/b", "/c")
+WEBHOOK_WORK = "webhooks.dispatch,webhooks.deliver"
+"""A worker process that runs only the webhook work (``parley worker --jobs``)."""
 
 
 def _start_worker(url: str, var_dir: Path) -> subprocess.Popen[bytes]:
@@ -34,8 +36,8 @@ def _start_worker(url: str, var_dir: Path) -> subprocess.Popen[bytes]:
         "PARLEY_WEBHOOK_POLL_SECONDS": "0.05",
         "PARLEY_LOG_LEVEL": "WARNING",
     }
-    return subprocess.Popen([sys.executable, "-m", "entrypoints.webhook_worker"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker", "--no-migrate", "--jobs", WEBHOOK_WORK],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 async def _exit_code(process: subprocess.Popen[bytes], timeout: float) -> int:  # noqa: ASYNC109

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from application import webhook_delivery
 from application.context import Actor
 from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.webhooks import AttemptFilter
+from application.webhook_delivery import DeliverySteps
 from application.webhooks import (
     ListDeliveryAttempts,
     ListDeliveryAttemptsCommand,
@@ -22,20 +24,19 @@ from application.webhooks import (
 )
 from domain.events import event
 from domain.scopes import ScopeSet
-from entrypoints import webhook_jobs
 from entrypoints.ioc import build_container
-from entrypoints.webhook_jobs import WorkerOptions, deliver_once, webhooks_job
 from tests.conftest import ApiFactory
+from tests.webhooks.conftest import deliver_once, webhook_work
 from tests.webhooks.receiver import Receiver, Reply
 
-FAST = WorkerOptions(poll_seconds=0.05, lease_seconds=10, shutdown_grace_seconds=5)
+FAST = {"poll_seconds": 0.05, "lease_seconds": 10, "shutdown_grace_seconds": 5}
 
 
 def _trace_passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """Every committed dispatcher pass and every claim of the worker's loops, in order, with how many
     events or deliveries it took."""
     passes: list[tuple[str, int]] = []
-    dispatch, claim = webhook_jobs.dispatch_once, webhook_jobs.claim
+    dispatch, claim = webhook_delivery.dispatch_once, DeliverySteps.claim
 
     async def traced_dispatch(*args: Any, **kwargs: Any) -> int:
         dispatched = await dispatch(*args, **kwargs)
@@ -47,8 +48,8 @@ def _trace_passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
         passes.append(("claim", len(claimed)))
         return claimed
 
-    monkeypatch.setattr(webhook_jobs, "dispatch_once", traced_dispatch)
-    monkeypatch.setattr(webhook_jobs, "claim", traced_claim)
+    monkeypatch.setattr(webhook_delivery, "dispatch_once", traced_dispatch)
+    monkeypatch.setattr(DeliverySteps, "claim", traced_claim)
     return passes
 
 
@@ -61,7 +62,7 @@ async def test_worker_delivers_soon_after_commit_and_finishes_in_flight_on_stop(
                                   headers=t.headers)).json()["data"]
     jobs = build_container(api.settings)
     stop = asyncio.Event()
-    worker = asyncio.create_task(webhooks_job(jobs, api.settings, stop, FAST))
+    worker = asyncio.create_task(webhook_work(jobs, api.settings, stop, **FAST))
     try:
         async with jobs() as r:
             uow = await r.get(UnitOfWork)
@@ -101,7 +102,7 @@ async def test_a_test_send_and_a_redelivery_wake_the_idle_sender(
     not found by its poll (an hour here, so only the wake-up can deliver them in time)."""
     # idle: the dispatcher's first pass found no event, the sender's first claim no delivery (it sleeps for the poll)
     idle_now = asyncio.Event()
-    dispatch, claim = webhook_jobs.dispatch_once, webhook_jobs.claim
+    dispatch, claim = webhook_delivery.dispatch_once, DeliverySteps.claim
     first: set[str] = set()
 
     def looked(kind: str, found: int) -> None:
@@ -120,8 +121,8 @@ async def test_a_test_send_and_a_redelivery_wake_the_idle_sender(
         looked("claim", len(claimed))
         return claimed
 
-    monkeypatch.setattr(webhook_jobs, "dispatch_once", traced_dispatch)
-    monkeypatch.setattr(webhook_jobs, "claim", traced_claim)
+    monkeypatch.setattr(webhook_delivery, "dispatch_once", traced_dispatch)
+    monkeypatch.setattr(DeliverySteps, "claim", traced_claim)
     api = await make_api(fresh_sqlite_url)
     t = await api.tenant()
     hook = (await api.client.post("/v2/webhooks", json={"url": receiver.url(), "events": ["call.ended"]},
@@ -136,8 +137,8 @@ async def test_a_test_send_and_a_redelivery_wake_the_idle_sender(
         return result
 
     stop = asyncio.Event()
-    idle = WorkerOptions(poll_seconds=3600, lease_seconds=10, shutdown_grace_seconds=5)
-    worker = asyncio.create_task(webhooks_job(jobs, api.settings, stop, idle))
+    idle = {"poll_seconds": 3600, "lease_seconds": 10, "shutdown_grace_seconds": 5}
+    worker = asyncio.create_task(webhook_work(jobs, api.settings, stop, **idle))
     try:
         await asyncio.wait_for(idle_now.wait(), timeout=10)
         await run(SendTestEvent, SendTestEventCommand(actor, hook["id"]))
@@ -168,8 +169,8 @@ async def test_stop_releases_deliveries_that_do_not_finish_in_time(
     receiver.script("/hook", Reply(200, hang=5))
     jobs = build_container(api.settings)
     stop = asyncio.Event()
-    impatient = WorkerOptions(poll_seconds=0.05, lease_seconds=60, shutdown_grace_seconds=0.2)
-    worker = asyncio.create_task(webhooks_job(jobs, api.settings, stop, impatient))
+    impatient = {"poll_seconds": 0.05, "lease_seconds": 60, "shutdown_grace_seconds": 0.2}
+    worker = asyncio.create_task(webhook_work(jobs, api.settings, stop, **impatient))
     try:
         async with jobs() as r:
             uow = await r.get(UnitOfWork)
@@ -206,10 +207,10 @@ async def test_two_workers_on_postgres_never_send_a_delivery_twice(
         await uow.commit()
     await setup.close()
 
-    options = WorkerOptions(poll_seconds=0.02, lease_seconds=30, batch_size=20, concurrency=40, dispatch_batch=25)
+    options = {"poll_seconds": 0.02, "lease_seconds": 30, "batch_size": 20, "concurrency": 40, "dispatch_batch": 25}
     workers = [build_container(api.settings) for _ in range(2)]
     stop = asyncio.Event()
-    tasks = [asyncio.create_task(webhooks_job(w, api.settings, stop, options)) for w in workers]
+    tasks = [asyncio.create_task(webhook_work(w, api.settings, stop, **options)) for w in workers]
     try:
         await receiver.wait_for(600, timeout=60)
         await asyncio.sleep(0.5)  # a duplicate would arrive now

@@ -1,7 +1,7 @@
 """Route handlers, one module per resource. Handlers call one use case each.
 
 ``ROUTES`` is the HTTP side of the features: each feature's handlers under its name (``core`` for the
-platform's own). The app serves the routes of the installed features (``entrypoints.features``), so a
+platform's own), for every feature of the composition root's registry (``entrypoints.ioc.FEATURES``), so a
 feature's modules never import Litestar.
 """
 
