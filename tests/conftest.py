@@ -33,6 +33,8 @@ from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
 
+pytest_plugins = ("tests.support.webhooks",)  # the webhook delivery fixtures (a receiver, a harness), for every layer
+
 DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 IN_CI = bool(os.environ.get("CI"))
 

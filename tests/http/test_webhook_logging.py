@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from entrypoints.runtime import QUIET_LOGGERS, configure_logging
-from tests.webhooks.conftest import Harness
-from tests.webhooks.receiver import Reply
+from tests.support.receiver import Reply
+from tests.support.webhooks import Harness
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from application.ports.platform import UnitOfWork
 from domain.events import event
 from entrypoints.ioc import build_container
 from tests.conftest import ApiFactory
-from tests.webhooks.receiver import Receiver, Reply
+from tests.support.receiver import Receiver, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 PATHS = ("/a", "/b", "/c")

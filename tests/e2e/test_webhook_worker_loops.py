@@ -26,7 +26,7 @@ from entrypoints import webhook_jobs
 from entrypoints.ioc import build_container
 from entrypoints.webhook_jobs import WorkerOptions, deliver_once, webhooks_job
 from tests.conftest import ApiFactory
-from tests.webhooks.receiver import Receiver, Reply
+from tests.support.receiver import Receiver, Reply
 
 FAST = WorkerOptions(poll_seconds=0.05, lease_seconds=10, shutdown_grace_seconds=5)
 

@@ -27,9 +27,9 @@ from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, outbox, unique_phone
-from tests.triggers.support import SmtpServer, create, evaluate, run_jobs, runs
-from tests.triggers.test_triggers_http import BOOKED, record
-from tests.webhooks.receiver import Receiver
+from tests.http.test_triggers_http import BOOKED, record
+from tests.http.triggers_support import SmtpServer, create, evaluate, run_jobs, runs
+from tests.support.receiver import Receiver
 
 EVENING = datetime(2026, 3, 2, 18, tzinfo=UTC)  # 10:00 in California
 

@@ -14,7 +14,7 @@ import pytest
 
 from domain.webhooks import verify_signature
 from tests.processes import free_port
-from tests.webhooks.receiver import Receiver
+from tests.support.receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[2]
 PARLEY = [sys.executable, "-m", "entrypoints.cli"]

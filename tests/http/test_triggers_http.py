@@ -26,8 +26,8 @@ from domain.webhooks import verify_signature
 from entrypoints.ioc import build_container
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, outbox, place, unique_phone
-from tests.triggers.support import create, evaluate, run_jobs, runs
-from tests.webhooks.receiver import Receiver, Reply
+from tests.http.triggers_support import create, evaluate, run_jobs, runs
+from tests.support.receiver import Receiver, Reply
 
 START = datetime(2026, 3, 2, 9, tzinfo=UTC)
 BOOKED = {**EventType.APPOINTMENT_BOOKED.example}

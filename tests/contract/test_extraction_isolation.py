@@ -13,7 +13,7 @@ from dishka import Provider, Scope, provide
 from adapters.documents import IsolatedTextExtractor
 from adapters.documents.isolated import MSG_CRASHED, MSG_TIMEOUT
 from application.ports.knowledge import ExtractionFailed, TextExtractor
-from tests.documents.hostile import HostileExtractor
+from tests.contract.hostile_extractor import HostileExtractor
 from tests.knowledge_samples import running_app
 
 GOOD = ("notes.txt", b"Opening hours are nine to five.")

@@ -13,10 +13,10 @@ import pytest
 from adapters.memory.clock import ManualClock
 from entrypoints.features import calls as calls_feature
 from tests.conftest import ApiFactory
-from tests.dialer import support
-from tests.dialer.support import campaign, campaign_calls, contacts, dial, get, tick
+from tests.http import dialer_support as support
 from tests.http.calls_support import outbox, unique_phone
 from tests.http.dashboard_support import cookie, login, new_user
+from tests.http.dialer_support import campaign, campaign_calls, contacts, dial, get, tick
 
 MONDAY_9 = datetime(2026, 1, 5, 9, tzinfo=UTC)
 OUTCOMES = {  # number: (final contact status, attempts made, reason)

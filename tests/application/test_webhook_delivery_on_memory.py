@@ -21,7 +21,7 @@ from entrypoints.features.webhooks import WebhookSettings
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
 from entrypoints.webhook_jobs import drain
-from tests.webhooks.receiver import Receiver, Reply
+from tests.support.receiver import Receiver, Reply
 
 
 async def test_events_are_delivered_and_retried_on_the_memory_backend(receiver: Receiver, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """A process that records a call's usage the way the call's final transaction does (call seconds and the call,
 through ``UsageRecorder``), then either commits or hangs before committing (to be killed mid-record).
 
-    python -m tests.usage.recording_process URL VAR_DIR ORGANIZATION_ID CALL_ID commit|hang
+    python -m tests.e2e.usage_recording_process URL VAR_DIR ORGANIZATION_ID CALL_ID commit|hang
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from entrypoints.webhook_jobs import WorkerOptions, drain
 from tests.conftest import Api, ApiFactory, Tenant, _pg_template_name, _run_dir
-from tests.webhooks.receiver import Receiver
+from tests.support.receiver import Receiver
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from adapters.sql.usage_tables import usage_counters, usage_daily, usage_ledger
 from application.ports.usage import CALL_SECONDS, CALLS
 from tests.conftest import Api
-from tests.usage.recording_process import SECONDS
+from tests.e2e.usage_recording_process import SECONDS
 
 pytestmark = pytest.mark.slow  # real processes (make test runs it in the one-process pass)
 
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _recorder(url: str, var_dir: Path, organization_id: int, call_id: str, mode: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "tests.usage.recording_process", url, str(var_dir),
+    return subprocess.Popen([sys.executable, "-m", "tests.e2e.usage_recording_process", url, str(var_dir),
                              str(organization_id), call_id, mode], cwd=ROOT, env=dict(os.environ),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

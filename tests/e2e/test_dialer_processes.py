@@ -18,8 +18,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from adapters.sql.calls_tables import calls
 from adapters.sql.campaigns_tables import campaign_contacts, campaigns, contact_attempts
 from tests.conftest import ApiFactory
-from tests.dialer.support import campaign, get
-from tests.webhooks.conftest import create_private_pg, drop_private_pg
+from tests.http.dialer_support import campaign, get
+from tests.support.webhooks import create_private_pg, drop_private_pg
 
 ROOT = Path(__file__).resolve().parents[2]
 CAP = 3

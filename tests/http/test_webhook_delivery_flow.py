@@ -13,8 +13,8 @@ from application.ports.webhooks import WebhookHttp
 from application.webhooks import WebhookPolicy
 from domain.webhooks import verify_signature
 from tests.conftest import ApiFactory
-from tests.webhooks.conftest import Harness, make_harness
-from tests.webhooks.receiver import Receiver, Reply
+from tests.support.receiver import Receiver, Reply
+from tests.support.webhooks import Harness, make_harness
 
 
 async def test_event_reaches_its_subscriber_signed_and_logged(harness: Harness) -> None:

@@ -11,8 +11,8 @@ import pytest
 from application.webhooks import WebhookPolicy
 from tests.conftest import ApiFactory
 from tests.http.calls_support import active_agent, close_workers, finish_calls, place
-from tests.webhooks.conftest import make_harness
-from tests.webhooks.receiver import Receiver, Reply
+from tests.support.receiver import Receiver, Reply
+from tests.support.webhooks import make_harness
 
 CALL_EVENTS = ["call.started", "call.answered", "call.ended", "call.completed"]
 

@@ -24,8 +24,8 @@ from entrypoints.ioc import build_container
 from tests.conftest import ApiFactory
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, place
-from tests.triggers.support import SmtpServer, create, evaluate, run_jobs, runs
-from tests.webhooks.receiver import Receiver
+from tests.http.triggers_support import SmtpServer, create, evaluate, run_jobs, runs
+from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.slow
 
