@@ -20,14 +20,15 @@ from domain.events import event
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from entrypoints.webhook_jobs import WorkerOptions, drain
-from tests.conftest import Api, ApiFactory, Tenant, _pg_template_name, _run_dir
+from tests.support.apps import Api, ApiFactory, Tenant
+from tests.support.databases import pg_template_name, run_dir
 from tests.support.receiver import Receiver
 
 
 @pytest.fixture(scope="session")
 def webhook_template_db(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The run's migrated SQLite template (made once per run by ``sqlite_url``)."""
-    return _run_dir(tmp_path_factory) / "parley-template.db"
+    return run_dir(tmp_path_factory) / "parley-template.db"
 
 
 @pytest.fixture
@@ -44,7 +45,7 @@ async def create_private_pg(admin: str) -> str:
 
     name = f"parley_wh_{uuid.uuid4().hex[:12]}"
     conn = await asyncpg.connect(admin.replace("postgresql+asyncpg://", "postgresql://"))
-    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_pg_template_name()}"')
+    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template_name()}"')
     await conn.close()
     return admin.rsplit("/", 1)[0] + f"/{name}"
 
