@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from application.call_booking import AtomicSchedulingAppointmentBooker, NoAppointmentBooker
 from application.ports.calls import AppointmentBooker
 from application.ports.platform import UnitOfWork
@@ -44,6 +46,8 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER_IMPORTS = """
 import json, sys
 from pathlib import Path
+
+import pytest
 import entrypoints.cli, entrypoints.worker, entrypoints.webhook_worker
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
@@ -56,6 +60,7 @@ print(json.dumps({"jobs": len(jobs()), "loaded": loaded}))
 """
 
 
+@pytest.mark.slow  # a Python process that loads the worker
 def test_the_worker_loads_no_litestar_module(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", WORKER_IMPORTS, str(tmp_path)], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, check=True)

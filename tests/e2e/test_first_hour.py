@@ -39,6 +39,7 @@ def test_parley_is_where_the_readme_says() -> None:
     assert "$(BIN)/parley admin demo-key --welcome --host '$(HOST)' --port '$(PORT)' --cli '$(BIN)/parley'" in run
 
 
+@pytest.mark.slow  # migrates a fresh database, as `make run` does
 def test_make_run_prints_the_dashboard_and_a_create_user_command_that_works(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PARLEY_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'parley.db'}")

@@ -124,6 +124,7 @@ async def test_the_container_provides_the_platform_settings_and_every_section(tm
         await container.close()
 
 
+@pytest.mark.slow  # a Python process that builds the app
 def test_a_server_process_collects_garbage_at_the_configured_threshold(tmp_path: Path) -> None:
     """make_app (what `parley serve` runs in each server process) sets the young generation's threshold."""
     code = ("import gc; from entrypoints.asgi_app import make_app; before = gc.get_threshold(); make_app(); "

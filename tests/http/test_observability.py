@@ -204,6 +204,7 @@ print(render().decode())
 """
 
 
+@pytest.mark.slow  # three Python processes
 def test_multiprocess_mode_adds_up_every_process(tmp_path: Path) -> None:
     """With PROMETHEUS_MULTIPROC_DIR, a scrape in one process shows what two other processes counted."""
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
