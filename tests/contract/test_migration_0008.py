@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from adapters.sql.engine import create_engine
 from adapters.sql.schema import alembic_config
-from tests.conftest import IN_CI, _pg_admin_url, _pg_reachable
+from tests.support.databases import IN_CI, pg_admin_url, pg_reachable
 
 EARLIER_HEADS = ("0002", "0004", "0005", "0006", "0100")
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
@@ -29,8 +29,8 @@ async def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
         return
     import asyncpg
 
-    admin = _pg_admin_url()
-    problem = await _pg_reachable(admin)
+    admin = pg_admin_url()
+    problem = await pg_reachable(admin)
     if problem is not None:
         if IN_CI:
             pytest.fail(f"PostgreSQL is required in CI but unreachable at {admin}: {problem}")

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.processes import free_port, until
-from tests.webhooks.receiver import Receiver
+from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.slow
 PARLEY = [sys.executable, "-m", "entrypoints.cli"]

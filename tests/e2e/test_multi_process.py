@@ -37,7 +37,7 @@ import pytest
 
 from entrypoints.cli import create_key, create_org
 from entrypoints.settings import Settings
-from tests.webhooks.receiver import Receiver
+from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

@@ -246,7 +246,7 @@ CASES: dict[str, Setup] = {
 }
 # honoured, and replayed in their own tests: scraping needs a page server, redelivery a delivery log
 COVERED_ELSEWHERE = {"scrapeDocument", "redeliverWebhook", "recordAppointmentOutcome",
-                     "dialCampaignContact",  # tests/dialer/test_dialer_http.py replays a dial
+                     "dialCampaignContact",  # tests/http/test_dialer_http.py replays a dial
                      "payInvoice"}  # tests/http/test_billing_http.py replays a payment (it needs a closed period)
 # signing in and out create nothing a client would replay: a replayed sign-in would hand one session id out twice
 NOT_IDEMPOTENT = {"login", "logout"}

@@ -127,7 +127,7 @@ async def test_the_consumer_is_a_job_of_the_worker_woken_by_new_events(make_api:
         assert await runner.run_due() == 1  # a fresh start runs it once
         assert (await get_lead(api, t, lead["id"]))["status"] == "failed"
         # due again only after its fallback, unless a commit that recorded events wakes it (or the shared
-        # recheck, outbox.recheck, makes it due: tests/webhooks/test_outbox_consumers.py)
+        # recheck, outbox.recheck, makes it due: tests/contract/test_outbox_consumers.py)
         await record(api, EventType.CALL_ENDED(t.organization_id, {"id": "other", "status": "completed"}))
         assert await runner.run_due() == 0
         assert await runner.run_due(woken=True) == 1

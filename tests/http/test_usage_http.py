@@ -285,8 +285,8 @@ async def test_usage_metrics_is_a_daily_series_from_the_day_counters(make_api: A
 async def test_every_dial_path_passes_the_quota_gate(make_api: ApiFactory, sql_url: str) -> None:
     """The campaign dialer waits (status_reason quota_exceeded), dial-now and leads are refused: all place calls
     through the one gate."""
-    from tests.dialer import support
-    from tests.dialer.support import campaign, contacts, tick
+    from tests.http import dialer_support as support
+    from tests.http.dialer_support import campaign, contacts, tick
 
     api = await make_api(sql_url, clock=ManualClock(START))
     t = await api.tenant(plan="starter")

@@ -1,4 +1,4 @@
-"""Webhook subscriptions through the real HTTP API (no deliveries: see tests/webhooks)."""
+"""Webhook subscriptions through the real HTTP API (no deliveries: see tests/http/test_webhook_delivery_flow.py)."""
 
 from __future__ import annotations
 

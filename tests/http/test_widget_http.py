@@ -264,7 +264,7 @@ async def test_a_manual_campaign_keeps_taking_visitors_after_its_first_batch_dra
         make_api: ApiFactory, sql_url: str) -> None:
     """A widget campaign whose completion is manual starts empty, drains its first visitor and stays running: the
     next visitor is dialled too (a when_empty campaign would have completed and refused them)."""
-    from tests.dialer import support
+    from tests.http import dialer_support as support
 
     api = await make_api(sql_url, clock=ManualClock(MONDAY_NOON))
     try:

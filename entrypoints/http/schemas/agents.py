@@ -131,7 +131,7 @@ class AgentOut(Struct):
     @classmethod
     def of(cls, a: Agent) -> AgentOut:
         # positional, in the order of the fields above (a list page makes 25 of these; keywords cost 2.7x);
-        # tests/entrypoints/test_agent_schemas.py checks every field against the agent's attribute of its name
+        # tests/http/test_agent_schemas.py checks every field against the agent's attribute of its name
         v, llm, vm = a.voice, a.llm, a.voicemail
         return cls(
             a.id or 0, a.name, a.description, a.status, a.agent_mode, a.language,  # type: ignore[arg-type]

@@ -1,0 +1,263 @@
+"""The apps the HTTP tests run, and what makes them cheap to start.
+
+Building a Litestar app costs about 0.2 s of CPU and a container about 15 ms, more than most tests: a run keeps
+its apps in pools and lends them. ``AppPool`` lends a test an app built earlier with the same settings (the
+test's own container, database, clock and overrides are plugged into it); ``AdminPool`` lends the operator's
+containers (``Api.tenant`` makes organizations and keys through them, as the CLI would); ``LentClock`` is the
+clock of a pooled app, reading the manual clock of the test that borrowed it. ``Api`` is what a test gets: a
+client, the app's settings and clock, and factories for tenants; ``start_api`` builds one. The fixtures that
+hand these to tests (``api``, ``any_api``, ``make_api``, ``concurrent_api``) are in tests/conftest.py."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dishka import AsyncContainer, Provider
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from adapters.memory.clock import ManualClock
+from adapters.system.clock import SystemClock
+from application.accounts import CreateOrganization, CreateOrganizationCommand, IssueApiKey, IssueApiKeyCommand
+from application.ports.platform import UnitOfWork
+from entrypoints.asgi_app import http_container
+from entrypoints.http.app import create_app
+from entrypoints.ioc import build_container
+from entrypoints.overrides import ClockProvider
+from entrypoints.settings import Settings
+
+CHEAP_HASHING: dict[str, Any] = {"argon2_time_cost": 1, "argon2_memory_kib": 8 * 1024, "argon2_parallelism": 1}
+"""The tests' password hashing cost: argon2id at the production cost takes about 0.2 s of CPU per hash or
+check, and the dashboard's tests sign in about a hundred times a run. tests/contract/test_password_hasher.py
+checks the production cost (the settings' defaults)."""
+
+
+@dataclass
+class Tenant:
+    organization_id: int
+    key: str
+    key_id: int
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+@dataclass
+class Api:
+    """A running app with a client, and factories that act as the operator's CLI would."""
+
+    client: AsyncTestClient[Litestar]
+    settings: Settings
+    clock: ManualClock | LentClock | None
+    overrides: tuple[Provider, ...]
+    admin: AsyncContainer | None = None  # the operator's side (CLI use cases) on the same database
+    release: Callable[[], Awaitable[None]] | None = None  # an app of the run's pool: give it back
+    admin_release: Callable[[], None] | None = None  # an operator's container of the run's pool: give it back
+
+    def _admin(self) -> AsyncContainer:
+        if self.admin is None:
+            self.admin = build_container(self.settings, *self.overrides)
+        return self.admin
+
+    async def tenant(self, *, plan: str = "enterprise", org_type: str = "standard", scopes: tuple[str, ...] = ("*",),
+                     parent_id: int | None = None, name: str = "Acme", expires_at: Any = None) -> Tenant:
+        async with self._admin()() as request:
+            org = await (await request.get(CreateOrganization)).execute(
+                CreateOrganizationCommand(name, plan, org_type, parent_id))
+            issued = await (await request.get(IssueApiKey)).execute(
+                IssueApiKeyCommand(org.id or 0, "test", scopes, expires_at))
+            await (await request.get(UnitOfWork)).commit()
+        return Tenant(org.id or 0, issued.secret, issued.record.id or 0)
+
+    async def key_for(self, organization_id: int, scopes: tuple[str, ...], expires_at: Any = None) -> Tenant:
+        async with self._admin()() as request:
+            issued = await (await request.get(IssueApiKey)).execute(
+                IssueApiKeyCommand(organization_id, "test", scopes, expires_at))
+            await (await request.get(UnitOfWork)).commit()
+        return Tenant(organization_id, issued.secret, issued.record.id or 0)
+
+    async def close(self) -> None:
+        if self.release is not None:
+            await self.release()
+        else:
+            await self.client.__aexit__(None, None, None)
+        if self.admin_release is not None:
+            self.admin_release()
+        elif self.admin is not None:
+            await self.admin.close()
+
+
+ApiFactory = Callable[..., Awaitable[Api]]
+
+
+class _Repointable:
+    """The container a pooled app resolves through: the container of the test that borrowed the app (every
+    use the app makes of its container, a request's scope, the metrics' snapshot, goes through here)."""
+
+    def __init__(self) -> None:
+        self.target: AsyncContainer | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.target(*args, **kwargs)  # type: ignore[misc]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.target, name)
+
+    async def close(self) -> None:
+        """The app's shutdown: each borrower closes its own container."""
+
+
+@dataclass
+class _Shell:
+    app: Litestar
+    client: AsyncTestClient[Litestar] | None  # None: an app driven through httpx's ASGITransport
+    container: _Repointable
+    key: tuple[Any, ...]
+
+
+def _shell_key(settings: Settings, *, client: bool) -> tuple[Any, ...]:
+    """Apps are interchangeable when they were built with the same settings, the database aside (the
+    container, built per borrower, holds the engine)."""
+    return client, *((f.name, repr(getattr(settings, f.name))) for f in fields(settings) if f.name != "database_url")
+
+
+class AppPool:
+    """The run's Litestar apps: building one (route registration, handler signatures) costs about 0.2 s of
+    CPU, a container 20 ms. A test that asks for an app gets its own container (its database, clock,
+    overrides and settings; nothing kept in memory is shared) in an app built earlier with the same settings
+    and not in use, or in a new one; an app goes back to the pool, cookies cleared, when its test ends."""
+
+    def __init__(self) -> None:
+        self.free: dict[tuple[Any, ...], list[_Shell]] = {}
+        self.shells: list[_Shell] = []
+
+    async def _borrow(self, settings: Settings, container: AsyncContainer, *, client: bool) -> _Shell:
+        key = _shell_key(settings, client=client)
+        free = self.free.setdefault(key, [])
+        if free:
+            shell = free.pop()
+        else:
+            target = _Repointable()
+            app = create_app(target, settings)  # type: ignore[arg-type]
+            shell = _Shell(app, AsyncTestClient(app) if client else None, target, key)
+            if shell.client is not None:
+                await shell.client.__aenter__()
+            self.shells.append(shell)
+        shell.container.target = container
+        shell.app.state["settings"] = settings
+        return shell
+
+    def _release(self, shell: _Shell, container: AsyncContainer) -> Callable[[], Awaitable[None]]:
+        async def release() -> None:
+            await container.close()
+            if shell.client is not None:
+                shell.client.cookies.clear()
+            shell.container.target = None
+            self.free[shell.key].append(shell)
+
+        return release
+
+    async def lend(self, settings: Settings, container: AsyncContainer
+                   ) -> tuple[AsyncTestClient[Litestar], Callable[[], Awaitable[None]]]:
+        """A test client of an app over ``container``, and what gives both back (the container is closed)."""
+        shell = await self._borrow(settings, container, client=True)
+        assert shell.client is not None
+        return shell.client, self._release(shell, container)
+
+    async def lend_app(self, settings: Settings, container: AsyncContainer
+                       ) -> tuple[Litestar, Callable[[], Awaitable[None]]]:
+        """An app over ``container`` for httpx's ASGITransport (requests interleave on the test's event loop),
+        and what gives both back (the container is closed)."""
+        shell = await self._borrow(settings, container, client=False)
+        return shell.app, self._release(shell, container)
+
+    async def close(self) -> None:
+        for shell in self.shells:
+            if shell.client is not None:
+                await shell.client.__aexit__(None, None, None)
+
+
+class AdminPool:
+    """The operator's containers (``build_container``) of the apps tests build for themselves: a container costs
+    about 15 ms of CPU, and nearly every test makes its tenants through one. A test borrows one built earlier on
+    the same database with the same settings and not in use, whose clock reads the test's (the system clock
+    when it has none), and gives it back when its app closes."""
+
+    def __init__(self) -> None:
+        self.free: dict[tuple[Any, ...], list[tuple[AsyncContainer, LentClock]]] = {}
+        self.built: list[AsyncContainer] = []
+
+    def borrow(self, settings: Settings, clock: Any) -> tuple[AsyncContainer, Callable[[], None]]:
+        key = (settings.database_url, *_shell_key(settings, client=False))
+        free = self.free.setdefault(key, [])
+        if free:
+            container, lender = free.pop()
+        else:
+            lender = LentClock()
+            container = build_container(settings, ClockProvider(lender))
+            self.built.append(container)
+        lender.target = clock
+
+        def give_back() -> None:
+            lender.target = None
+            free.append((container, lender))
+
+        return container, give_back
+
+    async def close(self) -> None:
+        for container in self.built:
+            await container.close()
+
+
+async def start_api(pool: AppPool, tmp_root: Path, database_url: str, *,
+                     clock: ManualClock | LentClock | None = None, overrides: tuple[Provider, ...] = (),
+                     admins: AdminPool | None = None, **settings: Any) -> Api:
+    # the test client always calls from one address: the failed-authentication budget is set per test
+    # likewise its budget of failed sign-ins (tests/http/test_sessions_http.py sets its own)
+    settings = {"auth_failures_per_minute": 1_000_000, "secret_key": "test-secret-key",
+                "environ": {"PARLEY_SESSION_LOGIN_FAILURES_PER_ADDRESS": "1000000"}, **CHEAP_HASHING, **settings}
+    base = Settings(database_url=database_url, var_dir=tmp_root / "var", allow_loopback_targets=True, **settings)
+    clock_overrides: tuple[Provider, ...] = (ClockProvider(clock),) if clock else ()
+    if database_url == "memory://":
+        raise ValueError("HTTP tests use SQLite or PostgreSQL (the CLI and the app must share the data)")
+    client, release = await pool.lend(base, http_container(base, *clock_overrides, *overrides))
+    if admins is None:
+        return Api(client, base, clock, clock_overrides, build_container(base, *clock_overrides), release)
+    admin, give_back = admins.borrow(base, clock)
+    return Api(client, base, clock, clock_overrides, admin, release, give_back)
+
+
+class LentClock:
+    """The clock of a run's clocked apps: it reads the manual clock of the test that borrowed the app, and the
+    system clock between tests."""
+
+    def __init__(self) -> None:
+        self.target: ManualClock | None = None
+
+    def now(self) -> datetime:
+        return self.target.now() if self.target is not None else SystemClock().now()
+
+
+POOLABLE_SETTINGS = frozenset({"rate_limit_per_minute", "rate_limit_per_hour", "org_rate_limit_per_minute",
+                               "org_rate_limit_per_hour", "public_base_url"})
+"""Settings whose apps a run may share between tests: they only set limits or addresses, and what the app keeps
+in memory under them (rate-limit counters) belongs to a key, which each test makes for itself. Settings that key
+memory by something tests share (the failed-authentication budget is per client address) are not here."""
+
+
+async def shared_app(apps: dict[str, Api], pool: AppPool, tmp_root: Path, url: str) -> Api:
+    if url not in apps:
+        apps[url] = await start_api(pool, tmp_root, url)
+    return apps[url]
+
+
+async def new_organization(container: Any, *, plan: str = "enterprise", org_type: str = "standard") -> int:
+    async with container() as request:
+        org = await (await request.get(CreateOrganization)).execute(CreateOrganizationCommand("Org", plan, org_type))
+        await (await request.get(UnitOfWork)).commit()
+    return org.id or 0

@@ -1,0 +1,89 @@
+"""The test run's databases: PostgreSQL's administrative address, the run's migrated templates (built once per
+run, whichever process asks first) and private PostgreSQL databases copied from them. The fixtures that hand
+them to tests (``sqlite_url``, ``postgres_url``, ``private_sql_url``...) are in tests/conftest.py."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from adapters.sql.schema import upgrade
+
+DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+IN_CI = bool(os.environ.get("CI"))
+
+
+def pg_admin_url() -> str:
+    return os.environ.get("PARLEY_TEST_POSTGRES_URL", DEFAULT_PG)
+
+
+async def pg_reachable(url: str) -> str | None:
+    import asyncpg
+
+    dsn = url.replace("postgresql+asyncpg://", "postgresql://")
+    try:
+        conn = await asyncio.wait_for(asyncpg.connect(dsn), timeout=5)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    await conn.close()
+    return None
+
+
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory every process of this run shares (the parent of the workers' own bases under xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once(run_dir: Path, name: str, build: Callable[[], None]) -> None:
+    """Run ``build`` once per run, whichever process asks first; the others wait for it (a lock file)."""
+    done = run_dir / f"{name}.done"
+    with open(run_dir / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            build()
+            done.touch()
+
+
+def pg_template_name() -> str:
+    return f"parley_template_{os.environ['PARLEY_TEST_RUN']}"
+
+
+def create_pg_template(dsn: str, url: str) -> None:
+    """The migrated database of this run, which each worker's database copies (``CREATE DATABASE ... TEMPLATE``
+    instead of running every migration per worker); the controller drops it at the end of the run."""
+    import asyncpg
+
+    async def create() -> None:
+        conn = await asyncpg.connect(dsn)
+        await conn.execute(f'CREATE DATABASE "{url.rsplit("/", 1)[1]}"')
+        await conn.close()
+
+    asyncio.run(create())
+    upgrade(url)
+
+
+@asynccontextmanager
+async def private_pg_database(prefix: str) -> AsyncIterator[str]:
+    """A PostgreSQL database of its own, a copy of the run's migrated template, dropped afterwards."""
+    import asyncpg
+
+    admin = pg_admin_url()
+    dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
+    name = f"parley_{prefix}_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(dsn)
+    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template_name()}"')
+    await conn.close()
+    try:
+        yield admin.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        conn = await asyncpg.connect(dsn)
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.close()
