@@ -35,7 +35,7 @@ CALLER = "+15550000000"
 
 _AGENT_COLUMNS = ("id", "name", "description", "status", "agent_mode", "language", "voice", "llm", "prompt",
                   "first_message", "max_call_duration_seconds", "voicemail", "transfer_phone", "calendar_id",
-                  "timezone", "metadata", "current_version", "created_at", "updated_at")
+                  "timezone", "metadata", "current_version", "has_unpublished_changes", "created_at", "updated_at")
 _JSON_COLUMNS = {"voice", "llm", "voicemail", "metadata"}
 
 
@@ -89,6 +89,7 @@ def make_fastapi() -> Any:
         timezone: Mapped[str]
         metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", Json)
         current_version: Mapped[int | None]
+        has_unpublished_changes: Mapped[bool]
         created_at: Mapped[datetime] = mapped_column(UtcDateTime)
         updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
         deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
@@ -148,6 +149,8 @@ def make_fastapi() -> Any:
         timezone: str
         metadata: dict[str, Any] = Field(validation_alias="metadata_")
         current_version: int | None
+        published_version: int | None = Field(validation_alias="current_version")
+        has_unpublished_changes: bool
         created_at: datetime
         updated_at: datetime
 
@@ -241,6 +244,8 @@ def make_raw() -> Any:
 
     def agent(row: Any) -> dict[str, Any]:
         out = dict(zip(_AGENT_COLUMNS, row, strict=True))
+        out["published_version"] = out["current_version"]
+        out["has_unpublished_changes"] = bool(out["has_unpublished_changes"])  # SQLite stores 0 or 1
         for name in _JSON_COLUMNS:
             if isinstance(out[name], str):
                 out[name] = decode(out[name])

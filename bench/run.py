@@ -52,7 +52,7 @@ import bare_app  # noqa: E402
 
 from application.ports.agents import AgentRepository  # noqa: E402
 from application.ports.platform import UnitOfWork  # noqa: E402
-from domain.agents import Agent, Llm, Voice, Voicemail  # noqa: E402
+from domain.agents import Agent, AgentVersion, Llm, Voice, Voicemail  # noqa: E402
 from entrypoints.cli import create_key, create_org, migrate  # noqa: E402
 from entrypoints.ioc import build_container  # noqa: E402
 from entrypoints.settings import Settings  # noqa: E402
@@ -324,7 +324,10 @@ async def _seed_agents(settings: Settings, organization_id: int) -> None:
                 row.pop("organization_id")
                 row["voice"], row["llm"] = Voice(**row["voice"]), Llm(**row["llm"])
                 row["voicemail"] = Voicemail(**row["voicemail"])
-                await repo.add(Agent(id=None, organization_id=organization_id, **row))
+                agent = await repo.add(Agent(id=None, organization_id=organization_id, **row))
+                if agent.current_version is not None:  # a call runs the published version's snapshot
+                    await repo.add_version(organization_id, AgentVersion(agent.id or 0, agent.current_version,
+                                                                         agent.snapshot(), at, None))
             await (await r.get(UnitOfWork)).commit()
     finally:
         await container.close()

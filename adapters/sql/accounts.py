@@ -116,7 +116,7 @@ class CredentialCache:
         self._databases: dict[int, tuple[Any, str]] = {}
 
     def _database(self, uow: SqlUnitOfWork) -> str:
-        url = uow._engine.url  # engines are few and long-lived: their URL's text is worked out once
+        url = uow.engine.url  # engines are few and long-lived: their URL's text is worked out once
         known = self._databases.get(id(url))
         if known is None or known[0] is not url:
             known = self._databases[id(url)] = (url, url.render_as_string(hide_password=True))
@@ -332,21 +332,17 @@ _NO_SYNC_COMMIT = sa.text("SET LOCAL synchronous_commit TO OFF")
 
 # PostgreSQL: every window counted, and the transaction's commit told not to wait for the WAL flush, in one round
 # trip (``set_config(..., true)`` is ``SET LOCAL``; the CTE is joined, so it runs once, before the rows are written)
-_PG_COUNT_ALL_SQL = """
+_PG_COUNT_ALL = sa.text("""
 WITH quiet AS (SELECT set_config('synchronous_commit', 'off', true) AS done)
 INSERT INTO rate_limit_counters AS counter (bucket, window_seconds, window_start, count)
-SELECT {bucket}, w.seconds, w.start, 1
-FROM unnest(CAST({seconds} AS integer[]), CAST({starts} AS bigint[])) AS w(seconds, start)
+SELECT :bucket, w.seconds, w.start, 1
+FROM unnest(CAST(:seconds AS integer[]), CAST(:starts AS bigint[])) AS w(seconds, start)
 CROSS JOIN quiet
 ON CONFLICT (bucket, window_seconds, window_start) DO UPDATE SET count = counter.count + 1
 WHERE counter.count
-    < (CAST({limits} AS integer[]))[array_position(CAST({seconds} AS integer[]), counter.window_seconds)]
+    < (CAST(:limits AS integer[]))[array_position(CAST(:seconds AS integer[]), counter.window_seconds)]
 RETURNING counter.window_seconds, counter.count
-"""
-_PG_COUNT_ALL = sa.text(_PG_COUNT_ALL_SQL.format(bucket=":bucket", seconds=":seconds", starts=":starts",
-                                                 limits=":limits"))
-# the same statement for the driver itself (asyncpg's numbered parameters), sent alone: uow.driver_fetch_alone
-_PG_COUNT_ALL_DRIVER = _PG_COUNT_ALL_SQL.format(bucket="$1", seconds="$2", starts="$3", limits="$4")
+""")
 
 
 class SqlRateLimiter:
@@ -371,13 +367,6 @@ class SqlRateLimiter:
         """Every window's counter in one statement (one round trip, the hot rows locked for it alone): each is
         counted unless at its limit. Returns window seconds -> new count for those counted."""
         if self.uow.dialect == "postgresql":
-            if not self.uow.in_transaction():
-                # the request pipeline's case: the counting statement is its own transaction, sent straight to
-                # asyncpg (atomic, so the counts are as exact and as shared as in a transaction)
-                rows = await self.uow.driver_fetch_alone(_PG_COUNT_ALL_DRIVER, (
-                    bucket, [w.seconds for w in windows], [w.start(epoch) for w in windows],
-                    [w.limit for w in windows]))
-                return {int(row[0]): int(row[1]) for row in rows}
             conn = await self.uow.connection()
             rows = await conn.execute(_PG_COUNT_ALL, {
                 "bucket": bucket, "seconds": [w.seconds for w in windows],

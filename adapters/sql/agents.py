@@ -13,7 +13,6 @@ import sqlalchemy as sa
 from adapters.sql.agent_counts_tables import agent_counts
 from adapters.sql.dialect import insert
 from adapters.sql.paging import fetch_page
-from adapters.sql.reads import DriverRead
 from adapters.sql.tables import agent_versions, agents
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.agents import AgentFilter
@@ -114,7 +113,7 @@ def _sqlite_document() -> Any:
 
 @dataclass(frozen=True, slots=True)
 class _ListQueries:
-    page: DriverRead  # the page with the total as its last column
+    page: Any  # the page with the total as its last column
     count: Any  # the total alone (a page past the end)
     columns: Any  # the page as columns, when the database's documents are not what msgspec reads
 
@@ -140,7 +139,7 @@ def _list_queries(dialect: str, status: bool, agent_mode: bool, search: bool) ->
         )
 
     columns = page(*_COLUMNS)
-    return _ListQueries(DriverRead(page(_sqlite_document()) if dialect == "sqlite" else columns), count, columns)
+    return _ListQueries(page(_sqlite_document()) if dialect == "sqlite" else columns, count, columns)
 
 
 # one agent by id, built once with bound parameters (the write path reads it on every call placed)
@@ -191,19 +190,15 @@ class SqlAgentRepository:
             params["pattern"] = f"%{_escape_like(filters.search.lower())}%"
         queries = _list_queries(self.uow.dialect, bool(filters.status), bool(filters.agent_mode),
                                 bool(filters.search))
-        # one round trip, straight from the driver: the page with the total as its last column; a page past the
-        # end needs a count
-        rows = await self.uow.driver_rows(queries.page, params)
-        if rows:
-            total = rows[0][-1]
-        else:
-            total = (await (await self.uow.connection()).execute(queries.count, params)).scalar_one()
+        # one round trip: the page with the total as its last column; a page past the end needs a count
+        conn = await self.uow.connection()
+        rows = (await conn.execute(queries.page, params)).all()
+        total = rows[0][-1] if rows else (await conn.execute(queries.count, params)).scalar_one()
         if self.uow.dialect != "sqlite":
             return Page(_rows_to_agents(rows), total, page.limit, page.offset)
         try:
             found = _AGENTS_DECODER.decode("[" + ",".join([row[0] for row in rows]) + "]")
         except msgspec.ValidationError:  # a stored value of another shape (a time with an offset of its own)
-            conn = await self.uow.connection()
             found = _rows_to_agents((await conn.execute(queries.columns, params)).all())
         return Page(found, total, page.limit, page.offset)
 

@@ -16,10 +16,10 @@ async def fetch_page(conn: Any, columns: Sequence[Any], condition: Any, order: S
     ``source`` is the FROM clause (a join) when it is not the first column's table."""
     source = source if source is not None else columns[0].table
     rows = (await conn.execute(
-        sa.select(*columns, sa.func.count().over().label("_total")).select_from(source).where(condition)
+        sa.select(*columns, sa.func.count().over().label("page_total")).select_from(source).where(condition)
         .order_by(*order).limit(page.limit).offset(page.offset)
     )).all()
     if rows:
-        return rows, rows[0]._total
+        return rows, rows[0].page_total
     total = (await conn.execute(sa.select(sa.func.count()).select_from(source).where(condition))).scalar_one()
     return rows, total

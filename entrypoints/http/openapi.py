@@ -27,7 +27,6 @@ from typing import Any
 
 import msgspec
 from litestar import Litestar
-from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import ParameterKwarg
 
@@ -97,7 +96,7 @@ def document(app: Litestar) -> bytes:
 
 
 def _build(app: Litestar) -> bytes:
-    schema = app.plugins.get(OpenAPIPlugin).provide_openapi().to_schema()
+    schema = app.openapi_schema.to_schema()
     paths = {}
     for path, item in schema.get("paths", {}).items():
         if path.startswith(asgi.API_PREFIX):

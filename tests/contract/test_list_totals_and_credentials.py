@@ -1,15 +1,12 @@
-"""The hot path's shortcuts keep the ports' answers: list totals (kept per organization on SQL), the
-short-lived credential cache (a change made through the repositories applies at once) and the pool's
-first-come, first-served hand-out of connections."""
+"""The hot path's shortcuts keep the ports' answers: list totals (kept per organization on SQL) and the
+short-lived credential cache (a change made through the repositories applies at once)."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.sql.engine import _FairQueue
 from application.ports.accounts import ApiKeyRepository, OrganizationRepository
 from application.ports.agents import AgentFilter, AgentRepository
 from application.ports.platform import PageRequest, UnitOfWork
@@ -90,35 +87,3 @@ async def test_a_revoked_key_or_deleted_organization_stops_authenticating_at_onc
         await (await r.get(UnitOfWork)).commit()
     async with container() as r:
         assert await (await r.get(ApiKeyRepository)).find_credential(digest(secret)) is None
-
-
-async def test_the_pool_hands_connections_out_first_come_first_served() -> None:
-    queue = _FairQueue(maxsize=2)
-    served: list[int] = []
-
-    async def take(n: int) -> None:
-        item = await queue._wait(seconds=5)
-        served.append(n)
-        queue.put_nowait(item)
-
-    waiters = []
-    for n in range(5):
-        waiters.append(asyncio.create_task(take(n)))
-        await asyncio.sleep(0.01)  # arrival order 0..4
-    queue.put_nowait("conn")
-    await asyncio.wait_for(asyncio.gather(*waiters), 5)
-    assert served == [0, 1, 2, 3, 4]
-    queue.put_nowait("other")
-    assert queue.get_nowait() in {"conn", "other"}  # nobody waits: an idle connection is taken at once
-
-
-async def test_a_waiter_that_times_out_leaves_the_line() -> None:
-    queue = _FairQueue(maxsize=1)
-    try:
-        await queue._wait(seconds=0.01)
-    except Exception as exc:
-        assert type(exc).__name__ == "Empty"
-    else:
-        raise AssertionError("expected Empty")
-    queue.put_nowait("conn")
-    assert queue.get_nowait() == "conn"

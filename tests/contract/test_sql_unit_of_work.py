@@ -1,11 +1,16 @@
-"""The SQL unit of work against the databases themselves: SQLite's statements and their transaction (one thread
-hand-off per statement, BEGIN sent with the first), and PostgreSQL's wake-up of other processes at commit."""
+"""The SQL unit of work against the databases themselves: a write unit is atomic, SQLite's writers queue (a write
+unit takes the write lock with its first statement), a read-only unit reads with each statement its own
+transaction, no unit leaves a connection checked out, and PostgreSQL's wake-up of other processes at commit."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -14,6 +19,7 @@ from adapters.memory.clock import ManualClock
 from adapters.sql.engine import create_engine
 from adapters.sql.jobs import listen
 from adapters.sql.uow import SqlUnitOfWork
+from domain.events import EventType
 
 CLOCK = ManualClock(datetime(2026, 3, 1, tzinfo=UTC))
 
@@ -73,3 +79,141 @@ async def test_postgres_commit_that_created_work_wakes_listeners_a_rollback_does
     finally:
         await listener.close()
         await engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'uow.db'}"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+async def table_engine(database_url: str) -> AsyncIterator[tuple[Any, str]]:
+    """An engine of each database and a table of its own on it: ``(n, v)``."""
+    engine = create_engine(database_url, pool_size=3)
+    table = f"t_{uuid.uuid4().hex[:8]}"
+    serial = "INTEGER PRIMARY KEY AUTOINCREMENT" if engine.dialect.name == "sqlite" else "serial PRIMARY KEY"
+    async with engine.begin() as conn:
+        await conn.execute(sa.text(f"CREATE TABLE {table} (n {serial}, v TEXT NOT NULL)"))
+    try:
+        yield engine, table
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(sa.text(f"DROP TABLE {table}"))
+        await engine.dispose()
+
+
+async def _values(engine: Any, table: str) -> list[str]:
+    """What another request sees (a read-only unit: it waits for no writer)."""
+    uow = SqlUnitOfWork(engine, CLOCK, write=False)
+    try:
+        return list((await (await uow.connection()).execute(sa.text(f"SELECT v FROM {table} ORDER BY n"))).scalars())
+    finally:
+        await uow.close()
+
+
+async def test_a_write_unit_is_atomic_and_others_see_it_only_once_committed(table_engine: tuple[Any, str]) -> None:
+    engine, table = table_engine
+    uow = SqlUnitOfWork(engine, CLOCK)
+    try:
+        conn = await uow.connection()
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('a')"))
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('b')"))
+        assert await _values(engine, table) == []  # not committed: nobody else sees either row
+        await uow.rollback()
+        assert (await conn.execute(sa.text(f"SELECT count(*) FROM {table}"))).scalar_one() == 0  # both undone
+
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('c')"))
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('d')"))
+        await uow.commit()
+        assert await _values(engine, table) == ["c", "d"]
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('e')"))
+        await uow.close()  # closed without a commit: rolled back
+        assert await _values(engine, table) == ["c", "d"]
+    finally:
+        await uow.close()
+
+
+async def test_a_read_only_unit_reads_each_statement_on_its_own(table_engine: tuple[Any, str]) -> None:
+    engine, table = table_engine
+    reader = SqlUnitOfWork(engine, CLOCK, write=False)
+    try:
+        conn = await reader.connection()
+        assert (await conn.execute(sa.text(f"SELECT count(*) FROM {table}"))).scalar_one() == 0
+
+        writer = SqlUnitOfWork(engine, CLOCK)
+        await (await writer.connection()).execute(sa.text(f"INSERT INTO {table} (v) VALUES ('a')"))
+        await writer.commit()
+        await writer.close()
+        # no transaction held between its statements: the next one sees what was committed meanwhile
+        assert (await conn.execute(sa.text(f"SELECT v FROM {table}"))).scalars().all() == ["a"]
+
+        # what it writes is kept statement by statement, with no commit of its own
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('b')"))
+        assert await _values(engine, table) == ["a", "b"]
+        await reader.commit()
+    finally:
+        await reader.close()
+    with pytest.raises(RuntimeError):  # events need the outbox write in the change's own transaction
+        SqlUnitOfWork(engine, CLOCK, write=False).record(EventType.CALL_ENDED(1, dict(EventType.CALL_ENDED.example)))
+
+
+async def test_sqlite_writers_queue_a_write_unit_holds_the_lock_from_its_first_statement(tmp_path: Path) -> None:
+    path = tmp_path / "queue.db"
+    engine = create_engine(f"sqlite+aiosqlite:///{path}", pool_size=2)
+    async with engine.begin() as conn:
+        await conn.execute(sa.text("CREATE TABLE t (n INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)  # another process's writer, not waiting
+
+    def other_writes() -> bool:
+        try:
+            other.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:  # database is locked
+            return False
+        other.execute("ROLLBACK")
+        return True
+
+    try:
+        writer = SqlUnitOfWork(engine, CLOCK)
+        conn = await writer.connection()
+        await conn.execute(sa.text("SELECT count(*) FROM t"))  # a read first, as a use case reads before it writes
+        # BEGIN IMMEDIATE: the write lock is this unit's already, so it never fails upgrading a read to a write;
+        # other writers wait for it (on their busy timeout) instead
+        assert not other_writes()
+        await conn.execute(sa.text("INSERT INTO t (v) VALUES ('a')"))
+        await writer.commit()
+        assert other_writes()
+
+        reader = SqlUnitOfWork(engine, CLOCK, write=False)
+        await (await reader.connection()).execute(sa.text("SELECT count(*) FROM t"))
+        assert other_writes()  # a read-only unit holds no lock
+        await reader.close()
+        await writer.close()
+    finally:
+        other.close()
+        await engine.dispose()
+
+
+async def test_no_unit_leaves_a_connection_checked_out(table_engine: tuple[Any, str]) -> None:
+    engine, table = table_engine
+    pool = engine.sync_engine.pool
+
+    async def one(n: int) -> None:
+        uow = SqlUnitOfWork(engine, CLOCK, write=n % 2 == 0)
+        try:
+            conn = await uow.connection()
+            await conn.execute(sa.text(f"SELECT count(*) FROM {table}"))
+            if n % 3 == 0:
+                await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES (NULL)"))  # fails: NOT NULL
+            await uow.commit()
+        except sa.exc.IntegrityError:
+            pass
+        finally:
+            await uow.close()
+
+    for n in range(12):
+        await one(n)
+    await asyncio.gather(*(one(n) for n in range(3)))
+    assert pool.checkedout() == 0
+    assert await _values(engine, table) == []
