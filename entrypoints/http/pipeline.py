@@ -48,7 +48,7 @@ from entrypoints.http.body_digest import body_digest
 from entrypoints.http.envelope import auth_error_messages, outage_messages, router_error_messages, status_for
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import Access, AuthMode, access_of
-from entrypoints.http.steps import Captured, count_request, handle, quietly_roll_back, replayed_body, transaction
+from entrypoints.http.steps import Captured, count_request, quietly_roll_back, replayed_body, run_handler, transaction
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.outages import is_database_outage
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
@@ -475,7 +475,7 @@ class _Run:
             await claim.complete(await self._stored(captured))
 
         try:
-            captured = await handle(self.app, self.scope, receive, self.gate.uow, None if claim is None else keep)
+            captured = await run_handler(self.app, self.scope, receive, self.gate.uow, None if claim is None else keep)
         except Exception as error:
             if claim is not None:
                 await self._release_after_failure(claim, error)

@@ -5,7 +5,7 @@ runs in a short transaction of its own on the request's unit of work, written wh
     async with transaction(uow):    # the first statement begins it
         ...                         # committed when the block ends, rolled back when it raises
 
-The handler's step (``handle``) is the one exception to "committed when the block ends": it commits once, when
+The handler's step (``run_handler``) is the one exception to "committed when the block ends": it commits once, when
 the handler answered below 400 (with what ``keep`` adds to the transaction: the idempotency record), and rolls
 back every other answer. No adapter commits or rolls back its caller's transaction.
 """
@@ -84,7 +84,7 @@ async def count_request(limiter: RateLimiter, bucket: str, windows: tuple[Window
     return tightest(decision, over_all), not over_all.allowed
 
 
-async def handle(app: ASGIApp, scope: Scope, receive: Receive, uow: UnitOfWork,
+async def run_handler(app: ASGIApp, scope: Scope, receive: Receive, uow: UnitOfWork,
                  keep: Callable[[Captured], Awaitable[None]] | None = None) -> Captured:
     """The handler's step: the handler runs in one transaction, committed once when it answered below 400
     (``keep`` adds to that transaction first: the idempotency record), rolled back for any other answer and when

@@ -37,7 +37,7 @@ from entrypoints.http.dashboard.navigation import PREFIX
 from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
-from entrypoints.http.steps import count_request, handle, replayed_body, transaction
+from entrypoints.http.steps import count_request, replayed_body, run_handler, transaction
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.outages import is_database_outage
 from entrypoints.runtime import RateLimitPolicy
@@ -158,7 +158,7 @@ class DashboardGate:
     async def _handle(self, scope: Scope, receive: Receive, send: Send, uow: UnitOfWork) -> None:
         """The API's handler step (committed once below 400), with the dashboard's error pages."""
         try:
-            held = (await handle(self.app, scope, receive, uow)).messages
+            held = (await run_handler(self.app, scope, receive, uow)).messages
         except Exception as error:
             if is_database_outage(error):
                 log.warning("database unreachable on %s %s: %s", scope["method"], scope["path"],
