@@ -174,7 +174,7 @@ class Login:
                     await self.limiter.release(held, held_windows, now)
                 raise LoginThrottled(decision.retry_after or 1, source)
             taken.append((bucket, windows))
-        await self.uow.rollback()  # nothing was written in it: the limiter commits its counts itself
+        await self.uow.commit()  # the slots taken, kept whatever the check finds
         stored = found[2] if found is not None else await self._decoy_hash()
         matches = await self.passwords.verify(command.password, stored)
         organization = await self.orgs.get(found[1]) if found is not None and matches else None

@@ -14,6 +14,11 @@ Both serve, without authentication:
 - ``POST /calls`` with Parley's call body (``bot_id``, ``destination_phone``, ``contact_name``, ``custom_data``):
   inserts one queued call row and answers 201 with it: the insert alone, none of Parley's write path
   (authentication, idempotency claim, DNC screen, quota, outbox).
+- ``POST /calls/full`` (``fastapi`` only): the same call, with the work of Parley's write path done the usual
+  FastAPI + ORM way, in one transaction: the ``Idempotency-Key``'s record read (a stored response is replayed),
+  the agent read, the destination looked up in the organization's DNC entries (listed: 422), the call and an
+  outbox event inserted, and the idempotency record stored with the response; one commit. No authentication,
+  rate limit or quota: Parley does those on top.
 
     python bench/peers.py serve --app fastapi|raw --database-url URL --port P [--server granian|uvicorn]
                                 [--loop auto|uvloop] [--organization 1]
@@ -21,6 +26,7 @@ Both serve, without authentication:
 
 
 import argparse
+import hashlib
 import os
 import sys
 import uuid
@@ -44,7 +50,8 @@ _JSON_COLUMNS = {"voice", "llm", "voicemail", "metadata"}
 
 def make_fastapi() -> Any:
     import sqlalchemy as sa
-    from fastapi import Depends, FastAPI, Query
+    from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
+    from fastapi.responses import JSONResponse
     from pydantic import BaseModel, ConfigDict, Field
     from sqlalchemy.dialects import postgresql
     from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
@@ -117,6 +124,35 @@ def make_fastapi() -> Any:
         updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
         priority: Mapped[int]
         due_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    class IdempotencyRow(Base):
+        __tablename__ = "idempotency_keys"
+        organization_id: Mapped[int] = mapped_column(BigId, primary_key=True)
+        lineage_id: Mapped[int] = mapped_column(BigId, primary_key=True)
+        key: Mapped[str] = mapped_column(primary_key=True)
+        fingerprint: Mapped[str]
+        token: Mapped[str]
+        created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+        locked_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+        response_status: Mapped[int | None]
+        response_headers: Mapped[Any] = mapped_column(Json, nullable=True)
+        response_body: Mapped[bytes | None]
+        response_sealed: Mapped[bool]
+
+    class DncEntryRow(Base):
+        __tablename__ = "dnc_entries"
+        list_id: Mapped[int] = mapped_column(BigId, primary_key=True)
+        phone_number: Mapped[str] = mapped_column(primary_key=True)
+        organization_id: Mapped[int] = mapped_column(BigId)
+
+    class OutboxRow(Base):
+        __tablename__ = "outbox_events"
+        id: Mapped[int] = mapped_column(BigId, primary_key=True)
+        organization_id: Mapped[int] = mapped_column(BigId)
+        type: Mapped[str]
+        data: Mapped[dict[str, Any]] = mapped_column(Json)
+        created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+        depth: Mapped[int]
 
     class Voice(BaseModel):
         provider: str
@@ -215,6 +251,46 @@ def make_fastapi() -> Any:
         s.add(row)
         await s.commit()
         return CallEnvelope(data=CallOut.model_validate(row))
+
+    @app.post("/calls/full", status_code=201)
+    async def create_call_fully(request: Request, body: CallCreate, s: AsyncSession = Depends(session),
+                                idempotency_key: str = Header()) -> Response:
+        now = datetime.now(UTC)
+        fingerprint = "POST /calls/full " + hashlib.sha256(await request.body()).hexdigest()
+        async with s.begin():
+            stored = await s.get(IdempotencyRow, (organization, 0, idempotency_key))
+            if stored is not None:
+                if stored.fingerprint != fingerprint:
+                    return JSONResponse({"error": {"code": "idempotency_key_mismatch"}}, status_code=422)
+                if stored.response_body is None:
+                    return JSONResponse({"error": {"code": "idempotency_key_in_use"}}, status_code=409)
+                return Response(stored.response_body, status_code=stored.response_status or 201,
+                                media_type="application/json", headers={"Idempotency-Replayed": "true"})
+            record = IdempotencyRow(organization_id=organization, lineage_id=0, key=idempotency_key,
+                                    fingerprint=fingerprint, token=uuid.uuid4().hex, created_at=now, locked_at=now,
+                                    response_sealed=False)
+            s.add(record)
+            agent = await s.get(AgentRow, int(body.bot_id))
+            if agent is None or agent.organization_id != organization or agent.deleted_at is not None:
+                raise HTTPException(404, "agent not found")
+            listed = await s.scalar(sa.select(DncEntryRow.list_id).where(
+                DncEntryRow.organization_id == organization, DncEntryRow.phone_number == body.destination_phone)
+                .limit(1))
+            if listed is not None:
+                raise HTTPException(422, "dnc_blocked")
+            row = CallRow(id=str(uuid.uuid4()), organization_id=organization, agent_id=agent.id,
+                          destination_phone=body.destination_phone, from_phone=CALLER, contact_name=body.contact_name,
+                          custom_data=body.custom_data, prompt=agent.prompt, max_duration_seconds=600,
+                          status="queued", telephony_state={}, deadline_at=now + timedelta(minutes=10),
+                          created_at=now, updated_at=now, priority=100, due_at=now)
+            s.add(row)
+            out = CallEnvelope(data=CallOut.model_validate(row))
+            s.add(OutboxRow(organization_id=organization, type="call.queued",
+                            data={"call_id": row.id, "agent_id": agent.id}, created_at=now, depth=0))
+            content = out.model_dump_json().encode()
+            record.response_status, record.response_headers = 201, [["content-type", "application/json"]]
+            record.response_body = content
+        return Response(content, status_code=201, media_type="application/json")
 
     @app.on_event("shutdown")
     async def dispose() -> None:

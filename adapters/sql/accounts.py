@@ -346,7 +346,7 @@ RETURNING counter.window_seconds, counter.count
 
 
 class SqlRateLimiter:
-    """Shared counters: one atomic conditional upsert per window, in the request's connection."""
+    """Shared counters: one atomic conditional upsert per window, in the caller's transaction (the caller commits)."""
 
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -402,7 +402,6 @@ class SqlRateLimiter:
         epoch = at.timestamp()
         for window in windows:
             await self._decrement(bucket, window, window.start(epoch))
-        await self.uow.commit()
 
     async def purge(self, before: datetime) -> int:
         conn = await self.uow.connection()
@@ -449,7 +448,6 @@ class SqlRateLimiter:
             # a window that refused was full when it refused, whatever another request gave back since
             states = [WindowState(w, max(await self._read(bucket, w, w.start(epoch)),
                                          w.limit if w.seconds in refused else 0), w.end(epoch)) for w in windows]
-        await self.uow.commit()
         return RateLimitDecision.from_states(states, allowed, epoch)
 
     async def peek(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:

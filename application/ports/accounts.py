@@ -82,7 +82,8 @@ class IdempotencyStore(Protocol):
 
 class RateLimiter(Protocol):
     async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
-        """Count one request in every window unless one is exhausted (then count nothing)."""
+        """Count one request in every window unless one is exhausted (then count nothing), in the caller's
+        transaction: the counts are shared once the caller commits."""
         ...
 
     async def peek(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
@@ -91,8 +92,8 @@ class RateLimiter(Protocol):
 
     async def release(self, bucket: str, windows: tuple[Window, ...], at: datetime) -> None:
         """Give back one request ``hit`` counted at ``at`` in every window (never below zero): a slot taken
-        before the work it guards turned out not to need it (a sign-in that succeeded). Committed at once, as
-        ``hit`` is."""
+        before the work it guards turned out not to need it (a sign-in that succeeded). In the caller's
+        transaction, as ``hit`` is: the caller commits."""
         ...
 
     async def purge(self, before: datetime) -> int:

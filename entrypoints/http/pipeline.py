@@ -1,20 +1,30 @@
-"""The request pipeline: authentication, rate limits, scopes, sub-organizations, idempotency
-and the request's transaction, in that order, once for every route of the API router.
+"""The request pipeline, once for every route of the API router: a short list of named steps, read top to bottom
+in ``_Run.run``:
 
-Its collaborators come in one ``RequestGate`` resolved from the request's container; the route's
-``Access.auth`` picks the authenticator, whose ``Principal`` becomes the use cases' ``Actor``.
+1. ``authenticate``         the route's authenticator (``Access.auth``)             its own transaction
+1b. ``widget_origin``       a widget token only from its own pages
+2. ``rate_limit``           the key's windows, then the organization's ceiling      its own transaction
+3. ``scopes``               the route's scopes
+4. ``acting_organization``  ``X-Sub-Org-Id``                                       its own transaction (a read)
+5. ``idempotency_claim``    the ``Idempotency-Key`` claimed before the handler      its own transaction
+6. ``handle``               the handler                                             committed once, below 400,
+                                                                                    with the idempotency record
 
-The handler runs inside the request's unit of work. Its response is held back until the
-transaction has committed (with the idempotency record, when there is one), so a client never
-sees a success for a change that was not kept.
+The request id is given by the outermost layer (``entrypoints/http/asgi.py``) before any of these. Every
+transaction is written where its step is (``async with transaction(uow)``, ``entrypoints/http/steps.py``); no
+adapter commits the request's unit of work. The handler's response is held back until its transaction has
+committed, so a client never sees a success for a change that was not kept.
+
+Its collaborators come in one ``RequestGate`` resolved from the request's container; the authenticator's
+``Principal`` becomes the use cases' ``Actor``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from urllib.parse import quote
 
 import msgspec
@@ -22,14 +32,15 @@ from dishka import AsyncContainer
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from application.accounts import ResolveActingOrganization, ResolveActingOrganizationCommand
+from application.context import Actor
 from application.ports.accounts import ApiKeyRepository, IdempotencyStore, RateLimiter
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.secrets import SecretBox, SecretUnreadable
+from application.principals import Principal
 from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.parsing import parse_id
-from domain.rate_limit import tightest
 from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
@@ -37,6 +48,7 @@ from entrypoints.http.body_digest import body_digest
 from entrypoints.http.envelope import auth_error_messages, outage_messages, router_error_messages, status_for
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import Access, AuthMode, access_of
+from entrypoints.http.steps import Captured, count_request, quietly_roll_back, replayed_body, run_handler, transaction
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.outages import is_database_outage
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
@@ -83,26 +95,6 @@ async def _send_all(send: Send, messages: list[Message], extra_headers: list[tup
 
 class _Disconnected(Exception):
     """The client went away before its request body arrived."""
-
-
-@dataclass
-class _Captured:
-    messages: list[Message] = field(default_factory=list)
-    status: int = 500
-
-    async def send(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            self.status = message["status"]
-        self.messages.append(message)
-
-    def body(self) -> bytes:
-        return b"".join(m.get("body", b"") for m in self.messages if m["type"] == "http.response.body")
-
-    def headers(self) -> list[tuple[bytes, bytes]]:
-        for m in self.messages:
-            if m["type"] == "http.response.start":
-                return list(m.get("headers", []))
-        return []
 
 
 _LOCATION_FIELD = re.compile(r"\{(path\.)?(\w+)\}")
@@ -224,17 +216,9 @@ class RequestPipeline:
         except Exception as error:
             if not is_database_outage(error) or run.replied:
                 raise
-            await _quietly_roll_back(gate.uow)
+            await quietly_roll_back(gate.uow)
             log.warning("database unreachable on %s %s: %s", scope["method"], scope["path"], type(error).__name__)
             await run.reply(outage_messages())
-
-
-async def _quietly_roll_back(uow: UnitOfWork) -> None:
-    """Roll back what can be (the connection may be gone with the database)."""
-    try:
-        await uow.rollback()
-    except Exception:  # the outage already decides the answer
-        log.debug("rollback failed during a database outage", exc_info=True)
 
 
 def _failure_messages(error: Exception) -> list[Message]:
@@ -246,7 +230,48 @@ def _failure_messages(error: Exception) -> list[Message]:
     return router_error_messages(500, "internal_error", "Internal server error")
 
 
+@dataclass
+class _Claim:
+    """An ``Idempotency-Key`` this request holds: claimed before the handler runs, completed with the handler's
+    answer or released. The store works in its caller's transaction."""
+
+    store: IdempotencyStore
+    organization_id: int
+    lineage_id: int
+    key: str
+    token: str
+    body: bytes
+
+    async def attempt(self, fingerprint: str, now: datetime) -> bool | StoredResponse | Decision | None:
+        """One try at claiming the key: True when claimed, the stored response to replay, ``Decision.IN_FLIGHT``
+        or ``Decision.MISMATCH``; None when another request changed the record meanwhile (look again)."""
+        store = self.store
+        mine = IdempotencyRecord(self.organization_id, self.lineage_id, self.key, fingerprint, now, now,
+                                 self.token, None)
+        # the usual case, a key not seen before (decide(None) is PROCEED): claimed in one statement
+        if await store.insert_if_absent(mine):
+            return True
+        existing = await store.get(self.organization_id, self.lineage_id, self.key)
+        decision = policy.decide(existing, fingerprint, now)
+        if decision is Decision.PROCEED:
+            return await store.insert_if_absent(mine) or None
+        if decision is Decision.TAKE_OVER:
+            return bool(existing and await store.take_over(existing, mine)) or None
+        if decision is Decision.REPLAY:
+            return existing.response if existing and existing.response else None
+        return decision if decision in (Decision.IN_FLIGHT, Decision.MISMATCH) else None
+
+    async def complete(self, response: StoredResponse) -> None:
+        await self.store.complete(self.organization_id, self.lineage_id, self.key, self.token, response)
+
+    async def release(self) -> None:
+        await self.store.release(self.organization_id, self.lineage_id, self.key, self.token)
+
+
 class _Run:
+    """One request through the steps, top to bottom (``run``). Each step either lets the request go on or answers
+    it (``reply``); each step that touches the database has its own transaction, visible in it."""
+
     def __init__(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, gate: RequestGate,
                  access: Access) -> None:
         self.app, self.scope, self.receive, self.send = app, scope, receive, send
@@ -265,53 +290,74 @@ class _Run:
         await _send_all(self.send, messages, self.extra_headers, private=self.private and not self.access.secret)
 
     async def run(self) -> None:
-        scope, gate = self.scope, self.gate
-        uow = gate.uow
-
-        # 1. authentication (the route's authenticator)
-        try:
-            principal = await (await gate.authenticators.for_mode(self.access.auth)).authenticate(scope)
-        except CsrfRejected as rejected:
-            await uow.rollback()
-            await self.reply(router_error_messages(403, rejected.code, rejected.message))
+        principal = await self.authenticate()
+        if principal is None:
             return
+        if not principal.authenticated:  # a public route: straight to the handler
+            await self.handle(None)
+            return
+        self.private = True
+        if not await self.widget_origin(principal):
+            return
+        if not await self.rate_limit(principal):
+            return
+        if not await self.scopes(principal):
+            return
+        actor = await self.acting_organization(principal)
+        if actor is None:
+            return
+        claim = await self.idempotency_claim(principal, actor)
+        if self.replied:
+            return
+        await self.handle(claim)
+
+    # --- the steps, in the order ``run`` takes them ---------------------------------------------------------
+
+    async def authenticate(self) -> Principal | None:
+        """1. The route's authenticator, in its own transaction (a session's last use is written there). A refused
+        credential is counted against the client's address (``_failure_allowed``) and answered 401."""
+        uow = self.gate.uow
+        try:
+            async with transaction(uow):
+                return await (await self.gate.authenticators.for_mode(self.access.auth)).authenticate(self.scope)
+        except CsrfRejected as rejected:
+            await self.reply(router_error_messages(403, rejected.code, rejected.message))
         except Refused as refused:
-            await uow.rollback()
             if refused.presented and not await self._failure_allowed():
-                return
+                return None
             challenge = [(b"www-authenticate", refused.challenge)] if refused.challenge else []
             await self.reply(auth_error_messages(401, refused.code, refused.message, headers=challenge))
-            return
-        await uow.commit()
-        if not principal.authenticated:  # a public route: straight to the handler, in the unit of work
-            await self._handle(uow)
-            return
-        assert principal.organization is not None
-        self.private = True
-        key, organization = principal.key, principal.organization
+        return None
+
+    async def widget_origin(self, principal: Principal) -> bool:
+        """1b. A widget token works only from its own origins (the outermost layer lets the page read every
+        answer)."""
+        if principal.widget is None:
+            return True
+        origin = _header(self.scope, b"origin")
+        if not principal.widget.allows_origin(origin):
+            await self.reply(router_error_messages(
+                403, "origin_not_allowed", "This widget token is not valid from this page's origin"
+                if origin else "A widget request must carry the Origin header of an allowed page"))
+            return False
+        self.scope["state"]["widget_grant"] = principal.widget
+        return True
+
+    async def rate_limit(self, principal: Principal) -> bool:
+        """2. The request counted, in its own transaction: per principal (a rotated key shares its predecessor's
+        counters, a widget token has its own), then against the organization's ceiling over all its keys; with the
+        key's last use when the request is allowed. A refused request consumes nothing and is answered 429."""
+        gate, key, organization = self.gate, principal.key, principal.organization
+        assert organization is not None
         now = gate.clock.now()
-
-        # 1b. a widget token works only from its own origins (the outermost layer lets the page read every answer)
-        if principal.widget is not None:
-            origin = _header(scope, b"origin")
-            if not principal.widget.allows_origin(origin):
-                await self.reply(router_error_messages(
-                    403, "origin_not_allowed", "This widget token is not valid from this page's origin"
-                    if origin else "A widget request must carry the Origin header of an allowed page"))
-                return
-            scope["state"]["widget_grant"] = principal.widget
-
-        # 2. rate limit (per principal: a rotated key shares its predecessor's counters, a widget token has its own),
-        # and the organization's ceiling over all its keys together
         windows = gate.limits.windows_for(principal)
-        decision = await gate.limiter.hit(principal.rate_bucket, windows, now)
-        refusal = "rate_limit"
-        if decision.allowed and key is not None and gate.limits.organization:
-            ceiling = await gate.limiter.hit(f"org:{organization.id}", gate.limits.organization, now)
-            if not ceiling.allowed:  # refused: the key's own count is given back
-                await gate.limiter.release(principal.rate_bucket, windows, now)
-                refusal = "organization"
-            decision = tightest(decision, ceiling)
+        ceiling = (f"org:{organization.id}", gate.limits.organization) \
+            if key is not None and gate.limits.organization else None
+        async with transaction(gate.uow):
+            decision, by_ceiling = await count_request(gate.limiter, principal.rate_bucket, windows, now, ceiling)
+            if decision.allowed and key is not None and (
+                    key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION):
+                await (await gate.keys()).touch(key.id or 0, now)
         self.extra_headers += [
             (b"x-ratelimit-limit", str(decision.limit).encode()),
             (b"x-ratelimit-remaining", str(decision.remaining).encode()),
@@ -324,26 +370,29 @@ class _Run:
                 (b"x-api-key-expires-at", expires_at.isoformat().replace("+00:00", "Z").encode()),
                 (b"x-api-key-expires-in-days", str(days).encode()),
             ]
-        if not decision.allowed:
-            RATE_LIMIT_REFUSALS.labels(refusal).inc()
-            retry = decision.retry_after or 1
-            await self.reply(auth_error_messages(429, "RATE_LIMIT_EXCEEDED", "Rate limit exceeded", retry,
-                                                 [(b"retry-after", str(retry).encode())]))
-            return
-        if key is not None and (key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION):
-            await (await gate.keys()).touch(key.id or 0, now)
-            await uow.commit()
+        if decision.allowed:
+            return True
+        RATE_LIMIT_REFUSALS.labels("organization" if by_ceiling else "rate_limit").inc()
+        retry = decision.retry_after or 1
+        await self.reply(auth_error_messages(429, "RATE_LIMIT_EXCEEDED", "Rate limit exceeded", retry,
+                                             [(b"retry-after", str(retry).encode())]))
+        return False
 
-        # 3. scopes (a widget token holds none: its routes ask for none, and serve only its campaign; a
-        # session-only route asks for none either)
-        if self.access.scopes and principal.widget is None and not principal.scopes.grants_any(self.access.scopes):
-            message = f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
-            await self.reply(auth_error_messages(403, "INSUFFICIENT_SCOPE", message))
-            return
+    async def scopes(self, principal: Principal) -> bool:
+        """3. The route's scopes (a widget token holds none: its routes ask for none, and serve only its campaign;
+        a session-only route asks for none either)."""
+        if not self.access.scopes or principal.widget is not None or principal.scopes.grants_any(self.access.scopes):
+            return True
+        message = f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
+        await self.reply(auth_error_messages(403, "INSUFFICIENT_SCOPE", message))
+        return False
 
-        # 4. sub-organization
-        acting = organization
-        sub_orgs = _headers(scope, b"x-sub-org-id") if principal.widget is None else []  # a token has one org
+    async def acting_organization(self, principal: Principal) -> Actor | None:
+        """4. ``X-Sub-Org-Id``: the organization the request acts in (read in its own transaction); the actor goes to
+        the handler through ``scope["state"]``."""
+        assert principal.organization is not None
+        acting = principal.organization
+        sub_orgs = _headers(self.scope, b"x-sub-org-id") if principal.widget is None else []  # a token has one org
         if sub_orgs:
             try:
                 if len(sub_orgs) > 1 or "," in sub_orgs[0]:  # repeated, or repeated and joined by a proxy
@@ -351,33 +400,105 @@ class _Run:
                 sub_org_id = parse_id(sub_orgs[0], SUB_ORG_HEADER)
             except ValidationFailed as exc:
                 await self.reply(router_error_messages(400, exc.code, exc.message, exc.details))
-                return
+                return None
             try:
-                acting = await (await gate.acting()).execute(ResolveActingOrganizationCommand(organization, sub_org_id))
+                async with transaction(self.gate.uow):
+                    acting = await (await self.gate.acting()).execute(
+                        ResolveActingOrganizationCommand(principal.organization, sub_org_id))
             except SubOrgForbidden as exc:
-                await uow.rollback()
                 await self.reply(router_error_messages(403, exc.code, exc.message))
-                return
-            await uow.commit()
+                return None
         actor = principal.acting_in(acting)
-        scope["state"]["actor"] = actor
-        # stored responses are scoped to the key's lineage, or to the widget token itself
-        lineage_id = replay_scope(principal.widget.token_id) if principal.widget else actor.key_lineage_id or 0
+        self.scope["state"]["actor"] = actor
+        return actor
 
-        # 5. idempotency, then the handler
-        raw_key = _header(scope, b"idempotency-key")
-        if self.access.idempotent and raw_key is not None:
-            await self._idempotent(uow, gate.clock, actor.organization_id, lineage_id, raw_key)
-        else:
-            await self._handle(uow)
+    async def idempotency_claim(self, principal: Principal, actor: Actor) -> _Claim | None:
+        """5. An ``Idempotency-Key`` on a route that honours it: the key claimed, in its own transaction, before the
+        handler runs (None: no key, the handler runs as it is). A key already answered is replayed; one in flight
+        is 409, one used with another request 422 (``replied``: the step answered).
+
+        Records are scoped to (acting organization, key lineage, key): no other key of the organization sees them,
+        a rotated successor does (a widget token's requests have a scope of their own)."""
+        raw_key = _header(self.scope, b"idempotency-key")
+        if not self.access.idempotent or raw_key is None:
+            return None
+        try:
+            key = policy.parse_key(raw_key)
+        except DomainError as exc:
+            await self.reply(router_error_messages(400, exc.code, exc.message, exc.details))
+            return None
+        try:
+            body = await self._read_body()
+        except _Disconnected:
+            return None  # the client is gone: nothing was claimed, nothing to answer
+        if body is None and self.access.large_body:
+            await self.reply(router_error_messages(
+                400, "idempotency_unsupported",
+                f"Idempotency-Key covers request bodies up to {policy.MAX_BODY_BYTES} bytes; "
+                "send a larger one without it"))
+            return None
+        if body is None:
+            await self.reply(router_error_messages(413, "payload_too_large", "Request body too large"))
+            return None
+        lineage_id = replay_scope(principal.widget.token_id) if principal.widget else actor.key_lineage_id or 0
+        fingerprint = policy.digest_fingerprint(self.scope["method"], self.scope["path"],
+                                                body_digest(_header(self.scope, b"content-type"), body))
+        claim = _Claim(await self.gate.idempotency(), actor.organization_id, lineage_id, key,
+                       (await self.gate.random()).hex(16), body)
+        for _ in range(3):  # a lost race looks again, in a new transaction
+            async with transaction(self.gate.uow):
+                now = self.gate.clock.now()
+                outcome = await claim.attempt(fingerprint, now)
+            if outcome is True:
+                return claim  # committed: the claim is visible to every other request from here on
+            if isinstance(outcome, StoredResponse):
+                await self._replay(outcome)
+                return None
+            if outcome is Decision.IN_FLIGHT:
+                break
+            if outcome is Decision.MISMATCH:
+                await self.reply(router_error_messages(422, "idempotency_key_mismatch",
+                                                       "This Idempotency-Key was used with a different request"))
+                return None
+        await self.reply(router_error_messages(409, "idempotency_key_in_use",
+                                               "A request with this Idempotency-Key is still in progress"))
+        return None
+
+    async def handle(self, claim: _Claim | None) -> None:
+        """6. The handler, in the request's main transaction, committed once when it answered below 400 together
+        with the idempotency record; then the answer. A claimed key whose handler answered otherwise is settled in
+        a transaction of its own: the answer stored when it is a replayable one (a domain 4xx), else the key
+        released so a retry runs again."""
+        receive = self.receive if claim is None else replayed_body(claim.body, self.receive)
+        async def keep(captured: Captured) -> None:
+            assert claim is not None
+            await claim.complete(await self._stored(captured))
+
+        try:
+            captured = await run_handler(self.app, self.scope, receive, self.gate.uow, None if claim is None else keep)
+        except Exception as error:
+            if claim is not None:
+                await self._release_after_failure(claim, error)
+            await self.reply(_failure_messages(error))
+            return
+        if claim is not None and captured.status >= 400:
+            async with transaction(self.gate.uow):
+                if policy.is_replayable(captured.status):
+                    await claim.complete(await self._stored(captured))
+                else:
+                    await claim.release()
+        await self.reply(captured.messages)
+
+    # --- what the steps share ------------------------------------------------------------------------------
 
     async def _failure_allowed(self) -> bool:
-        """Count a failed authentication against the client's address; False (and 429 sent) once the
-        address is over its budget. Credentials that authenticate never touch this bucket."""
+        """Count a failed authentication against the client's address, in its own transaction; False (and 429
+        sent) once the address is over its budget. Credentials that authenticate never touch this bucket."""
         gate = self.gate
         budget = await gate.failure_budget()
-        decision = await gate.limiter.hit(f"authfail:{client_address(self.scope)}", budget.windows, gate.clock.now())
-        await gate.uow.commit()
+        async with transaction(gate.uow):
+            decision = await gate.limiter.hit(f"authfail:{client_address(self.scope)}", budget.windows,
+                                              gate.clock.now())
         if decision.allowed:
             return True
         RATE_LIMIT_REFUSALS.labels("auth_failures").inc()
@@ -388,19 +509,15 @@ class _Run:
              (b"x-ratelimit-remaining", b"0"), (b"x-ratelimit-reset", str(decision.reset_at).encode())]))
         return False
 
-    async def _handle(self, uow: UnitOfWork) -> None:
-        captured = _Captured()
+    async def _release_after_failure(self, claim: _Claim, error: Exception) -> None:
+        """The handler failed: the key released, in its own transaction, so a retry runs again. When the database
+        is gone the claim stays until it is stale (60 s), when a retry takes it over."""
         try:
-            await self.app(self.scope, self.receive, captured.send)
-            if captured.status < 400:
-                await uow.commit()
-            else:
-                await uow.rollback()
-        except Exception as error:
-            await _quietly_roll_back(uow)
-            await self.reply(_failure_messages(error))
-            return
-        await self.reply(captured.messages)
+            async with transaction(self.gate.uow):
+                await claim.release()
+        except Exception:
+            if not is_database_outage(error):
+                raise
 
     async def _read_body(self) -> bytes | None:
         """The whole body, or None when it exceeds what a key covers; raises _Disconnected."""
@@ -418,103 +535,7 @@ class _Run:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _idempotent(self, uow: UnitOfWork, clock: Clock, organization_id: int, lineage_id: int,
-                          raw_key: str) -> None:
-        """Records are scoped to (acting organization, key lineage, key): no other key of the organization
-        sees them, a rotated successor does (a widget token's requests have a scope of their own)."""
-        try:
-            key = policy.parse_key(raw_key)
-        except DomainError as exc:
-            await self.reply(router_error_messages(400, exc.code, exc.message, exc.details))
-            return
-        try:
-            body = await self._read_body()
-        except _Disconnected:
-            return  # the client is gone: nothing was claimed, nothing to answer
-        if body is None and self.access.large_body:
-            await self.reply(router_error_messages(
-                400, "idempotency_unsupported",
-                f"Idempotency-Key covers request bodies up to {policy.MAX_BODY_BYTES} bytes; "
-                "send a larger one without it"))
-            return
-        if body is None:
-            await self.reply(router_error_messages(413, "payload_too_large", "Request body too large"))
-            return
-        fingerprint = policy.digest_fingerprint(self.scope["method"], self.scope["path"],
-                                                body_digest(_header(self.scope, b"content-type"), body))
-        store = await self.gate.idempotency()
-        token = (await self.gate.random()).hex(16)
-
-        for _ in range(3):
-            now = clock.now()
-            mine = IdempotencyRecord(organization_id, lineage_id, key, fingerprint, now, now, token, None)
-            # the usual case, a key not seen before (decide(None) is PROCEED): claimed in one statement
-            if await store.insert_if_absent(mine):
-                break
-            existing = await store.get(organization_id, lineage_id, key)
-            decision = policy.decide(existing, fingerprint, now)
-            if decision is Decision.PROCEED and await store.insert_if_absent(mine):
-                break
-            if decision is Decision.TAKE_OVER and existing and await store.take_over(existing, mine):
-                break
-            if decision is Decision.REPLAY and existing and existing.response:
-                await uow.rollback()
-                await self._replay(existing.response)
-                return
-            if decision is Decision.IN_FLIGHT:
-                await uow.rollback()
-                await self.reply(router_error_messages(409, "idempotency_key_in_use",
-                                               "A request with this Idempotency-Key is still in progress"))
-                return
-            if decision is Decision.MISMATCH:
-                await uow.rollback()
-                await self.reply(router_error_messages(422, "idempotency_key_mismatch",
-                                               "This Idempotency-Key was used with a different request"))
-                return
-            await uow.rollback()  # lost a race: look again
-        else:
-            await self.reply(router_error_messages(409, "idempotency_key_in_use",
-                                           "A request with this Idempotency-Key is still in progress"))
-            return
-        await uow.commit()  # the claim is visible to every other request from here on
-
-        delivered = False
-
-        async def replay_receive() -> Message:
-            nonlocal delivered
-            if delivered:
-                return await self.receive()
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        captured = _Captured()
-        try:
-            await self.app(self.scope, replay_receive, captured.send)
-            if captured.status < 400:
-                await store.complete(organization_id, lineage_id, key, token, await self._stored(captured))
-                await uow.commit()
-            else:
-                await uow.rollback()
-                if policy.is_replayable(captured.status):
-                    await store.complete(organization_id, lineage_id, key, token, await self._stored(captured))
-                else:
-                    await store.release(organization_id, lineage_id, key, token)
-                await uow.commit()
-        except Exception as error:
-            await _quietly_roll_back(uow)
-            try:
-                await store.release(organization_id, lineage_id, key, token)
-                await uow.commit()
-            except Exception:
-                if not is_database_outage(error):
-                    raise
-                # the claim stays until it is stale (60 s), when a retry takes it over
-                await _quietly_roll_back(uow)
-            await self.reply(_failure_messages(error))
-            return
-        await self.reply(captured.messages)
-
-    async def _stored(self, captured: _Captured) -> StoredResponse:
+    async def _stored(self, captured: Captured) -> StoredResponse:
         """The response as kept for replays: the body sealed when the route's response carries a secret
         (latin-1 maps every byte to one character, so the replay is byte-for-byte)."""
         headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in captured.headers()

@@ -150,24 +150,31 @@ async def test_rate_limiter_counts_and_refuses(container: Any) -> None:
         assert later.allowed
 
 
-async def test_rate_limiter_counts_are_kept_whatever_the_unit_of_work_does_next(container: Any) -> None:
-    """A hit is committed on its own: with no transaction open (on PostgreSQL the counting statement is then its own
-    transaction) and inside an open one alike, a later rollback of the request's work does not give it back."""
+async def test_rate_limiter_works_in_its_callers_transaction_and_never_ends_it(container: Any) -> None:
+    """``hit`` and ``release`` neither commit nor roll back: what the caller wrote before them is still its own to
+    roll back, and the counts are kept once the caller commits (each step of a request owns its transaction)."""
     windows = (Window(60, 10), Window(3600, 100))
-    bucket = f"contract-kept:{id(container)}:{NOW.timestamp()}"
+    bucket = f"contract-caller:{id(container)}:{NOW.timestamp()}"
     org = await new_organization(container)
     async with container() as r:
+        orgs = await r.get(OrganizationRepository)
+        original = await orgs.get(org)
+        assert original is not None
+        await orgs.update(replace(original, name="Renamed, then rolled back"))
         limiter = await r.get(RateLimiter)
-        assert (await limiter.hit(bucket, windows, NOW)).remaining == 9  # nothing open on the connection
+        assert (await limiter.hit(f"{bucket}:other", windows, NOW)).allowed
+        await limiter.release(f"{bucket}:other", windows, NOW)
         await (await r.get(UnitOfWork)).rollback()
-        await (await r.get(OrganizationRepository)).get(org)  # a transaction is open from here
-        assert (await limiter.hit(bucket, windows, NOW)).remaining == 8
-        await (await r.get(UnitOfWork)).rollback()
+    async with container() as r:
+        kept = await (await r.get(OrganizationRepository)).get(org)
+        assert kept is not None and kept.name == original.name
+        assert (await (await r.get(RateLimiter)).hit(bucket, windows, NOW)).remaining == 9
+        await (await r.get(UnitOfWork)).commit()
     async with container() as r:
         limiter = await r.get(RateLimiter)
         seen = await limiter.peek(bucket, windows, NOW)
-        assert seen.allowed and seen.remaining == 8
-        assert (await limiter.hit(bucket, windows, NOW)).remaining == 7
+        assert seen.allowed and seen.remaining == 9
+        assert (await limiter.hit(bucket, windows, NOW)).remaining == 8
 
 
 async def test_housekeeping_purges_only_what_expired(container: Any) -> None:

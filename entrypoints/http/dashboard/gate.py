@@ -12,6 +12,9 @@
    ``X-CSRF-Token`` header), else a 403 page (``csrf_failed``); checked here, before any handler runs;
 4. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
    again with its errors changes nothing), and every page gets security headers and ``Cache-Control: no-store``.
+
+The steps are the API's (``entrypoints/http/steps.py``): the session, the page's count and the handler each run in
+a transaction of their own; what differs is the answers (HTML pages, redirects) and the CSRF check.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from entrypoints.http.dashboard.navigation import PREFIX
 from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
+from entrypoints.http.steps import count_request, replayed_body, run_handler, transaction
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.outages import is_database_outage
 from entrypoints.runtime import RateLimitPolicy
@@ -106,27 +110,29 @@ class DashboardGate:
             return
         uow = await container.get(UnitOfWork)
         if scope["route_handler"].opt.get(PUBLIC):
-            await self._run(scope, receive, send, uow)
+            await self._handle(scope, receive, send, uow)
             return
+        # the session (its last use written), in its own transaction
         try:
-            active = await (await container.get(SessionAuthenticator)).active(scope)
-            view = await (await container.get(uc.DescribeSession)).execute(
-                uc.DescribeSessionCommand(active.session, active.expires_at))
+            async with transaction(uow):
+                active = await (await container.get(SessionAuthenticator)).active(scope)
+                view = await (await container.get(uc.DescribeSession)).execute(
+                    uc.DescribeSessionCommand(active.session, active.expires_at))
         except (Refused, uc.SessionInvalid):
-            await uow.rollback()
             target = scope["path"] if scope["method"] == "GET" else PREFIX
             for message in _redirect(f"{PREFIX}/login?next={quote(target, safe='/')}"):
                 await send(message)
             return
-        # the signed-in user's budget, the API's rate limits: pages and the API with a session spend one bucket;
-        # a live refresh spends the user's live budget instead
+        # the signed-in user's budget, the API's rate limits, in its own transaction: pages and the API with a
+        # session spend one bucket; a live refresh spends the user's live budget instead
         principal = Principal.session(active.session.user_id, active.organization)
         if scope["route_handler"].opt.get(LIVE):
             bucket, windows = f"live:{principal.rate_bucket}", LIVE_WINDOWS
         else:
             bucket, windows = principal.rate_bucket, (await container.get(RateLimitPolicy)).windows_for(principal)
-        decision = await (await container.get(RateLimiter)).hit(bucket, windows, (await container.get(Clock)).now())
-        await uow.commit()  # the session's last use and the page counted, together
+        async with transaction(uow):
+            decision, _ = await count_request(await container.get(RateLimiter), bucket, windows,
+                                              (await container.get(Clock)).now())
         if not decision.allowed:
             RATE_LIMIT_REFUSALS.labels("rate_limit").inc()
             retry = decision.retry_after or 1
@@ -143,34 +149,17 @@ class DashboardGate:
                                                    "this dashboard: reload the page and try again."):
                     await send(message)
                 return
-            receive = _replay(body, receive)
+            receive = replayed_body(body, receive)
         scope["state"]["actor"] = principal.acting_in(active.organization)
         scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
                                              active.organization.name, view.csrf_token)
-        await self._run(scope, receive, send, uow)
+        await self._handle(scope, receive, send, uow)
 
-    async def _run(self, scope: Scope, receive: Receive, send: Send, uow: UnitOfWork) -> None:
-        held: list[Message] = []
-        status = 500
-
-        async def capture(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            held.append(message)
-
+    async def _handle(self, scope: Scope, receive: Receive, send: Send, uow: UnitOfWork) -> None:
+        """The API's handler step (committed once below 400), with the dashboard's error pages."""
         try:
-            await self.app(scope, receive, capture)
-            if status < 400:
-                await uow.commit()
-            else:
-                await uow.rollback()
+            held = (await run_handler(self.app, scope, receive, uow)).messages
         except Exception as error:
-            try:
-                await uow.rollback()
-            except Exception:
-                if not is_database_outage(error):
-                    raise
             if is_database_outage(error):
                 log.warning("database unreachable on %s %s: %s", scope["method"], scope["path"],
                             type(error).__name__)
@@ -216,17 +205,3 @@ async def _read(receive: Receive) -> bytes | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    delivered = False
-
-    async def replayed() -> Message:
-        nonlocal delivered
-        if delivered:
-            return await receive()
-        delivered = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replayed
-
