@@ -22,7 +22,9 @@ _ATTRIBUTE = re.compile(r"^(?P<module>[\w/]+)\.(?P<name>[A-Za-z_]\w*)$")
 
 
 def _top_level() -> set[str]:
-    return {path.name for path in ROOT.iterdir() if not path.name.startswith(".")}
+    """The repository's top-level entries, less what a run makes there (``var/``, whether or not it exists yet)."""
+    made = {name.rstrip("/") for name in NOT_IN_THE_REPOSITORY}
+    return {path.name for path in ROOT.iterdir() if not path.name.startswith(".") and path.name not in made}
 
 
 def repository_paths(text: str, top: set[str]) -> Iterator[str]:
