@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from application.agents import as_published
-from application.context import Actor, ApiBaseUrl
+from application.context import Actor, ApiBaseUrl, CauseContext
 from application.dnc import DncGate
 from application.phones import e164
 from application.ports.accounts import OrganizationRepository
@@ -114,10 +114,11 @@ class PlaceCall:
     """Validate, screen (fail closed) and queue an outbound call; the worker dials it when the organization
     has a free line (plan limit ``max_concurrent_calls``)."""
 
-    def __init__(self, uow: UnitOfWork, calls: CallRepository, agents: AgentRepository,
+    def __init__(self, uow: UnitOfWork, cause: CauseContext, calls: CallRepository, agents: AgentRepository,
                  providers: TelephonyProviderRepository, numbers: PhoneNumberRepository, dnc: DncGate,
                  phones: PhoneNormalizer, clock: Clock, random: Random, quota: QuotaGate) -> None:
-        self.uow, self.calls, self.agents, self.providers, self.numbers = uow, calls, agents, providers, numbers
+        self.uow, self.cause, self.calls, self.agents = uow, cause, calls, agents
+        self.providers, self.numbers = providers, numbers
         self.dnc, self.phones, self.clock, self.random, self.quota = dnc, phones, clock, random, quota
 
     async def execute(self, command: PlaceCallCommand) -> Call:
@@ -173,7 +174,7 @@ class PlaceCall:
             priority=command.priority, due_at=now, campaign_id=command.campaign_id,
             contact_id=command.contact_id, idempotency_key=command.idempotency_key,
             # a trigger's action (now, or earlier for a campaign contact): the call's events, later, keep its depth
-            cause_depth=max(self.uow.caused_depth(), command.cause_depth),
+            cause_depth=max(self.cause.depth, command.cause_depth),
             agent_version=agent.current_version,
         )
         self.uow.created_work()  # the worker dials it
@@ -377,9 +378,9 @@ class AdvanceCall:
 
     max_rounds = 8
 
-    def __init__(self, uow: UnitOfWork, calls: CallRepository, agents: AgentRepository, telephony: Telephony,
-                 booker: AppointmentBooker, finisher: CallFinisher, clock: Clock) -> None:
-        self.uow, self.calls, self.agents, self.telephony = uow, calls, agents, telephony
+    def __init__(self, uow: UnitOfWork, cause: CauseContext, calls: CallRepository, agents: AgentRepository,
+                 telephony: Telephony, booker: AppointmentBooker, finisher: CallFinisher, clock: Clock) -> None:
+        self.uow, self.cause, self.calls, self.agents, self.telephony = uow, cause, calls, agents, telephony
         self.booker, self.finisher, self.clock = booker, finisher, clock
 
     async def execute(self, command: AdvanceCallCommand) -> Call | None:
@@ -388,7 +389,7 @@ class AdvanceCall:
         if call is None or call.status not in ACTIVE_STATUSES or not call.telephony_ref:
             return None
         if call.cause_depth:  # what happens during the call (a booking) is as deep as the action that placed it
-            self.uow.caused_at_depth(call.cause_depth)
+            self.cause.depth = call.cause_depth
         now = self.clock.now()
         handle = DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at)
         for _ in range(self.max_rounds):

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from application.context import Actor
+from application.context import Actor, CauseContext
 from application.dnc import DncGate
 from application.phones import E164_RULE
 from application.ports.agents import AgentRepository
@@ -529,17 +529,17 @@ class AddContact:
     """One contact (a lead handed to a campaign, a widget visitor, a trigger's ``campaign_contact`` action): the
     same intake as AddContacts, but a bad field is a 400 naming it, a number outside the campaign's dialing policy a
     422 destination_not_allowed, and a number the campaign has already gives back the existing contact (as it is).
-    A new contact keeps the depth of the unit of work (``UnitOfWork.caused_depth``): added by a trigger's action,
-    the calls the dialer places for it later and its events are as deep as that action."""
+    A new contact keeps the depth of the unit's cause (``CauseContext``): added by a trigger's action, the calls
+    the dialer places for it later and its events are as deep as that action."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, phones: PhoneNormalizer,
-                 dnc: DncGate, clock: Clock, uow: UnitOfWork) -> None:
+                 dnc: DncGate, clock: Clock, cause: CauseContext) -> None:
         self.campaigns, self.contacts, self.phones, self.dnc, self.clock = campaigns, contacts, phones, dnc, clock
-        self.uow = uow
+        self.cause = cause
 
     async def execute(self, command: AddContactCommand) -> ContactAdded:
         intake = await _intake(self.campaigns, self.contacts, self.phones, self.dnc, self.clock, command.actor,
-                               command.campaign_id, "contact", cause_depth=self.uow.caused_depth())
+                               command.campaign_id, "contact", cause_depth=self.cause.depth)
         number = self.phones.normalize(command.contact.phone)
         if number is not None:
             self.dnc.check(intake.policy, number)

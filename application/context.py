@@ -1,4 +1,5 @@
-"""Who is acting: the organization a request works in and the key that made it."""
+"""What a unit of work acts in: who is acting (the organization a request works in and the key that made it),
+where clients reach the API, and what caused the work (the triggers' loop-guard depth)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,18 @@ class Actor:
     @classmethod
     def system(cls, organization_id: int) -> Actor:
         return cls(organization_id, organization_id, None, ScopeSet.of(["*"]))
+
+
+class CauseContext:
+    """What caused the work of one unit of work (one per request, job or pass, provided with its unit of work):
+    ``depth`` is how many trigger actions led to it (``DomainEvent.depth``), 0 when nothing did.
+
+    The unit of work records every event at least this deep; the triggers' loop guard reads that depth. A trigger's
+    action sets it (``run.depth + 1``) before it acts. Work started now that records events later (a call placed,
+    an SMS sent, a campaign contact added) stores it (``cause_depth``), and the use case that carries that work on
+    in a unit of its own (advancing the call, settling the contact) sets it back from there."""
+
+    __slots__ = ("depth",)
+
+    def __init__(self) -> None:
+        self.depth = 0

@@ -29,7 +29,7 @@ from typing import Any
 
 from application.calls import AgentNotCallable, PlaceCall, PlaceCallCommand
 from application.campaigns import AddContact, AddContactCommand
-from application.context import Actor
+from application.context import Actor, CauseContext
 from application.dnc import DncGate
 from application.ports.agents import AgentRepository
 from application.ports.calls import CallRepository
@@ -300,9 +300,10 @@ class SettleContact:
     (the contact's, ``campaign.completed``) are as deep as the trigger action that added the contact."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, store: DialerStore,
-                 calls: CallRepository, clock: Clock, uow: UnitOfWork) -> None:
+                 calls: CallRepository, clock: Clock, uow: UnitOfWork, cause: CauseContext) -> None:
         self.campaigns, self.contacts, self.store, self.calls, self.clock, self.uow = (campaigns, contacts, store,
                                                                                       calls, clock, uow)
+        self.cause = cause
         self.moves = _Contacts(contacts, uow)
 
     async def execute(self, command: SettleContactCommand) -> Contact | None:
@@ -315,7 +316,7 @@ class SettleContact:
         if call is None or not call.is_final:
             return None
         if contact.cause_depth:  # what follows from its outcome is as deep as the action that added the contact
-            self.uow.caused_at_depth(contact.cause_depth)
+            self.cause.depth = contact.cause_depth
         now = self.clock.now()
         ended = call.ended_at or now
         await self.store.finish_attempt(ref.organization_id, contact.id or 0, contact.attempts, call.status, ended)

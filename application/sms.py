@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from application.context import Actor
+from application.context import Actor, CauseContext
 from application.dnc import DncGate
 from application.phones import e164
 from application.ports.dnc import DncRepository
@@ -64,10 +64,10 @@ class SendSms:
     list: dnc_blocked; the SMS opt-out list: recipient_opted_out; screening impossible: 503 and nothing sent), the
     message stored as queued and handed to the carrier. Its receipts arrive later (the ``sms.receipts`` job)."""
 
-    def __init__(self, uow: UnitOfWork, messages: SmsRepository, numbers: PhoneNumberRepository,
+    def __init__(self, uow: UnitOfWork, cause: CauseContext, messages: SmsRepository, numbers: PhoneNumberRepository,
                  carrier: SmsCarrier, dnc: DncGate, phones: PhoneNormalizer, clock: Clock, quota: QuotaGate,
                  usage: UsageRecorder) -> None:
-        self.uow, self.messages, self.numbers, self.carrier = uow, messages, numbers, carrier
+        self.uow, self.cause, self.messages, self.numbers, self.carrier = uow, cause, messages, numbers, carrier
         self.dnc, self.phones, self.clock, self.quota, self.usage = dnc, phones, clock, quota, usage
 
     async def execute(self, command: SendSmsCommand) -> SmsMessage:
@@ -83,7 +83,7 @@ class SendSms:
             from_phone=sender.phone_number if sender else SIMULATOR_CALLER_ID, to_phone=to, body=body,
             status="queued", encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
             from_phone_number_id=sender.id if sender else None, status_events=(StatusEvent("queued", now),),
-            cause_depth=self.uow.caused_depth()))  # a trigger's action: its receipts' events, later, keep the depth
+            cause_depth=self.cause.depth))  # a trigger's action: its receipts' events, later, keep the depth
         # the one quota gate, then the ledger, in this transaction: refused → nothing stored, nothing sent
         await self.quota.admit(org, SMS_SEGMENTS, f"sms:{message.id}", seg.segments, now)
         await self.usage.record(org, SMS_SEGMENTS, seg.segments, now, f"sms:{message.id}")

@@ -19,7 +19,7 @@ from typing import Any
 
 from application.calls import PlaceCall, PlaceCallCommand
 from application.campaigns import AddContact, AddContactCommand
-from application.context import Actor
+from application.context import Actor, CauseContext
 from application.outbox import TRIGGERS
 from application.phones import e164
 from application.ports.agents import AgentRepository
@@ -492,8 +492,9 @@ class RecordTriggerAction:
     """The attempt's outcome on the run: succeeded; retrying (returns when to try again); or failed for good, which
     fails the run and records ``trigger.failed``."""
 
-    def __init__(self, uow: UnitOfWork, triggers: TriggerRepository, clock: Clock, random: Random) -> None:
-        self.uow, self.triggers, self.clock, self.random = uow, triggers, clock, random
+    def __init__(self, uow: UnitOfWork, cause: CauseContext, triggers: TriggerRepository, clock: Clock,
+                 random: Random) -> None:
+        self.uow, self.cause, self.triggers, self.clock, self.random = uow, cause, triggers, clock, random
 
     async def execute(self, work: ActionWork, outcome: ActionOutcome) -> datetime | None:
         run = await self.triggers.get_run(work.ref.organization_id, work.ref.run_id, lock=True)
@@ -519,7 +520,7 @@ class RecordTriggerAction:
         updated = rules.settle(replace(run, actions=tuple(actions)), now)
         await self.triggers.update_run(updated)
         if updated.status == "failed" and run.status != "failed":
-            self.uow.caused_at_depth(run.depth + 1)
+            self.cause.depth = run.depth + 1
             self.uow.record(EventType.TRIGGER_FAILED(run.organization_id, {
                 "trigger_id": run.trigger_id, "trigger_name": work.trigger.name, "run_id": run.id,
                 "event": run.event, "event_id": run.event_id, "reason": ACTION_FAILED, "failed_action": result.type,
@@ -533,13 +534,13 @@ class PerformTriggerAction:
     (DNC, opt-outs, quotas apply), recorded as succeeded in the same transaction. Raises when it fails (the caller
     records the failure in a unit of its own: nothing of the attempt is kept)."""
 
-    def __init__(self, uow: UnitOfWork, send_sms: SendSms, place_call: PlaceCall, add_contact: AddContact,
+    def __init__(self, cause: CauseContext, send_sms: SendSms, place_call: PlaceCall, add_contact: AddContact,
                  record: RecordTriggerAction) -> None:
-        self.uow, self.send_sms, self.place_call, self.add_contact = uow, send_sms, place_call, add_contact
+        self.cause, self.send_sms, self.place_call, self.add_contact = cause, send_sms, place_call, add_contact
         self.record = record
 
     async def execute(self, work: ActionWork) -> datetime | None:
-        self.uow.caused_at_depth(work.run.depth + 1)
+        self.cause.depth = work.run.depth + 1  # what the action does is one deeper than the event it handles
         actor = Actor.system(work.ref.organization_id)
         config = work.config
         if work.action.type == "sms":

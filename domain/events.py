@@ -292,20 +292,19 @@ def require_catalogued(event: object) -> DomainEvent:
 
 
 class PendingEvents:
-    """What a unit of work recorded and has not committed yet: events of the catalogue only, each at least as deep
-    as the trigger action the unit's work was caused by (the loop guard's depth)."""
+    """What a unit of work recorded and has not committed yet: events of the catalogue only."""
 
-    __slots__ = ("_events", "depth")
+    __slots__ = ("_events",)
 
     def __init__(self) -> None:
         self._events: list[DomainEvent] = []
-        self.depth = 0
 
-    def add(self, event: DomainEvent) -> None:
-        """Keep ``event`` (an event of the catalogue: anything else is a TypeError)."""
+    def add(self, event: DomainEvent, depth: int) -> None:
+        """Keep ``event`` (an event of the catalogue: anything else is a TypeError), at least ``depth`` deep (the
+        depth of the trigger action the unit's work was caused by, the loop guard's)."""
         event = require_catalogued(event)
-        if self.depth > event.depth:
-            event = replace(event, depth=self.depth)
+        if depth > event.depth:
+            event = replace(event, depth=depth)
         self._events.append(event)
 
     def __bool__(self) -> bool:

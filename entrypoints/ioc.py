@@ -38,7 +38,7 @@ from adapters.sql.outbox import SqlOutboxReader
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
 from application import accounts, agents
-from application.context import ApiBaseUrl
+from application.context import ApiBaseUrl, CauseContext
 from application.ports.accounts import (
     ApiKeyRepository,
     IdempotencyStore,
@@ -95,6 +95,8 @@ class PlatformProvider(Provider):
         return FernetSecretBox(settings.secret_key, previous_keys=settings.previous_secret_keys)
     random = provide(SystemRandom, provides=Random)
     memory_limiter = provide(InMemoryRateLimiter)
+    cause = provide(CauseContext, scope=Scope.REQUEST)
+    """One per unit of work: what caused its work, read by the unit of work as it records events."""
 
     @provide
     def rate_limit_policy(self, settings: Settings) -> RateLimitPolicy:
@@ -132,8 +134,9 @@ class SqlProvider(Provider):
         await engine.dispose()
 
     @provide(scope=Scope.REQUEST)
-    async def uow(self, engine: AsyncEngine, clock: Clock, mode: TransactionMode) -> AsyncIterator[SqlUnitOfWork]:
-        uow = SqlUnitOfWork(engine, clock, write=mode.write, on_work=JOB_WAKE_UPS.notify)
+    async def uow(self, engine: AsyncEngine, clock: Clock, mode: TransactionMode,
+                  cause: CauseContext) -> AsyncIterator[SqlUnitOfWork]:
+        uow = SqlUnitOfWork(engine, clock, write=mode.write, on_work=JOB_WAKE_UPS.notify, cause=cause)
         yield uow
         await uow.close()
 
@@ -157,8 +160,8 @@ class MemoryProvider(Provider):
     store = provide(InMemoryStore, scope=Scope.APP)
 
     @provide(scope=Scope.REQUEST)
-    async def uow(self, store: InMemoryStore, clock: Clock) -> AsyncIterator[InMemoryUnitOfWork]:
-        uow = InMemoryUnitOfWork(store, clock, on_work=JOB_WAKE_UPS.notify)
+    async def uow(self, store: InMemoryStore, clock: Clock, cause: CauseContext) -> AsyncIterator[InMemoryUnitOfWork]:
+        uow = InMemoryUnitOfWork(store, clock, on_work=JOB_WAKE_UPS.notify, cause=cause)
         yield uow
         await uow.close()
 

@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from application.context import CauseContext
 from application.ports.platform import Clock
 from domain.events import DomainEvent, PendingEvents, require_catalogued
 
@@ -26,8 +27,13 @@ class InMemoryStore:
 
 
 class InMemoryUnitOfWork:
-    def __init__(self, store: InMemoryStore, clock: Clock, on_work: Callable[[], None] | None = None) -> None:
+    """Events are recorded at least as deep as ``cause`` says (a fresh context when none is given: nothing caused
+    the unit's work)."""
+
+    def __init__(self, store: InMemoryStore, clock: Clock, on_work: Callable[[], None] | None = None,
+                 cause: CauseContext | None = None) -> None:
         self.store = store
+        self._cause = cause or CauseContext()
         self.clock = clock
         self._on_work = on_work
         self._created_work = False
@@ -42,15 +48,9 @@ class InMemoryUnitOfWork:
         return self.store.tables
 
     def record(self, event: DomainEvent) -> None:
-        """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox."""
-        self._events.add(event)
-
-    def caused_at_depth(self, depth: int) -> None:
-        """Events recorded from now on in this unit were caused by a trigger's action at ``depth``."""
-        self._events.depth = depth
-
-    def caused_depth(self) -> int:
-        return self._events.depth
+        """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox, at least as deep
+        as the unit's cause."""
+        self._events.add(event, self._cause.depth)
 
     def created_work(self) -> None:
         self._created_work = True

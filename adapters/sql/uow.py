@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from adapters.sql.engine import AUTOCOMMIT, WRITE_OPTION
 from adapters.sql.tables import outbox_events
+from application.context import CauseContext
 from application.ports.platform import Clock
 from domain.events import DomainEvent, PendingEvents, require_catalogued
 
@@ -43,11 +44,15 @@ class SqlUnitOfWork:
     ``write=False`` declares a read-only unit (an HTTP GET, HEAD or OPTIONS: ``TransactionMode``): no ``BEGIN``
     or ``COMMIT`` is sent, each statement is its own transaction (PostgreSQL's ``AUTOCOMMIT`` isolation level),
     which on PostgreSQL saves two round trips a request. What such a unit writes must hold one statement at a
-    time (a counter, a ``last_used_at``, an insert that ignores a conflict); it records no events."""
+    time (a counter, a ``last_used_at``, an insert that ignores a conflict); it records no events.
+
+    Events are recorded at least as deep as ``cause`` says (a fresh context when none is given: nothing caused
+    the unit's work)."""
 
     def __init__(self, engine: AsyncEngine, clock: Clock, *, write: bool = True,
-                 on_work: Callable[[], None] | None = None) -> None:
+                 on_work: Callable[[], None] | None = None, cause: CauseContext | None = None) -> None:
         self.engine = engine
+        self._cause = cause or CauseContext()
         self._on_work = on_work
         self._created_work = False
         self._clock = clock
@@ -65,17 +70,11 @@ class SqlUnitOfWork:
         return self.engine.dialect.name
 
     def record(self, event: DomainEvent) -> None:
-        """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox."""
+        """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox, at least as deep
+        as the unit's cause."""
         if not self._write:
             raise RuntimeError("a read-only unit of work records no events: its writes are not one transaction")
-        self._events.add(event)
-
-    def caused_at_depth(self, depth: int) -> None:
-        """Events recorded from now on in this unit were caused by a trigger's action at ``depth``."""
-        self._events.depth = depth
-
-    def caused_depth(self) -> int:
-        return self._events.depth
+        self._events.add(event, self._cause.depth)
 
     def created_work(self) -> None:
         """This transaction creates background work: job runners are woken once it committed."""

@@ -41,20 +41,11 @@ class UnitOfWork(Protocol):
     """One transaction at a time; the next use after commit or rollback begins a new one.
 
     Events recorded during a transaction are written to the outbox by ``commit``, in the
-    same transaction as the change that caused them.
+    same transaction as the change that caused them, at least as deep as the unit's cause
+    (``application.context.CauseContext``, the triggers' loop guard).
     """
 
     def record(self, event: DomainEvent) -> None: ...
-
-    def caused_at_depth(self, depth: int) -> None:
-        """The events recorded from now on in this unit of work were caused by a trigger's action: they carry
-        ``depth`` (``DomainEvent.depth``), which the triggers' loop guard reads."""
-        ...
-
-    def caused_depth(self) -> int:
-        """The depth ``caused_at_depth`` gave this unit of work (0: its work was not caused by a trigger's action);
-        work it starts that records events later (a call placed) keeps it."""
-        ...
 
     def created_work(self) -> None:
         """This transaction creates background work: the job runners wake once it committed (recording an

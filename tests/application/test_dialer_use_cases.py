@@ -20,6 +20,7 @@ from application.campaigns import (
     StartCampaign,
     StartCampaignCommand,
 )
+from application.context import CauseContext
 from application.dialer import (
     CAMPAIGN_CALL_PRIORITY,
     SCAN,
@@ -171,10 +172,10 @@ async def test_a_step_looks_at_most_at_scan_due_contacts(app: App) -> None:
 
 
 async def _added_by_an_action(app: App, actor, campaign_id: int, phone: str, depth: int) -> None:  # type: ignore[no-untyped-def]
-    """``AddContact`` in a unit of work told it does a trigger's action at ``depth`` (as the action's job does)."""
+    """``AddContact`` in a unit of work caused by a trigger's action at ``depth`` (as the action's job sets it)."""
     async with app.container() as r:
         uow = await r.get(UnitOfWork)
-        uow.caused_at_depth(depth)
+        (await r.get(CauseContext)).depth = depth
         await (await r.get(AddContact)).execute(AddContactCommand(actor, campaign_id, ContactDraft(0, phone)))
         await uow.commit()
 

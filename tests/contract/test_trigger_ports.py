@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from application.context import CauseContext
 from application.outbox import TRIGGERS
 from application.ports.events import OutboxReader
 from application.ports.jobs import JobQueue, NewJob
@@ -89,19 +90,20 @@ async def test_a_run_per_trigger_and_event_is_stored_once(container: Any) -> Non
         assert (await repo.list_runs(org, rule.id or 0, None, PageRequest(10, 0))).total == 0
 
 
-async def test_events_keep_the_depth_their_unit_was_told(container: Any) -> None:
+async def test_events_are_as_deep_as_their_units_cause_when_recorded(container: Any) -> None:
     org = await new_organization(container)
     async with container() as r:
         before = await (await r.get(OutboxReader)).cursor(TRIGGERS)
         uow = await r.get(UnitOfWork)
         uow.record(DomainEvent(EventType.CALL_ENDED, org, {"id": "a"}))
-        uow.caused_at_depth(2)
+        (await r.get(CauseContext)).depth = 2
         uow.record(EventType.CALL_ENDED(org, {"id": "b"}))
+        uow.record(replace(EventType.CALL_ENDED(org, {"id": "c"}), depth=3))
         await uow.commit()
     async with container() as r:
         mine = [e for e in await (await r.get(OutboxReader)).pending(TRIGGERS, 10_000)
                 if e.organization_id == org and e.id > before]
-    assert [(e.data["id"], e.depth) for e in mine] == [("a", 0), ("b", 2)]
+    assert [(e.data["id"], e.depth) for e in mine] == [("a", 0), ("b", 2), ("c", 3)]
 
 
 async def test_a_pass_of_runs_is_stored_once_with_its_traces_as_they_were(container: Any) -> None:
