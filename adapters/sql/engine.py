@@ -41,16 +41,20 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
     """An engine for ``url`` (``sqlite+aiosqlite`` or ``postgresql+asyncpg``) with a pool of ``pool_size``
     connections (and as many more under load on PostgreSQL)."""
     parsed = make_url(url)
-    kwargs: dict[str, Any] = {"echo": echo, "json_deserializer": _json_loads, "pool_size": pool_size}
+    kwargs: dict[str, Any] = {"echo": echo, "json_deserializer": _json_loads}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
-        if database and database != ":memory:" and not database.startswith("file:"):
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-        # one writer at a time anyway: more connections would only wait on the database's lock
-        engine = create_async_engine(url, max_overflow=0, pool_timeout=60, **kwargs)
+        if not database or database == ":memory:":
+            # an in-memory database lives in its one connection: SQLAlchemy keeps that one (a static pool)
+            engine = create_async_engine(url, **kwargs)
+        else:
+            if not database.startswith("file:"):
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            # one writer at a time anyway: more connections would only wait on the database's lock
+            engine = create_async_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=60, **kwargs)
         _configure_sqlite(engine)
         return engine
-    engine = create_async_engine(url, max_overflow=pool_size, pool_timeout=30, **kwargs)
+    engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_timeout=30, **kwargs)
     if parsed.get_driver_name() == "asyncpg":
         _configure_asyncpg(engine)
     return engine
