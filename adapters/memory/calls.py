@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -69,7 +70,7 @@ class InMemoryCallRepository:
         return sum(1 for c in (await self._calls()).values()
                    if c.organization_id == organization_id and c.status in ACTIVE_STATUSES)
 
-    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
+    async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
         queued = sorted((c for c in (await self._calls()).values()
                          if c.organization_id == organization_id and c.status == "queued"),
                         key=lambda c: (-c.priority, c.due_at or c.created_at, c.created_at, c.id))
@@ -93,7 +94,7 @@ class InMemoryCallRepository:
                 answered_seconds += seconds
         return StatusCounts(by_status, dialled, answered, answered_seconds, total_seconds)
 
-    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> list[int]:
+    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> builtins.list[int]:
         first: dict[int, datetime] = {}
         for c in (await self._calls()).values():
             if c.status == "queued" and (organization_id is None or c.organization_id == organization_id):
@@ -101,7 +102,7 @@ class InMemoryCallRepository:
                 first[c.organization_id] = min(first.get(c.organization_id, at), at)
         return [org for org, _ in sorted(first.items(), key=lambda e: e[1])][:limit]
 
-    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         found = sorted(
             (c for c in (await self._calls()).values()
              if c.status in ACTIVE_STATUSES and c.next_check_at is not None and c.next_check_at <= now
@@ -109,7 +110,7 @@ class InMemoryCallRepository:
             key=lambda c: c.next_check_at)  # type: ignore[arg-type, return-value]
         return [CallRef(c.organization_id, c.id) for c in found[:limit]]
 
-    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         found = sorted(
             (c for c in (await self._calls()).values()
              if not c.is_final and c.deadline_at is not None and c.deadline_at < now

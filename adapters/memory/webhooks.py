@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -67,7 +68,7 @@ class InMemorySubscriptionRepository:
         if entry is not None and entry[1] is None and entry[0].organization_id == organization_id:
             rows[subscription_id] = (replace(entry[0], updated_at=at), at)
 
-    async def active_for(self, organization_ids: Sequence[int]) -> list[Subscription]:
+    async def active_for(self, organization_ids: Sequence[int]) -> builtins.list[Subscription]:
         wanted = set(organization_ids)
         return [s for s, deleted in sorted((await self._rows()).values(), key=lambda e: e[0].id)
                 if deleted is None and s.status == "active" and s.organization_id in wanted]
