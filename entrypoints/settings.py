@@ -168,7 +168,7 @@ class Settings:
         """A feature's section: the one given in ``sections``, else read from ``environ``."""
         for given in self.sections:
             if type(given) is section:
-                return given  # type: ignore[no-any-return]
+                return given
         return load_section(section, self.environ)
 
     def with_secret_key(self) -> Settings:

@@ -61,7 +61,7 @@ class InMemoryDialerStore:
                    if c.status in OPEN and c.next_attempt_at is not None]
         if not waiting:
             return None
-        first = min(waiting, key=lambda c: (c.next_attempt_at, c.id))  # type: ignore[arg-type,return-value]
+        first = min(waiting, key=lambda c: (c.next_attempt_at, c.id))
         return first.next_attempt_at, first.reason  # type: ignore[return-value]
 
     async def next_due(self, after: datetime) -> datetime | None:

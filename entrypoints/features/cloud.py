@@ -82,7 +82,7 @@ async def heartbeat_once(container: AsyncContainer, process: str) -> datetime:
     async def work(unit: Any) -> datetime:
         return await (await unit.get(cases.RecordHeartbeat)).execute(cases.RecordHeartbeatCommand(process))
 
-    return await ScopedUnits(container).run(work)  # type: ignore[no-any-return]
+    return await ScopedUnits(container).run(work)
 
 
 def heartbeat_job(container: AsyncContainer, settings: Settings) -> JobKind:

@@ -32,7 +32,7 @@ MAX_BODY = 1024 * 1024
 class _NoSchemaRoutes(Router):
     """Keeps Litestar's own schema endpoints out: Parley serves /openapi.json itself."""
 
-    def register(self, value: Any) -> list[Any]:  # type: ignore[override]
+    def register(self, value: Any) -> list[Any]:
         return []
 
 

@@ -101,5 +101,5 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
 def routing_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
     """No route matched: a page under /dashboard, the JSON envelope elsewhere."""
     if request.url.path == PREFIX or request.url.path.startswith(PREFIX + "/"):
-        return on_http(request, exc)  # type: ignore[return-value]
+        return on_http(request, exc)
     return handle_http(request, exc)

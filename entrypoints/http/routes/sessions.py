@@ -61,7 +61,7 @@ async def login(data: JSONBody[LoginIn], request: Request[Any, Any, Any],
     except uc.LoginThrottled as exc:
         return throttled(exc)  # type: ignore[return-value]
     except uc.LoginFailed as exc:
-        return Response(auth_error_body(exc.code, str(exc)), status_code=401,  # type: ignore[return-value]
+        return Response(auth_error_body(exc.code, str(exc)), status_code=401,
                         media_type="application/json")
     return Response(Envelope(SessionOut.of(opened.view())), status_code=200,
                     cookies=[session_cookie(request, opened.session_id)])
