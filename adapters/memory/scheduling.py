@@ -35,7 +35,7 @@ class InMemoryCalendarRepository:
         entry = (await self.uow.tables())["calendars"].get(calendar_id)
         if entry is None or entry[1] is not None or entry[0].organization_id != organization_id:
             return None
-        return entry[0]  # type: ignore[no-any-return]
+        return entry[0]
 
     async def add(self, calendar: Calendar) -> Calendar:
         tables = await self.uow.tables()
@@ -86,7 +86,7 @@ class InMemoryCalendarRepository:
         tables = await self.uow.tables()
         for calendar, deleted in tables["calendars"].values():
             if deleted is None and calendar.feed_token == token_digest:
-                return calendar  # type: ignore[no-any-return]
+                return calendar
         return None
 
     async def add_rule(self, organization_id: int, rule: AvailabilityRule) -> AvailabilityRule:

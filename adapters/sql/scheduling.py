@@ -312,13 +312,14 @@ class SqlAppointmentRepository:
                                          exclude_appointment_id: int | None = None) -> int:
         if email is None and phone is None:
             return 0
-        same = []
+        same: builtins.list[sa.ColumnElement[bool]] = []
         if email is not None:
             same.append(sa.func.lower(appointments.c.attendee_email) == email.lower())
         if phone is not None:
             same.append(appointments.c.attendee_phone == phone)
-        where = [appointments.c.organization_id == organization_id, appointments.c.calendar_id == calendar_id,
-                 sa.text(HOLDING_CONDITION), appointments.c.slot_start > after, sa.or_(*same)]
+        where: builtins.list[sa.ColumnElement[bool] | sa.TextClause] = [
+            appointments.c.organization_id == organization_id, appointments.c.calendar_id == calendar_id,
+            sa.text(HOLDING_CONDITION), appointments.c.slot_start > after, sa.or_(*same)]
         if exclude_appointment_id is not None:
             where.append(appointments.c.id != exclude_appointment_id)
         conn = await self.uow.connection()

@@ -89,7 +89,7 @@ class MemorySessionsProvider(Provider):
 
 async def purge_once(container: AsyncContainer) -> int:
     async def work(unit: Any) -> int:
-        return await (await unit.get(cases.PurgeSessions)).execute(cases.PurgeSessionsCommand())  # type: ignore[no-any-return]
+        return await (await unit.get(cases.PurgeSessions)).execute(cases.PurgeSessionsCommand())
 
     purged: int = await ScopedUnits(container).run(work)
     if purged:

@@ -41,7 +41,7 @@ class HttpProvider(Provider):
         actor = request.scope.get("state", {}).get("actor")
         if actor is None:
             raise LookupError("no authenticated actor on this request")
-        return actor  # type: ignore[no-any-return]
+        return actor
 
     @provide(scope=Scope.REQUEST)
     def widget_grant(self, request: Request) -> WidgetGrant:  # type: ignore[type-arg]
@@ -49,4 +49,4 @@ class HttpProvider(Provider):
         grant = request.scope.get("state", {}).get("widget_grant")
         if grant is None:
             raise LookupError("no widget token on this request")
-        return grant  # type: ignore[no-any-return]
+        return grant
