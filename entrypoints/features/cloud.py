@@ -57,7 +57,7 @@ class CloudStatusSettings:
 
 class CloudProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(cases.GetCloudStatus, cases.RecordHeartbeat)
+    use_cases = provide_all(cases.GetCloudStatus, cases.RecordHeartbeat)
 
     @provide(scope=Scope.APP)
     def thresholds(self, section: CloudStatusSettings) -> cases.StatusThresholds:

@@ -62,7 +62,7 @@ class SessionSettings:
 
 class SessionsProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(cases.Login, cases.ResumeSession, cases.DescribeSession, cases.Logout, cases.PurgeSessions)
+    use_cases = provide_all(cases.Login, cases.ResumeSession, cases.DescribeSession, cases.Logout, cases.PurgeSessions)
 
     @provide(scope=Scope.APP)
     def policy(self, section: SessionSettings) -> SessionPolicy:

@@ -140,9 +140,6 @@ class UndeclaredAccess(RuntimeError):
 def require_declared_access(handlers: list[Any]) -> None:
     """Refuses (at start-up) any route whose access is not declared with ``endpoint(...)``."""
     for handler in handlers:
-        if isinstance(handler, Router):
-            require_declared_access(handler.route_handlers)
-            continue
         if access_of(getattr(handler, "opt", None) or {}) is None:
             name = getattr(handler, "handler_name", None) or repr(handler)
             paths = ", ".join(sorted(getattr(handler, "paths", ()) or ()))

@@ -63,7 +63,7 @@ class WebhookCreated(WebhookOut):
         return cls(**_fields(made.subscription), secret=made.secret)
 
 
-def _fields(s: Subscription) -> dict[str, object]:
+def _fields(s: Subscription) -> dict[str, Any]:
     return {
         "id": s.id or 0, "name": s.name, "url": s.url, "events": list(s.events), "status": s.status,
         "disabled_reason": s.disabled_reason, "disabled_at": s.disabled_at, "failing_since": s.failing_since,
