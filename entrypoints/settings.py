@@ -90,7 +90,7 @@ def load_section(section: type[S], environ: Mapping[str, str]) -> S:
     prefix = ENV_PREFIX + getattr(section, "ENV_PREFIX", "")
     hints = typing.get_type_hints(section)
     values: dict[str, Any] = {}
-    for spec in dataclasses.fields(section):  # type: ignore[arg-type]
+    for spec in dataclasses.fields(section):  # type: ignore[arg-type]  # a settings section is a dataclass type
         if not spec.init or not spec.metadata.get("env", True):
             continue
         variable = prefix + spec.name.upper()

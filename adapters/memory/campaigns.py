@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.campaigns import CampaignFilter, ContactFilter
@@ -66,7 +67,7 @@ class InMemoryCampaignRepository:
                                         if c.campaign_id == campaign_id and c.organization_id == organization_id))
 
 
-def _drop_contact(tables: dict, contact: Contact) -> None:  # type: ignore[type-arg]
+def _drop_contact(tables: dict[str, dict[Any, Any]], contact: Contact) -> None:
     tables["campaign_contacts"].pop(contact.id, None)
     tables["campaign_phones"].pop((contact.campaign_id, contact.phone), None)
     for key in [k for k in tables["contact_attempts"] if k[0] == contact.id]:
