@@ -121,7 +121,7 @@ class SessionAuthenticator:
 
     async def authenticate(self, scope: Scope) -> Principal:
         active = await self.active(scope)
-        unsafe = scope["type"] == ScopeType.HTTP and scope["method"] not in SAFE_METHODS
+        unsafe = scope["type"] != ScopeType.HTTP or scope["method"] not in SAFE_METHODS  # fail closed
         if unsafe and not same_token(active.session.csrf_token, header(scope, CSRF_HEADER.lower().encode())):
             raise CsrfRejected
         return Principal.session(active.session.user_id, active.organization)
