@@ -23,9 +23,12 @@ run: venv
 	$(BIN)/parley serve --host '$(HOST)' --port '$(PORT)'
 
 
+# mypy: strict on domain/ and application/, the default checks and more on adapters/ and entrypoints/
+# (pyproject.toml, [tool.mypy]); its cache in .mypy_cache keeps a re-run to a few seconds
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # Two passes: most tests in parallel (pytest-xdist, one process per core, a database of their own each);
 # timing-sensitive multi-process tests (marked serial) and, for `make test`, the slow end-to-end, crash
@@ -77,4 +80,4 @@ bench: venv
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis .mypy_cache

@@ -42,7 +42,7 @@ from domain.errors import (
     PaymentMethodRequired,
     ValidationFailed,
 )
-from domain.events import EventType
+from domain.events import DomainEvent, EventType
 from domain.organizations import PLANS, Organization, plan_rank, require_plan_within_parent
 from domain.patching import MergePatch
 from domain.rfc3339 import format_utc
@@ -71,7 +71,7 @@ def _subscription(account: BillingAccount, plan: str, now: datetime) -> Subscrip
                         account.default_payment_method_id, account.pending_plan)
 
 
-def _subscription_updated(subscription: Subscription, previous_plan: str) -> EventType:
+def _subscription_updated(subscription: Subscription, previous_plan: str) -> DomainEvent:
     """``subscription.updated`` with the subscription as it now is."""
     return EventType.SUBSCRIPTION_UPDATED(subscription.organization_id, {
         "organization_id": subscription.organization_id,

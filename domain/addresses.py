@@ -176,7 +176,7 @@ def is_loopback_address(ip: str | IPAddress) -> bool:
     if ip == LOOPBACK_V6:
         return True
     embedded = _embedded_v4(ip)
-    return bool(embedded) and all(v4 in LOOPBACK_V4 for v4 in embedded)
+    return bool(embedded and all(v4 in LOOPBACK_V4 for v4 in embedded))
 
 
 def is_loopback_name(host: str) -> bool:

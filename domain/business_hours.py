@@ -443,8 +443,8 @@ def status_at(schedule: Schedule, at: datetime, *, zone: str | None = None,
     current = next(spans, None)
     if current is not None and current.start <= t:
         following = next(spans, None)
-        reason = _covering_source(schedule, t, tz, is_holiday) or "weekly"
-        return Status(True, reason, _instant(following.start) if following else None, _instant(current.end))
+        open_reason = _covering_source(schedule, t, tz, is_holiday) or "weekly"
+        return Status(True, open_reason, _instant(following.start) if following else None, _instant(current.end))
     source, _ = schedule.day_plan(_local_date(t, tz), is_holiday)
     reason: Reason = "closed" if source == "weekly" else source
     if current is None:

@@ -47,4 +47,4 @@ def apply_patch(resource: T, patch: MergePatch) -> T:
             new = value
         if new != current:
             changes[name] = new
-    return dataclasses.replace(resource, **changes) if changes else resource  # type: ignore[type-var]
+    return dataclasses.replace(resource, **changes) if changes else resource  # type: ignore[type-var]  # any dataclass; replace's stub wants a DataclassInstance

@@ -103,12 +103,16 @@ def _fail(where: str, message: str) -> ValidationFailed:
     return ValidationFailed.field(where, message)
 
 
+def _checked_path(path: object, where: str) -> str:
+    if not isinstance(path, str) or not _PATH.fullmatch(path):
+        raise _fail(where, f"{str(path)[:80]!r} is not a field: write data.<member> (e.g. data.status)")
+    return path
+
+
 def field_type(event: EventType, path: str, where: str = "field") -> FieldType | None:
     """The declared type of ``path`` in ``event``'s data (None below an object member, where anything goes);
     ValidationFailed naming ``where`` when the event does not carry it."""
-    if not isinstance(path, str) or not _PATH.fullmatch(path):
-        raise _fail(where, f"{str(path)[:80]!r} is not a field: write data.<member> (e.g. data.status)")
-    parts = path.split(".")[1:]
+    parts = _checked_path(path, where).split(".")[1:]
     declared = event.fields.get(parts[0])
     if declared is None:
         raise _fail(where, f"{event.value} carries no field {path} (its fields: "
@@ -200,7 +204,7 @@ def _parse_node(raw: Any, event: EventType, where: str, depth: int, count: list[
     count[0] += 1
     if count[0] > MAX_PREDICATES:
         raise _fail(where, f"at most {MAX_PREDICATES} comparisons")
-    path = raw.get("field")
+    path = _checked_path(raw.get("field"), f"{where}.field")
     kind = field_type(event, path, f"{where}.field")
     op = raw.get("op")
     if op not in OPS:
@@ -283,8 +287,8 @@ def compare(op: str, actual: Any, expected: Any) -> bool:
         if op in _ORDERING:
             if not (_is_number(actual) and _is_number(expected)):
                 return False
-            return {"gt": actual > expected, "gte": actual >= expected, "lt": actual < expected,
-                    "lte": actual <= expected}[op]
+            return bool({"gt": actual > expected, "gte": actual >= expected, "lt": actual < expected,
+                         "lte": actual <= expected}[op])
     except Exception:
         return False
     return False

@@ -90,7 +90,7 @@ def load_section(section: type[S], environ: Mapping[str, str]) -> S:
     prefix = ENV_PREFIX + getattr(section, "ENV_PREFIX", "")
     hints = typing.get_type_hints(section)
     values: dict[str, Any] = {}
-    for spec in dataclasses.fields(section):  # type: ignore[arg-type]
+    for spec in dataclasses.fields(section):  # type: ignore[arg-type]  # a settings section is a dataclass type
         if not spec.init or not spec.metadata.get("env", True):
             continue
         variable = prefix + spec.name.upper()
@@ -168,7 +168,7 @@ class Settings:
         """A feature's section: the one given in ``sections``, else read from ``environ``."""
         for given in self.sections:
             if type(given) is section:
-                return given  # type: ignore[no-any-return]
+                return given
         return load_section(section, self.environ)
 
     def with_secret_key(self) -> Settings:

@@ -23,7 +23,7 @@ class ScopedUnit:
         self.scope = scope
 
     async def get(self, dependency: type[T]) -> T:
-        return await self.scope.get(dependency)  # type: ignore[no-any-return]
+        return await self.scope.get(dependency)
 
     async def commit(self) -> None:
         await (await self.scope.get(UnitOfWork)).commit()
@@ -50,4 +50,4 @@ class ScopedUnits:
         async def work(unit: Unit) -> Any:
             return await (await unit.get(case)).execute(command)
 
-        return await self.run(work)  # type: ignore[no-any-return]
+        return await self.run(work)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -144,7 +145,7 @@ async def run_jobs(container: AsyncContainer, settings: Settings, stop: asyncio.
     try:
         async with listening(container, settings):
             await asyncio.gather(_restarting("job runner", run_runner, stop),
-                                 *(_restarting(name, lambda r=r: r(container, settings, stop), stop)
+                                 *(_restarting(name, functools.partial(r, container, settings, stop), stop)
                                    for name, r in present.items()))
     finally:
         JOB_WAKE_UPS.unsubscribe(runner.wake)

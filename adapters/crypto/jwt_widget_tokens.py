@@ -53,15 +53,17 @@ class JwtWidgetTokens:
 
 
 def _grant(claims: dict[str, Any]) -> WidgetGrant:
-    jti, org, campaign, origins, exp, key, key_org = (claims.get(k) for k in (
-        "jti", "organization", "campaign", "origins", "exp", "key", "key_organization"))
-    if (not isinstance(jti, str) or not jti or not _positive_int(org) or not _positive_int(campaign)
+    jti, origins, exp = (claims.get(k) for k in ("jti", "origins", "exp"))
+    org, campaign, key, key_org = (_positive_int(claims.get(k)) for k in (
+        "organization", "campaign", "key", "key_organization"))
+    if (not isinstance(jti, str) or not jti or org is None or campaign is None
             or not isinstance(origins, list) or not 1 <= len(origins) <= MAX_ORIGINS
             or not all(isinstance(o, str) for o in origins) or not isinstance(exp, int)
-            or not _positive_int(key) or not _positive_int(key_org)):
+            or key is None or key_org is None):
         raise WidgetTokenInvalid("missing or malformed claims")
     return WidgetGrant(jti, org, campaign, tuple(origins), datetime.fromtimestamp(exp, UTC), key, key_org)
 
 
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+def _positive_int(value: object) -> int | None:
+    """The value when it is a positive integer (not a boolean), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

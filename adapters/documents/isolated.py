@@ -125,7 +125,7 @@ class IsolatedTextExtractor:
         request = pickle.dumps((self.inner, method, args))
         outcome = await _pool(self.memory_mb, self.workers).run(request, self.timeout)
         if outcome[0] == "ok":
-            return outcome[1]  # type: ignore[no-any-return]
+            return outcome[1]
         raise ExtractionFailed(outcome[1], outcome[2])
 
     async def extract_file(self, file_name: str, data: bytes) -> ExtractedText:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from email.message import EmailMessage as MimeMessage
 from email.utils import formatdate, make_msgid
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import aiosmtplib
@@ -19,7 +20,7 @@ class SmtpEmailSender:
     def __init__(self, url: str | None, sender: str, *, timeout: float = 10.0) -> None:
         self.url, self.sender, self.timeout = url, sender, timeout
 
-    def _server(self) -> dict[str, object]:
+    def _server(self) -> dict[str, Any]:
         if not self.url:
             raise EmailFailed("no mail server is configured (PARLEY_SMTP_URL)")
         parts = urlsplit(self.url)
@@ -40,7 +41,7 @@ class SmtpEmailSender:
             mime["Date"] = formatdate(usegmt=True)
             mime["Message-ID"] = make_msgid(domain="parley")
             mime.set_content(message.body)
-            await aiosmtplib.send(mime, timeout=self.timeout, **self._server())  # type: ignore[arg-type]
+            await aiosmtplib.send(mime, timeout=self.timeout, **self._server())
         except EmailFailed:
             raise
         except (aiosmtplib.SMTPException, OSError, TimeoutError, ValueError) as exc:

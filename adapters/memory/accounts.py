@@ -174,7 +174,7 @@ class InMemoryRateLimiter:
 
     def __init__(self) -> None:
         self._counts: dict[tuple[str, int, int], int] = {}
-        self._sweep_at = 0
+        self._sweep_at = 0.0
 
     async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
         epoch = now.timestamp()

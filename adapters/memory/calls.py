@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -49,8 +50,8 @@ class InMemoryCallRepository:
             and (filters.status is None or c.status == filters.status)
             and (filters.agent_id is None or c.agent_id == filters.agent_id)
             and (filters.campaign_id is None or c.campaign_id == filters.campaign_id)
-            and (filters.created_after is None or c.created_at >= filters.created_after)  # type: ignore[operator]
-            and (filters.created_before is None or c.created_at < filters.created_before)  # type: ignore[operator]
+            and (filters.created_after is None or c.created_at >= filters.created_after)  # type: ignore[operator]  # a stored call has created_at
+            and (filters.created_before is None or c.created_at < filters.created_before)  # type: ignore[operator]  # a stored call has created_at
         ]
         found.sort(key=lambda c: (c.created_at, c.id), reverse=True)
         return page.slice(copy.deepcopy(found))
@@ -69,7 +70,7 @@ class InMemoryCallRepository:
         return sum(1 for c in (await self._calls()).values()
                    if c.organization_id == organization_id and c.status in ACTIVE_STATUSES)
 
-    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
+    async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
         queued = sorted((c for c in (await self._calls()).values()
                          if c.organization_id == organization_id and c.status == "queued"),
                         key=lambda c: (-c.priority, c.due_at or c.created_at, c.created_at, c.id))
@@ -82,7 +83,7 @@ class InMemoryCallRepository:
         by_status: dict[str, int] = {}
         dialled = answered = answered_seconds = total_seconds = 0
         for c in (await self._calls()).values():
-            if c.organization_id != organization_id or not (start <= c.created_at < end):  # type: ignore[operator]
+            if c.organization_id != organization_id or not (start <= c.created_at < end):  # type: ignore[operator]  # a stored call has created_at
                 continue
             by_status[c.status] = by_status.get(c.status, 0) + 1
             dialled += c.started_at is not None
@@ -93,7 +94,7 @@ class InMemoryCallRepository:
                 answered_seconds += seconds
         return StatusCounts(by_status, dialled, answered, answered_seconds, total_seconds)
 
-    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> list[int]:
+    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> builtins.list[int]:
         first: dict[int, datetime] = {}
         for c in (await self._calls()).values():
             if c.status == "queued" and (organization_id is None or c.organization_id == organization_id):
@@ -101,20 +102,20 @@ class InMemoryCallRepository:
                 first[c.organization_id] = min(first.get(c.organization_id, at), at)
         return [org for org, _ in sorted(first.items(), key=lambda e: e[1])][:limit]
 
-    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         found = sorted(
             (c for c in (await self._calls()).values()
              if c.status in ACTIVE_STATUSES and c.next_check_at is not None and c.next_check_at <= now
              and (organization_id is None or c.organization_id == organization_id)),
-            key=lambda c: c.next_check_at)  # type: ignore[arg-type, return-value]
+            key=lambda c: c.next_check_at)  # type: ignore[arg-type, return-value]  # the query keeps only calls that have it
         return [CallRef(c.organization_id, c.id) for c in found[:limit]]
 
-    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         found = sorted(
             (c for c in (await self._calls()).values()
              if not c.is_final and c.deadline_at is not None and c.deadline_at < now
              and (organization_id is None or c.organization_id == organization_id)),
-            key=lambda c: c.deadline_at)  # type: ignore[arg-type, return-value]
+            key=lambda c: c.deadline_at)  # type: ignore[arg-type, return-value]  # the query keeps only calls that have it
         return [CallRef(c.organization_id, c.id) for c in found[:limit]]
 
     async def next_due(self) -> datetime | None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.campaigns import CampaignFilter, ContactFilter
@@ -54,7 +56,7 @@ class InMemoryCampaignRepository:
             _drop_contact(tables, contact)
         del tables["campaigns"][campaign_id]
 
-    async def using_schedule(self, organization_id: int, schedule_id: int) -> list[int]:
+    async def using_schedule(self, organization_id: int, schedule_id: int) -> builtins.list[int]:
         return sorted(c.id or 0 for c in (await self.uow.tables())["campaigns"].values()
                       if c.organization_id == organization_id and c.schedule_id == schedule_id
                       and c.status in SCHEDULED_STATUSES)
@@ -65,7 +67,7 @@ class InMemoryCampaignRepository:
                                         if c.campaign_id == campaign_id and c.organization_id == organization_id))
 
 
-def _drop_contact(tables: dict, contact: Contact) -> None:  # type: ignore[type-arg]
+def _drop_contact(tables: dict[str, dict[Any, Any]], contact: Contact) -> None:
     tables["campaign_contacts"].pop(contact.id, None)
     tables["campaign_phones"].pop((contact.campaign_id, contact.phone), None)
     for key in [k for k in tables["contact_attempts"] if k[0] == contact.id]:
@@ -127,7 +129,8 @@ class InMemoryContactRepository:
         return any(c.organization_id == organization_id and c.campaign_id == campaign_id
                    for c in (await self.uow.tables())["campaign_contacts"].values())
 
-    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> list[int]:
+    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str,
+                          at: datetime) -> builtins.list[int]:
         tables = await self.uow.tables()
         moved: list[int] = []
         for contact in list(tables["campaign_contacts"].values()):
@@ -161,7 +164,7 @@ class InMemoryContactRepository:
             raise Conflict(f"contact {attempt.contact_id} has an attempt {attempt.attempt} already")
         attempts[key] = (organization_id, attempt)
 
-    async def attempts(self, organization_id: int, contact_id: int) -> list[ContactAttempt]:
+    async def attempts(self, organization_id: int, contact_id: int) -> builtins.list[ContactAttempt]:
         attempts = (await self.uow.tables())["contact_attempts"]
         return [a for (cid, _), (org, a) in sorted(attempts.items(), key=lambda kv: kv[0])
                 if cid == contact_id and org == organization_id]

@@ -61,8 +61,8 @@ class InMemoryDialerStore:
                    if c.status in OPEN and c.next_attempt_at is not None]
         if not waiting:
             return None
-        first = min(waiting, key=lambda c: (c.next_attempt_at, c.id))  # type: ignore[arg-type,return-value]
-        return first.next_attempt_at, first.reason  # type: ignore[return-value]
+        first = min(waiting, key=lambda c: (c.next_attempt_at, c.id))
+        return first.next_attempt_at, first.reason  # type: ignore[return-value]  # the waiting contacts all have next_attempt_at
 
     async def next_due(self, after: datetime) -> datetime | None:
         tables = await self.uow.tables()

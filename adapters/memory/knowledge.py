@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -92,7 +93,7 @@ class InMemoryKnowledgeBaseRepository:
         del tables[LINKS][(kb_id, agent_id)]
         return True
 
-    async def linked_agents(self, organization_id: int, kb_ids: Sequence[int]) -> dict[int, list[AgentRef]]:
+    async def linked_agents(self, organization_id: int, kb_ids: Sequence[int]) -> dict[int, builtins.list[AgentRef]]:
         tables = await self.uow.tables()
         wanted = set(kb_ids)
         found: dict[int, list[AgentRef]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
 from collections.abc import Sequence
 from dataclasses import replace
@@ -58,17 +59,18 @@ class InMemoryLeadRepository:
                                                   updated_at=lead.updated_at)
         return lead
 
-    async def queued_for_call(self, organization_id: int, call_id: str) -> list[Lead]:
+    async def queued_for_call(self, organization_id: int, call_id: str) -> builtins.list[Lead]:
         return sorted((x for x in (await self.uow.tables())["leads"].values()
                        if x.organization_id == organization_id and x.status == "queued" and x.call_id == call_id),
                       key=lambda x: x.id or 0)
 
-    async def queued_for_contact(self, organization_id: int, contact_id: int) -> list[Lead]:
+    async def queued_for_contact(self, organization_id: int, contact_id: int) -> builtins.list[Lead]:
         return sorted((x for x in (await self.uow.tables())["leads"].values()
                        if x.organization_id == organization_id and x.status == "queued"
                        and x.contact_id == contact_id), key=lambda x: x.id or 0)
 
-    async def queued_for_campaign(self, organization_id: int, campaign_id: int) -> list[tuple[int, int | None]]:
+    async def queued_for_campaign(self, organization_id: int,
+                                  campaign_id: int) -> builtins.list[tuple[int, int | None]]:
         return sorted((x.id or 0, x.contact_id) for x in (await self.uow.tables())["leads"].values()
                       if x.organization_id == organization_id and x.status == "queued"
                       and x.campaign_id == campaign_id)

@@ -20,7 +20,7 @@ class InMemoryScheduleRepository:
         entry = (await self.uow.tables())["schedules"].get(schedule_id)
         if entry is None or entry[1] is not None or entry[0].organization_id != organization_id:
             return None
-        return entry[0]  # type: ignore[no-any-return]
+        return entry[0]
 
     async def add(self, schedule: Schedule) -> Schedule:
         tables = await self.uow.tables()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -34,7 +35,7 @@ class InMemoryCalendarRepository:
         entry = (await self.uow.tables())["calendars"].get(calendar_id)
         if entry is None or entry[1] is not None or entry[0].organization_id != organization_id:
             return None
-        return entry[0]  # type: ignore[no-any-return]
+        return entry[0]
 
     async def add(self, calendar: Calendar) -> Calendar:
         tables = await self.uow.tables()
@@ -85,7 +86,7 @@ class InMemoryCalendarRepository:
         tables = await self.uow.tables()
         for calendar, deleted in tables["calendars"].values():
             if deleted is None and calendar.feed_token == token_digest:
-                return calendar  # type: ignore[no-any-return]
+                return calendar
         return None
 
     async def add_rule(self, organization_id: int, rule: AvailabilityRule) -> AvailabilityRule:
@@ -94,7 +95,7 @@ class InMemoryCalendarRepository:
         tables["availability_rules"][stored.id] = (organization_id, stored)
         return stored
 
-    async def list_rules(self, organization_id: int, calendar_id: int) -> list[AvailabilityRule]:
+    async def list_rules(self, organization_id: int, calendar_id: int) -> builtins.list[AvailabilityRule]:
         tables = await self.uow.tables()
         rules = [r for org, r in tables["availability_rules"].values()
                  if org == organization_id and r.calendar_id == calendar_id]
@@ -115,7 +116,7 @@ class InMemoryCalendarRepository:
         return stored
 
     async def _blackouts(self, organization_id: int, calendar_id: int, start: datetime | None,
-                         end: datetime | None) -> list[Blackout]:
+                         end: datetime | None) -> builtins.list[Blackout]:
         tables = await self.uow.tables()
         found = [b for org, b in tables["blackouts"].values()
                  if org == organization_id and b.calendar_id == calendar_id
@@ -127,7 +128,7 @@ class InMemoryCalendarRepository:
         return page.slice(await self._blackouts(organization_id, calendar_id, start, end))
 
     async def blackouts_overlapping(self, organization_id: int, calendar_id: int, start: datetime,
-                                    end: datetime) -> list[Blackout]:
+                                    end: datetime) -> builtins.list[Blackout]:
         return await self._blackouts(organization_id, calendar_id, start, end)
 
     async def delete_blackout(self, organization_id: int, calendar_id: int, blackout_id: int) -> bool:
@@ -193,7 +194,7 @@ class InMemoryAppointmentRepository:
         return page.slice(found)
 
     async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
-                         end: datetime) -> list[HeldSlot]:
+                         end: datetime) -> builtins.list[HeldSlot]:
         return [HeldSlot(a.id, a.slot_start, a.slot_end, a.status) for a in await self._all(organization_id)
                 if a.calendar_id == calendar_id and a.status in BUSY_STATUSES
                 and a.slot_start < end and a.slot_end > start]
@@ -223,7 +224,7 @@ class InMemoryAppointmentRepository:
                    and a.id != exclude_appointment_id)
 
     async def for_feed(self, organization_id: int, calendar_id: int, ending_after: datetime,
-                       limit: int) -> list[Appointment]:
+                       limit: int) -> builtins.list[Appointment]:
         return [a for a in await self._all(organization_id)
                 if a.calendar_id == calendar_id and a.slot_end > ending_after][:limit]
 

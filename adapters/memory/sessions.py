@@ -17,7 +17,7 @@ class InMemorySessionStore:
         (await self.uow.tables())["dashboard_sessions"][session.id_hash] = session
 
     async def get(self, id_hash: str) -> Session | None:
-        return (await self.uow.tables())["dashboard_sessions"].get(id_hash)  # type: ignore[no-any-return]
+        return (await self.uow.tables())["dashboard_sessions"].get(id_hash)
 
     async def touch(self, id_hash: str, at: datetime) -> None:
         rows = (await self.uow.tables())["dashboard_sessions"]

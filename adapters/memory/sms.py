@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
 from dataclasses import replace
 from datetime import datetime
@@ -51,7 +52,7 @@ class InMemorySmsRepository:
             table[message.id] = replace(message, carrier_state=copy.deepcopy(message.carrier_state))
         return message
 
-    async def due(self, now: datetime, limit: int) -> list[MessageRef]:
+    async def due(self, now: datetime, limit: int) -> builtins.list[MessageRef]:
         due = sorted((m for m in (await self.uow.tables())["sms_messages"].values()
                       if m.next_check_at is not None and m.next_check_at <= now),
                      key=lambda m: (m.next_check_at, m.id or 0))
@@ -75,6 +76,6 @@ class InMemorySmsRepository:
                 if m.direction == "outbound" and m.from_phone == sender and m.to_phone == recipient]
         return max(sent, key=lambda m: (m.created_at, m.id)).organization_id if sent else None
 
-    async def opt_out_list_ids(self, organization_id: int, name: str) -> list[int]:
+    async def opt_out_list_ids(self, organization_id: int, name: str) -> builtins.list[int]:
         return sorted(x.id for x in (await self.uow.tables())["dnc_lists"].values()
                       if x.organization_id == organization_id and x.name == name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -49,7 +50,7 @@ class InMemoryTriggerRepository:
             tables["trigger_run_keys"].pop((run.trigger_id, run.event_id), None)
         return True
 
-    async def for_event(self, organization_id: int, event: str) -> list[Trigger]:
+    async def for_event(self, organization_id: int, event: str) -> builtins.list[Trigger]:
         return sorted((t for t in (await self.uow.tables())["triggers"].values()
                        if t.organization_id == organization_id and t.event == event and t.enabled),
                       key=lambda t: t.id or 0)
@@ -65,7 +66,7 @@ class InMemoryTriggerRepository:
                    if r.organization_id == organization_id and r.trigger_id == trigger_id and r.matched
                    and r.event_at is not None and r.event_at >= since)
 
-    async def add_runs(self, runs: Sequence[TriggerRun]) -> list[TriggerRun]:
+    async def add_runs(self, runs: Sequence[TriggerRun]) -> builtins.list[TriggerRun]:
         tables = await self.uow.tables()
         stored = []
         for run in runs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -35,8 +36,9 @@ class InMemorySubscriptionRepository:
 
     async def add(self, subscription: Subscription) -> Subscription:
         rows = await self._rows()
-        stored = replace(subscription, id=self.uow.store.next_id(SUBS))
-        rows[stored.id] = (stored, None)
+        new_id = self.uow.store.next_id(SUBS)
+        stored = replace(subscription, id=new_id)
+        rows[new_id] = (stored, None)
         return stored
 
     async def get(self, organization_id: int, subscription_id: int) -> Subscription | None:
@@ -49,7 +51,7 @@ class InMemorySubscriptionRepository:
 
     async def list(self, organization_id: int, filters: SubscriptionFilter, page: PageRequest) -> Page[Subscription]:
         rows = await self._rows()
-        found = [s for s, deleted in sorted(rows.values(), key=lambda e: e[0].id)
+        found = [s for _, (s, deleted) in sorted(rows.items())
                  if deleted is None and s.organization_id == organization_id
                  and (filters.status is None or s.status == filters.status)]
         return page.slice(found)
@@ -67,9 +69,9 @@ class InMemorySubscriptionRepository:
         if entry is not None and entry[1] is None and entry[0].organization_id == organization_id:
             rows[subscription_id] = (replace(entry[0], updated_at=at), at)
 
-    async def active_for(self, organization_ids: Sequence[int]) -> list[Subscription]:
+    async def active_for(self, organization_ids: Sequence[int]) -> builtins.list[Subscription]:
         wanted = set(organization_ids)
-        return [s for s, deleted in sorted((await self._rows()).values(), key=lambda e: e[0].id)
+        return [s for _, (s, deleted) in sorted((await self._rows()).items())
                 if deleted is None and s.status == "active" and s.organization_id in wanted]
 
     async def mark_healthy(self, organization_id: int, subscription_ids: Sequence[int]) -> None:
@@ -110,7 +112,8 @@ class InMemoryDeliveryRepository:
 
     async def add_many(self, deliveries: Sequence[Delivery]) -> int:
         rows = await self._rows()
-        taken = {(d.event_id, d.subscription_id) for d, _ in rows.values() if d.event_id is not None}
+        taken: set[tuple[int | None, int]] = {(d.event_id, d.subscription_id) for d, _ in rows.values()
+                                              if d.event_id is not None}
         added = 0
         for delivery in deliveries:
             key = (delivery.event_id, delivery.subscription_id)
@@ -125,8 +128,9 @@ class InMemoryDeliveryRepository:
         rows = await self._rows()
         if any(d.message_id == delivery.message_id for d, _ in rows.values()):
             raise Conflict("this delivery exists already")
-        stored = replace(delivery, id=self.uow.store.next_id(DELIVERIES), data=copy.deepcopy(delivery.data))
-        rows[stored.id] = (stored, None)
+        new_id = self.uow.store.next_id(DELIVERIES)
+        stored = replace(delivery, id=new_id, data=copy.deepcopy(delivery.data))
+        rows[new_id] = (stored, None)
         return stored
 
     async def get(self, organization_id: int, delivery_id: int) -> Delivery | None:
@@ -157,7 +161,7 @@ class InMemoryDeliveryRepository:
             rows[delivery.id or 0] = (counted, _Lease(lease_until, worker))
             entry = subscriptions.get(delivery.subscription_id)
             live = entry is not None and entry[1] is None and entry[0].organization_id == delivery.organization_id
-            claimed.append(ClaimedDelivery(counted, entry[0] if live else None))
+            claimed.append(ClaimedDelivery(counted, entry[0] if entry is not None and live else None))
         return claimed
 
     async def finish(self, worker: str, updates: Sequence[DeliveryUpdate]) -> None:

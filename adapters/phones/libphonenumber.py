@@ -60,8 +60,9 @@ class LibPhoneNumberNormalizer:
         except NumberParseException:
             return NumberFacts(None, "unknown")
         # a possible number that is not a valid one has no region of its own: its calling code's main country
+        code = parsed.country_code
         region = (phonenumbers.region_code_for_number(parsed)
-                  or phonenumbers.region_code_for_country_code(parsed.country_code))
+                  or (phonenumbers.region_code_for_country_code(code) if code is not None else None))
         country = region if region and region != NON_GEOGRAPHIC_REGION else None
         return NumberFacts(country, _TYPE_NAMES.get(phonenumbers.number_type(parsed), "unknown"))
 

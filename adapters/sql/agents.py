@@ -65,8 +65,8 @@ def _escape_like(text: str) -> str:
 # count and then reads every row to test deleted_at (about 5x slower at 10,000 agents), so on SQLite the
 # count names the index explicitly; it reads the same columns through unqualified names.
 _SQLITE_LIVE_AGENTS = sa.text("agents INDEXED BY ix_agents_org_live")
-_UNQUALIFIED = {name: sa.column(name) for name in ("organization_id", "deleted_at", "status", "agent_mode", "name",
-                                                    "description")}
+_UNQUALIFIED: dict[str, sa.ColumnClause[Any]] = {
+    name: sa.column(name) for name in ("organization_id", "deleted_at", "status", "agent_mode", "name", "description")}
 
 
 def _conditions(c: Any, status: bool, agent_mode: bool, search: bool) -> Any:
@@ -76,7 +76,7 @@ def _conditions(c: Any, status: bool, agent_mode: bool, search: bool) -> Any:
     if agent_mode:
         where.append(c["agent_mode"] == sa.bindparam("agent_mode"))
     if search:
-        pattern = sa.bindparam("pattern")
+        pattern: sa.BindParameter[str] = sa.bindparam("pattern")
         where.append(sa.or_(sa.func.lower(c["name"]).like(pattern, escape="\\"),
                             sa.func.lower(sa.func.coalesce(c["description"], "")).like(pattern, escape="\\")))
     return sa.and_(*where)

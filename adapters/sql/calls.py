@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import zlib
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -125,7 +126,7 @@ class SqlCallRepository:
         return (await conn.execute(sa.select(sa.func.count()).select_from(calls).where(
             calls.c.organization_id == organization_id, calls.c.status.in_(ACTIVE_STATUSES)))).scalar_one()
 
-    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
+    async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(calls).where(
             calls.c.organization_id == organization_id, calls.c.status == "queued",
@@ -161,7 +162,7 @@ class SqlCallRepository:
         return StatusCounts(by_status, sum(int(r[2] or 0) for r in rows), sum(int(r[3] or 0) for r in rows),
                             sum(int(r[4] or 0) for r in rows), sum(int(r[5] or 0) for r in rows))
 
-    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> list[int]:
+    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> builtins.list[int]:
         conn = await self.uow.connection()
         query = sa.select(calls.c.organization_id).where(calls.c.status == "queued")
         if organization_id is not None:
@@ -170,7 +171,7 @@ class SqlCallRepository:
                                   .order_by(sa.func.min(calls.c.created_at)).limit(limit))
         return [int(r[0]) for r in rows]
 
-    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         conn = await self.uow.connection()
         query = sa.select(calls.c.organization_id, calls.c.id).where(
             calls.c.next_check_at.is_not(None), calls.c.next_check_at <= now, calls.c.status.in_(ACTIVE_STATUSES))
@@ -179,7 +180,7 @@ class SqlCallRepository:
         rows = await conn.execute(query.order_by(calls.c.next_check_at).limit(limit))
         return [CallRef(int(r[0]), r[1]) for r in rows]
 
-    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         conn = await self.uow.connection()
         query = sa.select(calls.c.organization_id, calls.c.id).where(
             calls.c.ended_at.is_(None), calls.c.deadline_at < now, calls.c.status.not_in(FINAL_STATUSES))

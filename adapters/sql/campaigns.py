@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -134,7 +135,7 @@ class SqlCampaignRepository:
                                                             campaign_contacts.c.organization_id == organization_id))
         await conn.execute(campaigns.delete().where(self._mine(organization_id, campaign_id)))
 
-    async def using_schedule(self, organization_id: int, schedule_id: int) -> list[int]:
+    async def using_schedule(self, organization_id: int, schedule_id: int) -> builtins.list[int]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(campaigns.c.id).where(
             campaigns.c.organization_id == organization_id, campaigns.c.schedule_id == schedule_id,
@@ -216,7 +217,8 @@ class SqlContactRepository:
         found = await conn.execute(sa.select(sa.literal(1)).where(self._mine(organization_id, campaign_id)).limit(1))
         return found.first() is not None
 
-    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> list[int]:
+    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str,
+                          at: datetime) -> builtins.list[int]:
         conn = await self.uow.connection()
         result = await conn.execute(campaign_contacts.update().where(
             self._mine(organization_id, campaign_id), campaign_contacts.c.status.in_(OPEN_CONTACT_STATUSES))
@@ -247,7 +249,7 @@ class SqlContactRepository:
         if not (await conn.execute(stmt)).rowcount:
             raise Conflict(f"contact {attempt.contact_id} has an attempt {attempt.attempt} already")
 
-    async def attempts(self, organization_id: int, contact_id: int) -> list[ContactAttempt]:
+    async def attempts(self, organization_id: int, contact_id: int) -> builtins.list[ContactAttempt]:
         conn = await self.uow.connection()
         rows = (await conn.execute(sa.select(contact_attempts).where(
             contact_attempts.c.organization_id == organization_id, contact_attempts.c.contact_id == contact_id)

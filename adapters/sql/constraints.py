@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.schema import ColumnCollectionConstraint
 
 from adapters.sql.knowledge_tables import documents
 from adapters.sql.scheduling_tables import ACTIVE_SLOT_INDEX, appointments
@@ -46,7 +47,9 @@ _SQLITE_UNIQUE = re.compile(r"UNIQUE constraint failed: ([\w., ]+)")
 
 
 def _columns(table: sa.Table, name: str) -> tuple[str, ...]:
-    for item in [*table.constraints, *table.indexes]:
+    items: list[ColumnCollectionConstraint | sa.Index] = [
+        *(c for c in table.constraints if isinstance(c, ColumnCollectionConstraint)), *table.indexes]
+    for item in items:
         if item.name == name:
             return tuple(f"{table.name}.{column.name}" for column in item.columns)
     raise LookupError(f"{table.name} has no constraint or index {name}")

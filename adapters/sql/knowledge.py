@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -123,7 +124,7 @@ class SqlKnowledgeBaseRepository:
             knowledge_base_agents.c.knowledge_base_id == kb_id, knowledge_base_agents.c.agent_id == agent_id))
         return bool(result.rowcount)
 
-    async def linked_agents(self, organization_id: int, kb_ids: Sequence[int]) -> dict[int, list[AgentRef]]:
+    async def linked_agents(self, organization_id: int, kb_ids: Sequence[int]) -> dict[int, builtins.list[AgentRef]]:
         if not kb_ids:
             return {}
         conn = await self.uow.connection()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -84,19 +85,20 @@ class SqlLeadRepository:
             updated_at=lead.updated_at))
         return lead
 
-    async def _queued(self, *conditions: Any) -> list[Lead]:
+    async def _queued(self, *conditions: Any) -> builtins.list[Lead]:
         conn = await self.uow.connection()
         rows = (await conn.execute(sa.select(leads).where(leads.c.status == "queued", *conditions)
                                    .order_by(leads.c.id))).all()
         return [_row_to_lead(r) for r in rows]
 
-    async def queued_for_call(self, organization_id: int, call_id: str) -> list[Lead]:
+    async def queued_for_call(self, organization_id: int, call_id: str) -> builtins.list[Lead]:
         return await self._queued(leads.c.organization_id == organization_id, leads.c.call_id == call_id)
 
-    async def queued_for_contact(self, organization_id: int, contact_id: int) -> list[Lead]:
+    async def queued_for_contact(self, organization_id: int, contact_id: int) -> builtins.list[Lead]:
         return await self._queued(leads.c.organization_id == organization_id, leads.c.contact_id == contact_id)
 
-    async def queued_for_campaign(self, organization_id: int, campaign_id: int) -> list[tuple[int, int | None]]:
+    async def queued_for_campaign(self, organization_id: int,
+                                  campaign_id: int) -> builtins.list[tuple[int, int | None]]:
         conn = await self.uow.connection()
         rows = (await conn.execute(sa.select(leads.c.id, leads.c.contact_id).where(
             leads.c.organization_id == organization_id, leads.c.status == "queued",

@@ -3,6 +3,7 @@ reads availability makes, through the per-process ``ScheduleCache`` (``adapters/
 
 from __future__ import annotations
 
+import builtins
 from array import array
 from datetime import datetime, time, timedelta
 from typing import Any
@@ -183,7 +184,7 @@ class SqlCalendarRepository:
         })).one()
         return _row_to_rule(row)
 
-    async def list_rules(self, organization_id: int, calendar_id: int) -> list[AvailabilityRule]:
+    async def list_rules(self, organization_id: int, calendar_id: int) -> builtins.list[AvailabilityRule]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(availability_rules).where(
             availability_rules.c.organization_id == organization_id, availability_rules.c.calendar_id == calendar_id,
@@ -224,7 +225,7 @@ class SqlCalendarRepository:
         return Page([_row_to_blackout(r) for r in rows], total, page.limit, page.offset)
 
     async def blackouts_overlapping(self, organization_id: int, calendar_id: int, start: datetime,
-                                    end: datetime) -> list[Blackout]:
+                                    end: datetime) -> builtins.list[Blackout]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(blackouts).where(
             self._blackout_condition(organization_id, calendar_id, start, end)).order_by(blackouts.c.start_at))
@@ -289,7 +290,7 @@ class SqlAppointmentRepository:
         return Page([_row_to_appointment(r) for r in rows], total, page.limit, page.offset)
 
     async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
-                         end: datetime) -> list[HeldSlot]:
+                         end: datetime) -> builtins.list[HeldSlot]:
         conn = await self.uow.connection()
         columns = (appointments.c.id, appointments.c.slot_start, appointments.c.slot_end, appointments.c.status)
         rows = list(await conn.execute(sa.select(*columns).where(_holding(organization_id, calendar_id, start, end))
@@ -311,13 +312,14 @@ class SqlAppointmentRepository:
                                          exclude_appointment_id: int | None = None) -> int:
         if email is None and phone is None:
             return 0
-        same = []
+        same: builtins.list[sa.ColumnElement[bool]] = []
         if email is not None:
             same.append(sa.func.lower(appointments.c.attendee_email) == email.lower())
         if phone is not None:
             same.append(appointments.c.attendee_phone == phone)
-        where = [appointments.c.organization_id == organization_id, appointments.c.calendar_id == calendar_id,
-                 sa.text(HOLDING_CONDITION), appointments.c.slot_start > after, sa.or_(*same)]
+        where: builtins.list[sa.ColumnElement[bool] | sa.TextClause] = [
+            appointments.c.organization_id == organization_id, appointments.c.calendar_id == calendar_id,
+            sa.text(HOLDING_CONDITION), appointments.c.slot_start > after, sa.or_(*same)]
         if exclude_appointment_id is not None:
             where.append(appointments.c.id != exclude_appointment_id)
         conn = await self.uow.connection()
@@ -336,7 +338,7 @@ class SqlAppointmentRepository:
                    .scalar_one())
 
     async def for_feed(self, organization_id: int, calendar_id: int, ending_after: datetime,
-                       limit: int) -> list[Appointment]:
+                       limit: int) -> builtins.list[Appointment]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(appointments).where(
             appointments.c.organization_id == organization_id, appointments.c.calendar_id == calendar_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 from typing import Any
 
@@ -102,7 +103,7 @@ class SqlSmsRepository:
                            .values(**_changing(message)))
         return message
 
-    async def due(self, now: datetime, limit: int) -> list[MessageRef]:
+    async def due(self, now: datetime, limit: int) -> builtins.list[MessageRef]:
         conn = await self.uow.connection()
         rows = (await conn.execute(sa.select(t.c.organization_id, t.c.id).where(t.c.next_check_at <= now)
                                    .order_by(t.c.next_check_at, t.c.id).limit(limit))).all()
@@ -120,7 +121,7 @@ class SqlSmsRepository:
                                                  t.c.direction == "outbound")
             .order_by(t.c.created_at.desc(), t.c.id.desc()).limit(1))).scalar_one_or_none()
 
-    async def opt_out_list_ids(self, organization_id: int, name: str) -> list[int]:
+    async def opt_out_list_ids(self, organization_id: int, name: str) -> builtins.list[int]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(dnc_lists.c.id).where(
             dnc_lists.c.organization_id == organization_id, dnc_lists.c.name == name).order_by(dnc_lists.c.id))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
@@ -170,7 +171,7 @@ class SqlTriggerRepository:
                                                             triggers.c.id == trigger_id))
         return bool(result.rowcount)
 
-    async def for_event(self, organization_id: int, event: str) -> list[Trigger]:
+    async def for_event(self, organization_id: int, event: str) -> builtins.list[Trigger]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(triggers).where(
             triggers.c.organization_id == organization_id, triggers.c.event == event,
@@ -189,7 +190,7 @@ class SqlTriggerRepository:
             trigger_runs.c.trigger_id == trigger_id, trigger_runs.c.event_at >= since,
             trigger_runs.c.organization_id == organization_id, trigger_runs.c.matched.is_(True)))).scalar_one())
 
-    async def add_runs(self, runs: Sequence[TriggerRun]) -> list[TriggerRun]:
+    async def add_runs(self, runs: Sequence[TriggerRun]) -> builtins.list[TriggerRun]:
         if not runs:
             return []
         conn = await self.uow.connection()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -122,7 +123,7 @@ class SqlSubscriptionRepository:
         await conn.execute(subs.update().where(self._live(organization_id), subs.c.id == subscription_id)
                            .values(deleted_at=at, updated_at=at))
 
-    async def active_for(self, organization_ids: Sequence[int]) -> list[Subscription]:
+    async def active_for(self, organization_ids: Sequence[int]) -> builtins.list[Subscription]:
         if not organization_ids:
             return []
         conn = await self.uow.connection()

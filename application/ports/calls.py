@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -59,7 +60,7 @@ class CallRepository(Protocol):
         """Calls of the organization that hold a line (ringing or in progress)."""
         ...
 
-    async def oldest_queued(self, organization_id: int, limit: int) -> list[Call]:
+    async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
         """The organization's dial queue: higher ``priority`` first, then the earlier ``due_at``, then the older."""
         ...
 
@@ -73,13 +74,13 @@ class CallRepository(Protocol):
 
     # worker scans: the only reads not filtered by organization; each returns references that the worker
     # then loads through the organization-filtered methods above
-    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> list[int]: ...
+    async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> builtins.list[int]: ...
 
-    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+    async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         """Calls holding a line whose telephony adapter asked to be polled at or before ``now``."""
         ...
 
-    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> list[CallRef]:
+    async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         """Unfinished calls whose deadline has passed (the sweeper ends them)."""
         ...
 

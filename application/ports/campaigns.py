@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +41,7 @@ class CampaignRepository(Protocol):
         """Removes the campaign with its contacts and their attempts."""
         ...
 
-    async def using_schedule(self, organization_id: int, schedule_id: int) -> list[int]:
+    async def using_schedule(self, organization_id: int, schedule_id: int) -> builtins.list[int]:
         """Ids of the running or paused campaigns whose schedule_id is ``schedule_id``, smallest first."""
         ...
 
@@ -76,7 +77,8 @@ class ContactRepository(Protocol):
         """Whether the campaign has any contact."""
         ...
 
-    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str, at: datetime) -> list[int]:
+    async def cancel_open(self, organization_id: int, campaign_id: int, reason: str,
+                          at: datetime) -> builtins.list[int]:
         """Moves every pending and retry_wait contact of the campaign to cancelled (one statement); returns
         the ids of those that moved."""
         ...
@@ -95,7 +97,7 @@ class ContactRepository(Protocol):
         """Records an attempt; Conflict when the contact has one with that number already."""
         ...
 
-    async def attempts(self, organization_id: int, contact_id: int) -> list[ContactAttempt]:
+    async def attempts(self, organization_id: int, contact_id: int) -> builtins.list[ContactAttempt]:
         """The contact's attempts, first first."""
         ...
 

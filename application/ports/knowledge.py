@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -79,7 +80,7 @@ class KnowledgeBaseRepository(Protocol):
         """Detach; False when it was not attached."""
         ...
 
-    async def linked_agents(self, organization_id: int, kb_ids: Sequence[int]) -> dict[int, list[AgentRef]]:
+    async def linked_agents(self, organization_id: int, kb_ids: Sequence[int]) -> dict[int, builtins.list[AgentRef]]:
         """The live agents each knowledge base is attached to, by agent id."""
         ...
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,15 +43,16 @@ class LeadRepository(Protocol):
         """Writes the lead's status, reason, call, contact and updated_at (the rest never changes)."""
         ...
 
-    async def queued_for_call(self, organization_id: int, call_id: str) -> list[Lead]:
+    async def queued_for_call(self, organization_id: int, call_id: str) -> builtins.list[Lead]:
         """The queued leads whose call is ``call_id``."""
         ...
 
-    async def queued_for_contact(self, organization_id: int, contact_id: int) -> list[Lead]:
+    async def queued_for_contact(self, organization_id: int, contact_id: int) -> builtins.list[Lead]:
         """The queued leads that became campaign contact ``contact_id`` (several leads may share a contact)."""
         ...
 
-    async def queued_for_campaign(self, organization_id: int, campaign_id: int) -> list[tuple[int, int | None]]:
+    async def queued_for_campaign(self, organization_id: int,
+                                  campaign_id: int) -> builtins.list[tuple[int, int | None]]:
         """(lead id, contact id) of the campaign's queued leads, in id order."""
         ...
 

@@ -3,6 +3,7 @@ and the ICS rendering of a calendar."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,7 +55,7 @@ class CalendarRepository(Protocol):
 
     async def add_rule(self, organization_id: int, rule: AvailabilityRule) -> AvailabilityRule: ...
 
-    async def list_rules(self, organization_id: int, calendar_id: int) -> list[AvailabilityRule]:
+    async def list_rules(self, organization_id: int, calendar_id: int) -> builtins.list[AvailabilityRule]:
         """Every rule of the calendar, by weekday, start time, then id."""
         ...
 
@@ -68,7 +69,7 @@ class CalendarRepository(Protocol):
         ...
 
     async def blackouts_overlapping(self, organization_id: int, calendar_id: int, start: datetime,
-                                    end: datetime) -> list[Blackout]: ...
+                                    end: datetime) -> builtins.list[Blackout]: ...
 
     async def delete_blackout(self, organization_id: int, calendar_id: int, blackout_id: int) -> bool: ...
 
@@ -92,7 +93,7 @@ class AppointmentRepository(Protocol):
         ...
 
     async def held_slots(self, organization_id: int, calendar_id: int, start: datetime,
-                         end: datetime) -> list[HeldSlot]:
+                         end: datetime) -> builtins.list[HeldSlot]:
         """The slots of the calendar's appointments that are busy time (``BUSY_STATUSES``: pending, confirmed,
         completed, no_show; an outcome never frees a slot) overlapping ``[start, end)``, by slot_start, without the
         rest of each appointment."""
@@ -115,7 +116,7 @@ class AppointmentRepository(Protocol):
         ...
 
     async def for_feed(self, organization_id: int, calendar_id: int, ending_after: datetime,
-                       limit: int) -> list[Appointment]:
+                       limit: int) -> builtins.list[Appointment]:
         """Appointments of every status ending after ``ending_after``, by slot_start then id."""
         ...
 

@@ -8,6 +8,7 @@ on the message row (``Submission.state``), so any worker process can continue wh
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -55,7 +56,7 @@ class SmsRepository(Protocol):
         carrier's id and state, next_check_at and updated_at."""
         ...
 
-    async def due(self, now: datetime, limit: int) -> list[MessageRef]:
+    async def due(self, now: datetime, limit: int) -> builtins.list[MessageRef]:
         """Messages whose carrier has news by ``now`` (next_check_at at or before it), earliest first."""
         ...
 
@@ -68,7 +69,7 @@ class SmsRepository(Protocol):
         organization: a shared sender's replies belong to whoever texted last), or None."""
         ...
 
-    async def opt_out_list_ids(self, organization_id: int, name: str) -> list[int]:
+    async def opt_out_list_ids(self, organization_id: int, name: str) -> builtins.list[int]:
         """The ids of the organization's Do-Not-Call lists called ``name`` (its SMS opt-out list), oldest first."""
         ...
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,7 +27,7 @@ class TriggerRepository(Protocol):
         """Deletes the trigger and its runs; False when there was none."""
         ...
 
-    async def for_event(self, organization_id: int, event: str) -> list[Trigger]:
+    async def for_event(self, organization_id: int, event: str) -> builtins.list[Trigger]:
         """The organization's enabled triggers on ``event``, by id (an index on (organization, event): never a
         scan of every trigger)."""
         ...
@@ -40,7 +41,7 @@ class TriggerRepository(Protocol):
         (trigger_id, event_at): the run-rate breaker)."""
         ...
 
-    async def add_runs(self, runs: Sequence[TriggerRun]) -> list[TriggerRun]:
+    async def add_runs(self, runs: Sequence[TriggerRun]) -> builtins.list[TriggerRun]:
         """Stores the runs that are new and returns those, with their ids, by id: a run of a (trigger, event) that
         is stored already is left out, whatever the concurrency (a unique key on (trigger_id, event_id)). SQL
         stores them all with one statement (the consumer's pass stores thousands)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +41,7 @@ class SubscriptionRepository(Protocol):
 
     async def delete(self, organization_id: int, subscription_id: int, at: datetime) -> None: ...
 
-    async def active_for(self, organization_ids: Sequence[int]) -> list[Subscription]:
+    async def active_for(self, organization_ids: Sequence[int]) -> builtins.list[Subscription]:
         """The active (not deleted) subscriptions of these organizations, by id."""
         ...
 

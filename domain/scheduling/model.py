@@ -19,6 +19,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from domain.errors import Conflict, InvalidTransition, ValidationFailed
@@ -304,7 +305,7 @@ class Appointment:
     def can(self, trigger: str) -> bool:
         return APPOINTMENT_MACHINE.can(self.status, trigger)
 
-    def _move(self, trigger: str, now: datetime | None, **changes: object) -> Appointment:
+    def _move(self, trigger: str, now: datetime | None, **changes: Any) -> Appointment:
         status = APPOINTMENT_MACHINE.next(self.status, trigger, target=TRIGGER_TARGET.get(trigger))
         if trigger in CANCEL_REASON_OF:
             changes["cancel_reason"] = CANCEL_REASON_OF[trigger]

@@ -71,8 +71,8 @@ class FeatureConflict(Exception):
 
 def provided_ports(providers: Sequence[Provider]) -> set[Any]:
     """What the providers provide (their factories' and aliases' types)."""
-    return {source.provides.type_hint for provider in providers
-            for source in (*provider.factories, *provider.aliases)}
+    return ({factory.provides.type_hint for provider in providers for factory in provider.factories}
+            | {alias.provides.type_hint for provider in providers for alias in provider.aliases})
 
 
 def check_overrides(installed: Sequence[tuple[Feature, Sequence[Provider]]]) -> None:

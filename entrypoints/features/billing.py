@@ -88,7 +88,7 @@ async def collect_due(container: AsyncContainer, batch: int = 100) -> int:
     charged = 0
     while True:
         async def work(unit: Any) -> int:
-            return await (await unit.get(cases.CollectDueInvoices)).execute(  # type: ignore[no-any-return]
+            return await (await unit.get(cases.CollectDueInvoices)).execute(
                 cases.CollectDueInvoicesCommand(batch))
         done: int = await ScopedUnits(container).run(work)
         charged += done
@@ -97,7 +97,7 @@ async def collect_due(container: AsyncContainer, batch: int = 100) -> int:
 
 
 async def _now(container: AsyncContainer) -> datetime:
-    return (await container.get(Clock)).now()  # type: ignore[no-any-return]
+    return (await container.get(Clock)).now()
 
 
 def close_job(container: AsyncContainer, settings: Settings) -> JobKind:
@@ -119,7 +119,7 @@ def collect_job(container: AsyncContainer, settings: Settings) -> JobKind:
     async def collect(job: ClaimedJob) -> datetime:
         await collect_due(container, section.collect_batch)
         async def next_attempt(unit: Any) -> datetime | None:
-            return await (await unit.get(cases.NextCollection)).execute(cases.NextCollectionCommand())  # type: ignore[no-any-return]
+            return await (await unit.get(cases.NextCollection)).execute(cases.NextCollectionCommand())
         upcoming: datetime | None = await ScopedUnits(container).run(next_attempt)
         fallback = await _now(container) + timedelta(days=1)
         return min(upcoming, fallback) if upcoming is not None else fallback

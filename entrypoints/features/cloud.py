@@ -57,7 +57,7 @@ class CloudStatusSettings:
 
 class CloudProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(cases.GetCloudStatus, cases.RecordHeartbeat)
+    use_cases = provide_all(cases.GetCloudStatus, cases.RecordHeartbeat)
 
     @provide(scope=Scope.APP)
     def thresholds(self, section: CloudStatusSettings) -> cases.StatusThresholds:
@@ -82,7 +82,7 @@ async def heartbeat_once(container: AsyncContainer, process: str) -> datetime:
     async def work(unit: Any) -> datetime:
         return await (await unit.get(cases.RecordHeartbeat)).execute(cases.RecordHeartbeatCommand(process))
 
-    return await ScopedUnits(container).run(work)  # type: ignore[no-any-return]
+    return await ScopedUnits(container).run(work)
 
 
 def heartbeat_job(container: AsyncContainer, settings: Settings) -> JobKind:

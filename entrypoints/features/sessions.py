@@ -62,7 +62,7 @@ class SessionSettings:
 
 class SessionsProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(cases.Login, cases.ResumeSession, cases.DescribeSession, cases.Logout, cases.PurgeSessions)
+    use_cases = provide_all(cases.Login, cases.ResumeSession, cases.DescribeSession, cases.Logout, cases.PurgeSessions)
 
     @provide(scope=Scope.APP)
     def policy(self, section: SessionSettings) -> SessionPolicy:
@@ -89,7 +89,7 @@ class MemorySessionsProvider(Provider):
 
 async def purge_once(container: AsyncContainer) -> int:
     async def work(unit: Any) -> int:
-        return await (await unit.get(cases.PurgeSessions)).execute(cases.PurgeSessionsCommand())  # type: ignore[no-any-return]
+        return await (await unit.get(cases.PurgeSessions)).execute(cases.PurgeSessionsCommand())
 
     purged: int = await ScopedUnits(container).run(work)
     if purged:

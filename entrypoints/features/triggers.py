@@ -123,14 +123,14 @@ async def act(container: AsyncContainer, ref: cases.ActionRef) -> datetime | Non
             return await (await unit.get(cases.PerformTriggerAction)).execute(work)
 
         try:
-            return await ScopedUnits(container).run(perform)  # type: ignore[no-any-return]
+            return await ScopedUnits(container).run(perform)
         except Exception as exc:
             outcome = cases.failure_of(exc)
 
     async def record(unit: Any) -> datetime | None:
         return await (await unit.get(cases.RecordTriggerAction)).execute(work, outcome)
 
-    return await ScopedUnits(container).run(record)  # type: ignore[no-any-return]
+    return await ScopedUnits(container).run(record)
 
 
 def action_job(container: AsyncContainer, settings: Settings) -> JobKind:

@@ -32,7 +32,7 @@ MAX_BODY = 1024 * 1024
 class _NoSchemaRoutes(Router):
     """Keeps Litestar's own schema endpoints out: Parley serves /openapi.json itself."""
 
-    def register(self, value: Any) -> list[Any]:  # type: ignore[override]
+    def register(self, value: Any) -> list[Any]:
         return []
 
 
@@ -140,9 +140,6 @@ class UndeclaredAccess(RuntimeError):
 def require_declared_access(handlers: list[Any]) -> None:
     """Refuses (at start-up) any route whose access is not declared with ``endpoint(...)``."""
     for handler in handlers:
-        if isinstance(handler, Router):
-            require_declared_access(handler.route_handlers)
-            continue
         if access_of(getattr(handler, "opt", None) or {}) is None:
             name = getattr(handler, "handler_name", None) or repr(handler)
             paths = ", ".join(sorted(getattr(handler, "paths", ()) or ()))

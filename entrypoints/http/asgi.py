@@ -11,9 +11,11 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from entrypoints.http.envelope import auth_error_messages, router_error_messages
+from entrypoints.http.messages import response_messages
 from entrypoints.observability import count_request, outcome_of, render
 from entrypoints.runtime import request_id_var
 
@@ -126,8 +128,8 @@ async def _widget_preflight(scope: Scope, send: Send) -> None:
     headers = list(_PREFLIGHT_HEADERS)
     if origin is not None:
         headers.insert(0, (b"access-control-allow-origin", origin))
-    await send({"type": "http.response.start", "status": 204, "headers": headers})
-    await send({"type": "http.response.body", "body": b""})
+    for message in response_messages(204, headers, b""):
+        await send(message)
 
 
 _HOST_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$")
@@ -166,10 +168,10 @@ async def _metrics(scope: Scope, send: Send, token: str, snapshot: Snapshot | No
         return
     values = await snapshot(scope) if snapshot is not None else None
     body = render(values)
-    await send({"type": "http.response.start", "status": 200, "headers": [
-        (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store")]})
-    await send({"type": "http.response.body", "body": body})
+    for message in response_messages(200, [
+            (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()), (b"cache-control", b"no-store")], body):
+        await send(message)
 
 
 def client_route(template: str, original_path: str) -> str:
@@ -201,7 +203,7 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
     read at scrape time."""
 
     async def outer(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         started = time.perf_counter()
@@ -216,11 +218,13 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
         original = scope["path"]
         path = rewrite_path(original)
         if path != scope["path"]:
-            scope = {**scope, "path": path, "raw_path": path.encode()}
+            scope = scope.copy()
+            scope["path"], scope["raw_path"] = path, path.encode()
         method = scope["method"]
         head = method == "HEAD"  # answered as GET, without the body (entrypoints/http/methods.py)
         if head:
-            scope = {**scope, "method": "GET"}
+            scope = scope.copy()
+            scope["method"] = "GET"
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         state["original_path"] = original
@@ -239,9 +243,11 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = [h for h in message.get("headers", []) if h[0].lower() not in set_here]
-                message = {**message, "headers": [*headers, *own]}
-            elif head and message.get("body"):
-                message = {**message, "body": b""}
+                message = message.copy()
+                message["headers"] = [*headers, *own]
+            elif head and message["type"] == "http.response.body" and message.get("body"):
+                message = message.copy()
+                message["body"] = b""
             await send(message)
 
         try:

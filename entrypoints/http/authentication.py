@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from dishka import AsyncContainer
+from litestar.enums import ScopeType
 from litestar.types import Scope
 
 from application.accounts import Authenticate, AuthenticateCommand
@@ -120,8 +121,8 @@ class SessionAuthenticator:
 
     async def authenticate(self, scope: Scope) -> Principal:
         active = await self.active(scope)
-        if scope["method"] not in SAFE_METHODS and not same_token(active.session.csrf_token,
-                                                                   header(scope, CSRF_HEADER.lower().encode())):
+        unsafe = scope["type"] != ScopeType.HTTP or scope["method"] not in SAFE_METHODS  # fail closed
+        if unsafe and not same_token(active.session.csrf_token, header(scope, CSRF_HEADER.lower().encode())):
             raise CsrfRejected
         return Principal.session(active.session.user_id, active.organization)
 

@@ -50,7 +50,7 @@ def _parts(body: bytes, boundary: bytes) -> list[tuple[bytes, bytes, bytes, str]
         parts.append((options.get(b"name", b""), options.get(b"filename", b""),
                       headers.get(b"content-type", b""), data.hexdigest()))
 
-    parser = MultipartParser(boundary, {  # type: ignore[arg-type]
+    parser = MultipartParser(boundary, {
         "on_part_begin": on_part_begin, "on_header_field": on_header_field, "on_header_value": on_header_value,
         "on_header_end": on_header_end, "on_part_data": on_part_data, "on_part_end": on_part_end})
     try:

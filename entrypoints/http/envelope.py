@@ -19,6 +19,7 @@ from litestar.exceptions import (
 from litestar.types import Message
 
 from domain import errors as de
+from entrypoints.http.messages import response_messages
 from entrypoints.http.methods import allow_header
 from entrypoints.http.parameters import path_parameter_errors
 from entrypoints.http.patterns import UNKNOWN_PATTERN, words_for
@@ -124,12 +125,8 @@ def auth_error_body(code: str, message: str, retry_after: int | None = None) -> 
 
 def json_messages(status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> list[Message]:
     """A whole JSON response as ASGI messages."""
-    return [
-        {"type": "http.response.start", "status": status,
-         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                     *(headers or [])]},
-        {"type": "http.response.body", "body": body},
-    ]
+    return response_messages(status, [(b"content-type", b"application/json"),
+                                      (b"content-length", str(len(body)).encode()), *(headers or [])], body)
 
 
 def router_error_messages(status: int, code: str, message: str, details: dict[str, Any] | None = None,

@@ -15,6 +15,8 @@ from typing import Any
 
 from litestar.types import Message, Scope
 
+from entrypoints.http.messages import response_messages
+
 STATE_KEY = "allowed_methods"
 
 
@@ -40,6 +42,4 @@ def options_messages(scope: Scope) -> list[Message]:
     """The answer to an automatic ``OPTIONS``: 204 with the path's ``Allow``."""
     table: dict[str, str] = scope["app"].state.get(STATE_KEY) or {}
     allow = table.get(scope.get("path_template", ""), "OPTIONS")
-    return [{"type": "http.response.start", "status": 204,
-             "headers": [(b"allow", allow.encode("latin-1")), (b"content-length", b"0")]},
-            {"type": "http.response.body", "body": b""}]
+    return response_messages(204, [(b"allow", allow.encode("latin-1")), (b"content-length", b"0")], b"")

@@ -26,27 +26,27 @@ class HttpProvider(Provider):
                        Authenticators, RequestGate, scope=Scope.REQUEST)
 
     @provide(scope=Scope.REQUEST)
-    def mode(self, request: Request) -> TransactionMode:  # type: ignore[type-arg]
+    def mode(self, request: Request) -> TransactionMode:  # type: ignore[type-arg]  # dishka keys the request by the bare class
         return TransactionMode(write=request.method not in ("GET", "HEAD", "OPTIONS"))
 
     @provide(scope=Scope.REQUEST)
-    def api_base(self, request: Request, settings: Settings) -> ApiBaseUrl:  # type: ignore[type-arg]
+    def api_base(self, request: Request, settings: Settings) -> ApiBaseUrl:  # type: ignore[type-arg]  # dishka keys the request by the bare class
         """PARLEY_PUBLIC_BASE_URL when set, else the base URL this request came in on."""
         if settings.public_base_url:
             return ApiBaseUrl(settings.public_base_url.rstrip("/") + PRIMARY_PREFIX)
         return ApiBaseUrl(request_api_base(request.scope))
 
     @provide(scope=Scope.REQUEST)
-    def actor(self, request: Request) -> Actor:  # type: ignore[type-arg]
+    def actor(self, request: Request) -> Actor:  # type: ignore[type-arg]  # dishka keys the request by the bare class
         actor = request.scope.get("state", {}).get("actor")
         if actor is None:
             raise LookupError("no authenticated actor on this request")
-        return actor  # type: ignore[no-any-return]
+        return actor
 
     @provide(scope=Scope.REQUEST)
-    def widget_grant(self, request: Request) -> WidgetGrant:  # type: ignore[type-arg]
+    def widget_grant(self, request: Request) -> WidgetGrant:  # type: ignore[type-arg]  # dishka keys the request by the bare class
         """What the request's widget token grants (widget routes only)."""
         grant = request.scope.get("state", {}).get("widget_grant")
         if grant is None:
             raise LookupError("no widget token on this request")
-        return grant  # type: ignore[no-any-return]
+        return grant

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from litestar.types import ASGIApp, Message, Receive, Scope
+from litestar.types import ASGIApp, HTTPRequestEvent, Message, Receive, ReceiveMessage, Scope
 
 from application.ports.accounts import RateLimiter
 from application.ports.platform import UnitOfWork
@@ -108,11 +108,12 @@ def replayed_body(body: bytes, receive: Receive) -> Receive:
     """``receive`` for a handler whose request body a step has already read: the body, then the client's messages."""
     delivered = False
 
-    async def replayed() -> Message:
+    async def replayed() -> ReceiveMessage:
         nonlocal delivered
         if delivered:
             return await receive()
         delivered = True
-        return {"type": "http.request", "body": body, "more_body": False}
+        request: HTTPRequestEvent = {"type": "http.request", "body": body, "more_body": False}
+        return request
 
     return replayed

@@ -4,6 +4,7 @@ handlers, and the messages the gate sends before a handler runs (CSRF) or when o
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from litestar import Request
@@ -15,6 +16,7 @@ from domain import errors as de
 from entrypoints.http.dashboard.navigation import PREFIX, SECTIONS
 from entrypoints.http.dashboard.templating import ENVIRONMENT
 from entrypoints.http.envelope import handle_http, status_for
+from entrypoints.http.messages import response_messages
 from entrypoints.outages import RETRY_AFTER_SECONDS as OUTAGE_RETRY_AFTER
 from entrypoints.outages import is_database_outage
 
@@ -38,13 +40,12 @@ def error_page(request: Request[Any, Any, Any], status: int, code: str, message:
                     status_code=status)
 
 
-def error_page_messages(status: int, code: str, message: str) -> list[Message]:
-    """An error page as ASGI messages (the gate answers before or around Litestar)."""
+def error_page_messages(status: int, code: str, message: str,
+                        headers: Sequence[tuple[bytes, bytes]] = ()) -> list[Message]:
+    """An error page as ASGI messages (the gate answers before or around Litestar), with ``headers`` added."""
     body = ENVIRONMENT.get_template("error.html").render(_context(None, status, code, message)).encode()
-    return [{"type": "http.response.start", "status": status,
-             "headers": [(b"content-type", b"text/html; charset=utf-8"),
-                         (b"content-length", str(len(body)).encode())]},
-            {"type": "http.response.body", "body": body}]
+    return response_messages(status, [(b"content-type", b"text/html; charset=utf-8"),
+                                      (b"content-length", str(len(body)).encode()), *headers], body)
 
 
 def on_domain_error(request: Request[Any, Any, Any], exc: de.DomainError) -> Template:
@@ -75,9 +76,8 @@ OUTAGE_PAGE = "The dashboard cannot reach its database right now; nothing was do
 
 def outage_page_messages() -> list[Message]:
     """503 with ``Retry-After``: the database cannot be reached (entrypoints/outages.py)."""
-    messages = error_page_messages(503, "service_unavailable", OUTAGE_PAGE)
-    messages[0]["headers"].append((b"retry-after", str(OUTAGE_RETRY_AFTER).encode()))
-    return messages
+    return error_page_messages(503, "service_unavailable", OUTAGE_PAGE,
+                               [(b"retry-after", str(OUTAGE_RETRY_AFTER).encode())])
 
 
 def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Template:
@@ -101,5 +101,5 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
 def routing_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
     """No route matched: a page under /dashboard, the JSON envelope elsewhere."""
     if request.url.path == PREFIX or request.url.path.startswith(PREFIX + "/"):
-        return on_http(request, exc)  # type: ignore[return-value]
+        return on_http(request, exc)
     return handle_http(request, exc)

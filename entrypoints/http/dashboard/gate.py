@@ -23,7 +23,8 @@ import logging
 from urllib.parse import parse_qs, quote
 
 from dishka import AsyncContainer
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 
 from application import sessions as uc
 from application.ports.accounts import RateLimiter
@@ -35,6 +36,7 @@ from entrypoints.http.authentication import Refused, SessionAuthenticator, heade
 from entrypoints.http.dashboard.errors import error_page_messages, outage_page_messages
 from entrypoints.http.dashboard.navigation import PREFIX
 from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
+from entrypoints.http.messages import response_messages
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
 from entrypoints.http.steps import count_request, replayed_body, run_handler, transaction
@@ -45,7 +47,7 @@ from entrypoints.runtime import RateLimitPolicy
 log = logging.getLogger("parley.dashboard")
 PUBLIC = "dashboard_public"
 LIVE = "dashboard_live"
-LIVE_WINDOWS = (Window(60, 40),)
+LIVE_WINDOWS: tuple[Window, ...] = (Window(60, 40),)
 """The budget of a user's live refreshes: a campaign's progress every 3 s is 20 a minute, so two open pages."""
 MAX_FORM_BYTES = 64 * 1024
 SECURITY_HEADERS = [
@@ -68,9 +70,7 @@ def _with_headers(send: Send) -> Send:
 
 
 def _redirect(location: str) -> list[Message]:
-    return [{"type": "http.response.start", "status": 303,
-             "headers": [(b"location", location.encode("latin-1")), (b"content-length", b"0")]},
-            {"type": "http.response.body", "body": b""}]
+    return response_messages(303, [(b"location", location.encode("latin-1")), (b"content-length", b"0")], b"")
 
 
 class DashboardGate:
@@ -78,7 +78,7 @@ class DashboardGate:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
         send = _with_headers(send)
@@ -98,7 +98,7 @@ class DashboardGate:
             for message in outage_page_messages():
                 await send(message)
 
-    async def _gate(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _gate(self, scope: HTTPScope, receive: Receive, send: Send) -> None:
         if is_automatic_options(scope["route_handler"]):  # the methods the page serves, no session needed
             for message in options_messages(scope):
                 await send(message)
@@ -137,8 +137,8 @@ class DashboardGate:
             RATE_LIMIT_REFUSALS.labels("rate_limit").inc()
             retry = decision.retry_after or 1
             messages = error_page_messages(429, "RATE_LIMIT_EXCEEDED",
-                                           f"Too many pages in a short time: try again in {retry} s.")
-            messages[0]["headers"].append((b"retry-after", str(retry).encode()))
+                                           f"Too many pages in a short time: try again in {retry} s.",
+                                           [(b"retry-after", str(retry).encode())])
             for message in messages:
                 await send(message)
             return
@@ -155,7 +155,7 @@ class DashboardGate:
                                              active.organization.name, view.csrf_token)
         await self._handle(scope, receive, send, uow)
 
-    async def _handle(self, scope: Scope, receive: Receive, send: Send, uow: UnitOfWork) -> None:
+    async def _handle(self, scope: HTTPScope, receive: Receive, send: Send, uow: UnitOfWork) -> None:
         """The API's handler step (committed once below 400), with the dashboard's error pages."""
         try:
             held = (await run_handler(self.app, scope, receive, uow)).messages
@@ -196,7 +196,7 @@ async def _read(receive: Receive) -> bytes | None:
     size = 0
     while True:
         message = await receive()
-        if message["type"] == "http.disconnect":
+        if message["type"] != "http.request":  # http.disconnect
             return None
         chunk = message.get("body", b"")
         size += len(chunk)

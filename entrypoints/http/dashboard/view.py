@@ -55,8 +55,12 @@ FLASH_SIGNATURE = "flash_sig"
 CSRF_FIELD = "csrf_token"
 
 
-class UseCase(Protocol[C, R]):
-    async def execute(self, command: C) -> R: ...
+C_contra = TypeVar("C_contra", contravariant=True)
+R_co = TypeVar("R_co", covariant=True)
+
+
+class UseCase(Protocol[C_contra, R_co]):
+    async def execute(self, command: C_contra) -> R_co: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -144,7 +144,7 @@ async def list_documents(
                   415: "unsupported_media_type: send multipart/form-data"})
 async def upload_documents(
     id: KbId,
-    request: Request,  # type: ignore[type-arg]
+    request: Request,  # type: ignore[type-arg]  # Litestar's request, as the other routes take it
     actor: FromDishka[Actor],
     use_case: FromDishka[uc.UploadDocuments],
 ) -> Envelope[UploadResult]:

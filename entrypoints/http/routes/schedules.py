@@ -100,7 +100,7 @@ async def schedule_status(
     status, zone = result.status, result.timezone
 
     def shown(value: object) -> str | None:
-        return render_in_zone(value, zone) if value is not None else None  # type: ignore[arg-type]
+        return render_in_zone(value, zone) if value is not None else None  # type: ignore[arg-type]  # only the status's datetimes come here
 
     return Envelope(StatusOut(id, render_in_zone(result.at, zone), zone, status.open, status.reason,
                               shown(status.next_open_at), shown(status.next_close_at)))

@@ -290,7 +290,7 @@ async def reschedule_appointment(id: AppointmentId, data: JSONBody[RescheduleIn]
         result = await use_case.execute(booking.RescheduleAppointmentCommand(actor, id,
                                                                              parse_slot_start(data.slot_start)))
     new = result.appointment
-    return Envelope(RescheduleOut(new.id or 0, result.previous.id or id, new.status,  # type: ignore[arg-type]
+    return Envelope(RescheduleOut(new.id or 0, result.previous.id or id, new.status,  # type: ignore[arg-type]  # the domain's status is a str; the schema's a Literal
                                   new.slot_start, new.slot_end))
 
 

@@ -62,7 +62,7 @@ async def update_trigger(id: TriggerId, data: JSONBody[TriggerUpdate], actor: Fr
                          use_case: FromDishka[uc.UpdateTrigger]) -> Envelope[TriggerOut]:
     changes = set_fields(data)
     if "actions" in changes:
-        changes["actions"] = [{"type": a.type, "config": a.config} for a in data.actions]  # type: ignore[union-attr]
+        changes["actions"] = [{"type": a.type, "config": a.config} for a in data.actions]  # type: ignore[union-attr]  # set_fields found actions given
     return Envelope(TriggerOut.of(await use_case.execute(uc.UpdateTriggerCommand(actor, id, changes))))
 
 

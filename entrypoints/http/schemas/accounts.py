@@ -13,6 +13,9 @@ from entrypoints.http.schemas import OneLine
 Plan = Literal["starter", "business", "enterprise"]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class ScopeInfo(Struct):
     scope: str
     description: str
@@ -48,7 +51,7 @@ class ApiKeyOut(Struct):
     @classmethod
     def of(cls, key: ApiKey, now: datetime) -> ApiKeyOut:
         return cls(key.id or 0, key.name, key.prefix, key.last_four, list(key.scopes),
-                   key.display_status(now), key.created_at, key.expires_at, key.last_used_at)  # type: ignore[arg-type]
+                   key.display_status(now), key.created_at, key.expires_at, key.last_used_at)  # type: ignore[arg-type]  # the domain's type is wider
 
 
 class ApiKeyCreated(Struct):
@@ -110,6 +113,6 @@ class OrganizationOut(Struct):
     @classmethod
     def of(cls, org: Organization) -> OrganizationOut:
         policy = org.dialing_policy
-        return cls(org.id or 0, org.name, org.plan, org.org_type, org.parent_id,  # type: ignore[arg-type]
+        return cls(org.id or 0, org.name, org.plan, org.org_type, org.parent_id,  # type: ignore[arg-type]  # the domain's type is wider
                    org.created_at, org.updated_at,
                    DialingPolicyOut(list(policy.allowed_countries), policy.block_premium))

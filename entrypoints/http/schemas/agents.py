@@ -33,6 +33,9 @@ Metadata = Annotated[dict[str, Any], Meta(description=(
     "Your own key-value data, stored as sent: at most 50 keys of 40 characters, values of 500"))]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class VoiceSchema(Struct, forbid_unknown_fields=True):
     provider: VoiceProvider = "simulator"
     voice_id: VoiceId = "default"
@@ -134,12 +137,12 @@ class AgentOut(Struct):
         # tests/http/test_agent_schemas.py checks every field against the agent's attribute of its name
         v, llm, vm = a.voice, a.llm, a.voicemail
         return cls(
-            a.id or 0, a.name, a.description, a.status, a.agent_mode, a.language,  # type: ignore[arg-type]
+            a.id or 0, a.name, a.description, a.status, a.agent_mode, a.language,  # type: ignore[arg-type]  # the domain's type is wider
             VoiceSchema(v.provider, v.voice_id), LlmSchema(llm.model, llm.temperature), a.prompt,
             a.first_message, a.max_call_duration_seconds,
-            VoicemailSchema(vm.action, vm.message),  # type: ignore[arg-type]
+            VoicemailSchema(vm.action, vm.message),  # type: ignore[arg-type]  # the domain's type is wider
             a.transfer_phone, a.calendar_id, a.timezone, a.metadata, a.current_version, a.current_version,
-            a.has_unpublished_changes, a.created_at, a.updated_at,  # type: ignore[arg-type]
+            a.has_unpublished_changes, a.created_at, a.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
         )
 
 

@@ -14,6 +14,9 @@ Plan = Literal["starter", "business", "enterprise"]
 Cents = Annotated[int, Meta(ge=0, description="Integer cents (usd)")]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class SubscriptionOut(Struct, kw_only=True):
     plan: Plan
     status: Literal["active", "past_due", "canceled"]
@@ -27,10 +30,10 @@ class SubscriptionOut(Struct, kw_only=True):
 
     @classmethod
     def of(cls, s: Subscription) -> SubscriptionOut:
-        return cls(plan=s.plan, status=s.status, current_period_start=s.current_period_start,  # type: ignore[arg-type]
+        return cls(plan=s.plan, status=s.status, current_period_start=s.current_period_start,  # type: ignore[arg-type]  # the domain's type is wider
                    current_period_end=s.current_period_end, cancel_at_period_end=s.cancel_at_period_end,
                    default_payment_method_id=s.default_payment_method_id,
-                   pending_plan=s.pending_plan)  # type: ignore[arg-type]
+                   pending_plan=s.pending_plan)  # type: ignore[arg-type]  # the domain's type is wider
 
 
 class SubscriptionUpdate(Struct, forbid_unknown_fields=True):
@@ -91,9 +94,9 @@ class InvoiceOut(Struct, kw_only=True):
     @classmethod
     def of(cls, i: Invoice) -> InvoiceOut:
         return cls(id=i.id, number=i.number, period=i.period, period_start=i.period_start, period_end=i.period_end,
-                   status=i.status,  # type: ignore[arg-type]
+                   status=i.status,  # type: ignore[arg-type]  # the domain's type is wider
                    lines=[InvoiceLineOut(description=x.description, quantity=x.quantity, unit_amount=x.unit_amount,
                                          amount=x.amount) for x in i.lines],
-                   subtotal=i.subtotal, total=i.total, currency=i.currency,  # type: ignore[arg-type]
+                   subtotal=i.subtotal, total=i.total, currency=i.currency,  # type: ignore[arg-type]  # the domain's type is wider
                    created_at=i.created_at, paid_at=i.paid_at, attempt_count=i.attempt_count,
                    next_payment_attempt=i.next_payment_attempt, last_payment_error=i.last_payment_error)

@@ -15,6 +15,9 @@ CallStatus = Literal["queued", "ringing", "in_progress", "completed", "busy", "n
                      "cancelled", "transferred"]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class CallCreate(Struct, forbid_unknown_fields=True):
     bot_id: Annotated[str, Meta(min_length=1, max_length=20, description="The agent id, sent as text")] | Annotated[
         int, Meta(ge=1)]
@@ -54,11 +57,11 @@ class CallOut(Struct):
     @classmethod
     def of(cls, c: Call) -> CallOut:
         return cls(
-            id=c.id, agent_id=c.agent_id, bot_id=str(c.agent_id), status=c.status,  # type: ignore[arg-type]
+            id=c.id, agent_id=c.agent_id, bot_id=str(c.agent_id), status=c.status,  # type: ignore[arg-type]  # the domain's type is wider
             direction="outbound", destination_phone=c.destination_phone, from_phone=c.from_phone,
             contact_name=c.contact_name, custom_data=c.custom_data, end_reason=c.end_reason, outcome=c.outcome,
             duration_seconds=c.duration_seconds, transferred_to=c.transferred_to, call_log_id=c.call_log_id,
-            created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]
+            created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
             started_at=c.started_at, answered_at=c.answered_at, ended_at=c.ended_at,
             campaign_id=c.campaign_id, contact_id=c.contact_id, agent_version=c.agent_version,
         )

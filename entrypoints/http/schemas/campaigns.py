@@ -31,6 +31,9 @@ WidgetCap = Annotated[int, within(rules.WIDGET_MAX_CONTACTS_PER_HOUR_RANGE,
                                   description="Contacts the widget may add per hour")]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class CallingHoursSchema(Struct, forbid_unknown_fields=True):
     start: LocalTime = "08:00"
     end: LocalTime = "21:00"
@@ -143,15 +146,15 @@ class CampaignOut(Struct):
                             for o, r in ((o, c.retry.rule(o)) for o in rules.RETRY_OUTCOMES)})
         return cls(
             id=c.id or 0, name=c.name, agent_id=c.agent_id, schedule_id=c.schedule_id, timezone=c.timezone,
-            timezone_mode=c.timezone_mode,  # type: ignore[arg-type]
+            timezone_mode=c.timezone_mode,  # type: ignore[arg-type]  # the domain's type is wider
             calling_hours=CallingHoursSchema(c.calling_hours.start, c.calling_hours.end),
             max_concurrent_calls=c.max_concurrent_calls, retry=retry, from_phone_number_id=c.from_phone_number_id,
-            completion=c.completion,  # type: ignore[arg-type]
+            completion=c.completion,  # type: ignore[arg-type]  # the domain's type is wider
             allowed_countries=list(c.allowed_countries) if c.allowed_countries is not None else None,
             widget_max_contacts_per_hour=c.widget_max_contacts_per_hour,
-            status=c.status,  # type: ignore[arg-type]
-            status_reason=c.status_reason, created_at=c.created_at,  # type: ignore[arg-type]
-            updated_at=c.updated_at,  # type: ignore[arg-type]
+            status=c.status,  # type: ignore[arg-type]  # the domain's type is wider
+            status_reason=c.status_reason, created_at=c.created_at,  # type: ignore[arg-type]  # the domain's type is wider
+            updated_at=c.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
             started_at=c.started_at, ended_at=c.ended_at, next_dial_at=c.next_dial_at,
             stats=CampaignStatsOut.of(stats) if stats is not None else UNSET,
         )
@@ -217,9 +220,9 @@ class ContactOut(Struct):
     def of(cls, c: Contact, attempts: list[ContactAttempt] | None = None) -> ContactOut:
         return cls(
             id=c.id or 0, campaign_id=c.campaign_id, phone=c.phone, name=c.name, timezone=c.timezone,
-            custom_data=c.custom_data, status=c.status,  # type: ignore[arg-type]
+            custom_data=c.custom_data, status=c.status,  # type: ignore[arg-type]  # the domain's type is wider
             attempt_count=c.attempts, next_attempt_at=c.next_attempt_at, last_call_id=c.last_call_id,
-            reason=c.reason, created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]
+            reason=c.reason, created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
             attempts=[AttemptOut.of(a) for a in attempts] if attempts is not None else UNSET,
         )
 

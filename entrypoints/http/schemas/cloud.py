@@ -53,15 +53,15 @@ class CloudStatusOut(Struct):
     @classmethod
     def of(cls, x: CloudStatus) -> CloudStatusOut:
         return cls(
-            status=x.status.value,  # type: ignore[arg-type]
+            status=x.status.value,
             checked_at=x.checked_at,
             components=ComponentsOut(
-                database=DatabaseOut(x.database.status.value, x.database.latency_ms),  # type: ignore[arg-type]
-                worker=WorkerOut(x.worker.status.value, x.worker.last_heartbeat_at),  # type: ignore[arg-type]
-                outbox=OutboxOut(x.outbox.status.value, x.outbox.pending,  # type: ignore[arg-type]
+                database=DatabaseOut(x.database.status.value, x.database.latency_ms),
+                worker=WorkerOut(x.worker.status.value, x.worker.last_heartbeat_at),
+                outbox=OutboxOut(x.outbox.status.value, x.outbox.pending,
                                  x.outbox.oldest_pending_seconds),
-                telephony=TelephonyOut(x.telephony.status.value, x.telephony.provider),  # type: ignore[arg-type]
-                webhooks=WebhooksOut(x.webhooks.status.value,  # type: ignore[arg-type]
+                telephony=TelephonyOut(x.telephony.status.value, x.telephony.provider),
+                webhooks=WebhooksOut(x.webhooks.status.value,
                                      x.webhooks.failing_subscriptions),
             ),
         )

@@ -21,6 +21,9 @@ FileType = Literal["txt", "md", "csv", "html", "pdf", "docx"]
 DocumentStatus = Literal["processing", "ready", "failed"]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class KnowledgeBaseCreate(Struct, forbid_unknown_fields=True):
     name: Name
     agent_id: Annotated[Id, Meta(description="The agent the knowledge base belongs to (and is attached to)")]
@@ -64,13 +67,13 @@ class DocumentOut(Struct):
     def of(cls, d: Document) -> DocumentOut:
         return cls(
             id=d.id or 0, knowledge_base_id=d.knowledge_base_id, file_name=d.file_name,
-            file_type=d.file_type,  # type: ignore[arg-type]
-            source=d.source,  # type: ignore[arg-type]
+            file_type=d.file_type,  # type: ignore[arg-type]  # the domain's type is wider
+            source=d.source,  # type: ignore[arg-type]  # the domain's type is wider
             source_url=d.source_url,
-            status=d.status,  # type: ignore[arg-type]
+            status=d.status,  # type: ignore[arg-type]  # the domain's type is wider
             error=d.error, size_bytes=d.size_bytes, chunk_count=d.chunk_count, content_hash=d.content_hash,
-            created_at=d.created_at,  # type: ignore[arg-type]
-            updated_at=d.updated_at,  # type: ignore[arg-type]
+            created_at=d.created_at,  # type: ignore[arg-type]  # the domain's type is wider
+            updated_at=d.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
         )
 
 
@@ -91,8 +94,8 @@ class KnowledgeBaseOut(Struct):
         return cls(
             id=kb.id or 0, name=kb.name, description=kb.description, agent_id=kb.agent_id,
             agents=[AgentRefOut(a.id, a.name) for a in view.agents], document_count=view.document_count,
-            created_at=kb.created_at,  # type: ignore[arg-type]
-            updated_at=kb.updated_at,  # type: ignore[arg-type]
+            created_at=kb.created_at,  # type: ignore[arg-type]  # the domain's type is wider
+            updated_at=kb.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
             documents=UNSET if view.documents is None else [DocumentOut.of(d) for d in view.documents],
         )
 

@@ -14,6 +14,9 @@ LeadStatus = Literal["queued", "called", "blocked_dnc", "failed"]
 Id = Annotated[int, Meta(ge=1, le=MAX_ID)]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class LeadCreate(Struct, forbid_unknown_fields=True):
     """Exactly one of agent_id (the call is placed at once) and campaign_id (the lead joins the campaign)."""
 
@@ -50,8 +53,8 @@ class LeadOut(Struct):
     @classmethod
     def of(cls, x: Lead) -> LeadOut:
         return cls(
-            id=x.id or 0, status=x.status, phone=x.phone, name=x.name, email=x.email,  # type: ignore[arg-type]
+            id=x.id or 0, status=x.status, phone=x.phone, name=x.name, email=x.email,  # type: ignore[arg-type]  # the domain's type is wider
             agent_id=x.agent_id, campaign_id=x.campaign_id, custom_data=x.custom_data, external_id=x.external_id,
             source=x.source, reason=x.reason, call_id=x.call_id, contact_id=x.contact_id,
-            created_at=x.created_at, updated_at=x.updated_at,  # type: ignore[arg-type]
+            created_at=x.created_at, updated_at=x.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
         )

@@ -25,6 +25,9 @@ Exceptions = Annotated[list["ExceptionIn"], Meta(max_length=bh.MAX_EXCEPTIONS)]
 Reason = Literal["weekly", "exception", "holiday", "closed"]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class IntervalIn(Struct, forbid_unknown_fields=True):
     start: Start
     end: End
@@ -122,8 +125,8 @@ class ScheduleOut(Struct):
         return cls(
             id=s.id or 0, name=s.name, timezone=s.timezone, weekly=[WeeklyOut.of(w) for w in s.weekly],
             exceptions=[ExceptionOut.of(e) for e in s.exceptions], holidays=HolidaysOut.of(s.holidays),
-            created_at=s.created_at,  # type: ignore[arg-type]
-            updated_at=s.updated_at,  # type: ignore[arg-type]
+            created_at=s.created_at,  # type: ignore[arg-type]  # the domain's type is wider
+            updated_at=s.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
         )
 
 

@@ -36,6 +36,9 @@ Status = Literal["pending", "confirmed", "cancelled", "completed", "no_show"]
 CancelReason = Literal["declined", "cancelled", "rescheduled"]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class CalendarCreate(Struct, forbid_unknown_fields=True):
     name: Name
     timezone: TimeZone
@@ -82,8 +85,8 @@ class CalendarOut(Struct):
             buffer_minutes=c.buffer_minutes, min_notice_minutes=c.min_notice_minutes, horizon_days=c.horizon_days,
             agent_id=c.agent_id, feed_token_active=c.feed_token is not None,
             max_upcoming_per_attendee=c.max_upcoming_per_attendee, max_bookings_per_day=c.max_bookings_per_day,
-            created_at=c.created_at,  # type: ignore[arg-type]
-            updated_at=c.updated_at,  # type: ignore[arg-type]
+            created_at=c.created_at,  # type: ignore[arg-type]  # the domain's type is wider
+            updated_at=c.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
         )
 
 
@@ -167,13 +170,13 @@ class AppointmentOut(Struct):
     @classmethod
     def of(cls, a: Appointment) -> AppointmentOut:
         return cls(
-            id=a.id or 0, calendar_id=a.calendar_id, status=a.status,  # type: ignore[arg-type]
+            id=a.id or 0, calendar_id=a.calendar_id, status=a.status,  # type: ignore[arg-type]  # the domain's type is wider
             slot_start=a.slot_start, slot_end=a.slot_end, attendee_name=a.attendee_name,
             attendee_email=a.attendee_email, attendee_phone=a.attendee_phone, notes=a.notes,
-            cancel_reason=a.cancel_reason,  # type: ignore[arg-type]
+            cancel_reason=a.cancel_reason,  # type: ignore[arg-type]  # the domain's type is wider
             rescheduled_from=a.rescheduled_from, call_id=a.call_id, sequence=a.sequence,
-            created_at=a.created_at,  # type: ignore[arg-type]
-            updated_at=a.updated_at,  # type: ignore[arg-type]
+            created_at=a.created_at,  # type: ignore[arg-type]  # the domain's type is wider
+            updated_at=a.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
         )
 
 

@@ -16,6 +16,9 @@ Body = Annotated[str, Meta(min_length=1, max_length=BODY_MAX_LENGTH,
                            description="1 to 1600 characters; GSM-7 or UCS-2 is chosen from the text")]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class SmsCreate(Struct, forbid_unknown_fields=True):
     to: Phone
     body: Body
@@ -57,12 +60,12 @@ class SmsOut(Struct, kw_only=True):
     @classmethod
     def of(cls, x: SmsMessage) -> SmsOut:
         return cls(
-            id=x.id or 0, direction=x.direction, from_=x.from_phone, to=x.to_phone,  # type: ignore[arg-type]
-            body=x.body, status=x.status, encoding=x.encoding, segments=x.segments,  # type: ignore[arg-type]
+            id=x.id or 0, direction=x.direction, from_=x.from_phone, to=x.to_phone,  # type: ignore[arg-type]  # the domain's type is wider
+            body=x.body, status=x.status, encoding=x.encoding, segments=x.segments,  # type: ignore[arg-type]  # the domain's type is wider
             error_code=x.error_code, from_phone_number_id=x.from_phone_number_id,
             created_at=x.created_at,
             sent_at=x.sent_at, delivered_at=x.delivered_at,
-            status_events=[StatusEventOut(e.status, e.at, e.applied, e.error_code)  # type: ignore[arg-type]
+            status_events=[StatusEventOut(e.status, e.at, e.applied, e.error_code)  # type: ignore[arg-type]  # the domain's type is wider
                            for e in x.status_events],
         )
 
@@ -74,5 +77,5 @@ class InboundSmsOut(SmsOut, kw_only=True):
     @classmethod
     def received(cls, x: SmsMessage, keyword: str | None) -> InboundSmsOut:
         out = SmsOut.of(x)
-        return cls(keyword=keyword,  # type: ignore[arg-type]
+        return cls(keyword=keyword,  # type: ignore[arg-type]  # the domain's type is wider
                    **{f: getattr(out, f) for f in SmsOut.__struct_fields__})

@@ -25,6 +25,9 @@ SettingsPatch = Annotated[dict[Annotated[str, Meta(max_length=100)], Annotated[s
                                description="Merged into the stored settings: null removes a key")]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class ProviderCreate(Struct, forbid_unknown_fields=True):
     name: Name
     type: ProviderType
@@ -56,9 +59,9 @@ class ProviderOut(Struct):
 
     @classmethod
     def of(cls, p: TelephonyProvider) -> ProviderOut:
-        return cls(p.id or 0, p.name, p.type, p.status, p.is_default, p.builtin,  # type: ignore[arg-type]
+        return cls(p.id or 0, p.name, p.type, p.status, p.is_default, p.builtin,  # type: ignore[arg-type]  # the domain's type is wider
                    p.has_credentials, list(p.credential_fields), dict(p.settings),
-                   p.created_at, p.updated_at)  # type: ignore[arg-type]
+                   p.created_at, p.updated_at)  # type: ignore[arg-type]  # the domain's type is wider
 
 
 class Capabilities(Struct, forbid_unknown_fields=True):
@@ -100,7 +103,7 @@ class PhoneNumberOut(Struct):
     @classmethod
     def of(cls, n: PhoneNumber) -> PhoneNumberOut:
         return cls(n.id or 0, n.phone_number, n.provider_id, n.label, n.inbound_agent_id,
-                   Capabilities(n.voice, n.sms), n.status, n.created_at, n.updated_at)  # type: ignore[arg-type]
+                   Capabilities(n.voice, n.sms), n.status, n.created_at, n.updated_at)  # type: ignore[arg-type]  # the domain's type is wider
 
 
 class CallStatsOut(Struct):

@@ -20,6 +20,9 @@ Conditions = Annotated[dict[str, Any], Meta(description=(
     "contains|exists, value} or nested groups (at most 3 deep), checked against the event's declared fields"))]
 
 
+# A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
+# the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
 class ActionIn(Struct, forbid_unknown_fields=True):
     type: ActionType
     config: Annotated[dict[str, Any], Meta(description=(
@@ -81,7 +84,7 @@ class TriggerCreated(TriggerOut):
 
 def _fields(t: Trigger) -> dict[str, Any]:
     return {"id": t.id or 0, "name": t.name, "event": t.event, "conditions": rules.conditions_view(t.conditions),
-            "actions": [ActionOut(a.type, dict(a.config)) for a in t.actions],  # type: ignore[arg-type]
+            "actions": [ActionOut(a.type, dict(a.config)) for a in t.actions],  # type: ignore[arg-type]  # the domain's type is wider
             "enabled": t.enabled, "disabled_reason": t.disabled_reason, "created_at": t.created_at,
             "updated_at": t.updated_at}
 
@@ -122,10 +125,10 @@ class RunOut(Struct):
     def of(cls, r: TriggerRun) -> RunOut:
         return cls(
             id=r.id or 0, trigger_id=r.trigger_id, event=r.event, event_id=r.event_id or 0, depth=r.depth,
-            matched=r.matched, status=r.status, reason=r.reason,  # type: ignore[arg-type]
+            matched=r.matched, status=r.status, reason=r.reason,  # type: ignore[arg-type]  # the domain's type is wider
             condition_trace=[TraceStepOut(**s.view()) for s in r.condition_trace],
             actions=[ActionResultOut(**a.view()) for a in r.actions],
-            created_at=r.created_at, finished_at=r.finished_at)  # type: ignore[arg-type]
+            created_at=r.created_at, finished_at=r.finished_at)  # type: ignore[arg-type]  # the domain's type is wider
 
 
 class TriggerTest(Struct, forbid_unknown_fields=True):

@@ -54,7 +54,7 @@ async def appointments(request: Request[Any, Any, Any], clock: FromDishka[Clock]
     by_id = {c.id: c for c in found.items}
     listed = await view.run(listing, lambda actor: booking.ListAppointmentsCommand(
         actor, AppointmentFilter(start=start, end=end), PageRequest(PER_DAY)))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for appointment in listed.items:
         calendar = by_id.get(appointment.calendar_id)
         zone = ZoneInfo(calendar.timezone) if calendar is not None else UTC

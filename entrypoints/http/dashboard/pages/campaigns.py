@@ -4,6 +4,7 @@ with its stats and ``status_reason`` (a fragment the page fetches again every fe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from dishka import FromDishka
@@ -11,6 +12,7 @@ from litestar import Request
 from litestar.response import Response, Template
 
 from application import campaigns as uc
+from application.context import Actor
 from application.ports.campaigns import CampaignFilter
 from application.ports.platform import PageRequest
 from domain.campaigns import FINAL_STATUSES
@@ -38,7 +40,7 @@ async def campaigns(request: Request[Any, Any, Any], listing: FromDishka[uc.List
         actor, CampaignFilter(), PageRequest(PER_PAGE, (number - 1) * PER_PAGE)))
     rows = []
     for campaign in found.items:
-        detail = await view.run(getting, lambda actor, c=campaign: uc.GetCampaignCommand(actor, c.id or 0))
+        detail = await view.run(getting, _get_campaign(campaign.id or 0))
         rows.append({"campaign": detail.campaign, "stats": detail.stats, "progress": progress(detail.stats)})
     return view.page("campaigns.html", rows=rows, total=found.total, page=number,
                      pages=pages_of(found.total, PER_PAGE))
@@ -94,3 +96,7 @@ async def cancel(request: Request[Any, Any, Any], campaign_id: PathId, use_case:
 
 
 HANDLERS = [campaigns, campaign, campaign_progress, start, pause, cancel]
+
+
+def _get_campaign(campaign_id: int) -> Callable[[Actor], uc.GetCampaignCommand]:
+    return lambda actor: uc.GetCampaignCommand(actor, campaign_id)
