@@ -58,6 +58,20 @@ class Api:
     admin: AsyncContainer | None = None  # the operator's side (CLI use cases) on the same database
     release: Callable[[], Awaitable[None]] | None = None  # an app of the run's pool: give it back
     admin_release: Callable[[], None] | None = None  # an operator's container of the run's pool: give it back
+    worker_container: AsyncContainer | None = None  # this test's worker (``worker``), closed when the test ends
+
+    def worker(self) -> AsyncContainer:
+        """The container the worker's passes run in (``parley worker`` builds the same) on the app's database and
+        clock: built on the test's first pass and kept for the test's next ones, as the worker keeps its
+        container; the fixture that lent the app closes it when the test ends (``close_worker``)."""
+        if self.worker_container is None:
+            self.worker_container = build_container(self.settings, *self.overrides)
+        return self.worker_container
+
+    async def close_worker(self) -> None:
+        container, self.worker_container = self.worker_container, None
+        if container is not None:
+            await container.close()
 
     def _admin(self) -> AsyncContainer:
         if self.admin is None:
@@ -82,6 +96,7 @@ class Api:
         return Tenant(organization_id, issued.secret, issued.record.id or 0)
 
     async def close(self) -> None:
+        await self.close_worker()
         if self.release is not None:
             await self.release()
         else:
