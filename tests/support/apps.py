@@ -1,7 +1,7 @@
 """The apps the HTTP tests run, and what makes them cheap to start.
 
 Building a Litestar app costs about 0.2 s of CPU and a container about 15 ms, more than most tests: a run keeps
-its apps in pools and lends them. ``AppPool`` lends a test an app built earlier with the same settings (the
+its apps in pools and lends them. ``AppPool`` lends a test an app built earlier with the same metrics token (the
 test's own container, database, clock and overrides are plugged into it); ``AdminPool`` lends the operator's
 containers (``Api.tenant`` makes organizations and keys through them, as the CLI would); ``LentClock`` is the
 clock of a pooled app, reading the manual clock of the test that borrowed it. ``Api`` is what a test gets: a
@@ -136,16 +136,22 @@ class _Shell:
 
 
 def _shell_key(settings: Settings, *, client: bool) -> tuple[Any, ...]:
-    """Apps are interchangeable when they were built with the same settings, the database aside (the
-    container, built per borrower, holds the engine)."""
-    return client, *((f.name, repr(getattr(settings, f.name))) for f in fields(settings) if f.name != "database_url")
+    """Apps are interchangeable when they were built with the same metrics token: ``create_app`` reads no
+    other setting (the metrics' middleware keeps that one); everything else a request reads, the database,
+    limits, clock and features, comes from the borrower's container."""
+    return client, settings.metrics_token
+
+
+def _settings_key(settings: Settings) -> tuple[Any, ...]:
+    """Containers are interchangeable when they were built with the same settings."""
+    return tuple((f.name, repr(getattr(settings, f.name))) for f in fields(settings))
 
 
 class AppPool:
     """The run's Litestar apps: building one (route registration, handler signatures) costs about 0.2 s of
     CPU, a container 20 ms. A test that asks for an app gets its own container (its database, clock,
-    overrides and settings; nothing kept in memory is shared) in an app built earlier with the same settings
-    and not in use, or in a new one; an app goes back to the pool, cookies cleared, when its test ends."""
+    overrides and settings; nothing kept in memory is shared) in an app built earlier with the same metrics
+    token and not in use, or in a new one; an app goes back to the pool, cookies cleared, when its test ends."""
 
     def __init__(self) -> None:
         self.free: dict[tuple[Any, ...], list[_Shell]] = {}
@@ -208,7 +214,7 @@ class AdminPool:
         self.built: list[AsyncContainer] = []
 
     def borrow(self, settings: Settings, clock: Any) -> tuple[AsyncContainer, Callable[[], None]]:
-        key = (settings.database_url, *_shell_key(settings, client=False))
+        key = _settings_key(settings)
         free = self.free.setdefault(key, [])
         if free:
             container, lender = free.pop()
