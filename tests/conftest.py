@@ -233,6 +233,7 @@ async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api
     the test's); a second such app in the same test is built afresh, so tests of several processes get several."""
     started: list[Api] = []
     lent: list[LentClock] = []
+    lent_apis: list[Api] = []
 
     async def factory(database_url: str, *, clock: ManualClock | None = None,
                       overrides: tuple[Provider, ...] = (), **settings: Any) -> Api:
@@ -246,13 +247,16 @@ async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api
             if lender.target is None:
                 lender.target = clock
                 lent.append(lender)
-                return replace(shared, clock=clock)
+                lent_apis.append(borrowed := replace(shared, clock=clock))
+                return borrowed
         api = await start_api(app_pool, tmp_root, database_url, clock=clock, overrides=overrides,
                                admins=admin_pool, **settings)
         started.append(api)
         return api
 
     yield factory
+    for borrowed in lent_apis:
+        await borrowed.close_worker()
     for lender in lent:
         lender.target = None
     for api in started:
@@ -269,9 +273,12 @@ async def shared_apps(tmp_root: Path, app_pool: AppPool) -> AsyncIterator[dict[s
 
 
 @pytest.fixture
-async def api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sqlite_url: str) -> Api:
-    """The app on SQLite with the real clock (shared by the tests of a run)."""
-    return await shared_app(shared_apps, app_pool, tmp_root, sqlite_url)
+async def api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sqlite_url: str
+              ) -> AsyncIterator[Api]:
+    """The app on SQLite with the real clock (shared by the tests of a run; the test's worker is its own)."""
+    shared = await shared_app(shared_apps, app_pool, tmp_root, sqlite_url)
+    yield shared
+    await shared.close_worker()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -280,9 +287,12 @@ def sql_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def any_api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sql_url: str) -> Api:
-    """The app on each SQL database (shared by the tests of a run)."""
-    return await shared_app(shared_apps, app_pool, tmp_root, sql_url)
+async def any_api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sql_url: str
+                  ) -> AsyncIterator[Api]:
+    """The app on each SQL database (shared by the tests of a run; the test's worker is its own)."""
+    shared = await shared_app(shared_apps, app_pool, tmp_root, sql_url)
+    yield shared
+    await shared.close_worker()
 
 
 @pytest.fixture
@@ -322,6 +332,7 @@ async def concurrent_api(sql_url: str, tmp_root: Path, app_pool: AppPool) -> Asy
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parley.test") as client:
             api = Api(client, settings, None, ())  # type: ignore[arg-type]
             yield api
+            await api.close_worker()
             if api.admin is not None:
                 await api.admin.close()
     finally:

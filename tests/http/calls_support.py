@@ -72,16 +72,13 @@ async def finish_calls(api: Api, organization_id: int, *, rounds: int = 6, step_
 
 
 async def outbox(api: Api, organization_id: int, prefix: str = "call.") -> list[tuple[str, dict[str, Any]]]:
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            conn = await (await r.get(SqlUnitOfWork)).connection()
-            rows = await conn.execute(sa.select(outbox_events.c.type, outbox_events.c.data).where(
-                outbox_events.c.organization_id == organization_id, outbox_events.c.type.like(f"{prefix}%"),
-            ).order_by(outbox_events.c.id))
-            return [(row.type, dict(row.data)) for row in rows]
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        conn = await (await r.get(SqlUnitOfWork)).connection()
+        rows = await conn.execute(sa.select(outbox_events.c.type, outbox_events.c.data).where(
+            outbox_events.c.organization_id == organization_id, outbox_events.c.type.like(f"{prefix}%"),
+        ).order_by(outbox_events.c.id))
+        return [(row.type, dict(row.data)) for row in rows]
 
 
 def events_of(events: list[tuple[str, dict[str, Any]]], call_id: str) -> list[str]:

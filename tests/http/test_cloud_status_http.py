@@ -128,11 +128,8 @@ async def in_admin(api: Api, work: Any) -> Any:
 
 
 async def beat(api: Api, process: str = "test-worker:1") -> datetime:
-    container = build_container(api.settings, *api.overrides)
-    try:
-        return await heartbeat_once(container, process)
-    finally:
-        await container.close()
+    container = api.worker()
+    return await heartbeat_once(container, process)
 
 
 async def consume_everything(api: Api) -> None:

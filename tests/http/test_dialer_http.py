@@ -99,14 +99,16 @@ async def test_a_contact_at_three_in_the_morning_waits_for_its_opening(make_api:
 
 
 async def test_a_pass_leaves_a_campaign_that_waits_alone_until_it_has_work(make_api: ApiFactory,
-                                                                            sql_url: str) -> None:
+                                                                            private_sql_url: str) -> None:
     """The pass lists the running campaigns with their first open contact in one statement; a campaign whose
-    contact waits for its hours and that already says so gets no step, until its agent is archived."""
+    contact waits for its hours and that already says so gets no step, until its agent is archived. On a
+    database of its own: the pass lists the first ten running campaigns of the database, and the campaigns
+    other tests leave running would hide this one."""
     from application.dialer import wants_turn
     from application.ports.dialer import CampaignTurn, DialerStore
     from entrypoints.units import ScopedUnits
 
-    api = await make_api(sql_url, clock=ManualClock(datetime(2026, 1, 5, 8, tzinfo=UTC)))  # 03:00 in New York
+    api = await make_api(private_sql_url, clock=ManualClock(datetime(2026, 1, 5, 8, tzinfo=UTC)))  # 03:00 New York
     t = await api.tenant()
     c = await campaign(api, t, [{"phone": "+1555010000", "timezone": "America/New_York", "name": "Ada",
                                  "custom_data": {"plan": "x"}}])

@@ -29,30 +29,27 @@ async def _history(api: Api, t: Tenant, hook_id: int, trigger_id: int, at: datet
     """A finished and a pending delivery with a log row each, an ended and a running trigger run, and a job
     that failed for the last time, all made at ``at``; the deliveries' ids by ``<tag>_<status>``."""
     made: dict[str, int] = {}
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            deliveries = await r.get(DeliveryRepository)
-            for status in ("succeeded", "pending"):
-                delivery = await deliveries.add(Delivery(
-                    None, t.organization_id, hook_id, "call.ended", {}, at, f"msg_{tag}_{status}", status=status,
-                    attempts=1, created_at=at, updated_at=at))
-                made[f"{tag}_{status}"] = delivery.id or 0
-                await deliveries.add_attempts([DeliveryAttempt(
-                    None, t.organization_id, hook_id, delivery.id or 0, "call.ended", delivery.message_id, 1,
-                    "succeeded" if status == "succeeded" else "failed", 200, "", 12, None, at)])
-            runs = await r.get(TriggerRepository)
-            await runs.add_runs([
-                TriggerRun(None, t.organization_id, trigger_id, "call.ended", event_id, 0, True, status, (), (),
-                           created_at=at, finished_at=at if status != "running" else None)
-                for event_id, status in ((_event(tag, 1), "succeeded"), (_event(tag, 2), "running"))])
-            queue = await r.get(JobQueue)
-            await queue.schedule(NewJob(kind="tests.doomed", key=tag, payload={}, due_at=at))
-            [claimed] = await queue.claim("tests.doomed", "tests", at, at + timedelta(minutes=1), 1)
-            assert await queue.fail(claimed, "it broke", at)
-            await (await r.get(UnitOfWork)).commit()
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        deliveries = await r.get(DeliveryRepository)
+        for status in ("succeeded", "pending"):
+            delivery = await deliveries.add(Delivery(
+                None, t.organization_id, hook_id, "call.ended", {}, at, f"msg_{tag}_{status}", status=status,
+                attempts=1, created_at=at, updated_at=at))
+            made[f"{tag}_{status}"] = delivery.id or 0
+            await deliveries.add_attempts([DeliveryAttempt(
+                None, t.organization_id, hook_id, delivery.id or 0, "call.ended", delivery.message_id, 1,
+                "succeeded" if status == "succeeded" else "failed", 200, "", 12, None, at)])
+        runs = await r.get(TriggerRepository)
+        await runs.add_runs([
+            TriggerRun(None, t.organization_id, trigger_id, "call.ended", event_id, 0, True, status, (), (),
+                       created_at=at, finished_at=at if status != "running" else None)
+            for event_id, status in ((_event(tag, 1), "succeeded"), (_event(tag, 2), "running"))])
+        queue = await r.get(JobQueue)
+        await queue.schedule(NewJob(kind="tests.doomed", key=tag, payload={}, due_at=at))
+        [claimed] = await queue.claim("tests.doomed", "tests", at, at + timedelta(minutes=1), 1)
+        assert await queue.fail(claimed, "it broke", at)
+        await (await r.get(UnitOfWork)).commit()
     return made
 
 

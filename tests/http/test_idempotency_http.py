@@ -12,7 +12,6 @@ from adapters.memory.clock import ManualClock
 from application.ports.accounts import IdempotencyStore
 from application.ports.platform import UnitOfWork
 from domain import idempotency as policy
-from entrypoints.ioc import build_container
 from tests.conftest import Api, ApiFactory
 
 
@@ -77,17 +76,14 @@ async def test_invalid_body_is_not_stored(api: Api) -> None:
 
 async def _claim(api: Api, organization_id: int, lineage_id: int, key: str, body: bytes,
                  clock: ManualClock) -> None:
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            store = await r.get(IdempotencyStore)
-            now = clock.now()
-            fp = policy.fingerprint("POST", "/api/v2/agents", body)
-            await store.insert_if_absent(policy.IdempotencyRecord(organization_id, lineage_id, key, fp, now, now,
-                                                                  "other", None))
-            await (await r.get(UnitOfWork)).commit()
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        store = await r.get(IdempotencyStore)
+        now = clock.now()
+        fp = policy.fingerprint("POST", "/api/v2/agents", body)
+        await store.insert_if_absent(policy.IdempotencyRecord(organization_id, lineage_id, key, fp, now, now,
+                                                              "other", None))
+        await (await r.get(UnitOfWork)).commit()
 
 
 async def test_in_flight_duplicate_gets_409_until_the_claim_is_stale(make_api: ApiFactory, sqlite_url: str) -> None:

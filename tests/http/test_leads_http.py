@@ -36,14 +36,11 @@ async def close_workers() -> AsyncIterator[None]:
 
 async def follow(api: Api) -> int:
     """One pass of the leads consumer on the app's database and clock, as the worker runs it."""
-    container = build_container(api.settings, *api.overrides)
-    try:
-        read = 0
-        while (step := await follow_once(container)) > 0:
-            read += step
-        return read
-    finally:
-        await container.close()
+    container = api.worker()
+    read = 0
+    while (step := await follow_once(container)) > 0:
+        read += step
+    return read
 
 
 async def plain_agent(api: Api, t: Tenant) -> dict[str, Any]:
@@ -70,15 +67,12 @@ async def new_campaign(api: Api, t: Tenant, agent_id: int) -> dict[str, Any]:
 
 async def record(api: Api, *events: Any) -> None:
     """Events as another part of Parley (the campaign dialer) records them: in a unit of work, to the outbox."""
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            uow = await r.get(UnitOfWork)
-            for event in events:
-                uow.record(event)
-            await uow.commit()
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        uow = await r.get(UnitOfWork)
+        for event in events:
+            uow.record(event)
+        await uow.commit()
 
 
 async def test_a_lead_for_an_agent_queues_its_call_and_follows_it(make_api: ApiFactory, sql_url: str) -> None:
@@ -385,16 +379,13 @@ async def test_leads_of_contacts_cancelled_or_deleted_fail_with_the_reason(make_
     removed, dialling = await lead_on(spring, "+14155550101"), await lead_on(spring, "+14155550102")
     deleted_with_campaign, elsewhere = await lead_on(summer, "+14155550100"), await lead_on(autumn, "+14155550100")
     # the dialer has one contact on the line
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            contacts = await r.get(ContactRepository)
-            contact = await contacts.get(t.organization_id, spring["id"], dialling["contact_id"])
-            assert contact is not None
-            await contacts.update(contact.move("dial", START, last_call_id="00000000-0000-4000-8000-000000000009"))
-            await (await r.get(UnitOfWork)).commit()
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        contacts = await r.get(ContactRepository)
+        contact = await contacts.get(t.organization_id, spring["id"], dialling["contact_id"])
+        assert contact is not None
+        await contacts.update(contact.move("dial", START, last_call_id="00000000-0000-4000-8000-000000000009"))
+        await (await r.get(UnitOfWork)).commit()
 
     gone = await api.client.delete(f"/v2/campaigns/{spring['id']}/contacts/{removed['contact_id']}",
                                    headers=t.headers)

@@ -27,20 +27,14 @@ ZONE = "2026-01-05T09:00:00Z"
 
 async def receipts(api: Api) -> int:
     """One pass of the receipts job on the app's database and clock, as the worker runs it."""
-    container = build_container(api.settings, *api.overrides)
-    try:
-        return await receipts_once(container)
-    finally:
-        await container.close()
+    container = api.worker()
+    return await receipts_once(container)
 
 
 async def inject(api: Api, carrier_id: str, status: str, at: datetime, error_code: str | None = None) -> None:
     """A carrier receipt as a status callback delivers it (in any order)."""
-    container = build_container(api.settings, *api.overrides)
-    try:
-        await apply_receipt(container, CarrierReceipt(carrier_id, status, at, error_code))
-    finally:
-        await container.close()
+    container = api.worker()
+    await apply_receipt(container, CarrierReceipt(carrier_id, status, at, error_code))
 
 
 async def send(api: Api, t: Tenant, to: str, body: str = "Hello", *, headers: dict[str, str] | None = None,
@@ -77,14 +71,11 @@ async def carrier_id_of(api: Api, sms_id: int) -> str:
     from adapters.sql.sms_tables import sms_messages
     from adapters.sql.uow import SqlUnitOfWork
 
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            conn = await (await r.get(SqlUnitOfWork)).connection()
-            row = (await conn.execute(sms_messages.select().where(sms_messages.c.id == sms_id))).one()
-            return str(row.carrier_id)
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        conn = await (await r.get(SqlUnitOfWork)).connection()
+        row = (await conn.execute(sms_messages.select().where(sms_messages.c.id == sms_id))).one()
+        return str(row.carrier_id)
 
 
 async def test_send_then_receipts_move_it_to_delivered(make_api: ApiFactory, sql_url: str) -> None:

@@ -13,14 +13,11 @@ from tests.http.calls_support import unique_phone
 
 
 async def _sealed(api: Api, provider_id: int) -> str | None:
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            conn = await (await r.get(SqlUnitOfWork)).connection()
-            return (await conn.execute(sa.select(telephony_providers.c.credentials_sealed)
-                                       .where(telephony_providers.c.id == provider_id))).scalar_one()
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        conn = await (await r.get(SqlUnitOfWork)).connection()
+        return (await conn.execute(sa.select(telephony_providers.c.credentials_sealed)
+                                   .where(telephony_providers.c.id == provider_id))).scalar_one()
 
 
 async def test_every_organization_has_the_simulator_as_default(any_api: Api) -> None:

@@ -24,7 +24,6 @@ from domain.events import EventType
 from entrypoints.features import campaigns as campaigns_feature
 from entrypoints.features.sms import receipts_once
 from entrypoints.features.triggers import TriggerSettings
-from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, outbox, unique_phone
@@ -43,11 +42,8 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 
 async def _receipts(api: Api) -> None:
-    container = build_container(api.settings, *api.overrides)
-    try:
-        await receipts_once(container)
-    finally:
-        await container.close()
+    container = api.worker()
+    await receipts_once(container)
 
 
 async def _rounds(api: Api, t: Tenant, rounds: int = 8) -> None:
@@ -62,15 +58,12 @@ async def _rounds(api: Api, t: Tenant, rounds: int = 8) -> None:
 
 
 async def _depths(api: Api, organization_id: int, event: str) -> list[int]:
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            conn = await (await r.get(SqlUnitOfWork)).connection()
-            return list((await conn.execute(sa.select(outbox_events.c.depth).where(
-                outbox_events.c.organization_id == organization_id, outbox_events.c.type == event)
-                .order_by(outbox_events.c.id))).scalars().all())
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        conn = await (await r.get(SqlUnitOfWork)).connection()
+        return list((await conn.execute(sa.select(outbox_events.c.depth).where(
+            outbox_events.c.organization_id == organization_id, outbox_events.c.type == event)
+            .order_by(outbox_events.c.id))).scalars().all())
 
 
 async def _depths_run(api: Api, t: Tenant, trigger_id: int) -> list[tuple[int, str]]:
@@ -126,11 +119,8 @@ async def test_a_loop_through_sms_and_calls_stops_at_the_guard(make_api: ApiFact
 
 
 async def _dial(api: Api) -> None:
-    container = build_container(api.settings, *api.overrides)
-    try:
-        await campaigns_feature.dial_pass(container, api.settings).execute(RunDialerPassCommand())
-    finally:
-        await container.close()
+    container = api.worker()
+    await campaigns_feature.dial_pass(container, api.settings).execute(RunDialerPassCommand())
 
 
 async def test_a_relay_of_contacts_through_campaigns_stops_at_the_guard(make_api: ApiFactory, sql_url: str) -> None:

@@ -42,15 +42,12 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 async def record(api: Api, *events: DomainEvent) -> None:
     """Events as another part of Parley records them: in a unit of work, to the outbox."""
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            uow = await r.get(UnitOfWork)
-            for event in events:
-                uow.record(event)
-            await uow.commit()
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        uow = await r.get(UnitOfWork)
+        for event in events:
+            uow.record(event)
+        await uow.commit()
 
 
 def chat(url: str, text: str = "Booked: {{data.attendee_name}} at {{data.slot_start}}") -> dict[str, Any]:
@@ -62,14 +59,11 @@ CONFIRMED = {"all": [{"field": "data.status", "op": "eq", "value": "confirmed"}]
 
 async def _event_times(api: Api, event_id: int) -> list[tuple[str]]:
     """When the outbox says the event happened, as the API writes instants."""
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            conn = await (await r.get(SqlUnitOfWork)).connection()
-            rows = (await conn.execute(sa.select(outbox_events.c.created_at).where(
-                outbox_events.c.id == event_id))).scalars().all()
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        conn = await (await r.get(SqlUnitOfWork)).connection()
+        rows = (await conn.execute(sa.select(outbox_events.c.created_at).where(
+            outbox_events.c.id == event_id))).scalars().all()
     return [(format_utc_millis(at),) for at in rows]
 
 

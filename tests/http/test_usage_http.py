@@ -17,7 +17,6 @@ from adapters.sql.uow import SqlUnitOfWork
 from adapters.sql.usage_tables import usage_counters, usage_ledger
 from application.ports.platform import UnitOfWork
 from application.ports.usage import CALL_SECONDS, CALLS, SMS_SEGMENTS, UsageRecorder
-from entrypoints.ioc import build_container
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, outbox, place
 
@@ -31,40 +30,31 @@ async def record(api: Api, organization_id: int, kind: str, quantity: float, ref
     A made-up reference (not a call's UUID) gets the organization's id appended: tests share a database."""
     if len(reference.partition(":")[2]) != 36:
         reference = f"{reference}-{organization_id}"
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            await (await r.get(UsageRecorder)).record(organization_id, kind, quantity, at, reference)
-            uow = await r.get(UnitOfWork)
-            await (uow.commit() if commit else uow.rollback())
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        await (await r.get(UsageRecorder)).record(organization_id, kind, quantity, at, reference)
+        uow = await r.get(UnitOfWork)
+        await (uow.commit() if commit else uow.rollback())
 
 
 async def ledger_rows(api: Api, organization_id: int) -> list[tuple[str, str, str, int]]:
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            conn = await (await r.get(SqlUnitOfWork)).connection()
-            rows = await conn.execute(sa.select(usage_ledger.c.source_type, usage_ledger.c.source_id,
-                                                usage_ledger.c.metric, usage_ledger.c.quantity)
-                                      .where(usage_ledger.c.organization_id == organization_id)
-                                      .order_by(usage_ledger.c.id))
-            return [tuple(row) for row in rows]  # type: ignore[misc]
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        conn = await (await r.get(SqlUnitOfWork)).connection()
+        rows = await conn.execute(sa.select(usage_ledger.c.source_type, usage_ledger.c.source_id,
+                                            usage_ledger.c.metric, usage_ledger.c.quantity)
+                                  .where(usage_ledger.c.organization_id == organization_id)
+                                  .order_by(usage_ledger.c.id))
+        return [tuple(row) for row in rows]  # type: ignore[misc]
 
 
 async def reserved(api: Api, organization_id: int) -> int:
-    container = build_container(api.settings, *api.overrides)
-    try:
-        async with container() as r:
-            conn = await (await r.get(SqlUnitOfWork)).connection()
-            return int((await conn.execute(sa.select(sa.func.coalesce(sa.func.sum(usage_counters.c.reserved), 0))
-                                           .where(usage_counters.c.organization_id == organization_id)))
-                       .scalar_one())
-    finally:
-        await container.close()
+    container = api.worker()
+    async with container() as r:
+        conn = await (await r.get(SqlUnitOfWork)).connection()
+        return int((await conn.execute(sa.select(sa.func.coalesce(sa.func.sum(usage_counters.c.reserved), 0))
+                                       .where(usage_counters.c.organization_id == organization_id)))
+                   .scalar_one())
 
 
 async def usage(api: Api, t: Tenant, period: str | None = None) -> dict[str, Any]:

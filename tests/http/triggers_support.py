@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiosmtpd.controller import Controller
-from dishka import Provider
+from dishka import AsyncContainer, Provider
 
 from entrypoints.features.triggers import action_job, evaluate_job, evaluate_once
 from entrypoints.ioc import build_container
@@ -20,30 +20,33 @@ from tests.conftest import Api, Tenant
 
 async def evaluate(api: Api) -> int:
     """The consumer's passes until the outbox is read."""
-    container = build_container(api.settings, *api.overrides)
-    try:
-        read = 0
-        while (step := await evaluate_once(container)) > 0:
-            read += step
-        return read
-    finally:
-        await container.close()
+    container = api.worker()
+    read = 0
+    while (step := await evaluate_once(container)) > 0:
+        read += step
+    return read
 
 
 async def run_jobs(api: Api, rounds: int = 1, overrides: tuple[Provider, ...] = ()) -> int:
-    """The trigger job kinds run as the worker runs them (``run_due``: what is due by the app's clock), with
-    ``overrides`` in the worker's container."""
+    """The trigger job kinds run as the worker runs them (``run_due``: what is due by the app's clock), in the
+    test's worker or, with ``overrides``, in a worker of their own."""
+    if not overrides:
+        return await _run_jobs(api.worker(), api, rounds)
     container = build_container(api.settings, *api.overrides, *overrides)
     try:
-        runner = await make_runner(container, api.settings, kinds=[evaluate_job(container, api.settings),
-                                                                    action_job(container, api.settings)])
-        await runner.start()
-        ran = 0
-        for _ in range(rounds):
-            ran += await runner.run_due(woken=True)
-        return ran
+        return await _run_jobs(container, api, rounds)
     finally:
         await container.close()
+
+
+async def _run_jobs(container: AsyncContainer, api: Api, rounds: int) -> int:
+    runner = await make_runner(container, api.settings, kinds=[evaluate_job(container, api.settings),
+                                                                action_job(container, api.settings)])
+    await runner.start()
+    ran = 0
+    for _ in range(rounds):
+        ran += await runner.run_due(woken=True)
+    return ran
 
 
 async def create(api: Api, t: Tenant, **body: Any) -> Any:

@@ -1,7 +1,7 @@
 """The apps the HTTP tests run, and what makes them cheap to start.
 
 Building a Litestar app costs about 0.2 s of CPU and a container about 15 ms, more than most tests: a run keeps
-its apps in pools and lends them. ``AppPool`` lends a test an app built earlier with the same settings (the
+its apps in pools and lends them. ``AppPool`` lends a test an app built earlier with the same metrics token (the
 test's own container, database, clock and overrides are plugged into it); ``AdminPool`` lends the operator's
 containers (``Api.tenant`` makes organizations and keys through them, as the CLI would); ``LentClock`` is the
 clock of a pooled app, reading the manual clock of the test that borrowed it. ``Api`` is what a test gets: a
@@ -58,6 +58,20 @@ class Api:
     admin: AsyncContainer | None = None  # the operator's side (CLI use cases) on the same database
     release: Callable[[], Awaitable[None]] | None = None  # an app of the run's pool: give it back
     admin_release: Callable[[], None] | None = None  # an operator's container of the run's pool: give it back
+    worker_container: AsyncContainer | None = None  # this test's worker (``worker``), closed when the test ends
+
+    def worker(self) -> AsyncContainer:
+        """The container the worker's passes run in (``parley worker`` builds the same) on the app's database and
+        clock: built on the test's first pass and kept for the test's next ones, as the worker keeps its
+        container; the fixture that lent the app closes it when the test ends (``close_worker``)."""
+        if self.worker_container is None:
+            self.worker_container = build_container(self.settings, *self.overrides)
+        return self.worker_container
+
+    async def close_worker(self) -> None:
+        container, self.worker_container = self.worker_container, None
+        if container is not None:
+            await container.close()
 
     def _admin(self) -> AsyncContainer:
         if self.admin is None:
@@ -82,6 +96,7 @@ class Api:
         return Tenant(organization_id, issued.secret, issued.record.id or 0)
 
     async def close(self) -> None:
+        await self.close_worker()
         if self.release is not None:
             await self.release()
         else:
@@ -121,16 +136,22 @@ class _Shell:
 
 
 def _shell_key(settings: Settings, *, client: bool) -> tuple[Any, ...]:
-    """Apps are interchangeable when they were built with the same settings, the database aside (the
-    container, built per borrower, holds the engine)."""
-    return client, *((f.name, repr(getattr(settings, f.name))) for f in fields(settings) if f.name != "database_url")
+    """Apps are interchangeable when they were built with the same metrics token: ``create_app`` reads no
+    other setting (the metrics' middleware keeps that one); everything else a request reads, the database,
+    limits, clock and features, comes from the borrower's container."""
+    return client, settings.metrics_token
+
+
+def _settings_key(settings: Settings) -> tuple[Any, ...]:
+    """Containers are interchangeable when they were built with the same settings."""
+    return tuple((f.name, repr(getattr(settings, f.name))) for f in fields(settings))
 
 
 class AppPool:
     """The run's Litestar apps: building one (route registration, handler signatures) costs about 0.2 s of
     CPU, a container 20 ms. A test that asks for an app gets its own container (its database, clock,
-    overrides and settings; nothing kept in memory is shared) in an app built earlier with the same settings
-    and not in use, or in a new one; an app goes back to the pool, cookies cleared, when its test ends."""
+    overrides and settings; nothing kept in memory is shared) in an app built earlier with the same metrics
+    token and not in use, or in a new one; an app goes back to the pool, cookies cleared, when its test ends."""
 
     def __init__(self) -> None:
         self.free: dict[tuple[Any, ...], list[_Shell]] = {}
@@ -193,7 +214,7 @@ class AdminPool:
         self.built: list[AsyncContainer] = []
 
     def borrow(self, settings: Settings, clock: Any) -> tuple[AsyncContainer, Callable[[], None]]:
-        key = (settings.database_url, *_shell_key(settings, client=False))
+        key = _settings_key(settings)
         free = self.free.setdefault(key, [])
         if free:
             container, lender = free.pop()
