@@ -26,7 +26,7 @@ from application.accounts import (
 from domain.errors import DomainError
 from domain.rfc3339 import format_utc_or_none
 from entrypoints.checks import configuration_problems
-from entrypoints.ioc import build_container, configuration
+from entrypoints.ioc import build_container, configuration, schema_problem, upgrade, upgrade_problem
 from entrypoints.observability import MULTIPROC_ENV
 from entrypoints.runtime import configure_logging, tune_gc
 from entrypoints.settings import Settings, SettingsError
@@ -42,8 +42,6 @@ def _settings() -> Settings:
 
 
 def migrate(settings: Settings) -> None:
-    from adapters.sql.schema import upgrade  # the composition root may name adapters
-
     if settings.backend.sql:
         upgrade(settings.database_url)
 
@@ -55,8 +53,6 @@ class StartupRefused(Exception):
 def ready_database(settings: Settings, *, migrate_first: bool) -> None:
     """Migrate (``migrate_first``) or only verify that the schema is at the migrations' heads; raises
     ``StartupRefused`` with a one-line reason when the database is unreachable or behind."""
-    from adapters.sql.schema import schema_problem, upgrade_problem  # the composition root may name adapters
-
     if not settings.backend.sql:
         return
     problem = upgrade_problem(settings.database_url) if migrate_first \

@@ -33,8 +33,11 @@ from adapters.sql.accounts import (
 from adapters.sql.agents import SqlAgentRepository
 from adapters.sql.engine import create_engine
 from adapters.sql.gauges import SqlBacklogGauges
-from adapters.sql.jobs import SqlJobQueue
+from adapters.sql.jobs import SqlJobQueue, listen
 from adapters.sql.outbox import SqlOutboxReader
+from adapters.sql.schema import schema_problem as schema_problem  # the CLI's migrations and their check
+from adapters.sql.schema import upgrade as upgrade
+from adapters.sql.schema import upgrade_problem as upgrade_problem
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
 from application import accounts, agents
@@ -76,6 +79,9 @@ from entrypoints.features import (
 )
 from entrypoints.runtime import JOB_WAKE_UPS, AuthFailurePolicy, RateLimitPolicy, TransactionMode
 from entrypoints.settings import Settings
+
+listen_for_work = listen
+"""The worker's LISTEN for new work on PostgreSQL (the composition root names the adapter for it)."""
 
 
 class PlatformProvider(Provider):

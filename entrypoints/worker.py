@@ -24,7 +24,7 @@ from dishka import AsyncContainer
 from application.jobs import JobKind, JobRunner
 from application.ports.platform import Clock, Random
 from entrypoints.features import JobKindFactory, Resident
-from entrypoints.ioc import FEATURES
+from entrypoints.ioc import FEATURES, listen_for_work
 from entrypoints.observability import JobMetrics
 from entrypoints.runtime import JOB_WAKE_UPS, owner_name
 from entrypoints.settings import Backend, Settings
@@ -98,14 +98,12 @@ async def make_runner(container: AsyncContainer, settings: Settings, *,
 async def listening(container: AsyncContainer, settings: Settings) -> AsyncIterator[None]:
     """On PostgreSQL: every commit that created work, in any process, wakes this process's runners (LISTEN).
     SQLite and memory: in-process wake-ups only (another process's work is found by the safety poll)."""
-    from adapters.sql.jobs import listen  # the composition root may name adapters
-
     listener = None
     if settings.backend == Backend.POSTGRESQL:
         from sqlalchemy.ext.asyncio import AsyncEngine
 
         try:
-            listener = await listen(await container.get(AsyncEngine), JOB_WAKE_UPS.notify)
+            listener = await listen_for_work(await container.get(AsyncEngine), JOB_WAKE_UPS.notify)
         except Exception:
             log.exception("listening for job notifications failed; idle runners rely on their safety poll")
     try:
