@@ -37,7 +37,7 @@ from application.ports.telephony import (
 )
 from application.ports.usage import CALL_SECONDS, CALLS, QuotaGate, UsageRecorder
 from domain import recordings
-from domain.agents import Agent, render
+from domain.agents import Agent, render, unresolved_placeholders
 from domain.calls import (
     ACTIVE_STATUSES,
     QUEUE_TIMEOUT,
@@ -139,18 +139,14 @@ class PlaceCall:
         if agent is None:
             raise AgentNotCallable(agent_id, "not published")
         values = render_values(command.contact_name, destination, command.custom_data)
-        prompt, missing = render(agent.prompt, values)
-        first_message, missing_first = render(agent.first_message or "", values)
-        missing |= missing_first
-        if agent.voicemail.action == "leave_message" and agent.voicemail.message:
-            missing |= render(agent.voicemail.message, values)[1]
-        if missing:
-            names = sorted(missing)
+        names = unresolved_placeholders(agent, values)
+        if names:
             raise ValidationFailed(
                 f"Unresolved placeholders: {', '.join(names)}; send them in custom_data",
                 details={"missing_placeholders": names,
                          "validation_errors": {"custom_data": f"missing values for: {', '.join(names)}"}},
             )
+        prompt, first_message = render(agent.prompt, values)[0], render(agent.first_message or "", values)[0]
         # the one gate: the destination policy (422 destination_not_allowed), then DNC and SMS opt-outs
         await self.dnc.ensure_callable(org, destination, command.allowed_countries)
         now = self.clock.now()

@@ -32,6 +32,9 @@ MAX_OFFSET = 2**53  # bounded, so a huge offset is a 400 and not an SQL integer 
 # The paging parameters of every list endpoint: ``limit: Limit = 25, offset: Offset = 0``.
 Limit = Annotated[int, QueryParameter(ge=1, le=100, description="Page size (1-100)")]
 Offset = Annotated[int, QueryParameter(ge=0, le=MAX_OFFSET, description="Items to skip")]
+Instant = Annotated[str | None, QueryParameter(max_length=64, format="date-time",
+                                               description="RFC 3339 with offset or Z")]
+"""A list filter's instant (``created_after``, ``created_before``), read by ``parse_instant``."""
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})  # every other method with a session needs the CSRF token
 CSRF_HEADER = "X-CSRF-Token"

@@ -15,7 +15,7 @@ from domain.metadata import check_metadata
 from domain.parsing import MAX_ID, parse_id
 from domain.recordings import RecordingLinkInvalid
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routing import Limit, Offset, endpoint
+from entrypoints.http.routing import Instant, Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import (
     CallCreate,
     CallLogOut,
@@ -30,8 +30,6 @@ TAGS = ["Calls"]
 LOG_TAGS = ["Call logs"]
 CallId = Annotated[str, PathParameter(min_length=1, max_length=64, description="Call id (UUID)")]
 LogId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Call log id")]
-Instant = Annotated[str | None, QueryParameter(max_length=64, format="date-time",
-                                               description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was dialled"
 @endpoint("POST", "/calls", operation_id="createCall", summary="Place an outbound call", tags=TAGS,
           location="/calls/{id}",

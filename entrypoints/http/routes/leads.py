@@ -13,14 +13,12 @@ from application.ports.leads import LeadFilter
 from application.ports.platform import PageRequest
 from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routing import Limit, Offset, endpoint
+from entrypoints.http.routing import Instant, Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import parse_instant
 from entrypoints.http.schemas.leads import LeadCreate, LeadOut, LeadStatus
 
 TAGS = ["Leads"]
 LeadId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Lead id")]
-Instant = Annotated[str | None, QueryParameter(max_length=64, format="date-time",
-                                               description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was stored or dialled"
 
 

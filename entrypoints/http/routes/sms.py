@@ -12,14 +12,12 @@ from application.ports.platform import PageRequest
 from application.ports.sms import SmsFilter
 from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routing import Limit, Offset, endpoint
+from entrypoints.http.routing import Instant, Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import parse_instant
 from entrypoints.http.schemas.sms import InboundSmsCreate, InboundSmsOut, SmsCreate, SmsDirection, SmsOut, SmsStatus
 
 TAGS = ["SMS"]
 SmsId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="SMS message id")]
-Instant = Annotated[str | None, QueryParameter(max_length=64, format="date-time",
-                                               description="RFC 3339 with offset or Z")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was sent"
 
 
