@@ -30,7 +30,9 @@ from application.ports.egress import (
     BODY_PREFIX_BYTES,
     DEFAULT_ACCEPT,
     FetchedPage,
+    HttpResponse,
     PostResult,
+    RequestFailed,
     ResolutionFailed,
     Resolver,
 )
@@ -413,6 +415,118 @@ class HttpxSafeHttp:
             return failed(MSG_CONNECT)
         except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError):
             return failed(MSG_PROTOCOL)
+
+
+    # -- API requests ---------------------------------------------------------------------------
+
+    def _headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+        request_headers = {"User-Agent": self._user_agent}
+        for name, value in headers.items():
+            if name.lower() not in _RESERVED_HEADERS:
+                request_headers[name] = value
+        request_headers["Accept-Encoding"] = "identity"
+        return request_headers
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        timeout: float,  # noqa: ASYNC109 - the port's signature: the whole exchange's deadline
+        max_bytes: int = 1_000_000,
+    ) -> HttpResponse:
+        target = check_url(url, allowed_ports=self._allowed_ports, allow_loopback=self._allow_loopback)
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        started = time.perf_counter()
+        http_timeout = httpx.Timeout(timeout, connect=min(self._connect_timeout, timeout))
+        try:
+            async with asyncio.timeout(timeout):
+                addresses = await self._checked_addresses(target)
+                async with self._session(http_timeout) as (client, backend):
+                    backend.pin(target.host, target.port, addresses)
+                    async with client.stream(method, target.url, content=body,
+                                             headers=self._headers(headers)) as response:
+                        received = dict(response.headers.items())
+                        chunks: list[bytes] = []
+                        size = 0
+                        async for chunk in response.aiter_raw():
+                            size += len(chunk)
+                            if size > max_bytes:
+                                raise RequestFailed(f"the answer is larger than {max_bytes} bytes", maybe_sent=True)
+                            chunks.append(chunk)
+                        return HttpResponse(response.status_code, received, b"".join(chunks),
+                                            round((time.perf_counter() - started) * 1000))
+        except (DomainError, RequestFailed):
+            raise
+        except _DnsFailure:
+            raise RequestFailed(MSG_DNS, maybe_sent=False) from None
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            raise RequestFailed(MSG_CONNECT, maybe_sent=False) from None
+        except (TimeoutError, httpx.TimeoutException):
+            raise RequestFailed(MSG_TIMEOUT, maybe_sent=True) from None
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError):
+            raise RequestFailed(MSG_PROTOCOL, maybe_sent=True) from None
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        connect_timeout: float = 5,
+        read_timeout: float = 30,
+    ) -> AsyncIterator[_Streaming]:
+        target = check_url(url, allowed_ports=self._allowed_ports, allow_loopback=self._allow_loopback)
+        http_timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        try:
+            async with asyncio.timeout(connect_timeout):
+                addresses = await self._checked_addresses(target)
+        except DomainError:
+            raise
+        except _DnsFailure:
+            raise RequestFailed(MSG_DNS, maybe_sent=False) from None
+        except TimeoutError:
+            raise RequestFailed(MSG_DNS, maybe_sent=False) from None
+        async with self._session(http_timeout) as (client, backend):
+            backend.pin(target.host, target.port, addresses)
+            try:
+                async with client.stream(method, target.url, content=body,
+                                         headers=self._headers(headers)) as response:
+                    yield _Streaming(response)
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                raise RequestFailed(MSG_CONNECT, maybe_sent=False) from None
+            except httpx.TimeoutException:
+                raise RequestFailed(MSG_TIMEOUT, maybe_sent=True) from None
+            except (httpx.HTTPError, httpx.InvalidURL, OSError):
+                raise RequestFailed(MSG_PROTOCOL, maybe_sent=True) from None
+
+
+class _Streaming:
+    """:class:`application.ports.egress.StreamingResponse` over an open httpx response."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+
+    @property
+    def status(self) -> int:
+        return self._response.status_code
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._response.headers
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for chunk in self._response.aiter_bytes():
+            yield chunk
+
+    async def lines(self) -> AsyncIterator[str]:
+        async for line in self._response.aiter_lines():
+            yield line
 
 
 class SystemResolver:

@@ -1,4 +1,5 @@
-"""Ports for reaching URLs outside Parley: knowledge-base page fetches and webhook deliveries.
+"""Ports for reaching URLs outside Parley: knowledge-base page fetches, webhook deliveries, and the APIs Parley
+calls (carriers, model servers, custom tools).
 
 Every outbound request goes through :class:`SafeHttp`, which refuses private, loopback and
 reserved destinations (see ``domain.addresses``) at every hop, after DNS resolution.
@@ -6,7 +7,8 @@ reserved destinations (see ``domain.addresses``) at every hop, after DNS resolut
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -56,6 +58,41 @@ class PostResult:
         return self.status is not None and 200 <= self.status < 300
 
 
+class RequestFailed(Exception):
+    """No HTTP answer came back. ``maybe_sent``: the request may have reached the server (a time-out or a dropped
+    connection after sending), so repeating it could repeat its effect; False when it certainly did not (DNS, the
+    connection refused)."""
+
+    def __init__(self, message: str, *, maybe_sent: bool) -> None:
+        super().__init__(message)
+        self.message, self.maybe_sent = message, maybe_sent
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    status: int
+    headers: dict[str, str]
+    """Names lower case, repeated headers joined with ", "."""
+    body: bytes
+    duration_ms: int = 0
+
+
+class StreamingResponse(Protocol):
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives (each read bounded by the stream's ``read_timeout``)."""
+        ...
+
+    def lines(self) -> AsyncIterator[str]:
+        """The body as text lines as they arrive (server-sent events, JSON lines)."""
+        ...
+
+
 class SafeHttp(Protocol):
     async def fetch(self, url: str, *, max_bytes: int, accept: tuple[str, ...] = DEFAULT_ACCEPT) -> FetchedPage:
         """GET a text page, following at most a few redirects, each one re-checked.
@@ -82,4 +119,35 @@ class SafeHttp(Protocol):
         resolves (now, at send time) to a non-public address. Never raises for what the
         receiver does: network failures come back as ``PostResult(status=None, error=...)``.
         """
+        ...
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        timeout: float,  # noqa: ASYNC109 - the whole exchange's deadline, enforced by the adapter
+        max_bytes: int = 1_000_000,
+    ) -> HttpResponse:
+        """One request to an API, no redirects followed (a 3xx is an answer), the body read up to ``max_bytes``.
+
+        Raises ``ValidationFailed`` for a malformed URL, ``BlockedAddress`` for a non-public destination, and
+        :class:`RequestFailed` when no answer came back (see ``maybe_sent``); any HTTP status is an answer.
+        """
+        ...
+
+    def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        connect_timeout: float = 5,
+        read_timeout: float = 30,
+    ) -> AbstractAsyncContextManager[StreamingResponse]:
+        """One request whose answer is read as it arrives (a model's streamed tokens, synthesized audio). Entering
+        the context sends the request and waits for the status line; errors as :meth:`request`."""
         ...

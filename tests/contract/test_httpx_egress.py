@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from adapters.egress import HttpxSafeHttp, SystemResolver
-from application.ports.egress import ResolutionFailed
+from application.ports.egress import RequestFailed, ResolutionFailed
 from domain.errors import BlockedAddress, UpstreamFetchFailed, ValidationFailed
 
 UA = "ParleyTest/1.0"
@@ -592,3 +592,53 @@ async def test_system_resolver_with_the_real_client_blocks_localhost() -> None:
     http = HttpxSafeHttp(SystemResolver(timeout=5), allow_loopback=False, user_agent=UA)
     with pytest.raises(BlockedAddress):
         await http.fetch("http://localhost/", max_bytes=100)
+
+
+# -- API requests and streamed answers --------------------------------------------------------
+
+async def test_request_returns_the_whole_answer_and_any_status(page_server: PageServer) -> None:
+    http = loopback_http(page_server)
+    ok = await http.request("POST", f"http://example.test:{page_server.port}/hook", body=b"a=1",
+                            headers={"Content-Type": "application/x-www-form-urlencoded", "Authorization": "Basic x"},
+                            timeout=5)
+    assert (ok.status, len(ok.body), ok.headers["x-receiver"]) == (201, 5000, "ok")
+    [seen] = page_server.requests
+    assert (seen.method, seen.body, seen.headers["authorization"]) == ("POST", b"a=1", "Basic x")
+    failed = await http.request("POST", f"http://example.test:{page_server.port}/hook-error", headers={}, timeout=5)
+    assert (failed.status, failed.body) == (500, b"receiver exploded")
+    page = await http.request("GET", f"http://example.test:{page_server.port}/page", headers={}, timeout=5)
+    assert page.status == 200 and page.body == SMALL_HTML
+
+
+async def test_request_failures_say_whether_the_request_may_have_been_sent(page_server: PageServer) -> None:
+    http = loopback_http(
+        page_server,
+        FakeResolver({"example.test": ["127.0.0.1"], "closed.test": ["127.0.0.1"]}),
+        allowed_ports={page_server.port, 80},
+    )
+    with pytest.raises(RequestFailed) as slow:
+        await http.request("POST", f"http://example.test:{page_server.port}/hook-slow", headers={}, timeout=0.3)
+    assert slow.value.maybe_sent
+    with pytest.raises(RequestFailed) as refused:
+        await http.request("POST", "http://closed.test/", headers={}, timeout=2)
+    assert not refused.value.maybe_sent
+    with pytest.raises(RequestFailed) as unknown:
+        await http.request("GET", f"http://nxdomain.test:{page_server.port}/page", headers={}, timeout=2)
+    assert not unknown.value.maybe_sent
+    with pytest.raises(RequestFailed) as big:
+        await http.request("GET", f"http://example.test:{page_server.port}/big", headers={}, timeout=5, max_bytes=1000)
+    assert big.value.maybe_sent
+    with pytest.raises(BlockedAddress):
+        await http.request("GET", "http://169.254.169.254/", headers={}, timeout=2)
+
+
+async def test_stream_yields_the_answer_as_it_arrives(page_server: PageServer) -> None:
+    http = loopback_http(page_server)
+    async with http.stream("GET", f"http://example.test:{page_server.port}/plain", headers={}) as response:
+        assert response.status == 200 and response.headers["content-type"].startswith("text/plain")
+        assert [line async for line in response.lines()] == ["just text"]
+    async with http.stream("GET", f"http://example.test:{page_server.port}/big", headers={}) as response:
+        assert sum([len(chunk) async for chunk in response.chunks()]) == 200_000
+    with pytest.raises(BlockedAddress):
+        async with http.stream("GET", "http://internal.test/", headers={}):
+            pass
