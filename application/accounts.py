@@ -14,7 +14,7 @@ from application.ports.platform import Clock, Page, PageRequest, Random
 from application.principals import AuthenticationFailed, Principal
 from domain import api_keys as keyfmt
 from domain import rfc3339
-from domain.api_keys import ApiKey
+from domain.api_keys import ApiKey, KeyStatus
 from domain.billing import PlanChange
 from domain.destinations import DialingPolicy, parse_countries
 from domain.errors import (
@@ -421,7 +421,7 @@ class RevokeApiKey:
         _require_settled_key(command.actor)
         key = await _key(self.keys, self.orgs, command.actor, command.key_id)
         _require_every_scope_of(command.actor, key)
-        if key.status != "revoked":
+        if key.status != KeyStatus.REVOKED:
             await self.keys.update(key.revoked())
 
 

@@ -22,6 +22,7 @@ from application.ports.campaigns import (
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
+from domain.agents import AgentStatus
 from domain.calling_window import OUTSIDE_CALLING_HOURS
 from domain.campaigns import (
     CAMPAIGN_MACHINE,
@@ -37,6 +38,7 @@ from domain.campaigns import (
     CampaignContactLimit,
     CampaignEmpty,
     CampaignStats,
+    CampaignStatus,
     Contact,
     ContactAttempt,
     ContactDraft,
@@ -73,7 +75,7 @@ async def replan_waiting(campaigns: CampaignRepository, contacts: ContactReposit
     await contacts.replan_waiting(org, campaign_id, OUTSIDE_CALLING_HOURS, at)
     if campaign.status_reason in WAIT_EXPLANATIONS or campaign.next_dial_at is not None:
         campaign = await campaigns.update(replace(campaign, status_reason=None, next_dial_at=None))
-    if campaign.status == "running":
+    if campaign.status == CampaignStatus.RUNNING:
         uow.created_work()
     return campaign
 
@@ -304,7 +306,7 @@ class StartCampaign:
             raise CampaignEmpty(f"campaign {command.campaign_id} has no contacts: add some before starting it",
                                 details={"campaign_id": command.campaign_id})
         agent = await self.agents.get(org, campaign.agent_id)
-        if agent is None or agent.status != "active":
+        if agent is None or agent.status != AgentStatus.ACTIVE:
             state = "deleted" if agent is None else agent.status
             raise InvalidTransition("campaign", campaign.status, "running", action="start",
                                     reason=f"its agent {campaign.agent_id} is {state}, not active (publish it)",

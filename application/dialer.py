@@ -39,12 +39,16 @@ from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, UnitOfWork
 from application.ports.schedules import HolidayCalendars, ScheduleRepository
 from application.schedules import holiday_predicate
+from domain.agents import AgentStatus
 from domain.calling_window import OUTSIDE_CALLING_HOURS, SEARCH_DAYS, WindowRules, WindowVerdict, calling_window
-from domain.calls import SINGLE_CALL_PRIORITY, Call
+from domain.calls import SINGLE_CALL_PRIORITY, Call, CallStatus
 from domain.campaigns import (
     OPEN_CONTACT_STATUSES,
     RETRY_OUTCOMES,
+    SCHEDULED_STATUSES,
     Campaign,
+    CampaignContactStatus,
+    CampaignStatus,
     Contact,
     ContactAttempt,
     ContactDraft,
@@ -71,7 +75,7 @@ CAMPAIGN_FAILED = "campaign_failed"
 """The reason of the contacts cancelled when their campaign fails (and of the leads still queued on them)."""
 NO_CALLING_WINDOW = "no_calling_window"
 """A contact whose zones never share an opening of the calling hours (e.g. 09:00-10:00 in Auckland and Berlin)."""
-COMPLETING_STATUSES = ("completed", "transferred")
+COMPLETING_STATUSES = (CallStatus.COMPLETED, CallStatus.TRANSFERRED)
 
 
 def attempt_key(contact_id: int, attempt: int) -> str:
@@ -112,9 +116,9 @@ class _Contacts:
     async def save(self, contact: Contact) -> Contact:
         await self.contacts.update(contact)
         kind = None
-        if contact.status == "completed":
+        if contact.status == CampaignContactStatus.COMPLETED:
             kind = EventType.CONTACT_COMPLETED
-        elif contact.status in ("failed", "skipped_dnc"):
+        elif contact.status in (CampaignContactStatus.FAILED, CampaignContactStatus.SKIPPED_DNC):
             kind = EventType.CONTACT_FAILED
         if kind is not None:  # as deep as the trigger action that added the contact (the loop guard's depth)
             self.uow.record(replace(kind(contact.organization_id, contact_event_data(contact)),
@@ -126,7 +130,7 @@ async def complete_if_done(campaigns: CampaignRepository, store: DialerStore, uo
                            now: datetime) -> Campaign:
     """A running campaign whose every contact is final is completed (event ``campaign.completed``), unless its
     completion is ``manual`` (it runs until paused or cancelled)."""
-    if campaign.status != "running" or campaign.id is None or campaign.completion == "manual":
+    if campaign.status != CampaignStatus.RUNNING or campaign.id is None or campaign.completion == "manual":
         return campaign
     if await store.count_unfinished(campaign.organization_id, campaign.id) > 0:
         return campaign
@@ -200,11 +204,11 @@ class DialNextContact:
     async def execute(self, command: DialNextContactCommand) -> str:
         org, campaign_id = command.ref.organization_id, command.ref.campaign_id
         campaign = await self.campaigns.get_for_update(org, campaign_id)
-        if campaign is None or campaign.status != "running":
+        if campaign is None or campaign.status != CampaignStatus.RUNNING:
             return "stopped"
         now = self.clock.now()
         agent = await self.agents.get(org, campaign.agent_id)
-        if agent is None or agent.status == "archived":
+        if agent is None or agent.status == AgentStatus.ARCHIVED:
             reason = "agent_deleted" if agent is None else "agent_archived"
             failed = await self.campaigns.update(campaign.move("fail", now, reason=reason))
             self.uow.record(EventType.CAMPAIGN_FAILED(org, {**failed.view(), "reason": reason}))
@@ -227,7 +231,8 @@ class DialNextContact:
             limit = SCAN - deferred if len(due) == limit and deferred == FIRST_LOOK else 0
         if deferred:
             return "deferred"
-        if (await complete_if_done(self.campaigns, self.store, self.uow, campaign, now)).status == "completed":
+        settled = await complete_if_done(self.campaigns, self.store, self.uow, campaign, now)
+        if settled.status == CampaignStatus.COMPLETED:
             return "completed"
         await self._explain(campaign, now)
         return "idle"
@@ -310,7 +315,8 @@ class SettleContact:
         ref = command.ref
         campaign = await self.campaigns.get_for_update(ref.organization_id, ref.campaign_id)
         contact = await self.contacts.get(ref.organization_id, ref.campaign_id, ref.contact_id)
-        if campaign is None or contact is None or contact.status != "dialing" or not contact.last_call_id:
+        if (campaign is None or contact is None or contact.status != CampaignContactStatus.DIALING
+                or not contact.last_call_id):
             return None
         call = await self.calls.get(ref.organization_id, contact.last_call_id)
         if call is None or not call.is_final:
@@ -324,7 +330,7 @@ class SettleContact:
             settled = contact.move("complete", now, reason=call.outcome or call.status)
         elif call.status in RETRY_OUTCOMES:
             decision = decide_retry(call.status, contact.attempts, campaign.retry, ended)
-            if decision.status == "retry_wait" and campaign.status in ("running", "paused"):
+            if decision.status == CampaignContactStatus.RETRY_WAIT and campaign.status in SCHEDULED_STATUSES:
                 settled = contact.move("retry", now, next_attempt_at=decision.next_attempt_at, reason=decision.reason)
             else:
                 settled = contact.move("fail", now, reason=decision.reason)
@@ -387,7 +393,7 @@ class DialContactNow:
         campaign = await self.campaigns.get_for_update(org, command.campaign_id)
         if campaign is None:
             raise NotFound("campaign", command.campaign_id)
-        if campaign.status != "running":
+        if campaign.status != CampaignStatus.RUNNING:
             raise InvalidTransition("campaign", campaign.status, campaign.status, action="dial",
                                     allowed_from=("running",))
         now = self.clock.now()

@@ -20,6 +20,7 @@ from application.ports.events import OutboxReader
 from application.ports.leads import LeadFilter, LeadRepository
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from domain.agents import AgentStatus
 from domain.campaigns import FINAL_STATUSES as FINAL_CAMPAIGN_STATUSES
 from domain.campaigns import Campaign, ContactDraft
 from domain.errors import InvalidTransition, NotFound
@@ -115,7 +116,7 @@ class CreateLead:
             agent = await self.agents.get(org, agent_id)
             if agent is None:
                 raise NotFound("agent", agent_id, field="agent_id")
-            if agent.status != "active":
+            if agent.status != AgentStatus.ACTIVE:
                 raise AgentNotCallable(agent_id, agent.status)
         if campaign_id is not None:
             campaign = await self.campaigns.get(org, campaign_id)

@@ -28,7 +28,7 @@ from domain.sms import (
     keyword_text,
     segment,
 )
-from domain.telephony import PhoneNumber
+from domain.telephony import PhoneNumber, PhoneNumberStatus
 
 RECEIPT_EVENTS = {
     "sent": EventType.SMS_SENT,
@@ -102,11 +102,11 @@ class SendSms:
             number = await self.numbers.get(org, number_id)
             if number is None:
                 raise NotFound("phone number", number_id, field="from_phone_number_id")
-            if not number.sms or number.status != "active":
+            if not number.sms or number.status != PhoneNumberStatus.ACTIVE:
                 raise ValidationFailed.field("from_phone_number_id",
                                              "must be an active phone number with sms enabled")
             return number
-        return next((n for n in await self.numbers.list(org) if n.sms and n.status == "active"), None)
+        return next((n for n in await self.numbers.list(org) if n.sms and n.status == PhoneNumberStatus.ACTIVE), None)
 
 
 @dataclass(frozen=True, slots=True)

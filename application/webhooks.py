@@ -31,7 +31,7 @@ from domain import webhooks as wh
 from domain.errors import BlockedAddress, Conflict, DomainError, NotFound, ValidationFailed
 from domain.patching import MergePatch, apply_patch
 from domain.rfc3339 import format_utc_millis
-from domain.webhooks import Delivery, DeliveryAttempt, Subscription, Verdict
+from domain.webhooks import Delivery, DeliveryAttempt, DeliveryStatus, Subscription, Verdict
 
 log = logging.getLogger("parley.webhooks")
 
@@ -281,7 +281,7 @@ class Redeliver:
         if delivery is None:
             raise NotFound("delivery", attempt.delivery_id)
         now = self.clock.now()
-        keep_schedule = delivery.status == "pending" and delivery.auto_retry
+        keep_schedule = delivery.status == DeliveryStatus.PENDING and delivery.auto_retry
         if not await self.deliveries.requeue(actor.organization_id, delivery.id or 0, now, auto_retry=keep_schedule):
             raise Conflict("this delivery is being sent right now; try again in a moment")
         self.uow.created_work()  # wakes the delivery senders once committed

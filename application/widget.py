@@ -36,7 +36,7 @@ from domain import widget as rules
 from domain.agents import unresolved_placeholders
 from domain.calling_window import calling_window
 from domain.calls import render_values
-from domain.campaigns import Campaign, ContactDraft
+from domain.campaigns import Campaign, CampaignStatus, ContactDraft
 from domain.errors import Forbidden, InvalidTransition, NotFound
 from domain.rate_limit import Window
 from domain.widget import MissingPlaceholders, WidgetGrant, WidgetIntakeLimited
@@ -156,8 +156,8 @@ class GetWidgetCampaign:
         agent = await self.agents.get(org, campaign.agent_id)
         now = self.clock.now()
         verdict = calling_window(now, await self.windows.rules(campaign), contact_zone=campaign.timezone)
-        open_now = campaign.status == "running" and verdict.open
-        next_open_at = verdict.next_open_at if campaign.status == "running" and not verdict.open else None
+        open_now = campaign.status == CampaignStatus.RUNNING and verdict.open
+        next_open_at = verdict.next_open_at if campaign.status == CampaignStatus.RUNNING and not verdict.open else None
         return WidgetCampaign(campaign.name, agent.name if agent else None, campaign.status, open_now, next_open_at)
 
 

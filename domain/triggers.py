@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any, NamedTuple
 
 from domain.errors import ValidationFailed
@@ -51,8 +52,31 @@ _OPS_BY_TYPE: Mapping[FieldType | None, frozenset[str]] = {
     None: frozenset(OPS),  # below an object member: free-form, checked when evaluated
 }
 ACTION_TYPES = ("webhook", "email", "sms", "chat_message", "call", "campaign_contact")
-RUN_STATUSES = ("not_matched", "skipped", "running", "succeeded", "failed")
-ACTION_STATUSES = ("pending", "succeeded", "failed", "retrying")
+
+
+class TriggerRunStatus(StrEnum):
+    """The status of a trigger run."""
+
+    NOT_MATCHED = "not_matched"
+    SKIPPED = "skipped"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+RUN_STATUSES = tuple(TriggerRunStatus)
+
+
+class TriggerActionStatus(StrEnum):
+    """The status of one action of a trigger run."""
+
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    RETRYING = "retrying"
+
+
+ACTION_STATUSES = tuple(TriggerActionStatus)
 
 RETRY_DELAYS: tuple[timedelta, ...] = (timedelta(seconds=5), timedelta(minutes=5), timedelta(minutes=30),
                                        timedelta(hours=2))

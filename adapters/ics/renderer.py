@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import icalendar
 
 from domain.scheduling.feeds import ICS_STATUS, ics_uid
-from domain.scheduling.model import Appointment, Calendar
+from domain.scheduling.model import Appointment, AppointmentStatus, Calendar
 
 PRODID = "-//Parley//Scheduling//EN"
 
@@ -63,6 +63,6 @@ class ICalendarRenderer:
             if appointment.created_at is not None:
                 event.add("created", _utc(appointment.created_at))
             event.add("last-modified", changed)
-            event.add("transp", "TRANSPARENT" if appointment.status == "cancelled" else "OPAQUE")
+            event.add("transp", "TRANSPARENT" if appointment.status == AppointmentStatus.CANCELLED else "OPAQUE")
             feed.add_component(event)
         return feed.to_ical()

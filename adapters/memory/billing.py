@@ -9,7 +9,7 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.billing import BillingAccount, Unbilled
 from application.ports.platform import Page, PageRequest
-from domain.billing import Invoice, PaymentMethod, PlanChange
+from domain.billing import Invoice, InvoiceStatus, PaymentMethod, PlanChange, SubscriptionStatus
 
 ACCOUNTS, METHODS, INVOICES = "billing_accounts", "billing_payment_methods", "billing_invoices"
 CHANGES = "billing_plan_changes"
@@ -108,7 +108,7 @@ class InMemoryBillingRepository:
         return sum(1 for i in rows.values() if i.organization_id == organization_id and i.status in UNPAID)
 
     def _open(self, rows: dict[int, Invoice]) -> list[Invoice]:
-        return [i for i in rows.values() if i.status == "open" and i.next_payment_attempt is not None]
+        return [i for i in rows.values() if i.status == InvoiceStatus.OPEN and i.next_payment_attempt is not None]
 
     async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
         due = [i for i in self._open((await self.uow.tables())[INVOICES])
@@ -128,7 +128,7 @@ class InMemoryBillingRepository:
         for org, deleted_at in sorted(tables["organizations"].values(), key=lambda e: e[0].id):
             account = tables[ACCOUNTS].get(org.id) or BillingAccount(org.id)
             if (org.id > after_organization_id and deleted_at is None and org.created_at < period_end
-                    and org.id not in invoiced and account.status != "canceled"):
+                    and org.id not in invoiced and account.status != SubscriptionStatus.CANCELED):
                 found.append(Unbilled(org.id, org.plan, account.cancel_at_period_end, account.pending_plan))
                 if len(found) == limit:
                     break
@@ -139,7 +139,7 @@ class InMemoryBillingRepository:
         canceled = []
         for org_id in sorted(set(organization_ids)):
             account = accounts.get(org_id)
-            if account is not None and account.cancel_at_period_end and account.status != "canceled":
+            if account is not None and account.cancel_at_period_end and account.status != SubscriptionStatus.CANCELED:
                 accounts[org_id] = replace(account, status="canceled", pending_plan=None)
                 canceled.append(org_id)
         return canceled

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.calls import CallFilter, CallLogFilter, CallRef
 from application.ports.platform import Page, PageRequest
-from domain.calls import ACTIVE_STATUSES, Call, CallLog
+from domain.calls import ACTIVE_STATUSES, Call, CallLog, CallStatus
 from domain.telephony import StatusCounts
 
 
@@ -72,7 +72,7 @@ class InMemoryCallRepository:
 
     async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
         queued = sorted((c for c in (await self._calls()).values()
-                         if c.organization_id == organization_id and c.status == "queued"),
+                         if c.organization_id == organization_id and c.status == CallStatus.QUEUED),
                         key=lambda c: (-c.priority, c.due_at or c.created_at, c.created_at, c.id))
         return copy.deepcopy(queued[:limit])
 
@@ -97,7 +97,7 @@ class InMemoryCallRepository:
     async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> builtins.list[int]:
         first: dict[int, datetime] = {}
         for c in (await self._calls()).values():
-            if c.status == "queued" and (organization_id is None or c.organization_id == organization_id):
+            if c.status == CallStatus.QUEUED and (organization_id is None or c.organization_id == organization_id):
                 at = c.created_at or datetime.min
                 first[c.organization_id] = min(first.get(c.organization_id, at), at)
         return [org for org, _ in sorted(first.items(), key=lambda e: e[1])][:limit]

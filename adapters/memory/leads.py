@@ -11,7 +11,7 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.leads import LeadFilter
 from application.ports.platform import Page, PageRequest
-from domain.leads import Lead
+from domain.leads import Lead, LeadStatus
 
 
 class InMemoryLeadRepository:
@@ -61,18 +61,19 @@ class InMemoryLeadRepository:
 
     async def queued_for_call(self, organization_id: int, call_id: str) -> builtins.list[Lead]:
         return sorted((x for x in (await self.uow.tables())["leads"].values()
-                       if x.organization_id == organization_id and x.status == "queued" and x.call_id == call_id),
+                       if x.organization_id == organization_id and x.status == LeadStatus.QUEUED
+                       and x.call_id == call_id),
                       key=lambda x: x.id or 0)
 
     async def queued_for_contact(self, organization_id: int, contact_id: int) -> builtins.list[Lead]:
         return sorted((x for x in (await self.uow.tables())["leads"].values()
-                       if x.organization_id == organization_id and x.status == "queued"
+                       if x.organization_id == organization_id and x.status == LeadStatus.QUEUED
                        and x.contact_id == contact_id), key=lambda x: x.id or 0)
 
     async def queued_for_campaign(self, organization_id: int,
                                   campaign_id: int) -> builtins.list[tuple[int, int | None]]:
         return sorted((x.id or 0, x.contact_id) for x in (await self.uow.tables())["leads"].values()
-                      if x.organization_id == organization_id and x.status == "queued"
+                      if x.organization_id == organization_id and x.status == LeadStatus.QUEUED
                       and x.campaign_id == campaign_id)
 
     async def fail_queued(self, organization_id: int, lead_ids: Sequence[int], reason: str, at: datetime) -> int:
@@ -80,7 +81,8 @@ class InMemoryLeadRepository:
         moved = 0
         for lead_id in lead_ids:
             current = tables["leads"].get(lead_id)
-            if current is not None and current.organization_id == organization_id and current.status == "queued":
+            if (current is not None and current.organization_id == organization_id
+                    and current.status == LeadStatus.QUEUED):
                 tables["leads"][lead_id] = current.move("fail", at, reason=reason)
                 moved += 1
         return moved

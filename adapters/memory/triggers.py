@@ -9,7 +9,7 @@ from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
-from domain.triggers import Trigger, TriggerRun
+from domain.triggers import Trigger, TriggerRun, TriggerRunStatus
 
 
 class InMemoryTriggerRepository:
@@ -101,7 +101,7 @@ class InMemoryTriggerRepository:
     async def purge_runs(self, before: datetime) -> int:
         runs = (await self.uow.tables())["trigger_runs"]
         gone = [run.id for run in runs.values()
-                if run.status != "running" and (run.finished_at or run.created_at or before) < before]
+                if run.status != TriggerRunStatus.RUNNING and (run.finished_at or run.created_at or before) < before]
         for run_id in gone:
             del runs[run_id]
         return len(gone)

@@ -12,7 +12,7 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.webhooks import AttemptFilter, ClaimedDelivery, DeliveryUpdate, SubscriptionFilter
 from domain.errors import Conflict
-from domain.webhooks import Delivery, DeliveryAttempt, Subscription
+from domain.webhooks import Delivery, DeliveryAttempt, DeliveryStatus, Subscription, WebhookStatus
 
 SUBS = "webhook_subscriptions"
 DELIVERIES = "webhook_deliveries"
@@ -72,7 +72,7 @@ class InMemorySubscriptionRepository:
     async def active_for(self, organization_ids: Sequence[int]) -> builtins.list[Subscription]:
         wanted = set(organization_ids)
         return [s for _, (s, deleted) in sorted((await self._rows()).items())
-                if deleted is None and s.status == "active" and s.organization_id in wanted]
+                if deleted is None and s.status == WebhookStatus.ACTIVE and s.organization_id in wanted]
 
     async def mark_healthy(self, organization_id: int, subscription_ids: Sequence[int]) -> None:
         rows = await self._rows()
@@ -94,7 +94,7 @@ class InMemorySubscriptionRepository:
     async def disable(self, organization_id: int, subscription_id: int, reason: str, at: datetime) -> bool:
         rows = await self._rows()
         entry = rows.get(subscription_id)
-        if entry is None or entry[0].organization_id != organization_id or entry[0].status != "active":
+        if entry is None or entry[0].organization_id != organization_id or entry[0].status != WebhookStatus.ACTIVE:
             return False
         rows[subscription_id] = (replace(entry[0], status="disabled", disabled_reason=reason[:2000],
                                          disabled_at=at, updated_at=at), entry[1])
@@ -142,7 +142,7 @@ class InMemoryDeliveryRepository:
         subscriptions = (await self.uow.tables())[SUBS]
         waiting: dict[tuple[int, str], int] = {}  # (subscription, resource) -> its earliest pending event
         for d, _ in rows.values():
-            if d.status == "pending" and d.resource is not None and d.event_id is not None:
+            if d.status == DeliveryStatus.PENDING and d.resource is not None and d.event_id is not None:
                 key = (d.subscription_id, d.resource)
                 waiting[key] = min(waiting.get(key, d.event_id), d.event_id)
 
@@ -151,7 +151,7 @@ class InMemoryDeliveryRepository:
 
         due = sorted(
             (d for d, lease in rows.values()
-             if d.status == "pending" and d.next_attempt_at is not None and d.next_attempt_at <= now
+             if d.status == DeliveryStatus.PENDING and d.next_attempt_at is not None and d.next_attempt_at <= now
              and (lease is None or lease.until < now) and first_of_its_resource(d)),
             key=lambda d: (d.next_attempt_at, d.id),
         )[:limit]
@@ -216,7 +216,7 @@ class InMemoryDeliveryRepository:
     async def purge_finished(self, before: datetime) -> int:
         rows = await self._rows()
         finished = {delivery_id for delivery_id, (d, _) in rows.items()
-                    if d.status != "pending" and d.updated_at is not None and d.updated_at < before}
+                    if d.status != DeliveryStatus.PENDING and d.updated_at is not None and d.updated_at < before}
         table = (await self.uow.tables())[ATTEMPTS]
         attempts = [attempt_id for attempt_id, a in table.items() if a.delivery_id in finished]
         for attempt_id in attempts:

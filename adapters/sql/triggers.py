@@ -19,7 +19,7 @@ from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain import triggers as rules
 from domain.rfc3339 import format_utc_millis, parse_instant
-from domain.triggers import Action, ActionResult, Trigger, TriggerRun
+from domain.triggers import Action, ActionResult, Trigger, TriggerRun, TriggerRunStatus
 
 
 def _stamp(value: datetime | None) -> str | None:
@@ -234,5 +234,6 @@ class SqlTriggerRepository:
     async def purge_runs(self, before: datetime) -> int:
         conn = await self.uow.connection()
         ended = sa.func.coalesce(trigger_runs.c.finished_at, trigger_runs.c.created_at)
-        result = await conn.execute(trigger_runs.delete().where(trigger_runs.c.status != "running", ended < before))
+        settled = trigger_runs.c.status != TriggerRunStatus.RUNNING
+        result = await conn.execute(trigger_runs.delete().where(settled, ended < before))
         return int(result.rowcount or 0)

@@ -25,6 +25,7 @@ from domain.scheduling.model import (
     APPOINTMENT_MACHINE,
     TRIGGER_TARGET,
     Appointment,
+    AppointmentStatus,
     BookingLimitReached,
     Calendar,
     Slot,
@@ -155,7 +156,7 @@ async def _book(uow: UnitOfWork, appointments: AppointmentRepository, calendar: 
         notes=notes, now=now, call_id=call_id,
     )
     stored = await appointments.add(appointment)
-    if stored.status == "confirmed":
+    if stored.status == AppointmentStatus.CONFIRMED:
         uow.record(EventType.APPOINTMENT_BOOKED(stored.organization_id, appointment_view(stored)))
     return stored
 
