@@ -26,6 +26,7 @@ from domain.errors import (
     SubOrgForbidden,
     ValidationFailed,
 )
+from domain.identity import persisted
 from domain.organizations import (
     ORG_TYPES,
     PLANS,
@@ -173,7 +174,7 @@ class ListSubOrganizations:
 
     async def execute(self, command: ListSubOrganizationsCommand) -> Page[Organization]:
         partner = await _own_partner(self.orgs, command.actor)
-        return await self.orgs.list_children(partner.id or 0, command.page)
+        return await self.orgs.list_children(persisted(partner.id), command.page)
 
 
 @dataclass(frozen=True, slots=True)

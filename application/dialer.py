@@ -57,6 +57,7 @@ from domain.campaigns import (
 from domain.destinations import DestinationNotAllowed
 from domain.errors import Conflict, DncBlocked, InvalidTransition, NotFound, QuotaExceeded, ValidationFailed
 from domain.events import EventType
+from domain.identity import persisted
 from domain.rfc3339 import format_utc_or_none
 from domain.sms import RecipientOptedOut
 
@@ -166,17 +167,17 @@ async def place_attempt(place: PlaceCall, contacts: ContactRepository, store: Di
     as the trigger action that added the contact), the attempt row and the move to ``dialing``, all in the
     caller's transaction. Raises what PlaceCall raises (unresolved placeholders, DNC, the agent) before anything
     is written."""
-    org = campaign.organization_id
+    org, campaign_id, contact_id = campaign.organization_id, persisted(campaign.id), persisted(contact.id)
     attempt = contact.attempts + 1
     call = await place.execute(PlaceCallCommand(
         Actor.system(org), str(campaign.agent_id), contact.phone, contact.name, dict(contact.custom_data),
-        priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign.id, contact_id=contact.id,
-        idempotency_key=attempt_key(contact.id or 0, attempt), from_phone_number_id=campaign.from_phone_number_id,
+        priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign_id, contact_id=contact_id,
+        idempotency_key=attempt_key(contact_id, attempt), from_phone_number_id=campaign.from_phone_number_id,
         allowed_countries=campaign.allowed_countries,
         cause_depth=contact.cause_depth))
-    await contacts.add_attempt(org, ContactAttempt(contact.id or 0, attempt, call.id, call.status, started_at=now))
+    await contacts.add_attempt(org, ContactAttempt(contact_id, attempt, call.id, call.status, started_at=now))
     await contacts.update(contact.move("dial", now, attempts=attempt, last_call_id=call.id, reason=None))
-    await store.mark_dialled(org, campaign.id or 0, now)
+    await store.mark_dialled(org, campaign_id, now)
     return call
 
 
@@ -249,7 +250,7 @@ class DialNextContact:
 
     async def _explain(self, campaign: Campaign, now: datetime) -> None:
         """Nothing due: say why on the campaign (``status_reason``, ``next_dial_at``)."""
-        earliest = await self.store.earliest_attempt(campaign.organization_id, campaign.id or 0)
+        earliest = await self.store.earliest_attempt(campaign.organization_id, persisted(campaign.id))
         reason: str | None = None
         next_at: datetime | None = None
         if earliest is not None:
@@ -325,7 +326,8 @@ class SettleContact:
             self.cause.depth = contact.cause_depth
         now = self.clock.now()
         ended = call.ended_at or now
-        await self.store.finish_attempt(ref.organization_id, contact.id or 0, contact.attempts, call.status, ended)
+        await self.store.finish_attempt(ref.organization_id, persisted(contact.id), contact.attempts, call.status,
+                                        ended)
         if call.status in COMPLETING_STATUSES:
             settled = contact.move("complete", now, reason=call.outcome or call.status)
         elif call.status in RETRY_OUTCOMES:
@@ -401,7 +403,7 @@ class DialContactNow:
         if contact.status not in OPEN_CONTACT_STATUSES:
             raise InvalidTransition("contact", contact.status, "dialing", action="dial",
                                     allowed_from=OPEN_CONTACT_STATUSES, details={"contact_id": contact.id})
-        unfinished = await self.calls.count_unfinished_of_campaign(org, campaign.id or 0)
+        unfinished = await self.calls.count_unfinished_of_campaign(org, persisted(campaign.id))
         if unfinished >= campaign.max_concurrent_calls:
             raise ConcurrencyLimit(f"campaign {campaign.id} has {unfinished} calls in progress, its limit "
                                    f"(max_concurrent_calls {campaign.max_concurrent_calls})",
@@ -415,10 +417,10 @@ class DialContactNow:
                          "timezones": list(verdict.zones)})
         await self.dnc.ensure_callable(org, contact.phone, campaign.allowed_countries)
         call = await place_attempt(self.place, self.contacts, self.store, campaign, contact, now)
-        return DialedNow(contact.id or 0, call.id)
+        return DialedNow(persisted(contact.id), call.id)
 
     async def _contact(self, campaign: Campaign, command: DialContactNowCommand, now: datetime) -> Contact:
-        org, campaign_id = campaign.organization_id, campaign.id or 0
+        org, campaign_id = campaign.organization_id, persisted(campaign.id)
         if command.contact_id is not None:
             found = await self.contacts.get(org, campaign_id, command.contact_id)
             if found is None:

@@ -130,12 +130,12 @@ class CreateLead:
 
     async def _hand_over(self, command: CreateLeadCommand, lead: Lead, phone: str, name: str | None) -> Lead:
         """The call queued, or the campaign contact made (or found): the lead records which."""
-        if command.agent_id is not None:
+        if command.campaign_id is None:  # check_target: then agent_id is given
             call = await self.place_call.execute(PlaceCallCommand(
                 command.actor, str(command.agent_id), phone, name, dict(command.custom_data)))
             return replace(lead, call_id=call.id)
         added = await self.add_contact.execute(AddContactCommand(
-            command.actor, command.campaign_id or 0, ContactDraft(0, phone, name, None, dict(command.custom_data))))
+            command.actor, command.campaign_id, ContactDraft(0, phone, name, None, dict(command.custom_data))))
         contact = added.contact
         lead = replace(lead, contact_id=contact.id, call_id=contact.last_call_id)
         trigger = CONTACT_OUTCOMES.get(contact.status)

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from domain.errors import ValidationFailed
 from domain.events import CATALOGUE, EventType, FieldType
+from domain.identity import persisted
 from domain.text import ONE_LINE_WORDS, fold_line, is_one_line
 
 MAX_DEPTH = 3
@@ -678,15 +679,16 @@ def decide(trigger: Trigger, event: str, event_id: int | None, data: Mapping[str
     or not, with the condition trace. ``match``: the trigger's conditions compiled once (``matcher``) when many
     events are decided. ``event_at``: when the event happened (else ``now``)."""
     at = event_at or now
+    trigger_id = persisted(trigger.id)
     if depth >= MAX_CHAIN_DEPTH:
-        return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False, "skipped",
+        return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, False, "skipped",
                           (), (), {}, f"the event was caused by trigger actions {depth} levels deep "
                           f"(at most {MAX_CHAIN_DEPTH - 1} are followed)", now, now, at)
     matched, trace = (match or matcher(trigger.conditions))(data)
     if not matched:
-        return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False,
+        return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, False,
                           "not_matched", trace, (), {}, None, now, now, at)
-    return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, True, "running",
+    return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, True, "running",
                       trace, tuple(ActionResult(a.type) for a in trigger.actions), dict(data), None, now, None, at)
 
 

@@ -10,6 +10,7 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.billing import BillingAccount, Unbilled
 from application.ports.platform import Page, PageRequest
 from domain.billing import Invoice, InvoiceStatus, PaymentMethod, PlanChange, SubscriptionStatus
+from domain.identity import persisted
 
 ACCOUNTS, METHODS, INVOICES = "billing_accounts", "billing_payment_methods", "billing_invoices"
 CHANGES = "billing_plan_changes"
@@ -44,7 +45,7 @@ class InMemoryBillingRepository:
 
     async def methods(self, organization_id: int) -> list[PaymentMethod]:
         rows = (await self.uow.tables())[METHODS]
-        return sorted((m for m in rows.values() if m.organization_id == organization_id), key=lambda m: m.id or 0)
+        return sorted((m for m in rows.values() if m.organization_id == organization_id), key=lambda m: persisted(m.id))
 
     async def method(self, organization_id: int, method_id: int) -> PaymentMethod | None:
         found = (await self.uow.tables())[METHODS].get(method_id)
@@ -97,7 +98,7 @@ class InMemoryBillingRepository:
     async def invoices(self, organization_id: int, page: PageRequest) -> Page[Invoice]:
         rows = (await self.uow.tables())[INVOICES]
         mine = sorted((i for i in rows.values() if i.organization_id == organization_id),
-                      key=lambda i: (i.period, i.id or 0), reverse=True)
+                      key=lambda i: (i.period, persisted(i.id)), reverse=True)
         return page.slice(mine)
 
     async def update_invoice(self, invoice: Invoice) -> None:

@@ -11,6 +11,7 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.leads import LeadFilter
 from application.ports.platform import Page, PageRequest
+from domain.identity import persisted
 from domain.leads import Lead, LeadStatus
 
 
@@ -47,12 +48,12 @@ class InMemoryLeadRepository:
             and (filters.created_after is None or x.created_at >= filters.created_after)
             and (filters.created_before is None or x.created_at < filters.created_before)
         ]
-        mine.sort(key=lambda x: (x.created_at, x.id or 0), reverse=True)
+        mine.sort(key=lambda x: (x.created_at, persisted(x.id)), reverse=True)
         return page.slice(mine)
 
     async def update(self, lead: Lead) -> Lead:
         tables = await self.uow.tables()
-        current = await self.get(lead.organization_id, lead.id or 0)
+        current = await self.get(lead.organization_id, persisted(lead.id))
         if current is not None:
             tables["leads"][current.id] = replace(current, status=lead.status, reason=lead.reason,
                                                   call_id=lead.call_id, contact_id=lead.contact_id,
@@ -63,16 +64,16 @@ class InMemoryLeadRepository:
         return sorted((x for x in (await self.uow.tables())["leads"].values()
                        if x.organization_id == organization_id and x.status == LeadStatus.QUEUED
                        and x.call_id == call_id),
-                      key=lambda x: x.id or 0)
+                      key=lambda x: persisted(x.id))
 
     async def queued_for_contact(self, organization_id: int, contact_id: int) -> builtins.list[Lead]:
         return sorted((x for x in (await self.uow.tables())["leads"].values()
                        if x.organization_id == organization_id and x.status == LeadStatus.QUEUED
-                       and x.contact_id == contact_id), key=lambda x: x.id or 0)
+                       and x.contact_id == contact_id), key=lambda x: persisted(x.id))
 
     async def queued_for_campaign(self, organization_id: int,
                                   campaign_id: int) -> builtins.list[tuple[int, int | None]]:
-        return sorted((x.id or 0, x.contact_id) for x in (await self.uow.tables())["leads"].values()
+        return sorted((persisted(x.id), x.contact_id) for x in (await self.uow.tables())["leads"].values()
                       if x.organization_id == organization_id and x.status == LeadStatus.QUEUED
                       and x.campaign_id == campaign_id)
 

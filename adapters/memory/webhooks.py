@@ -12,6 +12,7 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.webhooks import AttemptFilter, ClaimedDelivery, DeliveryUpdate, SubscriptionFilter
 from domain.errors import Conflict
+from domain.identity import persisted
 from domain.webhooks import Delivery, DeliveryAttempt, DeliveryStatus, Subscription, WebhookStatus
 
 SUBS = "webhook_subscriptions"
@@ -58,9 +59,9 @@ class InMemorySubscriptionRepository:
 
     async def update(self, subscription: Subscription) -> Subscription:
         rows = await self._rows()
-        entry = rows.get(subscription.id or 0)
+        entry = rows.get(persisted(subscription.id))
         if entry is not None and entry[1] is None and entry[0].organization_id == subscription.organization_id:
-            rows[subscription.id or 0] = (replace(subscription, created_at=entry[0].created_at), None)
+            rows[persisted(subscription.id)] = (replace(subscription, created_at=entry[0].created_at), None)
         return subscription
 
     async def delete(self, organization_id: int, subscription_id: int, at: datetime) -> None:
@@ -158,7 +159,7 @@ class InMemoryDeliveryRepository:
         claimed = []
         for delivery in due:
             counted = replace(delivery, attempts=delivery.attempts + 1)
-            rows[delivery.id or 0] = (counted, _Lease(lease_until, worker))
+            rows[persisted(delivery.id)] = (counted, _Lease(lease_until, worker))
             entry = subscriptions.get(delivery.subscription_id)
             live = entry is not None and entry[1] is None and entry[0].organization_id == delivery.organization_id
             claimed.append(ClaimedDelivery(counted, entry[0] if entry is not None and live else None))
@@ -201,7 +202,7 @@ class InMemoryDeliveryRepository:
     async def list_attempts(self, organization_id: int, subscription_id: int, filters: AttemptFilter,
                             page: PageRequest) -> Page[DeliveryAttempt]:
         table = (await self.uow.tables())[ATTEMPTS]
-        found = [a for a in sorted(table.values(), key=lambda a: -(a.id or 0))
+        found = [a for a in sorted(table.values(), key=lambda a: -(persisted(a.id)))
                  if a.organization_id == organization_id and a.subscription_id == subscription_id
                  and (filters.event is None or a.event_type == filters.event)
                  and (filters.status is None or a.status == filters.status)]

@@ -40,6 +40,7 @@ from application.principals import Principal
 from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
+from domain.identity import persisted
 from domain.parsing import parse_id
 from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
@@ -357,7 +358,7 @@ class _Run:
             decision, by_ceiling = await count_request(gate.limiter, principal.rate_bucket, windows, now, ceiling)
             if decision.allowed and key is not None and (
                     key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION):
-                await (await gate.keys()).touch(key.id or 0, now)
+                await (await gate.keys()).touch(persisted(key.id), now)
         self.extra_headers += [
             (b"x-ratelimit-limit", str(decision.limit).encode()),
             (b"x-ratelimit-remaining", str(decision.remaining).encode()),

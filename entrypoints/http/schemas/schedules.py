@@ -9,6 +9,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain import business_hours as bh
 from domain.business_hours import HolidayRegion, Interval, Schedule, ScheduleException, WeeklyInterval
+from domain.identity import persisted
 from entrypoints.http.schemas import OneLine
 
 Name = Annotated[OneLine, Meta(min_length=1, max_length=bh.NAME_MAX_LENGTH)]
@@ -123,7 +124,7 @@ class ScheduleOut(Struct):
     @classmethod
     def of(cls, s: Schedule) -> ScheduleOut:
         return cls(
-            id=s.id or 0, name=s.name, timezone=s.timezone, weekly=[WeeklyOut.of(w) for w in s.weekly],
+            id=persisted(s.id), name=s.name, timezone=s.timezone, weekly=[WeeklyOut.of(w) for w in s.weekly],
             exceptions=[ExceptionOut.of(e) for e in s.exceptions], holidays=HolidaysOut.of(s.holidays),
             created_at=s.created_at,  # type: ignore[arg-type]  # the domain's type is wider
             updated_at=s.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
