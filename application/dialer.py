@@ -27,18 +27,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from application.business_hours import holiday_predicate
 from application.calls import AgentNotCallable, PlaceCall, PlaceCallCommand
 from application.campaigns import AddContact, AddContactCommand
 from application.context import Actor, CauseContext
 from application.dnc import DncGate
 from application.ports.agents import AgentRepository
+from application.ports.business_hours import HolidayCalendars, ScheduleRepository
 from application.ports.calls import CallRepository
 from application.ports.campaigns import CampaignRepository, ContactEndings, ContactRepository
 from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef, DialerStore
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, UnitOfWork
-from application.ports.schedules import HolidayCalendars, ScheduleRepository
-from application.schedules import holiday_predicate
 from domain.agents import AgentStatus
 from domain.calling_window import OUTSIDE_CALLING_HOURS, SEARCH_DAYS, WindowRules, WindowVerdict, calling_window
 from domain.calls import SINGLE_CALL_PRIORITY, Call, CallStatus

@@ -1,4 +1,8 @@
-"""Schedules: weekly hours, exceptions by date and a holiday region; status and preview."""
+"""Schedules: weekly hours, exceptions by date and a holiday region; status and preview.
+
+The business-hours feature's other modules are named ``business_hours``; this one keeps the API's name because
+the OpenAPI document names generic components after the module of their type
+(``Envelope_entrypoints.http.schemas.schedules.ScheduleOut_``), and the document does not change."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
 from application.context import Actor
+from application.ports.business_hours import HolidayCalendars, ScheduleRepository, ScheduleUsage
 from application.ports.platform import Clock, Page, PageRequest
-from application.ports.schedules import HolidayCalendars, ScheduleRepository, ScheduleUsage
 from domain.business_hours import (
     HolidayRegion,
     IsHoliday,
