@@ -59,12 +59,12 @@ class InMemoryDialerStore:
         return sum(1 for c in await self._contacts(organization_id, campaign_id) if c.status in UNFINISHED)
 
     async def earliest_attempt(self, organization_id: int, campaign_id: int) -> tuple[datetime, str | None] | None:
-        waiting = [c for c in await self._contacts(organization_id, campaign_id)
+        waiting = [(c.next_attempt_at, c) for c in await self._contacts(organization_id, campaign_id)
                    if c.status in OPEN and c.next_attempt_at is not None]
         if not waiting:
             return None
-        first = min(waiting, key=lambda c: (c.next_attempt_at, c.id))
-        return first.next_attempt_at, first.reason  # type: ignore[return-value]  # the waiting contacts all have next_attempt_at
+        at, first = min(waiting, key=lambda pair: (pair[0], pair[1].id or 0))
+        return at, first.reason
 
     async def next_due(self, after: datetime) -> datetime | None:
         tables = await self.uow.tables()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import msgspec
@@ -99,8 +100,8 @@ async def schedule_status(
     result = await use_case.execute(command)
     status, zone = result.status, result.timezone
 
-    def shown(value: object) -> str | None:
-        return render_in_zone(value, zone) if value is not None else None  # type: ignore[arg-type]  # only the status's datetimes come here
+    def shown(value: datetime | None) -> str | None:
+        return render_in_zone(value, zone) if value is not None else None
 
     return Envelope(StatusOut(id, render_in_zone(result.at, zone), zone, status.open, status.reason,
                               shown(status.next_open_at), shown(status.next_close_at)))
