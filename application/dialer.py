@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from application.business_hours import holiday_predicate
@@ -186,6 +187,18 @@ class DialNextContactCommand:
     ref: CampaignRef
 
 
+class DialOutcome(StrEnum):
+    """What one step of a campaign's dialling did (``DialNextContact``)."""
+
+    DIALLED = "dialled"
+    SKIPPED = "skipped"
+    DEFERRED = "deferred"
+    FULL = "full"
+    IDLE = "idle"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+
+
 class DialNextContact:
     """One step for one campaign. Returns what happened: ``dialled``, ``skipped`` (DNC, unresolved placeholders),
     ``deferred`` (contacts outside their window pushed to their next opening, none dialled), ``full`` (at the
@@ -202,11 +215,11 @@ class DialNextContact:
         self.endings = endings
         self.moves = _Contacts(contacts, uow)
 
-    async def execute(self, command: DialNextContactCommand) -> str:
+    async def execute(self, command: DialNextContactCommand) -> DialOutcome:
         org, campaign_id = command.ref.organization_id, command.ref.campaign_id
         campaign = await self.campaigns.get_for_update(org, campaign_id)
         if campaign is None or campaign.status != CampaignStatus.RUNNING:
-            return "stopped"
+            return DialOutcome.STOPPED
         now = self.clock.now()
         agent = await self.agents.get(org, campaign.agent_id)
         if agent is None or agent.status == AgentStatus.ARCHIVED:
@@ -216,9 +229,9 @@ class DialNextContact:
             ended = await self.contacts.cancel_open(org, campaign_id, CAMPAIGN_FAILED, now)
             if ended:
                 await self.endings.contacts_ended(org, campaign_id, ended, CAMPAIGN_FAILED, now)
-            return "stopped"
+            return DialOutcome.STOPPED
         if await self.calls.count_unfinished_of_campaign(org, campaign_id) >= campaign.max_concurrent_calls:
-            return "full"
+            return DialOutcome.FULL
         rules = await self.windows.rules(campaign)
         deferred, limit = 0, FIRST_LOOK
         while limit > 0:
@@ -231,12 +244,12 @@ class DialNextContact:
                 deferred += 1
             limit = SCAN - deferred if len(due) == limit and deferred == FIRST_LOOK else 0
         if deferred:
-            return "deferred"
+            return DialOutcome.DEFERRED
         settled = await complete_if_done(self.campaigns, self.store, self.uow, campaign, now)
         if settled.status == CampaignStatus.COMPLETED:
-            return "completed"
+            return DialOutcome.COMPLETED
         await self._explain(campaign, now)
-        return "idle"
+        return DialOutcome.IDLE
 
     async def _defer(self, contact: Contact, verdict: WindowVerdict, rules: WindowRules, now: datetime) -> None:
         if verdict.next_open_at is None and rules.schedule is None:
@@ -260,34 +273,34 @@ class DialNextContact:
         if (reason, next_at) != (campaign.status_reason, campaign.next_dial_at):
             await self.campaigns.update(replace(campaign, status_reason=reason, next_dial_at=next_at))
 
-    async def _dial(self, campaign: Campaign, contact: Contact, now: datetime) -> str:
+    async def _dial(self, campaign: Campaign, contact: Contact, now: datetime) -> DialOutcome:
         org = campaign.organization_id
         blocked = await self.dnc.blocked_reason(org, contact.phone)
         if blocked is not None:  # dnc_blocked, or recipient_opted_out (a STOP reply)
             await self.moves.save(contact.move("skip_dnc", now, reason=blocked))
-            return "skipped"
+            return DialOutcome.SKIPPED
         try:
             await place_attempt(self.place, self.contacts, self.store, campaign, contact, now)
         except (DncBlocked, RecipientOptedOut, DestinationNotAllowed) as exc:
             # listed meanwhile, or outside the dialing policy since it changed: never dialled, ended as a skip
             await self.moves.save(contact.move("skip_dnc", now, reason=exc.code))
-            return "skipped"
+            return DialOutcome.SKIPPED
         except AgentNotCallable:  # paused (archived or deleted fail the campaign above)
             if campaign.status_reason != "agent_not_active":
                 await self.campaigns.update(replace(campaign, status_reason="agent_not_active", next_dial_at=None))
-            return "full"
+            return DialOutcome.FULL
         except QuotaExceeded:  # the plan's included minutes are used up: wait, the contact is not dialled
             if campaign.status_reason != "quota_exceeded":
                 await self.campaigns.update(replace(campaign, status_reason="quota_exceeded", next_dial_at=None))
-            return "full"
+            return DialOutcome.FULL
         except ValidationFailed as exc:
             reason = "unresolved_placeholders" if "missing_placeholders" in (exc.details or {}) else "invalid_contact"
             failed = contact.move("dial", now, attempts=contact.attempts).move("fail", now, reason=reason)
             await self.moves.save(failed)
-            return "skipped"
+            return DialOutcome.SKIPPED
         if campaign.status_reason is not None or campaign.next_dial_at is not None:
             await self.campaigns.update(replace(campaign, status_reason=None, next_dial_at=None))
-        return "dialled"
+        return DialOutcome.DIALLED
 
 
 # ------------------------------------------------------------------------------------------------- outcomes

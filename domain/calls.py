@@ -56,6 +56,18 @@ FINAL_STATUSES = frozenset(set(CallStatus) - {CallStatus.QUEUED, CallStatus.RING
 ACTIVE_STATUSES = (CallStatus.RINGING, CallStatus.IN_PROGRESS)
 CANCELLABLE_STATUSES = (CallStatus.QUEUED, CallStatus.RINGING)
 
+
+class CallOutcome(StrEnum):
+    """A finished call's outcome where it says more than the status (``outcome_of``); otherwise the outcome is the
+    status itself (``busy``, ``no_answer``, ``failed``, ``cancelled``, ``transferred``)."""
+
+    APPOINTMENT_BOOKED = "appointment_booked"
+    CONVERSATION_COMPLETED = "conversation_completed"
+    VOICEMAIL_LEFT = "voicemail_left"
+    VOICEMAIL = "voicemail"
+    TIMEOUT = "timeout"
+
+
 CALL_MACHINE = TransitionTable.of(
     "call",
     [
@@ -283,11 +295,11 @@ def spoken_time(value: datetime, tz_name: str | None) -> str:
 def outcome_of(status: str, end_reason: str | None, *, booked: bool = False, message_left: bool = False) -> str:
     """A short machine-readable outcome of a finished call."""
     if end_reason == "timeout":
-        return "timeout"
+        return CallOutcome.TIMEOUT
     if status == CallStatus.COMPLETED:
-        return "appointment_booked" if booked else "conversation_completed"
+        return CallOutcome.APPOINTMENT_BOOKED if booked else CallOutcome.CONVERSATION_COMPLETED
     if status == CallStatus.VOICEMAIL:
-        return "voicemail_left" if message_left else "voicemail"
+        return CallOutcome.VOICEMAIL_LEFT if message_left else CallOutcome.VOICEMAIL
     return status
 
 
@@ -298,13 +310,13 @@ def summarize(*, agent_name: str, contact_name: str | None, to_phone: str, statu
         text = f"{agent_name} spoke with {who} for {duration_seconds} s ({turns} turns)."
         if booking:
             text += f" An appointment was booked for {booking.get('slot_start')}."
-        elif outcome == "timeout":
+        elif outcome == CallOutcome.TIMEOUT:
             text += " The call was ended at the maximum duration."
         return text
     if status == CallStatus.TRANSFERRED:
         return f"{agent_name} spoke with {who} and transferred the call after {duration_seconds} s."
     if status == CallStatus.VOICEMAIL:
-        if outcome == "voicemail_left":
+        if outcome == CallOutcome.VOICEMAIL_LEFT:
             return f"{agent_name} reached the voicemail of {who} and left a message."
         return f"{agent_name} reached the voicemail of {who} and hung up."
     if status == CallStatus.BUSY:
@@ -313,7 +325,7 @@ def summarize(*, agent_name: str, contact_name: str | None, to_phone: str, statu
         return f"{agent_name} called {who}: nobody answered."
     if status == CallStatus.CANCELLED:
         return f"The call from {agent_name} to {who} was cancelled."
-    if outcome == "timeout":
+    if outcome == CallOutcome.TIMEOUT:
         return f"The call from {agent_name} to {who} was ended after it exceeded its maximum duration."
     return f"The call from {agent_name} to {who} failed."
 
