@@ -64,6 +64,13 @@ PAYABLE = (InvoiceStatus.OPEN, InvoiceStatus.UNCOLLECTIBLE)
 """Invoices ``POST /billing/invoices/{id}/pay`` may charge."""
 
 
+class ChargeStatus(StrEnum):
+    """What the card processor answered to one charge (a decline is an answer, not an error)."""
+
+    SUCCEEDED = "succeeded"
+    DECLINED = "declined"
+
+
 @dataclass(frozen=True, slots=True)
 class Subscription:
     organization_id: int

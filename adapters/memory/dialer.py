@@ -9,6 +9,7 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef
 from domain.agents import AgentStatus
 from domain.campaigns import CampaignContactStatus, CampaignStatus, Contact
+from domain.identity import persisted
 
 OPEN = ("pending", "retry_wait")
 UNFINISHED = ("pending", "dialing", "retry_wait")
@@ -63,7 +64,7 @@ class InMemoryDialerStore:
                    if c.status in OPEN and c.next_attempt_at is not None]
         if not waiting:
             return None
-        at, first = min(waiting, key=lambda pair: (pair[0], pair[1].id or 0))
+        at, first = min(waiting, key=lambda pair: (pair[0], persisted(pair[1].id)))
         return at, first.reason
 
     async def next_due(self, after: datetime) -> datetime | None:
