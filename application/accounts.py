@@ -14,7 +14,7 @@ from application.ports.platform import Clock, Page, PageRequest, Random
 from application.principals import AuthenticationFailed, Principal
 from domain import api_keys as keyfmt
 from domain import rfc3339
-from domain.api_keys import ApiKey
+from domain.api_keys import ApiKey, KeyStatus
 from domain.billing import PlanChange
 from domain.destinations import DialingPolicy, parse_countries
 from domain.errors import (
@@ -26,6 +26,7 @@ from domain.errors import (
     SubOrgForbidden,
     ValidationFailed,
 )
+from domain.identity import persisted
 from domain.organizations import (
     ORG_TYPES,
     PLANS,
@@ -173,7 +174,7 @@ class ListSubOrganizations:
 
     async def execute(self, command: ListSubOrganizationsCommand) -> Page[Organization]:
         partner = await _own_partner(self.orgs, command.actor)
-        return await self.orgs.list_children(partner.id or 0, command.page)
+        return await self.orgs.list_children(persisted(partner.id), command.page)
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,7 +422,7 @@ class RevokeApiKey:
         _require_settled_key(command.actor)
         key = await _key(self.keys, self.orgs, command.actor, command.key_id)
         _require_every_scope_of(command.actor, key)
-        if key.status != "revoked":
+        if key.status != KeyStatus.REVOKED:
             await self.keys.update(key.revoked())
 
 

@@ -11,6 +11,7 @@ from application.ports.agents import AgentCalendars, AgentFilter, AgentRepositor
 from application.ports.platform import Clock, Page, PageRequest
 from domain.agents import Agent, AgentVersion, Llm, Voice, Voicemail, duplicate_name
 from domain.errors import NotFound
+from domain.identity import persisted
 from domain.metadata import check_metadata
 from domain.patching import MergePatch, apply_patch
 
@@ -27,7 +28,7 @@ async def published_snapshot(agents: AgentRepository, agent: Agent) -> dict[str,
     """The configuration of the agent's latest published version (None when it was never published)."""
     if agent.current_version is None:
         return None
-    version = await agents.get_version(agent.organization_id, agent.id or 0, agent.current_version)
+    version = await agents.get_version(agent.organization_id, persisted(agent.id), agent.current_version)
     return version.snapshot if version is not None else None
 
 
@@ -36,7 +37,7 @@ async def as_published(agents: AgentRepository, agent: Agent, version: int | Non
     that version does not exist (an agent never published has none)."""
     if version is None:
         return None
-    found = await agents.get_version(agent.organization_id, agent.id or 0, version)
+    found = await agents.get_version(agent.organization_id, persisted(agent.id), version)
     return agent.with_snapshot(found.snapshot) if found is not None else None
 
 

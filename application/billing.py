@@ -26,6 +26,7 @@ from domain.billing import (
     PaymentMethod,
     PlanChange,
     Subscription,
+    SubscriptionStatus,
     after_decline,
     after_payment,
     period_invoice,
@@ -75,7 +76,8 @@ def _subscription_updated(subscription: Subscription, previous_plan: str) -> Dom
     """``subscription.updated`` with the subscription as it now is."""
     return EventType.SUBSCRIPTION_UPDATED(subscription.organization_id, {
         "organization_id": subscription.organization_id,
-        "plan": None if subscription.status == "canceled" else subscription.plan, "previous_plan": previous_plan,
+        "plan": None if subscription.status == SubscriptionStatus.CANCELED else subscription.plan,
+        "previous_plan": previous_plan,
         "pending_plan": subscription.pending_plan, "status": subscription.status,
         "cancel_at_period_end": subscription.cancel_at_period_end,
         "current_period_start": format_utc(subscription.current_period_start),
@@ -162,14 +164,14 @@ class UpdateSubscription:
         plan = changes.get("plan")
         if plan is not None and plan not in PLANS:
             raise ValidationFailed.field("plan", f"must be one of {', '.join(PLANS)}")
-        if account.status == "canceled" and plan is None:
+        if account.status == SubscriptionStatus.CANCELED and plan is None:
             if changes:
                 raise InvalidTransition("subscription", "canceled", "active", action="a change",
                                         allowed_from=("active", "past_due"),
                                         reason="send a plan to reactivate it")
         elif plan is not None:
             await _children_within(self.orgs, org, plan)
-            if account.status == "canceled":  # reactivation: a new subscription from today
+            if account.status == SubscriptionStatus.CANCELED:  # reactivation: a new subscription from today
                 org = await self._charge_at_once(org, account, None, plan)
                 account = replace(account, status="active", cancel_at_period_end=False, pending_plan=None)
             elif plan_rank(plan) > plan_rank(org.plan):
@@ -427,12 +429,13 @@ class InvoiceCharger:
         if succeeded:
             invoice = after_payment(invoice, now)
             await self.billing.update_invoice(invoice)
-            if account.status == "past_due" and await self.billing.unpaid(invoice.organization_id) == 0:
+            if (account.status == SubscriptionStatus.PAST_DUE
+                    and await self.billing.unpaid(invoice.organization_id) == 0):
                 await self.billing.save_account(replace(account, status="active"))
         else:
             invoice = after_decline(invoice, code, now, automatic=automatic)
             await self.billing.update_invoice(invoice)
-            if account.status == "active":
+            if account.status == SubscriptionStatus.ACTIVE:
                 await self.billing.save_account(replace(account, status="past_due"))
         return invoice
 

@@ -37,7 +37,7 @@ from application.ports.telephony import (
 )
 from application.ports.usage import CALL_SECONDS, CALLS, QuotaGate, UsageRecorder
 from domain import recordings
-from domain.agents import Agent, render, unresolved_placeholders
+from domain.agents import Agent, AgentStatus, render, unresolved_placeholders
 from domain.calls import (
     ACTIVE_STATUSES,
     QUEUE_TIMEOUT,
@@ -47,6 +47,7 @@ from domain.calls import (
     TRIGGER_FOR_FINAL,
     Call,
     CallLog,
+    CallStatus,
     outcome_of,
     render_values,
     summarize,
@@ -55,6 +56,7 @@ from domain.errors import InvalidTransition, NotFound, ValidationFailed
 from domain.events import EventType
 from domain.organizations import PLAN_LIMITS
 from domain.parsing import MAX_ID, parse_id
+from domain.telephony import PhoneNumberStatus, ProviderStatus
 
 BOOK_APPOINTMENT = "book_appointment"
 SUPPORTED_PROVIDER_TYPES = ("simulator",)
@@ -132,7 +134,7 @@ class PlaceCall:
         live = await self.agents.get(org, agent_id)
         if live is None:
             raise NotFound("agent", agent_id)
-        if live.status != "active":
+        if live.status != AgentStatus.ACTIVE:
             raise AgentNotCallable(agent_id, live.status)
         # the call runs the latest published version, never the draft (an active agent always has one)
         agent = await as_published(self.agents, live, live.current_version)
@@ -155,7 +157,8 @@ class PlaceCall:
         caller = None
         if command.from_phone_number_id is not None:
             chosen = await self.numbers.get(org, command.from_phone_number_id)
-            caller = chosen if chosen is not None and chosen.voice and chosen.status == "active" else None
+            usable = chosen is not None and chosen.voice and chosen.status == PhoneNumberStatus.ACTIVE
+            caller = chosen if usable else None
         caller = caller or await self.numbers.outbound_for_agent(org, agent_id)
         call_id = self.random.uuid()
         # the one quota gate: a plan without overage reserves the call's longest duration, or 403 quota_exceeded
@@ -285,7 +288,7 @@ class CancelCall:
         call = await _load_call(self.calls, command.actor, command.call_id, lock=True)
         now = self.clock.now()
         call.cancel(now)  # checks the move before anything is hung up
-        if call.status == "ringing" and call.telephony_ref:
+        if call.status == CallStatus.RINGING and call.telephony_ref:
             handle = await self.telephony.hang_up(DialHandle(call.telephony_ref, call.telephony_state,
                                                              call.next_check_at), now)
             call = replace(call, telephony_state=handle.state)
@@ -322,17 +325,17 @@ class DialNextQueuedCall:
         if not queued:
             return None
         call = await self.calls.get_for_update(organization_id, queued[0].id)
-        if call is None or call.status != "queued":
+        if call is None or call.status != CallStatus.QUEUED:
             return None
         now = self.clock.now()
         agent = await _call_agent(self.agents, call)
-        if agent is None or agent.status != "active":
+        if agent is None or agent.status != AgentStatus.ACTIVE:
             return await self.finisher.finish(call, "fail", now, end_reason="agent_not_active")
         screened = await self.dnc.screen(organization_id, [call.destination_phone])
         if screened.get(call.destination_phone):
             return await self.finisher.finish(call, "fail", now, end_reason="dnc_blocked")
         provider = await self.providers.get(organization_id, call.provider_id) if call.provider_id else None
-        if provider is not None and provider.status != "active":
+        if provider is not None and provider.status != ProviderStatus.ACTIVE:
             return await self.finisher.finish(call, "fail", now, end_reason="provider_disabled")
         if provider is not None and provider.type not in SUPPORTED_PROVIDER_TYPES:
             return await self.finisher.finish(call, "fail", now, end_reason="provider_not_supported")
@@ -393,7 +396,7 @@ class AdvanceCall:
             handle = result.handle
             waiting_tool: str | None = None
             for signal in result.signals:
-                if signal.kind == "answered" and call.status == "ringing":
+                if signal.kind == "answered" and call.status == CallStatus.RINGING:
                     call, events = call.move("answer", signal.at)
                     _record(self.uow, call, events)
                 elif signal.kind == "tool":

@@ -22,6 +22,7 @@ from application.ports.campaigns import (
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
+from domain.agents import AgentStatus
 from domain.calling_window import OUTSIDE_CALLING_HOURS
 from domain.campaigns import (
     CAMPAIGN_MACHINE,
@@ -37,6 +38,7 @@ from domain.campaigns import (
     CampaignContactLimit,
     CampaignEmpty,
     CampaignStats,
+    CampaignStatus,
     Contact,
     ContactAttempt,
     ContactDraft,
@@ -48,6 +50,7 @@ from domain.campaigns import (
 from domain.destinations import DialingPolicy, parse_countries, refusal_message
 from domain.errors import InvalidTransition, NotFound, ValidationFailed
 from domain.events import EventType
+from domain.identity import persisted
 from domain.patching import MergePatch, apply_patch
 from domain.timezones import validate_timezone
 
@@ -69,11 +72,11 @@ async def replan_waiting(campaigns: CampaignRepository, contacts: ContactReposit
     the dialer judges them under the window in force now; contacts waiting for a retry delay keep their time. The
     campaign's explanation of its wait (``status_reason``, ``next_dial_at``) is cleared for the dialer to give it
     anew, and a running campaign's dialer is woken. Returns the campaign as saved."""
-    org, campaign_id = campaign.organization_id, campaign.id or 0
+    org, campaign_id = campaign.organization_id, persisted(campaign.id)
     await contacts.replan_waiting(org, campaign_id, OUTSIDE_CALLING_HOURS, at)
     if campaign.status_reason in WAIT_EXPLANATIONS or campaign.next_dial_at is not None:
         campaign = await campaigns.update(replace(campaign, status_reason=None, next_dial_at=None))
-    if campaign.status == "running":
+    if campaign.status == CampaignStatus.RUNNING:
         uow.created_work()
     return campaign
 
@@ -304,7 +307,7 @@ class StartCampaign:
             raise CampaignEmpty(f"campaign {command.campaign_id} has no contacts: add some before starting it",
                                 details={"campaign_id": command.campaign_id})
         agent = await self.agents.get(org, campaign.agent_id)
-        if agent is None or agent.status != "active":
+        if agent is None or agent.status != AgentStatus.ACTIVE:
             state = "deleted" if agent is None else agent.status
             raise InvalidTransition("campaign", campaign.status, "running", action="start",
                                     reason=f"its agent {campaign.agent_id} is {state}, not active (publish it)",
@@ -432,7 +435,7 @@ class _ContactIntake:
             self.in_batch_duplicates += 1
             return
         now = self.clock.now()
-        self.batch[phone] = Contact(None, self.campaign.organization_id, self.campaign.id or 0, phone, item.name,
+        self.batch[phone] = Contact(None, self.campaign.organization_id, persisted(self.campaign.id), phone, item.name,
                                     item.timezone, dict(item.custom_data), next_attempt_at=now, created_at=now,
                                     updated_at=now,  # due from when it is added: the dialer reads by due time
                                     cause_depth=self.cause_depth)
@@ -441,7 +444,7 @@ class _ContactIntake:
 
     async def flush(self) -> None:
         if self.batch:
-            added = await self.contacts.add_many(self.campaign.organization_id, self.campaign.id or 0,
+            added = await self.contacts.add_many(self.campaign.organization_id, persisted(self.campaign.id),
                                                  list(self.batch.values()))
             self.accepted += added
             self.duplicates += len(self.batch) - added

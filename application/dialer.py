@@ -25,26 +25,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
+from application.business_hours import holiday_predicate
 from application.calls import AgentNotCallable, PlaceCall, PlaceCallCommand
 from application.campaigns import AddContact, AddContactCommand
 from application.context import Actor, CauseContext
 from application.dnc import DncGate
 from application.ports.agents import AgentRepository
+from application.ports.business_hours import HolidayCalendars, ScheduleRepository
 from application.ports.calls import CallRepository
 from application.ports.campaigns import CampaignRepository, ContactEndings, ContactRepository
 from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef, DialerStore
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, UnitOfWork
-from application.ports.schedules import HolidayCalendars, ScheduleRepository
-from application.schedules import holiday_predicate
+from domain.agents import AgentStatus
 from domain.calling_window import OUTSIDE_CALLING_HOURS, SEARCH_DAYS, WindowRules, WindowVerdict, calling_window
-from domain.calls import SINGLE_CALL_PRIORITY, Call
+from domain.calls import SINGLE_CALL_PRIORITY, Call, CallStatus
 from domain.campaigns import (
     OPEN_CONTACT_STATUSES,
     RETRY_OUTCOMES,
+    SCHEDULED_STATUSES,
     Campaign,
+    CampaignContactStatus,
+    CampaignStatus,
     Contact,
     ContactAttempt,
     ContactDraft,
@@ -53,6 +58,7 @@ from domain.campaigns import (
 from domain.destinations import DestinationNotAllowed
 from domain.errors import Conflict, DncBlocked, InvalidTransition, NotFound, QuotaExceeded, ValidationFailed
 from domain.events import EventType
+from domain.identity import persisted
 from domain.rfc3339 import format_utc_or_none
 from domain.sms import RecipientOptedOut
 
@@ -71,7 +77,7 @@ CAMPAIGN_FAILED = "campaign_failed"
 """The reason of the contacts cancelled when their campaign fails (and of the leads still queued on them)."""
 NO_CALLING_WINDOW = "no_calling_window"
 """A contact whose zones never share an opening of the calling hours (e.g. 09:00-10:00 in Auckland and Berlin)."""
-COMPLETING_STATUSES = ("completed", "transferred")
+COMPLETING_STATUSES = (CallStatus.COMPLETED, CallStatus.TRANSFERRED)
 
 
 def attempt_key(contact_id: int, attempt: int) -> str:
@@ -112,9 +118,9 @@ class _Contacts:
     async def save(self, contact: Contact) -> Contact:
         await self.contacts.update(contact)
         kind = None
-        if contact.status == "completed":
+        if contact.status == CampaignContactStatus.COMPLETED:
             kind = EventType.CONTACT_COMPLETED
-        elif contact.status in ("failed", "skipped_dnc"):
+        elif contact.status in (CampaignContactStatus.FAILED, CampaignContactStatus.SKIPPED_DNC):
             kind = EventType.CONTACT_FAILED
         if kind is not None:  # as deep as the trigger action that added the contact (the loop guard's depth)
             self.uow.record(replace(kind(contact.organization_id, contact_event_data(contact)),
@@ -126,7 +132,7 @@ async def complete_if_done(campaigns: CampaignRepository, store: DialerStore, uo
                            now: datetime) -> Campaign:
     """A running campaign whose every contact is final is completed (event ``campaign.completed``), unless its
     completion is ``manual`` (it runs until paused or cancelled)."""
-    if campaign.status != "running" or campaign.id is None or campaign.completion == "manual":
+    if campaign.status != CampaignStatus.RUNNING or campaign.id is None or campaign.completion == "manual":
         return campaign
     if await store.count_unfinished(campaign.organization_id, campaign.id) > 0:
         return campaign
@@ -162,23 +168,35 @@ async def place_attempt(place: PlaceCall, contacts: ContactRepository, store: Di
     as the trigger action that added the contact), the attempt row and the move to ``dialing``, all in the
     caller's transaction. Raises what PlaceCall raises (unresolved placeholders, DNC, the agent) before anything
     is written."""
-    org = campaign.organization_id
+    org, campaign_id, contact_id = campaign.organization_id, persisted(campaign.id), persisted(contact.id)
     attempt = contact.attempts + 1
     call = await place.execute(PlaceCallCommand(
         Actor.system(org), str(campaign.agent_id), contact.phone, contact.name, dict(contact.custom_data),
-        priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign.id, contact_id=contact.id,
-        idempotency_key=attempt_key(contact.id or 0, attempt), from_phone_number_id=campaign.from_phone_number_id,
+        priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign_id, contact_id=contact_id,
+        idempotency_key=attempt_key(contact_id, attempt), from_phone_number_id=campaign.from_phone_number_id,
         allowed_countries=campaign.allowed_countries,
         cause_depth=contact.cause_depth))
-    await contacts.add_attempt(org, ContactAttempt(contact.id or 0, attempt, call.id, call.status, started_at=now))
+    await contacts.add_attempt(org, ContactAttempt(contact_id, attempt, call.id, call.status, started_at=now))
     await contacts.update(contact.move("dial", now, attempts=attempt, last_call_id=call.id, reason=None))
-    await store.mark_dialled(org, campaign.id or 0, now)
+    await store.mark_dialled(org, campaign_id, now)
     return call
 
 
 @dataclass(frozen=True, slots=True)
 class DialNextContactCommand:
     ref: CampaignRef
+
+
+class DialOutcome(StrEnum):
+    """What one step of a campaign's dialling did (``DialNextContact``)."""
+
+    DIALLED = "dialled"
+    SKIPPED = "skipped"
+    DEFERRED = "deferred"
+    FULL = "full"
+    IDLE = "idle"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
 
 
 class DialNextContact:
@@ -197,23 +215,23 @@ class DialNextContact:
         self.endings = endings
         self.moves = _Contacts(contacts, uow)
 
-    async def execute(self, command: DialNextContactCommand) -> str:
+    async def execute(self, command: DialNextContactCommand) -> DialOutcome:
         org, campaign_id = command.ref.organization_id, command.ref.campaign_id
         campaign = await self.campaigns.get_for_update(org, campaign_id)
-        if campaign is None or campaign.status != "running":
-            return "stopped"
+        if campaign is None or campaign.status != CampaignStatus.RUNNING:
+            return DialOutcome.STOPPED
         now = self.clock.now()
         agent = await self.agents.get(org, campaign.agent_id)
-        if agent is None or agent.status == "archived":
+        if agent is None or agent.status == AgentStatus.ARCHIVED:
             reason = "agent_deleted" if agent is None else "agent_archived"
             failed = await self.campaigns.update(campaign.move("fail", now, reason=reason))
             self.uow.record(EventType.CAMPAIGN_FAILED(org, {**failed.view(), "reason": reason}))
             ended = await self.contacts.cancel_open(org, campaign_id, CAMPAIGN_FAILED, now)
             if ended:
                 await self.endings.contacts_ended(org, campaign_id, ended, CAMPAIGN_FAILED, now)
-            return "stopped"
+            return DialOutcome.STOPPED
         if await self.calls.count_unfinished_of_campaign(org, campaign_id) >= campaign.max_concurrent_calls:
-            return "full"
+            return DialOutcome.FULL
         rules = await self.windows.rules(campaign)
         deferred, limit = 0, FIRST_LOOK
         while limit > 0:
@@ -226,11 +244,12 @@ class DialNextContact:
                 deferred += 1
             limit = SCAN - deferred if len(due) == limit and deferred == FIRST_LOOK else 0
         if deferred:
-            return "deferred"
-        if (await complete_if_done(self.campaigns, self.store, self.uow, campaign, now)).status == "completed":
-            return "completed"
+            return DialOutcome.DEFERRED
+        settled = await complete_if_done(self.campaigns, self.store, self.uow, campaign, now)
+        if settled.status == CampaignStatus.COMPLETED:
+            return DialOutcome.COMPLETED
         await self._explain(campaign, now)
-        return "idle"
+        return DialOutcome.IDLE
 
     async def _defer(self, contact: Contact, verdict: WindowVerdict, rules: WindowRules, now: datetime) -> None:
         if verdict.next_open_at is None and rules.schedule is None:
@@ -244,7 +263,7 @@ class DialNextContact:
 
     async def _explain(self, campaign: Campaign, now: datetime) -> None:
         """Nothing due: say why on the campaign (``status_reason``, ``next_dial_at``)."""
-        earliest = await self.store.earliest_attempt(campaign.organization_id, campaign.id or 0)
+        earliest = await self.store.earliest_attempt(campaign.organization_id, persisted(campaign.id))
         reason: str | None = None
         next_at: datetime | None = None
         if earliest is not None:
@@ -254,34 +273,34 @@ class DialNextContact:
         if (reason, next_at) != (campaign.status_reason, campaign.next_dial_at):
             await self.campaigns.update(replace(campaign, status_reason=reason, next_dial_at=next_at))
 
-    async def _dial(self, campaign: Campaign, contact: Contact, now: datetime) -> str:
+    async def _dial(self, campaign: Campaign, contact: Contact, now: datetime) -> DialOutcome:
         org = campaign.organization_id
         blocked = await self.dnc.blocked_reason(org, contact.phone)
         if blocked is not None:  # dnc_blocked, or recipient_opted_out (a STOP reply)
             await self.moves.save(contact.move("skip_dnc", now, reason=blocked))
-            return "skipped"
+            return DialOutcome.SKIPPED
         try:
             await place_attempt(self.place, self.contacts, self.store, campaign, contact, now)
         except (DncBlocked, RecipientOptedOut, DestinationNotAllowed) as exc:
             # listed meanwhile, or outside the dialing policy since it changed: never dialled, ended as a skip
             await self.moves.save(contact.move("skip_dnc", now, reason=exc.code))
-            return "skipped"
+            return DialOutcome.SKIPPED
         except AgentNotCallable:  # paused (archived or deleted fail the campaign above)
             if campaign.status_reason != "agent_not_active":
                 await self.campaigns.update(replace(campaign, status_reason="agent_not_active", next_dial_at=None))
-            return "full"
+            return DialOutcome.FULL
         except QuotaExceeded:  # the plan's included minutes are used up: wait, the contact is not dialled
             if campaign.status_reason != "quota_exceeded":
                 await self.campaigns.update(replace(campaign, status_reason="quota_exceeded", next_dial_at=None))
-            return "full"
+            return DialOutcome.FULL
         except ValidationFailed as exc:
             reason = "unresolved_placeholders" if "missing_placeholders" in (exc.details or {}) else "invalid_contact"
             failed = contact.move("dial", now, attempts=contact.attempts).move("fail", now, reason=reason)
             await self.moves.save(failed)
-            return "skipped"
+            return DialOutcome.SKIPPED
         if campaign.status_reason is not None or campaign.next_dial_at is not None:
             await self.campaigns.update(replace(campaign, status_reason=None, next_dial_at=None))
-        return "dialled"
+        return DialOutcome.DIALLED
 
 
 # ------------------------------------------------------------------------------------------------- outcomes
@@ -310,7 +329,8 @@ class SettleContact:
         ref = command.ref
         campaign = await self.campaigns.get_for_update(ref.organization_id, ref.campaign_id)
         contact = await self.contacts.get(ref.organization_id, ref.campaign_id, ref.contact_id)
-        if campaign is None or contact is None or contact.status != "dialing" or not contact.last_call_id:
+        if (campaign is None or contact is None or contact.status != CampaignContactStatus.DIALING
+                or not contact.last_call_id):
             return None
         call = await self.calls.get(ref.organization_id, contact.last_call_id)
         if call is None or not call.is_final:
@@ -319,12 +339,13 @@ class SettleContact:
             self.cause.depth = contact.cause_depth
         now = self.clock.now()
         ended = call.ended_at or now
-        await self.store.finish_attempt(ref.organization_id, contact.id or 0, contact.attempts, call.status, ended)
+        await self.store.finish_attempt(ref.organization_id, persisted(contact.id), contact.attempts, call.status,
+                                        ended)
         if call.status in COMPLETING_STATUSES:
             settled = contact.move("complete", now, reason=call.outcome or call.status)
         elif call.status in RETRY_OUTCOMES:
             decision = decide_retry(call.status, contact.attempts, campaign.retry, ended)
-            if decision.status == "retry_wait" and campaign.status in ("running", "paused"):
+            if decision.status == CampaignContactStatus.RETRY_WAIT and campaign.status in SCHEDULED_STATUSES:
                 settled = contact.move("retry", now, next_attempt_at=decision.next_attempt_at, reason=decision.reason)
             else:
                 settled = contact.move("fail", now, reason=decision.reason)
@@ -387,7 +408,7 @@ class DialContactNow:
         campaign = await self.campaigns.get_for_update(org, command.campaign_id)
         if campaign is None:
             raise NotFound("campaign", command.campaign_id)
-        if campaign.status != "running":
+        if campaign.status != CampaignStatus.RUNNING:
             raise InvalidTransition("campaign", campaign.status, campaign.status, action="dial",
                                     allowed_from=("running",))
         now = self.clock.now()
@@ -395,7 +416,7 @@ class DialContactNow:
         if contact.status not in OPEN_CONTACT_STATUSES:
             raise InvalidTransition("contact", contact.status, "dialing", action="dial",
                                     allowed_from=OPEN_CONTACT_STATUSES, details={"contact_id": contact.id})
-        unfinished = await self.calls.count_unfinished_of_campaign(org, campaign.id or 0)
+        unfinished = await self.calls.count_unfinished_of_campaign(org, persisted(campaign.id))
         if unfinished >= campaign.max_concurrent_calls:
             raise ConcurrencyLimit(f"campaign {campaign.id} has {unfinished} calls in progress, its limit "
                                    f"(max_concurrent_calls {campaign.max_concurrent_calls})",
@@ -409,10 +430,10 @@ class DialContactNow:
                          "timezones": list(verdict.zones)})
         await self.dnc.ensure_callable(org, contact.phone, campaign.allowed_countries)
         call = await place_attempt(self.place, self.contacts, self.store, campaign, contact, now)
-        return DialedNow(contact.id or 0, call.id)
+        return DialedNow(persisted(contact.id), call.id)
 
     async def _contact(self, campaign: Campaign, command: DialContactNowCommand, now: datetime) -> Contact:
-        org, campaign_id = campaign.organization_id, campaign.id or 0
+        org, campaign_id = campaign.organization_id, persisted(campaign.id)
         if command.contact_id is not None:
             found = await self.contacts.get(org, campaign_id, command.contact_id)
             if found is None:

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from application.dialer import (
     DialNextContact,
     DialNextContactCommand,
+    DialOutcome,
     SettleContact,
     SettleContactCommand,
     wants_turn,
@@ -124,12 +125,12 @@ class RunDialerPass:
             except Exception:
                 log.exception("dialling a contact of campaign %s failed", ref.campaign_id)
                 return
-            if outcome == "dialled":
+            if outcome == DialOutcome.DIALLED:
                 dialled += 1
                 report.dialled += 1
-            elif outcome == "skipped":
+            elif outcome == DialOutcome.SKIPPED:
                 report.skipped += 1
-            elif outcome != "deferred":
+            elif outcome != DialOutcome.DEFERRED:
                 return
         report.exhausted = True
 

@@ -25,6 +25,7 @@ from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from domain.agents import Agent
 from domain.errors import DuplicateDocument, NotFound, PlanLimitReached, UpstreamFetchFailed, ValidationFailed
 from domain.events import DomainEvent, EventType
+from domain.identity import persisted
 from domain.knowledge import (
     MAX_FILES_PER_UPLOAD,
     MAX_PAGE_BYTES,
@@ -81,7 +82,7 @@ async def _views(kbs: KnowledgeBaseRepository, docs: DocumentRepository, organiz
         return []
     agents = await kbs.linked_agents(organization_id, ids)
     counts = await docs.counts(organization_id, ids)
-    return [KnowledgeBaseView(kb, agents.get(kb.id or 0, []), counts.get(kb.id or 0, 0)) for kb in items]
+    return [KnowledgeBaseView(kb, agents.get(persisted(kb.id), []), counts.get(persisted(kb.id), 0)) for kb in items]
 
 
 def _kb_event(kb: KnowledgeBase, kind: EventType, **extra: Any) -> DomainEvent:
@@ -124,7 +125,7 @@ class CreateKnowledgeBase:
         now = self.clock.now()
         kb = await self.kbs.add(KnowledgeBase(None, actor.organization_id, command.agent_id, command.name,
                                               command.description, now, now))
-        await self.kbs.link(actor.organization_id, kb.id or 0, command.agent_id, now)
+        await self.kbs.link(actor.organization_id, persisted(kb.id), command.agent_id, now)
         self.uow.record(_kb_event(kb, EventType.KNOWLEDGE_BASE_CREATED, name=kb.name))
         return (await _views(self.kbs, self.docs, actor.organization_id, [kb]))[0]
 
@@ -292,7 +293,7 @@ async def _ingest(uow: UnitOfWork, docs: DocumentRepository, clock: Clock, kb: K
     if len(text) > MAX_TEXT_CHARS:
         raise ExtractionFailed(TEXT_TOO_LONG, "text_too_long")
     digest = content_hash(text)
-    kb_id = kb.id or 0
+    kb_id = persisted(kb.id)
     same = await docs.find_duplicate(kb.organization_id, kb_id, content_hash=digest)
     if same is not None:
         raise DuplicateDocument("a document with the same content is already in this knowledge base",

@@ -20,6 +20,7 @@ from application.ports.events import OutboxReader
 from application.ports.leads import LeadFilter, LeadRepository
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from domain.agents import AgentStatus
 from domain.campaigns import FINAL_STATUSES as FINAL_CAMPAIGN_STATUSES
 from domain.campaigns import Campaign, ContactDraft
 from domain.errors import InvalidTransition, NotFound
@@ -115,7 +116,7 @@ class CreateLead:
             agent = await self.agents.get(org, agent_id)
             if agent is None:
                 raise NotFound("agent", agent_id, field="agent_id")
-            if agent.status != "active":
+            if agent.status != AgentStatus.ACTIVE:
                 raise AgentNotCallable(agent_id, agent.status)
         if campaign_id is not None:
             campaign = await self.campaigns.get(org, campaign_id)
@@ -129,12 +130,12 @@ class CreateLead:
 
     async def _hand_over(self, command: CreateLeadCommand, lead: Lead, phone: str, name: str | None) -> Lead:
         """The call queued, or the campaign contact made (or found): the lead records which."""
-        if command.agent_id is not None:
+        if command.campaign_id is None:  # check_target: then agent_id is given
             call = await self.place_call.execute(PlaceCallCommand(
                 command.actor, str(command.agent_id), phone, name, dict(command.custom_data)))
             return replace(lead, call_id=call.id)
         added = await self.add_contact.execute(AddContactCommand(
-            command.actor, command.campaign_id or 0, ContactDraft(0, phone, name, None, dict(command.custom_data))))
+            command.actor, command.campaign_id, ContactDraft(0, phone, name, None, dict(command.custom_data))))
         contact = added.contact
         lead = replace(lead, contact_id=contact.id, call_id=contact.last_call_id)
         trigger = CONTACT_OUTCOMES.get(contact.status)

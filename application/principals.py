@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from application.context import Actor
 from domain.api_keys import ApiKey
+from domain.identity import persisted
 from domain.organizations import Organization
 from domain.scopes import ScopeSet
 from domain.widget import WidgetGrant
@@ -84,6 +85,6 @@ class Principal:
         key_id = self.key.id if self.key is not None else None
         lineage = self.key.lineage if self.key is not None else None
         key = self.key
-        return Actor(organization.id or 0, self.organization.id or 0, key_id, self.scopes, lineage,
+        return Actor(persisted(organization.id), persisted(self.organization.id), key_id, self.scopes, lineage,
                      key.expires_at if key is not None else None,
                      key is not None and key.rotated_to_id is not None)

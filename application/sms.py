@@ -18,6 +18,7 @@ from application.ports.usage import SMS_SEGMENTS, QuotaGate, UsageRecorder
 from domain.calls import SIMULATOR_CALLER_ID
 from domain.errors import NotFound, ValidationFailed
 from domain.events import EventType
+from domain.identity import persisted
 from domain.sms import (
     BODY_MAX_LENGTH,
     OPT_OUT_LIST_NAME,
@@ -28,7 +29,7 @@ from domain.sms import (
     keyword_text,
     segment,
 )
-from domain.telephony import PhoneNumber
+from domain.telephony import PhoneNumber, PhoneNumberStatus
 
 RECEIPT_EVENTS = {
     "sent": EventType.SMS_SENT,
@@ -88,7 +89,7 @@ class SendSms:
         await self.quota.admit(org, SMS_SEGMENTS, f"sms:{message.id}", seg.segments, now)
         await self.usage.record(org, SMS_SEGMENTS, seg.segments, now, f"sms:{message.id}")
         submitted = await self.carrier.send(OutboundSms(
-            org, message.id or 0, message.from_phone, to, body, seg.encoding, seg.segments), now)
+            org, persisted(message.id), message.from_phone, to, body, seg.encoding, seg.segments), now)
         message = await self.messages.update(replace(
             message, carrier_id=submitted.carrier_id, carrier_state=dict(submitted.state),
             next_check_at=submitted.next_check_at))
@@ -102,11 +103,11 @@ class SendSms:
             number = await self.numbers.get(org, number_id)
             if number is None:
                 raise NotFound("phone number", number_id, field="from_phone_number_id")
-            if not number.sms or number.status != "active":
+            if not number.sms or number.status != PhoneNumberStatus.ACTIVE:
                 raise ValidationFailed.field("from_phone_number_id",
                                              "must be an active phone number with sms enabled")
             return number
-        return next((n for n in await self.numbers.list(org) if n.sms and n.status == "active"), None)
+        return next((n for n in await self.numbers.list(org) if n.sms and n.status == PhoneNumberStatus.ACTIVE), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from application.ports.platform import Clock, Page, PageRequest
 from application.ports.secrets import SecretBox
 from application.ports.telephony import PhoneNumberRepository, TelephonyProviderRepository
 from domain.errors import Conflict, NotFound, ValidationFailed
+from domain.identity import persisted
 from domain.patching import MergePatch, apply_patch, merge_patch
 from domain.telephony import MAX_PROVIDER_KEYS, CallStats, PhoneNumber, TelephonyProvider, call_stats
 
@@ -97,7 +98,7 @@ class CreateProvider:
             names, dict(command.settings or {}), now, now,
         ))
         if created.is_default:
-            await self.providers.clear_default(actor.organization_id, created.id or 0)
+            await self.providers.clear_default(actor.organization_id, persisted(created.id))
         return created
 
 
@@ -255,7 +256,7 @@ class CreatePhoneNumber:
         provider_id = command.provider_id
         if provider_id is None:
             default = await self.providers.default(actor.organization_id)
-            provider_id = (default or builtin).id or 0
+            provider_id = persisted((default or builtin).id)
         return await self.numbers.add(PhoneNumber(
             None, actor.organization_id, number, provider_id, command.label, command.inbound_agent_id,
             command.voice, command.sms, "active", now, now,

@@ -38,7 +38,7 @@ from domain.campaigns import ContactDraft
 from domain.errors import BlockedAddress, DomainError, NotFound, ValidationFailed
 from domain.events import EventType
 from domain.patching import MergePatch
-from domain.triggers import Action, ActionResult, Trigger, TriggerRun
+from domain.triggers import Action, ActionResult, Trigger, TriggerActionStatus, TriggerRun, TriggerRunStatus
 
 log = logging.getLogger("parley.triggers")
 
@@ -49,6 +49,8 @@ EXTERNAL_ACTIONS = frozenset({"webhook", "email", "chat_message"})
 ERROR_MAX = 500
 ACTION_FAILED = "action_failed"
 """``trigger.failed``'s reason when an action failed for good (the other: ``run_rate``, the breaker)."""
+_UNSETTLED_ACTION = (TriggerActionStatus.PENDING, TriggerActionStatus.RETRYING)
+"""An action still to be carried out (again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,8 +418,7 @@ class PrepareTriggerAction:
 
     async def execute(self, ref: ActionRef) -> ActionWork | None:
         run = await self.triggers.get_run(ref.organization_id, ref.run_id)
-        if run is None or ref.index >= len(run.actions) or run.actions[ref.index].status not in ("pending",
-                                                                                                  "retrying"):
+        if run is None or ref.index >= len(run.actions) or run.actions[ref.index].status not in _UNSETTLED_ACTION:
             return None
         trigger = await self.triggers.get(ref.organization_id, run.trigger_id)
         if trigger is None or ref.index >= len(trigger.actions):
@@ -501,7 +502,7 @@ class RecordTriggerAction:
         if run is None or work.ref.index >= len(run.actions):
             return None
         current = run.actions[work.ref.index]
-        if current.status not in ("pending", "retrying"):
+        if current.status not in _UNSETTLED_ACTION:
             return None  # recorded already (a run past its lease)
         now = self.clock.now()
         started = current.started_at or work.started_at or now
@@ -519,7 +520,7 @@ class RecordTriggerAction:
         actions[work.ref.index] = result
         updated = rules.settle(replace(run, actions=tuple(actions)), now)
         await self.triggers.update_run(updated)
-        if updated.status == "failed" and run.status != "failed":
+        if updated.status == TriggerRunStatus.FAILED and run.status != TriggerRunStatus.FAILED:
             self.cause.depth = run.depth + 1
             self.uow.record(EventType.TRIGGER_FAILED(run.organization_id, {
                 "trigger_id": run.trigger_id, "trigger_name": work.trigger.name, "run_id": run.id,

@@ -24,6 +24,7 @@ from application.ports.usage import UsageLedger
 from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ValidationFailed
 from domain.events import EventType
 from domain.rfc3339 import format_utc, parse_day_or_instant
+from domain.telephony import PhoneNumberStatus
 from domain.usage import (
     CALL_SECONDS,
     CALLS,
@@ -166,7 +167,7 @@ class GetUsage:
             # a report takes no lock (count_for_update would hold the organization's row, as a creator does)
             "knowledge_bases": {"used": (await self.knowledge_bases.list(org_id, PageRequest(1, 0))).total,
                                 "limit": org.limit("max_knowledge_bases")},
-            "phone_numbers": len([n for n in numbers if n.status == "active"]),
+            "phone_numbers": len([n for n in numbers if n.status == PhoneNumberStatus.ACTIVE]),
         })
 
 

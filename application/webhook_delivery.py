@@ -36,6 +36,7 @@ from application.webhooks import (
     SendDelivery,
     SendDeliveryCommand,
 )
+from domain.identity import persisted
 
 log = logging.getLogger("parley.webhooks.worker")
 
@@ -225,6 +226,6 @@ class PumpDeliveries:
             if in_flight:
                 for task in in_flight:
                     task.cancel()
-                ids = [item.delivery.id or 0 for item in in_flight.values()]
+                ids = [persisted(item.delivery.id) for item in in_flight.values()]
                 with contextlib.suppress(Exception):
                     await asyncio.shield(steps.release(ids))

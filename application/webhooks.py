@@ -29,9 +29,10 @@ from application.ports.webhooks import (
 )
 from domain import webhooks as wh
 from domain.errors import BlockedAddress, Conflict, DomainError, NotFound, ValidationFailed
+from domain.identity import persisted
 from domain.patching import MergePatch, apply_patch
 from domain.rfc3339 import format_utc_millis
-from domain.webhooks import Delivery, DeliveryAttempt, Subscription, Verdict
+from domain.webhooks import Delivery, DeliveryAttempt, DeliveryStatus, Subscription, Verdict
 
 log = logging.getLogger("parley.webhooks")
 
@@ -281,8 +282,10 @@ class Redeliver:
         if delivery is None:
             raise NotFound("delivery", attempt.delivery_id)
         now = self.clock.now()
-        keep_schedule = delivery.status == "pending" and delivery.auto_retry
-        if not await self.deliveries.requeue(actor.organization_id, delivery.id or 0, now, auto_retry=keep_schedule):
+        keep_schedule = delivery.status == DeliveryStatus.PENDING and delivery.auto_retry
+        requeued = await self.deliveries.requeue(actor.organization_id, persisted(delivery.id), now,
+                                                 auto_retry=keep_schedule)
+        if not requeued:
             raise Conflict("this delivery is being sent right now; try again in a moment")
         self.uow.created_work()  # wakes the delivery senders once committed
         return replace(delivery, status="pending", next_attempt_at=now, auto_retry=keep_schedule, updated_at=now)
@@ -318,7 +321,7 @@ class DispatchOutbox:
             by_org.setdefault(subscription.organization_id, []).append(subscription)
         now = self.clock.now()
         deliveries = [
-            Delivery(id=None, organization_id=e.organization_id, subscription_id=s.id or 0, event_type=e.type,
+            Delivery(id=None, organization_id=e.organization_id, subscription_id=persisted(s.id), event_type=e.type,
                      data=e.data, occurred_at=e.created_at or now, message_id=_new_message_id(self.random),
                      event_id=e.id, resource=wh.resource_of(e.type, e.data), next_attempt_at=now, created_at=now,
                      updated_at=now)
@@ -445,7 +448,7 @@ class SendDelivery:
         )
         attempt = DeliveryAttempt(
             id=None, organization_id=delivery.organization_id, subscription_id=delivery.subscription_id,
-            delivery_id=delivery.id or 0, event_type=delivery.event_type, message_id=delivery.message_id,
+            delivery_id=persisted(delivery.id), event_type=delivery.event_type, message_id=delivery.message_id,
             attempt=delivery.attempts, status="succeeded" if verdict.succeeded else "failed",
             response_status=status,
             response_body=body_prefix[: wh.RESPONSE_BODY_LOG_BYTES].decode("utf-8", "replace") if status else None,
@@ -480,7 +483,8 @@ class RecordDeliveryOutcomes:
         if not outcomes:
             return
         await self.deliveries.finish(worker, [
-            DeliveryUpdate(o.delivery.id or 0, o.verdict.delivery_status, o.verdict.next_attempt_at, o.finished_at)
+            DeliveryUpdate(persisted(o.delivery.id), o.verdict.delivery_status, o.verdict.next_attempt_at,
+                           o.finished_at)
             for o in outcomes
         ])
         attempts = [o.attempt for o in outcomes if o.attempt is not None]
@@ -492,7 +496,7 @@ class RecordDeliveryOutcomes:
                 by_subscription.setdefault((o.delivery.organization_id, o.delivery.subscription_id), []).append(o)
         healthy: dict[int, list[int]] = {}
         for (organization_id, subscription_id), group in by_subscription.items():
-            group.sort(key=lambda o: (o.finished_at, o.delivery.id or 0))
+            group.sort(key=lambda o: (o.finished_at, persisted(o.delivery.id)))
             gone = next((o.verdict.disable_reason for o in group if o.verdict.disable_reason), None)
             if gone is not None:
                 await self.subscriptions.disable(organization_id, subscription_id, gone, group[-1].finished_at)

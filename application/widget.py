@@ -36,8 +36,9 @@ from domain import widget as rules
 from domain.agents import unresolved_placeholders
 from domain.calling_window import calling_window
 from domain.calls import render_values
-from domain.campaigns import Campaign, ContactDraft
+from domain.campaigns import Campaign, CampaignStatus, ContactDraft
 from domain.errors import Forbidden, InvalidTransition, NotFound
+from domain.identity import persisted
 from domain.rate_limit import Window
 from domain.widget import MissingPlaceholders, WidgetGrant, WidgetIntakeLimited
 
@@ -83,7 +84,7 @@ class MintWidgetToken:
             raise NotFound("campaign", command.campaign_id, field="campaign_id")
         # whole seconds: the token's ``exp`` is an integer, and the response says the same instant
         expires_at = (self.clock.now() + timedelta(seconds=ttl)).replace(microsecond=0)
-        grant = WidgetGrant(self.random.hex(16), org, campaign.id or 0, origins, expires_at, actor.key_id,
+        grant = WidgetGrant(self.random.hex(16), org, persisted(campaign.id), origins, expires_at, actor.key_id,
                             actor.key_organization_id)
         return MintedWidgetToken(self.tokens.issue(grant), grant)
 
@@ -156,8 +157,8 @@ class GetWidgetCampaign:
         agent = await self.agents.get(org, campaign.agent_id)
         now = self.clock.now()
         verdict = calling_window(now, await self.windows.rules(campaign), contact_zone=campaign.timezone)
-        open_now = campaign.status == "running" and verdict.open
-        next_open_at = verdict.next_open_at if campaign.status == "running" and not verdict.open else None
+        open_now = campaign.status == CampaignStatus.RUNNING and verdict.open
+        next_open_at = verdict.next_open_at if campaign.status == CampaignStatus.RUNNING and not verdict.open else None
         return WidgetCampaign(campaign.name, agent.name if agent else None, campaign.status, open_now, next_open_at)
 
 
@@ -215,7 +216,7 @@ class SubmitWidgetContact:
             dialled = await self.dial.execute(DialContactNowCommand(command.actor, command.campaign_id,
                                                                     contact_id=contact.id))
         except (OutsideCallingHours, ConcurrencyLimit, InvalidTransition):
-            return WidgetContactSubmitted(contact.id or 0, contact.status, None)
+            return WidgetContactSubmitted(persisted(contact.id), contact.status, None)
         return WidgetContactSubmitted(dialled.contact_id, "dialing", dialled.call_id)
 
     async def _within_caps(self, campaign: Campaign, client_address: str) -> None:

@@ -6,12 +6,23 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from domain.errors import InvalidTransition
 from domain.state_machine import TransitionTable
 
-STATUSES = ("draft", "active", "paused", "archived")
+
+class AgentStatus(StrEnum):
+    """The status of an agent; the values are the API's."""
+
+    DRAFT = "draft"
+    ACTIVE = "active"
+    PAUSED = "paused"
+    ARCHIVED = "archived"
+
+
+STATUSES = tuple(AgentStatus)
 MODES = ("outbound", "inbound", "bidirectional")
 VOICEMAIL_ACTIONS = ("hangup", "leave_message")
 

@@ -12,6 +12,7 @@ import string
 import zlib
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from domain.errors import ValidationFailed
 
@@ -63,6 +64,13 @@ def display_prefix(key: str) -> str:
     return key[: len(PREFIX) + 4]
 
 
+class KeyStatus(StrEnum):
+    """The stored status of an API key (``expired`` is derived from ``expires_at``, never stored)."""
+
+    ACTIVE = "active"
+    REVOKED = "revoked"
+
+
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     id: int | None
@@ -72,7 +80,7 @@ class ApiKey:
     last_four: str
     key_hash: str
     scopes: tuple[str, ...]
-    status: str  # active | revoked
+    status: str  # a KeyStatus
     created_at: datetime
     expires_at: datetime | None
     last_used_at: datetime | None
@@ -85,7 +93,7 @@ class ApiKey:
         return self.lineage_id or self.id
 
     def is_usable(self, now: datetime) -> bool:
-        return self.status == "active" and (self.expires_at is None or now < self.expires_at)
+        return self.status == KeyStatus.ACTIVE and (self.expires_at is None or now < self.expires_at)
 
     def expiry_notice(self, now: datetime) -> tuple[datetime, int] | None:
         """(expires_at, whole days left) when the key expires within seven days."""
@@ -98,7 +106,7 @@ class ApiKey:
         return replace(self, status="revoked")
 
     def display_status(self, now: datetime) -> str:
-        if self.status == "revoked":
+        if self.status == KeyStatus.REVOKED:
             return "revoked"
         if self.expires_at is not None and now >= self.expires_at:
             return "expired"

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from itertools import pairwise
 
 from domain.organizations import plan_rank
@@ -33,14 +34,41 @@ OVERAGE_RATES: dict[str, dict[str, int]] = {
 }
 """Cents per call minute and per SMS segment past the included amounts, by plan; starter has none (it stops)."""
 
-SUBSCRIPTION_STATUSES = ("active", "past_due", "canceled")
-INVOICE_STATUSES = ("draft", "open", "paid", "void", "uncollectible")
+class SubscriptionStatus(StrEnum):
+    """The status of an organization's subscription."""
+
+    ACTIVE = "active"
+    PAST_DUE = "past_due"
+    CANCELED = "canceled"
+
+
+SUBSCRIPTION_STATUSES = tuple(SubscriptionStatus)
+
+
+class InvoiceStatus(StrEnum):
+    """The status of an invoice."""
+
+    DRAFT = "draft"
+    OPEN = "open"
+    PAID = "paid"
+    VOID = "void"
+    UNCOLLECTIBLE = "uncollectible"
+
+
+INVOICE_STATUSES = tuple(InvoiceStatus)
 RETRY_DELAYS = (timedelta(days=1), timedelta(days=3), timedelta(days=5))
 """After the first automatic decline the invoice is retried 1 day later, after the second 3 days later, after
 the third 5 days later; a fourth decline makes it uncollectible."""
 
-PAYABLE = ("open", "uncollectible")
+PAYABLE = (InvoiceStatus.OPEN, InvoiceStatus.UNCOLLECTIBLE)
 """Invoices ``POST /billing/invoices/{id}/pay`` may charge."""
+
+
+class ChargeStatus(StrEnum):
+    """What the card processor answered to one charge (a decline is an answer, not an error)."""
+
+    SUCCEEDED = "succeeded"
+    DECLINED = "declined"
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,7 +308,7 @@ def period_invoice(organization_id: int, period: str, period_start: datetime, pe
     subtotal = sum(line.amount for line in lines)
     return Invoice(None, organization_id, invoice_number(organization_id, period), period, period_start, period_end,
                    status, tuple(lines), subtotal, subtotal, CURRENCY, now,
-                   next_payment_attempt=now if status == "open" else None)
+                   next_payment_attempt=now if status == InvoiceStatus.OPEN else None)
 
 
 def proration_invoice(organization_id: int, sequence: int, line: InvoiceLine, at: datetime, period: str,

@@ -13,7 +13,7 @@ Rules
 * ``exceptions``: by local date, either closed all day or open only during other intervals (same rules).
 * ``holidays``: ``{country, subdivision?}``: the public holidays of that region close the whole day. The
   domain does not know the calendar of holidays: callers pass a predicate ``is_holiday(date) -> bool``
-  (``application/ports/schedules.py`` names the port that makes one), so this module stays pure.
+  (``application/ports/business_hours.py`` names the port that makes one), so this module stays pure.
 * Precedence on a local date: an exception, else a holiday, else the weekly intervals of its weekday.
   An interval belongs to the date it starts on: a Friday ``22:00-02:00`` stays open until Saturday 02:00
   even when that Saturday is a holiday or an exception (those decide Saturday's own intervals).

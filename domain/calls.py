@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from domain.errors import InvalidTransition, ValidationFailed
@@ -34,11 +35,38 @@ from domain.rfc3339 import format_utc_or_none
 from domain.state_machine import TransitionTable
 from domain.timezones import zone_of
 
-STATUSES = ("queued", "ringing", "in_progress", "completed", "busy", "no_answer", "failed", "voicemail",
-            "cancelled", "transferred")
-FINAL_STATUSES = frozenset({"completed", "busy", "no_answer", "failed", "voicemail", "cancelled", "transferred"})
-ACTIVE_STATUSES = ("ringing", "in_progress")
-CANCELLABLE_STATUSES = ("queued", "ringing")
+
+class CallStatus(StrEnum):
+    """The status of a call; the values are the API's (docs/calls.md)."""
+
+    QUEUED = "queued"
+    RINGING = "ringing"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    BUSY = "busy"
+    NO_ANSWER = "no_answer"
+    FAILED = "failed"
+    VOICEMAIL = "voicemail"
+    CANCELLED = "cancelled"
+    TRANSFERRED = "transferred"
+
+
+STATUSES = tuple(CallStatus)
+FINAL_STATUSES = frozenset(set(CallStatus) - {CallStatus.QUEUED, CallStatus.RINGING, CallStatus.IN_PROGRESS})
+ACTIVE_STATUSES = (CallStatus.RINGING, CallStatus.IN_PROGRESS)
+CANCELLABLE_STATUSES = (CallStatus.QUEUED, CallStatus.RINGING)
+
+
+class CallOutcome(StrEnum):
+    """A finished call's outcome where it says more than the status (``outcome_of``); otherwise the outcome is the
+    status itself (``busy``, ``no_answer``, ``failed``, ``cancelled``, ``transferred``)."""
+
+    APPOINTMENT_BOOKED = "appointment_booked"
+    CONVERSATION_COMPLETED = "conversation_completed"
+    VOICEMAIL_LEFT = "voicemail_left"
+    VOICEMAIL = "voicemail"
+    TIMEOUT = "timeout"
+
 
 CALL_MACHINE = TransitionTable.of(
     "call",
@@ -267,37 +295,37 @@ def spoken_time(value: datetime, tz_name: str | None) -> str:
 def outcome_of(status: str, end_reason: str | None, *, booked: bool = False, message_left: bool = False) -> str:
     """A short machine-readable outcome of a finished call."""
     if end_reason == "timeout":
-        return "timeout"
-    if status == "completed":
-        return "appointment_booked" if booked else "conversation_completed"
-    if status == "voicemail":
-        return "voicemail_left" if message_left else "voicemail"
+        return CallOutcome.TIMEOUT
+    if status == CallStatus.COMPLETED:
+        return CallOutcome.APPOINTMENT_BOOKED if booked else CallOutcome.CONVERSATION_COMPLETED
+    if status == CallStatus.VOICEMAIL:
+        return CallOutcome.VOICEMAIL_LEFT if message_left else CallOutcome.VOICEMAIL
     return status
 
 
 def summarize(*, agent_name: str, contact_name: str | None, to_phone: str, status: str, outcome: str,
               duration_seconds: int, turns: int, booking: dict[str, Any] | None = None) -> str:
     who = f"{contact_name} ({to_phone})" if contact_name else to_phone
-    if status == "completed":
+    if status == CallStatus.COMPLETED:
         text = f"{agent_name} spoke with {who} for {duration_seconds} s ({turns} turns)."
         if booking:
             text += f" An appointment was booked for {booking.get('slot_start')}."
-        elif outcome == "timeout":
+        elif outcome == CallOutcome.TIMEOUT:
             text += " The call was ended at the maximum duration."
         return text
-    if status == "transferred":
+    if status == CallStatus.TRANSFERRED:
         return f"{agent_name} spoke with {who} and transferred the call after {duration_seconds} s."
-    if status == "voicemail":
-        if outcome == "voicemail_left":
+    if status == CallStatus.VOICEMAIL:
+        if outcome == CallOutcome.VOICEMAIL_LEFT:
             return f"{agent_name} reached the voicemail of {who} and left a message."
         return f"{agent_name} reached the voicemail of {who} and hung up."
-    if status == "busy":
+    if status == CallStatus.BUSY:
         return f"{agent_name} called {who}: the line was busy."
-    if status == "no_answer":
+    if status == CallStatus.NO_ANSWER:
         return f"{agent_name} called {who}: nobody answered."
-    if status == "cancelled":
+    if status == CallStatus.CANCELLED:
         return f"The call from {agent_name} to {who} was cancelled."
-    if outcome == "timeout":
+    if outcome == CallOutcome.TIMEOUT:
         return f"The call from {agent_name} to {who} was ended after it exceeded its maximum duration."
     return f"The call from {agent_name} to {who} failed."
 

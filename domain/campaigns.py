@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from domain.errors import InvalidTransition, Unprocessable, ValidationFailed
@@ -34,17 +35,28 @@ from domain.text import ONE_LINE_WORDS, is_one_line
 
 # ---------------------------------------------------------------------------------------------- campaigns
 
-STATUSES = ("draft", "running", "paused", "completed", "cancelled", "failed")
-FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
+class CampaignStatus(StrEnum):
+    """The status of a campaign; the values are the API's."""
+
+    DRAFT = "draft"
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+STATUSES = tuple(CampaignStatus)
+FINAL_STATUSES = frozenset({CampaignStatus.COMPLETED, CampaignStatus.CANCELLED, CampaignStatus.FAILED})
 TIMEZONE_MODES = ("recipient", "campaign")
 COMPLETIONS = ("when_empty", "manual")
 """``when_empty``: a running campaign completes once every contact is final (it needs a contact to start).
 ``manual``: it may start empty and runs until paused or cancelled (a campaign fed by the widget or leads)."""
-EDITABLE_STATUSES = ("draft", "paused")
+EDITABLE_STATUSES = (CampaignStatus.DRAFT, CampaignStatus.PAUSED)
 """PATCH is accepted only in these states."""
-SCHEDULED_STATUSES = ("running", "paused")
+SCHEDULED_STATUSES = (CampaignStatus.RUNNING, CampaignStatus.PAUSED)
 """A campaign in these states uses its schedule: the schedule cannot be deleted meanwhile."""
-DELETABLE_STATUSES = ("draft", "completed", "cancelled", "failed")
+DELETABLE_STATUSES = (CampaignStatus.DRAFT, CampaignStatus.COMPLETED, CampaignStatus.CANCELLED, CampaignStatus.FAILED)
 """DELETE is accepted only in these states (never while the campaign may be dialling)."""
 
 CAMPAIGN_MACHINE = TransitionTable.of(
@@ -272,9 +284,22 @@ class CampaignStats:
 
 # ----------------------------------------------------------------------------------------------- contacts
 
-CONTACT_STATUSES = ("pending", "dialing", "retry_wait", "completed", "failed", "skipped_dnc", "cancelled")
-FINAL_CONTACT_STATUSES = frozenset({"completed", "failed", "skipped_dnc", "cancelled"})
-OPEN_CONTACT_STATUSES = ("pending", "retry_wait")
+class CampaignContactStatus(StrEnum):
+    """The status of one contact of a campaign; the values are the API's."""
+
+    PENDING = "pending"
+    DIALING = "dialing"
+    RETRY_WAIT = "retry_wait"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    SKIPPED_DNC = "skipped_dnc"
+    CANCELLED = "cancelled"
+
+
+CONTACT_STATUSES = tuple(CampaignContactStatus)
+FINAL_CONTACT_STATUSES = frozenset({CampaignContactStatus.COMPLETED, CampaignContactStatus.FAILED,
+                                    CampaignContactStatus.SKIPPED_DNC, CampaignContactStatus.CANCELLED})
+OPEN_CONTACT_STATUSES = (CampaignContactStatus.PENDING, CampaignContactStatus.RETRY_WAIT)
 """Contacts not yet (or not again) dialled: cancelling the campaign cancels these."""
 
 CONTACT_MACHINE = TransitionTable.of(
@@ -336,7 +361,7 @@ class Contact:
         return replace(self, status=target, updated_at=at, **changes)
 
     def ensure_deletable(self) -> None:
-        if self.status != "pending":
+        if self.status != CampaignContactStatus.PENDING:
             raise InvalidTransition("contact", self.status, "deleted", action="delete", allowed_from=("pending",))
 
 

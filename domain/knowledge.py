@@ -8,6 +8,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 from datetime import datetime
+from enum import StrEnum
 from urllib.parse import quote
 
 from domain.addresses import check_url
@@ -16,7 +17,17 @@ from domain.state_machine import TransitionTable
 
 FILE_TYPES = ("txt", "md", "csv", "html", "pdf", "docx")
 SOURCES = ("upload", "scrape")
-DOCUMENT_STATUSES = ("processing", "ready", "failed")
+
+
+class DocumentStatus(StrEnum):
+    """The status of a knowledge document."""
+
+    PROCESSING = "processing"
+    READY = "ready"
+    FAILED = "failed"
+
+
+DOCUMENT_STATUSES = tuple(DocumentStatus)
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 """One upload request (every file together), enforced while the body streams in."""

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from domain.errors import Unprocessable, ValidationFailed
@@ -23,8 +24,18 @@ from domain.rfc3339 import format_utc_or_none
 from domain.state_machine import TransitionTable
 from domain.text import check_one_line
 
-STATUSES = ("queued", "called", "blocked_dnc", "failed")
-FINAL_STATUSES = frozenset({"called", "blocked_dnc", "failed"})
+
+class LeadStatus(StrEnum):
+    """The status of a lead; the values are the API's."""
+
+    QUEUED = "queued"
+    CALLED = "called"
+    BLOCKED_DNC = "blocked_dnc"
+    FAILED = "failed"
+
+
+STATUSES = tuple(LeadStatus)
+FINAL_STATUSES = frozenset({LeadStatus.CALLED, LeadStatus.BLOCKED_DNC, LeadStatus.FAILED})
 
 LEAD_MACHINE = TransitionTable.of(
     "lead",

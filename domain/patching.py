@@ -12,9 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
-T = TypeVar("T")
+
+class Dataclass(Protocol):
+    """Any dataclass instance (what ``dataclasses.replace`` takes)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+T = TypeVar("T", bound=Dataclass)
 
 MergePatch = Mapping[str, Any]
 """A PATCH document as the client sent it (RFC 7396): members left out are absent, ``None`` is JSON ``null``.
@@ -47,4 +54,4 @@ def apply_patch(resource: T, patch: MergePatch) -> T:
             new = value
         if new != current:
             changes[name] = new
-    return dataclasses.replace(resource, **changes) if changes else resource  # type: ignore[type-var]  # any dataclass; replace's stub wants a DataclassInstance
+    return dataclasses.replace(resource, **changes) if changes else resource

@@ -23,6 +23,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from domain.errors import Unprocessable
@@ -48,10 +49,22 @@ UCS2_SINGLE, UCS2_MULTI = 70, 67
 BODY_MAX_LENGTH = 1600
 
 DIRECTIONS = ("outbound", "inbound")
-OUTBOUND_STATUSES = ("queued", "sent", "delivered", "undelivered", "failed")
-STATUSES = (*OUTBOUND_STATUSES, "received")
-"""``received``: an inbound message (it has no delivery life)."""
-FINAL_STATUSES = frozenset({"delivered", "undelivered", "failed", "received"})
+
+
+class SmsStatus(StrEnum):
+    """The status of a text message; ``received`` is an inbound message (it has no delivery life)."""
+
+    QUEUED = "queued"
+    SENT = "sent"
+    DELIVERED = "delivered"
+    UNDELIVERED = "undelivered"
+    FAILED = "failed"
+    RECEIVED = "received"
+
+
+OUTBOUND_STATUSES = tuple(s for s in SmsStatus if s is not SmsStatus.RECEIVED)
+STATUSES = tuple(SmsStatus)
+FINAL_STATUSES = frozenset({SmsStatus.DELIVERED, SmsStatus.UNDELIVERED, SmsStatus.FAILED, SmsStatus.RECEIVED})
 
 SMS_MACHINE = TransitionTable.of(
     "sms",
@@ -67,7 +80,7 @@ SMS_MACHINE = TransitionTable.of(
 )
 """Moves of an outbound message: the trigger is the status a carrier receipt reports."""
 
-RECEIPT_STATUSES = ("sent", "delivered", "undelivered", "failed")
+RECEIPT_STATUSES = (SmsStatus.SENT, SmsStatus.DELIVERED, SmsStatus.UNDELIVERED, SmsStatus.FAILED)
 
 OPT_OUT_KEYWORDS = frozenset({"STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT"})
 OPT_IN_KEYWORDS = frozenset({"START", "UNSTOP"})
@@ -200,11 +213,11 @@ class SmsMessage:
         changes: dict[str, Any] = {"status_events": (*self.status_events, event), "updated_at": at}
         if applied:
             changes["status"] = SMS_MACHINE.next(self.status, status)
-            if status == "sent" or (self.sent_at is None and status == "delivered"):
+            if status == SmsStatus.SENT or (self.sent_at is None and status == SmsStatus.DELIVERED):
                 changes["sent_at"] = self.sent_at or at
-            if status == "delivered":
+            if status == SmsStatus.DELIVERED:
                 changes["delivered_at"] = at
-            if status in ("failed", "undelivered"):
+            if status in (SmsStatus.FAILED, SmsStatus.UNDELIVERED):
                 changes["error_code"] = error_code
         return replace(self, **changes), applied
 

@@ -4,11 +4,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 
 from domain.errors import Conflict
 
 PROVIDER_TYPES = ("twilio", "telnyx", "vonage", "sip", "simulator")
-PROVIDER_STATUSES = ("active", "disabled")
+
+
+class ProviderStatus(StrEnum):
+    """The status of a telephony provider; the values are the API's."""
+
+    ACTIVE = "active"
+    DISABLED = "disabled"
+
+
+PROVIDER_STATUSES = tuple(ProviderStatus)
+
+
+class PhoneNumberStatus(StrEnum):
+    """The status of a phone number (the API has only ``active`` today)."""
+
+    ACTIVE = "active"
+
+
 DEFAULT_PROVIDER_NAME = "Parley simulator"
 BUILTIN_SIMULATOR = "simulator"
 MAX_PROVIDER_KEYS = 20  # keys of a provider's credentials, and of its settings

@@ -17,10 +17,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any, NamedTuple
 
 from domain.errors import ValidationFailed
 from domain.events import CATALOGUE, EventType, FieldType
+from domain.identity import persisted
 from domain.text import ONE_LINE_WORDS, fold_line, is_one_line
 
 MAX_DEPTH = 3
@@ -51,8 +53,31 @@ _OPS_BY_TYPE: Mapping[FieldType | None, frozenset[str]] = {
     None: frozenset(OPS),  # below an object member: free-form, checked when evaluated
 }
 ACTION_TYPES = ("webhook", "email", "sms", "chat_message", "call", "campaign_contact")
-RUN_STATUSES = ("not_matched", "skipped", "running", "succeeded", "failed")
-ACTION_STATUSES = ("pending", "succeeded", "failed", "retrying")
+
+
+class TriggerRunStatus(StrEnum):
+    """The status of a trigger run."""
+
+    NOT_MATCHED = "not_matched"
+    SKIPPED = "skipped"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+RUN_STATUSES = tuple(TriggerRunStatus)
+
+
+class TriggerActionStatus(StrEnum):
+    """The status of one action of a trigger run."""
+
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    RETRYING = "retrying"
+
+
+ACTION_STATUSES = tuple(TriggerActionStatus)
 
 RETRY_DELAYS: tuple[timedelta, ...] = (timedelta(seconds=5), timedelta(minutes=5), timedelta(minutes=30),
                                        timedelta(hours=2))
@@ -654,15 +679,16 @@ def decide(trigger: Trigger, event: str, event_id: int | None, data: Mapping[str
     or not, with the condition trace. ``match``: the trigger's conditions compiled once (``matcher``) when many
     events are decided. ``event_at``: when the event happened (else ``now``)."""
     at = event_at or now
+    trigger_id = persisted(trigger.id)
     if depth >= MAX_CHAIN_DEPTH:
-        return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False, "skipped",
+        return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, False, "skipped",
                           (), (), {}, f"the event was caused by trigger actions {depth} levels deep "
                           f"(at most {MAX_CHAIN_DEPTH - 1} are followed)", now, now, at)
     matched, trace = (match or matcher(trigger.conditions))(data)
     if not matched:
-        return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, False,
+        return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, False,
                           "not_matched", trace, (), {}, None, now, now, at)
-    return TriggerRun(None, trigger.organization_id, trigger.id or 0, event, event_id, depth, True, "running",
+    return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, True, "running",
                       trace, tuple(ActionResult(a.type) for a in trigger.actions), dict(data), None, now, None, at)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
+from enum import StrEnum
 from typing import Any
 
 from domain.addresses import LOOPBACK_MESSAGE, check_url, ensure_public
@@ -73,7 +74,15 @@ def default_name(url: str) -> str:
 
 # -- subscriptions -----------------------------------------------------------------------------
 
-SUBSCRIPTION_STATUSES = ("active", "paused", "disabled")
+class WebhookStatus(StrEnum):
+    """The status of a webhook subscription."""
+
+    ACTIVE = "active"
+    PAUSED = "paused"
+    DISABLED = "disabled"
+
+
+SUBSCRIPTION_STATUSES = tuple(WebhookStatus)
 
 SUBSCRIPTION_MACHINE = TransitionTable.of(
     "webhook",
@@ -113,10 +122,10 @@ class Subscription:
 
     @property
     def receives(self) -> bool:
-        return self.status == "active"
+        return self.status == WebhookStatus.ACTIVE
 
     def wants(self, event_type: str) -> bool:
-        return self.status == "active" and event_type in self.events
+        return self.status == WebhookStatus.ACTIVE and event_type in self.events
 
     def move_to(self, target: str, now: datetime) -> Subscription:
         """A status change asked for through PATCH (active or paused). Same status: no change."""
@@ -126,7 +135,7 @@ class Subscription:
         if trigger is None or not SUBSCRIPTION_MACHINE.can(self.status, trigger):
             raise InvalidTransition("webhook", self.status, target)
         moved = replace(self, status=SUBSCRIPTION_MACHINE.next(self.status, trigger), updated_at=now)
-        if self.status == "disabled":
+        if self.status == WebhookStatus.DISABLED:
             moved = replace(moved, disabled_reason=None, disabled_at=None, failing_since=None)
         return moved
 
@@ -147,8 +156,17 @@ class Subscription:
 
 # -- deliveries ----------------------------------------------------------------------------------
 
-DELIVERY_STATUSES = ("pending", "succeeded", "failed", "cancelled")
-ATTEMPT_STATUSES = ("succeeded", "failed")
+class DeliveryStatus(StrEnum):
+    """The status of a webhook delivery."""
+
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+DELIVERY_STATUSES = tuple(DeliveryStatus)
+ATTEMPT_STATUSES = (DeliveryStatus.SUCCEEDED, DeliveryStatus.FAILED)
 
 RETRY_DELAYS: tuple[timedelta, ...] = (
     timedelta(seconds=5),

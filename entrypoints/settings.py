@@ -21,12 +21,14 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from domain.patching import Dataclass
+
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/parley.db"
 ENV_PREFIX = "PARLEY_"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
-S = TypeVar("S")
+S = TypeVar("S", bound=Dataclass)
 
 
 class SettingsError(ValueError):
@@ -90,7 +92,7 @@ def load_section(section: type[S], environ: Mapping[str, str]) -> S:
     prefix = ENV_PREFIX + getattr(section, "ENV_PREFIX", "")
     hints = typing.get_type_hints(section)
     values: dict[str, Any] = {}
-    for spec in dataclasses.fields(section):  # type: ignore[arg-type]  # a settings section is a dataclass type
+    for spec in dataclasses.fields(section):
         if not spec.init or not spec.metadata.get("env", True):
             continue
         variable = prefix + spec.name.upper()

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import icalendar
 
+from domain.identity import persisted
 from domain.scheduling.feeds import ICS_STATUS, ics_uid
-from domain.scheduling.model import Appointment, Calendar
+from domain.scheduling.model import Appointment, AppointmentStatus, Calendar
 
 PRODID = "-//Parley//Scheduling//EN"
 
@@ -52,7 +53,7 @@ class ICalendarRenderer:
         for appointment in appointments:
             changed = _utc(appointment.updated_at or appointment.created_at or appointment.slot_start)
             event = icalendar.Event()
-            event.add("uid", ics_uid(appointment.id or 0))
+            event.add("uid", ics_uid(persisted(appointment.id)))
             event.add("dtstamp", changed)
             event.add("dtstart", _utc(appointment.slot_start))
             event.add("dtend", _utc(appointment.slot_end))
@@ -63,6 +64,6 @@ class ICalendarRenderer:
             if appointment.created_at is not None:
                 event.add("created", _utc(appointment.created_at))
             event.add("last-modified", changed)
-            event.add("transp", "TRANSPARENT" if appointment.status == "cancelled" else "OPAQUE")
+            event.add("transp", "TRANSPARENT" if appointment.status == AppointmentStatus.CANCELLED else "OPAQUE")
             feed.add_component(event)
         return feed.to_ical()

@@ -9,7 +9,8 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.billing import BillingAccount, Unbilled
 from application.ports.platform import Page, PageRequest
-from domain.billing import Invoice, PaymentMethod, PlanChange
+from domain.billing import Invoice, InvoiceStatus, PaymentMethod, PlanChange, SubscriptionStatus
+from domain.identity import persisted
 
 ACCOUNTS, METHODS, INVOICES = "billing_accounts", "billing_payment_methods", "billing_invoices"
 CHANGES = "billing_plan_changes"
@@ -44,7 +45,7 @@ class InMemoryBillingRepository:
 
     async def methods(self, organization_id: int) -> list[PaymentMethod]:
         rows = (await self.uow.tables())[METHODS]
-        return sorted((m for m in rows.values() if m.organization_id == organization_id), key=lambda m: m.id or 0)
+        return sorted((m for m in rows.values() if m.organization_id == organization_id), key=lambda m: persisted(m.id))
 
     async def method(self, organization_id: int, method_id: int) -> PaymentMethod | None:
         found = (await self.uow.tables())[METHODS].get(method_id)
@@ -97,7 +98,7 @@ class InMemoryBillingRepository:
     async def invoices(self, organization_id: int, page: PageRequest) -> Page[Invoice]:
         rows = (await self.uow.tables())[INVOICES]
         mine = sorted((i for i in rows.values() if i.organization_id == organization_id),
-                      key=lambda i: (i.period, i.id or 0), reverse=True)
+                      key=lambda i: (i.period, persisted(i.id)), reverse=True)
         return page.slice(mine)
 
     async def update_invoice(self, invoice: Invoice) -> None:
@@ -108,7 +109,7 @@ class InMemoryBillingRepository:
         return sum(1 for i in rows.values() if i.organization_id == organization_id and i.status in UNPAID)
 
     def _open(self, rows: dict[int, Invoice]) -> list[Invoice]:
-        return [i for i in rows.values() if i.status == "open" and i.next_payment_attempt is not None]
+        return [i for i in rows.values() if i.status == InvoiceStatus.OPEN and i.next_payment_attempt is not None]
 
     async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
         due = [i for i in self._open((await self.uow.tables())[INVOICES])
@@ -128,7 +129,7 @@ class InMemoryBillingRepository:
         for org, deleted_at in sorted(tables["organizations"].values(), key=lambda e: e[0].id):
             account = tables[ACCOUNTS].get(org.id) or BillingAccount(org.id)
             if (org.id > after_organization_id and deleted_at is None and org.created_at < period_end
-                    and org.id not in invoiced and account.status != "canceled"):
+                    and org.id not in invoiced and account.status != SubscriptionStatus.CANCELED):
                 found.append(Unbilled(org.id, org.plan, account.cancel_at_period_end, account.pending_plan))
                 if len(found) == limit:
                     break
@@ -139,7 +140,7 @@ class InMemoryBillingRepository:
         canceled = []
         for org_id in sorted(set(organization_ids)):
             account = accounts.get(org_id)
-            if account is not None and account.cancel_at_period_end and account.status != "canceled":
+            if account is not None and account.cancel_at_period_end and account.status != SubscriptionStatus.CANCELED:
                 accounts[org_id] = replace(account, status="canceled", pending_plan=None)
                 canceled.append(org_id)
         return canceled

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.calls import CallFilter, CallLogFilter, CallRef
 from application.ports.platform import Page, PageRequest
-from domain.calls import ACTIVE_STATUSES, Call, CallLog
+from domain.calls import ACTIVE_STATUSES, Call, CallLog, CallStatus
 from domain.telephony import StatusCounts
 
 
@@ -50,8 +50,8 @@ class InMemoryCallRepository:
             and (filters.status is None or c.status == filters.status)
             and (filters.agent_id is None or c.agent_id == filters.agent_id)
             and (filters.campaign_id is None or c.campaign_id == filters.campaign_id)
-            and (filters.created_after is None or c.created_at >= filters.created_after)  # type: ignore[operator]  # a stored call has created_at
-            and (filters.created_before is None or c.created_at < filters.created_before)  # type: ignore[operator]  # a stored call has created_at
+            and (filters.created_after is None or (c.created_at is not None and c.created_at >= filters.created_after))
+            and (filters.created_before is None or (c.created_at is not None and c.created_at < filters.created_before))
         ]
         found.sort(key=lambda c: (c.created_at, c.id), reverse=True)
         return page.slice(copy.deepcopy(found))
@@ -72,7 +72,7 @@ class InMemoryCallRepository:
 
     async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
         queued = sorted((c for c in (await self._calls()).values()
-                         if c.organization_id == organization_id and c.status == "queued"),
+                         if c.organization_id == organization_id and c.status == CallStatus.QUEUED),
                         key=lambda c: (-c.priority, c.due_at or c.created_at, c.created_at, c.id))
         return copy.deepcopy(queued[:limit])
 
@@ -83,7 +83,7 @@ class InMemoryCallRepository:
         by_status: dict[str, int] = {}
         dialled = answered = answered_seconds = total_seconds = 0
         for c in (await self._calls()).values():
-            if c.organization_id != organization_id or not (start <= c.created_at < end):  # type: ignore[operator]  # a stored call has created_at
+            if c.organization_id != organization_id or c.created_at is None or not (start <= c.created_at < end):
                 continue
             by_status[c.status] = by_status.get(c.status, 0) + 1
             dialled += c.started_at is not None
@@ -97,26 +97,26 @@ class InMemoryCallRepository:
     async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> builtins.list[int]:
         first: dict[int, datetime] = {}
         for c in (await self._calls()).values():
-            if c.status == "queued" and (organization_id is None or c.organization_id == organization_id):
+            if c.status == CallStatus.QUEUED and (organization_id is None or c.organization_id == organization_id):
                 at = c.created_at or datetime.min
                 first[c.organization_id] = min(first.get(c.organization_id, at), at)
         return [org for org, _ in sorted(first.items(), key=lambda e: e[1])][:limit]
 
     async def due(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         found = sorted(
-            (c for c in (await self._calls()).values()
+            ((c.next_check_at, c) for c in (await self._calls()).values()
              if c.status in ACTIVE_STATUSES and c.next_check_at is not None and c.next_check_at <= now
              and (organization_id is None or c.organization_id == organization_id)),
-            key=lambda c: c.next_check_at)  # type: ignore[arg-type, return-value]  # the query keeps only calls that have it
-        return [CallRef(c.organization_id, c.id) for c in found[:limit]]
+            key=lambda pair: pair[0])
+        return [CallRef(c.organization_id, c.id) for _, c in found[:limit]]
 
     async def overdue(self, now: datetime, limit: int, organization_id: int | None = None) -> builtins.list[CallRef]:
         found = sorted(
-            (c for c in (await self._calls()).values()
+            ((c.deadline_at, c) for c in (await self._calls()).values()
              if not c.is_final and c.deadline_at is not None and c.deadline_at < now
              and (organization_id is None or c.organization_id == organization_id)),
-            key=lambda c: c.deadline_at)  # type: ignore[arg-type, return-value]  # the query keeps only calls that have it
-        return [CallRef(c.organization_id, c.id) for c in found[:limit]]
+            key=lambda pair: pair[0])
+        return [CallRef(c.organization_id, c.id) for _, c in found[:limit]]
 
     async def next_due(self) -> datetime | None:
         times = []

@@ -15,6 +15,7 @@ from application.ports.campaigns import CampaignFilter, ContactFilter
 from application.ports.platform import Page, PageRequest
 from domain.campaigns import OPEN_CONTACT_STATUSES, SCHEDULED_STATUSES, Campaign, CampaignStats, Contact, ContactAttempt
 from domain.errors import Conflict
+from domain.identity import persisted
 
 
 class InMemoryCampaignRepository:
@@ -38,7 +39,7 @@ class InMemoryCampaignRepository:
     async def list(self, organization_id: int, filters: CampaignFilter, page: PageRequest) -> Page[Campaign]:
         mine = sorted((c for c in (await self.uow.tables())["campaigns"].values()
                        if c.organization_id == organization_id and filters.status in (None, c.status)),
-                      key=lambda c: -(c.id or 0))
+                      key=lambda c: -(persisted(c.id)))
         return page.slice(mine)
 
     async def update(self, campaign: Campaign) -> Campaign:
@@ -57,7 +58,7 @@ class InMemoryCampaignRepository:
         del tables["campaigns"][campaign_id]
 
     async def using_schedule(self, organization_id: int, schedule_id: int) -> builtins.list[int]:
-        return sorted(c.id or 0 for c in (await self.uow.tables())["campaigns"].values()
+        return sorted(persisted(c.id) for c in (await self.uow.tables())["campaigns"].values()
                       if c.organization_id == organization_id and c.schedule_id == schedule_id
                       and c.status in SCHEDULED_STATUSES)
 
@@ -108,12 +109,12 @@ class InMemoryContactRepository:
                    page: PageRequest) -> Page[Contact]:
         mine = sorted((c for c in (await self.uow.tables())["campaign_contacts"].values()
                        if c.organization_id == organization_id and c.campaign_id == campaign_id
-                       and filters.status in (None, c.status)), key=lambda c: c.id or 0)
+                       and filters.status in (None, c.status)), key=lambda c: persisted(c.id))
         return page.slice(mine)
 
     async def update(self, contact: Contact) -> Contact:
         tables = await self.uow.tables()
-        current = await self.get(contact.organization_id, contact.campaign_id, contact.id or 0)
+        current = await self.get(contact.organization_id, contact.campaign_id, persisted(contact.id))
         if current is not None:
             tables["campaign_contacts"][contact.id] = replace(contact, phone=current.phone,
                                                               created_at=current.created_at,

@@ -10,6 +10,7 @@ from adapters.memory.outbox import CURSORS
 from adapters.memory.store import InMemoryUnitOfWork
 from adapters.memory.webhooks import SUBS
 from application.ports.cloud import OutboxBacklog
+from domain.webhooks import WebhookStatus
 
 HEARTBEATS = "worker_heartbeats"
 
@@ -51,4 +52,5 @@ class InMemoryPlatformHealth:
         rows = (await self.uow.tables())[SUBS]
         return sum(1 for sub, deleted_at in rows.values()
                    if deleted_at is None and sub.organization_id == organization_id
-                   and (sub.status == "disabled" or (sub.status == "active" and sub.failing_since is not None)))
+                   and (sub.status == WebhookStatus.DISABLED
+                        or (sub.status == WebhookStatus.ACTIVE and sub.failing_since is not None)))

@@ -7,7 +7,9 @@ from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef
-from domain.campaigns import Contact
+from domain.agents import AgentStatus
+from domain.campaigns import CampaignContactStatus, CampaignStatus, Contact
+from domain.identity import persisted
 
 OPEN = ("pending", "retry_wait")
 UNFINISHED = ("pending", "dialing", "retry_wait")
@@ -26,12 +28,13 @@ class InMemoryDialerStore:
     async def campaign_turns(self, limit: int) -> list[CampaignTurn]:
         tables = await self.uow.tables()
         dialled = tables["campaign_dialled"]
-        running = [c for c in tables["campaigns"].values() if c.status == "running"]
+        running = [c for c in tables["campaigns"].values() if c.status == CampaignStatus.RUNNING]
         running.sort(key=lambda c: (c.id in dialled, dialled.get(c.id) or c.created_at, c.id))
         turns = []
         for c in running[:limit]:
             agent = tables["agents"].get(c.agent_id)
-            live = agent is not None and agent.organization_id == c.organization_id and agent.status != "archived"
+            live = (agent is not None and agent.organization_id == c.organization_id
+                    and agent.status != AgentStatus.ARCHIVED)
             open_ = [k for k in await self._contacts(c.organization_id, c.id) if k.status in OPEN]
             head = min(open_, key=lambda k: (k.next_attempt_at is None, k.next_attempt_at, k.id), default=None)
             turns.append(CampaignTurn(CampaignRef(c.organization_id, c.id), c.status_reason, c.next_dial_at, live,
@@ -48,7 +51,7 @@ class InMemoryDialerStore:
     async def settled_contacts(self, limit: int) -> list[ContactRef]:
         tables = await self.uow.tables()
         found = [c for c in tables["campaign_contacts"].values()
-                 if c.status == "dialing" and c.last_call_id in tables["calls"]
+                 if c.status == CampaignContactStatus.DIALING and c.last_call_id in tables["calls"]
                  and tables["calls"][c.last_call_id].is_final]
         found.sort(key=lambda c: (c.updated_at, c.id))
         return [ContactRef(c.organization_id, c.campaign_id, c.id) for c in found[:limit]]
@@ -57,16 +60,16 @@ class InMemoryDialerStore:
         return sum(1 for c in await self._contacts(organization_id, campaign_id) if c.status in UNFINISHED)
 
     async def earliest_attempt(self, organization_id: int, campaign_id: int) -> tuple[datetime, str | None] | None:
-        waiting = [c for c in await self._contacts(organization_id, campaign_id)
+        waiting = [(c.next_attempt_at, c) for c in await self._contacts(organization_id, campaign_id)
                    if c.status in OPEN and c.next_attempt_at is not None]
         if not waiting:
             return None
-        first = min(waiting, key=lambda c: (c.next_attempt_at, c.id))
-        return first.next_attempt_at, first.reason  # type: ignore[return-value]  # the waiting contacts all have next_attempt_at
+        at, first = min(waiting, key=lambda pair: (pair[0], persisted(pair[1].id)))
+        return at, first.reason
 
     async def next_due(self, after: datetime) -> datetime | None:
         tables = await self.uow.tables()
-        running = {c.id for c in tables["campaigns"].values() if c.status == "running"}
+        running = {c.id for c in tables["campaigns"].values() if c.status == CampaignStatus.RUNNING}
         times = [c.next_attempt_at for c in tables["campaign_contacts"].values()
                  if c.campaign_id in running and c.status in OPEN and c.next_attempt_at is not None
                  and c.next_attempt_at > after]

@@ -8,6 +8,7 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.dnc import DncEntry, DncList
+from domain.identity import persisted
 from domain.sms import OPT_OUT_LIST_NAME
 
 
@@ -37,7 +38,7 @@ class InMemoryDncRepository:
         mine = sorted((x for x in (await self.uow.tables())["dnc_lists"].values()
                        if x.organization_id == organization_id), key=lambda x: x.id)
         listed = page.slice(mine)
-        return replace(listed, items=[replace(x, entry_count=await self._count(organization_id, x.id or 0))
+        return replace(listed, items=[replace(x, entry_count=await self._count(organization_id, persisted(x.id)))
                                       for x in listed.items])
 
     async def delete_list(self, organization_id: int, list_id: int) -> None:

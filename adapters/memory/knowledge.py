@@ -12,6 +12,7 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.knowledge import DocumentFilter, SearchHit
 from application.ports.platform import Page, PageRequest
 from domain.errors import DuplicateDocument
+from domain.identity import persisted
 from domain.knowledge import AgentRef, Document, KnowledgeBase, words
 
 KBS, LINKS, DOCS, CHUNKS = "knowledge_bases", "knowledge_base_agents", "documents", "document_chunks"
@@ -166,7 +167,7 @@ class InMemoryDocumentRepository:
         for ordinal, text in enumerate(texts):
             chunk_id = self.uow.store.next_id(CHUNKS)
             tables[CHUNKS][chunk_id] = _Chunk(chunk_id, document.organization_id, document.knowledge_base_id,
-                                              document.id or 0, ordinal, text)
+                                              persisted(document.id), ordinal, text)
         return len(texts)
 
     async def delete(self, organization_id: int, kb_id: int, document_id: int) -> None:

@@ -11,7 +11,8 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.leads import LeadFilter
 from application.ports.platform import Page, PageRequest
-from domain.leads import Lead
+from domain.identity import persisted
+from domain.leads import Lead, LeadStatus
 
 
 class InMemoryLeadRepository:
@@ -47,12 +48,12 @@ class InMemoryLeadRepository:
             and (filters.created_after is None or x.created_at >= filters.created_after)
             and (filters.created_before is None or x.created_at < filters.created_before)
         ]
-        mine.sort(key=lambda x: (x.created_at, x.id or 0), reverse=True)
+        mine.sort(key=lambda x: (x.created_at, persisted(x.id)), reverse=True)
         return page.slice(mine)
 
     async def update(self, lead: Lead) -> Lead:
         tables = await self.uow.tables()
-        current = await self.get(lead.organization_id, lead.id or 0)
+        current = await self.get(lead.organization_id, persisted(lead.id))
         if current is not None:
             tables["leads"][current.id] = replace(current, status=lead.status, reason=lead.reason,
                                                   call_id=lead.call_id, contact_id=lead.contact_id,
@@ -61,18 +62,19 @@ class InMemoryLeadRepository:
 
     async def queued_for_call(self, organization_id: int, call_id: str) -> builtins.list[Lead]:
         return sorted((x for x in (await self.uow.tables())["leads"].values()
-                       if x.organization_id == organization_id and x.status == "queued" and x.call_id == call_id),
-                      key=lambda x: x.id or 0)
+                       if x.organization_id == organization_id and x.status == LeadStatus.QUEUED
+                       and x.call_id == call_id),
+                      key=lambda x: persisted(x.id))
 
     async def queued_for_contact(self, organization_id: int, contact_id: int) -> builtins.list[Lead]:
         return sorted((x for x in (await self.uow.tables())["leads"].values()
-                       if x.organization_id == organization_id and x.status == "queued"
-                       and x.contact_id == contact_id), key=lambda x: x.id or 0)
+                       if x.organization_id == organization_id and x.status == LeadStatus.QUEUED
+                       and x.contact_id == contact_id), key=lambda x: persisted(x.id))
 
     async def queued_for_campaign(self, organization_id: int,
                                   campaign_id: int) -> builtins.list[tuple[int, int | None]]:
-        return sorted((x.id or 0, x.contact_id) for x in (await self.uow.tables())["leads"].values()
-                      if x.organization_id == organization_id and x.status == "queued"
+        return sorted((persisted(x.id), x.contact_id) for x in (await self.uow.tables())["leads"].values()
+                      if x.organization_id == organization_id and x.status == LeadStatus.QUEUED
                       and x.campaign_id == campaign_id)
 
     async def fail_queued(self, organization_id: int, lead_ids: Sequence[int], reason: str, at: datetime) -> int:
@@ -80,7 +82,8 @@ class InMemoryLeadRepository:
         moved = 0
         for lead_id in lead_ids:
             current = tables["leads"].get(lead_id)
-            if current is not None and current.organization_id == organization_id and current.status == "queued":
+            if (current is not None and current.organization_id == organization_id
+                    and current.status == LeadStatus.QUEUED):
                 tables["leads"][lead_id] = current.move("fail", at, reason=reason)
                 moved += 1
         return moved

@@ -11,6 +11,7 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.scheduling import AppointmentFilter
 from domain.errors import SlotUnavailable
+from domain.identity import persisted
 from domain.scheduling.model import (
     BUSY_STATUSES,
     SLOT_HOLDING_STATUSES,
@@ -56,7 +57,7 @@ class InMemoryCalendarRepository:
         return page.slice(found)
 
     async def update(self, calendar: Calendar) -> Calendar:
-        current = await self._live(calendar.organization_id, calendar.id or 0)
+        current = await self._live(calendar.organization_id, persisted(calendar.id))
         if current is not None:
             tables = await self.uow.tables()
             tables["calendars"][calendar.id] = (

@@ -11,6 +11,7 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.sms import MessageRef, SmsFilter
 from domain.dnc import DncList
+from domain.identity import persisted
 from domain.sms import SmsMessage
 
 
@@ -42,7 +43,7 @@ class InMemorySmsRepository:
             and (filters.created_after is None or m.created_at >= filters.created_after)
             and (filters.created_before is None or m.created_at < filters.created_before)
         ]
-        mine.sort(key=lambda m: (m.created_at, m.id or 0), reverse=True)
+        mine.sort(key=lambda m: (m.created_at, persisted(m.id)), reverse=True)
         return page.slice(mine)
 
     async def update(self, message: SmsMessage) -> SmsMessage:
@@ -55,8 +56,8 @@ class InMemorySmsRepository:
     async def due(self, now: datetime, limit: int) -> builtins.list[MessageRef]:
         due = sorted((m for m in (await self.uow.tables())["sms_messages"].values()
                       if m.next_check_at is not None and m.next_check_at <= now),
-                     key=lambda m: (m.next_check_at, m.id or 0))
-        return [MessageRef(m.organization_id, m.id or 0) for m in due[:limit]]
+                     key=lambda m: (m.next_check_at, persisted(m.id)))
+        return [MessageRef(m.organization_id, persisted(m.id)) for m in due[:limit]]
 
     async def next_due(self) -> datetime | None:
         return min((m.next_check_at for m in (await self.uow.tables())["sms_messages"].values()

@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
-from domain.telephony import DEFAULT_PROVIDER_NAME, PhoneNumber, TelephonyProvider, number_taken
+from domain.telephony import DEFAULT_PROVIDER_NAME, PhoneNumber, PhoneNumberStatus, TelephonyProvider, number_taken
 
 
 class InMemoryTelephonyProviderRepository:
@@ -104,6 +104,6 @@ class InMemoryPhoneNumberRepository:
         return len(await self.list(organization_id, provider_id))
 
     async def outbound_for_agent(self, organization_id: int, agent_id: int) -> PhoneNumber | None:
-        voice = [n for n in await self._mine(organization_id) if n.voice and n.status == "active"]
+        voice = [n for n in await self._mine(organization_id) if n.voice and n.status == PhoneNumberStatus.ACTIVE]
         voice.sort(key=lambda n: (n.inbound_agent_id != agent_id, n.id))
         return voice[0] if voice else None

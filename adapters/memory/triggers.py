@@ -9,7 +9,8 @@ from datetime import datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
-from domain.triggers import Trigger, TriggerRun
+from domain.identity import persisted
+from domain.triggers import Trigger, TriggerRun, TriggerRunStatus
 
 
 class InMemoryTriggerRepository:
@@ -30,11 +31,11 @@ class InMemoryTriggerRepository:
 
     async def list(self, organization_id: int, page: PageRequest) -> Page[Trigger]:
         mine = sorted((t for t in (await self.uow.tables())["triggers"].values()
-                       if t.organization_id == organization_id), key=lambda t: t.id or 0)
+                       if t.organization_id == organization_id), key=lambda t: persisted(t.id))
         return page.slice(mine)
 
     async def update(self, trigger: Trigger) -> Trigger:
-        current = await self.get(trigger.organization_id, trigger.id or 0)
+        current = await self.get(trigger.organization_id, persisted(trigger.id))
         if current is not None:
             (await self.uow.tables())["triggers"][current.id] = replace(trigger, sealed_secret=current.sealed_secret,
                                                                         created_at=current.created_at)
@@ -53,7 +54,7 @@ class InMemoryTriggerRepository:
     async def for_event(self, organization_id: int, event: str) -> builtins.list[Trigger]:
         return sorted((t for t in (await self.uow.tables())["triggers"].values()
                        if t.organization_id == organization_id and t.event == event and t.enabled),
-                      key=lambda t: t.id or 0)
+                      key=lambda t: persisted(t.id))
 
     async def disable(self, organization_id: int, trigger_id: int, reason: str, at: datetime) -> None:
         current = await self.get(organization_id, trigger_id)
@@ -95,13 +96,13 @@ class InMemoryTriggerRepository:
                         page: PageRequest) -> Page[TriggerRun]:
         mine = sorted((r for r in (await self.uow.tables())["trigger_runs"].values()
                        if r.organization_id == organization_id and r.trigger_id == trigger_id
-                       and status in (None, r.status)), key=lambda r: r.id or 0, reverse=True)
+                       and status in (None, r.status)), key=lambda r: persisted(r.id), reverse=True)
         return page.slice(mine)
 
     async def purge_runs(self, before: datetime) -> int:
         runs = (await self.uow.tables())["trigger_runs"]
         gone = [run.id for run in runs.values()
-                if run.status != "running" and (run.finished_at or run.created_at or before) < before]
+                if run.status != TriggerRunStatus.RUNNING and (run.finished_at or run.created_at or before) < before]
         for run_id in gone:
             del runs[run_id]
         return len(gone)

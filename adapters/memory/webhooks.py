@@ -12,7 +12,8 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from application.ports.webhooks import AttemptFilter, ClaimedDelivery, DeliveryUpdate, SubscriptionFilter
 from domain.errors import Conflict
-from domain.webhooks import Delivery, DeliveryAttempt, Subscription
+from domain.identity import persisted
+from domain.webhooks import Delivery, DeliveryAttempt, DeliveryStatus, Subscription, WebhookStatus
 
 SUBS = "webhook_subscriptions"
 DELIVERIES = "webhook_deliveries"
@@ -58,9 +59,9 @@ class InMemorySubscriptionRepository:
 
     async def update(self, subscription: Subscription) -> Subscription:
         rows = await self._rows()
-        entry = rows.get(subscription.id or 0)
+        entry = rows.get(persisted(subscription.id))
         if entry is not None and entry[1] is None and entry[0].organization_id == subscription.organization_id:
-            rows[subscription.id or 0] = (replace(subscription, created_at=entry[0].created_at), None)
+            rows[persisted(subscription.id)] = (replace(subscription, created_at=entry[0].created_at), None)
         return subscription
 
     async def delete(self, organization_id: int, subscription_id: int, at: datetime) -> None:
@@ -72,7 +73,7 @@ class InMemorySubscriptionRepository:
     async def active_for(self, organization_ids: Sequence[int]) -> builtins.list[Subscription]:
         wanted = set(organization_ids)
         return [s for _, (s, deleted) in sorted((await self._rows()).items())
-                if deleted is None and s.status == "active" and s.organization_id in wanted]
+                if deleted is None and s.status == WebhookStatus.ACTIVE and s.organization_id in wanted]
 
     async def mark_healthy(self, organization_id: int, subscription_ids: Sequence[int]) -> None:
         rows = await self._rows()
@@ -94,7 +95,7 @@ class InMemorySubscriptionRepository:
     async def disable(self, organization_id: int, subscription_id: int, reason: str, at: datetime) -> bool:
         rows = await self._rows()
         entry = rows.get(subscription_id)
-        if entry is None or entry[0].organization_id != organization_id or entry[0].status != "active":
+        if entry is None or entry[0].organization_id != organization_id or entry[0].status != WebhookStatus.ACTIVE:
             return False
         rows[subscription_id] = (replace(entry[0], status="disabled", disabled_reason=reason[:2000],
                                          disabled_at=at, updated_at=at), entry[1])
@@ -142,7 +143,7 @@ class InMemoryDeliveryRepository:
         subscriptions = (await self.uow.tables())[SUBS]
         waiting: dict[tuple[int, str], int] = {}  # (subscription, resource) -> its earliest pending event
         for d, _ in rows.values():
-            if d.status == "pending" and d.resource is not None and d.event_id is not None:
+            if d.status == DeliveryStatus.PENDING and d.resource is not None and d.event_id is not None:
                 key = (d.subscription_id, d.resource)
                 waiting[key] = min(waiting.get(key, d.event_id), d.event_id)
 
@@ -151,14 +152,14 @@ class InMemoryDeliveryRepository:
 
         due = sorted(
             (d for d, lease in rows.values()
-             if d.status == "pending" and d.next_attempt_at is not None and d.next_attempt_at <= now
+             if d.status == DeliveryStatus.PENDING and d.next_attempt_at is not None and d.next_attempt_at <= now
              and (lease is None or lease.until < now) and first_of_its_resource(d)),
             key=lambda d: (d.next_attempt_at, d.id),
         )[:limit]
         claimed = []
         for delivery in due:
             counted = replace(delivery, attempts=delivery.attempts + 1)
-            rows[delivery.id or 0] = (counted, _Lease(lease_until, worker))
+            rows[persisted(delivery.id)] = (counted, _Lease(lease_until, worker))
             entry = subscriptions.get(delivery.subscription_id)
             live = entry is not None and entry[1] is None and entry[0].organization_id == delivery.organization_id
             claimed.append(ClaimedDelivery(counted, entry[0] if entry is not None and live else None))
@@ -201,7 +202,7 @@ class InMemoryDeliveryRepository:
     async def list_attempts(self, organization_id: int, subscription_id: int, filters: AttemptFilter,
                             page: PageRequest) -> Page[DeliveryAttempt]:
         table = (await self.uow.tables())[ATTEMPTS]
-        found = [a for a in sorted(table.values(), key=lambda a: -(a.id or 0))
+        found = [a for a in sorted(table.values(), key=lambda a: -(persisted(a.id)))
                  if a.organization_id == organization_id and a.subscription_id == subscription_id
                  and (filters.event is None or a.event_type == filters.event)
                  and (filters.status is None or a.status == filters.status)]
@@ -216,7 +217,7 @@ class InMemoryDeliveryRepository:
     async def purge_finished(self, before: datetime) -> int:
         rows = await self._rows()
         finished = {delivery_id for delivery_id, (d, _) in rows.items()
-                    if d.status != "pending" and d.updated_at is not None and d.updated_at < before}
+                    if d.status != DeliveryStatus.PENDING and d.updated_at is not None and d.updated_at < before}
         table = (await self.uow.tables())[ATTEMPTS]
         attempts = [attempt_id for attempt_id, a in table.items() if a.delivery_id in finished]
         for attempt_id in attempts:

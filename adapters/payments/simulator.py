@@ -7,6 +7,7 @@ import secrets
 from dataclasses import dataclass
 
 from application.ports.billing import ChargeResult, GatewayCard
+from domain.billing import ChargeStatus
 from domain.errors import ValidationFailed
 
 
@@ -60,11 +61,11 @@ class SimulatedPaymentGateway:
             return earlier.result
         card = TEST_CARDS.get(gateway_id.partition(".")[0])
         if card is None:
-            result = ChargeResult("declined", None, "invalid_payment_method")
+            result = ChargeResult(ChargeStatus.DECLINED, None, "invalid_payment_method")
         elif card.decline_code is not None:
-            result = ChargeResult("declined", f"ch_sim_{secrets.token_hex(8)}", card.decline_code)
+            result = ChargeResult(ChargeStatus.DECLINED, f"ch_sim_{secrets.token_hex(8)}", card.decline_code)
         else:
-            result = ChargeResult("succeeded", f"ch_sim_{secrets.token_hex(8)}")
+            result = ChargeResult(ChargeStatus.SUCCEEDED, f"ch_sim_{secrets.token_hex(8)}")
         charge = SimulatedCharge(idempotency_key, amount_cents, currency, gateway_id, result)
         self._by_key[idempotency_key] = charge
         self.charges.append(charge)

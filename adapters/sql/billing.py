@@ -24,7 +24,7 @@ from adapters.sql.tables import organizations
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.billing import BillingAccount, Unbilled
 from application.ports.platform import Page, PageRequest
-from domain.billing import Invoice, InvoiceLine, PaymentMethod, PlanChange
+from domain.billing import Invoice, InvoiceLine, InvoiceStatus, PaymentMethod, PlanChange, SubscriptionStatus
 
 UNPAID = ("open", "uncollectible")
 
@@ -203,7 +203,7 @@ class SqlBillingRepository:
     async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(billing_invoices).where(
-            billing_invoices.c.status == "open", billing_invoices.c.next_payment_attempt <= now,
+            billing_invoices.c.status == InvoiceStatus.OPEN, billing_invoices.c.next_payment_attempt <= now,
         ).order_by(billing_invoices.c.next_payment_attempt, billing_invoices.c.id).limit(limit)
             .with_for_update(skip_locked=True))
         return [_invoice(row) for row in rows]
@@ -211,7 +211,7 @@ class SqlBillingRepository:
     async def next_attempt(self) -> datetime | None:
         conn = await self.uow.connection()
         return (await conn.execute(sa.select(sa.func.min(billing_invoices.c.next_payment_attempt)).where(
-            billing_invoices.c.status == "open"))).scalar()
+            billing_invoices.c.status == InvoiceStatus.OPEN))).scalar()
 
     async def unbilled(self, period: str, period_end: datetime, after_organization_id: int,
                        limit: int) -> list[Unbilled]:
@@ -227,7 +227,8 @@ class SqlBillingRepository:
                                                  billing_accounts.c.organization_id == organizations.c.id))
             .where(organizations.c.id > after_organization_id, organizations.c.deleted_at.is_(None),
                    organizations.c.created_at < period_end,
-                   sa.or_(billing_accounts.c.status.is_(None), billing_accounts.c.status != "canceled"),
+                   sa.or_(billing_accounts.c.status.is_(None),
+                          billing_accounts.c.status != SubscriptionStatus.CANCELED),
                    ~sa.exists(invoiced))
             .order_by(organizations.c.id).limit(limit))
         return [Unbilled(int(org_id), plan, bool(cancel), pending) for org_id, plan, cancel, pending in rows]
@@ -238,7 +239,7 @@ class SqlBillingRepository:
         conn = await self.uow.connection()
         canceled = await conn.execute(billing_accounts.update().where(
             billing_accounts.c.organization_id.in_(list(organization_ids)),
-            billing_accounts.c.cancel_at_period_end.is_(True), billing_accounts.c.status != "canceled",
+            billing_accounts.c.cancel_at_period_end.is_(True), billing_accounts.c.status != SubscriptionStatus.CANCELED,
         ).values(status="canceled", pending_plan=None).returning(billing_accounts.c.organization_id))
         return sorted(int(org_id) for org_id in canceled.scalars())
 

@@ -16,7 +16,7 @@ from adapters.sql.paging import fetch_page
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.calls import CallFilter, CallLogFilter, CallRef
 from application.ports.platform import Page, PageRequest
-from domain.calls import ACTIVE_STATUSES, FINAL_STATUSES, STATUSES, Call, CallLog
+from domain.calls import ACTIVE_STATUSES, FINAL_STATUSES, STATUSES, Call, CallLog, CallStatus
 from domain.telephony import StatusCounts
 
 # a campaign's calls not yet final (the dialer's cap, counted under the campaign's lock at every step): named
@@ -129,7 +129,7 @@ class SqlCallRepository:
     async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(calls).where(
-            calls.c.organization_id == organization_id, calls.c.status == "queued",
+            calls.c.organization_id == organization_id, calls.c.status == CallStatus.QUEUED,
         ).order_by(calls.c.priority.desc(), calls.c.due_at, calls.c.created_at, calls.c.id).limit(limit))
         return [_row_to_call(r) for r in rows]
 
@@ -164,7 +164,7 @@ class SqlCallRepository:
 
     async def organizations_with_queued(self, limit: int, organization_id: int | None = None) -> builtins.list[int]:
         conn = await self.uow.connection()
-        query = sa.select(calls.c.organization_id).where(calls.c.status == "queued")
+        query = sa.select(calls.c.organization_id).where(calls.c.status == CallStatus.QUEUED)
         if organization_id is not None:
             query = query.where(calls.c.organization_id == organization_id)
         rows = await conn.execute(query.group_by(calls.c.organization_id)

@@ -27,6 +27,7 @@ from domain.campaigns import (
     RetryRule,
 )
 from domain.errors import Conflict
+from domain.identity import persisted
 
 
 def _retry(value: dict[str, Any]) -> RetryPolicy:
@@ -121,7 +122,7 @@ class SqlCampaignRepository:
         values = _campaign_values(campaign)
         for fixed in ("organization_id", "created_at"):
             values.pop(fixed)
-        await conn.execute(campaigns.update().where(self._mine(campaign.organization_id, campaign.id or 0))
+        await conn.execute(campaigns.update().where(self._mine(campaign.organization_id, persisted(campaign.id)))
                            .values(**values))
         return campaign
 

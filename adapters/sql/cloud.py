@@ -14,6 +14,7 @@ from adapters.sql.tables import outbox_cursors, outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.sql.webhooks_tables import webhook_subscriptions
 from application.ports.cloud import OutboxBacklog
+from domain.webhooks import WebhookStatus
 
 
 class SqlHeartbeats:
@@ -61,7 +62,8 @@ class SqlPlatformHealth:
     async def failing_subscriptions(self, organization_id: int) -> int:
         conn = await self.uow.connection()
         subs = webhook_subscriptions.c
-        failing = sa.or_(subs.status == "disabled", sa.and_(subs.status == "active", subs.failing_since.is_not(None)))
+        failing = sa.or_(subs.status == WebhookStatus.DISABLED,
+                         sa.and_(subs.status == WebhookStatus.ACTIVE, subs.failing_since.is_not(None)))
         query = (sa.select(sa.func.count()).select_from(webhook_subscriptions)
                  .where(subs.organization_id == organization_id, subs.deleted_at.is_(None), failing))
         return int((await conn.execute(query)).scalar() or 0)

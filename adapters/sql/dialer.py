@@ -13,8 +13,9 @@ from adapters.sql.metadata import UtcDateTime
 from adapters.sql.tables import agents
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef
+from domain.agents import AgentStatus
 from domain.calls import FINAL_STATUSES
-from domain.campaigns import Contact
+from domain.campaigns import CampaignContactStatus, CampaignStatus, Contact
 
 OPEN = ("pending", "retry_wait")
 UNFINISHED = ("pending", "dialing", "retry_wait")
@@ -35,13 +36,13 @@ _head = campaign_contacts.alias("head")
 _TURNS = (sa.select(campaigns.c.organization_id, campaigns.c.id, campaigns.c.status_reason, campaigns.c.next_dial_at,
                     campaigns.c.completion,
                     sa.and_(agents.c.id.is_not(None), agents.c.deleted_at.is_(None),
-                            agents.c.status != "archived").label("agent_live"),
+                            agents.c.status != AgentStatus.ARCHIVED).label("agent_live"),
                     _head.c.id.label("head_id"), _head.c.next_attempt_at, _head.c.reason)
           .select_from(campaigns
                        .outerjoin(agents, sa.and_(agents.c.id == campaigns.c.agent_id,
                                                   agents.c.organization_id == campaigns.c.organization_id))
                        .outerjoin(_head, _head.c.id == _first))
-          .where(campaigns.c.status == "running")
+          .where(campaigns.c.status == CampaignStatus.RUNNING)
           .order_by(sa.case((campaigns.c.last_dialled_at.is_(None), 0), else_=1), campaigns.c.last_dialled_at,
                     campaigns.c.id)
           .limit(sa.bindparam("limit")))
@@ -69,7 +70,7 @@ class SqlDialerStore:
         c = campaign_contacts.c
         rows = await conn.execute(sa.select(c.organization_id, c.campaign_id, c.id)
                                   .select_from(campaign_contacts.join(calls, calls.c.id == c.last_call_id))
-                                  .where(c.status == "dialing", calls.c.status.in_(FINAL_STATUSES))
+                                  .where(c.status == CampaignContactStatus.DIALING, calls.c.status.in_(FINAL_STATUSES))
                                   .order_by(c.updated_at, c.id).limit(limit))
         return [ContactRef(int(r[0]), int(r[1]), int(r[2])) for r in rows]
 
@@ -97,7 +98,7 @@ class SqlDialerStore:
             c.campaign_id == campaigns.c.id, c.status.in_(OPEN), c.next_attempt_at > after)
             .order_by(c.next_attempt_at).limit(1).correlate(campaigns).scalar_subquery())
         return (await conn.execute(sa.select(sa.type_coerce(sa.func.min(first), UtcDateTime()))
-                                   .where(campaigns.c.status == "running"))).scalar()
+                                   .where(campaigns.c.status == CampaignStatus.RUNNING))).scalar()
 
     async def mark_dialled(self, organization_id: int, campaign_id: int, at: datetime) -> None:
         conn = await self.uow.connection()

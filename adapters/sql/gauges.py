@@ -11,6 +11,7 @@ from adapters.sql.metadata import UtcDateTime
 from adapters.sql.tables import outbox_cursors, outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.gauges import WorkBacklog
+from domain.campaigns import OPEN_CONTACT_STATUSES, CampaignContactStatus, CampaignStatus
 
 
 class SqlBacklogGauges:
@@ -23,12 +24,14 @@ class SqlBacklogGauges:
         backlog = (await conn.execute(sa.select(sa.func.count(), sa.type_coerce(sa.func.min(outbox_events.c.created_at),
                                                                                     UtcDateTime()))
                                       .where(outbox_events.c.id > slowest))).one()
+        dialing = campaign_contacts.c.status == CampaignContactStatus.DIALING
         in_flight = (await conn.execute(sa.select(sa.func.count()).select_from(campaign_contacts)
-                                        .where(campaign_contacts.c.status == "dialing"))).scalar_one()
+                                        .where(dialing))).scalar_one()
         due = (await conn.execute(
             sa.select(sa.func.count()).select_from(campaign_contacts.join(
                 campaigns, campaigns.c.id == campaign_contacts.c.campaign_id))
-            .where(campaigns.c.status == "running", campaign_contacts.c.status.in_(("pending", "retry_wait")),
+            .where(campaigns.c.status == CampaignStatus.RUNNING,
+                   campaign_contacts.c.status.in_(OPEN_CONTACT_STATUSES),
                    sa.or_(campaign_contacts.c.next_attempt_at.is_(None), campaign_contacts.c.next_attempt_at <= now))
         )).scalar_one()
         return WorkBacklog(int(backlog[0]), backlog[1], int(in_flight), int(due))

@@ -15,7 +15,7 @@ from adapters.sql.paging import fetch_page
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.leads import LeadFilter
 from application.ports.platform import Page, PageRequest
-from domain.leads import Lead
+from domain.leads import Lead, LeadStatus
 
 _IDS_PER_STATEMENT = 500
 """Lead ids bound per UPDATE (well below SQLite's and PostgreSQL's parameter limits)."""
@@ -87,7 +87,7 @@ class SqlLeadRepository:
 
     async def _queued(self, *conditions: Any) -> builtins.list[Lead]:
         conn = await self.uow.connection()
-        rows = (await conn.execute(sa.select(leads).where(leads.c.status == "queued", *conditions)
+        rows = (await conn.execute(sa.select(leads).where(leads.c.status == LeadStatus.QUEUED, *conditions)
                                    .order_by(leads.c.id))).all()
         return [_row_to_lead(r) for r in rows]
 
@@ -101,7 +101,7 @@ class SqlLeadRepository:
                                   campaign_id: int) -> builtins.list[tuple[int, int | None]]:
         conn = await self.uow.connection()
         rows = (await conn.execute(sa.select(leads.c.id, leads.c.contact_id).where(
-            leads.c.organization_id == organization_id, leads.c.status == "queued",
+            leads.c.organization_id == organization_id, leads.c.status == LeadStatus.QUEUED,
             leads.c.campaign_id == campaign_id).order_by(leads.c.id))).all()
         return [(int(r.id), r.contact_id) for r in rows]
 
@@ -110,7 +110,7 @@ class SqlLeadRepository:
         moved = 0
         for start in range(0, len(lead_ids), _IDS_PER_STATEMENT):
             result = await conn.execute(leads.update().where(
-                leads.c.organization_id == organization_id, leads.c.status == "queued",
+                leads.c.organization_id == organization_id, leads.c.status == LeadStatus.QUEUED,
                 leads.c.id.in_(lead_ids[start:start + _IDS_PER_STATEMENT]))
                 .values(status="failed", reason=reason, updated_at=at))
             moved += int(result.rowcount or 0)

@@ -15,6 +15,7 @@ from domain.telephony import (
     BUILTIN_SIMULATOR,
     DEFAULT_PROVIDER_NAME,
     PhoneNumber,
+    PhoneNumberStatus,
     TelephonyProvider,
     number_taken,
 )
@@ -28,7 +29,8 @@ _BUILTIN_PROVIDER = sa.select(tp).where(tp.c.organization_id == sa.bindparam("or
 _DEFAULT_PROVIDER = sa.select(tp).where(tp.c.organization_id == sa.bindparam("org"),
                                         tp.c.is_default.is_(True)).order_by(tp.c.id).limit(1)
 _OUTBOUND_NUMBER = (
-    sa.select(tn).where(tn.c.organization_id == sa.bindparam("org"), tn.c.voice.is_(True), tn.c.status == "active")
+    sa.select(tn).where(tn.c.organization_id == sa.bindparam("org"), tn.c.voice.is_(True),
+                        tn.c.status == PhoneNumberStatus.ACTIVE)
     .order_by(sa.case((tn.c.inbound_agent_id == sa.bindparam("agent_id"), 0), else_=1), tn.c.id).limit(1)
 )
 

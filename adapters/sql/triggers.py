@@ -18,8 +18,9 @@ from adapters.sql.triggers_tables import trigger_runs, triggers
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain import triggers as rules
+from domain.identity import persisted
 from domain.rfc3339 import format_utc_millis, parse_instant
-from domain.triggers import Action, ActionResult, Trigger, TriggerRun
+from domain.triggers import Action, ActionResult, Trigger, TriggerRun, TriggerRunStatus
 
 
 def _stamp(value: datetime | None) -> str | None:
@@ -204,7 +205,7 @@ class SqlTriggerRepository:
             stored = {(row.trigger_id, row.event_id): row.id for row in await conn.execute(
                 _ADD_RUNS_SQLITE, [_sqlite_row(r) for r in runs])}
         return sorted((_with_id(r, stored[(r.trigger_id, r.event_id)]) for r in runs
-                       if (r.trigger_id, r.event_id) in stored), key=lambda r: r.id or 0)
+                       if (r.trigger_id, r.event_id) in stored), key=lambda r: persisted(r.id))
 
     async def get_run(self, organization_id: int, run_id: int, *, lock: bool = False) -> TriggerRun | None:
         conn = await self.uow.connection()
@@ -234,5 +235,6 @@ class SqlTriggerRepository:
     async def purge_runs(self, before: datetime) -> int:
         conn = await self.uow.connection()
         ended = sa.func.coalesce(trigger_runs.c.finished_at, trigger_runs.c.created_at)
-        result = await conn.execute(trigger_runs.delete().where(trigger_runs.c.status != "running", ended < before))
+        settled = trigger_runs.c.status != TriggerRunStatus.RUNNING
+        result = await conn.execute(trigger_runs.delete().where(settled, ended < before))
         return int(result.rowcount or 0)

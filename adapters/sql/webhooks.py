@@ -16,7 +16,7 @@ from adapters.sql.uow import SqlUnitOfWork
 from adapters.sql.webhooks_tables import webhook_attempts, webhook_deliveries, webhook_subscriptions
 from application.ports.platform import Page, PageRequest
 from application.ports.webhooks import AttemptFilter, ClaimedDelivery, DeliveryUpdate, SubscriptionFilter
-from domain.webhooks import Delivery, DeliveryAttempt, Subscription
+from domain.webhooks import Delivery, DeliveryAttempt, DeliveryStatus, Subscription, WebhookStatus
 
 subs = webhook_subscriptions
 dlv = webhook_deliveries
@@ -128,7 +128,7 @@ class SqlSubscriptionRepository:
             return []
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(*_SUB_COLUMNS).where(
-            subs.c.organization_id.in_(list(organization_ids)), subs.c.status == "active",
+            subs.c.organization_id.in_(list(organization_ids)), subs.c.status == WebhookStatus.ACTIVE,
             subs.c.deleted_at.is_(None),
         ).order_by(subs.c.id))
         return [_row_to_subscription(r) for r in rows]
@@ -149,7 +149,8 @@ class SqlSubscriptionRepository:
     async def disable(self, organization_id: int, subscription_id: int, reason: str, at: datetime) -> bool:
         conn = await self.uow.connection()
         result = await conn.execute(subs.update().where(
-            subs.c.organization_id == organization_id, subs.c.id == subscription_id, subs.c.status == "active",
+            subs.c.organization_id == organization_id, subs.c.id == subscription_id,
+            subs.c.status == WebhookStatus.ACTIVE,
         ).values(status="disabled", disabled_reason=reason[:2000], disabled_at=at, updated_at=at))
         return bool(result.rowcount)
 
@@ -184,10 +185,10 @@ class SqlDeliveryRepository:
         earlier = dlv.alias("earlier")
         waits_for_earlier = sa.exists().where(  # an earlier event of the same resource is still on its way
             earlier.c.subscription_id == dlv.c.subscription_id, earlier.c.resource == dlv.c.resource,
-            earlier.c.status == "pending", earlier.c.event_id < dlv.c.event_id)
+            earlier.c.status == DeliveryStatus.PENDING, earlier.c.event_id < dlv.c.event_id)
         due = (
             sa.select(dlv.c.id)
-            .where(dlv.c.status == "pending", dlv.c.next_attempt_at <= now,
+            .where(dlv.c.status == DeliveryStatus.PENDING, dlv.c.next_attempt_at <= now,
                    sa.or_(dlv.c.locked_until.is_(None), dlv.c.locked_until < now),
                    sa.or_(dlv.c.resource.is_(None), ~waits_for_earlier))
             .order_by(dlv.c.next_attempt_at, dlv.c.id)
@@ -273,8 +274,9 @@ class SqlDeliveryRepository:
     async def purge_finished(self, before: datetime) -> int:
         conn = await self.uow.connection()
         finished = sa.select(webhook_deliveries.c.id).where(
-            webhook_deliveries.c.status != "pending", webhook_deliveries.c.updated_at < before).scalar_subquery()
+            webhook_deliveries.c.status != DeliveryStatus.PENDING,
+            webhook_deliveries.c.updated_at < before).scalar_subquery()
         attempts = await conn.execute(webhook_attempts.delete().where(webhook_attempts.c.delivery_id.in_(finished)))
         await conn.execute(webhook_deliveries.delete().where(
-            webhook_deliveries.c.status != "pending", webhook_deliveries.c.updated_at < before))
+            webhook_deliveries.c.status != DeliveryStatus.PENDING, webhook_deliveries.c.updated_at < before))
         return int(attempts.rowcount or 0)

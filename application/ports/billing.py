@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from application.ports.platform import Page, PageRequest
-from domain.billing import Invoice, PaymentMethod, PlanChange
+from domain.billing import ChargeStatus, Invoice, PaymentMethod, PlanChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,7 @@ class GatewayCard:
 
 @dataclass(frozen=True, slots=True)
 class ChargeResult:
-    status: str
+    status: ChargeStatus
     """``succeeded`` or ``declined``."""
     charge_id: str | None = None
     code: str | None = None
@@ -33,7 +33,7 @@ class ChargeResult:
 
     @property
     def succeeded(self) -> bool:
-        return self.status == "succeeded"
+        return self.status == ChargeStatus.SUCCEEDED
 
 
 class PaymentGateway(Protocol):

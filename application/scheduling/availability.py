@@ -10,6 +10,7 @@ from application.ports.platform import Clock
 from application.ports.scheduling import CalendarRepository, ScheduleReader
 from application.scheduling.calendars import load_calendar
 from domain.errors import ValidationFailed
+from domain.identity import persisted
 from domain.scheduling.model import Calendar, Slot
 from domain.scheduling.rules import availability_range, require_supported
 from domain.scheduling.slots import next_open_slot_windows, open_slots, require_open_slot
@@ -37,7 +38,7 @@ class SlotFinder:
         """(whether the calendar has rules at all, the open slots starting in ``[start, end)``)."""
         buffer = timedelta(minutes=calendar.buffer_minutes)
         reach = end + calendar.slot_duration  # the last slot starting before ``end`` ends by then
-        schedule = await self.schedules.schedule(calendar.organization_id, calendar.id or 0, start - buffer,
+        schedule = await self.schedules.schedule(calendar.organization_id, persisted(calendar.id), start - buffer,
                                                  reach + buffer)
         if not schedule.rules:
             return False, []
@@ -49,7 +50,7 @@ class SlotFinder:
         the calendar lock: this check, with the unique index, is what prevents double booking)."""
         buffer = timedelta(minutes=calendar.buffer_minutes)
         slot_end = slot_start + calendar.slot_duration
-        schedule = await self.schedules.schedule(calendar.organization_id, calendar.id or 0, slot_start - buffer,
+        schedule = await self.schedules.schedule(calendar.organization_id, persisted(calendar.id), slot_start - buffer,
                                                  slot_end + buffer, fresh=True)
         return require_open_slot(calendar, schedule.rules, schedule.blackouts, schedule.held, slot_start, now,
                                  exclude_appointment_id=exclude_appointment_id)

@@ -20,11 +20,13 @@ from application.scheduling.availability import SlotFinder, aware_instant
 from application.scheduling.calendars import load_calendar
 from domain.errors import NotFound
 from domain.events import EventType
+from domain.identity import persisted
 from domain.rfc3339 import format_utc
 from domain.scheduling.model import (
     APPOINTMENT_MACHINE,
     TRIGGER_TARGET,
     Appointment,
+    AppointmentStatus,
     BookingLimitReached,
     Calendar,
     Slot,
@@ -123,7 +125,7 @@ async def check_caps(appointments: AppointmentRepository, calendar: Calendar, sl
     """The calendar's booking caps (409 booking_limit_reached): the attendee's upcoming appointments (same email or
     phone) and the bookings of the slot's local date. Counted under the calendar's row lock, which every booking
     takes first, so concurrent bookings are counted one after the other and never exceed a cap."""
-    org, calendar_id = calendar.organization_id, calendar.id or 0
+    org, calendar_id = calendar.organization_id, persisted(calendar.id)
     cap = calendar.max_upcoming_per_attendee
     if cap is not None and await appointments.count_upcoming_of_attendee(
             org, calendar_id, now, email, phone, exclude_appointment_id) >= cap:
@@ -150,12 +152,12 @@ async def _book(uow: UnitOfWork, appointments: AppointmentRepository, calendar: 
                 require_approval: bool, call_id: str | None) -> Appointment:
     name, email, phone, notes = attendee
     appointment = Appointment.new(
-        organization_id=calendar.organization_id, calendar_id=calendar.id or 0, slot=slot,
+        organization_id=calendar.organization_id, calendar_id=persisted(calendar.id), slot=slot,
         require_approval=require_approval, attendee_name=name, attendee_email=email, attendee_phone=phone,
         notes=notes, now=now, call_id=call_id,
     )
     stored = await appointments.add(appointment)
-    if stored.status == "confirmed":
+    if stored.status == AppointmentStatus.CONFIRMED:
         uow.record(EventType.APPOINTMENT_BOOKED(stored.organization_id, appointment_view(stored)))
     return stored
 
@@ -189,7 +191,7 @@ class BookNextOpenSlot(_Booking):
             return False
         start, end = calendar.local_day(slot_start)
         return await self.appointments.count_starting_between(
-            calendar.organization_id, calendar.id or 0, start, end) >= calendar.max_bookings_per_day
+            calendar.organization_id, persisted(calendar.id), start, end) >= calendar.max_bookings_per_day
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from application.ports.platform import Clock, Random
 from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer
 from application.scheduling.calendars import CalendarRef, load_calendar
 from domain.errors import NotFound
+from domain.identity import persisted
 from domain.scheduling.feeds import FEED_LOOKBACK_DAYS, FEED_MAX_EVENTS, feed_token_digest, is_feed_token_shaped
 from domain.scheduling.model import Calendar
 
@@ -47,7 +48,8 @@ class _Feed:
 
     async def _render(self, calendar: Calendar) -> bytes:
         since = self.clock.now() - timedelta(days=FEED_LOOKBACK_DAYS)
-        items = await self.appointments.for_feed(calendar.organization_id, calendar.id or 0, since, FEED_MAX_EVENTS)
+        items = await self.appointments.for_feed(calendar.organization_id, persisted(calendar.id), since,
+                                                 FEED_MAX_EVENTS)
         return self.renderer.render(calendar, items)
 
 

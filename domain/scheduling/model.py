@@ -19,6 +19,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
+from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -38,12 +39,24 @@ MAX_UPCOMING_PER_ATTENDEE_RANGE = (1, 1000)
 MAX_BOOKINGS_PER_DAY_RANGE = (1, 10_000)
 
 INITIAL = "none"  # the state before an appointment exists
-STATUSES = ("pending", "confirmed", "cancelled", "completed", "no_show")
-SLOT_HOLDING_STATUSES = frozenset({"pending", "confirmed"})
+
+
+class AppointmentStatus(StrEnum):
+    """The status of an appointment; the values are the API's."""
+
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    CANCELLED = "cancelled"
+    COMPLETED = "completed"
+    NO_SHOW = "no_show"
+
+
+STATUSES = tuple(AppointmentStatus)
+SLOT_HOLDING_STATUSES = frozenset({AppointmentStatus.PENDING, AppointmentStatus.CONFIRMED})
 # busy time for availability: every status but cancelled. An outcome (completed, no_show) never frees the
 # appointment's time, whatever the clock says; only a cancel (decline, reschedule) does.
-BUSY_STATUSES = frozenset({"pending", "confirmed", "completed", "no_show"})
-TERMINAL_STATUSES = frozenset({"cancelled", "completed", "no_show"})
+BUSY_STATUSES = frozenset(set(AppointmentStatus) - {AppointmentStatus.CANCELLED})
+TERMINAL_STATUSES = frozenset({AppointmentStatus.CANCELLED, AppointmentStatus.COMPLETED, AppointmentStatus.NO_SHOW})
 CANCEL_REASONS = ("declined", "cancelled", "rescheduled")
 OUTCOMES = ("completed", "no_show")
 

@@ -23,9 +23,9 @@ from application import campaigns as cases
 from application import dialer
 from application.dialer_pass import TURNS_AT_ONCE, DialerPolicy, RunDialerPass, dialer_job
 from application.jobs import JobKind
+from application.ports.business_hours import ScheduleUsage
 from application.ports.campaigns import CampaignRepository, ContactRepository
 from application.ports.dialer import DialerStore
-from application.ports.schedules import ScheduleUsage
 from entrypoints.features import Feature
 from entrypoints.settings import Backend, Settings
 from entrypoints.units import ScopedUnits

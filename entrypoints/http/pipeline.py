@@ -29,7 +29,17 @@ from urllib.parse import quote
 
 import msgspec
 from dishka import AsyncContainer
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.enums import ScopeType
+from litestar.types import (
+    ASGIApp,
+    HTTPResponseBodyEvent,
+    HTTPResponseStartEvent,
+    HTTPScope,
+    Message,
+    Receive,
+    Scope,
+    Send,
+)
 
 from application.accounts import ResolveActingOrganization, ResolveActingOrganizationCommand
 from application.context import Actor
@@ -40,12 +50,14 @@ from application.principals import Principal
 from domain import idempotency as policy
 from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
+from domain.identity import persisted
 from domain.parsing import parse_id
 from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
 from entrypoints.http.body_digest import body_digest
 from entrypoints.http.envelope import auth_error_messages, outage_messages, router_error_messages, status_for
+from entrypoints.http.messages import response_messages
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import Access, AuthMode, access_of
 from entrypoints.http.steps import Captured, count_request, quietly_roll_back, replayed_body, run_handler, transaction
@@ -127,7 +139,7 @@ def with_location(app: ASGIApp, template: str) -> ASGIApp:
     """Adds ``Location`` to the route's 201 responses (``Access.location``)."""
 
     async def located(scope: Scope, receive: Receive, send: Send) -> None:
-        held: Message | None = None
+        held: HTTPResponseStartEvent | None = None
         chunks: list[bytes] = []
 
         async def send_located(message: Message) -> None:
@@ -143,11 +155,14 @@ def with_location(app: ASGIApp, template: str) -> ASGIApp:
                 return
             body = b"".join(chunks)
             location = _location(template, scope, body)
-            headers = [h for h in held.get("headers", []) if h[0].lower() != b"location"]
+            headers = [(name, value) for name, value in held.get("headers", []) if name.lower() != b"location"]
             if location is not None:
                 headers.append((b"location", location.encode()))
-            await send({**held, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            start = held.copy()
+            start["headers"] = headers
+            end: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
+            await send(start)
+            await send(end)
             held = None
 
         await app(scope, receive, send_located)
@@ -194,7 +209,7 @@ class RequestPipeline:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
         handler = scope["route_handler"]
@@ -272,7 +287,7 @@ class _Run:
     """One request through the steps, top to bottom (``run``). Each step either lets the request go on or answers
     it (``reply``); each step that touches the database has its own transaction, visible in it."""
 
-    def __init__(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, gate: RequestGate,
+    def __init__(self, app: ASGIApp, scope: HTTPScope, receive: Receive, send: Send, gate: RequestGate,
                  access: Access) -> None:
         self.app, self.scope, self.receive, self.send = app, scope, receive, send
         self.gate, self.access = gate, access
@@ -357,7 +372,7 @@ class _Run:
             decision, by_ceiling = await count_request(gate.limiter, principal.rate_bucket, windows, now, ceiling)
             if decision.allowed and key is not None and (
                     key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION):
-                await (await gate.keys()).touch(key.id or 0, now)
+                await (await gate.keys()).touch(persisted(key.id), now)
         self.extra_headers += [
             (b"x-ratelimit-limit", str(decision.limit).encode()),
             (b"x-ratelimit-remaining", str(decision.remaining).encode()),
@@ -525,7 +540,7 @@ class _Run:
         size = 0
         while True:
             message = await self.receive()
-            if message["type"] == "http.disconnect":
+            if message["type"] != "http.request":  # an HTTP request's only other message: http.disconnect
                 raise _Disconnected
             chunk = message.get("body", b"")
             size += len(chunk)
@@ -564,10 +579,7 @@ class _Run:
                 return
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
         headers += [(b"content-length", str(len(body)).encode()), (b"idempotency-replayed", b"true")]
-        await self.reply([
-            {"type": "http.response.start", "status": response.status, "headers": headers},
-            {"type": "http.response.body", "body": body},
-        ])
+        await self.reply(response_messages(response.status, headers, body))
 
 
 __all__ = ["RequestPipeline", "status_for"]

@@ -10,6 +10,7 @@ from litestar.params import JSONBody, PathParameter
 from application import accounts as uc
 from application.context import Actor
 from application.ports.platform import Clock, PageRequest
+from domain.identity import persisted
 from domain.parsing import MAX_ID
 from domain.rfc3339 import in_range
 from domain.scopes import CATALOGUE, PRESETS
@@ -73,8 +74,8 @@ async def create_key(data: JSONBody[ApiKeyCreate], actor: FromDishka[Actor],
         None if data.expires_at is None else in_range(data.expires_at, "expires_at"),
         granted_by=actor.scopes, issuer=actor))
     r = issued.record
-    return Envelope(ApiKeyCreated(r.id or 0, r.name, issued.secret, r.prefix, r.last_four, list(r.scopes), "active",
-                                  r.created_at, r.expires_at))
+    return Envelope(ApiKeyCreated(persisted(r.id), r.name, issued.secret, r.prefix, r.last_four, list(r.scopes),
+                                  "active", r.created_at, r.expires_at))
 
 
 @endpoint("GET", "/api-keys/{id:int}", operation_id="getApiKey", summary="Get an API key", tags=KEY_TAGS,
@@ -101,7 +102,7 @@ async def revoke_key(id: Id, actor: FromDishka[Actor], use_case: FromDishka[uc.R
 async def rotate_key(id: Id, actor: FromDishka[Actor], rotate: FromDishka[uc.RotateApiKey],
                      data: JSONBody[ApiKeyRotate | None] = None) -> Envelope[ApiKeyRotated]:
     result = await rotate.execute(uc.RotateApiKeyCommand(actor, id, data.grace_period_hours if data else None))
-    return Envelope(ApiKeyRotated(result.issued.record.id or 0, result.issued.secret, id,
+    return Envelope(ApiKeyRotated(persisted(result.issued.record.id), result.issued.secret, id,
                                   result.previous_key_expires_at))
 
 

@@ -215,7 +215,7 @@ async def _csv_file(request: Request[Any, Any, Any]) -> tuple[IO[bytes], Any]:
                   404: "", 409: "invalid_transition: the campaign has ended",
                   413: "payload_too_large: more than 10 MB",
                   415: "unsupported_media_type: send multipart/form-data or text/csv", 422: CONTACT_LIMIT})
-async def import_contacts(id: CampaignId, request: Request, actor: FromDishka[Actor],  # type: ignore[type-arg]  # Litestar's request, as the other routes take it
+async def import_contacts(id: CampaignId, request: Request[Any, Any, Any], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.ImportContacts]) -> Envelope[ContactsAdded]:
     file, form = await _csv_file(request)
     text = io.TextIOWrapper(file, encoding="utf-8-sig", newline="")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from dishka import FromDishka
 from litestar import Request
@@ -93,7 +93,7 @@ async def add_entries(id: ListId, data: JSONBody[DncEntriesAdd], actor: FromDish
           errors={404: "", 413: "", 415: "unsupported_media_type: send text/csv or multipart/form-data"})
 async def import_entries(
     id: ListId,
-    request: Request,  # type: ignore[type-arg]  # Litestar's request, as the other routes take it
+    request: Request[Any, Any, Any],
     actor: FromDishka[Actor],
     use_case: FromDishka[uc.ImportDncCsv],
     default_region: Annotated[str | None, QueryParameter(pattern=r"^[A-Za-z]{2}$")] = None,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from dishka import FromDishka
 from litestar import Request
@@ -144,7 +144,7 @@ async def list_documents(
                   415: "unsupported_media_type: send multipart/form-data"})
 async def upload_documents(
     id: KbId,
-    request: Request,  # type: ignore[type-arg]  # Litestar's request, as the other routes take it
+    request: Request[Any, Any, Any],
     actor: FromDishka[Actor],
     use_case: FromDishka[uc.UploadDocuments],
 ) -> Envelope[UploadResult]:

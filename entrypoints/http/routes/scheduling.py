@@ -18,6 +18,7 @@ from application.ports.platform import PageRequest
 from application.ports.scheduling import AppointmentFilter
 from application.scheduling import availability, booking, calendars, feeds
 from domain.errors import NotFound, SlotUnavailable
+from domain.identity import persisted
 from domain.parsing import MAX_ID
 from domain.rfc3339 import parse_day_or_instant, parse_instant, render_in_zone
 from domain.scheduling.model import parse_slot_start
@@ -290,7 +291,7 @@ async def reschedule_appointment(id: AppointmentId, data: JSONBody[RescheduleIn]
         result = await use_case.execute(booking.RescheduleAppointmentCommand(actor, id,
                                                                              parse_slot_start(data.slot_start)))
     new = result.appointment
-    return Envelope(RescheduleOut(new.id or 0, result.previous.id or id, new.status,  # type: ignore[arg-type]  # the domain's status is a str; the schema's a Literal
+    return Envelope(RescheduleOut(persisted(new.id), result.previous.id or id, new.status,  # type: ignore[arg-type]  # the domain's status is a str; the schema's a Literal
                                   new.slot_start, new.slot_end))
 
 

@@ -4,6 +4,7 @@ from typing import Annotated
 
 from dishka import FromDishka
 from litestar.params import JSONBody, PathParameter, QueryParameter
+from msgspec import UnsetType
 
 from application import triggers as uc
 from application.context import Actor
@@ -61,8 +62,8 @@ async def get_trigger(id: TriggerId, actor: FromDishka[Actor],
 async def update_trigger(id: TriggerId, data: JSONBody[TriggerUpdate], actor: FromDishka[Actor],
                          use_case: FromDishka[uc.UpdateTrigger]) -> Envelope[TriggerOut]:
     changes = set_fields(data)
-    if "actions" in changes:
-        changes["actions"] = [{"type": a.type, "config": a.config} for a in data.actions]  # type: ignore[union-attr]  # set_fields found actions given
+    if not isinstance(data.actions, UnsetType):  # given: set_fields found it too
+        changes["actions"] = [{"type": a.type, "config": a.config} for a in data.actions]
     return Envelope(TriggerOut.of(await use_case.execute(uc.UpdateTriggerCommand(actor, id, changes))))
 
 

@@ -7,6 +7,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain.api_keys import DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS, MIN_GRACE_HOURS, ApiKey
 from domain.destinations import MAX_ALLOWED_COUNTRIES
+from domain.identity import persisted
 from domain.organizations import Organization
 from entrypoints.http.schemas import OneLine
 
@@ -50,7 +51,7 @@ class ApiKeyOut(Struct):
 
     @classmethod
     def of(cls, key: ApiKey, now: datetime) -> ApiKeyOut:
-        return cls(key.id or 0, key.name, key.prefix, key.last_four, list(key.scopes),
+        return cls(persisted(key.id), key.name, key.prefix, key.last_four, list(key.scopes),
                    key.display_status(now), key.created_at, key.expires_at, key.last_used_at)  # type: ignore[arg-type]  # the domain's type is wider
 
 
@@ -113,6 +114,6 @@ class OrganizationOut(Struct):
     @classmethod
     def of(cls, org: Organization) -> OrganizationOut:
         policy = org.dialing_policy
-        return cls(org.id or 0, org.name, org.plan, org.org_type, org.parent_id,  # type: ignore[arg-type]  # the domain's type is wider
+        return cls(persisted(org.id), org.name, org.plan, org.org_type, org.parent_id,  # type: ignore[arg-type]  # the domain's type is wider
                    org.created_at, org.updated_at,
                    DialingPolicyOut(list(policy.allowed_countries), policy.block_premium))

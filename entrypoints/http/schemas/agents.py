@@ -8,6 +8,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain import agents as rules
 from domain.agents import Agent, AgentVersion
+from domain.identity import persisted
 from entrypoints.http.schemas import OneLine, within
 
 Name = Annotated[OneLine, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
@@ -137,7 +138,7 @@ class AgentOut(Struct):
         # tests/http/test_agent_schemas.py checks every field against the agent's attribute of its name
         v, llm, vm = a.voice, a.llm, a.voicemail
         return cls(
-            a.id or 0, a.name, a.description, a.status, a.agent_mode, a.language,  # type: ignore[arg-type]  # the domain's type is wider
+            persisted(a.id), a.name, a.description, a.status, a.agent_mode, a.language,  # type: ignore[arg-type]  # the domain's type is wider
             VoiceSchema(v.provider, v.voice_id), LlmSchema(llm.model, llm.temperature), a.prompt,
             a.first_message, a.max_call_duration_seconds,
             VoicemailSchema(vm.action, vm.message),  # type: ignore[arg-type]  # the domain's type is wider

@@ -9,6 +9,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.billing import MethodView
 from domain.billing import Invoice, Subscription
+from domain.identity import persisted
 
 Plan = Literal["starter", "business", "enterprise"]
 Cents = Annotated[int, Meta(ge=0, description="Integer cents (usd)")]
@@ -62,7 +63,7 @@ class PaymentMethodOut(Struct, kw_only=True):
     @classmethod
     def of(cls, view: MethodView) -> PaymentMethodOut:
         m = view.method
-        return cls(id=m.id or 0, brand=m.brand, last4=m.last4, exp_month=m.exp_month, exp_year=m.exp_year,
+        return cls(id=persisted(m.id), brand=m.brand, last4=m.last4, exp_month=m.exp_month, exp_year=m.exp_year,
                    is_default=view.is_default, created_at=m.created_at)
 
 

@@ -9,6 +9,7 @@ from msgspec import Meta, Struct
 from domain import metadata as metadata_rules
 from domain import rfc3339
 from domain.calls import Call, CallLog
+from domain.identity import persisted
 from entrypoints.http.schemas import OneLine
 
 CallStatus = Literal["queued", "ringing", "in_progress", "completed", "busy", "no_answer", "failed", "voicemail",
@@ -97,7 +98,7 @@ class CallLogOut(Struct):
     @classmethod
     def of(cls, log: CallLog) -> CallLogOut:
         return cls(
-            id=log.id or 0, call_id=log.call_id, agent_id=log.agent_id, direction=log.direction,
+            id=persisted(log.id), call_id=log.call_id, agent_id=log.agent_id, direction=log.direction,
             from_=log.from_phone, to=log.to_phone, contact_name=log.contact_name, status=log.status,
             end_reason=log.end_reason, outcome=log.outcome, duration_seconds=log.duration_seconds,
             summary=log.summary, transcript=[TurnOut(t["role"], t["text"], t["at_ms"]) for t in log.transcript],

@@ -9,6 +9,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from domain import campaigns as rules
 from domain.campaigns import Campaign, CampaignStats, Contact, ContactAttempt
 from domain.destinations import MAX_ALLOWED_COUNTRIES
+from domain.identity import persisted
 from entrypoints.http.schemas import OneLine, within
 
 Name = Annotated[OneLine, Meta(min_length=1, max_length=rules.NAME_MAX_LENGTH)]
@@ -145,7 +146,7 @@ class CampaignOut(Struct):
         retry = RetryOut(**{o: RetryRuleOut(r.max_attempts, r.delay_minutes)
                             for o, r in ((o, c.retry.rule(o)) for o in rules.RETRY_OUTCOMES)})
         return cls(
-            id=c.id or 0, name=c.name, agent_id=c.agent_id, schedule_id=c.schedule_id, timezone=c.timezone,
+            id=persisted(c.id), name=c.name, agent_id=c.agent_id, schedule_id=c.schedule_id, timezone=c.timezone,
             timezone_mode=c.timezone_mode,  # type: ignore[arg-type]  # the domain's type is wider
             calling_hours=CallingHoursSchema(c.calling_hours.start, c.calling_hours.end),
             max_concurrent_calls=c.max_concurrent_calls, retry=retry, from_phone_number_id=c.from_phone_number_id,
@@ -219,7 +220,7 @@ class ContactOut(Struct):
     @classmethod
     def of(cls, c: Contact, attempts: list[ContactAttempt] | None = None) -> ContactOut:
         return cls(
-            id=c.id or 0, campaign_id=c.campaign_id, phone=c.phone, name=c.name, timezone=c.timezone,
+            id=persisted(c.id), campaign_id=c.campaign_id, phone=c.phone, name=c.name, timezone=c.timezone,
             custom_data=c.custom_data, status=c.status,  # type: ignore[arg-type]  # the domain's type is wider
             attempt_count=c.attempts, next_attempt_at=c.next_attempt_at, last_call_id=c.last_call_id,
             reason=c.reason, created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]  # the domain's type is wider

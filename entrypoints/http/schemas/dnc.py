@@ -6,6 +6,7 @@ from typing import Annotated
 from msgspec import Meta, Struct
 
 from domain.dnc import MAX_NUMBERS_PER_REQUEST, REASON_MAX_LENGTH, DncEntry, DncList
+from domain.identity import persisted
 from entrypoints.http.schemas import OneLine
 
 PhoneList = Annotated[list[Annotated[str, Meta(min_length=1, max_length=64)]],
@@ -29,7 +30,7 @@ class DncListOut(Struct):
 
     @classmethod
     def of(cls, x: DncList) -> DncListOut:
-        return cls(x.id or 0, x.name, x.description, x.entry_count, x.created_at, x.updated_at)
+        return cls(persisted(x.id), x.name, x.description, x.entry_count, x.created_at, x.updated_at)
 
 
 class DncEntriesAdd(Struct, forbid_unknown_fields=True):

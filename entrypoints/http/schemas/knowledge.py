@@ -7,6 +7,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.knowledge import AgentKnowledgeBases, FileResult, KnowledgeBaseView, UploadOutcome
 from application.ports.knowledge import SearchHit
+from domain.identity import persisted
 from domain.knowledge import Document
 from domain.parsing import MAX_ID
 from entrypoints.http.envelope import ListMeta
@@ -66,7 +67,7 @@ class DocumentOut(Struct):
     @classmethod
     def of(cls, d: Document) -> DocumentOut:
         return cls(
-            id=d.id or 0, knowledge_base_id=d.knowledge_base_id, file_name=d.file_name,
+            id=persisted(d.id), knowledge_base_id=d.knowledge_base_id, file_name=d.file_name,
             file_type=d.file_type,  # type: ignore[arg-type]  # the domain's type is wider
             source=d.source,  # type: ignore[arg-type]  # the domain's type is wider
             source_url=d.source_url,
@@ -92,7 +93,7 @@ class KnowledgeBaseOut(Struct):
     def of(cls, view: KnowledgeBaseView) -> KnowledgeBaseOut:
         kb = view.knowledge_base
         return cls(
-            id=kb.id or 0, name=kb.name, description=kb.description, agent_id=kb.agent_id,
+            id=persisted(kb.id), name=kb.name, description=kb.description, agent_id=kb.agent_id,
             agents=[AgentRefOut(a.id, a.name) for a in view.agents], document_count=view.document_count,
             created_at=kb.created_at,  # type: ignore[arg-type]  # the domain's type is wider
             updated_at=kb.updated_at,  # type: ignore[arg-type]  # the domain's type is wider

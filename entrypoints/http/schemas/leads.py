@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 from msgspec import Meta, Struct
 
 from domain import leads as rules
+from domain.identity import persisted
 from domain.leads import Lead
 from domain.parsing import MAX_ID
 from entrypoints.http.schemas import OneLine
@@ -53,7 +54,7 @@ class LeadOut(Struct):
     @classmethod
     def of(cls, x: Lead) -> LeadOut:
         return cls(
-            id=x.id or 0, status=x.status, phone=x.phone, name=x.name, email=x.email,  # type: ignore[arg-type]  # the domain's type is wider
+            id=persisted(x.id), status=x.status, phone=x.phone, name=x.name, email=x.email,  # type: ignore[arg-type]  # the domain's type is wider
             agent_id=x.agent_id, campaign_id=x.campaign_id, custom_data=x.custom_data, external_id=x.external_id,
             source=x.source, reason=x.reason, call_id=x.call_id, contact_id=x.contact_id,
             created_at=x.created_at, updated_at=x.updated_at,  # type: ignore[arg-type]  # the domain's type is wider

@@ -1,4 +1,8 @@
-"""Schedules: weekly hours, exceptions by date and a holiday region; status and preview."""
+"""Schedules: weekly hours, exceptions by date and a holiday region; status and preview.
+
+The business-hours feature's other modules are named ``business_hours``; this one keeps the API's name because
+the OpenAPI document names generic components after the module of their type
+(``Envelope_entrypoints.http.schemas.schedules.ScheduleOut_``), and the document does not change."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from domain import business_hours as bh
 from domain.business_hours import HolidayRegion, Interval, Schedule, ScheduleException, WeeklyInterval
+from domain.identity import persisted
 from entrypoints.http.schemas import OneLine
 
 Name = Annotated[OneLine, Meta(min_length=1, max_length=bh.NAME_MAX_LENGTH)]
@@ -123,7 +128,7 @@ class ScheduleOut(Struct):
     @classmethod
     def of(cls, s: Schedule) -> ScheduleOut:
         return cls(
-            id=s.id or 0, name=s.name, timezone=s.timezone, weekly=[WeeklyOut.of(w) for w in s.weekly],
+            id=persisted(s.id), name=s.name, timezone=s.timezone, weekly=[WeeklyOut.of(w) for w in s.weekly],
             exceptions=[ExceptionOut.of(e) for e in s.exceptions], holidays=HolidaysOut.of(s.holidays),
             created_at=s.created_at,  # type: ignore[arg-type]  # the domain's type is wider
             updated_at=s.updated_at,  # type: ignore[arg-type]  # the domain's type is wider

@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from domain.identity import persisted
 from domain.parsing import MAX_ID
 from domain.scheduling import model
 from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar
@@ -81,7 +82,7 @@ class CalendarOut(Struct):
     @classmethod
     def of(cls, c: Calendar) -> CalendarOut:
         return cls(
-            id=c.id or 0, name=c.name, timezone=c.timezone, slot_duration_minutes=c.slot_duration_minutes,
+            id=persisted(c.id), name=c.name, timezone=c.timezone, slot_duration_minutes=c.slot_duration_minutes,
             buffer_minutes=c.buffer_minutes, min_notice_minutes=c.min_notice_minutes, horizon_days=c.horizon_days,
             agent_id=c.agent_id, feed_token_active=c.feed_token is not None,
             max_upcoming_per_attendee=c.max_upcoming_per_attendee, max_bookings_per_day=c.max_bookings_per_day,
@@ -105,7 +106,7 @@ class RuleOut(Struct):
 
     @classmethod
     def of(cls, r: AvailabilityRule) -> RuleOut:
-        return cls(r.id or 0, r.calendar_id or 0, r.weekday, format_hhmm(r.start_time), format_rule_end(r))
+        return cls(persisted(r.id), persisted(r.calendar_id), r.weekday, format_hhmm(r.start_time), format_rule_end(r))
 
 
 class BlackoutCreate(Struct, forbid_unknown_fields=True):
@@ -123,7 +124,7 @@ class BlackoutOut(Struct):
 
     @classmethod
     def of(cls, b: Blackout) -> BlackoutOut:
-        return cls(b.id or 0, b.calendar_id or 0, b.start, b.end, b.reason)
+        return cls(persisted(b.id), persisted(b.calendar_id), b.start, b.end, b.reason)
 
 
 class SlotOut(Struct):
@@ -170,7 +171,7 @@ class AppointmentOut(Struct):
     @classmethod
     def of(cls, a: Appointment) -> AppointmentOut:
         return cls(
-            id=a.id or 0, calendar_id=a.calendar_id, status=a.status,  # type: ignore[arg-type]  # the domain's type is wider
+            id=persisted(a.id), calendar_id=a.calendar_id, status=a.status,  # type: ignore[arg-type]  # the domain's type is wider
             slot_start=a.slot_start, slot_end=a.slot_end, attendee_name=a.attendee_name,
             attendee_email=a.attendee_email, attendee_phone=a.attendee_phone, notes=a.notes,
             cancel_reason=a.cancel_reason,  # type: ignore[arg-type]  # the domain's type is wider

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from domain.identity import persisted
 from domain.parsing import MAX_ID
 from domain.sms import BODY_MAX_LENGTH, SmsMessage
 
@@ -60,7 +61,7 @@ class SmsOut(Struct, kw_only=True):
     @classmethod
     def of(cls, x: SmsMessage) -> SmsOut:
         return cls(
-            id=x.id or 0, direction=x.direction, from_=x.from_phone, to=x.to_phone,  # type: ignore[arg-type]  # the domain's type is wider
+            id=persisted(x.id), direction=x.direction, from_=x.from_phone, to=x.to_phone,  # type: ignore[arg-type]  # the domain's type is wider
             body=x.body, status=x.status, encoding=x.encoding, segments=x.segments,  # type: ignore[arg-type]  # the domain's type is wider
             error_code=x.error_code, from_phone_number_id=x.from_phone_number_id,
             created_at=x.created_at,

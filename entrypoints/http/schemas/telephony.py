@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from domain.identity import persisted
 from domain.telephony import MAX_PROVIDER_KEYS, CallStats, PhoneNumber, TelephonyProvider
 from entrypoints.http.schemas import OneLine
 
@@ -59,7 +60,7 @@ class ProviderOut(Struct):
 
     @classmethod
     def of(cls, p: TelephonyProvider) -> ProviderOut:
-        return cls(p.id or 0, p.name, p.type, p.status, p.is_default, p.builtin,  # type: ignore[arg-type]  # the domain's type is wider
+        return cls(persisted(p.id), p.name, p.type, p.status, p.is_default, p.builtin,  # type: ignore[arg-type]  # the domain's type is wider
                    p.has_credentials, list(p.credential_fields), dict(p.settings),
                    p.created_at, p.updated_at)  # type: ignore[arg-type]  # the domain's type is wider
 
@@ -102,7 +103,7 @@ class PhoneNumberOut(Struct):
 
     @classmethod
     def of(cls, n: PhoneNumber) -> PhoneNumberOut:
-        return cls(n.id or 0, n.phone_number, n.provider_id, n.label, n.inbound_agent_id,
+        return cls(persisted(n.id), n.phone_number, n.provider_id, n.label, n.inbound_agent_id,
                    Capabilities(n.voice, n.sms), n.status, n.created_at, n.updated_at)  # type: ignore[arg-type]  # the domain's type is wider
 
 

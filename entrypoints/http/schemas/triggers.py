@@ -7,6 +7,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.triggers import TestedRun, TriggerWithSecret
 from domain import triggers as rules
+from domain.identity import persisted
 from domain.triggers import Trigger, TriggerRun
 from entrypoints.http.schemas import OneLine
 
@@ -83,7 +84,7 @@ class TriggerCreated(TriggerOut):
 
 
 def _fields(t: Trigger) -> dict[str, Any]:
-    return {"id": t.id or 0, "name": t.name, "event": t.event, "conditions": rules.conditions_view(t.conditions),
+    return {"id": persisted(t.id), "name": t.name, "event": t.event, "conditions": rules.conditions_view(t.conditions),
             "actions": [ActionOut(a.type, dict(a.config)) for a in t.actions],  # type: ignore[arg-type]  # the domain's type is wider
             "enabled": t.enabled, "disabled_reason": t.disabled_reason, "created_at": t.created_at,
             "updated_at": t.updated_at}
@@ -124,7 +125,7 @@ class RunOut(Struct):
     @classmethod
     def of(cls, r: TriggerRun) -> RunOut:
         return cls(
-            id=r.id or 0, trigger_id=r.trigger_id, event=r.event, event_id=r.event_id or 0, depth=r.depth,
+            id=persisted(r.id), trigger_id=r.trigger_id, event=r.event, event_id=r.event_id or 0, depth=r.depth,
             matched=r.matched, status=r.status, reason=r.reason,  # type: ignore[arg-type]  # the domain's type is wider
             condition_trace=[TraceStepOut(**s.view()) for s in r.condition_trace],
             actions=[ActionResultOut(**a.view()) for a in r.actions],

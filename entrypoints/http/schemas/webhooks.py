@@ -7,6 +7,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.webhooks import SubscriptionWithSecret
 from domain.addresses import MAX_URL_LENGTH
+from domain.identity import persisted
 from domain.webhooks import MAX_GRACE_HOURS, Delivery, DeliveryAttempt, Subscription
 from entrypoints.http.schemas import OneLine
 
@@ -68,7 +69,7 @@ class WebhookCreated(WebhookOut):
 
 def _fields(s: Subscription) -> dict[str, Any]:
     return {
-        "id": s.id or 0, "name": s.name, "url": s.url, "events": list(s.events), "status": s.status,
+        "id": persisted(s.id), "name": s.name, "url": s.url, "events": list(s.events), "status": s.status,
         "disabled_reason": s.disabled_reason, "disabled_at": s.disabled_at, "failing_since": s.failing_since,
         "previous_secret_expires_at": s.previous_secret_expires_at, "created_at": s.created_at,
         "updated_at": s.updated_at,
@@ -103,7 +104,7 @@ class DeliveryQueued(Struct):
 
     @classmethod
     def of(cls, d: Delivery) -> DeliveryQueued:
-        return cls(d.id or 0, d.subscription_id, d.message_id, d.event_type, "pending", d.next_attempt_at)
+        return cls(persisted(d.id), d.subscription_id, d.message_id, d.event_type, "pending", d.next_attempt_at)
 
 
 class DeliveryLogOut(Struct):
@@ -124,7 +125,7 @@ class DeliveryLogOut(Struct):
     @classmethod
     def of(cls, a: DeliveryAttempt) -> DeliveryLogOut:
         return cls(
-            id=a.id or 0, delivery_id=a.delivery_id, event=a.event_type, webhook_id=a.subscription_id,
+            id=persisted(a.id), delivery_id=a.delivery_id, event=a.event_type, webhook_id=a.subscription_id,
             message_id=a.message_id, attempt=a.attempt,
             status=a.status,  # type: ignore[arg-type]  # the domain's type is wider
             response_status=a.response_status, response_body=a.response_body, duration_ms=a.duration_ms,

@@ -17,6 +17,7 @@ from application.ports.platform import Clock, PageRequest
 from application.ports.scheduling import AppointmentFilter
 from application.scheduling import booking
 from application.scheduling import calendars as calendars_uc
+from domain.identity import persisted
 from entrypoints.http.dashboard.pages import page
 from entrypoints.http.dashboard.view import View
 
@@ -63,7 +64,7 @@ async def appointments(request: Request[Any, Any, Any], clock: FromDishka[Clock]
             continue
         rows.append({"appointment": appointment, "calendar": calendar, "start": local_start, "end": local_end,
                      "zone": str(zone)})
-    rows.sort(key=lambda row: (row["start"].astimezone(UTC), row["appointment"].id or 0))
+    rows.sort(key=lambda row: (row["start"].astimezone(UTC), persisted(row["appointment"].id)))
     return view.page("appointments.html", day=day, today=today, rows=rows, error=problem,
                      previous=day - timedelta(days=1), next=day + timedelta(days=1),
                      calendars=len(found.items))

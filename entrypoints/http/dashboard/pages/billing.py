@@ -13,7 +13,7 @@ from litestar.response import Response, Template
 
 from application import billing as uc
 from application.ports.platform import PageRequest
-from domain.billing import PAYABLE
+from domain.billing import PAYABLE, InvoiceStatus
 from entrypoints.http.dashboard.pages import page
 from entrypoints.http.dashboard.pages.params import PathId, page_number, pages_of
 from entrypoints.http.dashboard.view import View
@@ -104,7 +104,7 @@ async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: Fro
         return {"invoice": found, "payable": PAYABLE}
 
     def done(paid: Any) -> Response[Any]:
-        if paid.status == "paid":
+        if paid.status == InvoiceStatus.PAID:
             return view.redirect(f"/billing/invoices/{invoice_id}", f"Invoice {paid.number} paid")
         return view.redirect(f"/billing/invoices/{invoice_id}",
                              f"The payment was declined ({paid.last_payment_error or 'declined'})")

@@ -7,6 +7,7 @@ from typing import Any
 
 from application.agents import GetAgentCommand, GetPublishedAgent
 from domain.agents import BUILT_IN_PLACEHOLDERS, Agent, call_placeholders
+from domain.identity import persisted
 from entrypoints.http.dashboard.view import View
 
 
@@ -20,5 +21,5 @@ def call_form(agent: Agent) -> dict[str, Any]:
 
 async def published_call_form(view: View, published: GetPublishedAgent, agent: Agent) -> dict[str, Any]:
     """``call_form`` of the version a call would run: the latest published one, else the draft."""
-    runs = await view.run(published, lambda actor: GetAgentCommand(actor, agent.id or 0))
+    runs = await view.run(published, lambda actor: GetAgentCommand(actor, persisted(agent.id)))
     return call_form(runs or agent)

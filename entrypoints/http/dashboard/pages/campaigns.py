@@ -16,6 +16,7 @@ from application.context import Actor
 from application.ports.campaigns import CampaignFilter
 from application.ports.platform import PageRequest
 from domain.campaigns import FINAL_STATUSES
+from domain.identity import persisted
 from entrypoints.http.dashboard.pages import page
 from entrypoints.http.dashboard.pages.params import PathId, page_number, pages_of
 from entrypoints.http.dashboard.view import View
@@ -40,7 +41,7 @@ async def campaigns(request: Request[Any, Any, Any], listing: FromDishka[uc.List
         actor, CampaignFilter(), PageRequest(PER_PAGE, (number - 1) * PER_PAGE)))
     rows = []
     for campaign in found.items:
-        detail = await view.run(getting, _get_campaign(campaign.id or 0))
+        detail = await view.run(getting, _get_campaign(persisted(campaign.id)))
         rows.append({"campaign": detail.campaign, "stats": detail.stats, "progress": progress(detail.stats)})
     return view.page("campaigns.html", rows=rows, total=found.total, page=number,
                      pages=pages_of(found.total, PER_PAGE))

@@ -13,7 +13,7 @@ from litestar.response import Response, Template
 from application import webhooks as uc
 from application.ports.platform import PageRequest
 from application.ports.webhooks import AttemptFilter, SubscriptionFilter
-from domain.webhooks import Subscription
+from domain.webhooks import Subscription, WebhookStatus
 from entrypoints.http.dashboard.pages import page
 from entrypoints.http.dashboard.pages.params import PathId, page_number, pages_of
 from entrypoints.http.dashboard.view import View
@@ -24,9 +24,9 @@ LOG_PAGE = 20
 
 def health(subscription: Subscription) -> tuple[str, str]:
     """(css class, words) of a subscription's health."""
-    if subscription.status == "disabled":
+    if subscription.status == WebhookStatus.DISABLED:
         return "down", f"disabled: {subscription.disabled_reason or 'no reason given'}"
-    if subscription.status == "paused":
+    if subscription.status == WebhookStatus.PAUSED:
         return "degraded", "paused"
     if subscription.failing_since is not None:
         return "degraded", "failing since " + subscription.failing_since.strftime("%Y-%m-%d %H:%M UTC")

@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from adapters.sql.business_hours_tables import schedules
 from adapters.sql.paging import fetch_page
-from adapters.sql.schedules_tables import schedules
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.business_hours import Schedule, build_schedule, schedule_document

@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
 from application.context import Actor
+from application.ports.business_hours import HolidayCalendars, ScheduleRepository, ScheduleUsage
 from application.ports.platform import Clock, Page, PageRequest
-from application.ports.schedules import HolidayCalendars, ScheduleRepository, ScheduleUsage
 from domain.business_hours import (
     HolidayRegion,
     IsHoliday,
@@ -26,6 +26,7 @@ from domain.business_hours import (
     weekly_document,
 )
 from domain.errors import InUse, NotFound
+from domain.identity import persisted
 from domain.patching import MergePatch, merge_patch
 from domain.timezones import local_day_start, validate_timezone
 
@@ -141,7 +142,7 @@ class UpdateSchedule:
             return current
         now = self.clock.now()
         saved = await self.schedules.update(replace(updated, updated_at=now))
-        await self.usage.schedule_changed(current.organization_id, current.id or 0, now)
+        await self.usage.schedule_changed(current.organization_id, persisted(current.id), now)
         return saved
 
 

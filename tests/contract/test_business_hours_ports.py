@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from adapters.holidays import PythonHolidayCalendars
+from application.ports.business_hours import ScheduleRepository, ScheduleUsage
 from application.ports.platform import PageRequest, UnitOfWork
-from application.ports.schedules import ScheduleRepository, ScheduleUsage
 from domain.business_hours import HolidayRegion, Schedule, build_schedule
 from domain.errors import ValidationFailed
 from tests.conftest import new_organization

@@ -8,9 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from application.ports.platform import Clock
-from application.ports.schedules import ScheduleRepository
-from application.schedules import (
+from application.business_hours import (
     CreateSchedule,
     CreateScheduleCommand,
     DeleteSchedule,
@@ -24,6 +22,8 @@ from application.schedules import (
     UpdateSchedule,
     UpdateScheduleCommand,
 )
+from application.ports.business_hours import ScheduleRepository
+from application.ports.platform import Clock
 from domain.business_hours import HolidayRegion, parse_weekly
 from domain.errors import InUse, NotFound, RangeTooLong, ValidationFailed
 from tests.application.conftest import NOW, App

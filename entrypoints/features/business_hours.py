@@ -5,11 +5,11 @@ from __future__ import annotations
 from dishka import Provider, Scope, provide, provide_all
 
 from adapters.holidays import PythonHolidayCalendars
-from adapters.memory.schedules import InMemoryScheduleRepository
-from adapters.sql.schedules import SqlScheduleRepository
-from application import schedules
+from adapters.memory.business_hours import InMemoryScheduleRepository
+from adapters.sql.business_hours import SqlScheduleRepository
+from application import business_hours
+from application.ports.business_hours import HolidayCalendars, ScheduleRepository
 from application.ports.campaigns import CampaignSchedules
-from application.ports.schedules import HolidayCalendars, ScheduleRepository
 from entrypoints.features import Feature
 
 
@@ -25,22 +25,22 @@ class SchedulesProvider(Provider):
     # computed locally by the holidays package; one calendar per region for the process
     holiday_calendars = provide(PythonHolidayCalendars, provides=HolidayCalendars, scope=Scope.APP)
     # for the campaigns feature: a campaign's schedule_id may name this feature's schedules
-    campaign_schedules = provide(schedules.SchedulesForCampaigns, provides=CampaignSchedules, scope=Scope.REQUEST)
+    campaign_schedules = provide(business_hours.SchedulesForCampaigns, provides=CampaignSchedules, scope=Scope.REQUEST)
 
     cases = provide_all(
-        schedules.CreateSchedule,
-        schedules.GetSchedule,
-        schedules.ListSchedules,
-        schedules.UpdateSchedule,
-        schedules.DeleteSchedule,
-        schedules.GetScheduleStatus,
-        schedules.PreviewSchedule,
+        business_hours.CreateSchedule,
+        business_hours.GetSchedule,
+        business_hours.ListSchedules,
+        business_hours.UpdateSchedule,
+        business_hours.DeleteSchedule,
+        business_hours.GetScheduleStatus,
+        business_hours.PreviewSchedule,
         scope=Scope.REQUEST,
     )
 
 
 FEATURE = Feature(
-    name="schedules",
+    name="business_hours",
     providers=(SchedulesProvider,),
     sql=SqlSchedulesProvider,
     memory=MemorySchedulesProvider,

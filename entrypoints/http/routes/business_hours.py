@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import msgspec
 from dishka import FromDishka
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
-from application import schedules
+from application import business_hours
 from application.context import Actor
 from application.ports.platform import PageRequest
 from domain.business_hours import MAX_PREVIEW_DAYS, parse_exceptions, parse_holidays, parse_weekly
@@ -42,8 +43,8 @@ BoundQuery = Annotated[str | None, QueryParameter(max_length=64, description=(
 @endpoint("POST", "/schedules", operation_id="createSchedule", summary="Create a business-hours schedule",
           tags=TAGS, scopes=WRITE, idempotent=True, location="/schedules/{id}")
 async def create_schedule(data: JSONBody[ScheduleCreate], actor: FromDishka[Actor],
-                          use_case: FromDishka[schedules.CreateSchedule]) -> Envelope[ScheduleOut]:
-    command = schedules.CreateScheduleCommand(
+                          use_case: FromDishka[business_hours.CreateSchedule]) -> Envelope[ScheduleOut]:
+    command = business_hours.CreateScheduleCommand(
         actor=actor, name=data.name, timezone=data.timezone,
         weekly=parse_weekly(msgspec.to_builtins(data.weekly)),
         exceptions=parse_exceptions(msgspec.to_builtins(data.exceptions or [])),
@@ -53,34 +54,34 @@ async def create_schedule(data: JSONBody[ScheduleCreate], actor: FromDishka[Acto
 
 
 @endpoint("GET", "/schedules", operation_id="listSchedules", summary="List schedules", tags=TAGS, scopes=READ)
-async def list_schedules(actor: FromDishka[Actor], use_case: FromDishka[schedules.ListSchedules],
+async def list_schedules(actor: FromDishka[Actor], use_case: FromDishka[business_hours.ListSchedules],
                          limit: Limit = 25, offset: Offset = 0) -> ListEnvelope[ScheduleOut]:
-    page = await use_case.execute(schedules.ListSchedulesCommand(actor, PageRequest(limit, offset)))
+    page = await use_case.execute(business_hours.ListSchedulesCommand(actor, PageRequest(limit, offset)))
     return ListEnvelope([ScheduleOut.of(s) for s in page.items], ListMeta(page.total, page.limit, page.offset))
 
 
 @endpoint("GET", "/schedules/{id:int}", operation_id="getSchedule", summary="Get a schedule", tags=TAGS,
           scopes=READ, errors={404: ""})
 async def get_schedule(id: ScheduleId, actor: FromDishka[Actor],
-                       use_case: FromDishka[schedules.GetSchedule]) -> Envelope[ScheduleOut]:
-    return Envelope(ScheduleOut.of(await use_case.execute(schedules.GetScheduleCommand(actor, id))))
+                       use_case: FromDishka[business_hours.GetSchedule]) -> Envelope[ScheduleOut]:
+    return Envelope(ScheduleOut.of(await use_case.execute(business_hours.GetScheduleCommand(actor, id))))
 
 
 @endpoint("PATCH", "/schedules/{id:int}", operation_id="updateSchedule",
           summary="Update a schedule (JSON merge patch; lists are replaced whole)", tags=TAGS, scopes=WRITE,
           errors={404: ""})
 async def update_schedule(id: ScheduleId, data: JSONBody[ScheduleUpdate], actor: FromDishka[Actor],
-                          use_case: FromDishka[schedules.UpdateSchedule]) -> Envelope[ScheduleOut]:
+                          use_case: FromDishka[business_hours.UpdateSchedule]) -> Envelope[ScheduleOut]:
     patch = {name: msgspec.to_builtins(value) for name, value in set_fields(data).items()}
-    return Envelope(ScheduleOut.of(await use_case.execute(schedules.UpdateScheduleCommand(actor, id, patch))))
+    return Envelope(ScheduleOut.of(await use_case.execute(business_hours.UpdateScheduleCommand(actor, id, patch))))
 
 
 @endpoint("DELETE", "/schedules/{id:int}", operation_id="deleteSchedule", summary="Delete a schedule", tags=TAGS,
           scopes=DELETE, status_code=204,
           errors={404: "", 409: "in_use: a running or paused campaign uses the schedule"})
 async def delete_schedule(id: ScheduleId, actor: FromDishka[Actor],
-                          use_case: FromDishka[schedules.DeleteSchedule]) -> None:
-    await use_case.execute(schedules.DeleteScheduleCommand(actor, id))
+                          use_case: FromDishka[business_hours.DeleteSchedule]) -> None:
+    await use_case.execute(business_hours.DeleteScheduleCommand(actor, id))
 
 
 @endpoint("GET", "/schedules/{id:int}/status", operation_id="getScheduleStatus",
@@ -89,18 +90,18 @@ async def delete_schedule(id: ScheduleId, actor: FromDishka[Actor],
 async def schedule_status(
     id: ScheduleId,
     actor: FromDishka[Actor],
-    use_case: FromDishka[schedules.GetScheduleStatus],
+    use_case: FromDishka[business_hours.GetScheduleStatus],
     at: Annotated[str | None, QueryParameter(max_length=64, format="date-time", description=(
         "RFC 3339 timestamp with an offset or Z (default: now)"))] = None,
     timezone: ZoneQuery = None,
 ) -> Envelope[StatusOut]:
-    command = schedules.GetScheduleStatusCommand(actor, id, parse_instant(at, "at") if at is not None else None,
+    command = business_hours.GetScheduleStatusCommand(actor, id, parse_instant(at, "at") if at is not None else None,
                                               timezone)
     result = await use_case.execute(command)
     status, zone = result.status, result.timezone
 
-    def shown(value: object) -> str | None:
-        return render_in_zone(value, zone) if value is not None else None  # type: ignore[arg-type]  # only the status's datetimes come here
+    def shown(value: datetime | None) -> str | None:
+        return render_in_zone(value, zone) if value is not None else None
 
     return Envelope(StatusOut(id, render_in_zone(result.at, zone), zone, status.open, status.reason,
                               shown(status.next_open_at), shown(status.next_close_at)))
@@ -113,12 +114,12 @@ async def schedule_status(
 async def schedule_preview(
     id: ScheduleId,
     actor: FromDishka[Actor],
-    use_case: FromDishka[schedules.PreviewSchedule],
+    use_case: FromDishka[business_hours.PreviewSchedule],
     start: BoundQuery = None,
     end: BoundQuery = None,
     timezone: ZoneQuery = None,
 ) -> Envelope[PreviewOut]:
-    command = schedules.PreviewScheduleCommand(
+    command = business_hours.PreviewScheduleCommand(
         actor, id, parse_day_or_instant(start, "start") if start is not None else None,
         parse_day_or_instant(end, "end") if end is not None else None, timezone)
     result = await use_case.execute(command)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from adapters.memory.clock import ManualClock
-from application.ports.schedules import ScheduleUsage
+from application.ports.business_hours import ScheduleUsage
 from entrypoints.overrides import Pinned
 from tests.conftest import Api, ApiFactory, Tenant
 

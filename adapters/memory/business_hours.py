@@ -8,6 +8,7 @@ from datetime import datetime
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.business_hours import Schedule
+from domain.identity import persisted
 
 
 class InMemoryScheduleRepository:
@@ -38,7 +39,7 @@ class InMemoryScheduleRepository:
         return page.slice(found)
 
     async def update(self, schedule: Schedule) -> Schedule:
-        current = await self._live(schedule.organization_id, schedule.id or 0)
+        current = await self._live(schedule.organization_id, persisted(schedule.id))
         if current is None:
             return schedule
         stored = replace(schedule, created_at=current.created_at)
