@@ -97,10 +97,10 @@ async def test_barge_in_clears_in_the_same_frame_and_cuts_the_agent_line_to_what
                Silence(3000), Close()], [[LONG_ANSWER], ["On Saturdays from ten to two."]],
               config=replace(CONFIG, first_message=None))
     outcome = await run()
-    second_utterance = [at for at in run.session.speech_frames if at > 2000][0]
+    second_utterance = next(at for at in run.session.speech_frames if at > 2000)
     [(cleared_at, sent)] = run.session.clears
     assert cleared_at == second_utterance  # the same frame that began the caller's speech
-    cut = [e for e in outcome.transcript if e["role"] == "agent"][0]["text"]
+    cut = next(e for e in outcome.transcript if e["role"] == "agent")["text"]
     assert LONG_ANSWER.startswith(cut) and 0 < len(cut.split()) < len(LONG_ANSWER.split())
     assert len(cut.split()) == sent // 200  # 200 ms a word: only words sent whole count
     # the model is told what the caller heard, not what it wrote
@@ -201,7 +201,7 @@ async def test_the_analysis_follows_the_schema_or_is_left_empty() -> None:
     run.model.analysis = '{"summary": "Wants a call back.", "successful": true, "data": {"wants_callback": true}}'
     outcome = await run()
     assert outcome.analysis == {"summary": "Wants a call back.", "successful": True, "data": {"wants_callback": True}}
-    assert '"wants_callback"' in [r for r in run.model.requests if r.response_format_json][0].messages[0].content
+    assert '"wants_callback"' in next(r for r in run.model.requests if r.response_format_json).messages[0].content
     bad = Run(script, [["Sure."]], config=config)
     bad.model.analysis = '{"summary": "Odd.", "successful": true, "data": {"wants_callback": "yes"}}'
     assert (await bad()).analysis == {"summary": "Odd.", "successful": None, "data": {}}

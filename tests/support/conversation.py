@@ -139,8 +139,10 @@ class FakeMediaSession:
 
     def __init__(self, script: Sequence[Step], *, rate: int = 8000, time: VirtualTime | None = None,
                  answered_by: Literal["human", "machine", "unknown"] = "human", call_id: str = "call-1",
-                 organization_id: int = 1, tail_ms: int = 60_000) -> None:
+                 organization_id: int = 1, tail_ms: int = 60_000, real_ms_per_tick: float = 0.0) -> None:
         self.script, self.rate, self.time, self.tail_ms = list(script), rate, time or VirtualTime(), tail_ms
+        self.real_ms_per_tick = real_ms_per_tick
+        """Real time given to each frame, for work outside virtual time (a real HTTP server)."""
         self._info = SessionInfo(call_id=call_id, organization_id=organization_id, direction="outbound",
                                  channel="simulator", sample_rate=rate, started_at=STARTED, answered_by=answered_by)
         self.played: list[tuple[int, bytes]] = []
@@ -196,6 +198,8 @@ class FakeMediaSession:
     async def _tick(self) -> list[MediaEvent]:
         """One frame of time: agent audio sent, marks reached, engines woken."""
         await settle()
+        if self.real_ms_per_tick:
+            await asyncio.sleep(self.real_ms_per_tick / 1000)
         self.time.advance_to(self.time.now + FRAME_MS)
         self.sent_total = min(self.queued_total, self.sent_total + FRAME_MS)
         out: list[MediaEvent] = []
