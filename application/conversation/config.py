@@ -50,7 +50,7 @@ class HttpTool:
     url: str
     timeout_ms: int = 5000
     secret: str | None = None
-    """The tool's signing secret (opened); None: the request is sent unsigned."""
+    """The tool's own signing secret; None: the organization's tool secret (``ToolSecrets``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from application.conversation.config import ConversationConfig, ConversationConf
 from application.conversation.knowledge import Passages, context_block
 from application.conversation.text import SentenceSplitter, heard_part
 from application.conversation.tools import Toolbox, ToolOutcome
+from application.ports.conversation import ToolSecrets
 from application.ports.egress import SafeHttp
 from application.ports.engines import (
     ChatMessage,
@@ -138,8 +139,10 @@ class AgentConversation:
     agent version), builds its engines and runs the conversation until the session ends."""
 
     def __init__(self, configs: ConversationConfigs, engines: EngineFactory, *, units: Units | None = None,
-                 http: SafeHttp | None = None, passages: Passages | None = None) -> None:
+                 http: SafeHttp | None = None, passages: Passages | None = None,
+                 tool_secrets: ToolSecrets | None = None) -> None:
         self.configs, self.engines, self.units, self.http, self.passages = configs, engines, units, http, passages
+        self.tool_secrets = tool_secrets
 
     async def run(self, session: MediaSession) -> ConversationOutcome:
         info = session.info
@@ -150,8 +153,8 @@ class AgentConversation:
             log.exception("call %s: the conversation could not start", info.call_id)
             await session.hang_up()
             return ConversationOutcome(end_reason="error", details={"error": str(error) or type(error).__name__})
-        return await Conversation(config, engines, session, Toolbox(config, self.units, self.http),
-                                  self.passages).run()
+        toolbox = Toolbox(config, self.units, self.http, self.tool_secrets)
+        return await Conversation(config, engines, session, toolbox, self.passages).run()
 
 
 class Conversation:

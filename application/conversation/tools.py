@@ -29,6 +29,7 @@ from application.conversation.config import (
     ConversationConfig,
     HttpTool,
 )
+from application.ports.conversation import ToolSecrets
 from application.ports.egress import RequestFailed, SafeHttp
 from application.ports.engines import ToolCall, ToolSpec
 from application.ports.platform import Unit, Units
@@ -115,8 +116,9 @@ def _ok(payload: dict[str, Any], **extra: Any) -> ToolOutcome:
 class Toolbox:
     """The tools of one conversation: their specs for the model, and running one call of them."""
 
-    def __init__(self, config: ConversationConfig, units: Units | None, http: SafeHttp | None) -> None:
-        self.config, self.units, self.http = config, units, http
+    def __init__(self, config: ConversationConfig, units: Units | None, http: SafeHttp | None,
+                 secrets: ToolSecrets | None = None) -> None:
+        self.config, self.units, self.http, self.secrets = config, units, http, secrets
         self.http_tools = {tool.name: tool for tool in config.http_tools}
         self.built_in = [name for name in config.built_in_tools if name in BUILT_IN_SPECS]
         self.actor = Actor.system(config.organization_id)
@@ -258,8 +260,9 @@ class Toolbox:
             wh.TIMESTAMP_HEADER: str(timestamp),
             CALL_ID_HEADER: self.config.call_id,
         }
-        if tool.secret:
-            headers[wh.SIGNATURE_HEADER] = wh.signature_header([tool.secret], timestamp, body)
+        secret = tool.secret or (self.secrets.for_organization(self.config.organization_id) if self.secrets else None)
+        if secret:
+            headers[wh.SIGNATURE_HEADER] = wh.signature_header([secret], timestamp, body)
         try:
             answer = await self.http.request("POST", tool.url, headers=headers, body=body,
                                              timeout=tool.timeout_ms / 1000, max_bytes=RESPONSE_MAX_BYTES)

@@ -41,6 +41,7 @@ from application.knowledge import (
     UploadDocumentsCommand,
     UploadedFile,
 )
+from application.ports.conversation import ToolSecrets
 from application.ports.engines import ChatRequest, ToolCall
 from application.ports.media import ConversationOutcome
 from application.ports.platform import PageRequest
@@ -111,7 +112,7 @@ async def converse(app: App, actor: Actor, call_id: str, script: list[Step], rep
     session = FakeMediaSession(script, time=time, call_id=call_id, organization_id=actor.organization_id,
                                real_ms_per_tick=real_ms_per_tick)
     runtime = AgentConversation(configs, FixedEngineFactory(fake_engines(time, model)), units=units, http=http,
-                                passages=KnowledgePassages(units))
+                                passages=KnowledgePassages(units), tool_secrets=await app.container.get(ToolSecrets))
     return await runtime.run(session), model, session
 
 
@@ -251,7 +252,7 @@ async def test_a_custom_tool_is_called_with_the_right_signed_arguments_and_failu
     base = f"http://tools.test:{receiver.port}"
     parameters = {"type": "object", "required": ["order_id"], "additionalProperties": False,
                   "properties": {"order_id": {"type": "string", "pattern": "^[0-9]+$"}}}
-    tools = (HttpTool("order_status", "The status of an order", parameters, f"{base}/orders", 2000, "tool-secret"),
+    tools = (HttpTool("order_status", "The status of an order", parameters, f"{base}/orders", 2000),
              HttpTool("flaky", "A tool that fails", parameters, f"{base}/flaky", 300, "tool-secret"),
              HttpTool("internal", "A tool on a private address", parameters, "http://internal.test/x", 500, None))
     receiver.script("/orders", HttpReply(200, b'{"status": "shipped", "eta": "Friday"}'))
@@ -281,7 +282,10 @@ async def test_a_custom_tool_is_called_with_the_right_signed_arguments_and_failu
     assert json.loads(first.body) == {"order_id": "12345"}
     headers = first.headers
     assert headers["x-parley-call-id"] == call_id and headers["x-webhook-event"] == "tool.order_status"
-    assert wh.verify_signature("tool-secret", headers["x-webhook-timestamp"], first.body,
+    # a tool without a secret of its own is signed with the organization's tool secret
+    secret = (await app.container.get(ToolSecrets)).for_organization(actor.organization_id)
+    assert len(secret) == 64 and secret != (await app.container.get(ToolSecrets)).for_organization(0)
+    assert wh.verify_signature(secret, headers["x-webhook-timestamp"], first.body,
                                headers["x-webhook-signature"], now=datetime.fromtimestamp(
                                    int(headers["x-webhook-timestamp"]), UTC))
     assert results[0] == {"ok": True, "result": {"status": "shipped", "eta": "Friday"}}
@@ -289,6 +293,9 @@ async def test_a_custom_tool_is_called_with_the_right_signed_arguments_and_failu
     assert results[2]["ok"] is False and "HTTP 500" in results[2]["error"]
     assert results[3]["ok"] is False and "no answer" in results[3]["error"]  # the 300 ms time-out
     assert results[4]["ok"] is False  # the private address is refused before anything is sent
-    assert len(receiver.on("/flaky")) == 2 and len(receiver.requests) == 3
+    flaky = receiver.on("/flaky")
+    assert len(flaky) == 2 and len(receiver.requests) == 3
+    assert wh.verify_signature("tool-secret", flaky[0].headers["x-webhook-timestamp"], flaky[0].body,
+                               flaky[0].headers["x-webhook-signature"], now=app.clock.now())
     assert outcome.transcript[-1]["text"] == "Your order has shipped and arrives Friday."
     assert outcome.end_reason == "hangup"
