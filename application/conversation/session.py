@@ -22,10 +22,10 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from application.conversation import analysis
-from application.conversation.config import ConversationConfig, ConversationConfigs
+from application.conversation.config import TRANSFER_CALL, ConversationConfig, ConversationConfigs
 from application.conversation.knowledge import Passages, context_block
 from application.conversation.text import SentenceSplitter, heard_part
-from application.conversation.tools import Toolbox, ToolOutcome
+from application.conversation.tools import Toolbox, ToolOutcome, failed
 from application.ports.conversation import ToolSecrets
 from application.ports.egress import SafeHttp
 from application.ports.engines import (
@@ -57,6 +57,10 @@ T = TypeVar("T")
 
 SILENCE_GOODBYE = "I haven't heard from you for a while, so I'll end the call now. Goodbye!"
 TROUBLE = "Sorry, I'm having trouble right now. Could you say that again?"
+TRANSFER_FAILED = "I'm sorry, I couldn't transfer you right now."
+ANALYSIS_TIMEOUT_SECONDS = 4.0
+"""How long the after-call analysis may take (the media session waits a few seconds for the runtime after its
+stream closed); a slower answer leaves the analysis empty."""
 FRAME_MS = 20
 MS_PER_WORD_GUESS = 300
 """How long a word takes to say, for a sentence whose synthesis was cut short (its full length unknown)."""
@@ -128,7 +132,7 @@ class TurnMetrics:
 
 
 class _Ended(Exception):
-    """The response hung up or transferred: nothing more is said."""
+    """The agent's turn is over (it hung up, transferred, or said a transfer failed): nothing more is said in it."""
 
 
 # ---------------------------------------------------------------------------------------------- the runtime
@@ -140,9 +144,10 @@ class AgentConversation:
 
     def __init__(self, configs: ConversationConfigs, engines: EngineFactory, *, units: Units | None = None,
                  http: SafeHttp | None = None, passages: Passages | None = None,
-                 tool_secrets: ToolSecrets | None = None) -> None:
+                 tool_secrets: ToolSecrets | None = None, analysis_timeout_seconds: float = ANALYSIS_TIMEOUT_SECONDS
+                 ) -> None:
         self.configs, self.engines, self.units, self.http, self.passages = configs, engines, units, http, passages
-        self.tool_secrets = tool_secrets
+        self.tool_secrets, self.analysis_timeout_seconds = tool_secrets, analysis_timeout_seconds
 
     async def run(self, session: MediaSession) -> ConversationOutcome:
         info = session.info
@@ -154,16 +159,19 @@ class AgentConversation:
             await session.hang_up()
             return ConversationOutcome(end_reason="error", details={"error": str(error) or type(error).__name__})
         toolbox = Toolbox(config, self.units, self.http, self.tool_secrets)
-        return await Conversation(config, engines, session, toolbox, self.passages).run()
+        return await Conversation(config, engines, session, toolbox, self.passages,
+                                  analysis_timeout_seconds=self.analysis_timeout_seconds).run()
 
 
 class Conversation:
     """One call's conversation (see the module)."""
 
     def __init__(self, config: ConversationConfig, engines: Engines, session: MediaSession, toolbox: Toolbox,
-                 passages: Passages | None = None) -> None:
+                 passages: Passages | None = None, *,
+                 analysis_timeout_seconds: float = ANALYSIS_TIMEOUT_SECONDS) -> None:
         self.config, self.engines, self.session, self.toolbox, self.passages = (
             config, engines, session, toolbox, passages)
+        self.analysis_timeout_seconds = analysis_timeout_seconds
         self.rate = session.info.sample_rate
         self.history: list[ChatMessage | AgentLine | ToolSlot] = []
         self.transcript: list[tuple[str, Any]] = []  # ("agent", AgentLine) | ("user", dict)
@@ -367,8 +375,12 @@ class Conversation:
             except asyncio.CancelledError:
                 work.close()
                 raise
-            with contextlib.suppress(_Ended):
+            try:
                 await work
+            except _Ended:
+                pass
+            except Exception:  # an agent turn that fails ends that turn, never the call
+                log.exception("call %s: an agent turn failed", self.config.call_id)
 
         self.response = asyncio.create_task(after_previous())
 
@@ -396,10 +408,15 @@ class Conversation:
         await self._hang_up(end_reason)
 
     async def _hang_up(self, end_reason: str) -> None:
+        """Once the agent's audio has been played: hang up, then end (ending first would let the reader stop and
+        cancel this task in the middle of the hang-up)."""
         await self.drained.wait()
         if self.end_reason is None:
+            try:
+                await self.session.hang_up()
+            except Exception:
+                log.exception("call %s: hanging up failed", self.config.call_id)
             self._end(end_reason)
-            await self.session.hang_up()
 
     async def _leave_voicemail(self) -> None:
         self.voicemail = True
@@ -485,6 +502,7 @@ class Conversation:
     async def _run_tools(self, calls: tuple[ToolCall, ...], metrics: TurnMetrics) -> None:
         self.history.append(ChatMessage("assistant", "", tool_calls=calls))
         action: ToolOutcome | None = None
+        action_slot: ToolSlot | None = None
         for call in calls:
             slot = ToolSlot(call)
             self.history.append(slot)
@@ -496,15 +514,23 @@ class Conversation:
             outcome = await self._waited(metrics if call.name in self.toolbox.http_tools else None,
                                          asyncio.shield(task))
             if outcome.action is not None and action is None:
-                action = outcome
+                action, action_slot = outcome, slot
         if action is None:
             return
         if action.action == "transfer" and action.transfer_to:
             await self.drained.wait()
-            if self.end_reason is None:
-                self._end("transferred")
-                self.transferred_to = action.transfer_to
+            if self.end_reason is not None:
+                raise _Ended
+            try:
                 await self.session.transfer(action.transfer_to)
+            except Exception:
+                log.exception("call %s: the transfer failed", self.config.call_id)
+                if action_slot is not None:  # the model learns of it next turn
+                    action_slot.content = failed(TRANSFER_CALL, "the carrier could not transfer the call").content
+                await self._say(TRANSFER_FAILED)
+                raise _Ended from None
+            self.transferred_to = action.transfer_to
+            self._end("transferred")
         else:
             await self._hang_up("agent_hangup")
         raise _Ended
@@ -571,8 +597,12 @@ class Conversation:
         transcript.sort(key=lambda entry: entry["at_ms"])
         found = None
         if any(entry["role"] == "user" for entry in transcript):
-            found = await analysis.analyse(self.engines.llm, self.config.llm.model or "", self.config.prompt,
-                                           transcript, self.config.analysis_schema)
+            try:  # a deadline on the model server's answer (input/output), not on business time
+                async with asyncio.timeout(self.analysis_timeout_seconds):
+                    found = await analysis.analyse(self.engines.llm, self.config.llm.model or "",
+                                                   self.config.prompt, transcript, self.config.analysis_schema)
+            except TimeoutError:
+                log.warning("call %s: the after-call analysis took too long; left empty", self.config.call_id)
         return ConversationOutcome(
             end_reason=self.end_reason or "hangup", transcript=transcript, turns=list(self.turns),
             transferred_to=self.transferred_to, booking=self.booking, knowledge_documents=list(self.documents),

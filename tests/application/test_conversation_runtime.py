@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from application.conversation.config import END_CALL, TRANSFER_CALL, ConversationConfig
-from application.conversation.session import SILENCE_GOODBYE, TROUBLE, AgentConversation
+from application.conversation.session import SILENCE_GOODBYE, TRANSFER_FAILED, TROUBLE, AgentConversation
 from application.ports.engines import EngineError, ToolCall
 from application.ports.media import ConversationOutcome
 from tests.support.conversation import (
@@ -127,6 +127,20 @@ async def test_transfer_waits_for_the_words_before_it_then_moves_the_caller() ->
     assert run.session.transferred_to == "+15550100999"
     assert outcome.transcript[-1]["text"] == "Of course, let me transfer you now."
     assert outcome.details["tool_calls"][0]["name"] == "transfer_call"
+
+
+async def test_a_transfer_the_carrier_refuses_is_told_to_the_caller_and_the_call_goes_on() -> None:
+    run = Run([Silence(200), Say("Put me through please", 800), Silence(8000), Close()],
+              [["Sure, one moment.", ToolCall("t1", "transfer_call", {})]],
+              config=replace(CONFIG, first_message=None))
+
+    async def refuse(to_phone: str) -> None:
+        raise RuntimeError("the carrier said no")
+
+    run.session.transfer = refuse  # type: ignore[method-assign]
+    outcome = await run()
+    assert outcome.end_reason == "hangup" and outcome.transferred_to is None
+    assert [e["text"] for e in outcome.transcript if e["role"] == "agent"] == ["Sure, one moment.", TRANSFER_FAILED]
 
 
 async def test_end_call_hangs_up_after_the_goodbye_is_heard() -> None:
