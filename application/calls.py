@@ -239,7 +239,8 @@ class CallFinisher:
     async def finish(self, call: Call, trigger: str, at: datetime, *, end_reason: str,
                      duration_seconds: int = 0, transcript: list[dict[str, Any]] | None = None,
                      recording_key: str | None = None, transferred_to: str | None = None,
-                     booking: dict[str, Any] | None = None, message_left: bool = False) -> Call:
+                     booking: dict[str, Any] | None = None, message_left: bool = False,
+                     turns: list[dict[str, Any]] | None = None, analysis: dict[str, Any] | None = None) -> Call:
         target_status = {"complete": "completed", "busy": "busy", "no_answer": "no_answer", "fail": "failed",
                          "voicemail": "voicemail", "transfer": "transferred", "cancel": "cancelled",
                          "time_out": "failed"}[trigger]
@@ -249,19 +250,19 @@ class CallFinisher:
                                      duration_seconds=duration, transferred_to=transferred_to)
         if finished.started_at is not None:
             agent = await _call_agent(self.agents, call)
-            turns = list(transcript or [])
+            lines = list(transcript or [])
             log = await self.logs.add(CallLog(
                 id=None, organization_id=call.organization_id, call_id=call.id, agent_id=call.agent_id,
                 direction="outbound", from_phone=call.from_phone, to_phone=call.destination_phone,
                 status=finished.status, end_reason=end_reason, outcome=outcome, duration_seconds=duration,
-                transcript=turns,
+                transcript=lines,
                 summary=summarize(agent_name=agent.name if agent else f"Agent {call.agent_id}",
                                   contact_name=call.contact_name, to_phone=call.destination_phone,
                                   status=finished.status, outcome=outcome, duration_seconds=duration,
-                                  turns=len(turns), booking=booking),
+                                  turns=len(lines), booking=booking),
                 contact_name=call.contact_name, recording_key=recording_key, started_at=finished.started_at,
                 answered_at=finished.answered_at, ended_at=finished.ended_at, created_at=at,
-                agent_version=call.agent_version,
+                agent_version=call.agent_version, turns=list(turns or []), analysis=analysis,
             ))
             finished = replace(finished, call_log_id=log.id)
         finished = await self.calls.update(finished)

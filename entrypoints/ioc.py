@@ -66,6 +66,7 @@ from entrypoints.features import (
     campaigns,
     check_overrides,
     cloud,
+    conversation,
     housekeeping,
     knowledge,
     leads,
@@ -237,6 +238,7 @@ FEATURES: tuple[Feature, ...] = (
     widget.FEATURE,
     cloud.FEATURE,
     housekeeping.FEATURE,
+    conversation.FEATURE,
 )
 """The registry: every feature the application installs, in the order they are installed. A feature providing a
 port another one listed before it (or the core) provides must declare it (``Feature.overrides``)."""

@@ -209,6 +209,7 @@ def _row_to_log(row: Any) -> CallLog:
         transcript=list(row.transcript or []), summary=row.summary, contact_name=row.contact_name,
         recording_key=row.recording_key, started_at=row.started_at, answered_at=row.answered_at,
         ended_at=row.ended_at, created_at=row.created_at, agent_version=row.agent_version,
+        turns=list(row.turns or []), analysis=row.analysis,
     )
 
 
@@ -225,7 +226,7 @@ class SqlCallLogRepository:
             "outcome": log.outcome, "duration_seconds": log.duration_seconds, "transcript": log.transcript,
             "summary": log.summary, "recording_key": log.recording_key, "started_at": log.started_at,
             "answered_at": log.answered_at, "ended_at": log.ended_at, "created_at": log.created_at,
-            "agent_version": log.agent_version,
+            "agent_version": log.agent_version, "turns": log.turns or None, "analysis": log.analysis,
         })).scalar_one()
         return replace(log, id=new_id)
 

@@ -88,6 +88,8 @@ call_logs = sa.Table(
     sa.Column("ended_at", UtcDateTime, nullable=True),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("agent_version", sa.Integer, nullable=True),  # the published version the call ran (migration 0290)
+    sa.Column("turns", Json, nullable=True),  # per-turn latency of a conversation (migration 0415); null: none
+    sa.Column("analysis", Json, nullable=True),  # the after-call analysis (migration 0415)
     sa.Index("ix_call_logs_org_ended", "organization_id", "ended_at"),
     sa.Index("ix_call_logs_org_agent", "organization_id", "agent_id"),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)

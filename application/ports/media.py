@@ -136,6 +136,9 @@ class ConversationOutcome:
     booking: dict[str, Any] | None = None
     knowledge_documents: list[int] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    analysis: dict[str, Any] | None = None
+    """``{summary, successful, data}`` (§22), ``data`` following the agent's ``analysis_schema``; None when the
+    conversation did not reach the analysis."""
 
 
 class ConversationRuntime(Protocol):

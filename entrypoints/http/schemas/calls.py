@@ -74,6 +74,26 @@ class TurnOut(Struct):
     at_ms: int
 
 
+class TurnLatencyOut(Struct):
+    """One caller turn the agent answered, in milliseconds (engine parts null when the turn did not use them)."""
+
+    end_of_speech_to_first_audio_ms: Annotated[int, Meta(description=(
+        "From the end of the caller's turn (end_of_turn_silence_ms after their last speech) to the agent's first "
+        "audio"))]
+    stt_ms: int | None = None
+    llm_first_token_ms: int | None = None
+    tts_first_audio_ms: int | None = None
+    parley_ms: Annotated[int, Meta(description="Parley's own share: the total less the time spent waiting on "
+                                               "engines and custom tools")] = 0
+
+
+class AnalysisOut(Struct):
+    summary: str
+    successful: bool | None
+    data: Annotated[dict[str, Any], Meta(description="Follows the agent's analysis_schema; {} when the model's "
+                                                      "answer did not")]
+
+
 class CallLogOut(Struct):
     id: int
     call_id: str
@@ -94,6 +114,11 @@ class CallLogOut(Struct):
     ended_at: datetime | None = None
     created_at: datetime | None = None
     agent_version: Annotated[int | None, Meta(description="The agent's published version the call ran")] = None
+    turns: Annotated[list[TurnLatencyOut], Meta(description=(
+        "The latency of each caller turn the agent answered; empty for calls without a conversation"))] = \
+        msgspec.field(default_factory=list)
+    analysis: Annotated[AnalysisOut | None, Meta(description="The after-call analysis; null when there is none")] = \
+        None
 
     @classmethod
     def of(cls, log: CallLog) -> CallLogOut:
@@ -104,6 +129,13 @@ class CallLogOut(Struct):
             summary=log.summary, transcript=[TurnOut(t["role"], t["text"], t["at_ms"]) for t in log.transcript],
             recording_available=log.recording_available, started_at=log.started_at, answered_at=log.answered_at,
             ended_at=log.ended_at, created_at=log.created_at, agent_version=log.agent_version,
+            turns=[TurnLatencyOut(
+                end_of_speech_to_first_audio_ms=int(t.get("end_of_speech_to_first_audio_ms") or 0),
+                stt_ms=t.get("stt_ms"), llm_first_token_ms=t.get("llm_first_token_ms"),
+                tts_first_audio_ms=t.get("tts_first_audio_ms"), parley_ms=int(t.get("parley_ms") or 0))
+                for t in log.turns],
+            analysis=AnalysisOut(str(log.analysis.get("summary") or ""), log.analysis.get("successful"),
+                                 dict(log.analysis.get("data") or {})) if log.analysis else None,
         )
 
 

@@ -1,0 +1,42 @@
+"""The conversation runtime (application/conversation): the agent's side of a live call. This feature provides the
+use case that loads a call's conversation configuration (its published agent version) and builds the runtime for
+whoever runs media sessions, given the engines and the SSRF-safe egress."""
+
+from __future__ import annotations
+
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
+
+from adapters.crypto.tool_secrets import DerivedToolSecrets
+from application.conversation.config import LoadConversationConfig, PublishedConfigs
+from application.conversation.knowledge import KnowledgePassages
+from application.conversation.session import AgentConversation
+from application.ports.conversation import ToolSecrets
+from application.ports.egress import SafeHttp
+from application.ports.engines import EngineFactory
+from application.ports.media import ConversationRuntime
+from entrypoints.features import Feature
+from entrypoints.settings import Settings
+from entrypoints.units import ScopedUnits
+
+
+class ConversationProvider(Provider):
+    @provide(scope=Scope.APP)
+    def tool_secrets(self, settings: Settings) -> ToolSecrets:
+        return DerivedToolSecrets(settings.secret_key)
+
+    cases = provide_all(LoadConversationConfig, scope=Scope.REQUEST)
+
+
+def conversation_runtime(container: AsyncContainer, engines: EngineFactory, http: SafeHttp,
+                         tool_secrets: ToolSecrets) -> ConversationRuntime:
+    """The runtime over this container's units of work: each call's configuration, its tools' use cases and its
+    knowledge searches run in units of their own."""
+    units = ScopedUnits(container)
+    return AgentConversation(PublishedConfigs(units), engines, units=units, http=http,
+                             passages=KnowledgePassages(units), tool_secrets=tool_secrets)
+
+
+FEATURE = Feature(
+    name="conversation",
+    providers=(ConversationProvider,),
+)
