@@ -20,7 +20,7 @@ from application.ports.platform import UnitOfWork
 from tests.conftest import AppPool
 from tests.http import calls_support
 from tests.http.calls_support import ApiWith, drive, events_of, outbox, place
-from tests.http.twilio_support import PUBLIC, Line, app, twilio_line
+from tests.http.twilio_support import HANG, PUBLIC, Line, app, twilio_line
 from tests.support.emulators.twilio import TwilioEmulator
 
 
@@ -223,7 +223,7 @@ async def test_twilio_down_fails_the_call_with_its_message(api_with: ApiWith, sq
 async def test_a_dial_without_an_answer_is_reconciled_and_never_repeated(api_with: ApiWith, sql_url: str,
                                                                          emulator: TwilioEmulator) -> None:
     line, agent = await line_on(api_with, sql_url, emulator)
-    emulator.hang_next("calls.create", 2.0, create=True)  # Twilio placed it; its answer never came back
+    emulator.hang_next("calls.create", HANG, create=True)  # Twilio placed it; its answer never came back
     placed = await place(line.api, line.tenant, agent, "+14155550123")
     call_id = placed.json()["data"]["id"]
     await drive(line.api, line.tenant.organization_id)
@@ -242,7 +242,7 @@ async def test_a_dial_without_an_answer_is_reconciled_and_never_repeated(api_wit
     assert (call["status"], call["duration_seconds"]) == ("completed", 20)
 
     emulator.calls.clear()
-    emulator.hang_next("calls.create", 2.0, create=False)  # Twilio never created it
+    emulator.hang_next("calls.create", HANG, create=False)  # Twilio never created it
     placed = await place(line.api, line.tenant, agent, "+14155550124")
     other = placed.json()["data"]["id"]
     await drive(line.api, line.tenant.organization_id)
