@@ -410,3 +410,30 @@ async def test_search_buy_and_release_a_number(api_with: ApiWith, sql_url: str, 
     refused = await line.api.client.get(f"/v2/telephony/providers/{simulator['id']}/available-numbers",
                                         headers=line.tenant.headers)
     assert refused.status_code == 400
+
+
+async def test_a_campaign_calls_through_twilio_from_its_own_number(api_with: ApiWith, sqlite_url: str,
+                                                                   emulator: TwilioEmulator) -> None:
+    from tests.http import dialer_support
+
+    line, agent = await line_on(api_with, sqlite_url, emulator)
+    second = "+14155550177"
+    emulator.own(second)
+    number = await line.api.client.post("/v2/telephony/phone-numbers", headers=line.tenant.headers, json={
+        "phone_number": second, "provider_id": line.provider["id"]})
+    assert number.status_code == 201, number.text
+    try:
+        campaign = await dialer_support.campaign(
+            line.api, line.tenant, [{"phone": "+14155550123", "name": "Ada"}], agent_id=agent["id"],
+            from_phone_number_id=number.json()["data"]["id"], timezone_mode="campaign")
+        await dialer_support.tick(line.api, seconds=1)
+        sent = emulator.requests_to("/Calls.json")
+        assert len(sent) == 1 and sent[0]["From"] == [second] and sent[0]["To"] == ["+14155550123"]
+        sid = emulator.only_call().sid
+        await emulator.answer(sid)
+        await emulator.complete(sid, duration=25)
+        await dialer_support.tick(line.api, seconds=1)
+        calls = await dialer_support.campaign_calls(line.api, line.tenant, campaign["id"])
+        assert [(c["status"], c["from_phone"]) for c in calls] == [("completed", second)]
+    finally:
+        await dialer_support.close_workers()
