@@ -16,7 +16,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0415"
-down_revision = "0350"
+down_revision = "0380"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,1 @@
+"""Real carriers behind application.ports.carriers.Carrier: one module per carrier type."""
