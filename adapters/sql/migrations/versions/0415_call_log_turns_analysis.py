@@ -5,7 +5,7 @@ call_logs.analysis: {summary, successful, data}. Both null for the calls before 
 conversation runtime (the API shows turns [] and analysis null).
 
 Revision ID: 0415
-Revises: 0350
+Revises: 0380
 Create Date: 2026-11-27 09:10:00
 """
 
