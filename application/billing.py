@@ -25,6 +25,7 @@ from domain.billing import (
     Invoice,
     PaymentMethod,
     PlanChange,
+    ServiceHold,
     Subscription,
     after_decline,
     after_payment,
@@ -33,6 +34,7 @@ from domain.billing import (
     plan_intervals,
     proration_invoice,
     proration_line,
+    service_hold,
 )
 from domain.errors import (
     CardDeclined,
@@ -68,7 +70,8 @@ async def _organization_plan(orgs: OrganizationRepository, organization_id: int)
 def _subscription(account: BillingAccount, plan: str, now: datetime) -> Subscription:
     start, end = period_bounds(period_of(now))
     return Subscription(account.organization_id, plan, account.status, start, end, account.cancel_at_period_end,
-                        account.default_payment_method_id, account.pending_plan)
+                        account.default_payment_method_id, account.pending_plan, account.past_due_since,
+                        service_hold(account.status, account.past_due_since, now))
 
 
 def _subscription_updated(subscription: Subscription, previous_plan: str) -> DomainEvent:
@@ -122,6 +125,22 @@ class GetSubscription:
         org_id = command.actor.organization_id
         plan = await _organization_plan(self.orgs, org_id)
         return _subscription(await self.billing.account(org_id), plan, self.clock.now())
+
+
+@dataclass(frozen=True, slots=True)
+class GetServiceHoldCommand:
+    organization_id: int
+
+
+class GetServiceHold:
+    """Why billing holds the organization's new work now (the dashboard's banner), None when it does not."""
+
+    def __init__(self, billing: BillingRepository, clock: Clock) -> None:
+        self.billing, self.clock = billing, clock
+
+    async def execute(self, command: GetServiceHoldCommand) -> ServiceHold | None:
+        account = await self.billing.account(command.organization_id)
+        return service_hold(account.status, account.past_due_since, self.clock.now())
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,12 +447,13 @@ class InvoiceCharger:
             invoice = after_payment(invoice, now)
             await self.billing.update_invoice(invoice)
             if account.status == "past_due" and await self.billing.unpaid(invoice.organization_id) == 0:
-                await self.billing.save_account(replace(account, status="active"))
+                # nothing unpaid: full service again from the next request (ServiceOnHold lifted)
+                await self.billing.save_account(replace(account, status="active", past_due_since=None))
         else:
             invoice = after_decline(invoice, code, now, automatic=automatic)
             await self.billing.update_invoice(invoice)
             if account.status == "active":
-                await self.billing.save_account(replace(account, status="past_due"))
+                await self.billing.save_account(replace(account, status="past_due", past_due_since=now))
         return invoice
 
 

@@ -17,11 +17,13 @@ from typing import Any
 
 from application.context import Actor
 from application.ports.accounts import OrganizationRepository
+from application.ports.billing import BillingRepository
 from application.ports.knowledge import KnowledgeBaseRepository
 from application.ports.platform import Clock, PageRequest, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
 from application.ports.usage import UsageLedger
-from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ValidationFailed
+from domain.billing import service_hold
+from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ServiceOnHold, ValidationFailed
 from domain.events import EventType
 from domain.rfc3339 import format_utc, parse_day_or_instant
 from domain.usage import (
@@ -93,13 +95,29 @@ class LedgerUsageRecorder:
 
 
 class LedgerQuotaGate:
-    """``QuotaGate`` over the ledger's counters: on a plan without overage, reserve the amount against the
-    period's included allowance atomically, or refuse with 403 quota_exceeded naming the metric."""
+    """``QuotaGate``: first the billing standing (``domain.billing.service_hold``: 402 payment_required while the
+    subscription has been past_due for more than 7 days or is canceled), then, over the ledger's counters, on a
+    plan without overage, reserve the amount against the period's included allowance atomically, or refuse with
+    403 quota_exceeded naming the metric."""
 
-    def __init__(self, ledger: UsageLedger, organizations: OrganizationRepository) -> None:
-        self.ledger, self.organizations = ledger, organizations
+    def __init__(self, ledger: UsageLedger, organizations: OrganizationRepository,
+                 billing: BillingRepository) -> None:
+        self.ledger, self.organizations, self.billing = ledger, organizations, billing
+
+    async def ensure_standing(self, organization_id: int, at: datetime) -> None:
+        account = await self.billing.account(organization_id)
+        if account.status == "active":
+            return
+        hold = service_hold(account.status, account.past_due_since, at)
+        if hold is None:
+            return
+        unpaid = await self.billing.unpaid_invoice_ids(organization_id)
+        raise ServiceOnHold(f"payment_required: {hold.message}", details={
+            "reason": hold.reason, "since": format_utc(hold.since) if hold.since else None,
+            "unpaid_invoice_ids": unpaid})
 
     async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: datetime) -> None:
+        await self.ensure_standing(organization_id, at)
         org = await self.organizations.get(organization_id)
         if org is None or org.plan not in HARD_STOP_PLANS:
             return

@@ -107,6 +107,11 @@ class InMemoryBillingRepository:
         rows = (await self.uow.tables())[INVOICES]
         return sum(1 for i in rows.values() if i.organization_id == organization_id and i.status in UNPAID)
 
+    async def unpaid_invoice_ids(self, organization_id: int) -> list[int]:
+        rows = (await self.uow.tables())[INVOICES]
+        return sorted(i.id for i in rows.values()
+                      if i.organization_id == organization_id and i.status in UNPAID and i.id is not None)
+
     def _open(self, rows: dict[int, Invoice]) -> list[Invoice]:
         return [i for i in rows.values() if i.status == "open" and i.next_payment_attempt is not None]
 

@@ -68,13 +68,13 @@ class SqlBillingRepository:
         if row is None:
             return BillingAccount(organization_id)
         return BillingAccount(organization_id, row.status, row.cancel_at_period_end, row.default_payment_method_id,
-                              row.pending_plan)
+                              row.pending_plan, row.past_due_since)
 
     async def save_account(self, account: BillingAccount) -> None:
         conn = await self.uow.connection()
         values = {"status": account.status, "cancel_at_period_end": account.cancel_at_period_end,
                   "default_payment_method_id": account.default_payment_method_id,
-                  "pending_plan": account.pending_plan}
+                  "pending_plan": account.pending_plan, "past_due_since": account.past_due_since}
         upsert = insert(billing_accounts, self.uow.dialect).values(organization_id=account.organization_id, **values)
         await conn.execute(upsert.on_conflict_do_update(index_elements=["organization_id"], set_=values))
 
@@ -96,7 +96,7 @@ class SqlBillingRepository:
         found: dict[int, tuple[BillingAccount, PaymentMethod | None]] = {}
         for row in rows:
             account = BillingAccount(row.organization_id, row.status, row.cancel_at_period_end,
-                                     row.default_payment_method_id, row.pending_plan)
+                                     row.default_payment_method_id, row.pending_plan, row.past_due_since)
             method = None if row.method_id is None else PaymentMethod(
                 row.method_id, row.organization_id, row.gateway_id, row.brand, row.last4, row.exp_month,
                 row.exp_year, row.created_at)
@@ -199,6 +199,12 @@ class SqlBillingRepository:
         return int((await conn.execute(sa.select(sa.func.count()).select_from(billing_invoices).where(
             billing_invoices.c.organization_id == organization_id,
             billing_invoices.c.status.in_(UNPAID)))).scalar_one())
+
+    async def unpaid_invoice_ids(self, organization_id: int) -> list[int]:
+        conn = await self.uow.connection()
+        return [int(i) for i in (await conn.execute(sa.select(billing_invoices.c.id).where(
+            billing_invoices.c.organization_id == organization_id,
+            billing_invoices.c.status.in_(UNPAID)).order_by(billing_invoices.c.id))).scalars()]
 
     async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
         conn = await self.uow.connection()

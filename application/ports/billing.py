@@ -66,6 +66,8 @@ class BillingAccount:
     default_payment_method_id: int | None = None
     pending_plan: str | None = None
     """A downgrade that takes effect when the current period closes."""
+    past_due_since: datetime | None = None
+    """When the subscription became past_due (its first unpaid decline); None unless it is past_due."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +133,10 @@ class BillingRepository(Protocol):
 
     async def unpaid(self, organization_id: int) -> int:
         """Invoices of the organization that are open or uncollectible."""
+        ...
+
+    async def unpaid_invoice_ids(self, organization_id: int) -> list[int]:
+        """Ids of the organization's open or uncollectible invoices, oldest first."""
         ...
 
     async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:

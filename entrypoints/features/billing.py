@@ -52,7 +52,7 @@ class BillingSettings:
 
 class BillingProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(cases.GetSubscription, cases.UpdateSubscription, cases.AddPaymentMethod,
+    cases = provide_all(cases.GetSubscription, cases.GetServiceHold, cases.UpdateSubscription, cases.AddPaymentMethod,
                         cases.ListPaymentMethods, cases.GetPaymentMethod, cases.DeletePaymentMethod,
                         cases.SetDefaultPaymentMethod,
                         cases.ListInvoices, cases.GetInvoice, cases.GetUpcomingInvoice, cases.InvoiceCharger,

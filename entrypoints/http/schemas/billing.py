@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.billing import MethodView
-from domain.billing import Invoice, Subscription
+from domain.billing import Invoice, ServiceHold, Subscription
 
 Plan = Literal["starter", "business", "enterprise"]
 Cents = Annotated[int, Meta(ge=0, description="Integer cents (usd)")]
@@ -16,6 +16,18 @@ Cents = Annotated[int, Meta(ge=0, description="Integer cents (usd)")]
 
 # A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
 # the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
+class ServiceHoldOut(Struct, kw_only=True):
+    reason: Annotated[Literal["past_due", "canceled"], Meta(description=(
+        "past_due: an invoice has been unpaid for more than 7 days; canceled: the subscription ended with its "
+        "period"))]
+    since: Annotated[datetime | None, Meta(description="When the subscription became past_due (null: canceled)")]
+    message: Annotated[str, Meta(description="What happened and what lifts the hold")]
+
+    @classmethod
+    def of(cls, hold: ServiceHold) -> ServiceHoldOut:
+        return cls(reason=hold.reason, since=hold.since, message=hold.message)  # type: ignore[arg-type]  # the domain's type is wider
+
 
 class SubscriptionOut(Struct, kw_only=True):
     plan: Plan
@@ -27,13 +39,20 @@ class SubscriptionOut(Struct, kw_only=True):
     pending_plan: Annotated[Plan | None, Meta(description=(
         "A downgrade that takes effect when the current period ends (null: none). PATCH the plan in force to "
         "cancel it."))]
+    past_due_since: Annotated[datetime | None, Meta(description=(
+        "When the subscription became past_due (null unless it is); 7 days later new work is refused"))]
+    service_hold: Annotated[ServiceHoldOut | None, Meta(description=(
+        "Why new calls, SMS, campaign starts, leads and widget contacts are refused now (402 payment_required), "
+        "and how to lift it; null when they are not"))]
 
     @classmethod
     def of(cls, s: Subscription) -> SubscriptionOut:
         return cls(plan=s.plan, status=s.status, current_period_start=s.current_period_start,  # type: ignore[arg-type]  # the domain's type is wider
                    current_period_end=s.current_period_end, cancel_at_period_end=s.cancel_at_period_end,
                    default_payment_method_id=s.default_payment_method_id,
-                   pending_plan=s.pending_plan)  # type: ignore[arg-type]  # the domain's type is wider
+                   pending_plan=s.pending_plan,  # type: ignore[arg-type]  # the domain's type is wider
+                   past_due_since=s.past_due_since,
+                   service_hold=ServiceHoldOut.of(s.hold) if s.hold is not None else None)
 
 
 class SubscriptionUpdate(Struct, forbid_unknown_fields=True):
