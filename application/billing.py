@@ -230,13 +230,19 @@ class UpdateSubscription:
         # one charge per (change, day, card): a retry after a crash between the charge and the commit is answered
         # the first charge by the gateway instead of charging again
         key = f"plan_{org_id}_{period}_{previous or 'none'}_{plan}_{now:%Y%m%d}_{method.id}"
-        result = await self.gateway.charge(invoice.total, invoice.currency, method.gateway_id, key)
+        result = await self.gateway.charge(invoice.total, invoice.currency, method.gateway_id, key, {
+            "parley_organization_id": str(org_id), "parley_purpose": "plan_change", "parley_plan": plan})
         if not result.succeeded:
             code = result.code or "card_declined"
+            details: dict[str, object] = {"field": "plan", "decline_code": code, "amount": invoice.total,
+                                          "currency": invoice.currency}
+            if result.action_url is not None:  # 3-D Secure: the holder authenticates, then sends the same PATCH
+                details["next_action_url"] = result.action_url
+            why = ("the card needs its holder to authenticate the charge (3-D Secure): open details.next_action_url, "
+                   "then send this change again" if code == "authentication_required" else "the plan was not changed")
             raise CardDeclined(
-                f"plan: the charge of {invoice.total} cents for the {plan} plan was declined ({code}); the plan "
-                f"was not changed", details={"field": "plan", "decline_code": code, "amount": invoice.total,
-                                             "currency": invoice.currency})
+                f"plan: the charge of {invoice.total} cents for the {plan} plan was declined ({code}); {why}",
+                details=details)
         await self.billing.add_proration_invoice(after_payment(invoice, now))
         await self.billing.add_plan_change(PlanChange(org_id, previous, plan, now))
         return await self.orgs.update(replace(org, plan=plan, updated_at=now))
@@ -440,7 +446,9 @@ class InvoiceCharger:
             succeeded = False
         else:
             result = await self.gateway.charge(invoice.total, invoice.currency, method.gateway_id,
-                                               invoice.charge_key())
+                                               invoice.charge_key(), {
+                                                   "parley_organization_id": str(invoice.organization_id),
+                                                   "parley_invoice_id": str(invoice.id)})
             succeeded, code = result.succeeded, result.code or "card_declined"
         now = self.clock.now()
         if succeeded:
@@ -477,6 +485,48 @@ class PayInvoice:
         if invoice.status not in PAYABLE:
             raise InvalidTransition("invoice", invoice.status, "paid", action="pay", allowed_from=PAYABLE)
         return await self.charger.charge(invoice, automatic=False)
+
+
+@dataclass(frozen=True, slots=True)
+class HandleGatewayEventCommand:
+    payload: bytes
+    signature: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayEventHandled:
+    event_id: str | None
+    invoice_id: int | None = None
+    """The invoice the event settled (None: nothing to do)."""
+
+
+class HandleGatewayEvent:
+    """The payment gateway's webhook (Stripe: ``POST /billing/stripe/webhook``): verified by its signature
+    (``PaymentGateway.parse_event``), then a charge of an invoice that succeeded at the gateway after Parley's
+    attempt ended (its holder authenticated it, 3-D Secure) marks that invoice paid, and the subscription active
+    again once nothing is unpaid, lifting a billing hold at once. Anything else is acknowledged and ignored;
+    an event for an invoice already paid changes nothing, so a redelivered event is harmless."""
+
+    def __init__(self, billing: BillingRepository, gateway: PaymentGateway, clock: Clock) -> None:
+        self.billing, self.gateway, self.clock = billing, gateway, clock
+
+    async def execute(self, command: HandleGatewayEventCommand) -> GatewayEventHandled:
+        event = await self.gateway.parse_event(command.payload, command.signature)
+        if event is None:
+            return GatewayEventHandled(None)
+        org, invoice_id = event.metadata.get("parley_organization_id"), event.metadata.get("parley_invoice_id")
+        if event.type != "charge.succeeded" or not (org or "").isdigit() or not (invoice_id or "").isdigit():
+            return GatewayEventHandled(event.id)
+        invoice = await self.billing.invoice(int(org or 0), int(invoice_id or 0), for_update=True)
+        if invoice is None or invoice.status not in PAYABLE:
+            return GatewayEventHandled(event.id)
+        now = self.clock.now()
+        await self.billing.update_invoice(replace(invoice, status="paid", paid_at=now, next_payment_attempt=None,
+                                                  last_payment_error=None))
+        account = await self.billing.account(invoice.organization_id, for_update=True)
+        if account.status == "past_due" and await self.billing.unpaid(invoice.organization_id) == 0:
+            await self.billing.save_account(replace(account, status="active", past_due_since=None))
+        return GatewayEventHandled(event.id, invoice.id)
 
 
 # ---------------------------------------------------------------------------------------------- the worker's side

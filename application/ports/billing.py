@@ -3,7 +3,7 @@ storage (accounts, payment methods, invoices)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -29,7 +29,10 @@ class ChargeResult:
     """``succeeded`` or ``declined``."""
     charge_id: str | None = None
     code: str | None = None
-    """Why it was declined (``card_declined``, ``insufficient_funds``, ...)."""
+    """Why it was declined (``card_declined``, ``insufficient_funds``, ``authentication_required``, ...)."""
+    action_url: str | None = None
+    """A card that needs its holder to authenticate the charge (3-D Secure; code ``authentication_required``): the
+    page where they do. Once done, asking again with the same idempotency key answers ``succeeded``."""
 
     @property
     def succeeded(self) -> bool:
@@ -49,11 +52,31 @@ class PaymentGateway(Protocol):
         """Forget the card (a card already gone is fine)."""
         ...
 
-    async def charge(self, amount_cents: int, currency: str, gateway_id: str, idempotency_key: str) -> ChargeResult:
-        """Charge the card once per ``idempotency_key``: asking again with the same key answers the first
-        charge's result without charging again. A decline is a result, not an exception; an exception means the
-        outcome is unknown (the caller retries with the same key)."""
+    async def charge(self, amount_cents: int, currency: str, gateway_id: str, idempotency_key: str,
+                     metadata: Mapping[str, str] | None = None) -> ChargeResult:
+        """Charge the card once per ``idempotency_key``: asking again with the same key answers that charge
+        (as it is now: one its holder has authenticated since has succeeded) without charging again. A decline is a
+        result, not an exception; an exception means the outcome is unknown (the caller retries with the same key).
+        ``metadata`` travels with the charge and comes back in the gateway's events (``parse_event``)."""
         ...
+
+    async def parse_event(self, payload: bytes, signature: str | None) -> GatewayEvent | None:
+        """A notification the gateway sent (its webhook), verified by its signature: raise ValidationFailed naming
+        the signature header when it does not verify, NotFound when this gateway sends none; None for an event
+        Parley does not act on."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayEvent:
+    """A charge's outcome the gateway announced later (a card authenticated after 3-D Secure, say)."""
+
+    id: str
+    type: str
+    """``charge.succeeded`` or ``charge.failed``."""
+    charge_id: str
+    metadata: Mapping[str, str]
+    code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

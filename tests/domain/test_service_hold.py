@@ -11,7 +11,7 @@ SINCE = datetime(2026, 2, 1, 0, 0, 5, tzinfo=UTC)
 
 
 def test_past_due_holds_only_after_seven_days() -> None:
-    assert PAST_DUE_GRACE == timedelta(days=7)
+    assert timedelta(days=7) == PAST_DUE_GRACE
     assert service_hold("past_due", SINCE, SINCE) is None
     assert service_hold("past_due", SINCE, SINCE + timedelta(days=7)) is None
     hold = service_hold("past_due", SINCE, SINCE + timedelta(days=7, microseconds=1))

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from dishka import FromDishka
-from litestar import Response
+from litestar import Request, Response
 from litestar.params import JSONBody, PathParameter
 
 from application import billing as uc
@@ -13,9 +13,11 @@ from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import AuthMode, Limit, Offset, endpoint
 from entrypoints.http.schemas.billing import (
+    GatewayEventOut,
     InvoiceOut,
     PaymentMethodCreate,
     PaymentMethodOut,
+    StripeEvent,
     SubscriptionOut,
     SubscriptionUpdate,
 )
@@ -151,6 +153,24 @@ async def pay_invoice(id: InvoiceId, actor: FromDishka[Actor], use_case: FromDis
     return Envelope(InvoiceOut.of(await use_case.execute(uc.PayInvoiceCommand(actor, id))))
 
 
+@endpoint("POST", "/billing/stripe/webhook", operation_id="receiveStripeWebhook", tags=TAGS, auth="public",
+          status_code=200,
+          summary="Stripe's webhook: charges settled at Stripe (3-D Secure completed) mark invoices paid",
+          description=(
+              "For Stripe to call (PARLEY_BILLING_GATEWAY=stripe with PARLEY_BILLING_STRIPE_WEBHOOK_SECRET set; "
+              "404 otherwise). The Stripe-Signature header is verified against the endpoint's signing secret "
+              "(Stripe's SDK, 5 minutes of tolerance). payment_intent.succeeded for an invoice's charge marks the "
+              "invoice paid (the subscription active again once nothing is unpaid); other events are acknowledged "
+              "and ignored; a redelivered event changes nothing."),
+          errors={400: "bad_request naming Stripe-Signature: missing, or it does not verify",
+                  404: "not_found: no Stripe webhook is configured"})
+async def receive_stripe_webhook(data: JSONBody[StripeEvent], request: Request[Any, Any, Any],
+                                 use_case: FromDishka[uc.HandleGatewayEvent]) -> Envelope[GatewayEventOut]:
+    handled = await use_case.execute(uc.HandleGatewayEventCommand(await request.body(),
+                                                                  request.headers.get("stripe-signature")))
+    return Envelope(GatewayEventOut(received=True, event_id=handled.event_id, invoice_id=handled.invoice_id))
+
+
 ROUTES = [get_subscription, update_subscription, create_payment_method, list_payment_methods, get_payment_method,
           delete_payment_method, set_default_payment_method, list_invoices, get_upcoming_invoice, get_invoice,
-          pay_invoice]
+          pay_invoice, receive_stripe_webhook]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
@@ -119,3 +119,14 @@ class InvoiceOut(Struct, kw_only=True):
                    subtotal=i.subtotal, total=i.total, currency=i.currency,  # type: ignore[arg-type]  # the domain's type is wider
                    created_at=i.created_at, paid_at=i.paid_at, attempt_count=i.attempt_count,
                    next_payment_attempt=i.next_payment_attempt, last_payment_error=i.last_payment_error)
+
+
+StripeEvent = Annotated[dict[str, Any], Meta(description=(
+    "A Stripe event object as Stripe sends it (id, type, data.object, ...); its Stripe-Signature is verified on "
+    "the raw body, and Stripe's fields are Stripe's to extend"))]
+
+
+class GatewayEventOut(Struct, kw_only=True):
+    received: bool
+    event_id: str | None
+    invoice_id: Annotated[int | None, Meta(description="The invoice the event marked paid (null: none)")]
