@@ -16,7 +16,13 @@ from datetime import datetime
 
 from application.context import Actor
 from application.ports.accounts import OrganizationRepository
-from application.ports.billing import BillingAccount, BillingRepository, PaymentGateway, Unbilled
+from application.ports.billing import (
+    BillingAccount,
+    BillingRepository,
+    InvoiceRenderer,
+    PaymentGateway,
+    Unbilled,
+)
 from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.usage import UsageLedger
@@ -243,7 +249,9 @@ class UpdateSubscription:
             raise CardDeclined(
                 f"plan: the charge of {invoice.total} cents for the {plan} plan was declined ({code}); {why}",
                 details=details)
-        await self.billing.add_proration_invoice(after_payment(invoice, now))
+        stored = await self.billing.add_proration_invoice(after_payment(invoice, now))
+        self.uow.record(EventType.INVOICE_CREATED(org_id, stored.view()))
+        self.uow.record(EventType.INVOICE_PAID(org_id, stored.view()))
         await self.billing.add_plan_change(PlanChange(org_id, previous, plan, now))
         return await self.orgs.update(replace(org, plan=plan, updated_at=now))
 
@@ -383,6 +391,27 @@ class GetInvoice:
 
 
 @dataclass(frozen=True, slots=True)
+class InvoicePdf:
+    number: str
+    content: bytes
+
+
+class GetInvoicePdf:
+    """GET /billing/invoices/{id}/pdf: the invoice as a PDF document (``InvoiceRenderer``)."""
+
+    def __init__(self, billing: BillingRepository, orgs: OrganizationRepository, renderer: InvoiceRenderer) -> None:
+        self.billing, self.orgs, self.renderer = billing, orgs, renderer
+
+    async def execute(self, command: GetInvoiceCommand) -> InvoicePdf:
+        org_id = command.actor.organization_id
+        invoice = await self.billing.invoice(org_id, command.invoice_id)
+        if invoice is None:
+            raise NotFound("invoice", command.invoice_id)
+        org = await self.orgs.get(org_id)
+        return InvoicePdf(invoice.number, await self.renderer.render(invoice, org.name if org else f"#{org_id}"))
+
+
+@dataclass(frozen=True, slots=True)
 class GetUpcomingInvoiceCommand:
     actor: Actor
 
@@ -428,8 +457,8 @@ class InvoiceCharger:
     subscription active again once nothing is unpaid), or declined (the subscription past_due; the worker's
     attempts follow the dunning schedule, ``domain.billing.after_decline``)."""
 
-    def __init__(self, billing: BillingRepository, gateway: PaymentGateway, clock: Clock) -> None:
-        self.billing, self.gateway, self.clock = billing, gateway, clock
+    def __init__(self, billing: BillingRepository, gateway: PaymentGateway, clock: Clock, uow: UnitOfWork) -> None:
+        self.billing, self.gateway, self.clock, self.uow = billing, gateway, clock, uow
 
     async def charge(self, invoice: Invoice, *, automatic: bool,
                      payer: tuple[BillingAccount, PaymentMethod | None] | None = None) -> Invoice:
@@ -454,12 +483,14 @@ class InvoiceCharger:
         if succeeded:
             invoice = after_payment(invoice, now)
             await self.billing.update_invoice(invoice)
+            self.uow.record(EventType.INVOICE_PAID(invoice.organization_id, invoice.view()))
             if account.status == "past_due" and await self.billing.unpaid(invoice.organization_id) == 0:
                 # nothing unpaid: full service again from the next request (ServiceOnHold lifted)
                 await self.billing.save_account(replace(account, status="active", past_due_since=None))
         else:
             invoice = after_decline(invoice, code, now, automatic=automatic)
             await self.billing.update_invoice(invoice)
+            self.uow.record(EventType.INVOICE_PAYMENT_FAILED(invoice.organization_id, invoice.view()))
             if account.status == "active":
                 await self.billing.save_account(replace(account, status="past_due", past_due_since=now))
         return invoice
@@ -507,8 +538,8 @@ class HandleGatewayEvent:
     again once nothing is unpaid, lifting a billing hold at once. Anything else is acknowledged and ignored;
     an event for an invoice already paid changes nothing, so a redelivered event is harmless."""
 
-    def __init__(self, billing: BillingRepository, gateway: PaymentGateway, clock: Clock) -> None:
-        self.billing, self.gateway, self.clock = billing, gateway, clock
+    def __init__(self, billing: BillingRepository, gateway: PaymentGateway, clock: Clock, uow: UnitOfWork) -> None:
+        self.billing, self.gateway, self.clock, self.uow = billing, gateway, clock, uow
 
     async def execute(self, command: HandleGatewayEventCommand) -> GatewayEventHandled:
         event = await self.gateway.parse_event(command.payload, command.signature)
@@ -521,8 +552,9 @@ class HandleGatewayEvent:
         if invoice is None or invoice.status not in PAYABLE:
             return GatewayEventHandled(event.id)
         now = self.clock.now()
-        await self.billing.update_invoice(replace(invoice, status="paid", paid_at=now, next_payment_attempt=None,
-                                                  last_payment_error=None))
+        invoice = replace(invoice, status="paid", paid_at=now, next_payment_attempt=None, last_payment_error=None)
+        await self.billing.update_invoice(invoice)
+        self.uow.record(EventType.INVOICE_PAID(invoice.organization_id, invoice.view()))
         account = await self.billing.account(invoice.organization_id, for_update=True)
         if account.status == "past_due" and await self.billing.unpaid(invoice.organization_id) == 0:
             await self.billing.save_account(replace(account, status="active", past_due_since=None))
@@ -569,7 +601,12 @@ class CloseBillingPeriod:
         # nothing to charge (no plan at the period's start and no overage): settled as it is issued
         issued = [replace(i, status="paid", paid_at=now, next_payment_attempt=None) if i.total == 0 else i
                   for i in invoices.values()]
-        invoiced = await self.billing.add_invoices(issued)
+        inserted = await self.billing.insert_invoices(issued)
+        for invoice in inserted:  # each once: an invoice another closer inserted first is not announced again
+            self.uow.record(EventType.INVOICE_CREATED(invoice.organization_id, invoice.view()))
+            if invoice.status == "paid":
+                self.uow.record(EventType.INVOICE_PAID(invoice.organization_id, invoice.view()))
+        invoiced = len(inserted)
         await self._end_of_period(batch, end)
         if invoiced:
             await self.jobs.schedule(NewJob(COLLECT_JOB, now))

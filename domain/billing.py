@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
 from domain.organizations import plan_rank
+from domain.rfc3339 import format_utc
 from domain.usage import CALL_SECONDS, HARD_STOP_PLANS, SMS_SEGMENTS, included, period_bounds
 
 CURRENCY = "usd"
@@ -152,6 +153,17 @@ class Invoice:
     last_payment_error: str | None = None
     kind: str = "period"
     """``period``: the one invoice of a closed period; ``proration``: an upgrade charged at once."""
+
+    def view(self) -> dict[str, object]:
+        """What the ``invoice.*`` events carry (the lines stay behind ``GET /billing/invoices/{id}``)."""
+        def instant(at: datetime | None) -> str | None:
+            return format_utc(at) if at is not None else None
+        return {"id": self.id, "organization_id": self.organization_id, "number": self.number,
+                "period": self.period, "kind": self.kind, "status": self.status, "total": self.total,
+                "currency": self.currency, "attempt_count": self.attempt_count,
+                "last_payment_error": self.last_payment_error,
+                "next_payment_attempt": instant(self.next_payment_attempt), "paid_at": instant(self.paid_at),
+                "created_at": instant(self.created_at)}
 
     def charge_key(self) -> str:
         """The idempotency key of the next charge: derived from the invoice and the attempt, so a worker that

@@ -55,16 +55,19 @@ class InMemoryBillingRepository:
             del (await self.uow.tables())[METHODS][method_id]
 
     async def add_invoices(self, invoices: Sequence[Invoice]) -> int:
+        return len(await self.insert_invoices(invoices))
+
+    async def insert_invoices(self, invoices: Sequence[Invoice]) -> list[Invoice]:
         rows = (await self.uow.tables())[INVOICES]
         taken = {(i.organization_id, i.period) for i in rows.values() if i.kind == "period"}
-        added = 0
+        added: list[Invoice] = []
         for invoice in invoices:
             if (invoice.organization_id, invoice.period) in taken:
                 continue
             stored = replace(invoice, id=self.uow.store.next_id(INVOICES))
             rows[stored.id] = stored
             taken.add((invoice.organization_id, invoice.period))
-            added += 1
+            added.append(stored)
         return added
 
     async def add_proration_invoice(self, invoice: Invoice) -> Invoice:

@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 import stripe
+from stripe.params import PaymentIntentCreateParams
 
 from application.ports.billing import ChargeResult, GatewayCard, GatewayEvent
 from domain.errors import NotFound, Unavailable, ValidationFailed
@@ -135,11 +136,13 @@ class StripePaymentGateway:
         customer_id, _, method_id = gateway_id.partition("/")
         if not method_id:
             return ChargeResult("declined", None, "invalid_payment_method")
-        params: dict[str, Any] = {"amount": amount_cents, "currency": currency, "customer": customer_id,
-                                  "payment_method": method_id, "payment_method_types": ["card"], "confirm": True,
+        params: PaymentIntentCreateParams = {"amount": amount_cents, "currency": currency, "customer": customer_id,
+                                  "payment_method": method_id, "confirm": True,
                                   "metadata": dict(metadata or {})}
-        if self.return_url:
+        if self.return_url:  # 3-D Secure answers with the bank's page, which sends the holder back here
             params["return_url"] = self.return_url
+        else:  # no page to come back to: Stripe needs to know no redirect can follow
+            params["automatic_payment_methods"] = {"enabled": True, "allow_redirects": "never"}
         intents = self.client.v1.payment_intents
         try:
             intent = (await intents.create_async(params=params,
@@ -185,8 +188,8 @@ class StripePaymentGateway:
         if kind is None:
             return None
         intent = (event.get("data") or {}).get("object") or {}
-        error = intent.get("last_payment_error") or {}
-        code = error.get("decline_code") or error.get("code")
+        failure = intent.get("last_payment_error") or {}
+        code = failure.get("decline_code") or failure.get("code")
         return GatewayEvent(str(event.get("id")), kind, str(intent.get("id")),
                             {str(k): str(v) for k, v in (intent.get("metadata") or {}).items()},
                             str(code) if code else None)

@@ -131,14 +131,19 @@ class SqlBillingRepository:
             billing_payment_methods.c.organization_id == organization_id, billing_payment_methods.c.id == method_id))
 
     async def add_invoices(self, invoices: Sequence[Invoice]) -> int:
+        return len(await self.insert_invoices(invoices))
+
+    async def insert_invoices(self, invoices: Sequence[Invoice]) -> list[Invoice]:
         if not invoices:
-            return 0
+            return []
         conn = await self.uow.connection()
         inserted = await conn.execute(
             insert(billing_invoices, self.uow.dialect).values([_invoice_row(i) for i in invoices])
             .on_conflict_do_nothing(index_elements=["organization_id", "period"], index_where=PERIOD_INVOICE)
-            .returning(billing_invoices.c.id))
-        return len(inserted.all())
+            .returning(billing_invoices.c.id, billing_invoices.c.organization_id, billing_invoices.c.period))
+        ids = {(int(org), period): int(new_id) for new_id, org, period in inserted.all()}
+        return [replace(i, id=ids[(i.organization_id, i.period)]) for i in invoices
+                if (i.organization_id, i.period) in ids]
 
     async def add_proration_invoice(self, invoice: Invoice) -> Invoice:
         conn = await self.uow.connection()

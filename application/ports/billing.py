@@ -79,6 +79,14 @@ class GatewayEvent:
     code: str | None = None
 
 
+class InvoiceRenderer(Protocol):
+    """Invoices as documents a customer files."""
+
+    async def render(self, invoice: Invoice, organization_name: str) -> bytes:
+        """The invoice as a PDF document."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class BillingAccount:
     """An organization's subscription state (its plan is the organization's)."""
@@ -128,6 +136,11 @@ class BillingRepository(Protocol):
     async def add_invoices(self, invoices: Sequence[Invoice]) -> int:
         """Insert each period invoice unless its (organization, period) has one already (a unique constraint, so
         concurrent closers never make two); returns how many were inserted."""
+        ...
+
+    async def insert_invoices(self, invoices: Sequence[Invoice]) -> list[Invoice]:
+        """``add_invoices`` (at most one invoice per organization), answering the invoices inserted, with their
+        ids (for their ``invoice.created`` events)."""
         ...
 
     async def add_proration_invoice(self, invoice: Invoice) -> Invoice:

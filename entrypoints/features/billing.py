@@ -25,10 +25,11 @@ from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 from adapters.memory.billing import InMemoryBillingRepository
 from adapters.payments.simulator import SimulatedPaymentGateway
 from adapters.payments.stripe_gateway import StripePaymentGateway
+from adapters.pdf.invoices import FpdfInvoiceRenderer
 from adapters.sql.billing import SqlBillingRepository
 from application import billing as cases
 from application.jobs import JobKind
-from application.ports.billing import BillingRepository, PaymentGateway
+from application.ports.billing import BillingRepository, InvoiceRenderer, PaymentGateway
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from domain.usage import period_bounds, period_of
@@ -86,10 +87,12 @@ class GatewayProvider(Provider):
 
 class BillingProvider(Provider):
     scope = Scope.REQUEST
+    renderer = provide(FpdfInvoiceRenderer, provides=InvoiceRenderer, scope=Scope.APP)
     cases = provide_all(cases.GetSubscription, cases.GetServiceHold, cases.UpdateSubscription, cases.AddPaymentMethod,
                         cases.ListPaymentMethods, cases.GetPaymentMethod, cases.DeletePaymentMethod,
                         cases.SetDefaultPaymentMethod,
-                        cases.ListInvoices, cases.GetInvoice, cases.GetUpcomingInvoice, cases.InvoiceCharger,
+                        cases.ListInvoices, cases.GetInvoice, cases.GetInvoicePdf, cases.GetUpcomingInvoice,
+                        cases.InvoiceCharger,
                         cases.PayInvoice, cases.HandleGatewayEvent, cases.CloseBillingPeriod,
                         cases.CollectDueInvoices, cases.NextCollection)
 

@@ -141,6 +141,19 @@ async def get_invoice(id: InvoiceId, actor: FromDishka[Actor], use_case: FromDis
     return Envelope(InvoiceOut.of(await use_case.execute(uc.GetInvoiceCommand(actor, id))))
 
 
+@endpoint("GET", "/billing/invoices/{id:int}/pdf", operation_id="getInvoicePdf", tags=TAGS, scopes=READ,
+          auth=EITHER, summary="An invoice as a PDF document", media_type="application/pdf",
+          description=ACCESS.format(scope="billing:read") + (
+              "The invoice (number, organization, period, status, dates, its lines and total, in dollars and "
+              "cents) as application/pdf, with Content-Disposition naming the file <number>.pdf."),
+          errors={404: ""})
+async def get_invoice_pdf(id: InvoiceId, actor: FromDishka[Actor], use_case: FromDishka[uc.GetInvoicePdf]
+                          ) -> Response[bytes]:
+    pdf = await use_case.execute(uc.GetInvoiceCommand(actor, id))
+    return Response(pdf.content, media_type="application/pdf", headers={
+        "Content-Disposition": f'inline; filename="{pdf.number}.pdf"', "Cache-Control": "private, max-age=0"})
+
+
 @endpoint("POST", "/billing/invoices/{id:int}/pay", operation_id="payInvoice", tags=TAGS, scopes=WRITE,
           auth=EITHER, status_code=200, summary="Charge an open or uncollectible invoice now",
           description=ACCESS.format(scope="billing:write") + (
@@ -173,4 +186,5 @@ async def receive_stripe_webhook(data: JSONBody[StripeEvent], request: Request[A
 
 ROUTES = [get_subscription, update_subscription, create_payment_method, list_payment_methods, get_payment_method,
           delete_payment_method, set_default_payment_method, list_invoices, get_upcoming_invoice, get_invoice,
+          get_invoice_pdf,
           pay_invoice, receive_stripe_webhook]
