@@ -29,12 +29,14 @@ from application.ports.usage import UsageLedger
 from domain.billing import (
     PAYABLE,
     Invoice,
+    InvoiceLine,
     PaymentMethod,
     PlanChange,
     ServiceHold,
     Subscription,
     after_decline,
     after_payment,
+    invoice_number,
     period_invoice,
     period_lines,
     plan_intervals,
@@ -48,6 +50,7 @@ from domain.errors import (
     InvalidTransition,
     NotFound,
     PaymentMethodRequired,
+    SubOrgForbidden,
     ValidationFailed,
 )
 from domain.events import DomainEvent, EventType
@@ -56,6 +59,7 @@ from domain.patching import MergePatch
 from domain.rfc3339 import format_utc
 from domain.usage import period_bounds, period_of, previous_period
 
+BILLING_MODES = ("partner", "direct")
 COLLECT_JOB = "billing.collect"
 """The job that charges invoices whose next attempt is due (scheduled by the period close)."""
 CLOSE_BATCH = 500
@@ -73,11 +77,13 @@ async def _organization_plan(orgs: OrganizationRepository, organization_id: int)
     return org.plan
 
 
-def _subscription(account: BillingAccount, plan: str, now: datetime) -> Subscription:
+def _subscription(account: BillingAccount, plan: str, now: datetime, *, child: bool = False) -> Subscription:
+    """``child``: the organization is a partner's sub-organization (its billing mode applies)."""
     start, end = period_bounds(period_of(now))
     return Subscription(account.organization_id, plan, account.status, start, end, account.cancel_at_period_end,
                         account.default_payment_method_id, account.pending_plan, account.past_due_since,
-                        service_hold(account.status, account.past_due_since, now))
+                        service_hold(account.status, account.past_due_since, now),
+                        account.billing_mode if child else "direct")
 
 
 def _subscription_updated(subscription: Subscription, previous_plan: str) -> DomainEvent:
@@ -115,6 +121,18 @@ async def _children_within(orgs: OrganizationRepository, partner: Organization, 
                 {"organization_id": c.id, "name": c.name, "plan": c.plan} for c in above]})
 
 
+def _billing_mode(actor: Actor, org: Organization, mode: object) -> str:
+    """A sub-organization's billing mode, set by its partner (a partner key acting in it, ``X-Sub-Org-Id``)."""
+    if mode not in BILLING_MODES:
+        raise ValidationFailed.field("billing_mode", f"must be one of {', '.join(BILLING_MODES)}")
+    if org.parent_id is None:
+        raise ValidationFailed.field("billing_mode", "only a partner's sub-organization has a billing mode")
+    if actor.key_organization_id != org.parent_id:
+        raise SubOrgForbidden("billing_mode: a sub-organization's billing mode is set by its partner (a partner key "
+                              "with X-Sub-Org-Id)", details={"field": "billing_mode"})
+    return str(mode)
+
+
 # ---------------------------------------------------------------------------------------------- subscription
 
 
@@ -129,8 +147,11 @@ class GetSubscription:
 
     async def execute(self, command: GetSubscriptionCommand) -> Subscription:
         org_id = command.actor.organization_id
-        plan = await _organization_plan(self.orgs, org_id)
-        return _subscription(await self.billing.account(org_id), plan, self.clock.now())
+        org = await self.orgs.get(org_id)
+        if org is None:
+            raise NotFound("organization", org_id)
+        return _subscription(await self.billing.account(org_id), org.plan, self.clock.now(),
+                             child=org.parent_id is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +209,7 @@ class UpdateSubscription:
         if plan is not None and plan not in PLANS:
             raise ValidationFailed.field("plan", f"must be one of {', '.join(PLANS)}")
         if account.status == "canceled" and plan is None:
-            if changes:
+            if set(changes) - {"billing_mode"}:
                 raise InvalidTransition("subscription", "canceled", "active", action="a change",
                                         allowed_from=("active", "past_due"),
                                         reason="send a plan to reactivate it")
@@ -204,9 +225,11 @@ class UpdateSubscription:
                 account = replace(account, pending_plan=None if plan == org.plan else plan)
         if "cancel_at_period_end" in changes:
             account = replace(account, cancel_at_period_end=bool(changes["cancel_at_period_end"]))
+        if "billing_mode" in changes:
+            account = replace(account, billing_mode=_billing_mode(command.actor, org, changes["billing_mode"]))
         if account != before:
             await self.billing.save_account(account)
-        subscription = _subscription(account, org.plan, self.clock.now())
+        subscription = _subscription(account, org.plan, self.clock.now(), child=org.parent_id is not None)
         if account != before or org.plan != previous_plan:
             self.uow.record(_subscription_updated(subscription, previous_plan))
         return subscription
@@ -598,6 +621,18 @@ class CloseBillingPeriod:
             return ClosedBatch(command.after_organization_id, 0, 0)
         invoices = await _period_lines(self.billing, self.ledger, command.period,
                                        [(o.organization_id, o.plan) for o in batch], now)
+        start = period_bounds(command.period)[0]
+        for o in batch:
+            invoice = invoices[o.organization_id]
+            if o.billed_by_partner:  # its plan and usage are lines on its partner's invoice
+                partner_invoice = invoice_number(o.parent_id or 0, command.period)
+                line = InvoiceLine(f"Billed on your partner's invoice ({partner_invoice})", 1, 0, 0)
+                invoices[o.organization_id] = period_invoice(o.organization_id, command.period, start, end, (line,),
+                                                             now)
+            elif o.is_partner:
+                lines = invoice.lines + await self._children_lines(o.organization_id, command.period, end, now)
+                invoices[o.organization_id] = period_invoice(o.organization_id, command.period, start, end, lines,
+                                                             now)
         # nothing to charge (no plan at the period's start and no overage): settled as it is issued
         issued = [replace(i, status="paid", paid_at=now, next_payment_attempt=None) if i.total == 0 else i
                   for i in invoices.values()]
@@ -612,6 +647,29 @@ class CloseBillingPeriod:
             await self.jobs.schedule(NewJob(COLLECT_JOB, now))
         return ClosedBatch(batch[-1].organization_id, len(batch), invoiced)
 
+
+    async def _children_lines(self, partner_id: int, period: str, end: datetime, now: datetime
+                              ) -> tuple[InvoiceLine, ...]:
+        """The period's lines of the partner's sub-organizations in partner mode (existing before the period ended),
+        each under the sub-organization's name."""
+        children: list[Organization] = []
+        offset = 0
+        while True:
+            page = await self.orgs.list_children(partner_id, PageRequest(100, offset))
+            children += [c for c in page.items if c.id is not None and c.created_at < end]
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                break
+        modes = await self.billing.billing_modes([c.id for c in children if c.id is not None])
+        billed = [c for c in children if c.id is not None and modes.get(c.id) == "partner"]
+        if not billed:
+            return ()
+        invoices = await _period_lines(self.billing, self.ledger, period, [(c.id or 0, c.plan) for c in billed], now)
+        lines: list[InvoiceLine] = []
+        for child in sorted(billed, key=lambda c: c.id or 0):
+            lines += [replace(line, description=f"{child.name} (organization {child.id}): {line.description}")
+                      for line in invoices[child.id or 0].lines if line.amount]
+        return tuple(lines)
 
     async def _end_of_period(self, batch: list[Unbilled], end: datetime) -> None:
         """Cancellations and waiting downgrades take effect at ``end`` (each applied once, even by two closers)."""
@@ -637,7 +695,8 @@ class CloseBillingPeriod:
     async def _announce(self, organization_id: int, previous_plan: str) -> None:
         org = await self.orgs.get(organization_id)
         plan = org.plan if org is not None else previous_plan
-        subscription = _subscription(await self.billing.account(organization_id), plan, self.clock.now())
+        subscription = _subscription(await self.billing.account(organization_id), plan, self.clock.now(),
+                                     child=org is not None and org.parent_id is not None)
         self.uow.record(_subscription_updated(subscription, previous_plan))
 
 

@@ -25,6 +25,7 @@ from application.ports.usage import UsageLedger
 from domain.billing import service_hold
 from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ServiceOnHold, ValidationFailed
 from domain.events import EventType
+from domain.organizations import Organization
 from domain.rfc3339 import format_utc, parse_day_or_instant
 from domain.usage import (
     CALL_SECONDS,
@@ -105,16 +106,26 @@ class LedgerQuotaGate:
         self.ledger, self.organizations, self.billing = ledger, organizations, billing
 
     async def ensure_standing(self, organization_id: int, at: datetime) -> None:
+        """The organization's own standing; a sub-organization billed on its partner's invoice (billing mode
+        ``partner``) also stands with its partner: it is held while the partner is."""
         account = await self.billing.account(organization_id)
-        if account.status == "active":
-            return
         hold = service_hold(account.status, account.past_due_since, at)
+        payer = organization_id
+        if hold is None and account.billing_mode == "partner":
+            org = await self.organizations.get(organization_id)
+            if org is not None and org.parent_id is not None:
+                partner = await self.billing.account(org.parent_id)
+                hold, payer = service_hold(partner.status, partner.past_due_since, at), org.parent_id
         if hold is None:
             return
-        unpaid = await self.billing.unpaid_invoice_ids(organization_id)
-        raise ServiceOnHold(f"payment_required: {hold.message}", details={
-            "reason": hold.reason, "since": format_utc(hold.since) if hold.since else None,
-            "unpaid_invoice_ids": unpaid})
+        message = hold.message if payer == organization_id else (
+            f"your partner's billing is on hold ({hold.reason}): new calls, SMS and campaign starts are paused "
+            "until your partner settles it")
+        details: dict[str, object] = {"reason": hold.reason, "since": format_utc(hold.since) if hold.since else None,
+                                      "unpaid_invoice_ids": await self.billing.unpaid_invoice_ids(organization_id)}
+        if payer != organization_id:
+            details["billed_through_partner"] = payer
+        raise ServiceOnHold(f"payment_required: {message}", details=details)
 
     async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: datetime) -> None:
         await self.ensure_standing(organization_id, at)
@@ -143,6 +154,8 @@ class LedgerQuotaGate:
 class GetUsageCommand:
     actor: Actor
     period: str | None = None
+    rollup: str | None = None
+    """``children``: a partner's report adds each sub-organization's plan and usage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +165,30 @@ class UsageReport:
     period_end: datetime
     plan: str
     metrics: dict[str, Any]
+    children: list[ChildUsage] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildUsage:
+    organization_id: int
+    name: str
+    plan: str
+    usage: dict[str, Any]
+
+
+def _metered(plan: str, used: dict[str, int]) -> dict[str, Any]:
+    """The metered part of a report: call minutes, calls and SMS segments against the plan's included amounts."""
+    seconds = used.get(CALL_SECONDS, 0)
+    minutes_included = (included(plan, CALL_SECONDS) or 0) // 60
+    segments_included = included(plan, SMS_SEGMENTS) or 0
+    segments = used.get(SMS_SEGMENTS, 0)
+    return {
+        "call_minutes": {"used": _minutes(seconds), "used_seconds": seconds, "included": minutes_included,
+                         "remaining": max(0.0, round(minutes_included - seconds / 60, 2))},
+        "calls": used.get(CALLS, 0),
+        "sms_segments": {"used": segments, "included": segments_included,
+                         "remaining": max(0, segments_included - segments)},
+    }
 
 
 class GetUsage:
@@ -168,24 +205,34 @@ class GetUsage:
         org = await self.organizations.get(org_id)
         if org is None:
             raise NotFound("organization", org_id)
+        if command.rollup not in (None, "children"):
+            raise ValidationFailed.field("rollup", "must be children")
+        if command.rollup is not None and not org.is_partner:
+            raise ValidationFailed.field("rollup", "only a partner organization has sub-organizations to roll up")
         used = await self.ledger.used(org_id, period)
-        seconds = used.get(CALL_SECONDS, 0)
-        minutes_included = (included(org.plan, CALL_SECONDS) or 0) // 60
-        segments_included = included(org.plan, SMS_SEGMENTS) or 0
-        segments = used.get(SMS_SEGMENTS, 0)
         numbers = await self.numbers.list(org_id)
         start, end = period_bounds(period)
+        children = await self._children(org_id, period) if command.rollup else None
         return UsageReport(period, start, end, org.plan, {
-            "call_minutes": {"used": _minutes(seconds), "used_seconds": seconds, "included": minutes_included,
-                             "remaining": max(0.0, round(minutes_included - seconds / 60, 2))},
-            "calls": used.get(CALLS, 0),
-            "sms_segments": {"used": segments, "included": segments_included,
-                             "remaining": max(0, segments_included - segments)},
+            **_metered(org.plan, used),
             # a report takes no lock (count_for_update would hold the organization's row, as a creator does)
             "knowledge_bases": {"used": (await self.knowledge_bases.list(org_id, PageRequest(1, 0))).total,
                                 "limit": org.limit("max_knowledge_bases")},
             "phone_numbers": len([n for n in numbers if n.status == "active"]),
-        })
+        }, children)
+
+    async def _children(self, partner_id: int, period: str) -> list[ChildUsage]:
+        """Each sub-organization's plan and metered usage: its counters, read for all of them in one query."""
+        children: list[Organization] = []
+        offset = 0
+        while True:
+            page = await self.organizations.list_children(partner_id, PageRequest(500, offset))
+            children += [c for c in page.items if c.id is not None]
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                break
+        used = await self.ledger.used_by_organization(period, [c.id or 0 for c in children])
+        return [ChildUsage(c.id or 0, c.name, c.plan, _metered(c.plan, used.get(c.id or 0, {}))) for c in children]
 
 
 @dataclass(frozen=True, slots=True)

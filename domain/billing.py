@@ -63,6 +63,8 @@ class Subscription:
     """When the subscription became past_due (None unless it is)."""
     hold: ServiceHold | None = None
     """Why new work is refused now (402 payment_required), None when it is not."""
+    billing_mode: str = "direct"
+    """``partner``: a sub-organization billed on its partner's invoice; ``direct``: invoiced on its own."""
 
 
 @dataclass(frozen=True, slots=True)

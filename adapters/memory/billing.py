@@ -137,10 +137,15 @@ class InMemoryBillingRepository:
             account = tables[ACCOUNTS].get(org.id) or BillingAccount(org.id)
             if (org.id > after_organization_id and deleted_at is None and org.created_at < period_end
                     and org.id not in invoiced and account.status != "canceled"):
-                found.append(Unbilled(org.id, org.plan, account.cancel_at_period_end, account.pending_plan))
+                found.append(Unbilled(org.id, org.plan, account.cancel_at_period_end, account.pending_plan,
+                                      org.parent_id, account.billing_mode, org.is_partner))
                 if len(found) == limit:
                     break
         return found
+
+    async def billing_modes(self, organization_ids: Sequence[int]) -> dict[int, str]:
+        accounts = (await self.uow.tables())[ACCOUNTS]
+        return {org_id: (accounts.get(org_id) or BillingAccount(org_id)).billing_mode for org_id in organization_ids}
 
     async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> list[int]:
         accounts = (await self.uow.tables())[ACCOUNTS]

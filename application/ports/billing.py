@@ -99,6 +99,9 @@ class BillingAccount:
     """A downgrade that takes effect when the current period closes."""
     past_due_since: datetime | None = None
     """When the subscription became past_due (its first unpaid decline); None unless it is past_due."""
+    billing_mode: str = "partner"
+    """A partner's sub-organization: ``partner`` (its plan and usage are lines on the partner's invoice) or
+    ``direct`` (invoiced and charged on its own). Organizations without a parent are always billed directly."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,14 @@ class Unbilled:
     plan: str
     cancel_at_period_end: bool
     pending_plan: str | None = None
+    parent_id: int | None = None
+    billing_mode: str = "partner"
+    is_partner: bool = False
+
+    @property
+    def billed_by_partner(self) -> bool:
+        """A sub-organization in partner mode: its period is billed on its partner's invoice."""
+        return self.parent_id is not None and self.billing_mode == "partner"
 
 
 class BillingRepository(Protocol):
@@ -193,6 +204,10 @@ class BillingRepository(Protocol):
     async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> list[int]:
         """Cancel the subscriptions of these organizations that are set to cancel at the period's end and not
         canceled yet (their period closed), dropping any pending downgrade; returns the ones canceled now."""
+        ...
+
+    async def billing_modes(self, organization_ids: Sequence[int]) -> dict[int, str]:
+        """Each organization's billing mode (``partner`` when no account is stored), in one go."""
         ...
 
     async def take_pending_plan(self, organization_id: int, plan: str) -> bool:

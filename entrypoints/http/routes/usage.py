@@ -23,11 +23,15 @@ Day = Annotated[str, QueryParameter(max_length=64, description="A date YYYY-MM-D
           description=("period: current (default), previous or YYYY-MM (a UTC calendar month). Read from the "
                        "period's counters, kept in the transaction of each call or message they measure. "
                        "call_minutes.used is billable seconds / 60 (each call's seconds rounded up)."),
-          errors={400: "bad_request: period is not current, previous or YYYY-MM"})
+          errors={400: "bad_request: period is not current, previous or YYYY-MM; rollup=children from an "
+                       "organization that is not a partner"})
 async def get_usage(actor: FromDishka[Actor], use_case: FromDishka[uc.GetUsage],
                     period: Annotated[str | None, QueryParameter(
-                        max_length=16, description="current, previous or YYYY-MM")] = None) -> Envelope[UsageOut]:
-    return Envelope(UsageOut.of(await use_case.execute(uc.GetUsageCommand(actor, period))))
+                        max_length=16, description="current, previous or YYYY-MM")] = None,
+                    rollup: Annotated[Literal["children"] | None, QueryParameter(description=(
+                        "children (partners): add each sub-organization's plan and usage of the period"))] = None
+                    ) -> Envelope[UsageOut]:
+    return Envelope(UsageOut.of(await use_case.execute(uc.GetUsageCommand(actor, period, rollup))))
 
 
 @endpoint("GET", "/usage/metrics", operation_id="getUsageMetrics", summary="A usage metric per UTC day",

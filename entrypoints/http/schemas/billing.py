@@ -44,6 +44,9 @@ class SubscriptionOut(Struct, kw_only=True):
     service_hold: Annotated[ServiceHoldOut | None, Meta(description=(
         "Why new calls, SMS, campaign starts, leads and widget contacts are refused now (402 payment_required), "
         "and how to lift it; null when they are not"))]
+    billing_mode: Annotated[Literal["partner", "direct"], Meta(description=(
+        "partner: a sub-organization whose plan and usage are lines on its partner's invoice (the default for "
+        "sub-organizations); direct: invoiced and charged on its own (every organization without a partner)"))]
 
     @classmethod
     def of(cls, s: Subscription) -> SubscriptionOut:
@@ -52,7 +55,8 @@ class SubscriptionOut(Struct, kw_only=True):
                    default_payment_method_id=s.default_payment_method_id,
                    pending_plan=s.pending_plan,  # type: ignore[arg-type]  # the domain's type is wider
                    past_due_since=s.past_due_since,
-                   service_hold=ServiceHoldOut.of(s.hold) if s.hold is not None else None)
+                   service_hold=ServiceHoldOut.of(s.hold) if s.hold is not None else None,
+                   billing_mode=s.billing_mode)  # type: ignore[arg-type]  # the domain's type is wider
 
 
 class SubscriptionUpdate(Struct, forbid_unknown_fields=True):
@@ -61,6 +65,9 @@ class SubscriptionUpdate(Struct, forbid_unknown_fields=True):
 
     plan: Plan | UnsetType = UNSET
     cancel_at_period_end: bool | UnsetType = UNSET
+    billing_mode: Annotated[Literal["partner", "direct"], Meta(description=(
+        "A sub-organization's billing mode, set by its partner (a partner key with X-Sub-Org-Id)"))] | UnsetType = (
+        UNSET)
 
 
 class PaymentMethodCreate(Struct, forbid_unknown_fields=True):

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Annotated
 
-from msgspec import Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
-from application.usage import SeriesPoint, UsageReport
+from application.usage import ChildUsage, SeriesPoint, UsageReport
 
 
 class Allowance(Struct, kw_only=True):
@@ -34,12 +35,34 @@ class UsageMetricsOut(Struct, kw_only=True):
     phone_numbers: int
 
 
+class MeteredOut(Struct, kw_only=True):
+    call_minutes: CallMinutes
+    calls: int
+    sms_segments: Allowance
+
+
+class ChildUsageOut(Struct, kw_only=True):
+    organization_id: int
+    name: str
+    plan: str
+    usage: MeteredOut
+
+    @classmethod
+    def of(cls, child: ChildUsage) -> ChildUsageOut:
+        u = child.usage
+        return cls(organization_id=child.organization_id, name=child.name, plan=child.plan, usage=MeteredOut(
+            call_minutes=CallMinutes(**u["call_minutes"]), calls=u["calls"],
+            sms_segments=Allowance(**u["sms_segments"])))
+
+
 class UsageOut(Struct, kw_only=True):
     period: str
     period_start: datetime
     period_end: datetime
     plan: str
     metrics: UsageMetricsOut
+    children: Annotated[list[ChildUsageOut], Meta(description=(
+        "With rollup=children (partners): each sub-organization's plan and usage of the period"))] | UnsetType = UNSET
 
     @classmethod
     def of(cls, report: UsageReport) -> UsageOut:
@@ -48,7 +71,8 @@ class UsageOut(Struct, kw_only=True):
                    plan=report.plan, metrics=UsageMetricsOut(
                        call_minutes=CallMinutes(**m["call_minutes"]), calls=m["calls"],
                        sms_segments=Allowance(**m["sms_segments"]),
-                       knowledge_bases=Limited(**m["knowledge_bases"]), phone_numbers=m["phone_numbers"]))
+                       knowledge_bases=Limited(**m["knowledge_bases"]), phone_numbers=m["phone_numbers"]),
+                   children=UNSET if report.children is None else [ChildUsageOut.of(c) for c in report.children])
 
 
 class PointOut(Struct):
