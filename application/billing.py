@@ -60,6 +60,8 @@ from domain.rfc3339 import format_utc
 from domain.usage import period_bounds, period_of, previous_period
 
 BILLING_MODES = ("partner", "direct")
+PARTNER_HOLD = ("your partner's billing is on hold ({reason}): new calls, SMS and campaign starts are paused until "
+                "your partner settles it")
 COLLECT_JOB = "billing.collect"
 """The job that charges invoices whose next attempt is due (scheduled by the period close)."""
 CLOSE_BATCH = 500
@@ -155,6 +157,33 @@ class GetSubscription:
 
 
 @dataclass(frozen=True, slots=True)
+class Standing:
+    """A hold on an organization's new work: why, and whose billing it is (the organization's, or the partner's
+    that pays for it)."""
+
+    hold: ServiceHold
+    payer: int
+
+
+async def standing_hold(billing: BillingRepository, orgs: OrganizationRepository, organization_id: int,
+                        now: datetime) -> Standing | None:
+    """The one rule of who is held (``domain.billing.service_hold``): the organization's own subscription, and for
+    a sub-organization billed on its partner's invoice (``billing_mode: partner``), its partner's too."""
+    account = await billing.account(organization_id)
+    hold = service_hold(account.status, account.past_due_since, now)
+    if hold is not None:
+        return Standing(hold, organization_id)
+    if account.billing_mode == "partner":
+        org = await orgs.get(organization_id)
+        if org is not None and org.parent_id is not None:
+            partner = await billing.account(org.parent_id)
+            hold = service_hold(partner.status, partner.past_due_since, now)
+            if hold is not None:
+                return Standing(hold, org.parent_id)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class GetServiceHoldCommand:
     organization_id: int
 
@@ -162,12 +191,16 @@ class GetServiceHoldCommand:
 class GetServiceHold:
     """Why billing holds the organization's new work now (the dashboard's banner), None when it does not."""
 
-    def __init__(self, billing: BillingRepository, clock: Clock) -> None:
-        self.billing, self.clock = billing, clock
+    def __init__(self, billing: BillingRepository, orgs: OrganizationRepository, clock: Clock) -> None:
+        self.billing, self.orgs, self.clock = billing, orgs, clock
 
     async def execute(self, command: GetServiceHoldCommand) -> ServiceHold | None:
-        account = await self.billing.account(command.organization_id)
-        return service_hold(account.status, account.past_due_since, self.clock.now())
+        standing = await standing_hold(self.billing, self.orgs, command.organization_id, self.clock.now())
+        if standing is None:
+            return None
+        if standing.payer != command.organization_id:
+            return replace(standing.hold, message=PARTNER_HOLD.format(reason=standing.hold.reason))
+        return standing.hold
 
 
 @dataclass(frozen=True, slots=True)

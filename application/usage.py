@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from application.billing import PARTNER_HOLD, standing_hold
 from application.context import Actor
 from application.ports.accounts import OrganizationRepository
 from application.ports.billing import BillingRepository
@@ -22,7 +23,6 @@ from application.ports.knowledge import KnowledgeBaseRepository
 from application.ports.platform import Clock, PageRequest, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
 from application.ports.usage import UsageLedger
-from domain.billing import service_hold
 from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ServiceOnHold, ValidationFailed
 from domain.events import EventType
 from domain.organizations import Organization
@@ -108,19 +108,11 @@ class LedgerQuotaGate:
     async def ensure_standing(self, organization_id: int, at: datetime) -> None:
         """The organization's own standing; a sub-organization billed on its partner's invoice (billing mode
         ``partner``) also stands with its partner: it is held while the partner is."""
-        account = await self.billing.account(organization_id)
-        hold = service_hold(account.status, account.past_due_since, at)
-        payer = organization_id
-        if hold is None and account.billing_mode == "partner":
-            org = await self.organizations.get(organization_id)
-            if org is not None and org.parent_id is not None:
-                partner = await self.billing.account(org.parent_id)
-                hold, payer = service_hold(partner.status, partner.past_due_since, at), org.parent_id
-        if hold is None:
+        standing = await standing_hold(self.billing, self.organizations, organization_id, at)
+        if standing is None:
             return
-        message = hold.message if payer == organization_id else (
-            f"your partner's billing is on hold ({hold.reason}): new calls, SMS and campaign starts are paused "
-            "until your partner settles it")
+        hold, payer = standing.hold, standing.payer
+        message = hold.message if payer == organization_id else PARTNER_HOLD.format(reason=hold.reason)
         details: dict[str, object] = {"reason": hold.reason, "since": format_utc(hold.since) if hold.since else None,
                                       "unpaid_invoice_ids": await self.billing.unpaid_invoice_ids(organization_id)}
         if payer != organization_id:

@@ -35,7 +35,8 @@ InvoiceId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Invoice i
           summary="The organization's subscription: plan, status and current period",
           description=ACCESS.format(scope="billing:read") + (
               "status is active, past_due (an invoice's charge was declined) or canceled. The period is the UTC "
-              "calendar month."))
+              "calendar month. service_hold says why new work is refused (402 payment_required) and how to lift "
+              "it; billing_mode how a partner's sub-organization is billed."))
 async def get_subscription(actor: FromDishka[Actor], use_case: FromDishka[uc.GetSubscription]
                            ) -> Envelope[SubscriptionOut]:
     return Envelope(SubscriptionOut.of(await use_case.execute(uc.GetSubscriptionCommand(actor))))
@@ -51,11 +52,14 @@ async def get_subscription(actor: FromDishka[Actor], use_case: FromDishka[uc.Get
               "force to cancel it. A plan reactivates a canceled subscription (charged at once for the rest of the "
               "period). A sub-organization's plan never exceeds its parent's; a partner's plan never drops below "
               "a sub-organization's. cancel_at_period_end: the subscription is canceled when the current period "
-              "closes (its invoice is still issued)."),
-          errors={400: "invalid body",
+              "closes (its invoice is still issued). billing_mode (a sub-organization's, set by its partner with "
+              "X-Sub-Org-Id): partner (billed on the partner's invoice) or direct."),
+          errors={400: "invalid body; billing_mode for an organization without a partner",
                   402: "payment_method_required: an upgrade or reactivation without a default payment method; "
-                       "card_declined: the charge was declined (details.decline_code), nothing changed",
-                  403: "plan_required: the plan exceeds the parent organization's",
+                       "card_declined: the charge was declined (details.decline_code; authentication_required "
+                       "with details.next_action_url for 3-D Secure), nothing changed",
+                  403: "plan_required: the plan exceeds the parent organization's; sub_org_forbidden: billing_mode "
+                       "sent by the sub-organization itself",
                   409: "invalid_transition: the subscription is canceled (send a plan to reactivate it); "
                        "children_above_plan: a sub-organization is on a higher plan"})
 async def update_subscription(data: JSONBody[SubscriptionUpdate], actor: FromDishka[Actor],
