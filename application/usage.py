@@ -240,6 +240,12 @@ class GetUsageMetricsCommand:
 class SeriesPoint:
     date: date
     value: float
+    hour: datetime | None = None
+    """The hour's first instant (UTC) with granularity ``hour``."""
+
+
+MAX_HOURLY_DAYS = 31
+"""An hourly series covers at most 31 days (744 points)."""
 
 
 def _day(value: str | None, name: str) -> date:
@@ -251,7 +257,8 @@ def _day(value: str | None, name: str) -> date:
 
 class GetUsageMetrics:
     """GET /usage/metrics: one metric per UTC day over [start, end] (both dates included), read from the
-    per-day counters kept with the ledger; days without usage are 0."""
+    per-day counters kept with the ledger; days without usage are 0. With granularity ``hour``, per UTC hour over
+    at most 31 days, from the ledger's rows of the range (its index on organization, metric and instant)."""
 
     def __init__(self, ledger: UsageLedger) -> None:
         self.ledger = ledger
@@ -260,14 +267,32 @@ class GetUsageMetrics:
         metric = SERIES_METRICS.get(command.metric or "")
         if metric is None:
             raise ValidationFailed.field("metric", f"must be one of {', '.join(SERIES_METRICS)}")
-        if (command.granularity or "day") != "day":
-            raise ValidationFailed.field("granularity", "must be day")
+        granularity = command.granularity or "day"
+        if granularity not in ("day", "hour"):
+            raise ValidationFailed.field("granularity", "must be day or hour")
         start, end = _day(command.start, "start"), _day(command.end, "end")
         if end < start:
             raise ValidationFailed.field("end", "must not be before start")
-        if (end - start).days + 1 > MAX_SERIES_DAYS:
-            raise RangeTooLong.field("end", f"the range is at most {MAX_SERIES_DAYS} days")
+        longest = MAX_HOURLY_DAYS if granularity == "hour" else MAX_SERIES_DAYS
+        if (end - start).days + 1 > longest:
+            raise RangeTooLong.field("end", f"the range is at most {longest} days with granularity {granularity}")
+        if granularity == "hour":
+            return await self._hourly(command.actor.organization_id, metric, start, end)
         days = await self.ledger.daily(command.actor.organization_id, metric, start, end + timedelta(days=1))
         scale = _minutes if metric == CALL_SECONDS else float
         return [SeriesPoint(start + timedelta(days=i), scale(days.get(start + timedelta(days=i), 0)))
                 for i in range((end - start).days + 1)]
+
+    async def _hourly(self, organization_id: int, metric: str, start: date, end: date) -> list[SeriesPoint]:
+        """Every UTC hour of the days [start, end], from the ledger (an hour is where its entries occurred: a call
+        when it ended, a message when it was sent); hours without usage are 0."""
+        first = datetime(start.year, start.month, start.day, tzinfo=UTC)
+        after = datetime(end.year, end.month, end.day, tzinfo=UTC) + timedelta(days=1)
+        hours = await self.ledger.hourly(organization_id, metric, first, after)
+        scale = _minutes if metric == CALL_SECONDS else float
+        points = []
+        at = first
+        while at < after:
+            points.append(SeriesPoint(at.date(), scale(hours.get(at, 0)), at))
+            at += timedelta(hours=1)
+        return points

@@ -64,6 +64,10 @@ class UsageLedger(Protocol):
         """The day counters of the metric for days in [start, end)."""
         ...
 
+    async def hourly(self, organization_id: int, metric: str, start: datetime, end: datetime) -> dict[datetime, int]:
+        """The ledger's quantities of ``metric`` by UTC hour (the hour's start) for entries in [start, end)."""
+        ...
+
     async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:
         """The ledger's quantities by metric for entries that occurred at instants in [start, end) (billing a
         period whose plan changed: the usage of each plan's interval)."""

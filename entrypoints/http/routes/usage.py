@@ -13,7 +13,8 @@ from entrypoints.http.schemas.usage import SeriesOut, UsageOut
 
 TAGS = ["Usage"]
 Metric = Annotated[Literal["call_minutes", "calls", "sms_segments"], QueryParameter()]
-Granularity = Annotated[Literal["day"], QueryParameter()]
+Granularity = Annotated[Literal["day", "hour"], QueryParameter(description=(
+    "day (at most 366 days) or hour (UTC hours, at most 31 days)"))]
 Day = Annotated[str, QueryParameter(max_length=64, description="A date YYYY-MM-DD or an RFC 3339 instant "
                                                                 "(its UTC date); both days are included")]
 
@@ -37,7 +38,8 @@ async def get_usage(actor: FromDishka[Actor], use_case: FromDishka[uc.GetUsage],
 @endpoint("GET", "/usage/metrics", operation_id="getUsageMetrics", summary="A usage metric per UTC day",
           tags=TAGS, scopes=("usage:read",),
           description=("metric: call_minutes, calls or sms_segments; start and end: dates (YYYY-MM-DD) or RFC 3339 "
-                       "instants, both days included; granularity: day. Read from per-day counters; days "
+                       "instants, both days included; granularity: day (per-day counters, at most 366 days) or "
+                       "hour (every UTC hour of those days, at most 31 days; each point also has hour). Periods "
                        "without usage are 0."),
           errors={400: "bad_request naming the invalid parameter; a range over 366 days has "
                        "details.reason range_too_long"})
@@ -45,7 +47,7 @@ async def get_usage_metrics(actor: FromDishka[Actor], use_case: FromDishka[uc.Ge
                             metric: Metric, start: Day, end: Day,
                             granularity: Granularity = "day") -> Envelope[SeriesOut]:
     points = await use_case.execute(uc.GetUsageMetricsCommand(actor, metric, start, end, granularity))
-    return Envelope(SeriesOut.of(metric, points))
+    return Envelope(SeriesOut.of(metric, points, granularity))
 
 
 ROUTES = [get_usage, get_usage_metrics]

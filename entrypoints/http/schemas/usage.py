@@ -78,6 +78,8 @@ class UsageOut(Struct, kw_only=True):
 class PointOut(Struct):
     date: date
     value: float
+    hour: Annotated[datetime, Meta(description=(
+        "With granularity hour: the hour's first instant (UTC)"))] | UnsetType = UNSET
 
 
 class SeriesOut(Struct, kw_only=True):
@@ -86,5 +88,6 @@ class SeriesOut(Struct, kw_only=True):
     series: list[PointOut]
 
     @classmethod
-    def of(cls, metric: str, points: list[SeriesPoint]) -> SeriesOut:
-        return cls(metric=metric, granularity="day", series=[PointOut(p.date, p.value) for p in points])
+    def of(cls, metric: str, points: list[SeriesPoint], granularity: str = "day") -> SeriesOut:
+        return cls(metric=metric, granularity=granularity, series=[
+            PointOut(p.date, p.value, UNSET if p.hour is None else p.hour) for p in points])
