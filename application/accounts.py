@@ -313,7 +313,7 @@ class IssueApiKey:
         org = await self.orgs.get(command.organization_id)
         if org is None:
             raise NotFound("organization", command.organization_id)
-        if command.granted_by is not None:  # through the API, not the operator's CLI
+        if command.granted_by is not None and not _partner_of(command.issuer, org):  # the API, not the CLI
             org.require_plan("enterprise", feature="API key management")
         return await _store_new_key(self.keys, self.random, command.organization_id, command.name, scopes,
                                     now, command.expires_at, lineage_id=None)
@@ -359,11 +359,18 @@ def _require_every_scope_of(actor: Actor, key: ApiKey) -> None:
         raise InsufficientScope("This key cannot manage a key holding scopes it does not hold")
 
 
+def _partner_of(actor: Actor | None, org: Organization) -> bool:
+    """The actor is a partner's key acting in one of its sub-organizations (``X-Sub-Org-Id``): a partner manages
+    its clients' keys whatever their plans."""
+    return actor is not None and org.parent_id is not None and actor.key_organization_id == org.parent_id
+
+
 async def _enterprise(orgs: OrganizationRepository, actor: Actor, *plans: str) -> None:
     org = await orgs.get(actor.organization_id)
     if org is None:
         raise NotFound("organization", actor.organization_id)
-    org.require_plan(*plans, feature="API key management")
+    if not _partner_of(actor, org):
+        org.require_plan(*plans, feature="API key management")
 
 
 async def _key(keys: ApiKeyRepository, orgs: OrganizationRepository, actor: Actor, key_id: int) -> ApiKey:

@@ -16,24 +16,35 @@ from datetime import datetime
 
 from application.context import Actor
 from application.ports.accounts import OrganizationRepository
-from application.ports.billing import BillingAccount, BillingRepository, PaymentGateway, Unbilled
+from application.ports.billing import (
+    BillingAccount,
+    BillingRepository,
+    InvoiceRenderer,
+    PaymentGateway,
+    Unbilled,
+)
 from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.usage import UsageLedger
 from domain.billing import (
     PAYABLE,
     Invoice,
+    InvoiceLine,
+    InvoiceStatus,
     PaymentMethod,
     PlanChange,
+    ServiceHold,
     Subscription,
     SubscriptionStatus,
     after_decline,
     after_payment,
+    invoice_number,
     period_invoice,
     period_lines,
     plan_intervals,
     proration_invoice,
     proration_line,
+    service_hold,
 )
 from domain.errors import (
     CardDeclined,
@@ -41,14 +52,19 @@ from domain.errors import (
     InvalidTransition,
     NotFound,
     PaymentMethodRequired,
+    SubOrgForbidden,
     ValidationFailed,
 )
 from domain.events import DomainEvent, EventType
+from domain.identity import persisted
 from domain.organizations import PLANS, Organization, plan_rank, require_plan_within_parent
 from domain.patching import MergePatch
 from domain.rfc3339 import format_utc
 from domain.usage import period_bounds, period_of, previous_period
 
+BILLING_MODES = ("partner", "direct")
+PARTNER_HOLD = ("your partner's billing is on hold ({reason}): new calls, SMS and campaign starts are paused until "
+                "your partner settles it")
 COLLECT_JOB = "billing.collect"
 """The job that charges invoices whose next attempt is due (scheduled by the period close)."""
 CLOSE_BATCH = 500
@@ -66,10 +82,13 @@ async def _organization_plan(orgs: OrganizationRepository, organization_id: int)
     return org.plan
 
 
-def _subscription(account: BillingAccount, plan: str, now: datetime) -> Subscription:
+def _subscription(account: BillingAccount, plan: str, now: datetime, *, child: bool = False) -> Subscription:
+    """``child``: the organization is a partner's sub-organization (its billing mode applies)."""
     start, end = period_bounds(period_of(now))
     return Subscription(account.organization_id, plan, account.status, start, end, account.cancel_at_period_end,
-                        account.default_payment_method_id, account.pending_plan)
+                        account.default_payment_method_id, account.pending_plan, account.past_due_since,
+                        service_hold(account.status, account.past_due_since, now),
+                        account.billing_mode if child else "direct")
 
 
 def _subscription_updated(subscription: Subscription, previous_plan: str) -> DomainEvent:
@@ -108,6 +127,18 @@ async def _children_within(orgs: OrganizationRepository, partner: Organization, 
                 {"organization_id": c.id, "name": c.name, "plan": c.plan} for c in above]})
 
 
+def _billing_mode(actor: Actor, org: Organization, mode: object) -> str:
+    """A sub-organization's billing mode, set by its partner (a partner key acting in it, ``X-Sub-Org-Id``)."""
+    if mode not in BILLING_MODES:
+        raise ValidationFailed.field("billing_mode", f"must be one of {', '.join(BILLING_MODES)}")
+    if org.parent_id is None:
+        raise ValidationFailed.field("billing_mode", "only a partner's sub-organization has a billing mode")
+    if actor.key_organization_id != org.parent_id:
+        raise SubOrgForbidden("billing_mode: a sub-organization's billing mode is set by its partner (a partner key "
+                              "with X-Sub-Org-Id)", details={"field": "billing_mode"})
+    return str(mode)
+
+
 # ---------------------------------------------------------------------------------------------- subscription
 
 
@@ -122,8 +153,58 @@ class GetSubscription:
 
     async def execute(self, command: GetSubscriptionCommand) -> Subscription:
         org_id = command.actor.organization_id
-        plan = await _organization_plan(self.orgs, org_id)
-        return _subscription(await self.billing.account(org_id), plan, self.clock.now())
+        org = await self.orgs.get(org_id)
+        if org is None:
+            raise NotFound("organization", org_id)
+        return _subscription(await self.billing.account(org_id), org.plan, self.clock.now(),
+                             child=org.parent_id is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A hold on an organization's new work: why, and whose billing it is (the organization's, or the partner's
+    that pays for it)."""
+
+    hold: ServiceHold
+    payer: int
+
+
+async def standing_hold(billing: BillingRepository, orgs: OrganizationRepository, organization_id: int,
+                        now: datetime) -> Standing | None:
+    """The one rule of who is held (``domain.billing.service_hold``): the organization's own subscription, and for
+    a sub-organization billed on its partner's invoice (``billing_mode: partner``), its partner's too."""
+    account = await billing.account(organization_id)
+    hold = service_hold(account.status, account.past_due_since, now)
+    if hold is not None:
+        return Standing(hold, organization_id)
+    if account.billing_mode == "partner":
+        org = await orgs.get(organization_id)
+        if org is not None and org.parent_id is not None:
+            partner = await billing.account(org.parent_id)
+            hold = service_hold(partner.status, partner.past_due_since, now)
+            if hold is not None:
+                return Standing(hold, org.parent_id)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GetServiceHoldCommand:
+    organization_id: int
+
+
+class GetServiceHold:
+    """Why billing holds the organization's new work now (the dashboard's banner), None when it does not."""
+
+    def __init__(self, billing: BillingRepository, orgs: OrganizationRepository, clock: Clock) -> None:
+        self.billing, self.orgs, self.clock = billing, orgs, clock
+
+    async def execute(self, command: GetServiceHoldCommand) -> ServiceHold | None:
+        standing = await standing_hold(self.billing, self.orgs, command.organization_id, self.clock.now())
+        if standing is None:
+            return None
+        if standing.payer != command.organization_id:
+            return replace(standing.hold, message=PARTNER_HOLD.format(reason=standing.hold.reason))
+        return standing.hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +246,7 @@ class UpdateSubscription:
         if plan is not None and plan not in PLANS:
             raise ValidationFailed.field("plan", f"must be one of {', '.join(PLANS)}")
         if account.status == SubscriptionStatus.CANCELED and plan is None:
-            if changes:
+            if set(changes) - {"billing_mode"}:
                 raise InvalidTransition("subscription", "canceled", "active", action="a change",
                                         allowed_from=("active", "past_due"),
                                         reason="send a plan to reactivate it")
@@ -181,9 +262,11 @@ class UpdateSubscription:
                 account = replace(account, pending_plan=None if plan == org.plan else plan)
         if "cancel_at_period_end" in changes:
             account = replace(account, cancel_at_period_end=bool(changes["cancel_at_period_end"]))
+        if "billing_mode" in changes:
+            account = replace(account, billing_mode=_billing_mode(command.actor, org, changes["billing_mode"]))
         if account != before:
             await self.billing.save_account(account)
-        subscription = _subscription(account, org.plan, self.clock.now())
+        subscription = _subscription(account, org.plan, self.clock.now(), child=org.parent_id is not None)
         if account != before or org.plan != previous_plan:
             self.uow.record(_subscription_updated(subscription, previous_plan))
         return subscription
@@ -213,14 +296,22 @@ class UpdateSubscription:
         # one charge per (change, day, card): a retry after a crash between the charge and the commit is answered
         # the first charge by the gateway instead of charging again
         key = f"plan_{org_id}_{period}_{previous or 'none'}_{plan}_{now:%Y%m%d}_{method.id}"
-        result = await self.gateway.charge(invoice.total, invoice.currency, method.gateway_id, key)
+        result = await self.gateway.charge(invoice.total, invoice.currency, method.gateway_id, key, {
+            "parley_organization_id": str(org_id), "parley_purpose": "plan_change", "parley_plan": plan})
         if not result.succeeded:
             code = result.code or "card_declined"
+            details: dict[str, object] = {"field": "plan", "decline_code": code, "amount": invoice.total,
+                                          "currency": invoice.currency}
+            if result.action_url is not None:  # 3-D Secure: the holder authenticates, then sends the same PATCH
+                details["next_action_url"] = result.action_url
+            why = ("the card needs its holder to authenticate the charge (3-D Secure): open details.next_action_url, "
+                   "then send this change again" if code == "authentication_required" else "the plan was not changed")
             raise CardDeclined(
-                f"plan: the charge of {invoice.total} cents for the {plan} plan was declined ({code}); the plan "
-                f"was not changed", details={"field": "plan", "decline_code": code, "amount": invoice.total,
-                                             "currency": invoice.currency})
-        await self.billing.add_proration_invoice(after_payment(invoice, now))
+                f"plan: the charge of {invoice.total} cents for the {plan} plan was declined ({code}); {why}",
+                details=details)
+        stored = await self.billing.add_proration_invoice(after_payment(invoice, now))
+        self.uow.record(EventType.INVOICE_CREATED(org_id, stored.view()))
+        self.uow.record(EventType.INVOICE_PAID(org_id, stored.view()))
         await self.billing.add_plan_change(PlanChange(org_id, previous, plan, now))
         return await self.orgs.update(replace(org, plan=plan, updated_at=now))
 
@@ -360,6 +451,27 @@ class GetInvoice:
 
 
 @dataclass(frozen=True, slots=True)
+class InvoicePdf:
+    number: str
+    content: bytes
+
+
+class GetInvoicePdf:
+    """GET /billing/invoices/{id}/pdf: the invoice as a PDF document (``InvoiceRenderer``)."""
+
+    def __init__(self, billing: BillingRepository, orgs: OrganizationRepository, renderer: InvoiceRenderer) -> None:
+        self.billing, self.orgs, self.renderer = billing, orgs, renderer
+
+    async def execute(self, command: GetInvoiceCommand) -> InvoicePdf:
+        org_id = command.actor.organization_id
+        invoice = await self.billing.invoice(org_id, command.invoice_id)
+        if invoice is None:
+            raise NotFound("invoice", command.invoice_id)
+        org = await self.orgs.get(org_id)
+        return InvoicePdf(invoice.number, await self.renderer.render(invoice, org.name if org else f"#{org_id}"))
+
+
+@dataclass(frozen=True, slots=True)
 class GetUpcomingInvoiceCommand:
     actor: Actor
 
@@ -405,8 +517,8 @@ class InvoiceCharger:
     subscription active again once nothing is unpaid), or declined (the subscription past_due; the worker's
     attempts follow the dunning schedule, ``domain.billing.after_decline``)."""
 
-    def __init__(self, billing: BillingRepository, gateway: PaymentGateway, clock: Clock) -> None:
-        self.billing, self.gateway, self.clock = billing, gateway, clock
+    def __init__(self, billing: BillingRepository, gateway: PaymentGateway, clock: Clock, uow: UnitOfWork) -> None:
+        self.billing, self.gateway, self.clock, self.uow = billing, gateway, clock, uow
 
     async def charge(self, invoice: Invoice, *, automatic: bool,
                      payer: tuple[BillingAccount, PaymentMethod | None] | None = None) -> Invoice:
@@ -423,20 +535,25 @@ class InvoiceCharger:
             succeeded = False
         else:
             result = await self.gateway.charge(invoice.total, invoice.currency, method.gateway_id,
-                                               invoice.charge_key())
+                                               invoice.charge_key(), {
+                                                   "parley_organization_id": str(invoice.organization_id),
+                                                   "parley_invoice_id": str(invoice.id)})
             succeeded, code = result.succeeded, result.code or "card_declined"
         now = self.clock.now()
         if succeeded:
             invoice = after_payment(invoice, now)
             await self.billing.update_invoice(invoice)
+            self.uow.record(EventType.INVOICE_PAID(invoice.organization_id, invoice.view()))
             if (account.status == SubscriptionStatus.PAST_DUE
                     and await self.billing.unpaid(invoice.organization_id) == 0):
-                await self.billing.save_account(replace(account, status="active"))
+                # nothing unpaid: full service again from the next request (ServiceOnHold lifted)
+                await self.billing.save_account(replace(account, status="active", past_due_since=None))
         else:
             invoice = after_decline(invoice, code, now, automatic=automatic)
             await self.billing.update_invoice(invoice)
+            self.uow.record(EventType.INVOICE_PAYMENT_FAILED(invoice.organization_id, invoice.view()))
             if account.status == SubscriptionStatus.ACTIVE:
-                await self.billing.save_account(replace(account, status="past_due"))
+                await self.billing.save_account(replace(account, status="past_due", past_due_since=now))
         return invoice
 
 
@@ -460,6 +577,50 @@ class PayInvoice:
         if invoice.status not in PAYABLE:
             raise InvalidTransition("invoice", invoice.status, "paid", action="pay", allowed_from=PAYABLE)
         return await self.charger.charge(invoice, automatic=False)
+
+
+@dataclass(frozen=True, slots=True)
+class HandleGatewayEventCommand:
+    payload: bytes
+    signature: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayEventHandled:
+    event_id: str | None
+    invoice_id: int | None = None
+    """The invoice the event settled (None: nothing to do)."""
+
+
+class HandleGatewayEvent:
+    """The payment gateway's webhook (Stripe: ``POST /billing/stripe/webhook``): verified by its signature
+    (``PaymentGateway.parse_event``), then a charge of an invoice that succeeded at the gateway after Parley's
+    attempt ended (its holder authenticated it, 3-D Secure) marks that invoice paid, and the subscription active
+    again once nothing is unpaid, lifting a billing hold at once. Anything else is acknowledged and ignored;
+    an event for an invoice already paid changes nothing, so a redelivered event is harmless."""
+
+    def __init__(self, billing: BillingRepository, gateway: PaymentGateway, clock: Clock, uow: UnitOfWork) -> None:
+        self.billing, self.gateway, self.clock, self.uow = billing, gateway, clock, uow
+
+    async def execute(self, command: HandleGatewayEventCommand) -> GatewayEventHandled:
+        event = await self.gateway.parse_event(command.payload, command.signature)
+        if event is None:
+            return GatewayEventHandled(None)
+        org, invoice_id = event.metadata.get("parley_organization_id"), event.metadata.get("parley_invoice_id")
+        if event.type != "charge.succeeded" or not (org or "").isdigit() or not (invoice_id or "").isdigit():
+            return GatewayEventHandled(event.id)
+        invoice = await self.billing.invoice(int(org or 0), int(invoice_id or 0), for_update=True)
+        if invoice is None or invoice.status not in PAYABLE:
+            return GatewayEventHandled(event.id)
+        now = self.clock.now()
+        invoice = replace(invoice, status="paid", paid_at=now, next_payment_attempt=None, last_payment_error=None)
+        await self.billing.update_invoice(invoice)
+        self.uow.record(EventType.INVOICE_PAID(invoice.organization_id, invoice.view()))
+        account = await self.billing.account(invoice.organization_id, for_update=True)
+        if (account.status == SubscriptionStatus.PAST_DUE
+                and await self.billing.unpaid(invoice.organization_id) == 0):
+            await self.billing.save_account(replace(account, status="active", past_due_since=None))
+        return GatewayEventHandled(event.id, invoice.id)
 
 
 # ---------------------------------------------------------------------------------------------- the worker's side
@@ -499,15 +660,56 @@ class CloseBillingPeriod:
             return ClosedBatch(command.after_organization_id, 0, 0)
         invoices = await _period_lines(self.billing, self.ledger, command.period,
                                        [(o.organization_id, o.plan) for o in batch], now)
+        start = period_bounds(command.period)[0]
+        for o in batch:
+            invoice = invoices[o.organization_id]
+            if o.billed_by_partner:  # its plan and usage are lines on its partner's invoice
+                partner_invoice = invoice_number(persisted(o.parent_id), command.period)
+                line = InvoiceLine(f"Billed on your partner's invoice ({partner_invoice})", 1, 0, 0)
+                invoices[o.organization_id] = period_invoice(o.organization_id, command.period, start, end, (line,),
+                                                             now)
+            elif o.is_partner:
+                lines = invoice.lines + await self._children_lines(o.organization_id, command.period, end, now)
+                invoices[o.organization_id] = period_invoice(o.organization_id, command.period, start, end, lines,
+                                                             now)
         # nothing to charge (no plan at the period's start and no overage): settled as it is issued
         issued = [replace(i, status="paid", paid_at=now, next_payment_attempt=None) if i.total == 0 else i
                   for i in invoices.values()]
-        invoiced = await self.billing.add_invoices(issued)
+        inserted = await self.billing.insert_invoices(issued)
+        for invoice in inserted:  # each once: an invoice another closer inserted first is not announced again
+            self.uow.record(EventType.INVOICE_CREATED(invoice.organization_id, invoice.view()))
+            if invoice.status == InvoiceStatus.PAID:
+                self.uow.record(EventType.INVOICE_PAID(invoice.organization_id, invoice.view()))
+        invoiced = len(inserted)
         await self._end_of_period(batch, end)
         if invoiced:
             await self.jobs.schedule(NewJob(COLLECT_JOB, now))
         return ClosedBatch(batch[-1].organization_id, len(batch), invoiced)
 
+
+    async def _children_lines(self, partner_id: int, period: str, end: datetime, now: datetime
+                              ) -> tuple[InvoiceLine, ...]:
+        """The period's lines of the partner's sub-organizations in partner mode (existing before the period ended),
+        each under the sub-organization's name."""
+        children: list[Organization] = []
+        offset = 0
+        while True:
+            page = await self.orgs.list_children(partner_id, PageRequest(100, offset))
+            children += [c for c in page.items if c.id is not None and c.created_at < end]
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                break
+        modes = await self.billing.billing_modes([c.id for c in children if c.id is not None])
+        billed = [c for c in children if c.id is not None and modes.get(c.id) == "partner"]
+        if not billed:
+            return ()
+        plans = [(persisted(c.id), c.plan) for c in billed]
+        invoices = await _period_lines(self.billing, self.ledger, period, plans, now)
+        lines: list[InvoiceLine] = []
+        for child in sorted(billed, key=lambda c: persisted(c.id)):
+            lines += [replace(line, description=f"{child.name} (organization {child.id}): {line.description}")
+                      for line in invoices[persisted(child.id)].lines if line.amount]
+        return tuple(lines)
 
     async def _end_of_period(self, batch: list[Unbilled], end: datetime) -> None:
         """Cancellations and waiting downgrades take effect at ``end`` (each applied once, even by two closers)."""
@@ -533,7 +735,8 @@ class CloseBillingPeriod:
     async def _announce(self, organization_id: int, previous_plan: str) -> None:
         org = await self.orgs.get(organization_id)
         plan = org.plan if org is not None else previous_plan
-        subscription = _subscription(await self.billing.account(organization_id), plan, self.clock.now())
+        subscription = _subscription(await self.billing.account(organization_id), plan, self.clock.now(),
+                                     child=org is not None and org.parent_id is not None)
         self.uow.record(_subscription_updated(subscription, previous_plan))
 
 

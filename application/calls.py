@@ -344,7 +344,7 @@ class CarrierVoiceUpdates:
         if kind == "completed":
             return await self._completed(changed, update, at)
         trigger = _FINAL_TRIGGER[kind]
-        if changed.status != "ringing" and trigger in ("busy", "no_answer"):
+        if changed.status != CallStatus.RINGING and trigger in ("busy", "no_answer"):
             trigger = "fail"  # an answered call cannot be busy; the carrier says it failed
         end_reason = {"busy": "busy", "no_answer": "no_answer"}.get(trigger, "carrier_error")
         message = update.error or ("the carrier cancelled the call" if kind == "canceled" else None)

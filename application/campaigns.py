@@ -22,6 +22,7 @@ from application.ports.campaigns import (
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
+from application.ports.usage import QuotaGate
 from domain.agents import AgentStatus
 from domain.calling_window import OUTSIDE_CALLING_HOURS
 from domain.campaigns import (
@@ -290,19 +291,22 @@ class StartCampaignCommand:
 
 
 class StartCampaign:
-    """draft or paused -> running: needs a contact (422 campaign_empty) unless its completion is ``manual``, an
+    """draft or paused -> running: needs the organization's billing in good standing (402 payment_required), a
+    contact (422 campaign_empty) unless its completion is ``manual``, an
     active agent (409) and, when it names one, a schedule that still exists (409). Resuming re-plans the contacts
     that waited for the calling window (``replan_waiting``): they are judged under the hours in force now."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, agents: AgentRepository,
-                 schedules: CampaignSchedules, clock: Clock, uow: UnitOfWork) -> None:
+                 schedules: CampaignSchedules, clock: Clock, uow: UnitOfWork, quota: QuotaGate) -> None:
         self.campaigns, self.contacts, self.agents, self.clock, self.uow = campaigns, contacts, agents, clock, uow
-        self.schedules = schedules
+        self.schedules, self.quota = schedules, quota
 
     async def execute(self, command: StartCampaignCommand) -> Campaign:
         org = command.actor.organization_id
         campaign = await _load(self.campaigns, command.actor, command.campaign_id, lock=True)
         CAMPAIGN_MACHINE.next(campaign.status, "start")  # 409 invalid_transition before anything else
+        # the one gate's billing standing: 402 payment_required while billing holds new work
+        await self.quota.ensure_standing(org, self.clock.now())
         if campaign.completion == "when_empty" and not await self.contacts.exists_in(org, command.campaign_id):
             raise CampaignEmpty(f"campaign {command.campaign_id} has no contacts: add some before starting it",
                                 details={"campaign_id": command.campaign_id})

@@ -40,7 +40,7 @@ from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
 from application.ports.usage import CALL_SECONDS, QuotaGate
 from domain.agents import Agent, AgentStatus, render
-from domain.calls import RING_ALLOWANCE, SINGLE_CALL_PRIORITY, Call, render_values
+from domain.calls import RING_ALLOWANCE, SINGLE_CALL_PRIORITY, Call, CallStatus, render_values
 from domain.errors import DomainError, InvalidTransition, NotFound
 from domain.identity import persisted
 from domain.telephony import PhoneNumberStatus
@@ -211,7 +211,7 @@ class TransferCarrierCall:
         call = await self.calls.get_for_update(command.organization_id, command.call_id)
         if call is None:
             raise NotFound("call", command.call_id)
-        if call.status != "in_progress" or not call.telephony_ref or call.provider_id is None:
+        if call.status != CallStatus.IN_PROGRESS or not call.telephony_ref or call.provider_id is None:
             raise InvalidTransition("call", call.status, "transferred")
         if call.cause_depth:
             self.cause.depth = call.cause_depth

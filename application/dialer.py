@@ -56,7 +56,15 @@ from domain.campaigns import (
     decide_retry,
 )
 from domain.destinations import DestinationNotAllowed
-from domain.errors import Conflict, DncBlocked, InvalidTransition, NotFound, QuotaExceeded, ValidationFailed
+from domain.errors import (
+    Conflict,
+    DncBlocked,
+    InvalidTransition,
+    NotFound,
+    QuotaExceeded,
+    ServiceOnHold,
+    ValidationFailed,
+)
 from domain.events import EventType
 from domain.identity import persisted
 from domain.rfc3339 import format_utc_or_none
@@ -292,6 +300,10 @@ class DialNextContact:
         except QuotaExceeded:  # the plan's included minutes are used up: wait, the contact is not dialled
             if campaign.status_reason != "quota_exceeded":
                 await self.campaigns.update(replace(campaign, status_reason="quota_exceeded", next_dial_at=None))
+            return DialOutcome.FULL
+        except ServiceOnHold:  # billing holds new calls (unpaid past the grace, or canceled): wait until it lifts
+            if campaign.status_reason != "payment_required":
+                await self.campaigns.update(replace(campaign, status_reason="payment_required", next_dial_at=None))
             return DialOutcome.FULL
         except ValidationFailed as exc:
             reason = "unresolved_placeholders" if "missing_placeholders" in (exc.details or {}) else "invalid_contact"

@@ -20,6 +20,7 @@ from application.ports.events import OutboxReader
 from application.ports.leads import LeadFilter, LeadRepository
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.usage import QuotaGate
 from domain.agents import AgentStatus
 from domain.campaigns import FINAL_STATUSES as FINAL_CAMPAIGN_STATUSES
 from domain.campaigns import Campaign, ContactDraft
@@ -65,15 +66,16 @@ class CreateLead:
     """POST /leads. With ``agent_id`` the call is placed at once (``PlaceCall``: the rules of POST /calls); with
     ``campaign_id`` the lead becomes a contact of that campaign (``AddContact``: the campaigns' intake, so a
     number the campaign has is that contact). A number on a Do-Not-Call list is kept as ``blocked_dnc``, with no
-    call and no contact. A known ``external_id`` gives back the existing lead, also when two requests race (the
-    store's unique key decides which one stored it)."""
+    call and no contact. While the organization's billing holds new work, a new lead is refused (402
+    payment_required) and nothing is kept. A known ``external_id`` gives back the existing lead, also when two
+    requests race (the store's unique key decides which one stored it)."""
 
     def __init__(self, uow: UnitOfWork, leads: LeadRepository, agents: AgentRepository,
                  campaigns: CampaignRepository, place_call: PlaceCall, add_contact: AddContact, dnc: DncGate,
-                 phones: PhoneNormalizer, clock: Clock) -> None:
+                 phones: PhoneNormalizer, clock: Clock, quota: QuotaGate) -> None:
         self.uow, self.leads, self.agents, self.campaigns = uow, leads, agents, campaigns
         self.place_call, self.add_contact = place_call, add_contact
-        self.dnc, self.phones, self.clock = dnc, phones, clock
+        self.dnc, self.phones, self.clock, self.quota = dnc, phones, clock, quota
 
     async def execute(self, command: CreateLeadCommand) -> LeadReceived:
         org = command.actor.organization_id
@@ -88,6 +90,8 @@ class CreateLead:
             existing = await self.leads.find_external(org, external_id)
             if existing is not None:
                 return LeadReceived(existing, False)
+        # the one gate's billing standing: 402 payment_required while billing holds new work (nothing is kept)
+        await self.quota.ensure_standing(org, self.clock.now())
         campaign = await self._check_target(org, command.agent_id, command.campaign_id)
         # the destination policy refuses the lead outright (422); a listed number is kept as blocked_dnc
         await self.dnc.ensure_destination(org, phone, campaign.allowed_countries if campaign else None)

@@ -15,14 +15,18 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from application.billing import PARTNER_HOLD, standing_hold
 from application.context import Actor
 from application.ports.accounts import OrganizationRepository
+from application.ports.billing import BillingRepository
 from application.ports.knowledge import KnowledgeBaseRepository
 from application.ports.platform import Clock, PageRequest, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
 from application.ports.usage import UsageLedger
-from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ValidationFailed
+from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ServiceOnHold, ValidationFailed
 from domain.events import EventType
+from domain.identity import persisted
+from domain.organizations import Organization
 from domain.rfc3339 import format_utc, parse_day_or_instant
 from domain.telephony import PhoneNumberStatus
 from domain.usage import (
@@ -94,13 +98,31 @@ class LedgerUsageRecorder:
 
 
 class LedgerQuotaGate:
-    """``QuotaGate`` over the ledger's counters: on a plan without overage, reserve the amount against the
-    period's included allowance atomically, or refuse with 403 quota_exceeded naming the metric."""
+    """``QuotaGate``: first the billing standing (``domain.billing.service_hold``: 402 payment_required while the
+    subscription has been past_due for more than 7 days or is canceled), then, over the ledger's counters, on a
+    plan without overage, reserve the amount against the period's included allowance atomically, or refuse with
+    403 quota_exceeded naming the metric."""
 
-    def __init__(self, ledger: UsageLedger, organizations: OrganizationRepository) -> None:
-        self.ledger, self.organizations = ledger, organizations
+    def __init__(self, ledger: UsageLedger, organizations: OrganizationRepository,
+                 billing: BillingRepository) -> None:
+        self.ledger, self.organizations, self.billing = ledger, organizations, billing
+
+    async def ensure_standing(self, organization_id: int, at: datetime) -> None:
+        """The organization's own standing; a sub-organization billed on its partner's invoice (billing mode
+        ``partner``) also stands with its partner: it is held while the partner is."""
+        standing = await standing_hold(self.billing, self.organizations, organization_id, at)
+        if standing is None:
+            return
+        hold, payer = standing.hold, standing.payer
+        message = hold.message if payer == organization_id else PARTNER_HOLD.format(reason=hold.reason)
+        details: dict[str, object] = {"reason": hold.reason, "since": format_utc(hold.since) if hold.since else None,
+                                      "unpaid_invoice_ids": await self.billing.unpaid_invoice_ids(organization_id)}
+        if payer != organization_id:
+            details["billed_through_partner"] = payer
+        raise ServiceOnHold(f"payment_required: {message}", details=details)
 
     async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: datetime) -> None:
+        await self.ensure_standing(organization_id, at)
         org = await self.organizations.get(organization_id)
         if org is None or org.plan not in HARD_STOP_PLANS:
             return
@@ -126,6 +148,8 @@ class LedgerQuotaGate:
 class GetUsageCommand:
     actor: Actor
     period: str | None = None
+    rollup: str | None = None
+    """``children``: a partner's report adds each sub-organization's plan and usage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +159,30 @@ class UsageReport:
     period_end: datetime
     plan: str
     metrics: dict[str, Any]
+    children: list[ChildUsage] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildUsage:
+    organization_id: int
+    name: str
+    plan: str
+    usage: dict[str, Any]
+
+
+def _metered(plan: str, used: dict[str, int]) -> dict[str, Any]:
+    """The metered part of a report: call minutes, calls and SMS segments against the plan's included amounts."""
+    seconds = used.get(CALL_SECONDS, 0)
+    minutes_included = (included(plan, CALL_SECONDS) or 0) // 60
+    segments_included = included(plan, SMS_SEGMENTS) or 0
+    segments = used.get(SMS_SEGMENTS, 0)
+    return {
+        "call_minutes": {"used": _minutes(seconds), "used_seconds": seconds, "included": minutes_included,
+                         "remaining": max(0.0, round(minutes_included - seconds / 60, 2))},
+        "calls": used.get(CALLS, 0),
+        "sms_segments": {"used": segments, "included": segments_included,
+                         "remaining": max(0, segments_included - segments)},
+    }
 
 
 class GetUsage:
@@ -151,24 +199,35 @@ class GetUsage:
         org = await self.organizations.get(org_id)
         if org is None:
             raise NotFound("organization", org_id)
+        if command.rollup not in (None, "children"):
+            raise ValidationFailed.field("rollup", "must be children")
+        if command.rollup is not None and not org.is_partner:
+            raise ValidationFailed.field("rollup", "only a partner organization has sub-organizations to roll up")
         used = await self.ledger.used(org_id, period)
-        seconds = used.get(CALL_SECONDS, 0)
-        minutes_included = (included(org.plan, CALL_SECONDS) or 0) // 60
-        segments_included = included(org.plan, SMS_SEGMENTS) or 0
-        segments = used.get(SMS_SEGMENTS, 0)
         numbers = await self.numbers.list(org_id)
         start, end = period_bounds(period)
+        children = await self._children(org_id, period) if command.rollup else None
         return UsageReport(period, start, end, org.plan, {
-            "call_minutes": {"used": _minutes(seconds), "used_seconds": seconds, "included": minutes_included,
-                             "remaining": max(0.0, round(minutes_included - seconds / 60, 2))},
-            "calls": used.get(CALLS, 0),
-            "sms_segments": {"used": segments, "included": segments_included,
-                             "remaining": max(0, segments_included - segments)},
+            **_metered(org.plan, used),
             # a report takes no lock (count_for_update would hold the organization's row, as a creator does)
             "knowledge_bases": {"used": (await self.knowledge_bases.list(org_id, PageRequest(1, 0))).total,
                                 "limit": org.limit("max_knowledge_bases")},
             "phone_numbers": len([n for n in numbers if n.status == PhoneNumberStatus.ACTIVE]),
-        })
+        }, children)
+
+    async def _children(self, partner_id: int, period: str) -> list[ChildUsage]:
+        """Each sub-organization's plan and metered usage: its counters, read for all of them in one query."""
+        children: list[Organization] = []
+        offset = 0
+        while True:
+            page = await self.organizations.list_children(partner_id, PageRequest(500, offset))
+            children += [c for c in page.items if c.id is not None]
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                break
+        used = await self.ledger.used_by_organization(period, [persisted(c.id) for c in children])
+        return [ChildUsage(persisted(c.id), c.name, c.plan, _metered(c.plan, used.get(persisted(c.id), {})))
+                for c in children]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +243,12 @@ class GetUsageMetricsCommand:
 class SeriesPoint:
     date: date
     value: float
+    hour: datetime | None = None
+    """The hour's first instant (UTC) with granularity ``hour``."""
+
+
+MAX_HOURLY_DAYS = 31
+"""An hourly series covers at most 31 days (744 points)."""
 
 
 def _day(value: str | None, name: str) -> date:
@@ -195,7 +260,8 @@ def _day(value: str | None, name: str) -> date:
 
 class GetUsageMetrics:
     """GET /usage/metrics: one metric per UTC day over [start, end] (both dates included), read from the
-    per-day counters kept with the ledger; days without usage are 0."""
+    per-day counters kept with the ledger; days without usage are 0. With granularity ``hour``, per UTC hour over
+    at most 31 days, from the ledger's rows of the range (its index on organization, metric and instant)."""
 
     def __init__(self, ledger: UsageLedger) -> None:
         self.ledger = ledger
@@ -204,14 +270,32 @@ class GetUsageMetrics:
         metric = SERIES_METRICS.get(command.metric or "")
         if metric is None:
             raise ValidationFailed.field("metric", f"must be one of {', '.join(SERIES_METRICS)}")
-        if (command.granularity or "day") != "day":
-            raise ValidationFailed.field("granularity", "must be day")
+        granularity = command.granularity or "day"
+        if granularity not in ("day", "hour"):
+            raise ValidationFailed.field("granularity", "must be day or hour")
         start, end = _day(command.start, "start"), _day(command.end, "end")
         if end < start:
             raise ValidationFailed.field("end", "must not be before start")
-        if (end - start).days + 1 > MAX_SERIES_DAYS:
-            raise RangeTooLong.field("end", f"the range is at most {MAX_SERIES_DAYS} days")
+        longest = MAX_HOURLY_DAYS if granularity == "hour" else MAX_SERIES_DAYS
+        if (end - start).days + 1 > longest:
+            raise RangeTooLong.field("end", f"the range is at most {longest} days with granularity {granularity}")
+        if granularity == "hour":
+            return await self._hourly(command.actor.organization_id, metric, start, end)
         days = await self.ledger.daily(command.actor.organization_id, metric, start, end + timedelta(days=1))
         scale = _minutes if metric == CALL_SECONDS else float
         return [SeriesPoint(start + timedelta(days=i), scale(days.get(start + timedelta(days=i), 0)))
                 for i in range((end - start).days + 1)]
+
+    async def _hourly(self, organization_id: int, metric: str, start: date, end: date) -> list[SeriesPoint]:
+        """Every UTC hour of the days [start, end], from the ledger (an hour is where its entries occurred: a call
+        when it ended, a message when it was sent); hours without usage are 0."""
+        first = datetime(start.year, start.month, start.day, tzinfo=UTC)
+        after = datetime(end.year, end.month, end.day, tzinfo=UTC) + timedelta(days=1)
+        hours = await self.ledger.hourly(organization_id, metric, first, after)
+        scale = _minutes if metric == CALL_SECONDS else float
+        points = []
+        at = first
+        while at < after:
+            points.append(SeriesPoint(at.date(), scale(hours.get(at, 0)), at))
+            at += timedelta(hours=1)
+        return points

@@ -30,6 +30,7 @@ from application.ports.agents import AgentRepository
 from application.ports.campaigns import CampaignRepository
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Random
+from application.ports.usage import QuotaGate
 from application.ports.widget import WidgetTokenInvalid, WidgetTokens
 from application.principals import AuthenticationFailed, Principal
 from domain import widget as rules
@@ -188,18 +189,22 @@ class SubmitWidgetContact:
     Refused at once, with nothing kept: a contact the agent could never call, because its prompt needs values the
     visitor did not send (422 missing_placeholders); the intake caps, the campaign's ``widget_max_contacts_per_hour``
     and ``CONTACTS_PER_ADDRESS_PER_HOUR`` per client address (429 widget_intake_limited); and what refuses a dial
-    (the destination policy, DNC: 422; the quota: 403)."""
+    (the destination policy, DNC: 422; the quota: 403); and, before anything else, a billing hold (402
+    payment_required)."""
 
     def __init__(self, add_contact: AddContact, dial: DialContactNow, campaigns: CampaignRepository,
-                 agents: AgentRepository, phones: PhoneNormalizer, limiter: RateLimiter, clock: Clock) -> None:
+                 agents: AgentRepository, phones: PhoneNormalizer, limiter: RateLimiter, clock: Clock,
+                 quota: QuotaGate) -> None:
         self.add_contact, self.dial, self.campaigns, self.agents = add_contact, dial, campaigns, agents
-        self.phones, self.limiter, self.clock = phones, limiter, clock
+        self.phones, self.limiter, self.clock, self.quota = phones, limiter, clock, quota
 
     async def execute(self, command: SubmitWidgetContactCommand) -> WidgetContactSubmitted:
         org = command.actor.organization_id
         campaign = await self.campaigns.get(org, command.campaign_id)
         if campaign is None:
             raise NotFound("campaign", command.campaign_id)
+        # the one gate's billing standing: 402 payment_required while billing holds new work (nothing is kept)
+        await self.quota.ensure_standing(org, self.clock.now())
         phone = e164(self.phones, command.phone, "phone")
         live = await self.agents.get(org, campaign.agent_id)
         # the call would run the latest published version, so its placeholders are the ones that count

@@ -18,6 +18,7 @@ from enum import StrEnum
 from itertools import pairwise
 
 from domain.organizations import plan_rank
+from domain.rfc3339 import format_utc
 from domain.usage import CALL_SECONDS, HARD_STOP_PLANS, SMS_SEGMENTS, included, period_bounds
 
 CURRENCY = "usd"
@@ -63,6 +64,10 @@ the third 5 days later; a fourth decline makes it uncollectible."""
 PAYABLE = (InvoiceStatus.OPEN, InvoiceStatus.UNCOLLECTIBLE)
 """Invoices ``POST /billing/invoices/{id}/pay`` may charge."""
 
+PAST_DUE_GRACE = timedelta(days=7)
+"""How long a past_due subscription keeps full service: past it, new calls, SMS and campaign starts are refused
+(402 payment_required) until nothing is unpaid."""
+
 
 class ChargeStatus(StrEnum):
     """What the card processor answered to one charge (a decline is an answer, not an error)."""
@@ -82,6 +87,42 @@ class Subscription:
     default_payment_method_id: int | None
     pending_plan: str | None = None
     """A downgrade waiting for the period's end (None: none)."""
+    past_due_since: datetime | None = None
+    """When the subscription became past_due (None unless it is)."""
+    hold: ServiceHold | None = None
+    """Why new work is refused now (402 payment_required), None when it is not."""
+    billing_mode: str = "direct"
+    """``partner``: a sub-organization billed on its partner's invoice; ``direct``: invoiced on its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceHold:
+    """Why new work (calls, SMS, campaign starts) is refused with 402 payment_required, and how to lift it."""
+
+    reason: str
+    """``past_due`` (unpaid for more than ``PAST_DUE_GRACE``) or ``canceled`` (the subscription's period ended)."""
+    since: datetime | None
+    message: str
+    """What happened and what lifts it, in a customer's words."""
+
+
+def service_hold(status: str, past_due_since: datetime | None, now: datetime) -> ServiceHold | None:
+    """The hold on new work an organization's subscription puts (None: full service). ``past_due`` keeps full
+    service for ``PAST_DUE_GRACE`` after it began (a subscription past_due since an unknown instant is held at
+    once); ``canceled`` is only ever set when the subscription's period closed, so it always holds."""
+    if status == SubscriptionStatus.CANCELED:
+        return ServiceHold("canceled", None,
+                           "the subscription was canceled when its period ended: new calls, SMS and campaign starts "
+                           "are paused. Reactivate it with a plan (PATCH /billing/subscription {\"plan\": ...}, "
+                           "with a default payment method that works); service resumes at once.")
+    if status == SubscriptionStatus.PAST_DUE and (past_due_since is None or now - past_due_since > PAST_DUE_GRACE):
+        when = f" since {past_due_since.astimezone(UTC).date().isoformat()}" if past_due_since else ""
+        return ServiceHold("past_due", past_due_since,
+                           f"an invoice has been unpaid{when}, more than {PAST_DUE_GRACE.days} days: new calls, SMS "
+                           "and campaign starts are paused. Pay the open invoice (POST /billing/invoices/{id}/pay, "
+                           "after adding a working default payment method if the card was declined); service "
+                           "resumes at once.")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +183,17 @@ class Invoice:
     last_payment_error: str | None = None
     kind: str = "period"
     """``period``: the one invoice of a closed period; ``proration``: an upgrade charged at once."""
+
+    def view(self) -> dict[str, object]:
+        """What the ``invoice.*`` events carry (the lines stay behind ``GET /billing/invoices/{id}``)."""
+        def instant(at: datetime | None) -> str | None:
+            return format_utc(at) if at is not None else None
+        return {"id": self.id, "organization_id": self.organization_id, "number": self.number,
+                "period": self.period, "kind": self.kind, "status": self.status, "total": self.total,
+                "currency": self.currency, "attempt_count": self.attempt_count,
+                "last_payment_error": self.last_payment_error,
+                "next_payment_attempt": instant(self.next_payment_attempt), "paid_at": instant(self.paid_at),
+                "created_at": instant(self.created_at)}
 
     def charge_key(self) -> str:
         """The idempotency key of the next charge: derived from the invoice and the attempt, so a worker that

@@ -105,7 +105,15 @@ class PlanRequired(DomainError):
 
 
 class PaymentRequired(DomainError):
-    """The change needs a payment that could not be made (402); nothing was changed."""
+    """A payment is needed first (402): a change that needs a payment that could not be made (nothing was
+    changed), or new work refused while the organization's billing is on hold (``ServiceOnHold``)."""
+
+    code = "payment_required"
+
+
+class ServiceOnHold(PaymentRequired):
+    """New calls, SMS, campaign starts, leads and widget intake are refused: the subscription has been past_due
+    for more than 7 days, or was canceled when its period ended (402 payment_required; ``details.reason``)."""
 
     code = "payment_required"
 

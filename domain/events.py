@@ -57,6 +57,12 @@ _SMS: dict[str, Any] = {
                       {"status": "sent", "at": "2026-01-05T09:00:01.000Z", "applied": True, "error_code": None}],
 }
 
+_INVOICE: dict[str, Any] = {
+    "id": 41, "organization_id": 7, "number": "PAR-7-202601", "period": "2026-01", "kind": "period",
+    "status": "open", "total": 49934, "currency": "usd", "attempt_count": 0, "last_payment_error": None,
+    "next_payment_attempt": "2026-02-01T00:00:05Z", "paid_at": None, "created_at": "2026-02-01T00:00:05Z",
+}
+
 GROUPS: Mapping[str, str] = MappingProxyType({
     "call": "calls",
     "campaign": "campaigns",
@@ -68,6 +74,7 @@ GROUPS: Mapping[str, str] = MappingProxyType({
     "sms": "sms",
     "usage": "usage",
     "subscription": "billing",
+    "invoice": "billing",
     "webhook": "webhooks",
     "trigger": "triggers",
 })
@@ -93,6 +100,7 @@ _NULL_MEMBER_TYPES: Mapping[str, FieldType] = MappingProxyType({
     "outcome": FieldType.STRING, "duration_seconds": FieldType.NUMBER, "call_log_id": FieldType.NUMBER,
     "ended_at": FieldType.STRING, "answered_at": FieldType.STRING, "agent_id": FieldType.NUMBER,
     "keyword": FieldType.STRING, "failed_action": FieldType.STRING, "pending_plan": FieldType.STRING,
+    "last_payment_error": FieldType.STRING, "paid_at": FieldType.STRING, "next_payment_attempt": FieldType.STRING,
 })
 """The type of the members whose example value is null (the example cannot say it)."""
 
@@ -231,6 +239,21 @@ class EventType(StrEnum):
                              "pending_plan": None, "status": "active", "cancel_at_period_end": False,
                              "current_period_start": "2026-01-01T00:00:00Z",
                              "current_period_end": "2026-02-01T00:00:00Z"}, "organization_id")
+    INVOICE_CREATED = ("invoice.created",
+                       "An invoice was issued: a closed period's invoice (open, to be charged now; paid at once when "
+                       "its total is 0) or an upgrade's own invoice (kind proration, charged as it was made). "
+                       "Amounts are integer cents.", _INVOICE)
+    INVOICE_PAID = ("invoice.paid",
+                    "An invoice was paid: its charge succeeded (the worker's collection, POST .../pay, an upgrade, "
+                    "or the holder's authentication at the gateway), or it was issued with nothing to pay.",
+                    {**_INVOICE, "status": "paid", "attempt_count": 1, "next_payment_attempt": None,
+                     "paid_at": "2026-02-01T00:00:05Z"})
+    INVOICE_PAYMENT_FAILED = ("invoice.payment_failed",
+                              "A charge of an invoice was declined (or there was no default payment method): "
+                              "last_payment_error says why, next_payment_attempt when the worker tries again "
+                              "(null once uncollectible, status uncollectible). The subscription is past_due.",
+                              {**_INVOICE, "attempt_count": 1, "last_payment_error": "insufficient_funds",
+                               "next_payment_attempt": "2026-02-02T00:00:05Z"})
     TRIGGER_FAILED = ("trigger.failed",
                       "A trigger's run failed: one of its actions failed for the last time (after its retries, or "
                       "at once when it can never succeed, e.g. a number on a Do-Not-Call list): reason "

@@ -56,16 +56,19 @@ class InMemoryBillingRepository:
             del (await self.uow.tables())[METHODS][method_id]
 
     async def add_invoices(self, invoices: Sequence[Invoice]) -> int:
+        return len(await self.insert_invoices(invoices))
+
+    async def insert_invoices(self, invoices: Sequence[Invoice]) -> list[Invoice]:
         rows = (await self.uow.tables())[INVOICES]
         taken = {(i.organization_id, i.period) for i in rows.values() if i.kind == "period"}
-        added = 0
+        added: list[Invoice] = []
         for invoice in invoices:
             if (invoice.organization_id, invoice.period) in taken:
                 continue
             stored = replace(invoice, id=self.uow.store.next_id(INVOICES))
             rows[stored.id] = stored
             taken.add((invoice.organization_id, invoice.period))
-            added += 1
+            added.append(stored)
         return added
 
     async def add_proration_invoice(self, invoice: Invoice) -> Invoice:
@@ -108,6 +111,11 @@ class InMemoryBillingRepository:
         rows = (await self.uow.tables())[INVOICES]
         return sum(1 for i in rows.values() if i.organization_id == organization_id and i.status in UNPAID)
 
+    async def unpaid_invoice_ids(self, organization_id: int) -> list[int]:
+        rows = (await self.uow.tables())[INVOICES]
+        return sorted(i.id for i in rows.values()
+                      if i.organization_id == organization_id and i.status in UNPAID and i.id is not None)
+
     def _open(self, rows: dict[int, Invoice]) -> list[Invoice]:
         return [i for i in rows.values() if i.status == InvoiceStatus.OPEN and i.next_payment_attempt is not None]
 
@@ -130,10 +138,15 @@ class InMemoryBillingRepository:
             account = tables[ACCOUNTS].get(org.id) or BillingAccount(org.id)
             if (org.id > after_organization_id and deleted_at is None and org.created_at < period_end
                     and org.id not in invoiced and account.status != SubscriptionStatus.CANCELED):
-                found.append(Unbilled(org.id, org.plan, account.cancel_at_period_end, account.pending_plan))
+                found.append(Unbilled(org.id, org.plan, account.cancel_at_period_end, account.pending_plan,
+                                      org.parent_id, account.billing_mode, org.is_partner))
                 if len(found) == limit:
                     break
         return found
+
+    async def billing_modes(self, organization_ids: Sequence[int]) -> dict[int, str]:
+        accounts = (await self.uow.tables())[ACCOUNTS]
+        return {org_id: (accounts.get(org_id) or BillingAccount(org_id)).billing_mode for org_id in organization_ids}
 
     async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> list[int]:
         accounts = (await self.uow.tables())[ACCOUNTS]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
 from domain.usage import LedgerEntry
@@ -72,6 +72,15 @@ class InMemoryUsageLedger:
         daily = (await self.uow.tables())["usage_daily"]
         return {day: used for (org, m, day), used in daily.items()
                 if org == organization_id and m == metric and start <= day < end}
+
+    async def hourly(self, organization_id: int, metric: str, start: datetime, end: datetime) -> dict[datetime, int]:
+        hours: dict[datetime, int] = {}
+        for entry in (await self.uow.tables())["usage_ledger"].values():
+            if entry.organization_id == organization_id and entry.metric == metric and \
+                    start <= entry.occurred_at < end:
+                hour = entry.occurred_at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+                hours[hour] = hours.get(hour, 0) + entry.quantity
+        return hours
 
     async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:
         found: dict[str, int] = {}

@@ -4,11 +4,12 @@ process answers alike), and charges remembered by idempotency key (asking again 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from application.ports.billing import ChargeResult, GatewayCard
+from application.ports.billing import ChargeResult, GatewayCard, GatewayEvent
 from domain.billing import ChargeStatus
-from domain.errors import ValidationFailed
+from domain.errors import NotFound, ValidationFailed
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,11 @@ class SimulatedPaymentGateway:
     async def detach(self, gateway_id: str) -> None:
         return None
 
-    async def charge(self, amount_cents: int, currency: str, gateway_id: str, idempotency_key: str) -> ChargeResult:
+    async def parse_event(self, payload: bytes, signature: str | None) -> GatewayEvent | None:
+        raise NotFound("payment gateway webhook", "simulator")
+
+    async def charge(self, amount_cents: int, currency: str, gateway_id: str, idempotency_key: str,
+                     metadata: Mapping[str, str] | None = None) -> ChargeResult:
         if not isinstance(amount_cents, int) or isinstance(amount_cents, bool) or amount_cents < 0:
             raise ValueError("amount_cents must be a non-negative integer")
         earlier = self._by_key.get(idempotency_key)

@@ -68,13 +68,14 @@ class SqlBillingRepository:
         if row is None:
             return BillingAccount(organization_id)
         return BillingAccount(organization_id, row.status, row.cancel_at_period_end, row.default_payment_method_id,
-                              row.pending_plan)
+                              row.pending_plan, row.past_due_since, row.billing_mode)
 
     async def save_account(self, account: BillingAccount) -> None:
         conn = await self.uow.connection()
         values = {"status": account.status, "cancel_at_period_end": account.cancel_at_period_end,
                   "default_payment_method_id": account.default_payment_method_id,
-                  "pending_plan": account.pending_plan}
+                  "pending_plan": account.pending_plan, "past_due_since": account.past_due_since,
+                  "billing_mode": account.billing_mode}
         upsert = insert(billing_accounts, self.uow.dialect).values(organization_id=account.organization_id, **values)
         await conn.execute(upsert.on_conflict_do_update(index_elements=["organization_id"], set_=values))
 
@@ -96,7 +97,8 @@ class SqlBillingRepository:
         found: dict[int, tuple[BillingAccount, PaymentMethod | None]] = {}
         for row in rows:
             account = BillingAccount(row.organization_id, row.status, row.cancel_at_period_end,
-                                     row.default_payment_method_id, row.pending_plan)
+                                     row.default_payment_method_id, row.pending_plan, row.past_due_since,
+                                     row.billing_mode)
             method = None if row.method_id is None else PaymentMethod(
                 row.method_id, row.organization_id, row.gateway_id, row.brand, row.last4, row.exp_month,
                 row.exp_year, row.created_at)
@@ -131,14 +133,19 @@ class SqlBillingRepository:
             billing_payment_methods.c.organization_id == organization_id, billing_payment_methods.c.id == method_id))
 
     async def add_invoices(self, invoices: Sequence[Invoice]) -> int:
+        return len(await self.insert_invoices(invoices))
+
+    async def insert_invoices(self, invoices: Sequence[Invoice]) -> list[Invoice]:
         if not invoices:
-            return 0
+            return []
         conn = await self.uow.connection()
         inserted = await conn.execute(
             insert(billing_invoices, self.uow.dialect).values([_invoice_row(i) for i in invoices])
             .on_conflict_do_nothing(index_elements=["organization_id", "period"], index_where=PERIOD_INVOICE)
-            .returning(billing_invoices.c.id))
-        return len(inserted.all())
+            .returning(billing_invoices.c.id, billing_invoices.c.organization_id, billing_invoices.c.period))
+        ids = {(int(org), period): int(new_id) for new_id, org, period in inserted.all()}
+        return [replace(i, id=ids[(i.organization_id, i.period)]) for i in invoices
+                if (i.organization_id, i.period) in ids]
 
     async def add_proration_invoice(self, invoice: Invoice) -> Invoice:
         conn = await self.uow.connection()
@@ -200,6 +207,12 @@ class SqlBillingRepository:
             billing_invoices.c.organization_id == organization_id,
             billing_invoices.c.status.in_(UNPAID)))).scalar_one())
 
+    async def unpaid_invoice_ids(self, organization_id: int) -> list[int]:
+        conn = await self.uow.connection()
+        return [int(i) for i in (await conn.execute(sa.select(billing_invoices.c.id).where(
+            billing_invoices.c.organization_id == organization_id,
+            billing_invoices.c.status.in_(UNPAID)).order_by(billing_invoices.c.id))).scalars()]
+
     async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(billing_invoices).where(
@@ -222,7 +235,8 @@ class SqlBillingRepository:
         rows = await conn.execute(
             sa.select(organizations.c.id, organizations.c.plan,
                       sa.func.coalesce(billing_accounts.c.cancel_at_period_end, sa.false()),
-                      billing_accounts.c.pending_plan)
+                      billing_accounts.c.pending_plan, organizations.c.parent_id,
+                      sa.func.coalesce(billing_accounts.c.billing_mode, "partner"), organizations.c.org_type)
             .select_from(organizations.outerjoin(billing_accounts,
                                                  billing_accounts.c.organization_id == organizations.c.id))
             .where(organizations.c.id > after_organization_id, organizations.c.deleted_at.is_(None),
@@ -231,7 +245,18 @@ class SqlBillingRepository:
                           billing_accounts.c.status != SubscriptionStatus.CANCELED),
                    ~sa.exists(invoiced))
             .order_by(organizations.c.id).limit(limit))
-        return [Unbilled(int(org_id), plan, bool(cancel), pending) for org_id, plan, cancel, pending in rows]
+        return [Unbilled(int(org_id), plan, bool(cancel), pending, None if parent is None else int(parent), mode,
+                         org_type == "partner")
+                for org_id, plan, cancel, pending, parent, mode, org_type in rows]
+
+    async def billing_modes(self, organization_ids: Sequence[int]) -> dict[int, str]:
+        modes = dict.fromkeys(organization_ids, "partner")
+        if organization_ids:
+            conn = await self.uow.connection()
+            rows = await conn.execute(sa.select(billing_accounts.c.organization_id, billing_accounts.c.billing_mode)
+                                      .where(billing_accounts.c.organization_id.in_(sorted(set(organization_ids)))))
+            modes.update({int(org_id): mode for org_id, mode in rows})
+        return modes
 
     async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> list[int]:
         if not organization_ids:

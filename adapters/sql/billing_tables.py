@@ -1,4 +1,5 @@
-"""Tables of billing (migration 0190, branch ``billing``; 0300 adds plan changes): each organization's
+"""Tables of billing (migration 0190, branch ``billing``; 0300 adds plan changes; 0370 when an account became
+past_due; 0372 a sub-organization's billing mode): each organization's
 subscription state (with a downgrade waiting for the period's end), its payment methods (gateway references, never
 card numbers), its invoices (one period invoice per (organization, period), plus an invoice per upgrade) and the
 history of its plan changes. Money is integer cents (BigInteger), never a float."""
@@ -20,6 +21,9 @@ billing_accounts = sa.Table(
     sa.Column("cancel_at_period_end", sa.Boolean, nullable=False),
     sa.Column("default_payment_method_id", BigId, nullable=True),
     sa.Column("pending_plan", sa.String(20), nullable=True),
+    sa.Column("past_due_since", UtcDateTime, nullable=True),
+    sa.Column("billing_mode", sa.String(10), nullable=False, server_default="partner"),
+    sa.CheckConstraint("billing_mode in ('partner','direct')", name="billing_mode"),
     sa.CheckConstraint("status in ('active','past_due','canceled')", name="status"),
 )
 

@@ -3,7 +3,7 @@ storage (accounts, payment methods, invoices)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -29,7 +29,10 @@ class ChargeResult:
     """``succeeded`` or ``declined``."""
     charge_id: str | None = None
     code: str | None = None
-    """Why it was declined (``card_declined``, ``insufficient_funds``, ...)."""
+    """Why it was declined (``card_declined``, ``insufficient_funds``, ``authentication_required``, ...)."""
+    action_url: str | None = None
+    """A card that needs its holder to authenticate the charge (3-D Secure; code ``authentication_required``): the
+    page where they do. Once done, asking again with the same idempotency key answers ``succeeded``."""
 
     @property
     def succeeded(self) -> bool:
@@ -49,10 +52,38 @@ class PaymentGateway(Protocol):
         """Forget the card (a card already gone is fine)."""
         ...
 
-    async def charge(self, amount_cents: int, currency: str, gateway_id: str, idempotency_key: str) -> ChargeResult:
-        """Charge the card once per ``idempotency_key``: asking again with the same key answers the first
-        charge's result without charging again. A decline is a result, not an exception; an exception means the
-        outcome is unknown (the caller retries with the same key)."""
+    async def charge(self, amount_cents: int, currency: str, gateway_id: str, idempotency_key: str,
+                     metadata: Mapping[str, str] | None = None) -> ChargeResult:
+        """Charge the card once per ``idempotency_key``: asking again with the same key answers that charge
+        (as it is now: one its holder has authenticated since has succeeded) without charging again. A decline is a
+        result, not an exception; an exception means the outcome is unknown (the caller retries with the same key).
+        ``metadata`` travels with the charge and comes back in the gateway's events (``parse_event``)."""
+        ...
+
+    async def parse_event(self, payload: bytes, signature: str | None) -> GatewayEvent | None:
+        """A notification the gateway sent (its webhook), verified by its signature: raise ValidationFailed naming
+        the signature header when it does not verify, NotFound when this gateway sends none; None for an event
+        Parley does not act on."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayEvent:
+    """A charge's outcome the gateway announced later (a card authenticated after 3-D Secure, say)."""
+
+    id: str
+    type: str
+    """``charge.succeeded`` or ``charge.failed``."""
+    charge_id: str
+    metadata: Mapping[str, str]
+    code: str | None = None
+
+
+class InvoiceRenderer(Protocol):
+    """Invoices as documents a customer files."""
+
+    async def render(self, invoice: Invoice, organization_name: str) -> bytes:
+        """The invoice as a PDF document."""
         ...
 
 
@@ -66,6 +97,11 @@ class BillingAccount:
     default_payment_method_id: int | None = None
     pending_plan: str | None = None
     """A downgrade that takes effect when the current period closes."""
+    past_due_since: datetime | None = None
+    """When the subscription became past_due (its first unpaid decline); None unless it is past_due."""
+    billing_mode: str = "partner"
+    """A partner's sub-organization: ``partner`` (its plan and usage are lines on the partner's invoice) or
+    ``direct`` (invoiced and charged on its own). Organizations without a parent are always billed directly."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +112,14 @@ class Unbilled:
     plan: str
     cancel_at_period_end: bool
     pending_plan: str | None = None
+    parent_id: int | None = None
+    billing_mode: str = "partner"
+    is_partner: bool = False
+
+    @property
+    def billed_by_partner(self) -> bool:
+        """A sub-organization in partner mode: its period is billed on its partner's invoice."""
+        return self.parent_id is not None and self.billing_mode == "partner"
 
 
 class BillingRepository(Protocol):
@@ -103,6 +147,11 @@ class BillingRepository(Protocol):
     async def add_invoices(self, invoices: Sequence[Invoice]) -> int:
         """Insert each period invoice unless its (organization, period) has one already (a unique constraint, so
         concurrent closers never make two); returns how many were inserted."""
+        ...
+
+    async def insert_invoices(self, invoices: Sequence[Invoice]) -> list[Invoice]:
+        """``add_invoices`` (at most one invoice per organization), answering the invoices inserted, with their
+        ids (for their ``invoice.created`` events)."""
         ...
 
     async def add_proration_invoice(self, invoice: Invoice) -> Invoice:
@@ -133,6 +182,10 @@ class BillingRepository(Protocol):
         """Invoices of the organization that are open or uncollectible."""
         ...
 
+    async def unpaid_invoice_ids(self, organization_id: int) -> list[int]:
+        """Ids of the organization's open or uncollectible invoices, oldest first."""
+        ...
+
     async def due_invoices(self, now: datetime, limit: int) -> list[Invoice]:
         """Open invoices whose next attempt is due, earliest first, locked for this transaction (PostgreSQL: rows
         another transaction holds are skipped)."""
@@ -151,6 +204,10 @@ class BillingRepository(Protocol):
     async def cancel_at_period_end(self, organization_ids: Sequence[int]) -> list[int]:
         """Cancel the subscriptions of these organizations that are set to cancel at the period's end and not
         canceled yet (their period closed), dropping any pending downgrade; returns the ones canceled now."""
+        ...
+
+    async def billing_modes(self, organization_ids: Sequence[int]) -> dict[int, str]:
+        """Each organization's billing mode (``partner`` when no account is stored), in one go."""
         ...
 
     async def take_pending_plan(self, organization_id: int, plan: str) -> bool:

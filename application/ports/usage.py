@@ -64,6 +64,10 @@ class UsageLedger(Protocol):
         """The day counters of the metric for days in [start, end)."""
         ...
 
+    async def hourly(self, organization_id: int, metric: str, start: datetime, end: datetime) -> dict[datetime, int]:
+        """The ledger's quantities of ``metric`` by UTC hour (the hour's start) for entries in [start, end)."""
+        ...
+
     async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:
         """The ledger's quantities by metric for entries that occurred at instants in [start, end) (billing a
         period whose plan changed: the usage of each plan's interval)."""
@@ -71,9 +75,17 @@ class UsageLedger(Protocol):
 
 
 class QuotaGate(Protocol):
-    """The one quota check of every dial and send (``PlaceCall``, ``SendSms``)."""
+    """The one gate of every dial and send (``PlaceCall``, ``SendSms``): the organization's billing standing, then
+    its plan's quota. Work that leads to calls without placing one yet (a campaign start, a lead, a widget
+    contact) asks the standing alone (``ensure_standing``)."""
 
     async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: datetime) -> None:
-        """Hold ``quantity`` of ``metric`` for the source ``reference`` (``call:<id>``, ``sms:<id>``) in the period
-        of ``at``, or raise QuotaExceeded (403) when the organization's plan has no room left and no overage."""
+        """``ensure_standing``, then hold ``quantity`` of ``metric`` for the source ``reference`` (``call:<id>``,
+        ``sms:<id>``) in the period of ``at``, or raise QuotaExceeded (403) when the organization's plan has no room
+        left and no overage."""
+        ...
+
+    async def ensure_standing(self, organization_id: int, at: datetime) -> None:
+        """Raise ServiceOnHold (402 payment_required) when the organization's subscription holds new work: past_due
+        for more than 7 days, or canceled when its period ended (``domain.billing.service_hold``)."""
         ...

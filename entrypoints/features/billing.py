@@ -15,18 +15,21 @@ It uses the core's organizations and the usage feature's ledger (``UsageLedger.u
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.memory.billing import InMemoryBillingRepository
 from adapters.payments.simulator import SimulatedPaymentGateway
+from adapters.payments.stripe_gateway import StripePaymentGateway
+from adapters.pdf.invoices import FpdfInvoiceRenderer
 from adapters.sql.billing import SqlBillingRepository
 from application import billing as cases
 from application.jobs import JobKind
-from application.ports.billing import BillingRepository, PaymentGateway
+from application.ports.billing import BillingRepository, InvoiceRenderer, PaymentGateway
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from domain.usage import period_bounds, period_of
@@ -48,17 +51,50 @@ class BillingSettings:
     """Organizations invoiced per transaction by the period close."""
     collect_batch: int = 100
     """Due invoices charged per transaction by the collection."""
+    gateway: Literal["simulator", "stripe"] = "simulator"
+    """PARLEY_BILLING_GATEWAY: the payment gateway (the simulator by default; ``stripe`` needs the key below)."""
+    stripe_api_key: str = field(default="", repr=False)
+    """PARLEY_BILLING_STRIPE_API_KEY: the Stripe secret key (``sk_live_...``, ``sk_test_...``)."""
+    stripe_api_base: str = ""
+    """PARLEY_BILLING_STRIPE_API_BASE: Stripe's API (empty: https://api.stripe.com)."""
+    stripe_webhook_secret: str = field(default="", repr=False)
+    """PARLEY_BILLING_STRIPE_WEBHOOK_SECRET: the signing secret (``whsec_...``) of POST /v2/billing/stripe/webhook
+    (empty: the route answers 404)."""
+    stripe_return_url: str = ""
+    """PARLEY_BILLING_STRIPE_RETURN_URL: where a card holder lands after authenticating a charge (3-D Secure),
+    e.g. https://parley.example.com/dashboard/billing (empty: Stripe's own page is not offered)."""
+
+
+class GatewayProvider(Provider):
+    scope = Scope.APP
+
+    @provide
+    async def gateway(self, section: BillingSettings) -> AsyncIterator[PaymentGateway]:
+        """The gateway PARLEY_BILLING_GATEWAY names: the simulator, or Stripe (its HTTP client closed at exit)."""
+        if section.gateway != "stripe":
+            yield SimulatedPaymentGateway()
+            return
+        if not section.stripe_api_key:
+            raise ValueError("PARLEY_BILLING_GATEWAY=stripe needs PARLEY_BILLING_STRIPE_API_KEY")
+        stripe = StripePaymentGateway(section.stripe_api_key, api_base=section.stripe_api_base or None,
+                                      webhook_secret=section.stripe_webhook_secret or None,
+                                      return_url=section.stripe_return_url or None)
+        try:
+            yield stripe
+        finally:
+            await stripe.close()
 
 
 class BillingProvider(Provider):
     scope = Scope.REQUEST
-    cases = provide_all(cases.GetSubscription, cases.UpdateSubscription, cases.AddPaymentMethod,
+    renderer = provide(FpdfInvoiceRenderer, provides=InvoiceRenderer, scope=Scope.APP)
+    cases = provide_all(cases.GetSubscription, cases.GetServiceHold, cases.UpdateSubscription, cases.AddPaymentMethod,
                         cases.ListPaymentMethods, cases.GetPaymentMethod, cases.DeletePaymentMethod,
                         cases.SetDefaultPaymentMethod,
-                        cases.ListInvoices, cases.GetInvoice, cases.GetUpcomingInvoice, cases.InvoiceCharger,
-                        cases.PayInvoice, cases.CloseBillingPeriod, cases.CollectDueInvoices,
-                        cases.NextCollection)
-    gateway = provide(SimulatedPaymentGateway, provides=PaymentGateway, scope=Scope.APP)
+                        cases.ListInvoices, cases.GetInvoice, cases.GetInvoicePdf, cases.GetUpcomingInvoice,
+                        cases.InvoiceCharger,
+                        cases.PayInvoice, cases.HandleGatewayEvent, cases.CloseBillingPeriod,
+                        cases.CollectDueInvoices, cases.NextCollection)
 
 
 class SqlBillingProvider(Provider):
@@ -129,7 +165,7 @@ def collect_job(container: AsyncContainer, settings: Settings) -> JobKind:
 
 FEATURE = Feature(
     name="billing",
-    providers=(BillingProvider,),
+    providers=(GatewayProvider, BillingProvider),
     sql=SqlBillingProvider,
     memory=MemoryBillingProvider,
     jobs=[close_job, collect_job],

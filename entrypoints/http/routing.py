@@ -38,6 +38,11 @@ Instant = Annotated[str | None, QueryParameter(max_length=64, format="date-time"
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})  # every other method with a session needs the CSRF token
 CSRF_HEADER = "X-CSRF-Token"
+BILLING_HOLD = ("payment_required: billing holds new work, the subscription past_due for more than 7 days "
+                "(pay the open invoice) or canceled (reactivate it with a plan); details.reason, "
+                "details.unpaid_invoice_ids")
+"""The 402 of every route the one gate's billing standing guards (new calls, SMS, campaign starts, leads, widget
+contacts)."""
 CSRF_FAILED = f"csrf_failed: a dashboard session sent without its {CSRF_HEADER} header (POST /auth/login's csrf_token)"
 
 _DECORATORS = {"GET": get, "POST": post, "PATCH": patch, "DELETE": delete, "PUT": put}

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from adapters.memory.store import InMemoryStore
 from application import billing as uc
 from application.context import Actor
 from domain.errors import InvalidTransition, NotFound, ValidationFailed
@@ -143,3 +144,37 @@ async def test_the_close_invoices_once_and_cancels_subscriptions_set_to_end(bill
     billing.clock.set(datetime(2026, 3, 1, tzinfo=UTC))
     await billing.close("2026-02")  # a canceled subscription is not invoiced again
     assert len(await billing.invoices(actor)) == 1
+
+
+async def invoice_events(billing: Billing, actor: Actor) -> list[tuple[str, str, int, str | None]]:
+    """(type, status, attempt_count, last_payment_error) of the organization's invoice.* events, in order."""
+    store = await billing.container.get(InMemoryStore)
+    return [(e.type, e.data["status"], e.data["attempt_count"], e.data["last_payment_error"])
+            for _, e, _ in store.outbox
+            if e.organization_id == actor.organization_id and e.type.startswith("invoice.")]
+
+
+async def test_invoices_announce_their_creation_payment_and_failed_payments(billing: Billing) -> None:
+    actor = await billing.organization("business")
+    await billing.card(actor, "pm_card_chargeDeclined")
+    invoice = await january_invoice(billing, actor)
+    await billing.close()  # a second close of the period inserts nothing and announces nothing
+    assert await invoice_events(billing, actor) == [
+        ("invoice.created", "open", 0, None), ("invoice.payment_failed", "open", 1, "card_declined")]
+    await billing.card(actor)
+    [_, visa] = await billing.run(uc.ListPaymentMethods, uc.ListPaymentMethodsCommand(actor))
+    await billing.run(uc.SetDefaultPaymentMethod, uc.PaymentMethodCommand(actor, visa.method.id))
+    await billing.run(uc.PayInvoice, uc.PayInvoiceCommand(actor, invoice.id))
+    store = await billing.container.get(InMemoryStore)
+    [paid] = [e.data for _, e, _ in store.outbox if e.type == "invoice.paid" and e.organization_id ==
+              actor.organization_id]
+    assert (paid["id"], paid["number"], paid["total"], paid["kind"]) == (invoice.id, invoice.number, invoice.total,
+                                                                         "period")
+    assert paid["paid_at"] == "2026-02-01T00:00:00Z" and paid["currency"] == "usd"
+
+    upgraded = await billing.organization("business")  # an upgrade's invoice: created and paid at once
+    billing.clock.set(datetime(2026, 2, 20, 9, tzinfo=UTC))
+    await billing.card(upgraded)
+    await billing.run(uc.UpdateSubscription, uc.UpdateSubscriptionCommand(upgraded, {"plan": "enterprise"}))
+    assert [(t, s) for t, s, _, _ in await invoice_events(billing, upgraded)] == [
+        ("invoice.created", "paid"), ("invoice.paid", "paid")]

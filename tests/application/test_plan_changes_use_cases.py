@@ -332,6 +332,8 @@ async def test_a_childs_plan_set_by_its_partner_is_billed_by_the_plans_it_held(b
     partner = await billing.organization("enterprise", partner=True)
     made = await billing.run(CreateSubOrganization, CreateSubOrganizationCommand(partner, "Client", "business"))
     child = Actor(made.id, made.id, None, ScopeSet.of(["*"]))
+    # billed on its own (in partner mode these lines go to the partner's invoice: test_partner_billing_http.py)
+    await billing.change(Actor(made.id, partner.organization_id, None, ScopeSet.of(["*"])), billing_mode="direct")
     billing.clock.set(datetime(2026, 1, 10, 12, tzinfo=UTC))  # 22 of 31 days left
     await billing.run(UpdateSubOrganization, UpdateSubOrganizationCommand(partner, made.id, {"plan": "enterprise"}))
     await billing.use(child, "call_seconds", 25_000 * 60, datetime(2026, 1, 15, tzinfo=UTC), "call:1")

@@ -127,8 +127,15 @@ async def test_the_daily_series_reads_the_day_counters_and_validates_its_range(a
                           ({"end": "2026-03-03"}, "start"),
                           ({"start": "2026-03-02", "end": "soon"}, "end"),
                           ({"start": "2026-03-02", "end": "2026-03-01"}, "end"),
-                          ({"start": "2026-03-02", "end": "2026-03-03", "granularity": "hour"}, "granularity"),
-                          ({"start": "2024-01-01", "end": "2026-01-01"}, "end")):
+                          ({"start": "2026-03-02", "end": "2026-03-03", "granularity": "week"}, "granularity"),
+                          ({"start": "2024-01-01", "end": "2026-01-01"}, "end"),
+                          ({"start": "2026-03-01", "end": "2026-04-01", "granularity": "hour"}, "end")):
         with pytest.raises(ValidationFailed) as refused:
             await series(**fields)
         assert named in str(refused.value)
+    hourly = await app.run(GetUsageMetrics, GetUsageMetricsCommand(actor, "call_minutes", "2026-03-02", "2026-03-02",
+                                                                   "hour"))
+    assert len(hourly) == 24 and sum(p.value for p in hourly) == 2.0
+    assert [(p.hour, p.value) for p in hourly if p.value] == [(NOW.replace(minute=0, second=0, microsecond=0), 1.5),
+                                                            (NOW.replace(minute=0, second=0, microsecond=0)
+                                                             + timedelta(hours=1), 0.5)]

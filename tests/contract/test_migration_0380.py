@@ -16,7 +16,7 @@ __all__ = ["empty_url"]
 
 @pytest.mark.slow
 async def test_0380_makes_calls_of_before_outbound_and_downgrades(empty_url: str) -> None:
-    await asyncio.to_thread(_migrate, empty_url, "0350")
+    await asyncio.to_thread(_migrate, empty_url, "0372")
     await _populate(empty_url)
     now = NOW.replace(tzinfo=None) if "sqlite" in empty_url else NOW
     await _sql(empty_url, AGENT, CALL.format(extra="", values=""), params={"now": now, "id": "before"})
@@ -26,7 +26,7 @@ async def test_0380_makes_calls_of_before_outbound_and_downgrades(empty_url: str
                params={"now": now, "id": "after"})
     [rows] = await _sql(empty_url, "SELECT id, direction, end_message FROM calls ORDER BY id")
     assert [tuple(r) for r in rows] == [("after", "inbound", "the carrier said no"), ("before", "outbound", None)]
-    await asyncio.to_thread(_migrate, empty_url, down="0350")
+    await asyncio.to_thread(_migrate, empty_url, down="0372")
     with pytest.raises(Exception, match="direction"):
         await _sql(empty_url, "SELECT direction FROM calls")
     [[(calls,)]] = await _sql(empty_url, "SELECT count(*) FROM calls")

@@ -72,7 +72,7 @@ def test_catalogue_has_every_documented_event_the_emitted_knowledge_events_and_t
     knowledge = {"knowledge_base.created", "knowledge_base.updated", "knowledge_base.deleted",
                  "knowledge_base.attached", "knowledge_base.detached", "document.ready", "document.deleted"}
     added = {"lead.created", "sms.sent", "sms.delivered", "sms.failed", "sms.received", "usage.threshold",
-             "trigger.failed", "subscription.updated"}
+             "trigger.failed", "subscription.updated", "invoice.created", "invoice.paid", "invoice.payment_failed"}
     assert set(events.CATALOGUE) == documented | knowledge | added
     assert all(e.description and "\n" not in e.description for e in events.EventType)
     assert events.EventType("contact.failed").group == "campaigns"

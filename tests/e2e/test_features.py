@@ -127,6 +127,9 @@ class _OtherQuotaGate:
     async def admit(self, organization_id: int, metric: str, reference: str, quantity: int, at: object) -> None:
         return None
 
+    async def ensure_standing(self, organization_id: int, at: object) -> None:
+        return None
+
 
 class _OtherQuotaProvider(Provider):
     gate = provide(_OtherQuotaGate, provides=QuotaGate, scope=Scope.REQUEST)

@@ -7,11 +7,13 @@ organization never seeing another's methods or invoices. Tests that close period
 from __future__ import annotations
 
 import asyncio
+import io
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pypdf import PdfReader
 
 from adapters.memory.clock import ManualClock
 from adapters.payments.simulator import SimulatedPaymentGateway
@@ -407,3 +409,32 @@ async def test_two_workers_close_a_month_once_per_organization_and_charge_each_i
     finally:
         await first.close()
         await second.close()
+
+
+async def test_an_invoice_renders_as_a_pdf_with_its_lines(make_api: ApiFactory, private_sql_url: str) -> None:
+    api, clock, _, worker = await billed_app(make_api, private_sql_url)
+    try:
+        t = await api.tenant(plan="business")
+        await record(api, t.organization_id, SMS_SEGMENTS, 10_100, "sms:bulk", JAN)
+        await add_card(api, t)
+        await worker.run_due()
+        clock.set(FEB)
+        await worker.run_due()
+        [invoice] = (await get(api, t, "/billing/invoices"))["data"]
+        response = await api.client.get(f"/v2/billing/invoices/{invoice['id']}/pdf", headers=t.headers)
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"] == "application/pdf"
+        assert response.headers["content-disposition"] == f'inline; filename="{invoice["number"]}.pdf"'
+        assert response.content.startswith(b"%PDF-")
+        text = " ".join(page.extract_text() for page in PdfReader(io.BytesIO(response.content)).pages)
+        for expected in (invoice["number"], "Business plan (2026-01)", "SMS segments over the included amount",
+                         "499.00 USD", "2.00 USD", "501.00 USD", "paid", "2026-01", "Total"):
+            assert expected in text, (expected, text)
+        other = await api.tenant()
+        missing = await api.client.get(f"/v2/billing/invoices/{invoice['id']}/pdf", headers=other.headers)
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+        no_scope = await api.key_for(t.organization_id, ("usage:read",))
+        assert (await api.client.get(f"/v2/billing/invoices/{invoice['id']}/pdf",
+                                     headers=no_scope.headers)).status_code == 403
+    finally:
+        await worker.close()

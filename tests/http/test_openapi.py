@@ -375,8 +375,8 @@ async def test_usage_metrics_documents_its_required_typed_parameters(document: D
         assert parameters[name]["schema"]["type"] == "string", parameters[name]
     assert set(parameters["metric"]["schema"]["enum"]) == {"call_minutes", "calls", "sms_segments"}
     granularity = parameters["granularity"]
-    assert granularity["required"] is False and granularity["schema"].get("const", "day") == "day", granularity
-    assert granularity["schema"].get("enum", ["day"]) == ["day"], granularity
+    assert granularity["required"] is False and granularity["schema"]["default"] == "day", granularity
+    assert granularity["schema"]["enum"] == ["day", "hour"], granularity
 
 
 async def test_query_parameters_are_never_null_and_instants_say_date_time(document: Document) -> None:

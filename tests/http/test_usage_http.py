@@ -262,7 +262,7 @@ async def test_usage_metrics_is_a_daily_series_from_the_day_counters(make_api: A
                           ({"metric": "calls", "end": "2026-01-06"}, "start"),
                           ({"metric": "calls", "start": "2026-01-05", "end": "soon"}, "end"),
                           ({"metric": "calls", "start": "2026-01-05", "end": "2026-01-04"}, "end"),
-                          ({"metric": "calls", "start": "2026-01-05", "end": "2026-01-06", "granularity": "hour"},
+                          ({"metric": "calls", "start": "2026-01-05", "end": "2026-01-06", "granularity": "week"},
                            "granularity")):
         bad = await api.client.get("/v2/usage/metrics", headers=t.headers, params=params)
         assert bad.status_code == 400 and field in bad.json()["error"]["details"]["validation_errors"], bad.text
@@ -270,6 +270,34 @@ async def test_usage_metrics_is_a_daily_series_from_the_day_counters(make_api: A
         "metric": "calls", "start": "2024-01-01", "end": "2026-01-01"})
     assert long.status_code == 400 and long.json()["error"]["code"] == "bad_request", long.text
     assert long.json()["error"]["details"]["reason"] == "range_too_long"
+
+
+async def test_usage_metrics_by_hour_from_the_ledger(make_api: ApiFactory, sql_url: str) -> None:
+    api = await make_api(sql_url, clock=ManualClock(START))
+    t = await api.tenant()
+    await record(api, t.organization_id, CALL_SECONDS, 90, "call:a", START)  # 09:00
+    await record(api, t.organization_id, CALL_SECONDS, 30, "call:b", START + timedelta(minutes=59, seconds=59))
+    await record(api, t.organization_id, CALL_SECONDS, 60, "call:c", START + timedelta(hours=1))  # 10:00
+    await record(api, t.organization_id, SMS_SEGMENTS, 3, "sms:a", START + timedelta(hours=14, minutes=59))  # 23:59
+    r = await api.client.get("/v2/usage/metrics", headers=t.headers, params={
+        "metric": "call_minutes", "start": "2026-01-05", "end": "2026-01-06", "granularity": "hour"})
+    assert r.status_code == 200, r.text
+    data = r.json()["data"]
+    assert data["granularity"] == "hour" and len(data["series"]) == 48
+    assert data["series"][0] == {"date": "2026-01-05", "hour": "2026-01-05T00:00:00Z", "value": 0.0}
+    assert data["series"][9] == {"date": "2026-01-05", "hour": "2026-01-05T09:00:00Z", "value": 2.0}
+    assert data["series"][10]["value"] == 1.0 and sum(p["value"] for p in data["series"]) == 3.0
+    assert data["series"][47]["hour"] == "2026-01-06T23:00:00Z"
+    sms = await api.client.get("/v2/usage/metrics", headers=t.headers, params={
+        "metric": "sms_segments", "start": "2026-01-05", "end": "2026-01-05", "granularity": "hour"})
+    assert [p["value"] for p in sms.json()["data"]["series"]][23] == 3.0
+    # the day series still carries no hour
+    day = await api.client.get("/v2/usage/metrics", headers=t.headers, params={
+        "metric": "sms_segments", "start": "2026-01-05", "end": "2026-01-05"})
+    assert day.json()["data"]["series"] == [{"date": "2026-01-05", "value": 3.0}]
+    long = await api.client.get("/v2/usage/metrics", headers=t.headers, params={
+        "metric": "calls", "start": "2026-01-01", "end": "2026-02-01", "granularity": "hour"})
+    assert long.status_code == 400 and long.json()["error"]["details"]["reason"] == "range_too_long", long.text
 
 
 async def test_every_dial_path_passes_the_quota_gate(make_api: ApiFactory, sql_url: str) -> None:

@@ -48,8 +48,11 @@ async def test_event_catalogue(api: Api) -> None:
     r = await api.client.get("/v2/webhooks/events", headers=t.headers)
     assert r.status_code == 200
     names = {e["name"]: e for e in r.json()["data"]}
-    assert len(names) == 31 and names["appointment.rescheduled"]["group"] == "appointments"
+    assert len(names) == 34 and names["appointment.rescheduled"]["group"] == "appointments"
     assert names["subscription.updated"]["group"] == "billing"
+    for name in ("invoice.created", "invoice.paid", "invoice.payment_failed"):
+        assert names[name]["group"] == "billing" and names[name]["example"]["currency"] == "usd", name
+    assert names["invoice.payment_failed"]["example"]["last_payment_error"] == "insufficient_funds"
     assert names["lead.created"]["group"] == "leads" and names["usage.threshold"]["group"] == "usage"
     assert {names[f"sms.{x}"]["group"] for x in ("sent", "delivered", "failed", "received")} == {"sms"}
     assert names["webhook.test"]["description"]

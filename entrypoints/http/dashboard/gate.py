@@ -26,6 +26,7 @@ from dishka import AsyncContainer
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 
+from application import billing
 from application import sessions as uc
 from application.ports.accounts import RateLimiter
 from application.ports.platform import Clock, UnitOfWork
@@ -118,6 +119,8 @@ class DashboardGate:
                 active = await (await container.get(SessionAuthenticator)).active(scope)
                 view = await (await container.get(uc.DescribeSession)).execute(
                     uc.DescribeSessionCommand(active.session, active.expires_at))
+                hold = await (await container.get(billing.GetServiceHold)).execute(
+                    billing.GetServiceHoldCommand(view.organization_id))
         except (Refused, uc.SessionInvalid):
             target = scope["path"] if scope["method"] == "GET" else PREFIX
             for message in _redirect(f"{PREFIX}/login?next={quote(target, safe='/')}"):
@@ -152,7 +155,7 @@ class DashboardGate:
             receive = replayed_body(body, receive)
         scope["state"]["actor"] = principal.acting_in(active.organization)
         scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
-                                             active.organization.name, view.csrf_token)
+                                             active.organization.name, view.csrf_token, hold)
         await self._handle(scope, receive, send, uow)
 
     async def _handle(self, scope: HTTPScope, receive: Receive, send: Send, uow: UnitOfWork) -> None:

@@ -43,6 +43,7 @@ from litestar import Request
 from litestar.response import Redirect, Template
 
 from application.context import Actor
+from domain.billing import ServiceHold
 from domain.errors import DomainError, NotFound, ValidationFailed
 from entrypoints.http.dashboard.navigation import PREFIX, SECTIONS
 from entrypoints.http.envelope import in_words, status_for
@@ -72,6 +73,8 @@ class SignedIn:
     organization_id: int
     organization_name: str
     csrf_token: str
+    billing_hold: ServiceHold | None = None
+    """Why billing holds new calls, SMS and campaign starts (the banner on every page), None when it does not."""
 
 
 STATE_KEY = "dashboard"

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from dishka import FromDishka
-from litestar import Response
+from litestar import Request, Response
 from litestar.params import JSONBody, PathParameter
 
 from application import billing as uc
@@ -13,9 +13,11 @@ from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import AuthMode, Limit, Offset, endpoint
 from entrypoints.http.schemas.billing import (
+    GatewayEventOut,
     InvoiceOut,
     PaymentMethodCreate,
     PaymentMethodOut,
+    StripeEvent,
     SubscriptionOut,
     SubscriptionUpdate,
 )
@@ -33,7 +35,8 @@ InvoiceId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Invoice i
           summary="The organization's subscription: plan, status and current period",
           description=ACCESS.format(scope="billing:read") + (
               "status is active, past_due (an invoice's charge was declined) or canceled. The period is the UTC "
-              "calendar month."))
+              "calendar month. service_hold says why new work is refused (402 payment_required) and how to lift "
+              "it; billing_mode how a partner's sub-organization is billed."))
 async def get_subscription(actor: FromDishka[Actor], use_case: FromDishka[uc.GetSubscription]
                            ) -> Envelope[SubscriptionOut]:
     return Envelope(SubscriptionOut.of(await use_case.execute(uc.GetSubscriptionCommand(actor))))
@@ -49,11 +52,14 @@ async def get_subscription(actor: FromDishka[Actor], use_case: FromDishka[uc.Get
               "force to cancel it. A plan reactivates a canceled subscription (charged at once for the rest of the "
               "period). A sub-organization's plan never exceeds its parent's; a partner's plan never drops below "
               "a sub-organization's. cancel_at_period_end: the subscription is canceled when the current period "
-              "closes (its invoice is still issued)."),
-          errors={400: "invalid body",
+              "closes (its invoice is still issued). billing_mode (a sub-organization's, set by its partner with "
+              "X-Sub-Org-Id): partner (billed on the partner's invoice) or direct."),
+          errors={400: "invalid body; billing_mode for an organization without a partner",
                   402: "payment_method_required: an upgrade or reactivation without a default payment method; "
-                       "card_declined: the charge was declined (details.decline_code), nothing changed",
-                  403: "plan_required: the plan exceeds the parent organization's",
+                       "card_declined: the charge was declined (details.decline_code; authentication_required "
+                       "with details.next_action_url for 3-D Secure), nothing changed",
+                  403: "plan_required: the plan exceeds the parent organization's; sub_org_forbidden: billing_mode "
+                       "sent by the sub-organization itself",
                   409: "invalid_transition: the subscription is canceled (send a plan to reactivate it); "
                        "children_above_plan: a sub-organization is on a higher plan"})
 async def update_subscription(data: JSONBody[SubscriptionUpdate], actor: FromDishka[Actor],
@@ -139,6 +145,19 @@ async def get_invoice(id: InvoiceId, actor: FromDishka[Actor], use_case: FromDis
     return Envelope(InvoiceOut.of(await use_case.execute(uc.GetInvoiceCommand(actor, id))))
 
 
+@endpoint("GET", "/billing/invoices/{id:int}/pdf", operation_id="getInvoicePdf", tags=TAGS, scopes=READ,
+          auth=EITHER, summary="An invoice as a PDF document", media_type="application/pdf",
+          description=ACCESS.format(scope="billing:read") + (
+              "The invoice (number, organization, period, status, dates, its lines and total, in dollars and "
+              "cents) as application/pdf, with Content-Disposition naming the file <number>.pdf."),
+          errors={404: ""})
+async def get_invoice_pdf(id: InvoiceId, actor: FromDishka[Actor], use_case: FromDishka[uc.GetInvoicePdf]
+                          ) -> Response[bytes]:
+    pdf = await use_case.execute(uc.GetInvoiceCommand(actor, id))
+    return Response(pdf.content, media_type="application/pdf", headers={
+        "Content-Disposition": f'inline; filename="{pdf.number}.pdf"', "Cache-Control": "private, max-age=0"})
+
+
 @endpoint("POST", "/billing/invoices/{id:int}/pay", operation_id="payInvoice", tags=TAGS, scopes=WRITE,
           auth=EITHER, status_code=200, summary="Charge an open or uncollectible invoice now",
           description=ACCESS.format(scope="billing:write") + (
@@ -151,6 +170,25 @@ async def pay_invoice(id: InvoiceId, actor: FromDishka[Actor], use_case: FromDis
     return Envelope(InvoiceOut.of(await use_case.execute(uc.PayInvoiceCommand(actor, id))))
 
 
+@endpoint("POST", "/billing/stripe/webhook", operation_id="receiveStripeWebhook", tags=TAGS, auth="public",
+          status_code=200,
+          summary="Stripe's webhook: charges settled at Stripe (3-D Secure completed) mark invoices paid",
+          description=(
+              "For Stripe to call (PARLEY_BILLING_GATEWAY=stripe with PARLEY_BILLING_STRIPE_WEBHOOK_SECRET set; "
+              "404 otherwise). The Stripe-Signature header is verified against the endpoint's signing secret "
+              "(Stripe's SDK, 5 minutes of tolerance). payment_intent.succeeded for an invoice's charge marks the "
+              "invoice paid (the subscription active again once nothing is unpaid); other events are acknowledged "
+              "and ignored; a redelivered event changes nothing."),
+          errors={400: "bad_request naming Stripe-Signature: missing, or it does not verify",
+                  404: "not_found: no Stripe webhook is configured"})
+async def receive_stripe_webhook(data: JSONBody[StripeEvent], request: Request[Any, Any, Any],
+                                 use_case: FromDishka[uc.HandleGatewayEvent]) -> Envelope[GatewayEventOut]:
+    handled = await use_case.execute(uc.HandleGatewayEventCommand(await request.body(),
+                                                                  request.headers.get("stripe-signature")))
+    return Envelope(GatewayEventOut(received=True, event_id=handled.event_id, invoice_id=handled.invoice_id))
+
+
 ROUTES = [get_subscription, update_subscription, create_payment_method, list_payment_methods, get_payment_method,
           delete_payment_method, set_default_payment_method, list_invoices, get_upcoming_invoice, get_invoice,
-          pay_invoice]
+          get_invoice_pdf,
+          pay_invoice, receive_stripe_webhook]

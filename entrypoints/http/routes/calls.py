@@ -15,7 +15,7 @@ from domain.metadata import check_metadata
 from domain.parsing import MAX_ID, parse_id
 from domain.recordings import RecordingLinkInvalid
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routing import Instant, Limit, Offset, endpoint
+from entrypoints.http.routing import BILLING_HOLD, Instant, Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import (
     CallCreate,
     CallLogOut,
@@ -35,7 +35,8 @@ DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed
           location="/calls/{id}",
           scopes=("calls:schedule",), idempotent=True, status_code=201,
           errors={400: "invalid body or unresolved {{placeholders}} (details.missing_placeholders)",
-                  404: "unknown agent (bot_id)", 409: "invalid_transition: only an active agent can call",
+                  402: BILLING_HOLD, 404: "unknown agent (bot_id)",
+                  409: "invalid_transition: only an active agent can call",
                   422: "dnc_blocked: the destination is on a Do-Not-Call list", 503: DNC_UNAVAILABLE})
 async def create_call(data: JSONBody[CallCreate], actor: FromDishka[Actor],
                       use_case: FromDishka[uc.PlaceCall]) -> Envelope[CallOut]:

@@ -20,7 +20,7 @@ from domain.patching import MergePatch, apply_patch
 from domain.timezones import validate_timezone
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.multipart import CSV_UPLOAD
-from entrypoints.http.routing import Limit, Offset, endpoint
+from entrypoints.http.routing import BILLING_HOLD, Limit, Offset, endpoint
 from entrypoints.http.schemas.campaigns import (
     CampaignCreate,
     CampaignOut,
@@ -129,7 +129,8 @@ async def delete_campaign(id: CampaignId, actor: FromDishka[Actor], use_case: Fr
 @endpoint("POST", "/campaigns/{id:int}/start", operation_id="startCampaign",
           summary="Start (or resume) a draft or paused campaign", tags=TAGS, scopes=("campaigns:execute",),
           status_code=200,
-          errors={404: "", 409: "invalid_transition: the campaign is not draft or paused, or its agent is not active",
+          errors={402: BILLING_HOLD, 404: "",
+                  409: "invalid_transition: the campaign is not draft or paused, or its agent is not active",
                   422: "campaign_empty: the campaign has no contacts (and its completion is when_empty)"})
 async def start_campaign(id: CampaignId, actor: FromDishka[Actor],
                          use_case: FromDishka[uc.StartCampaign]) -> Envelope[CampaignOut]:
@@ -157,7 +158,7 @@ async def cancel_campaign(id: CampaignId, actor: FromDishka[Actor],
 @endpoint("POST", "/campaigns/{id:int}/dial", operation_id="dialCampaignContact",
           summary="Dial one contact of a running campaign now (adding it first when a phone is given)", tags=TAGS,
           scopes=("campaigns:execute",), status_code=201, location="/calls/{call_id}",
-          errors={400: "send contact_id or phone; unresolved placeholders", 404: "",
+          errors={400: "send contact_id or phone; unresolved placeholders", 402: BILLING_HOLD, 404: "",
                   409: "invalid_transition: the campaign is not running or the contact is not pending or "
                        "retry_wait; outside_calling_hours (details.next_open_at); concurrency_limit",
                   422: f"dnc_blocked; {CONTACT_LIMIT}"})

@@ -13,7 +13,7 @@ from application.ports.leads import LeadFilter
 from application.ports.platform import PageRequest
 from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routing import Instant, Limit, Offset, endpoint
+from entrypoints.http.routing import BILLING_HOLD, Instant, Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import parse_instant
 from entrypoints.http.schemas.leads import LeadCreate, LeadOut, LeadStatus
 
@@ -31,7 +31,7 @@ DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed
                        "unchanged (nothing is done), also when two requests race. A number on a Do-Not-Call list: "
                        "201 with status blocked_dnc, no call and no contact."),
           errors={400: "invalid body, phone or email, or unresolved {{placeholders}} (details.missing_placeholders)",
-                  404: "not_found: agent_id or campaign_id is not one of this organization's",
+                  402: BILLING_HOLD, 404: "not_found: agent_id or campaign_id is not one of this organization's",
                   409: "invalid_transition: the agent is not active, or the campaign has ended",
                   422: "invalid_target: send exactly one of agent_id and campaign_id", 503: DNC_UNAVAILABLE})
 async def create_lead(data: JSONBody[LeadCreate], actor: FromDishka[Actor],

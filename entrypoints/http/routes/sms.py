@@ -12,7 +12,7 @@ from application.ports.platform import PageRequest
 from application.ports.sms import SmsFilter
 from domain.parsing import MAX_ID
 from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
-from entrypoints.http.routing import Instant, Limit, Offset, endpoint
+from entrypoints.http.routing import BILLING_HOLD, Instant, Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import parse_instant
 from entrypoints.http.schemas.sms import InboundSmsCreate, InboundSmsOut, SmsCreate, SmsDirection, SmsOut, SmsStatus
 
@@ -29,7 +29,7 @@ DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed
                        "encoding and segments say how it is billed: GSM-7 160 characters (153 per part), "
                        "otherwise UCS-2 70 (67 per part)."),
           errors={400: "invalid body or phone number, or from_phone_number_id is not an active SMS number",
-                  404: "not_found: from_phone_number_id is not one of this organization's numbers",
+                  402: BILLING_HOLD, 404: "not_found: from_phone_number_id is not one of this organization's numbers",
                   422: ("dnc_blocked: the recipient is on a Do-Not-Call list; recipient_opted_out: the recipient "
                         "replied STOP"), 503: DNC_UNAVAILABLE})
 async def create_sms(data: JSONBody[SmsCreate], actor: FromDishka[Actor],

@@ -17,7 +17,7 @@ from application import widget as uc
 from application.context import Actor
 from domain.widget import WidgetGrant
 from entrypoints.http.envelope import Envelope
-from entrypoints.http.routing import endpoint
+from entrypoints.http.routing import BILLING_HOLD, endpoint
 from entrypoints.http.schemas.widget import (
     WidgetCampaignOut,
     WidgetContactCreate,
@@ -62,7 +62,7 @@ async def get_campaign(actor: FromDishka[Actor], grant: FromDishka[WidgetGrant],
                        "names the call. Otherwise it waits in the queue for the dialer (call_id null). "
                        "Idempotency-Key is scoped to the token."),
           tags=TAGS, auth="widget", status_code=201,
-          errors={400: "invalid phone or name",
+          errors={400: "invalid phone or name", 402: BILLING_HOLD,
                   403: "quota_exceeded: the plan's included call minutes are used up",
                   404: "not_found: the token's campaign was deleted",
                   409: "invalid_transition: the campaign has ended",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.billing import MethodView
-from domain.billing import Invoice, Subscription
+from domain.billing import Invoice, ServiceHold, Subscription
 from domain.identity import persisted
 
 Plan = Literal["starter", "business", "enterprise"]
@@ -17,6 +17,18 @@ Cents = Annotated[int, Meta(ge=0, description="Integer cents (usd)")]
 
 # A "type: ignore[arg-type]" below marks a field whose domain type is wider than the documented one: a status
 # the domain keeps as a str where the schema lists its values, or a field that is None only before the row is stored.
+
+class ServiceHoldOut(Struct, kw_only=True):
+    reason: Annotated[Literal["past_due", "canceled"], Meta(description=(
+        "past_due: an invoice has been unpaid for more than 7 days; canceled: the subscription ended with its "
+        "period"))]
+    since: Annotated[datetime | None, Meta(description="When the subscription became past_due (null: canceled)")]
+    message: Annotated[str, Meta(description="What happened and what lifts the hold")]
+
+    @classmethod
+    def of(cls, hold: ServiceHold) -> ServiceHoldOut:
+        return cls(reason=hold.reason, since=hold.since, message=hold.message)  # type: ignore[arg-type]  # the domain's type is wider
+
 
 class SubscriptionOut(Struct, kw_only=True):
     plan: Plan
@@ -28,13 +40,24 @@ class SubscriptionOut(Struct, kw_only=True):
     pending_plan: Annotated[Plan | None, Meta(description=(
         "A downgrade that takes effect when the current period ends (null: none). PATCH the plan in force to "
         "cancel it."))]
+    past_due_since: Annotated[datetime | None, Meta(description=(
+        "When the subscription became past_due (null unless it is); 7 days later new work is refused"))]
+    service_hold: Annotated[ServiceHoldOut | None, Meta(description=(
+        "Why new calls, SMS, campaign starts, leads and widget contacts are refused now (402 payment_required), "
+        "and how to lift it; null when they are not"))]
+    billing_mode: Annotated[Literal["partner", "direct"], Meta(description=(
+        "partner: a sub-organization whose plan and usage are lines on its partner's invoice (the default for "
+        "sub-organizations); direct: invoiced and charged on its own (every organization without a partner)"))]
 
     @classmethod
     def of(cls, s: Subscription) -> SubscriptionOut:
         return cls(plan=s.plan, status=s.status, current_period_start=s.current_period_start,  # type: ignore[arg-type]  # the domain's type is wider
                    current_period_end=s.current_period_end, cancel_at_period_end=s.cancel_at_period_end,
                    default_payment_method_id=s.default_payment_method_id,
-                   pending_plan=s.pending_plan)  # type: ignore[arg-type]  # the domain's type is wider
+                   pending_plan=s.pending_plan,  # type: ignore[arg-type]  # the domain's type is wider
+                   past_due_since=s.past_due_since,
+                   service_hold=ServiceHoldOut.of(s.hold) if s.hold is not None else None,
+                   billing_mode=s.billing_mode)  # type: ignore[arg-type]  # the domain's type is wider
 
 
 class SubscriptionUpdate(Struct, forbid_unknown_fields=True):
@@ -43,6 +66,9 @@ class SubscriptionUpdate(Struct, forbid_unknown_fields=True):
 
     plan: Plan | UnsetType = UNSET
     cancel_at_period_end: bool | UnsetType = UNSET
+    billing_mode: Annotated[Literal["partner", "direct"], Meta(description=(
+        "A sub-organization's billing mode, set by its partner (a partner key with X-Sub-Org-Id)"))] | UnsetType = (
+        UNSET)
 
 
 class PaymentMethodCreate(Struct, forbid_unknown_fields=True):
@@ -101,3 +127,14 @@ class InvoiceOut(Struct, kw_only=True):
                    subtotal=i.subtotal, total=i.total, currency=i.currency,  # type: ignore[arg-type]  # the domain's type is wider
                    created_at=i.created_at, paid_at=i.paid_at, attempt_count=i.attempt_count,
                    next_payment_attempt=i.next_payment_attempt, last_payment_error=i.last_payment_error)
+
+
+StripeEvent = Annotated[dict[str, Any], Meta(description=(
+    "A Stripe event object as Stripe sends it (id, type, data.object, ...); its Stripe-Signature is verified on "
+    "the raw body, and Stripe's fields are Stripe's to extend"))]
+
+
+class GatewayEventOut(Struct, kw_only=True):
+    received: bool
+    event_id: str | None
+    invoice_id: Annotated[int | None, Meta(description="The invoice the event marked paid (null: none)")]

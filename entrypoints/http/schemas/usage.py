@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Annotated
 
-from msgspec import Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
-from application.usage import SeriesPoint, UsageReport
+from application.usage import ChildUsage, SeriesPoint, UsageReport
 
 
 class Allowance(Struct, kw_only=True):
@@ -34,12 +35,34 @@ class UsageMetricsOut(Struct, kw_only=True):
     phone_numbers: int
 
 
+class MeteredOut(Struct, kw_only=True):
+    call_minutes: CallMinutes
+    calls: int
+    sms_segments: Allowance
+
+
+class ChildUsageOut(Struct, kw_only=True):
+    organization_id: int
+    name: str
+    plan: str
+    usage: MeteredOut
+
+    @classmethod
+    def of(cls, child: ChildUsage) -> ChildUsageOut:
+        u = child.usage
+        return cls(organization_id=child.organization_id, name=child.name, plan=child.plan, usage=MeteredOut(
+            call_minutes=CallMinutes(**u["call_minutes"]), calls=u["calls"],
+            sms_segments=Allowance(**u["sms_segments"])))
+
+
 class UsageOut(Struct, kw_only=True):
     period: str
     period_start: datetime
     period_end: datetime
     plan: str
     metrics: UsageMetricsOut
+    children: Annotated[list[ChildUsageOut], Meta(description=(
+        "With rollup=children (partners): each sub-organization's plan and usage of the period"))] | UnsetType = UNSET
 
     @classmethod
     def of(cls, report: UsageReport) -> UsageOut:
@@ -48,12 +71,15 @@ class UsageOut(Struct, kw_only=True):
                    plan=report.plan, metrics=UsageMetricsOut(
                        call_minutes=CallMinutes(**m["call_minutes"]), calls=m["calls"],
                        sms_segments=Allowance(**m["sms_segments"]),
-                       knowledge_bases=Limited(**m["knowledge_bases"]), phone_numbers=m["phone_numbers"]))
+                       knowledge_bases=Limited(**m["knowledge_bases"]), phone_numbers=m["phone_numbers"]),
+                   children=UNSET if report.children is None else [ChildUsageOut.of(c) for c in report.children])
 
 
 class PointOut(Struct):
     date: date
     value: float
+    hour: Annotated[datetime, Meta(description=(
+        "With granularity hour: the hour's first instant (UTC)"))] | UnsetType = UNSET
 
 
 class SeriesOut(Struct, kw_only=True):
@@ -62,5 +88,6 @@ class SeriesOut(Struct, kw_only=True):
     series: list[PointOut]
 
     @classmethod
-    def of(cls, metric: str, points: list[SeriesPoint]) -> SeriesOut:
-        return cls(metric=metric, granularity="day", series=[PointOut(p.date, p.value) for p in points])
+    def of(cls, metric: str, points: list[SeriesPoint], granularity: str = "day") -> SeriesOut:
+        return cls(metric=metric, granularity=granularity, series=[
+            PointOut(p.date, p.value, UNSET if p.hour is None else p.hour) for p in points])

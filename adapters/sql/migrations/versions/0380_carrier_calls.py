@@ -7,7 +7,7 @@
   id only.
 
 Revision ID: 0380
-Revises: 0350
+Revises: 0372
 Create Date: 2026-11-27 09:00:00
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0380"
-down_revision = "0350"
+down_revision = "0372"
 branch_labels = None
 depends_on = ("0005",)  # the calls table
 

@@ -14,6 +14,7 @@ from litestar.response import Response, Template
 from application import billing as uc
 from application.ports.platform import PageRequest
 from domain.billing import PAYABLE, InvoiceStatus
+from domain.organizations import PLANS
 from entrypoints.http.dashboard.pages import page
 from entrypoints.http.dashboard.pages.params import PathId, page_number, pages_of
 from entrypoints.http.dashboard.view import View
@@ -42,7 +43,7 @@ class BillingPage:
             "invoices": invoices.items, "total": invoices.total, "page": number,
             "pages": pages_of(invoices.total, INVOICES),
             "upcoming": await view.run(self.upcoming, lambda actor: uc.GetUpcomingInvoiceCommand(actor)),
-            "tokens": TEST_TOKENS, "payable": PAYABLE,
+            "tokens": TEST_TOKENS, "payable": PAYABLE, "plans": PLANS,
         }
 
 
@@ -113,4 +114,18 @@ async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: Fro
                              template="invoice.html", context=context, done=done)
 
 
-HANDLERS = [billing, add_method, set_default, remove_method, invoice, pay]
+@page("POST", "/billing/subscription/reactivate", section="billing")
+async def reactivate(request: Request[Any, Any, Any], use_case: FromDishka[uc.UpdateSubscription],
+                     subscription: FromDishka[uc.GetSubscription], methods: FromDishka[uc.ListPaymentMethods],
+                     invoices: FromDishka[uc.ListInvoices], upcoming: FromDishka[uc.GetUpcomingInvoice]
+                     ) -> Response[Any] | Template:
+    """A canceled subscription back with a plan, charged at once for the rest of the period (the banner's fix)."""
+    view = View.of(request)
+    shown = BillingPage(subscription, methods, invoices, upcoming)
+    return await view.submit(
+        use_case, lambda actor, form: uc.UpdateSubscriptionCommand(actor, {"plan": form.get("plan", "")}),
+        template="billing.html", context=lambda: shown.context(view, 1),
+        done=lambda s: view.redirect("/billing", f"Subscription reactivated on the {s.plan} plan"))
+
+
+HANDLERS = [billing, add_method, set_default, remove_method, invoice, pay, reactivate]
