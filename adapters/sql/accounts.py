@@ -51,9 +51,15 @@ class SqlOrganizationRepository:
         return replace(org, id=result.scalar_one())
 
     async def get(self, org_id: int) -> Organization | None:
+        """Read once per transaction (``SqlUnitOfWork.read_once``): a call placed asks twice (destinations, quota)."""
+        kept = self.uow.read_once
+        if ("organization", org_id) in kept:
+            found: Organization | None = kept["organization", org_id]
+            return found
         conn = await self.uow.connection()
         row = (await conn.execute(_ORG_QUERY, {"org": org_id})).first()
-        return _org(row) if row else None
+        found = kept["organization", org_id] = _org(row) if row else None
+        return found
 
     async def list_children(self, parent_id: int, page: PageRequest) -> Page[Organization]:
         conn = await self.uow.connection()
@@ -66,6 +72,7 @@ class SqlOrganizationRepository:
 
     async def update(self, org: Organization) -> Organization:
         conn = await self.uow.connection()
+        self.uow.read_once.pop(("organization", org.id), None)
         CREDENTIALS.forget_organization(self.uow, org.id)
         await conn.execute(
             organizations.update().where(organizations.c.id == org.id)
@@ -76,6 +83,7 @@ class SqlOrganizationRepository:
 
     async def delete(self, org_id: int, at: datetime) -> None:
         conn = await self.uow.connection()
+        self.uow.read_once.pop(("organization", org_id), None)
         CREDENTIALS.forget_organization(self.uow, org_id)
         await conn.execute(organizations.update().where(organizations.c.id == org_id).values(deleted_at=at))
 

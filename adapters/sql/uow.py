@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -59,6 +60,10 @@ class SqlUnitOfWork:
         self._write = write
         self._connection: AsyncConnection | None = None
         self._events = PendingEvents()
+        self.read_once: dict[tuple[str, Any], Any] = {}
+        """Rows the unit's repositories read in the current transaction, kept to its end (``commit``,
+        ``rollback``) so that a second look in it costs no round trip (an organization read by the DNC gate
+        and the quota gate of one call). A repository that writes a row it keeps here forgets it."""
 
     async def connection(self) -> AsyncConnection:
         if self._connection is None:
@@ -81,6 +86,7 @@ class SqlUnitOfWork:
         self._created_work = True
 
     async def commit(self) -> None:
+        self.read_once.clear()
         if self._events:
             conn = await self.connection()
             now = self._clock.now()
@@ -107,6 +113,7 @@ class SqlUnitOfWork:
                 self._on_work()
 
     async def rollback(self) -> None:
+        self.read_once.clear()
         self._events.clear()
         self._created_work = False
         if self._connection is not None and self._connection.in_transaction():
