@@ -8,7 +8,8 @@ Prints the requests served, the CPU per request of this process (and, on Postgre
 database's backends) and, with a profiler, its report (pyinstrument's text tree, or cProfile's top
 functions by cumulative and by own time). ``--statements`` counts what the requests send to the database
 (SQLAlchemy's ``before_cursor_execute``, ``commit`` and ``rollback`` events): statements, commits and
-rollbacks per request, and each statement's text with its count. The rate limits are raised so the limiter runs but never refuses.
+rollbacks per request, and each statement's text with its count. The rate limits are raised so the limiter runs
+but never refuses.
 """
 
 from __future__ import annotations
