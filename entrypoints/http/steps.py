@@ -47,6 +47,15 @@ async def transaction(uow: UnitOfWork) -> AsyncIterator[None]:
     await uow.commit()
 
 
+@asynccontextmanager
+async def statements_alone(uow: UnitOfWork) -> AsyncIterator[None]:
+    """A step whose work holds one statement at a time (the rate-limit count, the idempotency claim): each of its
+    statements commits on its own, without ``BEGIN`` and ``COMMIT`` round trips (``UnitOfWork.autocommit``), as a
+    GET's statements do; rolled back (what is left to) when it raises, like ``transaction``."""
+    async with transaction(uow), uow.autocommit():
+        yield
+
+
 @dataclass
 class Captured:
     """A handler's response, held back until its transaction has ended."""
