@@ -148,15 +148,16 @@ class PlaceCall:
                 return placed
         agent_id = _agent_id(command.bot_id)
         destination = e164(self.phones, command.destination_phone, "destination_phone")
-        live = await self.agents.get(org, agent_id)
-        if live is None:
+        found = await self.agents.get_with_current_version(org, agent_id)
+        if found is None:
             raise NotFound("agent", agent_id)
+        live, published = found
         if live.status != AgentStatus.ACTIVE:
             raise AgentNotCallable(agent_id, live.status)
         # the call runs the latest published version, never the draft (an active agent always has one)
-        agent = await as_published(self.agents, live, live.current_version)
-        if agent is None:
+        if published is None:
             raise AgentNotCallable(agent_id, "not published")
+        agent = live.with_snapshot(published.snapshot)
         values = render_values(command.contact_name, destination, command.custom_data)
         names = unresolved_placeholders(agent, values)
         if names:
@@ -169,8 +170,7 @@ class PlaceCall:
         # the one gate: the destination policy (422 destination_not_allowed), then DNC and SMS opt-outs
         await self.dnc.ensure_callable(org, destination, command.allowed_countries)
         now = self.clock.now()
-        builtin = await self.providers.ensure_default(org, now)
-        provider = await self.providers.default(org) or builtin
+        provider = await self.providers.for_new_call(org, now)
         caller = None
         if command.from_phone_number_id is not None:
             chosen = await self.numbers.get(org, command.from_phone_number_id)

@@ -2,11 +2,14 @@
 concurrent clients, on a fresh database seeded as bench/run.py seeds it.
 
     .venv/bin/python bench/profile_pipeline.py --database sqlite --route get [--clients 8] [--requests 2000]
-        [--profiler none|pyinstrument|cprofile] [--loop uvloop|asyncio]
+        [--profiler none|pyinstrument|cprofile] [--loop uvloop|asyncio] [--statements]
 
 Prints the requests served, the CPU per request of this process (and, on PostgreSQL, of the benchmark
 database's backends) and, with a profiler, its report (pyinstrument's text tree, or cProfile's top
-functions by cumulative and by own time). The rate limits are raised so the limiter runs but never refuses.
+functions by cumulative and by own time). ``--statements`` counts what the requests send to the database
+(SQLAlchemy's ``before_cursor_execute``, ``commit`` and ``rollback`` events): statements, commits and
+rollbacks per request, and each statement's text with its count. The rate limits are raised so the limiter runs
+but never refuses.
 """
 
 from __future__ import annotations
@@ -68,8 +71,43 @@ async def _call(app: Any, scope: dict[str, Any], body: bytes) -> tuple[int, byte
     return status, b"".join(chunks)
 
 
+class StatementCounter:
+    """What the engines send, through SQLAlchemy's public events on every ``Engine``."""
+
+    def __init__(self) -> None:
+        self.statements: dict[str, int] = {}
+        self.commits = self.rollbacks = 0
+        self.on = False
+
+    def install(self) -> None:
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        def executed(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            if self.on:
+                text = " ".join(statement.split())
+                self.statements[text] = self.statements.get(text, 0) + 1
+
+        def committed(_conn: Any) -> None:
+            self.commits += self.on
+
+        def rolled_back(_conn: Any) -> None:
+            self.rollbacks += self.on
+
+        event.listen(Engine, "before_cursor_execute", executed)
+        event.listen(Engine, "commit", committed)
+        event.listen(Engine, "rollback", rolled_back)
+
+    def report(self, requests: int) -> None:
+        total = sum(self.statements.values())
+        print(f"per request: {total / requests:.2f} statements, {self.commits / requests:.2f} commits, "
+              f"{self.rollbacks / requests:.2f} rollbacks")
+        for text, count in sorted(self.statements.items(), key=lambda item: -item[1]):
+            print(f"  {count / requests:5.2f}  {text[:160]}")
+
+
 async def drive(app: Any, route: str, key: str, bot: str, clients: int, requests: int,
-                profiler: str, database: str | None = None) -> None:
+                profiler: str, database: str | None = None, counter_: StatementCounter | None = None) -> None:
     task, inbox = await _lifespan(app)
     auth = (b"authorization", f"Bearer {key}".encode())
     counter = 0
@@ -115,11 +153,16 @@ async def drive(app: Any, route: str, key: str, bot: str, clients: int, requests
 
         prof = cProfile.Profile()
         prof.enable()
+    if counter_ is not None:
+        counter_.on = True
     before = bench._processes() if database else {}
     cpu, wall = time.process_time(), time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     backends = bench._cpu_used(before, bench._processes(), None, database)["database"] if database else 0.0
+    if counter_ is not None:
+        counter_.on = False
+        counter_.report(requests)
     if profiler == "pyinstrument":
         prof.stop()
         print(prof.output_text(unicode=False, color=False, show_all=False))
@@ -146,6 +189,7 @@ def main() -> int:
     parser.add_argument("--profiler", choices=["none", "pyinstrument", "cprofile"], default="none")
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
     parser.add_argument("--postgres-admin-url", default=bench.PG_ADMIN)
+    parser.add_argument("--statements", action="store_true", help="count the statements sent per request")
     args = parser.parse_args()
     with bench.fresh_database(args.database, args.postgres_admin_url) as db:
         seeded = bench.seed(db, bare=False)
@@ -154,8 +198,11 @@ def main() -> int:
         from entrypoints.asgi_app import make_app
 
         app = make_app()
+        statements = StatementCounter() if args.statements else None
+        if statements is not None:
+            statements.install()
         coroutine = drive(app, args.route, seeded.key, "", args.clients, args.requests, args.profiler,
-                          db.cleanup_name)
+                          db.cleanup_name, statements)
         if args.loop == "uvloop":
             import uvloop
 

@@ -81,7 +81,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 _APP_FIXTURES = frozenset({"api", "any_api", "make_api", "concurrent_api", "api_with", "open_api", "closed_api",
-                           "test_api"})
+                           "test_api", "any_sched"})
 """Fixtures that run the whole app over HTTP (the shared ones here and a few modules' own): a test using one of
 them is an HTTP-level test."""
 _DATABASE_PARAMETERS = ("sql_url", "database_url", "module_db", "fresh_url")
@@ -110,6 +110,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items[:] = [item for item in items if not _postgres_variant_of_an_http_test(item)]
 
 
+RUN_DATABASES: set[str] = set()
+"""The databases this process's tests share for the whole run (``sqlite_url``, ``postgres_url``); a test's own
+database (a copy of the template) is not one of them."""
+
+
 @pytest.fixture(scope="session")
 async def sqlite_url(tmp_root: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
     """This run's SQLite database: migrated once per run, copied for each xdist worker."""
@@ -118,7 +123,8 @@ async def sqlite_url(tmp_root: Path, tmp_path_factory: pytest.TempPathFactory) -
     await asyncio.to_thread(once, directory, "sqlite-template", lambda: upgrade(f"sqlite+aiosqlite:///{template}"))
     target = tmp_root / "parley.db"
     shutil.copyfile(template, target)
-    return f"sqlite+aiosqlite:///{target}"
+    RUN_DATABASES.add(url := f"sqlite+aiosqlite:///{target}")
+    return url
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -162,6 +168,7 @@ async def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterato
     await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     await conn.close()
     url = admin.rsplit("/", 1)[0] + f"/{name}"
+    RUN_DATABASES.add(url)
     yield url
     conn = await asyncpg.connect(dsn)
     await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -229,15 +236,18 @@ async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api
                    app_pool: AppPool, admin_pool: AdminPool) -> AsyncIterator[ApiFactory]:
     """Build an app on a database URL, optionally with a manual clock, extra dishka providers
     (``overrides``, for this app's container only: the last provider wins) and extra settings. With a clock,
-    no providers and only poolable settings, one of the run's clocked apps is lent to the test (its clock reads
-    the test's); a second such app in the same test is built afresh, so tests of several processes get several."""
+    no providers, only poolable settings and one of the run's shared databases, one of the run's clocked apps is
+    lent to the test (its clock reads the test's); a second such app in the same test is built afresh, so tests
+    of several processes get several. On a database of the test's own the app is lent from the pool and given
+    back when the test ends (kept as a clocked app, it would hold its Litestar app for the rest of the run)."""
     started: list[Api] = []
     lent: list[LentClock] = []
     lent_apis: list[Api] = []
 
     async def factory(database_url: str, *, clock: ManualClock | None = None,
                       overrides: tuple[Provider, ...] = (), **settings: Any) -> Api:
-        if clock is not None and not overrides and set(settings) <= POOLABLE_SETTINGS:
+        if clock is not None and not overrides and set(settings) <= POOLABLE_SETTINGS \
+                and database_url in RUN_DATABASES:
             key = (database_url, *sorted(settings.items()))
             if key not in clocked_apps:
                 lender = LentClock()

@@ -177,15 +177,20 @@ class InMemoryRateLimiter:
         self._sweep_at = 0.0
 
     async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
+        return (await self.hit_all([(bucket, windows)], now))[0]
+
+    async def hit_all(self, buckets: list[tuple[str, tuple[Window, ...]]], now: datetime) -> list[RateLimitDecision]:
         epoch = now.timestamp()
         self._sweep(epoch)
-        slots = [(w, (bucket, w.seconds, w.start(epoch))) for w in windows]
-        allowed = all(self._counts.get(slot, 0) < w.limit for w, slot in slots)
-        if allowed:
-            for _, slot in slots:
-                self._counts[slot] = self._counts.get(slot, 0) + 1
-        states = [WindowState(w, self._counts.get(slot, 0), w.end(epoch)) for w, slot in slots]
-        return RateLimitDecision.from_states(states, allowed, epoch)
+        slots = [[(w, (bucket, w.seconds, w.start(epoch))) for w in windows] for bucket, windows in buckets]
+        free = [all(self._counts.get(slot, 0) < w.limit for w, slot in of_bucket) for of_bucket in slots]
+        if all(free):
+            for of_bucket in slots:
+                for _, slot in of_bucket:
+                    self._counts[slot] = self._counts.get(slot, 0) + 1
+        return [RateLimitDecision.from_states([WindowState(w, self._counts.get(slot, 0), w.end(epoch))
+                                               for w, slot in of_bucket], allowed, epoch)
+                for of_bucket, allowed in zip(slots, free, strict=True)]
 
     async def peek(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
         epoch = now.timestamp()

@@ -70,3 +70,11 @@ class InMemoryAgentRepository:
         tables = await self.uow.tables()
         entry = tables["agent_versions"].get((agent_id, version))
         return entry[1] if entry and entry[0] == organization_id else None
+
+    async def get_with_current_version(self, organization_id: int, agent_id: int
+                                       ) -> tuple[Agent, AgentVersion | None] | None:
+        agent = await self.get(organization_id, agent_id)
+        if agent is None:
+            return None
+        version = agent.current_version
+        return agent, None if version is None else await self.get_version(organization_id, agent_id, version)

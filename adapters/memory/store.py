@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from application.context import CauseContext
@@ -70,6 +71,11 @@ class InMemoryUnitOfWork:
             self._created_work = False
             if self._on_work is not None:
                 self._on_work()
+
+    @contextlib.asynccontextmanager
+    async def autocommit(self) -> AsyncIterator[None]:
+        """The memory store has no round trips to save: the block is the caller's transaction."""
+        yield
 
     async def rollback(self) -> None:
         self._events.clear()

@@ -59,6 +59,10 @@ class InMemoryTelephonyProviderRepository:
     async def default(self, organization_id: int) -> TelephonyProvider | None:
         return next((p for p in await self._mine(organization_id) if p.is_default), None)
 
+    async def for_new_call(self, organization_id: int, now: datetime) -> TelephonyProvider:
+        builtin = await self.ensure_default(organization_id, now)
+        return await self.default(organization_id) or builtin
+
     async def delete(self, organization_id: int, provider_id: int) -> None:
         table = (await self.uow.tables())["telephony_providers"]
         found = table.get(provider_id)

@@ -51,9 +51,15 @@ class SqlOrganizationRepository:
         return replace(org, id=result.scalar_one())
 
     async def get(self, org_id: int) -> Organization | None:
+        """Read once per transaction (``SqlUnitOfWork.read_once``): a call placed asks twice (destinations, quota)."""
+        kept = self.uow.read_once
+        if ("organization", org_id) in kept:
+            found: Organization | None = kept["organization", org_id]
+            return found
         conn = await self.uow.connection()
         row = (await conn.execute(_ORG_QUERY, {"org": org_id})).first()
-        return _org(row) if row else None
+        found = kept["organization", org_id] = _org(row) if row else None
+        return found
 
     async def list_children(self, parent_id: int, page: PageRequest) -> Page[Organization]:
         conn = await self.uow.connection()
@@ -66,6 +72,7 @@ class SqlOrganizationRepository:
 
     async def update(self, org: Organization) -> Organization:
         conn = await self.uow.connection()
+        self.uow.read_once.pop(("organization", org.id), None)
         CREDENTIALS.forget_organization(self.uow, org.id)
         await conn.execute(
             organizations.update().where(organizations.c.id == org.id)
@@ -76,6 +83,7 @@ class SqlOrganizationRepository:
 
     async def delete(self, org_id: int, at: datetime) -> None:
         conn = await self.uow.connection()
+        self.uow.read_once.pop(("organization", org_id), None)
         CREDENTIALS.forget_organization(self.uow, org_id)
         await conn.execute(organizations.update().where(organizations.c.id == org_id).values(deleted_at=at))
 
@@ -330,23 +338,29 @@ class SqlIdempotencyStore:
 
 _NO_SYNC_COMMIT = sa.text("SET LOCAL synchronous_commit TO OFF")
 
-# PostgreSQL: every window counted, and the transaction's commit told not to wait for the WAL flush, in one round
-# trip (``set_config(..., true)`` is ``SET LOCAL``; the CTE is joined, so it runs once, before the rows are written)
+# PostgreSQL: every window of every bucket counted, and the transaction's commit told not to wait for the WAL flush,
+# in one round trip (``set_config(..., true)`` is ``SET LOCAL``; the CTE is joined, so it runs once, before the rows
+# are written). A window's limit is found by its slot, ``bucket|seconds`` (seconds are digits, so the last ``|``
+# splits a slot unambiguously).
 _PG_COUNT_ALL = sa.text("""
 WITH quiet AS (SELECT set_config('synchronous_commit', 'off', true) AS done)
 INSERT INTO rate_limit_counters AS counter (bucket, window_seconds, window_start, count)
-SELECT :bucket, w.seconds, w.start, 1
-FROM unnest(CAST(:seconds AS integer[]), CAST(:starts AS bigint[])) AS w(seconds, start)
+SELECT w.bucket, w.seconds, w.start, 1
+FROM unnest(CAST(:buckets AS varchar[]), CAST(:seconds AS integer[]), CAST(:starts AS bigint[]))
+    AS w(bucket, seconds, start)
 CROSS JOIN quiet
 ON CONFLICT (bucket, window_seconds, window_start) DO UPDATE SET count = counter.count + 1
-WHERE counter.count
-    < (CAST(:limits AS integer[]))[array_position(CAST(:seconds AS integer[]), counter.window_seconds)]
-RETURNING counter.window_seconds, counter.count
+WHERE counter.count < (CAST(:limits AS integer[]))[
+    array_position(CAST(:slots AS varchar[]), counter.bucket || '|' || counter.window_seconds)]
+RETURNING counter.bucket, counter.window_seconds, counter.count
 """)
+
+Buckets = list[tuple[str, tuple[Window, ...]]]
 
 
 class SqlRateLimiter:
-    """Shared counters: one atomic conditional upsert per window, in the caller's transaction (the caller commits)."""
+    """Shared counters: one atomic conditional upsert for all the windows of a request (one per window where a
+    bucket repeats a window length), in the caller's transaction (the caller commits)."""
 
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -363,26 +377,27 @@ class SqlRateLimiter:
         row = (await conn.execute(stmt)).first()
         return None if row is None else int(row[0])
 
-    async def _increment_all(self, bucket: str, windows: list[Window], epoch: float) -> dict[int, int]:
+    async def _increment_all(self, buckets: Buckets, epoch: float) -> dict[tuple[str, int], int]:
         """Every window's counter in one statement (one round trip, the hot rows locked for it alone): each is
-        counted unless at its limit. Returns window seconds -> new count for those counted."""
-        if self.uow.dialect == "postgresql":
-            conn = await self.uow.connection()
-            rows = await conn.execute(_PG_COUNT_ALL, {
-                "bucket": bucket, "seconds": [w.seconds for w in windows],
-                "starts": [w.start(epoch) for w in windows], "limits": [w.limit for w in windows]})
-            return {int(row[0]): int(row[1]) for row in rows.all()}
+        counted unless at its limit. Returns (bucket, window seconds) -> new count for those counted."""
         conn = await self.uow.connection()
+        slots = [(bucket, w) for bucket, windows in buckets for w in windows]
+        if self.uow.dialect == "postgresql":
+            rows = await conn.execute(_PG_COUNT_ALL, {
+                "buckets": [b for b, _ in slots], "seconds": [w.seconds for _, w in slots],
+                "starts": [w.start(epoch) for _, w in slots], "limits": [w.limit for _, w in slots],
+                "slots": [f"{b}|{w.seconds}" for b, w in slots]})
+            return {(str(row[0]), int(row[1])): int(row[2]) for row in rows.all()}
         c = rate_limit_counters.c
         stmt = insert(rate_limit_counters, self.uow.dialect).values([
-            {"bucket": bucket, "window_seconds": w.seconds, "window_start": w.start(epoch), "count": 1}
-            for w in windows])
+            {"bucket": b, "window_seconds": w.seconds, "window_start": w.start(epoch), "count": 1} for b, w in slots])
         stmt = stmt.on_conflict_do_update(
             index_elements=["bucket", "window_seconds", "window_start"],
             set_={"count": c.count + 1},
-            where=c.count < sa.case({w.seconds: w.limit for w in windows}, value=c.window_seconds),
-        ).returning(c.window_seconds, c.count)
-        return {int(row[0]): int(row[1]) for row in (await conn.execute(stmt)).all()}
+            where=c.count < sa.case(*[(sa.and_(c.bucket == b, c.window_seconds == w.seconds), w.limit)
+                                      for b, w in slots]),
+        ).returning(c.bucket, c.window_seconds, c.count)
+        return {(str(row[0]), int(row[1])): int(row[2]) for row in (await conn.execute(stmt)).all()}
 
     async def _read(self, bucket: str, window: Window, start: int) -> int:
         conn = await self.uow.connection()
@@ -410,45 +425,60 @@ class SqlRateLimiter:
         return result.rowcount or 0
 
     async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
+        return (await self.hit_all([(bucket, windows)], now))[0]
+
+    async def hit_all(self, buckets: Buckets, now: datetime) -> list[RateLimitDecision]:
         epoch = now.timestamp()
-        counted: list[tuple[Window, int]] = []
-        states: list[WindowState] = []
+        counted: list[tuple[str, Window, int]] = []
+        used: dict[tuple[str, int], int] = {}
         allowed = True
-        longest_first = sorted(windows, key=lambda w: -w.seconds)
-        at_once = len({w.seconds for w in windows}) == len(windows)
-        if self.uow.dialect == "postgresql" and not at_once:
-            # counters need no flush to disk before the answer: a crash may forget the last few hundred
-            # milliseconds of counts, and every request stops waiting for the WAL flush of its own increment
-            # (the one-statement path below says so in its statement)
-            conn = await self.uow.connection()
-            await conn.execute(_NO_SYNC_COMMIT)
+        ordered: Buckets = [(b, tuple(sorted(ws, key=lambda w: -w.seconds))) for b, ws in buckets]
+        at_once = all(len({w.seconds for w in ws}) == len(ws) for _, ws in ordered) and \
+            len({b for b, _ in ordered}) == len(ordered)
         if at_once:
             # all windows in one statement; a refused request gives back what it took from the others
-            used_by = await self._increment_all(bucket, longest_first, epoch)
-            for window in longest_first:
-                if window.seconds in used_by:
-                    counted.append((window, window.start(epoch)))
-                    states.append(WindowState(window, used_by[window.seconds], window.end(epoch)))
-                else:
-                    allowed = False
+            used = await self._increment_all(ordered, epoch)
+            for bucket, windows in ordered:
+                for window in windows:
+                    if (bucket, window.seconds) in used:
+                        counted.append((bucket, window, window.start(epoch)))
+                    else:
+                        allowed = False
         else:
+            if self.uow.dialect == "postgresql":
+                # counters need no flush to disk before the answer: a crash may forget the last few hundred
+                # milliseconds of counts, and every request stops waiting for the WAL flush of its own increment
+                # (the one-statement path says so in its statement)
+                conn = await self.uow.connection()
+                await conn.execute(_NO_SYNC_COMMIT)
             # longest window first: a refused request gives back what it took from earlier windows
-            for window in longest_first:
-                start = window.start(epoch)
-                used = await self._increment(bucket, window, start)
-                if used is None:
-                    allowed = False
+            for bucket, windows in ordered:
+                for window in windows:
+                    start = window.start(epoch)
+                    count = await self._increment(bucket, window, start)
+                    if count is None:
+                        allowed = False
+                        break
+                    counted.append((bucket, window, start))
+                    used[bucket, window.seconds] = count
+                if not allowed:
                     break
-                counted.append((window, start))
-                states.append(WindowState(window, used, window.end(epoch)))
-        if not allowed:
-            for window, start in counted:
-                await self._decrement(bucket, window, start)
-            refused = {w.seconds for w in windows} - {w.seconds for w, _ in counted}
+        if allowed:
+            return [RateLimitDecision.from_states(
+                [WindowState(w, used[bucket, w.seconds], w.end(epoch)) for w in windows], True, epoch)
+                for bucket, windows in buckets]
+        for bucket, window, start in counted:
+            await self._decrement(bucket, window, start)
+        refused = {(b, w.seconds) for b, ws in ordered for w in ws} - {(b, w.seconds) for b, w, _ in counted}
+        decisions = []
+        for bucket, windows in buckets:
             # a window that refused was full when it refused, whatever another request gave back since
             states = [WindowState(w, max(await self._read(bucket, w, w.start(epoch)),
-                                         w.limit if w.seconds in refused else 0), w.end(epoch)) for w in windows]
-        return RateLimitDecision.from_states(states, allowed, epoch)
+                                         w.limit if (bucket, w.seconds) in refused else 0), w.end(epoch))
+                      for w in windows]
+            decisions.append(RateLimitDecision.from_states(
+                states, all(s.used < s.window.limit for s in states), epoch))
+        return decisions
 
     async def peek(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
         epoch = now.timestamp()

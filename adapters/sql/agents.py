@@ -147,6 +147,19 @@ _GET_QUERY = sa.select(*_COLUMNS).where(agents.c.organization_id == sa.bindparam
                                         agents.c.deleted_at.is_(None), agents.c.id == sa.bindparam("agent_id"))
 _GET_FOR_UPDATE_QUERY = _GET_QUERY.with_for_update()
 
+# the agent and its current published version, one round trip (a call is placed with both)
+_PUBLISHED = agent_versions.alias("published")
+_WITH_CURRENT_VERSION_QUERY = (
+    sa.select(*_COLUMNS, _PUBLISHED.c.version.label("published_version"),
+              _PUBLISHED.c.snapshot.label("published_snapshot"), _PUBLISHED.c.created_at.label("published_at"),
+              _PUBLISHED.c.created_by.label("published_by"))
+    .select_from(agents.outerjoin(_PUBLISHED, sa.and_(
+        _PUBLISHED.c.organization_id == agents.c.organization_id, _PUBLISHED.c.agent_id == agents.c.id,
+        _PUBLISHED.c.version == agents.c.current_version)))
+    .where(agents.c.organization_id == sa.bindparam("org"), agents.c.deleted_at.is_(None),
+           agents.c.id == sa.bindparam("agent_id"))
+)
+
 
 class SqlAgentRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
@@ -232,6 +245,18 @@ class SqlAgentRepository:
         ), [agent_versions.c.version], page)
         return Page([AgentVersion(r.agent_id, r.version, dict(r.snapshot), r.created_at, r.created_by) for r in rows],
                     total, page.limit, page.offset)
+
+    async def get_with_current_version(self, organization_id: int, agent_id: int
+                                       ) -> tuple[Agent, AgentVersion | None] | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(_WITH_CURRENT_VERSION_QUERY, {"org": organization_id, "agent_id": agent_id})).first()
+        if row is None:
+            return None
+        agent = msgspec.convert(dict(zip(_NAMES, row, strict=False)), Agent)
+        if row.published_version is None:
+            return agent, None
+        return agent, AgentVersion(agent.id or agent_id, row.published_version, dict(row.published_snapshot),
+                                   row.published_at, row.published_by)
 
     async def get_version(self, organization_id: int, agent_id: int, version: int) -> AgentVersion | None:
         conn = await self.uow.connection()

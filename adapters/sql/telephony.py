@@ -28,6 +28,9 @@ _BUILTIN_PROVIDER = sa.select(tp).where(tp.c.organization_id == sa.bindparam("or
                                         tp.c.builtin_key == BUILTIN_SIMULATOR)
 _DEFAULT_PROVIDER = sa.select(tp).where(tp.c.organization_id == sa.bindparam("org"),
                                         tp.c.is_default.is_(True)).order_by(tp.c.id).limit(1)
+# the default and the built-in simulator at once, the default first (the lowest id among defaults, as _DEFAULT_PROVIDER)
+_CALL_PROVIDERS = sa.select(tp).where(tp.c.organization_id == sa.bindparam("org"), sa.or_(
+    tp.c.builtin_key == BUILTIN_SIMULATOR, tp.c.is_default.is_(True))).order_by(tp.c.is_default.desc(), tp.c.id)
 _OUTBOUND_NUMBER = (
     sa.select(tn).where(tn.c.organization_id == sa.bindparam("org"), tn.c.voice.is_(True),
                         tn.c.status == PhoneNumberStatus.ACTIVE)
@@ -111,6 +114,14 @@ class SqlTelephonyProviderRepository:
         conn = await self.uow.connection()
         row = (await conn.execute(_DEFAULT_PROVIDER, {"org": organization_id})).first()
         return _row_to_provider(row) if row else None
+
+    async def for_new_call(self, organization_id: int, now: datetime) -> TelephonyProvider:
+        conn = await self.uow.connection()
+        rows = (await conn.execute(_CALL_PROVIDERS, {"org": organization_id})).all()
+        if not any(row.builtin_key is not None for row in rows):  # the organization's first call: create it
+            builtin = await self.ensure_default(organization_id, now)
+            return await self.default(organization_id) or builtin
+        return _row_to_provider(rows[0])  # a default when there is one (is_default sorts first), else the built-in
 
     async def delete(self, organization_id: int, provider_id: int) -> None:
         conn = await self.uow.connection()

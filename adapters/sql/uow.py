@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -59,6 +61,10 @@ class SqlUnitOfWork:
         self._write = write
         self._connection: AsyncConnection | None = None
         self._events = PendingEvents()
+        self.read_once: dict[tuple[str, Any], Any] = {}
+        """Rows the unit's repositories read in the current transaction, kept to its end (``commit``,
+        ``rollback``) so that a second look in it costs no round trip (an organization read by the DNC gate
+        and the quota gate of one call). A repository that writes a row it keeps here forgets it."""
 
     async def connection(self) -> AsyncConnection:
         if self._connection is None:
@@ -81,6 +87,7 @@ class SqlUnitOfWork:
         self._created_work = True
 
     async def commit(self) -> None:
+        self.read_once.clear()
         if self._events:
             conn = await self.connection()
             now = self._clock.now()
@@ -106,7 +113,33 @@ class SqlUnitOfWork:
             if self._on_work is not None:
                 self._on_work()
 
+    @contextlib.asynccontextmanager
+    async def autocommit(self) -> AsyncIterator[None]:
+        """The block's statements each commit on their own, as a read-only unit's do: on PostgreSQL the connection
+        is in SQLAlchemy's ``AUTOCOMMIT`` isolation level for the block, on SQLite it sends no ``BEGIN IMMEDIATE``
+        (``WRITE_OPTION``). Saves the ``BEGIN`` and ``COMMIT`` round trips of a step of one statement. Begun
+        between transactions; its events would have no transaction of theirs, so recording one is refused."""
+        if not self._write:  # a read-only unit's statements commit on their own already
+            yield
+            return
+        conn = await self.connection()
+        if conn.in_transaction():
+            raise RuntimeError("autocommit() begins between transactions: commit or roll back first")
+        own = {"isolation_level": AUTOCOMMIT} if self.dialect == "postgresql" else {WRITE_OPTION: False}
+        await conn.execution_options(**own)
+        self._write = False
+        try:
+            yield
+        finally:
+            self._write = True
+            if conn.in_transaction():  # SQLAlchemy's own bookkeeping: each statement has committed already
+                await conn.rollback()
+            restore = {"isolation_level": conn.default_isolation_level} if self.dialect == "postgresql" \
+                else {WRITE_OPTION: True}
+            await conn.execution_options(**restore)
+
     async def rollback(self) -> None:
+        self.read_once.clear()
         self._events.clear()
         self._created_work = False
         if self._connection is not None and self._connection.in_transaction():

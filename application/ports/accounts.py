@@ -86,6 +86,12 @@ class RateLimiter(Protocol):
         transaction: the counts are shared once the caller commits."""
         ...
 
+    async def hit_all(self, buckets: list[tuple[str, tuple[Window, ...]]], now: datetime) -> list[RateLimitDecision]:
+        """``hit`` for one request in several buckets at once (a key's and its organization's): counted in every
+        window of every bucket unless one is exhausted (then counted in none). One decision per bucket, in order:
+        a bucket's decision is refused when one of its own windows is exhausted."""
+        ...
+
     async def peek(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
         """What ``hit`` would decide now, counting nothing."""
         ...

@@ -42,6 +42,12 @@ class AgentRepository(Protocol):
 
     async def get_version(self, organization_id: int, agent_id: int, version: int) -> AgentVersion | None: ...
 
+    async def get_with_current_version(self, organization_id: int, agent_id: int
+                                       ) -> tuple[Agent, AgentVersion | None] | None:
+        """The live agent and its ``current_version`` (its latest published one; None when it has none) in one
+        read: what a call is placed with. None when the agent does not exist."""
+        ...
+
 
 class AgentCalendars(Protocol):
     """The calendars an agent may point at (``calendar_id``): the live calendars of its organization."""

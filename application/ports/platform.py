@@ -56,6 +56,12 @@ class UnitOfWork(Protocol):
 
     async def rollback(self) -> None: ...
 
+    def autocommit(self) -> AbstractAsyncContextManager[None]:
+        """A block between transactions whose statements each commit on their own: no ``BEGIN`` or ``COMMIT`` is
+        sent for it (a step whose work holds one statement at a time, such as the rate-limit count). It records
+        no events."""
+        ...
+
 
 class UseCase(Protocol[C_contra, R_co]):
     """The shape of every use case: one ``execute`` taking its command."""

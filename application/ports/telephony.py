@@ -121,6 +121,11 @@ class TelephonyProviderRepository(Protocol):
 
     async def default(self, organization_id: int) -> TelephonyProvider | None: ...
 
+    async def for_new_call(self, organization_id: int, now: datetime) -> TelephonyProvider:
+        """The provider a new call goes out through: the organization's default, else its built-in simulator
+        (``ensure_default``: created on first use)."""
+        ...
+
     async def delete(self, organization_id: int, provider_id: int) -> None: ...
 
 

@@ -3,15 +3,18 @@ in ``_Run.run``:
 
 1. ``authenticate``         the route's authenticator (``Access.auth``)             its own transaction
 1b. ``widget_origin``       a widget token only from its own pages
-2. ``rate_limit``           the key's windows, then the organization's ceiling      its own transaction
+2. ``rate_limit``           the key's windows and the organization's ceiling        its own statements, each
+                                                                                    committed alone
 3. ``scopes``               the route's scopes
 4. ``acting_organization``  ``X-Sub-Org-Id``                                       its own transaction (a read)
-5. ``idempotency_claim``    the ``Idempotency-Key`` claimed before the handler      its own transaction
+5. ``idempotency_claim``    the ``Idempotency-Key`` claimed before the handler      its own statements, each
+                                                                                    committed alone
 6. ``handle``               the handler                                             committed once, below 400,
                                                                                     with the idempotency record
 
 The request id is given by the outermost layer (``entrypoints/http/asgi.py``) before any of these. Every
-transaction is written where its step is (``async with transaction(uow)``, ``entrypoints/http/steps.py``); no
+transaction is written where its step is (``async with transaction(uow)``, ``entrypoints/http/steps.py``; a step
+whose work holds one statement at a time, ``async with statements_alone(uow)``, sends no ``BEGIN``/``COMMIT``); no
 adapter commits the request's unit of work. The handler's response is held back until its transaction has
 committed, so a client never sees a success for a change that was not kept.
 
@@ -60,7 +63,15 @@ from entrypoints.http.envelope import auth_error_messages, outage_messages, rout
 from entrypoints.http.messages import response_messages
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import Access, AuthMode, access_of
-from entrypoints.http.steps import Captured, count_request, quietly_roll_back, replayed_body, run_handler, transaction
+from entrypoints.http.steps import (
+    Captured,
+    count_request,
+    quietly_roll_back,
+    replayed_body,
+    run_handler,
+    statements_alone,
+    transaction,
+)
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.outages import is_database_outage
 from entrypoints.runtime import AuthFailurePolicy, RateLimitPolicy
@@ -359,16 +370,17 @@ class _Run:
         return True
 
     async def rate_limit(self, principal: Principal) -> bool:
-        """2. The request counted, in its own transaction: per principal (a rotated key shares its predecessor's
-        counters, a widget token has its own), then against the organization's ceiling over all its keys; with the
-        key's last use when the request is allowed. A refused request consumes nothing and is answered 429."""
+        """2. The request counted, each statement committed alone (``statements_alone``): per principal (a rotated
+        key shares its predecessor's counters, a widget token has its own) and against the organization's ceiling
+        over all its keys, in one statement; with the key's last use when the request is allowed. A refused request
+        consumes nothing and is answered 429."""
         gate, key, organization = self.gate, principal.key, principal.organization
         assert organization is not None
         now = gate.clock.now()
         windows = gate.limits.windows_for(principal)
         ceiling = (f"org:{organization.id}", gate.limits.organization) \
             if key is not None and gate.limits.organization else None
-        async with transaction(gate.uow):
+        async with statements_alone(gate.uow):
             decision, by_ceiling = await count_request(gate.limiter, principal.rate_bucket, windows, now, ceiling)
             if decision.allowed and key is not None and (
                     key.last_used_at is None or now - key.last_used_at >= LAST_USED_PRECISION):
@@ -428,9 +440,10 @@ class _Run:
         return actor
 
     async def idempotency_claim(self, principal: Principal, actor: Actor) -> _Claim | None:
-        """5. An ``Idempotency-Key`` on a route that honours it: the key claimed, in its own transaction, before the
-        handler runs (None: no key, the handler runs as it is). A key already answered is replayed; one in flight
-        is 409, one used with another request 422 (``replied``: the step answered).
+        """5. An ``Idempotency-Key`` on a route that honours it: the key claimed before the handler runs, each
+        statement committed alone (one in the usual case; every later one checks what it changes). None: no key,
+        the handler runs as it is. A key already answered is replayed; one in flight is 409, one used with another
+        request 422 (``replied``: the step answered).
 
         Records are scoped to (acting organization, key lineage, key): no other key of the organization sees them,
         a rotated successor does (a widget token's requests have a scope of their own)."""
@@ -460,8 +473,8 @@ class _Run:
                                                 body_digest(_header(self.scope, b"content-type"), body))
         claim = _Claim(await self.gate.idempotency(), actor.organization_id, lineage_id, key,
                        (await self.gate.random()).hex(16), body)
-        for _ in range(3):  # a lost race looks again, in a new transaction
-            async with transaction(self.gate.uow):
+        for _ in range(3):  # a lost race looks again
+            async with statements_alone(self.gate.uow):
                 now = self.gate.clock.now()
                 outcome = await claim.attempt(fingerprint, now)
             if outcome is True:

@@ -47,6 +47,15 @@ async def transaction(uow: UnitOfWork) -> AsyncIterator[None]:
     await uow.commit()
 
 
+@asynccontextmanager
+async def statements_alone(uow: UnitOfWork) -> AsyncIterator[None]:
+    """A step whose work holds one statement at a time (the rate-limit count, the idempotency claim): each of its
+    statements commits on its own, without ``BEGIN`` and ``COMMIT`` round trips (``UnitOfWork.autocommit``), as a
+    GET's statements do; rolled back (what is left to) when it raises, like ``transaction``."""
+    async with transaction(uow), uow.autocommit():
+        yield
+
+
 @dataclass
 class Captured:
     """A handler's response, held back until its transaction has ended."""
@@ -72,15 +81,14 @@ class Captured:
 async def count_request(limiter: RateLimiter, bucket: str, windows: tuple[Window, ...], now: datetime,
                         ceiling: tuple[str, tuple[Window, ...]] | None = None) -> tuple[RateLimitDecision, bool]:
     """The rate-limit step's work (the caller's transaction holds it): one request counted in ``bucket``'s windows
-    and, when the bucket allowed it, in the ``ceiling`` (another bucket and its windows: the organization's, over
-    all its keys). A request the ceiling refuses gives its count back to ``bucket``, so a refusal consumes nothing.
-    Returns the tightest decision and whether the ceiling refused it."""
-    decision = await limiter.hit(bucket, windows, now)
-    if not decision.allowed or ceiling is None:
+    and in the ``ceiling`` (another bucket and its windows: the organization's, over all its keys), together (one
+    statement on PostgreSQL): when either refuses, neither counts it, so a refusal consumes nothing. Returns the
+    tightest decision (the bucket's own refusal first) and whether the ceiling refused it."""
+    if ceiling is None:
+        return await limiter.hit(bucket, windows, now), False
+    decision, over_all = await limiter.hit_all([(bucket, windows), ceiling], now)
+    if not decision.allowed:
         return decision, False
-    over_all = await limiter.hit(*ceiling, now)
-    if not over_all.allowed:
-        await limiter.release(bucket, windows, now)
     return tightest(decision, over_all), not over_all.allowed
 
 

@@ -243,6 +243,47 @@ async def test_blob_storage(kind: str, tmp_path: Path) -> None:
     assert await blobs.get("recordings/1/a.wav") is None
 
 
+async def test_a_new_call_goes_out_through_the_default_provider_else_the_builtin(container: Any) -> None:
+    org = await new_organization(container)
+    async with container() as r:
+        providers = await r.get(TelephonyProviderRepository)
+        first = await providers.for_new_call(org, NOW)  # the organization's first call creates the built-in
+        assert first.builtin and first.is_default
+        assert (await providers.ensure_default(org, NOW)).id == first.id
+        twilio = await providers.add(TelephonyProvider(None, org, "Twilio", "twilio", created_at=NOW, updated_at=NOW))
+        assert (await providers.for_new_call(org, NOW)).id == first.id
+        await providers.update(replace(twilio, is_default=True))
+        await providers.clear_default(org, twilio.id)
+        assert (await providers.for_new_call(org, NOW)).id == twilio.id
+        await providers.update(replace(twilio, is_default=False))
+        assert (await providers.for_new_call(org, NOW)).id == first.id  # no default at all: the built-in
+        await (await r.get(UnitOfWork)).rollback()
+
+
+async def test_an_agent_is_read_with_its_current_published_version(container: Any) -> None:
+    from domain.agents import AgentVersion
+
+    org, other = await new_organization(container), await new_organization(container)
+    async with container() as r:
+        agents = await r.get(AgentRepository)
+        draft = await agents.add(Agent(None, org, "Draft", created_at=NOW, updated_at=NOW))
+        published = await agents.add(Agent(None, org, "Published", current_version=2, created_at=NOW,
+                                           updated_at=NOW))
+        await agents.add_version(org, AgentVersion(published.id, 1, {"prompt": "one"}, NOW, None))
+        await agents.add_version(org, AgentVersion(published.id, 2, {"prompt": "two"}, NOW, 7))
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        agents = await r.get(AgentRepository)
+        assert await agents.get_with_current_version(org, draft.id) == (await agents.get(org, draft.id), None)
+        found = await agents.get_with_current_version(org, published.id)
+        assert found is not None and found[0] == await agents.get(org, published.id)
+        assert found[1] == AgentVersion(published.id, 2, {"prompt": "two"}, NOW, 7)
+        assert await agents.get_with_current_version(other, published.id) is None
+        await agents.delete(org, draft.id, NOW)
+        assert await agents.get_with_current_version(org, draft.id) is None
+        await (await r.get(UnitOfWork)).rollback()
+
+
 async def test_a_number_has_one_owning_organization(container: Any) -> None:
     first, other = await new_organization(container), await new_organization(container)
     number = f"+1417{first:07d}"

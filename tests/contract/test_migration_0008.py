@@ -18,6 +18,9 @@ from adapters.sql.engine import create_engine
 from adapters.sql.schema import alembic_config
 from tests.support.databases import IN_CI, pg_admin_url, pg_reachable
 
+# like every migration's test: the history from an empty database, once per database, in the one-process pass
+pytestmark = pytest.mark.slow
+
 EARLIER_HEADS = ("0002", "0004", "0005", "0006", "0100")
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

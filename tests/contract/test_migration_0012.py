@@ -6,7 +6,12 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+import pytest
+
 from tests.contract.test_migration_0008 import _migrate, _sql, empty_url  # noqa: F401  (a fixture)
+
+# like every migration's test: the history from an empty database, once per database, in the one-process pass
+pytestmark = pytest.mark.slow
 
 BEFORE = "0008"
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)

@@ -150,6 +150,27 @@ async def test_rate_limiter_counts_and_refuses(container: Any) -> None:
         assert later.allowed
 
 
+async def test_rate_limiter_counts_several_buckets_together_or_not_at_all(container: Any) -> None:
+    """``hit_all`` (a key's bucket and its organization's ceiling): counted in both while both allow; once one
+    refuses, neither counts the request, and each decision says which refused."""
+    key = f"contract-key:{id(container)}:{NOW.timestamp()}"
+    ceiling = f"contract-org:{id(container)}:{NOW.timestamp()}"
+    own, shared = (Window(60, 3), Window(3600, 100)), (Window(60, 2),)
+    async with container() as r:
+        limiter = await r.get(RateLimiter)
+        first, first_all = await limiter.hit_all([(key, own), (ceiling, shared)], NOW)
+        assert first.allowed and first_all.allowed and (first.remaining, first_all.remaining) == (2, 1)
+        assert all(d.allowed for d in await limiter.hit_all([(key, own), (ceiling, shared)], NOW))
+        mine, over_all = await limiter.hit_all([(key, own), (ceiling, shared)], NOW)
+        assert mine.allowed and not over_all.allowed and over_all.retry_after == 60
+        assert (await limiter.peek(key, own, NOW)).remaining == 1  # the refused request took nothing from the key
+        assert (await limiter.peek(ceiling, shared, NOW)).remaining == 0
+        assert (await limiter.hit(key, own, NOW)).remaining == 0
+        mine, over_all = await limiter.hit_all([(key, own), (ceiling, shared)], NOW + timedelta(seconds=60))
+        assert mine.allowed and over_all.allowed and over_all.remaining == 1
+        await (await r.get(UnitOfWork)).commit()
+
+
 async def test_rate_limiter_works_in_its_callers_transaction_and_never_ends_it(container: Any) -> None:
     """``hit`` and ``release`` neither commit nor roll back: what the caller wrote before them is still its own to
     roll back, and the counts are kept once the caller commits (each step of a request owns its transaction)."""

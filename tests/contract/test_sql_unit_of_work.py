@@ -159,6 +159,37 @@ async def test_a_read_only_unit_reads_each_statement_on_its_own(table_engine: tu
         SqlUnitOfWork(engine, CLOCK, write=False).record(EventType.CALL_ENDED(1, dict(EventType.CALL_ENDED.example)))
 
 
+async def test_a_write_units_autocommit_block_keeps_each_statement_and_then_transactions_resume(
+        table_engine: tuple[Any, str]) -> None:
+    """``autocommit()`` (a step of one statement: the rate-limit count, the idempotency claim): what the block
+    writes is kept statement by statement, a later rollback does not undo it, it records no events, and the unit's
+    next statements are one transaction again."""
+    engine, table = table_engine
+    uow = SqlUnitOfWork(engine, CLOCK)
+    try:
+        conn = await uow.connection()
+        async with uow.autocommit():
+            await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('a')"))
+            assert await _values(engine, table) == ["a"]  # kept without a commit
+            with pytest.raises(RuntimeError):
+                uow.record(EventType.CALL_ENDED(1, dict(EventType.CALL_ENDED.example)))
+        await uow.rollback()
+        assert await _values(engine, table) == ["a"]
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('b')"))
+        assert await _values(engine, table) == ["a"]  # a transaction again: not seen before its commit
+        await uow.rollback()
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('c')"))
+        await uow.commit()
+        assert await _values(engine, table) == ["a", "c"]
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('d')"))
+        with pytest.raises(RuntimeError):  # begun between transactions only
+            async with uow.autocommit():
+                pass
+    finally:
+        await uow.close()
+    assert await _values(engine, table) == ["a", "c"]
+
+
 async def test_sqlite_writers_queue_a_write_unit_holds_the_lock_from_its_first_statement(tmp_path: Path) -> None:
     path = tmp_path / "queue.db"
     engine = create_engine(f"sqlite+aiosqlite:///{path}", pool_size=2)
