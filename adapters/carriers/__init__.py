@@ -1,0 +1,1 @@
+"""Carrier adapters (Twilio, Telnyx) behind application.ports.carriers.Carrier."""
