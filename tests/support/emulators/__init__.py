@@ -1,0 +1,1 @@
+"""Emulators of the outside services Parley talks to, speaking their documented protocols on 127.0.0.1."""
