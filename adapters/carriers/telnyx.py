@@ -26,6 +26,7 @@ import base64
 import binascii
 import functools
 import json
+import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -55,6 +56,8 @@ from application.ports.carriers import (
 from application.ports.egress import RequestFailed, SafeHttp
 from application.ports.platform import Clock
 from domain.errors import DomainError
+
+log = logging.getLogger("parley.carriers.telnyx")
 
 DEFAULT_API_BASE_URL = "https://api.telnyx.com"
 SIGNATURE_HEADER = "telnyx-signature-ed25519"
@@ -160,6 +163,15 @@ def _event(body: bytes) -> tuple[str, str | None, datetime, dict[str, Any]] | No
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _metadata(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A call event's details: its ``metadata``, or the webhook payload inside it."""
+    metadata = event.get("metadata")
+    if not isinstance(metadata, dict):
+        return {}
+    payload = metadata.get("payload")
+    return payload if isinstance(payload, dict) else metadata
 
 
 def _hangup_state(cause: str | None, sip: str | None) -> CarrierCallState:
@@ -368,27 +380,58 @@ class TelnyxCarrier:
         return CarrierCallRef(carrier_call_id)
 
     async def find_call(self, account: CarrierAccount, call_id: str, carrier_call_id: str | None) -> VoiceUpdate | None:
-        """Telnyx's call status says whether the call is alive and how long it has lasted, not whether it was
-        answered: a live call reads ``initiated`` (states only move forward, so this never undoes an answer) and
-        an ended one ``completed`` with its duration. Without the carrier's id, the connection's active calls are
-        searched for the ``client_state`` the dial carried; a call that is no longer active is not found there."""
-        now = self._clock.now()
+        """Telnyx's call status (``GET /v2/calls/{id}``) says whether the call is alive, not whether it was answered
+        nor how it ended: the call leg's event log (``GET /v2/call_events``) does. A live call reads ``answered``
+        once its log has ``call.answered``, else ``initiated``; an ended one ``completed`` (answered, its duration
+        from the answer to the end) or, unanswered, its hangup cause (``no_answer`` when the log does not say).
+        Without the carrier's id (the dial's answer was lost) the connection's active calls are searched for the
+        ``client_state`` the dial carried; a call no longer active is not found there (None)."""
         if carrier_call_id is None:
-            found = await self._find_active(account, call_id)
-            if found is None:
+            carrier_call_id = await self._find_active(account, call_id)
+            if carrier_call_id is None:
                 return None
-            return VoiceUpdate(found, "initiated", now)
         document = await self._api(account, "GET", f"/v2/calls/{quote(carrier_call_id, safe='')}",
                                    not_found_ok=True)
         if document is None:
             return None
         data = self._data(document)
-        duration = data.get("call_duration")
-        seconds = duration if isinstance(duration, int) and not isinstance(duration, bool) else None
+        now = self._clock.now()
+        leg = _text(data.get("call_leg_id"))
+        events = await self._leg_events(account, leg) if leg else {}
+        answered = events.get("call.answered")
+        answered_at = _instant(answered.get("event_timestamp")) if answered else None
+        detection = events.get("call.machine.detection.ended") or events.get("call.machine.premium.detection.ended")
+        result = _metadata(detection).get("result") if detection else None
+        answered_by = AMD_RESULTS.get(result, "unknown") if isinstance(result, str) else None
         if data.get("is_alive") is True:
-            return VoiceUpdate(carrier_call_id, "initiated", now, duration_seconds=seconds)
-        ended = _instant(data.get("end_time"), now) or now
-        return VoiceUpdate(carrier_call_id, "completed", ended, duration_seconds=seconds)
+            if answered is None:
+                return VoiceUpdate(carrier_call_id, "initiated", now)
+            return VoiceUpdate(carrier_call_id, "answered", answered_at or now, answered_by=answered_by)
+        hangup = events.get("call.hangup")
+        ended = (_instant(data.get("end_time")) or (_instant(hangup.get("event_timestamp")) if hangup else None)
+                 or now)
+        if answered is not None:
+            seconds = max(0, int((ended - answered_at).total_seconds())) if answered_at else None
+            return VoiceUpdate(carrier_call_id, "completed", ended, answered_by=answered_by, duration_seconds=seconds)
+        details = _metadata(hangup) if hangup else {}
+        cause, sip = _text(details.get("hangup_cause")), _text(details.get("sip_hangup_cause"))
+        state = _hangup_state(cause, sip)
+        if state == "completed":
+            state = "no_answer"  # ended without ever being answered
+        error = f"Telnyx ended the call: {cause or 'unspecified'}" + (f" (SIP {sip})" if sip else "") \
+            if state == "failed" else None
+        return VoiceUpdate(carrier_call_id, state, ended, error=error)
+
+    async def _leg_events(self, account: CarrierAccount, leg: str) -> dict[str, dict[str, Any]]:
+        """The webhooks Telnyx sent for a call leg, the first of each name."""
+        document = await self._api(account, "GET", "/v2/call_events",
+                                   query={"filter[leg_id]": leg, "filter[type]": "webhook", "page[size]": 100})
+        rows = document.get("data") if document else None
+        found: dict[str, dict[str, Any]] = {}
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict) and isinstance(row.get("name"), str):
+                found.setdefault(row["name"], row)
+        return found
 
     async def _find_active(self, account: CarrierAccount, call_id: str) -> str | None:
         connection = quote(account.credentials.get("connection_id", ""), safe="")
@@ -425,6 +468,17 @@ class TelnyxCarrier:
             **self._stream(urls),
             "command_id": "parley-answer",
         })
+        return WebhookReply()
+
+    async def reject_inbound(self, account: CarrierAccount, call: InboundCall) -> WebhookReply:
+        """Call Control's ``reject`` with ``USER_BUSY``: the caller hears a busy signal. A call that has already
+        ended is left as it is; a reject Telnyx refuses or does not answer is logged (the caller then hears the
+        call ring out), since nothing else can be done with an inbound call Parley will not take."""
+        try:
+            await self._command(account, call.carrier_call_id, "reject",
+                                {"cause": "USER_BUSY", "command_id": "parley-reject"}, ended_ok=True)
+        except (CarrierError, CarrierAmbiguous) as exc:
+            log.warning("rejecting inbound Telnyx call %s: %s", call.carrier_call_id, exc)
         return WebhookReply()
 
     def stream_reply(self, urls: CallbackUrls) -> WebhookReply:

@@ -53,9 +53,14 @@ def clock() -> ManualClock:
     return ManualClock(START)
 
 
+async def nowhere(url: str, headers: dict[str, str], body: bytes) -> int:
+    return 200
+
+
 @pytest.fixture
 async def telnyx(clock: ManualClock) -> AsyncIterator[TelnyxEmulator]:
-    async with TelnyxEmulator(now=clock.now) as emulator:
+    """The emulator; its webhooks go nowhere unless a test gives it a receiver (``telnyx.deliver = None``)."""
+    async with TelnyxEmulator(now=clock.now, deliver=nowhere) as emulator:
         yield emulator
 
 
@@ -185,18 +190,43 @@ async def test_an_api_address_that_is_not_public_is_a_carrier_error(
 # -- the call's life -----------------------------------------------------------------------------------------------
 
 
-async def test_find_call_reads_a_live_call_an_ended_call_and_an_unknown_one(
+async def test_find_call_reads_a_live_call_from_its_status_and_event_log(
         telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount, clock: ManualClock) -> None:
     ref = await carrier.dial(account, a_dial())
+    await telnyx.initiated(ref.carrier_call_id)
     clock.advance(seconds=20)
-    live = await carrier.find_call(account, "call_1", ref.carrier_call_id)
-    assert live is not None and (live.state, live.duration_seconds) == ("initiated", 20)
-    telnyx.calls[ref.carrier_call_id].ended = clock.advance(seconds=45)
-    ended = await carrier.find_call(account, "call_1", ref.carrier_call_id)
-    assert ended is not None
-    assert (ended.state, ended.duration_seconds, ended.at) == ("completed", 65, clock.now())
+    assert await carrier.find_call(account, "call_1", ref.carrier_call_id) == VoiceUpdate(
+        ref.carrier_call_id, "initiated", clock.now())
+    answered_at = clock.now()
+    await telnyx.answer(ref.carrier_call_id, answered_by="machine")
+    clock.advance(seconds=5)
+    assert await carrier.find_call(account, "call_1", ref.carrier_call_id) == VoiceUpdate(
+        ref.carrier_call_id, "answered", answered_at, answered_by="machine")
+    clock.advance(seconds=40)
+    await telnyx.hangup(ref.carrier_call_id)
+    clock.advance(seconds=600)
+    assert await carrier.find_call(account, "call_1", ref.carrier_call_id) == VoiceUpdate(
+        ref.carrier_call_id, "completed", answered_at + timedelta(seconds=45), answered_by="machine",
+        duration_seconds=45)
     assert await carrier.find_call(account, "call_1", "v3:no-such-call") is None
     assert await carrier.find_call(account, "call_1", None) is None  # no longer among the active calls
+
+
+@pytest.mark.parametrize(("ending", "state"), [("busy", "busy"), ("no_answer", "no_answer"),
+                                               ("unreachable", "failed"), (None, "no_answer")])
+async def test_find_call_reads_how_an_unanswered_call_ended(
+        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount, clock: ManualClock,
+        ending: str | None, state: str) -> None:
+    ref = await carrier.dial(account, a_dial())
+    clock.advance(seconds=30)
+    if ending is None:  # the log says nothing of the end
+        telnyx.calls[ref.carrier_call_id].ended = clock.now()
+    else:
+        await getattr(telnyx, ending)(ref.carrier_call_id)
+    update = await carrier.find_call(account, "call_1", ref.carrier_call_id)
+    assert update is not None
+    assert (update.state, update.at, update.duration_seconds) == (state, clock.now(), None)
+    assert (update.error is not None) == (state == "failed")
 
 
 async def test_a_status_read_that_times_out_is_a_plain_carrier_error(
@@ -249,6 +279,7 @@ async def test_an_inbound_call_is_read_then_answered_with_the_stream_and_an_empt
         telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount) -> None:
     telnyx.numbers["1"] = OwnedNumber("1", OURS, telnyx.connection_id, telnyx.messaging_profile_id)
     telnyx.application["webhook_event_url"] = NUMBER_URLS.voice_url
+    telnyx.deliver = None
     receiver = await Receiver().start()
     try:
         telnyx.application["webhook_event_url"] = receiver.url("/voice")
@@ -268,6 +299,20 @@ async def test_an_inbound_call_is_read_then_answered_with_the_stream_and_an_empt
     assert (call.stream_url, call.stream_track, call.stream_mode, call.stream_codec) == (
         URLS.stream_url, "both_tracks", "rtp", "PCMU")
     assert carrier.stream_reply(URLS) == WebhookReply()
+
+
+async def test_an_inbound_call_parley_will_not_take_is_rejected_busy(
+        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount) -> None:
+    telnyx.numbers["1"] = OwnedNumber("1", OURS, telnyx.connection_id, telnyx.messaging_profile_id)
+    telnyx.application["webhook_event_url"] = NUMBER_URLS.voice_url
+    call, _ = await telnyx.inbound_call(CALLER, OURS)
+    inbound = InboundCall(call.call_control_id, CALLER, OURS, START)
+    assert await carrier.reject_inbound(account, inbound) == WebhookReply()
+    assert [(name, body["cause"]) for name, body in call.commands] == [("reject", "USER_BUSY")]
+    assert not call.alive and call.answered is None
+    assert await carrier.reject_inbound(account, inbound) == WebhookReply()  # again: nothing more
+    telnyx.fail("POST", "/v2/calls/", 500)
+    assert await carrier.reject_inbound(account, InboundCall("v3:x", CALLER, OURS, START)) == WebhookReply()
 
 
 async def test_an_inbound_call_that_cannot_be_answered_is_a_carrier_error(
@@ -514,6 +559,7 @@ async def test_an_outbound_call_and_its_texts_end_to_end_at_the_adapter(
         telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount, clock: ManualClock) -> None:
     """Parley's webhook endpoint stands in as a receiver: every callback the emulator sends over HTTP is verified
     and read in order; the hostile ones fail verification or repeat an event id."""
+    telnyx.deliver = None
     receiver = await Receiver().start()
     try:
         urls = CallbackUrls(receiver.url("/voice"), URLS.stream_url)

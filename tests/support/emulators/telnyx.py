@@ -102,6 +102,8 @@ class EmulatedCall:
     answered: datetime | None = None
     ended: datetime | None = None
     commands: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """The call leg's event log (``GET /v2/call_events``): the webhooks sent and the commands taken."""
     transferred_to: list[str] = field(default_factory=list)
     hung_up_by_api: bool = False
 
@@ -161,7 +163,7 @@ class TelnyxEmulator:
         self.key = Ed25519PrivateKey.generate()
         self.public_key = public_key_of(self.key)
         self.now = now or (lambda: datetime.now(UTC))
-        self._deliver = deliver
+        self.deliver = deliver
         self.application: dict[str, Any] = {"id": connection_id, "record_type": "call_control_application",
                                             "application_name": "Parley voice", "webhook_event_url": None,
                                             "active": True}
@@ -287,8 +289,8 @@ class TelnyxEmulator:
         return await self._post(delivery.url, dict(delivery.headers), delivery.body)
 
     async def _post(self, url: str, headers: dict[str, str], body: bytes) -> Delivery:
-        if self._deliver is not None:
-            status = await self._deliver(url, headers, body)
+        if self.deliver is not None:
+            status = await self.deliver(url, headers, body)
         else:
             if self._client is None:
                 self._client = httpx.AsyncClient(timeout=10, trust_env=False)
@@ -325,7 +327,11 @@ class TelnyxEmulator:
                          **extra: Any) -> Delivery:
         """Any event for a known call, whatever its state (a late ``call.initiated`` after the hangup...)."""
         call = self._call(call_control_id)
-        return await self.send(url or self._webhook_url(call), event_type, self.call_payload(call, **extra))
+        payload = self.call_payload(call, **extra)
+        call.events.append({"record_type": "call_event", "call_leg_id": call.call_leg_id,
+                            "call_session_id": call.call_session_id, "event_timestamp": iso(self.now()),
+                            "name": event_type, "type": "webhook", "metadata": {"payload": payload}})
+        return await self.send(url or self._webhook_url(call), event_type, payload)
 
     async def initiated(self, call_control_id: str) -> Delivery:
         call = self._call(call_control_id)
@@ -508,6 +514,8 @@ class TelnyxEmulator:
                 return self._status(call_id)
             case "POST", ["calls", call_id, "actions", action]:
                 return self._command(call_id, action, data)
+            case "GET", ["call_events"]:
+                return self._call_events(request.query)
             case "GET", ["connections", connection, "active_calls"]:
                 return self._active_calls(connection, request.query)
             case "POST", ["messages"]:
@@ -590,8 +598,15 @@ class TelnyxEmulator:
         if not call.alive:
             return 422, _errors("90018", "Call has already ended",
                                 "This call is no longer active and can't receive commands.")
-        if action not in ("answer", "hangup", "transfer", "streaming_start"):
+        if action not in ("answer", "reject", "hangup", "transfer", "streaming_start"):
             return _not_found()
+        if action == "reject":
+            if call.direction != "incoming" or call.answered is not None:
+                return 422, _errors("90034", "Call already answered", "Only an unanswered inbound call can be "
+                                    "rejected.")
+            if data.get("cause") not in ("CALL_REJECTED", "USER_BUSY"):
+                return 422, _errors("10032", "Invalid parameter", "The 'cause' parameter is invalid.")
+            call.ended = self.now()
         if action == "answer":
             if call.direction != "incoming" or call.answered is not None:
                 return 422, _errors("90034", "Call already answered", "This call can't be answered.")
@@ -611,7 +626,17 @@ class TelnyxEmulator:
             call.hung_up_by_api = True
             call.ended = self.now()
         call.commands.append((action, data))
+        call.events.append({"record_type": "call_event", "call_leg_id": call.call_leg_id,
+                            "call_session_id": call.call_session_id, "event_timestamp": iso(self.now()),
+                            "name": action, "type": "command", "metadata": data})
         return 200, {"data": {"result": "ok"}}
+
+    def _call_events(self, query: dict[str, str]) -> tuple[int, Any]:
+        leg, kind = query.get("filter[leg_id]"), query.get("filter[type]")
+        size = int(query.get("page[size]", "20"))
+        rows = [event for call in self.calls.values() if leg is None or call.call_leg_id == leg
+                for event in call.events if kind is None or event["type"] == kind][:size]
+        return 200, {"data": rows, "meta": {"total_results": len(rows), "page_number": 1, "page_size": size}}
 
     def _active_calls(self, connection: str, query: dict[str, str]) -> tuple[int, Any]:
         if connection != self.connection_id:
