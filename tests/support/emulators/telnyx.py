@@ -338,6 +338,10 @@ class TelnyxEmulator:
         return await self.call_event(call_control_id, "call.initiated", state="bridging" if
                                      call.direction == "outgoing" else "parked", start_time=iso(call.started))
 
+    async def ring(self, call_control_id: str) -> Delivery:
+        """Telnyx has no ringing event: a dialled call's ``call.initiated`` is what says it is on its way."""
+        return await self.initiated(call_control_id)
+
     async def answer(self, call_control_id: str, *, answered_by: str | None = None) -> list[Delivery]:
         """The callee picks up: ``call.answered``, then ``call.streaming.started`` when a stream was asked for,
         then ``call.machine.detection.ended`` (``answered_by``, default ``human``) when AMD was."""
