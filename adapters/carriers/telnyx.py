@@ -28,7 +28,7 @@ import functools
 import json
 import logging
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
@@ -54,7 +54,6 @@ from application.ports.carriers import (
     WebhookRequest,
 )
 from application.ports.egress import RequestFailed, SafeHttp
-from application.ports.platform import Clock
 from domain.errors import DomainError
 
 log = logging.getLogger("parley.carriers.telnyx")
@@ -210,9 +209,8 @@ def _error_message(status: int, body: bytes) -> tuple[str, str | None]:
 class TelnyxCarrier:
     """:class:`application.ports.carriers.Carrier` for Telnyx."""
 
-    def __init__(self, http: SafeHttp, clock: Clock, *, timeout: float = 10.0) -> None:
+    def __init__(self, http: SafeHttp, *, timeout: float = 10.0) -> None:
         self._http = http
-        self._clock = clock
         self._timeout = timeout
 
     # -- the wire ---------------------------------------------------------------------------------
@@ -395,24 +393,30 @@ class TelnyxCarrier:
         if document is None:
             return None
         data = self._data(document)
-        now = self._clock.now()
         leg = _text(data.get("call_leg_id"))
         events = await self._leg_events(account, leg) if leg else {}
+        started = _instant(data.get("start_time"))
         answered = events.get("call.answered")
-        answered_at = _instant(answered.get("event_timestamp")) if answered else None
+        answered_at = (_instant(answered.get("event_timestamp")) or started) if answered else None
         detection = events.get("call.machine.detection.ended") or events.get("call.machine.premium.detection.ended")
         result = _metadata(detection).get("result") if detection else None
         answered_by = AMD_RESULTS.get(result, "unknown") if isinstance(result, str) else None
-        if data.get("is_alive") is True:
-            if answered is None:
-                return VoiceUpdate(carrier_call_id, "initiated", now)
-            return VoiceUpdate(carrier_call_id, "answered", answered_at or now, answered_by=answered_by)
+        alive = data.get("is_alive") is True
         hangup = events.get("call.hangup")
-        ended = (_instant(data.get("end_time")) or (_instant(hangup.get("event_timestamp")) if hangup else None)
-                 or now)
+        duration = data.get("call_duration")
+        lasted = started + timedelta(seconds=duration) if started and isinstance(duration, int) else None
+        ended = None if alive else (_instant(data.get("end_time"))
+                                    or (_instant(hangup.get("event_timestamp")) if hangup else None) or lasted)
+        at = answered_at if alive and answered_at else (started if alive else ended)
+        if at is None:  # Telnyx's answer carries no time at all: asked again later
+            raise CarrierError("Telnyx's status of the call has no start or end time", code="no_call_time")
+        if alive:
+            if answered is None:
+                return VoiceUpdate(carrier_call_id, "initiated", at)
+            return VoiceUpdate(carrier_call_id, "answered", at, answered_by=answered_by)
         if answered is not None:
-            seconds = max(0, int((ended - answered_at).total_seconds())) if answered_at else None
-            return VoiceUpdate(carrier_call_id, "completed", ended, answered_by=answered_by, duration_seconds=seconds)
+            seconds = max(0, int((at - answered_at).total_seconds())) if answered_at else None
+            return VoiceUpdate(carrier_call_id, "completed", at, answered_by=answered_by, duration_seconds=seconds)
         details = _metadata(hangup) if hangup else {}
         cause, sip = _text(details.get("hangup_cause")), _text(details.get("sip_hangup_cause"))
         state = _hangup_state(cause, sip)
@@ -420,7 +424,7 @@ class TelnyxCarrier:
             state = "no_answer"  # ended without ever being answered
         error = f"Telnyx ended the call: {cause or 'unspecified'}" + (f" (SIP {sip})" if sip else "") \
             if state == "failed" else None
-        return VoiceUpdate(carrier_call_id, state, ended, error=error)
+        return VoiceUpdate(carrier_call_id, state, at, error=error)
 
     async def _leg_events(self, account: CarrierAccount, leg: str) -> dict[str, dict[str, Any]]:
         """The webhooks Telnyx sent for a call leg, the first of each name."""
