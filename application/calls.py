@@ -6,12 +6,23 @@ transaction) so one failing call never holds back the others.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from application.agents import as_published
+from application.carriers import (
+    CALLBACK_SAFETY_CHECK,
+    RECONCILE_AFTER,
+    CarrierAccounts,
+    CarrierCalls,
+    CarrierLinks,
+    NoPhoneNumber,
+    is_carrier,
+    voicemail_needs_detection,
+)
 from application.context import Actor, ApiBaseUrl, CauseContext
 from application.dnc import DncGate
 from application.phones import e164
@@ -26,6 +37,7 @@ from application.ports.calls import (
     CallRef,
     CallRepository,
 )
+from application.ports.carriers import CarrierAmbiguous, CarrierError, Carriers, VoiceUpdate
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
 from application.ports.telephony import (
@@ -55,6 +67,9 @@ from domain.errors import InvalidTransition, NotFound, ValidationFailed
 from domain.events import EventType
 from domain.organizations import PLAN_LIMITS
 from domain.parsing import MAX_ID, parse_id
+from domain.telephony import TelephonyProvider
+
+log = logging.getLogger("parley.calls")
 
 BOOK_APPOINTMENT = "book_appointment"
 SUPPORTED_PROVIDER_TYPES = ("simulator",)
@@ -69,7 +84,7 @@ class AgentNotCallable(InvalidTransition):
         self.args = (self.message,)
 
 
-def _record(uow: UnitOfWork, call: Call, kinds: list[EventType]) -> None:
+def record_call_events(uow: UnitOfWork, call: Call, kinds: list[EventType]) -> None:
     """The call's events, as deep as the trigger action that placed the call (the loop guard's depth)."""
     view = call.view()
     for kind in kinds:
@@ -116,10 +131,12 @@ class PlaceCall:
 
     def __init__(self, uow: UnitOfWork, cause: CauseContext, calls: CallRepository, agents: AgentRepository,
                  providers: TelephonyProviderRepository, numbers: PhoneNumberRepository, dnc: DncGate,
-                 phones: PhoneNormalizer, clock: Clock, random: Random, quota: QuotaGate) -> None:
+                 phones: PhoneNormalizer, clock: Clock, random: Random, quota: QuotaGate,
+                 links: CarrierLinks) -> None:
         self.uow, self.cause, self.calls, self.agents = uow, cause, calls, agents
         self.providers, self.numbers = providers, numbers
         self.dnc, self.phones, self.clock, self.random, self.quota = dnc, phones, clock, random, quota
+        self.links = links
 
     async def execute(self, command: PlaceCallCommand) -> Call:
         org = command.actor.organization_id
@@ -157,6 +174,16 @@ class PlaceCall:
             chosen = await self.numbers.get(org, command.from_phone_number_id)
             caller = chosen if chosen is not None and chosen.voice and chosen.status == "active" else None
         caller = caller or await self.numbers.outbound_for_agent(org, agent_id)
+        if is_carrier(provider.type):  # a carrier calls back at the public URL, from one of its own numbers
+            self.links.require()
+            own = [n for n in await self.numbers.list(org, provider.id) if n.voice and n.status == "active"]
+            if caller is None or caller.provider_id != provider.id:
+                caller = own[0] if own else None
+            if caller is None:
+                raise NoPhoneNumber(
+                    f"no_phone_number: the default provider {provider.id} ({provider.type}) has no active voice "
+                    "number to call from; add one with POST /telephony/phone-numbers",
+                    details={"provider_id": provider.id})
         call_id = self.random.uuid()
         # the one quota gate: a plan without overage reserves the call's longest duration, or 403 quota_exceeded
         await self.quota.admit(org, CALL_SECONDS, f"call:{call_id}", agent.max_call_duration_seconds, now)
@@ -249,7 +276,7 @@ class CallFinisher:
             turns = list(transcript or [])
             log = await self.logs.add(CallLog(
                 id=None, organization_id=call.organization_id, call_id=call.id, agent_id=call.agent_id,
-                direction="outbound", from_phone=call.from_phone, to_phone=call.destination_phone,
+                direction=call.direction, from_phone=call.from_phone, to_phone=call.destination_phone,
                 status=finished.status, end_reason=end_reason, outcome=outcome, duration_seconds=duration,
                 transcript=turns,
                 summary=summarize(agent_name=agent.name if agent else f"Agent {call.agent_id}",
@@ -265,8 +292,99 @@ class CallFinisher:
         await self.usage.record(call.organization_id, CALL_SECONDS, duration, at, f"call:{call.id}")
         if finished.started_at is not None:  # a call that reached the network counts as a call
             await self.usage.record(call.organization_id, CALLS, 1, at, f"call:{call.id}")
-        _record(self.uow, finished, events)
+        record_call_events(self.uow, finished, events)
         return finished
+
+
+MACHINE = "machine"
+_FINAL_TRIGGER = {"busy": "busy", "no_answer": "no_answer", "failed": "fail", "canceled": "fail"}
+
+
+class CarrierVoiceUpdates:
+    """Applies what a carrier reports about a call (a status callback, or a reconciliation's answer) to the call:
+    forward only, through the call's state machine and the ``CallFinisher`` (so its events are written in the same
+    transaction). A report about a call that has ended, or that moves it backwards (``ringing`` after ``answered``),
+    changes nothing.
+
+    Answering-machine detection: a machine answers -> the agent's voicemail action. ``hangup``: the call is hung up
+    at the carrier and ends ``voicemail`` / ``voicemail_hangup`` at once; ``leave_message``: the call's media session
+    plays the message (the call keeps ``answered_by: machine`` in its telephony state, which the session reads) and
+    the call ends ``voicemail`` / ``voicemail_message_left`` when the carrier says it is over."""
+
+    def __init__(self, uow: UnitOfWork, calls: CallRepository, agents: AgentRepository, finisher: CallFinisher,
+                 carrier_calls: CarrierCalls) -> None:
+        self.uow, self.calls, self.agents, self.finisher = uow, calls, agents, finisher
+        self.carrier_calls = carrier_calls
+
+    async def apply(self, call: Call, update: VoiceUpdate, now: datetime) -> Call:
+        if call.is_final:
+            return call
+        state = dict(call.telephony_state)
+        state.pop("reconcile", None)
+        if update.answered_by is not None:
+            state["answered_by"] = update.answered_by
+        changed = replace(call, telephony_ref=call.telephony_ref or update.carrier_call_id, telephony_state=state,
+                          next_check_at=now + CALLBACK_SAFETY_CHECK)
+        at = update.at
+        kind = update.state
+        if kind in ("queued", "initiated", "ringing"):
+            return await self._save(call, changed, now)
+        if kind == "answered":
+            if changed.status == "ringing":
+                changed, events = changed.move("answer", at)
+                record_call_events(self.uow, changed, events)
+            if update.answered_by == MACHINE:
+                return await self._machine(changed, at, now)
+            return await self._save(call, changed, now)
+        if kind == "completed":
+            return await self._completed(changed, update, at)
+        trigger = _FINAL_TRIGGER[kind]
+        if changed.status != "ringing" and trigger in ("busy", "no_answer"):
+            trigger = "fail"  # an answered call cannot be busy; the carrier says it failed
+        end_reason = {"busy": "busy", "no_answer": "no_answer"}.get(trigger, "carrier_error")
+        message = update.error or ("the carrier cancelled the call" if kind == "canceled" else None)
+        if end_reason == "carrier_error":
+            changed = replace(changed, end_message=(message or "the carrier reported the call failed")[:500])
+        return await self.finisher.finish(changed, trigger, at, end_reason=end_reason)
+
+    async def _save(self, before: Call, after: Call, now: datetime) -> Call:
+        if after == before:
+            return before
+        return await self.calls.update(replace(after, updated_at=now))
+
+    async def _machine(self, call: Call, at: datetime, now: datetime) -> Call:
+        agent = await _call_agent(self.agents, call)
+        action = agent.voicemail.action if agent is not None else "hangup"
+        if action == "leave_message" and agent is not None and agent.voicemail.message:
+            return await self._save(call, replace(call, telephony_state={**call.telephony_state,
+                                                                           "voicemail": "leave_message"}), now)
+        if call.telephony_ref and call.provider_id is not None:
+            await self.carrier_calls.hang_up(call.organization_id, call.provider_id, call.telephony_ref)
+        return await self.finisher.finish(call, "voicemail", at, end_reason="voicemail_hangup",
+                                          duration_seconds=_seconds_since(call.answered_at, at))
+
+    async def _completed(self, call: Call, update: VoiceUpdate, at: datetime) -> Call:
+        machine = call.telephony_state.get("answered_by") == MACHINE
+        if call.status == "ringing" and not machine:  # answered, though the answer's callback never came
+            call, events = call.move("answer", call.started_at or at)
+            record_call_events(self.uow, call, events)
+        duration = update.duration_seconds if update.duration_seconds is not None else _seconds_since(
+            call.answered_at, at)
+        if machine:
+            left = call.telephony_state.get("voicemail") == "leave_message"
+            return await self.finisher.finish(call, "voicemail", at, duration_seconds=duration, message_left=left,
+                                              end_reason="voicemail_message_left" if left else "voicemail_hangup")
+        ending = call.telephony_state.get("ending")
+        if ending == "transferred":
+            return await self.finisher.finish(call, "transfer", at, end_reason="transferred",
+                                              duration_seconds=duration,
+                                              transferred_to=call.telephony_state.get("transferred_to"))
+        return await self.finisher.finish(call, "complete", at, end_reason=str(ending or "hangup"),
+                                          duration_seconds=duration)
+
+
+def _seconds_since(start: datetime | None, end: datetime) -> int:
+    return max(0, int((end - start).total_seconds())) if start is not None else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,14 +396,19 @@ class CancelCallCommand:
 class CancelCall:
     """POST /calls/{id}/cancel: while queued or ringing (409 invalid_transition otherwise)."""
 
-    def __init__(self, calls: CallRepository, telephony: Telephony, finisher: CallFinisher, clock: Clock) -> None:
+    def __init__(self, calls: CallRepository, telephony: Telephony, finisher: CallFinisher, clock: Clock,
+                 carrier_calls: CarrierCalls) -> None:
         self.calls, self.telephony, self.finisher, self.clock = calls, telephony, finisher, clock
+        self.carrier_calls = carrier_calls
 
     async def execute(self, command: CancelCallCommand) -> Call:
         call = await _load_call(self.calls, command.actor, command.call_id, lock=True)
         now = self.clock.now()
         call.cancel(now)  # checks the move before anything is hung up
-        if call.status == "ringing" and call.telephony_ref:
+        if call.status == "ringing" and call.telephony_state.get("carrier"):
+            if call.telephony_ref and call.provider_id is not None:
+                await self.carrier_calls.hang_up(call.organization_id, call.provider_id, call.telephony_ref)
+        elif call.status == "ringing" and call.telephony_ref:
             handle = await self.telephony.hang_up(DialHandle(call.telephony_ref, call.telephony_state,
                                                              call.next_check_at), now)
             call = replace(call, telephony_state=handle.state)
@@ -306,9 +429,11 @@ class DialNextQueuedCall:
 
     def __init__(self, uow: UnitOfWork, calls: CallRepository, agents: AgentRepository,
                  organizations: OrganizationRepository, providers: TelephonyProviderRepository,
-                 telephony: Telephony, dnc: DncGate, finisher: CallFinisher, clock: Clock) -> None:
+                 telephony: Telephony, dnc: DncGate, finisher: CallFinisher, clock: Clock,
+                 carrier_calls: CarrierCalls) -> None:
         self.uow, self.calls, self.agents, self.organizations = uow, calls, agents, organizations
         self.providers, self.telephony, self.dnc, self.finisher, self.clock = providers, telephony, dnc, finisher, clock
+        self.carrier_calls = carrier_calls
 
     async def execute(self, command: DialNextQueuedCallCommand) -> Call | None:
         organization_id = command.organization_id
@@ -334,6 +459,8 @@ class DialNextQueuedCall:
         provider = await self.providers.get(organization_id, call.provider_id) if call.provider_id else None
         if provider is not None and provider.status != "active":
             return await self.finisher.finish(call, "fail", now, end_reason="provider_disabled")
+        if provider is not None and is_carrier(provider.type) and self.carrier_calls.supports(provider.type):
+            return await self._dial_carrier(call, agent, provider, now)
         if provider is not None and provider.type not in SUPPORTED_PROVIDER_TYPES:
             return await self.finisher.finish(call, "fail", now, end_reason="provider_not_supported")
         try:
@@ -346,7 +473,28 @@ class DialNextQueuedCall:
             deadline_at=now + timedelta(seconds=call.max_duration_seconds) + RING_ALLOWANCE,
         )
         dialled = await self.calls.update(dialled)
-        _record(self.uow, dialled, events)
+        record_call_events(self.uow, dialled, events)
+        return dialled
+
+    async def _dial_carrier(self, call: Call, agent: Agent, provider: TelephonyProvider, now: datetime) -> Call:
+        """Through a carrier: placed (ringing, the carrier's callbacks do the rest), refused (failed, with the
+        carrier's words), or sent without an answer (ringing, reconciled with the carrier: never dialled twice)."""
+        result = await self.carrier_calls.dial(
+            call_id=call.id, organization_id=call.organization_id, to_phone=call.destination_phone,
+            preferred_from=call.from_phone, provider=provider,
+            machine_detection=voicemail_needs_detection(agent.voicemail.action, agent.voicemail.message),
+            time_limit_seconds=call.max_duration_seconds, now=now)
+        if result.failure is not None:
+            failed = replace(call, end_message=result.message)
+            return await self.finisher.finish(failed, "fail", now, end_reason=result.failure)
+        dialled, events = call.move(
+            "dial", now, from_phone=result.from_phone, telephony_ref=result.carrier_call_id,
+            telephony_state=result.state,
+            next_check_at=now + (RECONCILE_AFTER if result.ambiguous else CALLBACK_SAFETY_CHECK),
+            deadline_at=now + timedelta(seconds=call.max_duration_seconds) + RING_ALLOWANCE,
+        )
+        dialled = await self.calls.update(dialled)
+        record_call_events(self.uow, dialled, events)
         return dialled
 
     @staticmethod
@@ -375,9 +523,12 @@ class AdvanceCall:
     max_rounds = 8
 
     def __init__(self, uow: UnitOfWork, cause: CauseContext, calls: CallRepository, agents: AgentRepository,
-                 telephony: Telephony, booker: AppointmentBooker, finisher: CallFinisher, clock: Clock) -> None:
+                 telephony: Telephony, booker: AppointmentBooker, finisher: CallFinisher, clock: Clock,
+                 carriers: Carriers, providers: TelephonyProviderRepository, accounts: CarrierAccounts,
+                 voice_updates: CarrierVoiceUpdates) -> None:
         self.uow, self.cause, self.calls, self.agents, self.telephony = uow, cause, calls, agents, telephony
         self.booker, self.finisher, self.clock = booker, finisher, clock
+        self.carriers, self.providers, self.accounts, self.voice_updates = carriers, providers, accounts, voice_updates
 
     async def execute(self, command: AdvanceCallCommand) -> Call | None:
         ref, run_tools = command.ref, command.run_tools
@@ -387,6 +538,8 @@ class AdvanceCall:
         if call.cause_depth:  # what happens during the call (a booking) is as deep as the action that placed it
             self.cause.depth = call.cause_depth
         now = self.clock.now()
+        if call.telephony_state.get("carrier"):
+            return await self._reconcile(call, now)
         handle = DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at)
         for _ in range(self.max_rounds):
             result = await self.telephony.poll(handle, now)
@@ -395,7 +548,7 @@ class AdvanceCall:
             for signal in result.signals:
                 if signal.kind == "answered" and call.status == "ringing":
                     call, events = call.move("answer", signal.at)
-                    _record(self.uow, call, events)
+                    record_call_events(self.uow, call, events)
                 elif signal.kind == "tool":
                     waiting_tool = signal.tool
                     break
@@ -414,6 +567,25 @@ class AdvanceCall:
                                                                                               run_tools, now))
         call = replace(call, telephony_state=handle.state, next_check_at=handle.next_check_at, updated_at=now)
         return await self.calls.update(call)
+
+    async def _reconcile(self, call: Call, now: datetime) -> Call:
+        """A carrier call: ask the carrier how it is (a dial whose answer was lost, or a call not heard of for a
+        while) and apply what it says; a call the carrier never created fails ``carrier_error``. A carrier that does
+        not answer is asked again later."""
+        provider = await self.providers.get(call.organization_id, call.provider_id or 0)
+        if provider is None:
+            failed = replace(call, end_message="the call's telephony provider was deleted")
+            return await self.finisher.finish(failed, "fail", now, end_reason="carrier_error")
+        try:
+            update = await self.carriers.get(provider.type).find_call(self.accounts.open(provider), call.id,
+                                                                      call.telephony_ref)
+        except (CarrierError, CarrierAmbiguous, KeyError) as exc:
+            log.warning("reconciling call %s with its carrier: %s; asking again later", call.id, exc)
+            return await self.calls.update(replace(call, next_check_at=now + RECONCILE_AFTER, updated_at=now))
+        if update is None:
+            failed = replace(call, end_message="the carrier has no record of this call: it was never placed")
+            return await self.finisher.finish(failed, "fail", now, end_reason="carrier_error")
+        return await self.voice_updates.apply(call, update, now)
 
     async def _run_tool(self, call: Call, tool: str, run_tools: bool, now: datetime) -> dict[str, Any] | None:
         if tool != BOOK_APPOINTMENT or not run_tools:
@@ -434,8 +606,10 @@ class SweepOverdueCall:
     """End a call stuck past its deadline (max duration plus ringing allowance once dialled, or the queue
     time-out): status failed, end_reason ``timeout``, exactly one call.ended and one call.failed."""
 
-    def __init__(self, calls: CallRepository, telephony: Telephony, finisher: CallFinisher, clock: Clock) -> None:
+    def __init__(self, calls: CallRepository, telephony: Telephony, finisher: CallFinisher, clock: Clock,
+                 carrier_calls: CarrierCalls) -> None:
         self.calls, self.telephony, self.finisher, self.clock = calls, telephony, finisher, clock
+        self.carrier_calls = carrier_calls
 
     async def execute(self, command: SweepOverdueCallCommand) -> Call | None:
         ref = command.ref
@@ -443,7 +617,10 @@ class SweepOverdueCall:
         now = self.clock.now()
         if call is None or call.is_final or call.deadline_at is None or call.deadline_at > now:
             return None
-        if call.telephony_ref:
+        if call.telephony_state.get("carrier"):
+            if call.telephony_ref and call.provider_id is not None:
+                await self.carrier_calls.hang_up(call.organization_id, call.provider_id, call.telephony_ref)
+        elif call.telephony_ref:
             try:
                 handle = await self.telephony.hang_up(
                     DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at), now)

@@ -3,20 +3,23 @@ forward-only, and receive inbound messages whose STOP / START keywords keep the 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from application.carriers import CarrierAccounts, CarrierLinks, CarrierWebhooks, is_carrier
 from application.context import Actor, CauseContext
 from application.dnc import DncGate
 from application.phones import e164
+from application.ports.carriers import CarrierAmbiguous, CarrierError, Carriers, InboundSms, SmsReceipt, WebhookRequest
 from application.ports.dnc import DncRepository
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from application.ports.sms import CarrierReceipt, MessageRef, OutboundSms, SmsCarrier, SmsFilter, SmsRepository
-from application.ports.telephony import PhoneNumberRepository
+from application.ports.telephony import PhoneNumberRepository, TelephonyProviderRepository
 from application.ports.usage import SMS_SEGMENTS, QuotaGate, UsageRecorder
 from domain.calls import SIMULATOR_CALLER_ID
-from domain.errors import NotFound, ValidationFailed
+from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.events import EventType
 from domain.sms import (
     BODY_MAX_LENGTH,
@@ -28,7 +31,9 @@ from domain.sms import (
     keyword_text,
     segment,
 )
-from domain.telephony import PhoneNumber
+from domain.telephony import PhoneNumber, TelephonyProvider
+
+log = logging.getLogger("parley.sms")
 
 RECEIPT_EVENTS = {
     "sent": EventType.SMS_SENT,
@@ -66,15 +71,22 @@ class SendSms:
 
     def __init__(self, uow: UnitOfWork, cause: CauseContext, messages: SmsRepository, numbers: PhoneNumberRepository,
                  carrier: SmsCarrier, dnc: DncGate, phones: PhoneNormalizer, clock: Clock, quota: QuotaGate,
-                 usage: UsageRecorder) -> None:
+                 usage: UsageRecorder, providers: TelephonyProviderRepository, carriers: Carriers,
+                 accounts: CarrierAccounts, links: CarrierLinks) -> None:
         self.uow, self.cause, self.messages, self.numbers, self.carrier = uow, cause, messages, numbers, carrier
         self.dnc, self.phones, self.clock, self.quota, self.usage = dnc, phones, clock, quota, usage
+        self.providers, self.carriers, self.accounts, self.links = providers, carriers, accounts, links
 
     async def execute(self, command: SendSmsCommand) -> SmsMessage:
         org = command.actor.organization_id
         to = e164(self.phones, command.to, "to")
         body = check_body(command.body)
         sender = await self._sender(org, command.from_phone_number_id)
+        provider = await self.providers.get(org, sender.provider_id) if sender is not None else None
+        if provider is not None and not is_carrier(provider.type):
+            provider = None
+        if provider is not None:  # the carrier's receipts come back at the public URL
+            self.links.require()
         await self.dnc.ensure_sendable(org, to)  # the destination policy, DNC lists and STOP replies
         seg = segment(body)
         now = self.clock.now()
@@ -87,6 +99,8 @@ class SendSms:
         # the one quota gate, then the ledger, in this transaction: refused → nothing stored, nothing sent
         await self.quota.admit(org, SMS_SEGMENTS, f"sms:{message.id}", seg.segments, now)
         await self.usage.record(org, SMS_SEGMENTS, seg.segments, now, f"sms:{message.id}")
+        if provider is not None:
+            return await self._through_carrier(message, provider, now)
         submitted = await self.carrier.send(OutboundSms(
             org, message.id or 0, message.from_phone, to, body, seg.encoding, seg.segments), now)
         message = await self.messages.update(replace(
@@ -94,6 +108,25 @@ class SendSms:
             next_check_at=submitted.next_check_at))
         self.uow.created_work()  # the receipts job looks at it
         return message
+
+    async def _through_carrier(self, message: SmsMessage, provider: TelephonyProvider, now: datetime) -> SmsMessage:
+        """Hand the message to a carrier provider: its id kept for the receipts its webhook brings; a refusal fails
+        the message (``sms.failed``, the carrier's code); a request without an answer leaves it queued (it may have
+        gone: it is never sent twice)."""
+        try:
+            carrier_id = await self.carriers.get(provider.type).send_sms(
+                self.accounts.open(provider), message.from_phone, message.to_phone, message.body,
+                self.links.sms(provider.id or 0))
+        except CarrierAmbiguous as exc:
+            log.warning("sms %s: no answer from the carrier (%s); it stays queued, never sent twice", message.id, exc)
+            return message
+        except CarrierError as exc:
+            code = (exc.code or (str(exc.status) if exc.status else "carrier_error"))[:50]
+            failed = _apply(self.uow, message, [CarrierReceipt("", "failed", now, code)])
+            return await self.messages.update(failed)
+        except KeyError:
+            raise NotFound("carrier adapter for provider type", provider.type) from None
+        return await self.messages.update(replace(message, carrier_id=carrier_id, next_check_at=None))
 
     async def _sender(self, org: int, number_id: int | None) -> PhoneNumber | None:
         """The number it is sent from: the one asked for (an active SMS number of the organization), else the
@@ -283,3 +316,49 @@ class ReceiveSms:
         for list_id in await self.messages.opt_out_list_ids(org, OPT_OUT_LIST_NAME):
             if await self.dnc.remove_entry(org, list_id, sender):
                 await self.dnc.touch_list(org, list_id, now)
+
+
+# ------------------------------------------------------------------------------------------------ carrier webhook
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiveCarrierSmsCommand:
+    provider_id: int
+    request: WebhookRequest
+
+
+class ReceiveCarrierSms:
+    """POST /carriers/{provider_id}/sms: verified first (403 otherwise); a delivery receipt moves its message
+    forward only (an unknown message, a replay, a late ``sent`` after ``delivered`` change nothing); an inbound
+    message goes to ``ReceiveSms`` (stored, STOP / START keep the opt-out list, ``sms.received``). Whatever the
+    body holds, a verified webhook is answered 2xx (a carrier retries anything else)."""
+
+    def __init__(self, uow: UnitOfWork, webhooks: CarrierWebhooks, messages: SmsRepository, receive: ReceiveSms,
+                 clock: Clock) -> None:
+        self.uow, self.webhooks, self.messages, self.receive, self.clock = uow, webhooks, messages, receive, clock
+
+    async def execute(self, command: ReceiveCarrierSmsCommand) -> SmsMessage | None:
+        verified = await self.webhooks.verify(command.provider_id, command.request, self.clock.now())
+        update = verified.carrier.read_sms_webhook(command.request)
+        org = verified.provider.organization_id
+        if isinstance(update, SmsReceipt):
+            message = await self.messages.find_by_carrier_id(update.carrier_message_id)
+            if message is None or message.organization_id != org:
+                log.info("carrier receipt for an unknown message %s: nothing to change", update.carrier_message_id)
+                return None
+            if update.status == "queued":
+                return message
+            receipt = CarrierReceipt(update.carrier_message_id, update.status, update.at, update.error_code)
+            return await self.messages.update(_apply(self.uow, message, [receipt]))
+        if isinstance(update, InboundSms):
+            seen = await self.messages.find_by_carrier_id(update.carrier_message_id)
+            if seen is not None:  # the carrier sent it again: kept once
+                return seen
+            try:
+                received = await self.receive.execute(ReceiveSmsCommand(
+                    Actor.system(org), update.from_phone, update.to_phone, update.body))
+            except DomainError as refused:
+                log.info("inbound sms to %s not kept: %s", update.to_phone, refused.message)
+                return None
+            return await self.messages.update(replace(received.message, carrier_id=update.carrier_message_id))
+        return None

@@ -163,6 +163,10 @@ class Call:
     agent_version: int | None = None
     """The agent's published version the call runs (its prompt, voicemail, transfer and calendar); None only for
     calls placed before calls ran published versions."""
+    direction: str = "outbound"
+    """``outbound`` (placed by Parley) or ``inbound`` (a caller rang one of the organization's carrier numbers)."""
+    end_message: str | None = None
+    """Why the call failed, in the carrier's own words (``end_reason: carrier_error``); None otherwise."""
 
     @property
     def is_final(self) -> bool:
@@ -196,12 +200,13 @@ class Call:
             "bot_id": str(self.agent_id),
             "agent_version": self.agent_version,
             "status": self.status,
-            "direction": "outbound",
+            "direction": self.direction,
             "destination_phone": self.destination_phone,
             "from_phone": self.from_phone,
             "contact_name": self.contact_name,
             "custom_data": self.custom_data,
             "end_reason": self.end_reason,
+            "end_message": self.end_message,
             "outcome": self.outcome,
             "duration_seconds": self.duration_seconds,
             "transferred_to": self.transferred_to,

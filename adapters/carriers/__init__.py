@@ -1,1 +1,1 @@
-"""Carrier adapters (Twilio, Telnyx) behind application.ports.carriers.Carrier."""
+"""Real carriers behind application.ports.carriers.Carrier: one module per carrier type."""

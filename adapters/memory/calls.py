@@ -36,6 +36,11 @@ class InMemoryCallRepository:
 
     get_for_update = get
 
+    async def find_by_telephony_ref(self, organization_id: int, telephony_ref: str) -> Call | None:
+        found = next((c for c in (await self._calls()).values()
+                      if c.organization_id == organization_id and c.telephony_ref == telephony_ref), None)
+        return copy.deepcopy(found) if found is not None else None
+
     async def update(self, call: Call) -> Call:
         table = await self._calls()
         current = table.get(call.id)

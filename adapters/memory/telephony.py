@@ -37,6 +37,9 @@ class InMemoryTelephonyProviderRepository:
         found = (await self.uow.tables())["telephony_providers"].get(provider_id)
         return found if found is not None and found.organization_id == organization_id else None
 
+    async def find(self, provider_id: int) -> TelephonyProvider | None:
+        return (await self.uow.tables())["telephony_providers"].get(provider_id)
+
     async def list(self, organization_id: int) -> list[TelephonyProvider]:
         return await self._mine(organization_id)
 

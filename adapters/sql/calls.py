@@ -40,6 +40,7 @@ def _row_to_call(row: Any) -> Call:
         updated_at=row.updated_at, started_at=row.started_at, answered_at=row.answered_at, ended_at=row.ended_at,
         priority=row.priority, due_at=row.due_at, campaign_id=row.campaign_id, contact_id=row.contact_id,
         idempotency_key=row.idempotency_key, cause_depth=row.cause_depth, agent_version=row.agent_version,
+        direction=row.direction, end_message=row.end_message,
     )
 
 
@@ -58,6 +59,7 @@ def _call_values(call: Call) -> dict[str, Any]:
         "priority": call.priority, "due_at": call.due_at or call.created_at,
         "campaign_id": call.campaign_id, "contact_id": call.contact_id, "idempotency_key": call.idempotency_key,
         "cause_depth": call.cause_depth, "agent_version": call.agent_version,
+        "direction": call.direction, "end_message": call.end_message,
     }
 
 
@@ -83,6 +85,13 @@ class SqlCallRepository:
 
     async def get_for_update(self, organization_id: int, call_id: str) -> Call | None:
         return await self._get(organization_id, call_id, True)
+
+    async def find_by_telephony_ref(self, organization_id: int, telephony_ref: str) -> Call | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(calls).where(
+            calls.c.organization_id == organization_id, calls.c.telephony_ref == telephony_ref,
+        ).order_by(calls.c.created_at.desc()).limit(1).with_for_update())).first()
+        return _row_to_call(row) if row else None
 
     async def update(self, call: Call) -> Call:
         conn = await self.uow.connection()

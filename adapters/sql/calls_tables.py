@@ -49,6 +49,9 @@ calls = sa.Table(
     sa.Column("cause_depth", sa.SmallInteger, nullable=False, server_default=sa.text("0")),
     # the agent's published version the call runs (migration 0290; null for calls placed before)
     sa.Column("agent_version", sa.Integer, nullable=True),
+    # migration 0380: inbound carrier calls, and the carrier's words when it refused a call
+    sa.Column("direction", sa.String(10), nullable=False, server_default=sa.text("'outbound'")),
+    sa.Column("end_message", sa.String(500), nullable=True),
     sa.CheckConstraint(f"status in {_CALL_STATUSES}", name="status"),
     sa.Index("ix_calls_dial_queue", "organization_id", "priority", "due_at",
              sqlite_where=sa.text("status = 'queued'"), postgresql_where=sa.text("status = 'queued'")),
@@ -63,6 +66,8 @@ calls = sa.Table(
              postgresql_where=sa.text("next_check_at IS NOT NULL")),
     sa.Index("ix_calls_open_deadline", "deadline_at", sqlite_where=sa.text("ended_at IS NULL"),
              postgresql_where=sa.text("ended_at IS NULL")),
+    sa.Index("ix_calls_org_telephony_ref", "organization_id", "telephony_ref",
+             sqlite_where=sa.text("telephony_ref IS NOT NULL"), postgresql_where=sa.text("telephony_ref IS NOT NULL")),
 )
 
 call_logs = sa.Table(

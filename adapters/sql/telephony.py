@@ -81,6 +81,11 @@ class SqlTelephonyProviderRepository:
                                                       tp.c.id == provider_id))).first()
         return _row_to_provider(row) if row else None
 
+    async def find(self, provider_id: int) -> TelephonyProvider | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(tp).where(tp.c.id == provider_id))).first()
+        return _row_to_provider(row) if row else None
+
     async def list(self, organization_id: int) -> list[TelephonyProvider]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(tp).where(tp.c.organization_id == organization_id).order_by(tp.c.id))

@@ -52,6 +52,10 @@ class CallRepository(Protocol):
         """The call placed with this key (a campaign attempt's), if any."""
         ...
 
+    async def find_by_telephony_ref(self, organization_id: int, telephony_ref: str) -> Call | None:
+        """The call the carrier knows as ``telephony_ref`` (its call id), locked until the transaction ends."""
+        ...
+
     async def count_unfinished_of_campaign(self, organization_id: int, campaign_id: int) -> int:
         """Calls of the campaign not in a final status (queued, ringing, in progress): its slots in use."""
         ...

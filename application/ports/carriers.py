@@ -179,6 +179,11 @@ class Carrier(Protocol):
         """Connect an inbound call to its media stream (TwiML in the reply, or Call Control commands)."""
         ...
 
+    async def reject_inbound(self, account: CarrierAccount, call: InboundCall) -> WebhookReply:
+        """Turn an inbound call away politely (no agent answers the number, or the organization cannot take
+        calls now): a busy signal (TwiML ``<Reject reason="busy"/>``, or Call Control's reject)."""
+        ...
+
     def stream_reply(self, urls: CallbackUrls) -> WebhookReply:
         """What an outbound call's answer webhook replies when the carrier asks what to do (TwiML
         ``<Connect><Stream>``), or an empty 200 where the stream was requested at dial time."""

@@ -13,6 +13,7 @@ from entrypoints.http.envelope import Envelope, ListEnvelope, ListMeta
 from entrypoints.http.routing import Limit, Offset, endpoint
 from entrypoints.http.schemas.calls import parse_instant
 from entrypoints.http.schemas.telephony import (
+    AvailableNumberOut,
     CallStatsOut,
     PhoneNumberCreate,
     PhoneNumberOut,
@@ -39,7 +40,9 @@ async def list_providers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListP
 
 @endpoint("POST", "/telephony/providers", operation_id="createTelephonyProvider", location="/telephony/providers/{id}",
           summary="Add a telephony provider (credentials are write-only)", tags=TAGS, scopes=("telephony:manage",),
-          idempotent=True, status_code=201)
+          idempotent=True, status_code=201,
+          errors={400: "a twilio or telnyx provider without the credentials of its type",
+                  409: "public_url_required: a carrier provider needs PARLEY_PUBLIC_BASE_URL (https)"})
 async def create_provider(data: JSONBody[ProviderCreate], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.CreateProvider]) -> Envelope[ProviderOut]:
     created = await use_case.execute(uc.CreateProviderCommand(
@@ -56,7 +59,9 @@ async def get_provider(id: ProviderId, actor: FromDishka[Actor],
 
 @endpoint("PATCH", "/telephony/providers/{id:int}", operation_id="updateTelephonyProvider",
           summary="Update a provider; credentials and settings are merged (null removes a key)", tags=TAGS,
-          scopes=("telephony:manage",), errors={404: "", 409: "the default provider cannot be un-defaulted"})
+          scopes=("telephony:manage",),
+          errors={404: "", 409: ("the default provider cannot be un-defaulted; public_url_required: a carrier "
+                                 "provider made the default needs PARLEY_PUBLIC_BASE_URL (https)")})
 async def update_provider(id: ProviderId, data: JSONBody[ProviderUpdate], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.UpdateProvider]) -> Envelope[ProviderOut]:
     patch = set_fields(data)
@@ -73,6 +78,26 @@ async def delete_provider(id: ProviderId, actor: FromDishka[Actor], use_case: Fr
     await use_case.execute(uc.DeleteProviderCommand(actor, id))
 
 
+@endpoint("GET", "/telephony/providers/{id:int}/available-numbers", operation_id="searchAvailableNumbers",
+          summary="Search the provider's carrier for numbers to buy (twilio, telnyx)", tags=TAGS,
+          scopes=("telephony:read",),
+          errors={400: "the provider is not a carrier (only twilio and telnyx sell numbers)",
+                  404: "", 502: "carrier_error: the carrier refused or did not answer (its message in details)"})
+async def search_available_numbers(
+    id: ProviderId,
+    actor: FromDishka[Actor],
+    use_case: FromDishka[uc.SearchAvailableNumbers],
+    country: Annotated[str, QueryParameter(min_length=2, max_length=2, pattern="^[A-Za-z]{2}$",
+                                           description="ISO 3166 alpha-2")] = "US",
+    area_code: Annotated[str | None, QueryParameter(min_length=1, max_length=6, pattern="^[0-9]+$")] = None,
+    contains: Annotated[str | None, QueryParameter(min_length=1, max_length=16, pattern="^[0-9A-Za-z*+]+$",
+                                                   description="Digits (or letters) the number contains")] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=50, description="At most this many numbers")] = 20,
+) -> Envelope[list[AvailableNumberOut]]:
+    found = await use_case.execute(uc.SearchAvailableNumbersCommand(actor, id, country, area_code, contains, limit))
+    return Envelope([AvailableNumberOut.of(n) for n in found])
+
+
 @endpoint("GET", "/telephony/phone-numbers", operation_id="listPhoneNumbers", summary="List phone numbers",
           tags=TAGS, scopes=("telephony:read",))
 async def list_numbers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListPhoneNumbers], limit: Limit = 25,
@@ -85,15 +110,18 @@ async def list_numbers(actor: FromDishka[Actor], use_case: FromDishka[uc.ListPho
 
 @endpoint("POST", "/telephony/phone-numbers", operation_id="createPhoneNumber",
           location="/telephony/phone-numbers/{id}",
-          summary="Add a phone number (E.164) on a provider, optionally assigned to an inbound agent", tags=TAGS,
+          summary="Add a phone number (E.164) on a provider, optionally assigned to an inbound agent; purchase: true "
+                  "buys it from the provider's carrier", tags=TAGS,
           scopes=("telephony:write", "telephony:manage"), idempotent=True, status_code=201,
-          errors={409: "the organization already has this number"})
+          errors={409: "the organization already has this number; public_url_required: a carrier number needs "
+                       "PARLEY_PUBLIC_BASE_URL",
+                  502: "carrier_error: the carrier refused (its message in details); nothing was stored"})
 async def create_number(data: JSONBody[PhoneNumberCreate], actor: FromDishka[Actor],
                         use_case: FromDishka[uc.CreatePhoneNumber]) -> Envelope[PhoneNumberOut]:
     capabilities = data.capabilities
     created = await use_case.execute(uc.CreatePhoneNumberCommand(
         actor, data.phone_number, data.provider_id, data.label, data.inbound_agent_id,
-        capabilities.voice if capabilities else True, capabilities.sms if capabilities else False))
+        capabilities.voice if capabilities else True, capabilities.sms if capabilities else False, data.purchase))
     return Envelope(PhoneNumberOut.of(created))
 
 
@@ -106,7 +134,9 @@ async def get_number(id: NumberId, actor: FromDishka[Actor],
 
 @endpoint("PATCH", "/telephony/phone-numbers/{id:int}", operation_id="updatePhoneNumber",
           summary="Update a phone number: provider, label, inbound agent, capabilities", tags=TAGS,
-          scopes=("telephony:write", "telephony:manage"), errors={404: ""})
+          scopes=("telephony:write", "telephony:manage"),
+          errors={404: "", 409: "public_url_required: a carrier number needs PARLEY_PUBLIC_BASE_URL",
+                  502: "carrier_error: the carrier refused to point the number at Parley; nothing was changed"})
 async def update_number(id: NumberId, data: JSONBody[PhoneNumberUpdate], actor: FromDishka[Actor],
                         use_case: FromDishka[uc.UpdatePhoneNumber]) -> Envelope[PhoneNumberOut]:
     patch = set_fields(data)
@@ -115,10 +145,15 @@ async def update_number(id: NumberId, data: JSONBody[PhoneNumberUpdate], actor: 
 
 
 @endpoint("DELETE", "/telephony/phone-numbers/{id:int}", operation_id="deletePhoneNumber",
-          summary="Release a phone number", tags=TAGS, scopes=("telephony:delete",), errors={404: ""},
+          summary="Remove a phone number from the organization; release=true also releases it at its carrier",
+          tags=TAGS, scopes=("telephony:delete",),
+          errors={404: "", 502: "carrier_error: the carrier refused to release it; nothing was removed"},
           status_code=204)
-async def delete_number(id: NumberId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeletePhoneNumber]) -> None:
-    await use_case.execute(uc.DeletePhoneNumberCommand(actor, id))
+async def delete_number(id: NumberId, actor: FromDishka[Actor], use_case: FromDishka[uc.DeletePhoneNumber],
+                        release: Annotated[bool, QueryParameter(description=(
+                            "Also give the number back to the carrier (twilio, telnyx): it stops being yours there"
+                        ))] = False) -> None:
+    await use_case.execute(uc.DeletePhoneNumberCommand(actor, id, release))
 
 
 @endpoint("GET", "/telephony/stats", operation_id="getTelephonyStats",
@@ -137,5 +172,6 @@ async def stats(
     return Envelope(CallStatsOut.of(result))
 
 
-ROUTES = [list_providers, create_provider, get_provider, update_provider, delete_provider, list_numbers,
+ROUTES = [list_providers, create_provider, get_provider, update_provider, delete_provider, search_available_numbers,
+          list_numbers,
           create_number, get_number, update_number, delete_number, stats]

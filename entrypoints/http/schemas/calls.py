@@ -33,7 +33,9 @@ class CallOut(Struct):
     agent_id: int
     bot_id: str
     status: CallStatus
-    direction: Literal["outbound"]
+    direction: Annotated[Literal["outbound", "inbound"], Meta(description=(
+        "inbound: a caller rang one of the organization's carrier numbers (destination_phone is that number, "
+        "from_phone the caller)"))]
     destination_phone: str
     from_phone: str
     contact_name: str | None
@@ -53,17 +55,22 @@ class CallOut(Struct):
     contact_id: int | None = None
     agent_version: Annotated[int | None, Meta(description=(
         "The agent's published version this call runs (its latest when the call was placed)"))] = None
+    end_message: Annotated[str | None, Meta(description=(
+        "Why the call failed, in the carrier's own words (end_reason carrier_error), or what was missing "
+        "(no_phone_number, public_url_required); null otherwise"))] = None
 
     @classmethod
     def of(cls, c: Call) -> CallOut:
         return cls(
             id=c.id, agent_id=c.agent_id, bot_id=str(c.agent_id), status=c.status,  # type: ignore[arg-type]  # the domain's type is wider
-            direction="outbound", destination_phone=c.destination_phone, from_phone=c.from_phone,
+            direction=c.direction,  # type: ignore[arg-type]  # the domain's type is wider
+            destination_phone=c.destination_phone, from_phone=c.from_phone,
             contact_name=c.contact_name, custom_data=c.custom_data, end_reason=c.end_reason, outcome=c.outcome,
             duration_seconds=c.duration_seconds, transferred_to=c.transferred_to, call_log_id=c.call_log_id,
             created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
             started_at=c.started_at, answered_at=c.answered_at, ended_at=c.ended_at,
             campaign_id=c.campaign_id, contact_id=c.contact_id, agent_version=c.agent_version,
+            end_message=c.end_message,
         )
 
 

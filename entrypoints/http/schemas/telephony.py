@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from application.ports.carriers import AvailableNumber
 from domain.telephony import MAX_PROVIDER_KEYS, CallStats, PhoneNumber, TelephonyProvider
 from entrypoints.http.schemas import OneLine
 
@@ -80,6 +81,9 @@ class PhoneNumberCreate(Struct, forbid_unknown_fields=True):
     label: Annotated[OneLine, Meta(max_length=200)] | None = None
     inbound_agent_id: Annotated[int, Meta(ge=1)] | None = None
     capabilities: Capabilities | None = None
+    purchase: Annotated[bool, Meta(description=(
+        "Buy the number from the provider's carrier first (one GET /telephony/providers/{id}/available-numbers "
+        "found); a twilio or telnyx provider only"))] = False
 
 
 class PhoneNumberUpdate(Struct, forbid_unknown_fields=True):
@@ -119,3 +123,18 @@ class CallStatsOut(Struct):
     def of(cls, s: CallStats) -> CallStatsOut:
         return cls(s.start, s.end, s.total_calls, s.by_status, s.total_minutes, s.answer_rate,
                    s.average_duration_seconds)
+
+
+class AvailableNumberOut(Struct):
+    phone_number: str
+    country: str
+    region: str | None
+    locality: str | None
+    capabilities: Capabilities
+    monthly_cost: str | None
+    details: dict[str, str]
+
+    @classmethod
+    def of(cls, n: AvailableNumber) -> AvailableNumberOut:
+        return cls(n.phone_number, n.country, n.region, n.locality, Capabilities(n.voice, n.sms), n.monthly_cost,
+                   dict(n.details))

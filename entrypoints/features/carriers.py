@@ -1,0 +1,124 @@
+"""Carriers feature: real phone calls and texts through Twilio (and Telnyx), beside the simulator.
+
+It builds the ``Carriers`` registry (carrier type -> adapter, ``ADAPTERS``; a provider of a type without an
+adapter keeps ending its calls ``failed`` / ``provider_not_supported``), the public callback URLs
+(``CarrierLinks`` over PARLEY_PUBLIC_BASE_URL) and the use cases of the carrier webhooks, live-call commands and
+numbers. Every request to a carrier goes through the one egress (``HttpxSafeHttp``).
+
+Settings (``CarrierSettings``, ``PARLEY_CARRIER_*``): ``request_timeout_seconds`` (a carrier API request's whole
+deadline; one that runs out after sending is ambiguous and reconciled, never repeated) and
+``insecure_public_url`` (accept an ``http`` PARLEY_PUBLIC_BASE_URL on a loopback host: local development and the
+tests; ``parley check`` refuses it in production).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from dishka import Provider, Scope, provide, provide_all
+
+from adapters.carriers.twilio import TwilioCarrier
+from adapters.egress import HttpxSafeHttp, SystemResolver
+from application import carrier_calls
+from application import sms as sms_cases
+from application import telephony as telephony_cases
+from application.calls import CarrierVoiceUpdates
+from application.carriers import CarrierAccounts, CarrierCalls, CarrierLinks, CarrierWebhooks
+from application.ports.carriers import Carrier, Carriers
+from application.ports.egress import SafeHttp
+from application.ports.media import MediaStreamTokens, StreamGrant
+from entrypoints.features import Feature
+from entrypoints.settings import Settings
+
+USER_AGENT = "Parley/2.0 (carriers)"
+
+
+@dataclass(frozen=True)
+class CarrierSettings:
+    ENV_PREFIX = "CARRIER_"
+
+    request_timeout_seconds: float = 15.0
+    """PARLEY_CARRIER_REQUEST_TIMEOUT_SECONDS: the deadline of one request to a carrier's API."""
+    insecure_public_url: bool = False
+    """PARLEY_CARRIER_INSECURE_PUBLIC_URL: accept an http PARLEY_PUBLIC_BASE_URL on a loopback host (development
+    and tests only; carriers need https)."""
+
+
+ADAPTERS: dict[str, Callable[[SafeHttp, CarrierSettings], Carrier]] = {
+    "twilio": lambda http, section: TwilioCarrier(http, timeout=section.request_timeout_seconds),
+}
+"""One line per carrier type."""
+
+
+class CarrierRegistry:
+    """:class:`application.ports.carriers.Carriers` over ``ADAPTERS`` (KeyError for a type without an adapter)."""
+
+    def __init__(self, adapters: dict[str, Carrier]) -> None:
+        self.adapters = adapters
+
+    def get(self, carrier_type: str) -> Carrier:
+        return self.adapters[carrier_type]
+
+
+class MediaStreamsNotInstalled:
+    """Stands for ``MediaStreamTokens`` until the media-stream endpoint is installed: a carrier call that needs a
+    stream is not dialled (it fails ``media_unavailable``), and no token is ever valid."""
+
+    async def issue(self, call_id: str, organization_id: int, now: datetime) -> str:
+        raise RuntimeError("the media-stream endpoint is not installed")
+
+    async def redeem(self, token: str, now: datetime) -> StreamGrant | None:
+        return None
+
+
+def public_links(settings: Settings, section: CarrierSettings) -> CarrierLinks:
+    base = settings.public_base_url.rstrip("/")
+    return CarrierLinks(f"{base}/v2" if base else "", insecure_loopback=section.insecure_public_url)
+
+
+class CarriersPlatformProvider(Provider):
+    scope = Scope.APP
+
+    @provide
+    def carriers(self, settings: Settings, section: CarrierSettings) -> Carriers:
+        http = HttpxSafeHttp(SystemResolver(), allow_loopback=settings.allow_loopback_targets, user_agent=USER_AGENT,
+                             read_timeout=section.request_timeout_seconds,
+                             total_timeout=section.request_timeout_seconds)
+        return CarrierRegistry({name: make(http, section) for name, make in ADAPTERS.items()})
+
+    @provide
+    def links(self, settings: Settings, section: CarrierSettings) -> CarrierLinks:
+        return public_links(settings, section)
+
+    accounts = provide(CarrierAccounts)
+
+
+class PendingMediaProvider(Provider):
+    """Until the media feature provides ``MediaStreamTokens`` (then this provider goes)."""
+
+    scope = Scope.APP
+
+    tokens = provide(MediaStreamsNotInstalled, provides=MediaStreamTokens)
+
+
+class CarriersUseCaseProvider(Provider):
+    scope = Scope.REQUEST
+
+    helpers = provide_all(CarrierCalls, CarrierWebhooks, CarrierVoiceUpdates, telephony_cases.CarrierNumbers)
+    cases = provide_all(
+        carrier_calls.ReceiveVoiceStatus,
+        carrier_calls.ReceiveInboundCall,
+        carrier_calls.TransferCarrierCall,
+        carrier_calls.HangUpCarrierCall,
+        sms_cases.ReceiveCarrierSms,
+        telephony_cases.SearchAvailableNumbers,
+    )
+
+
+FEATURE = Feature(
+    name="carriers",
+    providers=(CarriersPlatformProvider, PendingMediaProvider, CarriersUseCaseProvider),
+    settings=CarrierSettings,
+)
