@@ -30,6 +30,8 @@ import base64
 import contextlib
 import itertools
 import json
+import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -181,31 +183,58 @@ class TelnyxEmulator:
         self._ids = itertools.count(1)
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
-        self._held = asyncio.Event()
+        self._held: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._arrived = asyncio.Condition()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._client: httpx.AsyncClient | None = None
         self.port = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def start(self) -> TelnyxEmulator:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=512)
-        self.port = self._server.sockets[0].getsockname()[1]
+    async def start(self, *, thread: bool = False) -> TelnyxEmulator:
+        """Listen on 127.0.0.1. ``thread``: serve from an event loop of its own in a thread (needed when the
+        caller's loop is blocked while Parley calls Telnyx, as under Litestar's test client)."""
+        if not thread:
+            await self._listen()
+            return self
+        loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=loop.run_forever, name="telnyx-emulator", daemon=True)
+        self._thread.start()
+        self._loop = loop
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._listen(), loop))
         return self
 
+    async def _listen(self) -> None:
+        self._held = asyncio.Event()
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=512)
+        self.port = self._server.sockets[0].getsockname()[1]
+
     async def close(self) -> None:
-        self._held.set()
         for task in list(self._tasks):
             task.cancel()
+        if self._loop is not None and self._thread is not None:
+            loop, self._loop = self._loop, None
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._stop(), loop))
+            loop.call_soon_threadsafe(loop.stop)
+            await asyncio.to_thread(self._thread.join, 5)
+            loop.close()
+        else:
+            await self._stop()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _stop(self) -> None:
+        if self._held is not None:
+            self._held.set()
         if self._server is not None:
-            self._server.close()
+            server, self._server = self._server, None
+            server.close()
             for writer in list(self._writers):
                 writer.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
-        if self._client is not None:
-            await self._client.aclose()
+                await asyncio.wait_for(server.wait_closed(), 2)
 
     async def __aenter__(self) -> TelnyxEmulator:
         return await self.start()
@@ -249,13 +278,11 @@ class TelnyxEmulator:
             return [c for c in self.calls.values() if c.direction == "outgoing"
                     and (to_phone is None or c.to_phone == to_phone)]
 
-        async with self._arrived:
-            await asyncio.wait_for(self._arrived.wait_for(lambda: len(matching()) >= count), timeout)
+        await _until(lambda: len(matching()) >= count, timeout)
         return matching()[count - 1]
 
     async def wait_for_message(self, *, count: int = 1, timeout: float = 10.0) -> EmulatedMessage:  # noqa: ASYNC109
-        async with self._arrived:
-            await asyncio.wait_for(self._arrived.wait_for(lambda: len(self.messages) >= count), timeout)
+        await _until(lambda: len(self.messages) >= count, timeout)
         return list(self.messages.values())[count - 1]
 
     # -- webhooks -------------------------------------------------------------------------------
@@ -465,8 +492,6 @@ class TelnyxEmulator:
                 request = ApiRequest(method.upper(), unquote(parts.path), dict(parse_qsl(parts.query)), headers, body)
                 self.requests.append(request)
                 status, document = await self._answer(request)
-                async with self._arrived:
-                    self._arrived.notify_all()
                 payload = b"" if document is None else json.dumps(document).encode()
                 writer.write(
                     f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\nContent-Type: application/json\r\n"
@@ -490,8 +515,7 @@ class TelnyxEmulator:
             if script.hang:
                 if script.effect and self._authorized(request):
                     self._route(request)
-                    async with self._arrived:
-                        self._arrived.notify_all()
+                assert self._held is not None
                 await self._held.wait()
                 raise ConnectionError("the emulator closed")
             return script.status, None if script.errors is None else {"errors": script.errors}
@@ -726,6 +750,15 @@ class TelnyxEmulator:
                 if name in patch:
                     record[name] = patch[name]
         return 200, {"data": dict(record)}
+
+
+async def _until(condition: Callable[[], bool], timeout: float) -> None:  # noqa: ASYNC109
+    """Wait for something the emulator's server (perhaps on another thread's loop) does."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError
+        await asyncio.sleep(0.01)
 
 
 def _errors(code: str, title: str, detail: str) -> dict[str, Any]:

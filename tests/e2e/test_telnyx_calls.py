@@ -1,0 +1,207 @@
+"""Telnyx calls end to end, on SQLite and PostgreSQL: the API places a call, the worker dials the Telnyx emulator
+(``POST /v2/calls``), the emulator's signed webhooks drive the call to its end through the carrier routes; busy,
+no answer, voicemail by answering-machine detection, a carrier that refuses, is down or never answers (reconciled,
+never dialled twice), an inbound call answered by its number's agent or turned away, and hostile webhooks."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from tests.e2e.telnyx_support import PUBLIC, Telnyx, telnyx  # noqa: F401  (the fixture)
+from tests.http.calls_support import events_of, outbox
+
+
+async def dialled(world: Telnyx) -> str:
+    """Run the worker's dial pass; the call Telnyx was asked for."""
+    before = sum(1 for c in world.emulator.calls.values() if c.direction == "outgoing")
+    await world.drive()
+    call = await world.emulator.wait_for_call(count=before + 1, timeout=5)
+    return call.call_control_id
+
+
+async def events(world: Telnyx, call_id: str) -> list[str]:
+    return events_of(await outbox(world.api, world.tenant.organization_id), call_id)
+
+
+async def test_an_outbound_call_to_completion(telnyx: Telnyx) -> None:  # noqa: F811
+    agent = await telnyx.agent()
+    call_id = await telnyx.place(agent, "+14155550142")
+    ccid = await dialled(telnyx)
+    call = telnyx.emulator.calls[ccid]
+    assert (call.from_phone, call.to_phone) == (telnyx.number, "+14155550142")
+    assert call.webhook_url == f"{PUBLIC}/v2/carriers/{telnyx.provider['id']}/voice/status?call_id={call_id}"
+    assert call.stream_url == f"wss://parley.example/v2/media-streams/tok-{call_id}"
+    assert (call.stream_mode, call.stream_codec, call.stream_track) == ("rtp", "PCMU", "both_tracks")
+    assert (await telnyx.call(call_id))["status"] == "ringing"
+    assert (await telnyx.emulator.ring(ccid)).status == 204
+    telnyx.clock.advance(seconds=3)
+    answered = await telnyx.emulator.answer(ccid)  # answered, streaming started, a human by AMD
+    assert [d.status for d in answered] == [204] * 3
+    assert (await telnyx.call(call_id))["status"] == "in_progress"
+    telnyx.clock.advance(seconds=42)
+    assert (await telnyx.emulator.hangup(ccid)).status == 204
+    ended = await telnyx.call(call_id)
+    assert (ended["status"], ended["end_reason"], ended["duration_seconds"]) == ("completed", "hangup", 42)
+    assert await events(telnyx, call_id) == ["call.started", "call.answered", "call.ended", "call.completed"]
+
+
+@pytest.mark.parametrize(("ending", "status", "end_reason"), [
+    ("busy", "busy", "busy"), ("no_answer", "no_answer", "no_answer"), ("rejected", "busy", "busy"),
+    ("unreachable", "failed", "carrier_error")])
+async def test_an_outbound_call_that_is_not_answered(telnyx: Telnyx, ending: str, status: str,  # noqa: F811
+                                                     end_reason: str) -> None:
+    call_id = await telnyx.place(await telnyx.agent())
+    ccid = await dialled(telnyx)
+    await telnyx.emulator.ring(ccid)
+    telnyx.clock.advance(seconds=25)
+    assert (await getattr(telnyx.emulator, ending)(ccid)).status == 204
+    ended = await telnyx.call(call_id)
+    assert (ended["status"], ended["end_reason"], ended["duration_seconds"]) == (status, end_reason, 0)
+    if status == "failed":
+        assert ended["end_message"] == "Telnyx ended the call: not_found (SIP 404)"
+
+
+async def test_a_machine_answers_and_the_agent_hangs_up_as_its_voicemail_action_says(
+        telnyx: Telnyx) -> None:  # noqa: F811
+    agent = await telnyx.agent(voicemail={"action": "hangup"})
+    call_id = await telnyx.place(agent)
+    ccid = await dialled(telnyx)
+    assert telnyx.emulator.calls[ccid].amd == "detect"
+    telnyx.clock.advance(seconds=5)
+    await telnyx.emulator.answer(ccid, answered_by="machine")
+    ended = await telnyx.call(call_id)
+    assert (ended["status"], ended["end_reason"]) == ("voicemail", "voicemail_hangup")
+    assert [name for name, _ in telnyx.emulator.calls[ccid].commands] == ["hangup"]
+    assert (await telnyx.emulator.hangup(ccid, source="caller")).status == 204  # Telnyx confirms: nothing moves
+    assert (await telnyx.call(call_id))["status"] == "voicemail"
+
+
+async def test_a_carrier_that_refuses_or_is_down_fails_the_call_with_its_words(
+        telnyx: Telnyx) -> None:  # noqa: F811
+    agent = await telnyx.agent()
+    telnyx.emulator.fail("POST", "/v2/calls", 503, detail="Call Control is temporarily unavailable.")
+    refused = await telnyx.place(agent)
+    await telnyx.drive()
+    call = await telnyx.call(refused)
+    assert (call["status"], call["end_reason"], call["end_message"]) == (
+        "failed", "carrier_error", "Call Control is temporarily unavailable.")
+    await telnyx.emulator.close()  # Telnyx is down: nothing answers
+    down = await telnyx.place(agent)
+    await telnyx.drive()
+    call = await telnyx.call(down)
+    assert (call["status"], call["end_reason"]) == ("failed", "carrier_error")
+    assert "could not be reached" in call["end_message"]
+
+
+async def test_a_dial_without_an_answer_is_never_repeated(telnyx: Telnyx) -> None:  # noqa: F811
+    call_id = await telnyx.place(await telnyx.agent())
+    telnyx.emulator.hang("POST", "/v2/calls", effect=True)  # Telnyx places the call; its answer is lost
+    await telnyx.drive()
+    assert (await telnyx.call(call_id))["status"] == "ringing"
+    (placed,) = telnyx.emulator.calls.values()
+    telnyx.clock.advance(seconds=61)
+    await telnyx.drive()
+    await telnyx.emulator.answer(placed.call_control_id)  # its webhooks name Parley's call in their URL
+    assert (await telnyx.call(call_id))["status"] == "in_progress"
+    telnyx.clock.advance(seconds=30)
+    await telnyx.emulator.hangup(placed.call_control_id)
+    ended = await telnyx.call(call_id)
+    assert (ended["status"], ended["duration_seconds"]) == ("completed", 30)
+    assert len(telnyx.emulator.on("POST", "/v2/calls")) == 1
+
+
+RECONCILIATION_GAP = ("the call progress pass (AdvanceCall) skips a carrier call without a carrier id, so a dial whose "
+                      "answer was lost is never reconciled by find_call(call_id, None)")
+
+
+@pytest.mark.xfail(reason=RECONCILIATION_GAP, strict=False)
+async def test_a_dial_whose_answer_was_lost_is_found_by_reconciliation(telnyx: Telnyx) -> None:  # noqa: F811
+    call_id = await telnyx.place(await telnyx.agent())
+    telnyx.emulator.hang("POST", "/v2/calls", effect=True)
+    await telnyx.drive()
+    telnyx.clock.advance(seconds=61)
+    await telnyx.drive()  # asks Telnyx for its active calls and finds the one carrying this call's client_state
+    assert telnyx.emulator.on("GET", "/v2/connections/")
+    assert (await telnyx.call(call_id))["status"] == "ringing"
+    assert len(telnyx.emulator.on("POST", "/v2/calls")) == 1
+
+
+@pytest.mark.xfail(reason=RECONCILIATION_GAP, strict=False)
+async def test_a_dial_the_carrier_never_made_fails_on_reconciliation(telnyx: Telnyx) -> None:  # noqa: F811
+    call_id = await telnyx.place(await telnyx.agent())
+    telnyx.emulator.hang("POST", "/v2/calls")  # lost before Telnyx did anything
+    await telnyx.drive()
+    telnyx.clock.advance(seconds=61)
+    await telnyx.drive()
+    call = await telnyx.call(call_id)
+    assert (call["status"], call["end_reason"]) == ("failed", "carrier_error")
+    assert len(telnyx.emulator.on("POST", "/v2/calls")) == 1 and telnyx.emulator.calls == {}
+
+
+async def test_hostile_webhooks_change_nothing(telnyx: Telnyx, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    caplog.set_level(logging.INFO)
+    call_id = await telnyx.place(await telnyx.agent())
+    ccid = await dialled(telnyx)
+    emulator, call = telnyx.emulator, telnyx.emulator.calls[ccid]
+    url = call.webhook_url or ""
+    payload = emulator.call_payload(call, state="answered")
+    assert (await emulator.send(url, "call.answered", payload, key=Ed25519PrivateKey.generate())).status == 403
+    stale = int(telnyx.clock.now().timestamp()) - 301
+    assert (await emulator.send(url, "call.answered", payload, timestamp=stale)).status == 403
+    assert (await emulator.send(url, "call.answered", payload, tamper=True)).status == 403
+    unsigned = await emulator.send(url, "call.answered", payload)
+    assert (await telnyx.api.client.post(url.removeprefix(PUBLIC), content=unsigned.body,
+                                         headers={"content-type": "application/json"})).status_code == 403
+    other_provider = url.replace(f"/carriers/{telnyx.provider['id']}/", "/carriers/999999/")
+    assert (await emulator.send(other_provider, "call.answered", payload)).status == 403
+    assert (await telnyx.call(call_id))["status"] == "in_progress"  # only the genuine one, sent just above
+    unknown = {**payload, "call_control_id": "v3:nobody", "client_state": None}
+    assert (await emulator.send(f"{PUBLIC}/v2/carriers/{telnyx.provider['id']}/voice/status", "call.hangup",
+                                {**unknown, "hangup_cause": "normal_clearing"})).status == 204
+    telnyx.clock.advance(seconds=20)
+    hangup = await emulator.hangup(ccid)
+    ended = await telnyx.call(call_id)
+    assert (ended["status"], ended["duration_seconds"]) == ("completed", 20)
+    assert (await emulator.redeliver(hangup)).status == 204  # a replay
+    assert (await emulator.initiated(ccid)).status == 204  # late news
+    assert (await emulator.send(url, "call.answered", payload)).status == 204
+    assert await telnyx.call(call_id) == ended
+    assert await events(telnyx, call_id) == ["call.started", "call.answered", "call.ended", "call.completed"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_an_inbound_call_is_answered_by_its_numbers_agent(telnyx: Telnyx) -> None:  # noqa: F811
+    agent = await telnyx.agent()
+    numbers = await telnyx.get("/v2/telephony/phone-numbers")
+    number = next(n for n in numbers if n["phone_number"] == telnyx.number)
+    patched = await telnyx.api.client.patch(f"/v2/telephony/phone-numbers/{number['id']}", headers=telnyx.headers,
+                                            json={"inbound_agent_id": agent["id"]})
+    assert patched.status_code == 200, patched.text
+    assert telnyx.emulator.application["webhook_event_url"] == (
+        f"{PUBLIC}/v2/carriers/{telnyx.provider['id']}/voice/inbound")
+    call, delivery = await telnyx.emulator.inbound_call("+14155550111", telnyx.number)
+    assert delivery.status == 200
+    assert [name for name, _ in call.commands] == ["answer"]
+    calls = await telnyx.get("/v2/calls")
+    (taken,) = [c for c in calls if c["direction"] == "inbound"]
+    assert (taken["status"], taken["from_phone"], taken["destination_phone"]) == (
+        "in_progress", "+14155550111", telnyx.number)
+    assert call.webhook_url == (
+        f"{PUBLIC}/v2/carriers/{telnyx.provider['id']}/voice/status?call_id={taken['id']}")
+    assert call.stream_url == f"wss://parley.example/v2/media-streams/tok-{taken['id']}"
+    await telnyx.emulator.answer(call.call_control_id)
+    telnyx.clock.advance(seconds=12)
+    await telnyx.emulator.hangup(call.call_control_id, source="caller")
+    ended = await telnyx.call(taken["id"])
+    assert (ended["status"], ended["direction"], ended["duration_seconds"]) == ("completed", "inbound", 12)
+
+
+async def test_an_inbound_call_no_agent_answers_is_turned_away_busy(telnyx: Telnyx) -> None:  # noqa: F811
+    call, delivery = await telnyx.emulator.inbound_call("+14155550112", telnyx.number)
+    assert delivery.status == 200
+    assert [(name, body.get("cause")) for name, body in call.commands] == [("reject", "USER_BUSY")]
+    assert not call.alive
+    assert [c for c in await telnyx.get("/v2/calls") if c["direction"] == "inbound"] == []
