@@ -533,7 +533,9 @@ class AdvanceCall:
     async def execute(self, command: AdvanceCallCommand) -> Call | None:
         ref, run_tools = command.ref, command.run_tools
         call = await self.calls.get_for_update(ref.organization_id, ref.call_id)
-        if call is None or call.status not in ACTIVE_STATUSES or not call.telephony_ref:
+        if call is None or call.status not in ACTIVE_STATUSES:
+            return None
+        if not call.telephony_ref and not call.telephony_state.get("carrier"):  # a carrier call may not have it yet
             return None
         if call.cause_depth:  # what happens during the call (a booking) is as deep as the action that placed it
             self.cause.depth = call.cause_depth

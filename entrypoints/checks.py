@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from entrypoints.features.carriers import CarrierSettings, public_links
 from entrypoints.settings import Backend, Settings
 
 MIN_SECRET_KEY_LENGTH = 32
@@ -35,6 +36,7 @@ def configuration_problems(settings: Settings, *, workers: int = 1, separate_wor
     if production and settings.allow_loopback_targets:
         problems.append("PARLEY_ALLOW_LOOPBACK_TARGETS is on in production: webhooks and scraping may reach "
                         "this host's own services; turn it off")
+    problems.extend(carrier_problems(settings, production))
     processes = max(workers, settings.processes) + (1 if separate_worker else 0)
     if settings.backend is Backend.SQLITE and processes > 1:
         problems.append(f"SQLite with {processes} processes (--workers {workers}"
@@ -43,3 +45,19 @@ def configuration_problems(settings: Settings, *, workers: int = 1, separate_wor
     if settings.backend is Backend.MEMORY and processes > 1:
         problems.append(f"the in-memory database with {processes} processes: each would hold its own data")
     return problems
+
+
+def carrier_problems(settings: Settings, production: bool) -> list[str]:
+    """Carriers (twilio, telnyx) call Parley back at PARLEY_PUBLIC_BASE_URL, over https: unset in production, or set
+    to an address carriers cannot use, they cannot be used (409 public_url_required)."""
+    section = settings.section(CarrierSettings)
+    if production and section.insecure_public_url:
+        return ["PARLEY_CARRIER_INSECURE_PUBLIC_URL is on in production: carrier callbacks need https; turn it off"]
+    if not settings.public_base_url:
+        if production:
+            return ["PARLEY_PUBLIC_BASE_URL is unset in production: carrier providers (twilio, telnyx) cannot be used "
+                    "(409 public_url_required) and links follow each request's Host header; set the https address "
+                    "clients and carriers reach"]
+        return []
+    problem = public_links(settings, section).problem
+    return [f"{problem}: carrier providers (twilio, telnyx) cannot be used (409 public_url_required)"] if problem else []

@@ -113,6 +113,7 @@ def test_check_is_clean_for_a_sound_configuration(env: pytest.MonkeyPatch, capsy
     env.setenv("PARLEY_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
     env.setenv("PARLEY_SECRET_KEY", STRONG_KEY)
     env.setenv("PARLEY_ENVIRONMENT", "production")
+    env.setenv("PARLEY_PUBLIC_BASE_URL", "https://api.example.com")
     assert cli.main(["check", "--workers", "4", "--no-worker"]) == 0
     assert capsys.readouterr().out.strip() == "parley check: no configuration problems"
 
@@ -125,9 +126,30 @@ def test_check_lists_every_problem_and_exits_non_zero(env: pytest.MonkeyPatch,
     env.setenv("PARLEY_ALLOW_LOOPBACK_TARGETS", "true")
     assert cli.main(["check", "--workers", "2"]) == 1
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 3 and all(line.startswith("parley check: ") for line in lines)
+    assert len(lines) == 4 and all(line.startswith("parley check: ") for line in lines)
     assert "PARLEY_SECRET_KEY is a well-known default" in lines[0]
-    assert "PARLEY_ALLOW_LOOPBACK_TARGETS" in lines[1] and "SQLite with 2 processes" in lines[2]
+    assert "PARLEY_ALLOW_LOOPBACK_TARGETS" in lines[1] and "SQLite with 2 processes" in lines[3]
+    assert "PARLEY_PUBLIC_BASE_URL is unset in production" in lines[2] and "public_url_required" in lines[2]
+
+
+@pytest.mark.parametrize(("base", "insecure", "said"), [
+    ("http://api.example.com", "", "must be an https URL"),
+    ("http://127.0.0.1:8000", "", "must be an https URL"),
+    ("http://127.0.0.1:8000", "true", None),
+    ("https://api.example.com", "", None),
+])
+def test_check_says_when_carriers_cannot_call_back(env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                                   base: str, insecure: str, said: str | None) -> None:
+    env.setenv("PARLEY_DATABASE_URL", "sqlite+aiosqlite:///./var/parley.db")
+    env.setenv("PARLEY_SECRET_KEY", STRONG_KEY)
+    env.setenv("PARLEY_PUBLIC_BASE_URL", base)
+    env.setenv("PARLEY_CARRIER_INSECURE_PUBLIC_URL", insecure)
+    code = cli.main(["check"])
+    out = capsys.readouterr().out
+    if said is None:
+        assert code == 0, out
+    else:
+        assert code == 1 and said in out and "public_url_required" in out
 
 
 @pytest.mark.parametrize(("settings", "argv", "expected"), [

@@ -65,7 +65,7 @@ async def test_no_secret_created_in_a_run_reaches_the_logs(api: Api, captured_lo
     assert hook.status_code == 201, hook.text
     secrets.append(hook.json()["data"]["secret"])
     provider = await api.client.post("/v2/telephony/providers", json={
-        "name": "Twilio US", "type": "twilio", "credentials": {"account_sid": "AC123", "auth_token": PROVIDER_TOKEN},
+        "name": "Vonage US", "type": "vonage", "credentials": {"api_key": "AC123", "api_secret": PROVIDER_TOKEN},
         "settings": {}}, headers=t.headers)
     assert provider.status_code == 201, provider.text
     secrets.append(PROVIDER_TOKEN)
@@ -258,3 +258,40 @@ async def test_the_metrics_401_carries_the_headers_of_every_response(make_api: A
         assert body["success"] is False and body["error"]["code"] in ("MISSING_AUTH", "INVALID_METRICS_TOKEN")
     generated = await api.client.get("/metrics")
     assert generated.headers["x-request-id"] != "scrape-1"
+
+
+async def test_carrier_tokens_and_signatures_never_reach_the_logs(tmp_root: Path, app_pool: Any, sqlite_url: str,
+                                                                  captured_logs: io.StringIO) -> None:
+    """A Twilio provider's auth token, and the X-Twilio-Signature of every callback (good or forged), appear in no
+    log line, while the provider is created, a call is dialled, its callbacks are received and an SMS is sent."""
+    from tests.http import calls_support
+    from tests.http.twilio_support import app, twilio_line
+    from tests.support.emulators.twilio import TwilioEmulator
+
+    emulator = TwilioEmulator(auth_token="tw-secret-auth-token-5e4d3c2b1a09").start()
+    try:
+        async for api_with in calls_support.apps_with_providers(tmp_root, app_pool):
+            api, tokens = await app(api_with, sqlite_url)
+            line, agent = await twilio_line(api, tokens, emulator)
+            placed = await calls_support.place(api, line.tenant, agent, "+14155550123")
+            await calls_support.drive(api, line.tenant.organization_id)
+            call = emulator.only_call()
+            url = call.status_callback or ""
+            signatures = []
+            for status in ("ringing", "in-progress", "completed"):
+                params = emulator.status_params(call, status)
+                signatures.append(emulator.sign(url, params)["X-Twilio-Signature"])
+                await emulator.send(url, params)
+            forged = emulator.status_params(call, "completed")
+            signatures.append(emulator.sign(url, forged, forged=True)["X-Twilio-Signature"])
+            assert (await emulator.send(url, forged, forged=True)).status_code == 403
+            sent = await api.client.post("/v2/sms", headers=line.tenant.headers, json={"to": "+14155550123",
+                                                                                          "body": "Hi"})
+            assert placed.status_code == 201 and sent.status_code == 201
+            await calls_support.close_workers()
+    finally:
+        emulator.stop()
+    text = captured_logs.getvalue()
+    assert "carriers" in text or "/v2/carriers" in text or text, "the run logged"
+    for secret in (emulator.auth_token, *signatures):
+        assert secret not in text, secret

@@ -36,12 +36,12 @@ async def test_credentials_are_write_only_and_encrypted_at_rest(any_api: Api) ->
     api = any_api
     t = await api.tenant()
     created = await api.client.post("/v2/telephony/providers", json={
-        "name": "Twilio US", "type": "twilio", "credentials": {"account_sid": "AC123", "auth_token": "s3cr3t-token"},
+        "name": "Vonage US", "type": "vonage", "credentials": {"api_key": "AC123", "api_secret": "s3cr3t-token"},
         "settings": {"region": "us1"}}, headers=t.headers)
     assert created.status_code == 201, created.text
     provider = created.json()["data"]
     assert "credentials" not in provider and "s3cr3t-token" not in created.text
-    assert provider["has_credentials"] and provider["credential_fields"] == ["account_sid", "auth_token"]
+    assert provider["has_credentials"] and provider["credential_fields"] == ["api_key", "api_secret"]
     assert provider["is_default"] is False
     sealed = await _sealed(api, provider["id"])
     assert sealed and "s3cr3t-token" not in sealed and "AC123" not in sealed
@@ -54,7 +54,7 @@ async def test_credentials_are_write_only_and_encrypted_at_rest(any_api: Api) ->
             opened = await (await r.get(ReadProviderCredentials)).execute(command)
     finally:
         await container.close()
-    assert opened == {"account_sid": "AC123", "auth_token": "s3cr3t-token"}
+    assert opened == {"api_key": "AC123", "api_secret": "s3cr3t-token"}
 
     made_default = await api.client.patch(f"/v2/telephony/providers/{provider['id']}",
                                           json={"is_default": True, "credentials": None}, headers=t.headers)

@@ -54,7 +54,7 @@ async def voice_status(provider_id: ProviderId, request: Request[Any, Any, Any],
 @endpoint("POST", "/carriers/{provider_id:int}/voice/inbound", operation_id="carrierInboundCall",
           summary="A carrier's inbound call: answered with the number's agent (a media stream) or turned away",
           tags=TAGS, auth="public", description=PUBLIC_NOTE + " Twilio gets TwiML (<Connect><Stream>, or <Reject>).",
-          errors={403: FORGED}, media_type="text/xml", request_max_body_size=MAX_WEBHOOK_BYTES)
+          errors={403: FORGED}, media_type="text/xml", status_code=200, request_max_body_size=MAX_WEBHOOK_BYTES)
 async def voice_inbound(provider_id: ProviderId, request: Request[Any, Any, Any],
                         use_case: FromDishka[uc.ReceiveInboundCall], links: FromDishka[CarrierLinks]
                         ) -> Response[bytes]:
