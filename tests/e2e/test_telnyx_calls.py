@@ -10,6 +10,8 @@ import logging
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from application.carrier_calls import TransferCarrierCall, TransferCarrierCallCommand
+from application.ports.platform import UnitOfWork
 from tests.e2e.telnyx_support import PUBLIC, Telnyx, telnyx  # noqa: F401  (the fixture)
 from tests.http.calls_support import events_of, outbox
 
@@ -96,15 +98,18 @@ async def test_a_carrier_that_refuses_or_is_down_fails_the_call_with_its_words(
     assert "could not be reached" in call["end_message"]
 
 
-async def test_a_dial_without_an_answer_is_never_repeated(telnyx: Telnyx) -> None:  # noqa: F811
+async def test_a_dial_without_an_answer_is_reconciled_never_repeated(telnyx: Telnyx) -> None:  # noqa: F811
     call_id = await telnyx.place(await telnyx.agent())
     telnyx.emulator.hang("POST", "/v2/calls", effect=True)  # Telnyx places the call; its answer is lost
     await telnyx.drive()
     assert (await telnyx.call(call_id))["status"] == "ringing"
     (placed,) = telnyx.emulator.calls.values()
     telnyx.clock.advance(seconds=61)
-    await telnyx.drive()
-    await telnyx.emulator.answer(placed.call_control_id)  # its webhooks name Parley's call in their URL
+    await telnyx.drive()  # asks Telnyx for its active calls and finds the one carrying this call's client_state
+    assert telnyx.emulator.on("GET", f"/v2/connections/{telnyx.emulator.connection_id}/active_calls")
+    assert telnyx.emulator.on("GET", f"/v2/calls/{placed.call_control_id}")
+    assert (await telnyx.call(call_id))["status"] == "ringing"
+    await telnyx.emulator.answer(placed.call_control_id)
     assert (await telnyx.call(call_id))["status"] == "in_progress"
     telnyx.clock.advance(seconds=30)
     await telnyx.emulator.hangup(placed.call_control_id)
@@ -113,23 +118,6 @@ async def test_a_dial_without_an_answer_is_never_repeated(telnyx: Telnyx) -> Non
     assert len(telnyx.emulator.on("POST", "/v2/calls")) == 1
 
 
-RECONCILIATION_GAP = ("the call progress pass (AdvanceCall) skips a carrier call without a carrier id, so a dial whose "
-                      "answer was lost is never reconciled by find_call(call_id, None)")
-
-
-@pytest.mark.xfail(reason=RECONCILIATION_GAP, strict=False)
-async def test_a_dial_whose_answer_was_lost_is_found_by_reconciliation(telnyx: Telnyx) -> None:  # noqa: F811
-    call_id = await telnyx.place(await telnyx.agent())
-    telnyx.emulator.hang("POST", "/v2/calls", effect=True)
-    await telnyx.drive()
-    telnyx.clock.advance(seconds=61)
-    await telnyx.drive()  # asks Telnyx for its active calls and finds the one carrying this call's client_state
-    assert telnyx.emulator.on("GET", "/v2/connections/")
-    assert (await telnyx.call(call_id))["status"] == "ringing"
-    assert len(telnyx.emulator.on("POST", "/v2/calls")) == 1
-
-
-@pytest.mark.xfail(reason=RECONCILIATION_GAP, strict=False)
 async def test_a_dial_the_carrier_never_made_fails_on_reconciliation(telnyx: Telnyx) -> None:  # noqa: F811
     call_id = await telnyx.place(await telnyx.agent())
     telnyx.emulator.hang("POST", "/v2/calls")  # lost before Telnyx did anything
@@ -205,3 +193,74 @@ async def test_an_inbound_call_no_agent_answers_is_turned_away_busy(telnyx: Teln
     assert [(name, body.get("cause")) for name, body in call.commands] == [("reject", "USER_BUSY")]
     assert not call.alive
     assert [c for c in await telnyx.get("/v2/calls") if c["direction"] == "inbound"] == []
+
+
+async def test_a_machine_gets_the_message_when_the_agent_leaves_one(telnyx: Telnyx) -> None:  # noqa: F811
+    agent = await telnyx.agent(voicemail={"action": "leave_message", "message": "Please call us back."})
+    call_id = await telnyx.place(agent)
+    ccid = await dialled(telnyx)
+    assert telnyx.emulator.calls[ccid].amd == "detect"
+    await telnyx.emulator.answer(ccid, answered_by="machine")
+    assert (await telnyx.call(call_id))["status"] == "in_progress"  # the media session speaks
+    assert telnyx.emulator.calls[ccid].commands == []
+    telnyx.clock.advance(seconds=12)
+    await telnyx.emulator.hangup(ccid)
+    call = await telnyx.call(call_id)
+    assert (call["status"], call["end_reason"], call["outcome"], call["duration_seconds"]) == (
+        "voicemail", "voicemail_message_left", "voicemail_left", 12)
+
+
+async def test_cancel_and_the_sweeper_hang_up_at_telnyx(telnyx: Telnyx) -> None:  # noqa: F811
+    agent = await telnyx.agent()
+    call_id = await telnyx.place(agent)
+    ccid = await dialled(telnyx)
+    await telnyx.emulator.ring(ccid)
+    cancelled = await telnyx.api.client.post(f"/v2/calls/{call_id}/cancel", headers=telnyx.headers)
+    assert cancelled.status_code == 200 and cancelled.json()["data"]["status"] == "cancelled"
+    assert [name for name, _ in telnyx.emulator.calls[ccid].commands] == ["hangup"]
+    assert (await telnyx.emulator.hangup(ccid, cause="originator_cancel", sip="487")).status == 204
+    assert (await telnyx.call(call_id))["status"] == "cancelled"
+
+    other = await telnyx.place(agent)
+    ccid = await dialled(telnyx)
+    await telnyx.emulator.answer(ccid)
+    telnyx.clock.advance(hours=2)
+    await telnyx.drive()
+    call = await telnyx.call(other)
+    assert (call["status"], call["end_reason"]) == ("failed", "timeout")
+    assert [name for name, _ in telnyx.emulator.calls[ccid].commands] == ["hangup"]
+
+
+async def test_transfer_moves_the_live_call_at_telnyx(telnyx: Telnyx) -> None:  # noqa: F811
+    call_id = await telnyx.place(await telnyx.agent())
+    ccid = await dialled(telnyx)
+    await telnyx.emulator.answer(ccid)
+    async with telnyx.api.worker()() as unit:
+        moved = await (await unit.get(TransferCarrierCall)).execute(TransferCarrierCallCommand(
+            telnyx.tenant.organization_id, call_id, "+14155550199"))
+        await (await unit.get(UnitOfWork)).commit()
+    assert moved.status == "transferred"
+    assert telnyx.emulator.calls[ccid].transferred_to == ["+14155550199"]
+    call = await telnyx.call(call_id)
+    assert (call["status"], call["transferred_to"]) == ("transferred", "+14155550199")
+    assert (await events(telnyx, call_id))[-2:] == ["call.transferred", "call.ended"]
+
+
+async def test_a_call_whose_hangup_webhook_was_lost_is_read_from_telnyx(telnyx: Telnyx) -> None:  # noqa: F811
+    call_id = await telnyx.place(await telnyx.agent())
+    ccid = await dialled(telnyx)
+    await telnyx.emulator.answer(ccid)
+    telnyx.clock.advance(seconds=50)
+    await telnyx.emulator.hangup(ccid, lost=True)
+    telnyx.clock.advance(minutes=6)
+    await telnyx.drive()  # nothing heard for a while: GET /v2/calls/{id} and the leg's event log
+    call = await telnyx.call(call_id)
+    assert (call["status"], call["end_reason"], call["duration_seconds"]) == ("completed", "hangup", 50)
+
+
+async def test_a_telnyx_provider_needs_its_four_credentials(telnyx: Telnyx) -> None:  # noqa: F811
+    missing = await telnyx.api.client.post("/v2/telephony/providers", headers=telnyx.headers, json={
+        "name": "Telnyx 2", "type": "telnyx", "credentials": {"api_key": "KEY1", "public_key": "abc"}})
+    assert missing.status_code == 400
+    said = missing.json()["error"]["details"]["validation_errors"]["credentials"]
+    assert "connection_id" in said and "messaging_profile_id" in said

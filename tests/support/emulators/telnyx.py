@@ -350,14 +350,17 @@ class TelnyxEmulator:
             raise AssertionError(f"call {call.call_control_id} has no webhook URL")
         return str(url)
 
-    async def call_event(self, call_control_id: str, event_type: str, *, url: str | None = None,
+    async def call_event(self, call_control_id: str, event_type: str, *, url: str | None = None, lost: bool = False,
                          **extra: Any) -> Delivery:
-        """Any event for a known call, whatever its state (a late ``call.initiated`` after the hangup...)."""
+        """Any event for a known call, whatever its state (a late ``call.initiated`` after the hangup...).
+        ``lost``: Telnyx logs it (``GET /v2/call_events``) but the webhook never arrives."""
         call = self._call(call_control_id)
         payload = self.call_payload(call, **extra)
         call.events.append({"record_type": "call_event", "call_leg_id": call.call_leg_id,
                             "call_session_id": call.call_session_id, "event_timestamp": iso(self.now()),
                             "name": event_type, "type": "webhook", "metadata": {"payload": payload}})
+        if lost:
+            return Delivery(url or self._webhook_url(call), {}, b"", None)
         return await self.send(url or self._webhook_url(call), event_type, payload)
 
     async def initiated(self, call_control_id: str) -> Delivery:
@@ -387,10 +390,10 @@ class TelnyxEmulator:
         return sent
 
     async def hangup(self, call_control_id: str, *, cause: str = "normal_clearing", sip: str = "16",
-                     source: str = "callee") -> Delivery:
+                     source: str = "callee", lost: bool = False) -> Delivery:
         call = self._call(call_control_id)
         call.ended = call.ended or self.now()
-        return await self.call_event(call_control_id, "call.hangup", state="hangup", hangup_cause=cause,
+        return await self.call_event(call_control_id, "call.hangup", lost=lost, state="hangup", hangup_cause=cause,
                                      hangup_source=source, sip_hangup_cause=sip, start_time=iso(call.started),
                                      end_time=iso(call.ended), call_quality_stats=None)
 
