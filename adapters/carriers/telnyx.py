@@ -265,9 +265,10 @@ class TelnyxCarrier:
     def verify(self, account: CarrierAccount, request: WebhookRequest, now: datetime) -> bool:
         signature = _header(request.headers, SIGNATURE_HEADER)
         timestamp = _header(request.headers, TIMESTAMP_HEADER)
-        if not signature or not timestamp or not timestamp.strip().isascii() or not timestamp.strip().isdigit():
+        stamp = (timestamp or "").strip()
+        if not signature or not stamp or len(stamp) > 12 or not stamp.isascii() or not stamp.isdigit():
             return False
-        if abs(now.timestamp() - int(timestamp.strip())) > TOLERANCE_SECONDS:
+        if abs(now.timestamp() - int(stamp)) > TOLERANCE_SECONDS:
             return False
         key = _public_key(account.credentials.get("public_key", ""))
         if key is None:
@@ -279,7 +280,7 @@ class TelnyxCarrier:
         if len(raw) != 64:
             return False
         try:
-            key.verify(raw, timestamp.encode() + b"|" + request.body)
+            key.verify(raw, stamp.encode() + b"|" + request.body)
         except InvalidSignature:
             return False
         return True

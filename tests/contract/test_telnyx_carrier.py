@@ -440,6 +440,8 @@ async def test_verify_refuses_forged_stale_tampered_and_malformed_webhooks(
     assert not carrier.verify(account, good, START + timedelta(seconds=301))
     for headers in ({}, {"telnyx-timestamp": stamp}, {"telnyx-signature-ed25519": signature},
                     {"telnyx-timestamp": "soon", "telnyx-signature-ed25519": signature},
+                    {"telnyx-timestamp": "9" * 5000, "telnyx-signature-ed25519": signature},
+                    {"telnyx-timestamp": "\uff11\uff17\uff10\uff10", "telnyx-signature-ed25519": signature},
                     {"telnyx-timestamp": stamp, "telnyx-signature-ed25519": "%%%"},
                     {"telnyx-timestamp": stamp, "telnyx-signature-ed25519": base64.b64encode(b"short").decode()},
                     {"telnyx-timestamp": str(int(stamp) + 1), "telnyx-signature-ed25519": signature}):
