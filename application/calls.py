@@ -535,13 +535,13 @@ class AdvanceCall:
         call = await self.calls.get_for_update(ref.organization_id, ref.call_id)
         if call is None or call.status not in ACTIVE_STATUSES:
             return None
-        if not call.telephony_ref and not call.telephony_state.get("carrier"):  # a carrier call may not have it yet
-            return None
         if call.cause_depth:  # what happens during the call (a booking) is as deep as the action that placed it
             self.cause.depth = call.cause_depth
         now = self.clock.now()
         if call.telephony_state.get("carrier"):
             return await self._reconcile(call, now)
+        if not call.telephony_ref:
+            return None
         handle = DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at)
         for _ in range(self.max_rounds):
             result = await self.telephony.poll(handle, now)

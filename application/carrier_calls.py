@@ -168,6 +168,12 @@ class ReceiveInboundCall:
                        ) -> WebhookReply:
         try:
             token = await self.tokens.issue(call.id, call.organization_id, now)
+        except Exception as exc:  # the media endpoint cannot take a stream: the caller is turned away
+            log.warning("no media stream for inbound call %s: %s", call.id, exc)
+            failed = replace(call, end_message="media streams are not available")
+            await self.finisher.finish(failed, "fail", now, end_reason="media_unavailable")
+            return await verified.carrier.reject_inbound(verified.account, event)
+        try:
             urls = CallbackUrls(status_url=self.links.voice_status(verified.provider.id or 0, call.id),
                                 stream_url=self.links.stream(token))
             return await verified.carrier.answer_inbound(verified.account, event, urls)

@@ -60,4 +60,6 @@ def carrier_problems(settings: Settings, production: bool) -> list[str]:
                     "clients and carriers reach"]
         return []
     problem = public_links(settings, section).problem
-    return [f"{problem}: carrier providers (twilio, telnyx) cannot be used (409 public_url_required)"] if problem else []
+    if problem is None:
+        return []
+    return [f"{problem}: carrier providers (twilio, telnyx) cannot be used (409 public_url_required)"]
