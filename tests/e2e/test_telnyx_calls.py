@@ -5,13 +5,17 @@ never dialled twice), an inbound call answered by its number's agent or turned a
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
+from collections.abc import Iterator
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from application.carrier_calls import TransferCarrierCall, TransferCarrierCallCommand
 from application.ports.platform import UnitOfWork
+from entrypoints.runtime import QUIET_LOGGERS, configure_logging
 from tests.e2e.telnyx_support import PUBLIC, Telnyx, telnyx  # noqa: F401  (the fixture)
 from tests.http.calls_support import events_of, outbox
 
@@ -264,3 +268,47 @@ async def test_a_telnyx_provider_needs_its_four_credentials(telnyx: Telnyx) -> N
     assert missing.status_code == 400
     said = missing.json()["error"]["details"]["validation_errors"]["credentials"]
     assert "connection_id" in said and "messaging_profile_id" in said
+
+
+@contextlib.contextmanager
+def json_logs() -> Iterator[io.StringIO]:
+    """The logging `parley serve` sets up (JSON lines), at DEBUG, written to a buffer."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, {name: logging.getLogger(name).level for name in QUIET_LOGGERS}
+    stream = io.StringIO()
+    configure_logging("DEBUG", "json", stream)
+    try:
+        yield stream
+    finally:
+        root.handlers[:], level, quiet = saved
+        root.setLevel(level)
+        for name, value in quiet.items():
+            logging.getLogger(name).setLevel(value)
+
+
+async def test_telnyx_keys_and_signatures_never_reach_the_logs(telnyx: Telnyx) -> None:  # noqa: F811
+    """The API key, and the signature of every webhook (good, forged or stale), appear in no log line while a call is
+    dialled, its webhooks received, a carrier error met and a text sent."""
+    emulator = telnyx.emulator
+    with json_logs() as logs:
+        agent = await telnyx.agent()
+        call_id = await telnyx.place(agent)
+        ccid = await dialled(telnyx)
+        deliveries = [await emulator.ring(ccid), *await emulator.answer(ccid), await emulator.hangup(ccid)]
+        url = emulator.calls[ccid].webhook_url or ""
+        payload = emulator.call_payload(emulator.calls[ccid])
+        deliveries.append(await emulator.send(url, "call.answered", payload, key=Ed25519PrivateKey.generate()))
+        deliveries.append(await emulator.send(url, "call.answered", payload, timestamp=1_600_000_000))
+        emulator.fail("POST", "/v2/calls", 401, code="10009", title="Authentication failed",
+                      detail="Could not understand the provided credentials.")
+        await telnyx.place(agent)
+        await telnyx.drive()
+        sent = await telnyx.api.client.post("/v2/sms", headers=telnyx.headers,
+                                            json={"to": "+14155550123", "body": "Hi"})
+        assert sent.status_code == 201
+    assert (await telnyx.call(call_id))["status"] == "completed"
+    assert [d.status for d in deliveries[-2:]] == [403, 403]
+    text = logs.getvalue()
+    assert text, "the run logged"
+    for secret in (emulator.api_key, *(d.headers["telnyx-signature-ed25519"] for d in deliveries)):
+        assert secret not in text, secret
