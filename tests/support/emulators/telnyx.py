@@ -2,8 +2,9 @@
 the webhooks Telnyx sends, signed as Telnyx signs them.
 
 REST (``Authorization: Bearer <api_key>``, JSON, errors as ``{"errors": [{code, title, detail}]}``):
-  Call Control   POST /v2/calls, GET /v2/calls/{id}, POST /v2/calls/{id}/actions/{answer,hangup,transfer,
-                 streaming_start}, GET /v2/connections/{id}/active_calls
+  Call Control   POST /v2/calls, GET /v2/calls/{id}, POST /v2/calls/{id}/actions/{answer,reject,hangup,
+                 transfer,streaming_start} (a repeated command_id is ignored), GET /v2/connections/{id}/active_calls,
+                 GET /v2/call_events (each leg's log: the webhooks sent, the commands taken)
   Messaging      POST /v2/messages
   Numbers        GET /v2/available_phone_numbers, POST /v2/number_orders, GET /v2/phone_numbers,
                  PATCH /v2/phone_numbers/{id}, PATCH /v2/phone_numbers/{id}/messaging, DELETE /v2/phone_numbers/{id}
@@ -17,10 +18,15 @@ with. The test drives each call (``initiated``, ``answer``, ``busy``, ``no_answe
 stale ``timestamp``, ``tamper=True``, or ``redeliver`` of an earlier delivery (a replay).
 
 Failures: ``fail(method, path_prefix, status)`` answers the next matching request with an error; ``hang(...)``
-never answers it (``effect=True``: after doing what it asked, as a carrier whose answer is lost).
+never answers it (``effect=True``: after doing what it asked, as a carrier whose answer is lost); a call event sent
+with ``lost=True`` is logged but never delivered.
 
-The media stream: when a call that asked for a stream is answered, ``media`` (a :class:`MediaHook`), if set, is
-started with the call (the stream URL, the call's ids); this module does not speak the stream protocol itself.
+Delivery: webhooks are POSTed to their URL, or handed to ``deliver`` (a test routes them to an in-process app).
+``start(thread=True)`` serves from a loop of its own, for callers whose loop blocks while Parley calls Telnyx.
+
+The media stream (the hook the media side plugs into): when a call that asked for a stream is answered, ``media``
+(a :class:`MediaHook`), if set, is started with the call (its ``stream_url`` with the single-use token, track,
+mode and codec, and its ids); this module does not speak the stream protocol itself.
 """
 
 from __future__ import annotations
