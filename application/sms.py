@@ -352,7 +352,7 @@ class ReceiveCarrierSms:
             return await self.messages.update(_apply(self.uow, message, [receipt]))
         if isinstance(update, InboundSms):
             seen = await self.messages.find_by_carrier_id(update.carrier_message_id)
-            if seen is not None:  # the carrier sent it again: kept once
+            if seen is not None and seen.organization_id == org:  # the carrier sent it again: kept once
                 return seen
             try:
                 received = await self.receive.execute(ReceiveSmsCommand(

@@ -14,6 +14,8 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[A-Z]{2}$": "must be a two-letter ISO 3166 country code in capitals, such as US or DE",
     r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "must be an email address such as ada@example.com",
     r"^[ -~]+$": "must be printable ASCII characters",
+    r"^[0-9]+$": "must be digits only, such as 415",
+    r"^[0-9A-Za-z*+]+$": "must be digits or letters (a * matches any one), such as 555 or *CAR*",
     ONE_LINE_PATTERN: ONE_LINE_WORDS,
 }
 UNKNOWN_PATTERN = "is not in the expected format (see the API reference)"

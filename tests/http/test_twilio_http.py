@@ -20,7 +20,7 @@ from application.ports.platform import UnitOfWork
 from tests.conftest import AppPool
 from tests.http import calls_support
 from tests.http.calls_support import ApiWith, drive, events_of, outbox, place
-from tests.http.twilio_support import PUBLIC, Line, app, twilio_line
+from tests.http.twilio_support import HANG, PUBLIC, Line, app, twilio_line
 from tests.support.emulators.twilio import TwilioEmulator
 
 
@@ -223,7 +223,7 @@ async def test_twilio_down_fails_the_call_with_its_message(api_with: ApiWith, sq
 async def test_a_dial_without_an_answer_is_reconciled_and_never_repeated(api_with: ApiWith, sql_url: str,
                                                                          emulator: TwilioEmulator) -> None:
     line, agent = await line_on(api_with, sql_url, emulator)
-    emulator.hang_next("calls.create", 2.0, create=True)  # Twilio placed it; its answer never came back
+    emulator.hang_next("calls.create", HANG, create=True)  # Twilio placed it; its answer never came back
     placed = await place(line.api, line.tenant, agent, "+14155550123")
     call_id = placed.json()["data"]["id"]
     await drive(line.api, line.tenant.organization_id)
@@ -242,7 +242,7 @@ async def test_a_dial_without_an_answer_is_reconciled_and_never_repeated(api_wit
     assert (call["status"], call["duration_seconds"]) == ("completed", 20)
 
     emulator.calls.clear()
-    emulator.hang_next("calls.create", 2.0, create=False)  # Twilio never created it
+    emulator.hang_next("calls.create", HANG, create=False)  # Twilio never created it
     placed = await place(line.api, line.tenant, agent, "+14155550124")
     other = placed.json()["data"]["id"]
     await drive(line.api, line.tenant.organization_id)
@@ -410,3 +410,30 @@ async def test_search_buy_and_release_a_number(api_with: ApiWith, sql_url: str, 
     refused = await line.api.client.get(f"/v2/telephony/providers/{simulator['id']}/available-numbers",
                                         headers=line.tenant.headers)
     assert refused.status_code == 400
+
+
+async def test_a_campaign_calls_through_twilio_from_its_own_number(api_with: ApiWith, sqlite_url: str,
+                                                                   emulator: TwilioEmulator) -> None:
+    from tests.http import dialer_support
+
+    line, agent = await line_on(api_with, sqlite_url, emulator)
+    second = "+14155550177"
+    emulator.own(second)
+    number = await line.api.client.post("/v2/telephony/phone-numbers", headers=line.tenant.headers, json={
+        "phone_number": second, "provider_id": line.provider["id"]})
+    assert number.status_code == 201, number.text
+    try:
+        campaign = await dialer_support.campaign(
+            line.api, line.tenant, [{"phone": "+14155550123", "name": "Ada"}], agent_id=agent["id"],
+            from_phone_number_id=number.json()["data"]["id"], timezone_mode="campaign")
+        await dialer_support.tick(line.api, seconds=1)
+        sent = emulator.requests_to("/Calls.json")
+        assert len(sent) == 1 and sent[0]["From"] == [second] and sent[0]["To"] == ["+14155550123"]
+        sid = emulator.only_call().sid
+        await emulator.answer(sid)
+        await emulator.complete(sid, duration=25)
+        await dialer_support.tick(line.api, seconds=1)
+        calls = await dialer_support.campaign_calls(line.api, line.tenant, campaign["id"])
+        assert [(c["status"], c["from_phone"]) for c in calls] == [("completed", second)]
+    finally:
+        await dialer_support.close_workers()

@@ -21,6 +21,10 @@ from tests.http.calls_support import ApiWith, active_agent, unique_phone
 from tests.support.emulators.twilio import TwilioEmulator
 
 PUBLIC = "https://parley.test"
+REQUEST_TIMEOUT = 4.0
+"""Parley's deadline for a request to the emulator (a loaded test machine answers well within it)."""
+HANG = REQUEST_TIMEOUT + 1.0
+"""How long the emulator holds an answer it is told to hang (past the deadline: an ambiguous request)."""
 START = datetime(2026, 11, 27, 9, tzinfo=UTC)
 
 
@@ -68,7 +72,7 @@ async def app(api_with: ApiWith, database_url: str, *, public: str | None = PUBL
     tokens = FakeStreamTokens()
     extra: dict[str, Any] = {"public_base_url": public} if public else {}
     api = await api_with(database_url, Pinned(MediaStreamTokens, tokens), clock=ManualClock(START),
-                         sections=(CarrierSettings(request_timeout_seconds=1.0),), **extra, **settings)
+                         sections=(CarrierSettings(request_timeout_seconds=REQUEST_TIMEOUT),), **extra, **settings)
     return api, tokens
 
 

@@ -131,10 +131,8 @@ class AvailableNumberOut(Struct):
     region: str | None
     locality: str | None
     capabilities: Capabilities
-    monthly_cost: str | None
     details: dict[str, str]
 
     @classmethod
     def of(cls, n: AvailableNumber) -> AvailableNumberOut:
-        return cls(n.phone_number, n.country, n.region, n.locality, Capabilities(n.voice, n.sms), n.monthly_cost,
-                   dict(n.details))
+        return cls(n.phone_number, n.country, n.region, n.locality, Capabilities(n.voice, n.sms), dict(n.details))

@@ -159,7 +159,8 @@ class TwilioEmulator:
         self.failures.setdefault(kind, []).append(Failure(hang=seconds, create=create))
 
     def _sid(self, prefix: str) -> str:
-        return prefix + uuid.UUID(int=next(self._ids)).hex
+        """Unique like Twilio's (the tests of a run share their databases)."""
+        return prefix + uuid.uuid4().hex
 
     @staticmethod
     def _error(status: int, message: str, code: int | None = None) -> tuple[int, dict[str, Any]]:
