@@ -528,15 +528,11 @@ class TelnyxCarrier:
                    for region in row.get("region_information") or [] if isinstance(region, dict)
                    and region.get("region_name")}
         features = {str(feature.get("name")) for feature in row.get("features") or [] if isinstance(feature, dict)}
-        found_cost = row.get("cost_information")
-        cost: dict[str, Any] = found_cost if isinstance(found_cost, dict) else {}
-        details: dict[str, str] = {}
-        for name in ("currency", "upfront_cost"):
-            if cost.get(name) is not None:
-                details[name] = str(cost[name])
+        details: dict[str, str] = {}  # Telnyx's prices (decimal strings) are not passed on: money is never a float
+        if regions.get("rate_center"):
+            details["rate_center"] = regions["rate_center"]
         if row.get("best_effort") is True:
-            details["best_effort"] = "true"
-        monthly = cost.get("monthly_cost")
+            details["best_effort"] = "true"  # not an exact match of the search
         return AvailableNumber(
             phone_number=str(row["phone_number"]),
             country=regions.get("country_code", country),
@@ -544,7 +540,6 @@ class TelnyxCarrier:
             locality=regions.get("location") or regions.get("rate_center"),
             voice="voice" in features or not features,
             sms="sms" in features,
-            monthly_cost=str(monthly) if monthly is not None else None,
             details=details,
         )
 

@@ -352,8 +352,8 @@ async def test_search_numbers_filters_by_area_code_and_digits(
     assert [n.phone_number for n in found] == ["+12125550100", "+12125550101", "+12125550102"]
     first = found[0]
     assert (first.country, first.region, first.locality, first.voice, first.sms, first.monthly_cost) == (
-        "US", "CA", "SAN FRANCISCO", True, True, "1.00")
-    assert first.details == {"currency": "USD", "upfront_cost": "1.00"}
+        "US", "CA", "SAN FRANCISCO", True, True, None)
+    assert first.details == {"rate_center": "SAN FRANCISCO"}
     (request,) = telnyx.on("GET", "/v2/available_phone_numbers")
     assert request.query == {"filter[country_code]": "US", "filter[limit]": "3",
                              "filter[national_destination_code]": "212", "filter[phone_number][contains]": "55501"}
