@@ -87,7 +87,7 @@ async def deliver_to(api: Api, url: str, headers: dict[str, str], body: bytes) -
     return response.status_code
 
 
-async def telnyx_world(tmp_root: Path, app_pool: AppPool, sql_url: str, *, carrier_timeout: float = 3.0
+async def telnyx_world(tmp_root: Path, app_pool: AppPool, sql_url: str, *, carrier_timeout: float = 4.0
                        ) -> AsyncIterator[Telnyx]:
     """The app, its worker and its operator's CLI share the overrides (the clock, the stand-in media tokens)."""
     clock = ManualClock(START)
