@@ -312,3 +312,29 @@ async def test_telnyx_keys_and_signatures_never_reach_the_logs(telnyx: Telnyx) -
     assert text, "the run logged"
     for secret in (emulator.api_key, *(d.headers["telnyx-signature-ed25519"] for d in deliveries)):
         assert secret not in text, secret
+
+
+async def test_a_campaign_calls_through_telnyx_from_its_own_number(telnyx: Telnyx) -> None:  # noqa: F811
+    from tests.http import dialer_support
+
+    second = "+14155550178"
+    bought = await telnyx.api.client.post("/v2/telephony/phone-numbers", headers=telnyx.headers, json={
+        "phone_number": second, "provider_id": telnyx.provider["id"], "purchase": True})
+    assert bought.status_code == 201, bought.text
+    agent = await telnyx.agent()
+    try:
+        campaign = await dialer_support.campaign(
+            telnyx.api, telnyx.tenant, [{"phone": "+14155550123", "name": "Ada"}], agent_id=agent["id"],
+            from_phone_number_id=bought.json()["data"]["id"], timezone_mode="campaign")
+        await dialer_support.tick(telnyx.api, seconds=1)
+        (call,) = telnyx.emulator.calls.values()
+        assert (call.from_phone, call.to_phone) == (second, "+14155550123")
+        await telnyx.emulator.answer(call.call_control_id)
+        telnyx.clock.advance(seconds=25)
+        await telnyx.emulator.hangup(call.call_control_id)
+        await dialer_support.tick(telnyx.api, seconds=1)
+        calls = await dialer_support.campaign_calls(telnyx.api, telnyx.tenant, campaign["id"])
+        assert [(c["status"], c["from_phone"], c["duration_seconds"]) for c in calls] == [
+            ("completed", second, 25)]
+    finally:
+        await dialer_support.close_workers()
