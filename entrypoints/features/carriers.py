@@ -1,4 +1,4 @@
-"""Carriers feature: real phone calls and texts through Twilio (and Telnyx), beside the simulator.
+"""Carriers feature: real phone calls and texts through Twilio and Telnyx, beside the simulator.
 
 It builds the ``Carriers`` registry (carrier type -> adapter, ``ADAPTERS``; a provider of a type without an
 adapter keeps ending its calls ``failed`` / ``provider_not_supported``), the public callback URLs
@@ -19,6 +19,7 @@ from datetime import datetime
 
 from dishka import Provider, Scope, provide, provide_all
 
+from adapters.carriers.telnyx import TelnyxCarrier
 from adapters.carriers.twilio import TwilioCarrier
 from adapters.egress import HttpxSafeHttp, SystemResolver
 from application import carrier_calls
@@ -48,6 +49,7 @@ class CarrierSettings:
 
 ADAPTERS: dict[str, Callable[[SafeHttp, CarrierSettings], Carrier]] = {
     "twilio": lambda http, section: TwilioCarrier(http, timeout=section.request_timeout_seconds),
+    "telnyx": lambda http, section: TelnyxCarrier(http, timeout=section.request_timeout_seconds),
 }
 """One line per carrier type."""
 
