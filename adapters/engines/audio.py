@@ -52,7 +52,7 @@ class LinearResampler:
         while position <= last:
             index = int(position)
             fraction = position - index
-            here = values[index]
+            here: float = values[index]
             if fraction and index < last:
                 here = here + (values[index + 1] - here) * fraction
             out.append(max(-32768, min(32767, round(here))))
