@@ -65,6 +65,7 @@ from entrypoints.features import (
     campaigns,
     check_overrides,
     cloud,
+    engines,
     housekeeping,
     knowledge,
     leads,
@@ -222,6 +223,7 @@ class UseCaseProvider(Provider):
 CORE = Feature(name="core", providers=(PlatformProvider, UseCaseProvider), sql=SqlProvider, memory=MemoryProvider)
 
 FEATURES: tuple[Feature, ...] = (
+    engines.FEATURE,
     calls.FEATURE,
     knowledge.FEATURE,
     scheduling.FEATURE,

@@ -13,6 +13,7 @@ from typing import Any
 from entrypoints.http.routes import (
     accounts,
     agents,
+    ai_providers,
     billing,
     calls,
     campaigns,
@@ -38,6 +39,7 @@ ROUTES: dict[str, list[Any]] = {
     "calls": [*calls.ROUTES, *dnc.ROUTES, *telephony.ROUTES],
     "campaigns": campaigns.ROUTES,
     "cloud": cloud.ROUTES,
+    "engines": ai_providers.ROUTES,
     "knowledge": knowledge.ROUTES,
     "leads": leads.ROUTES,
     "scheduling": scheduling.ROUTES,
