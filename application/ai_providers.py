@@ -10,11 +10,11 @@ from application.ports.ai_providers import AiProviderRepository
 from application.ports.engines import EngineChoice
 from application.ports.platform import Clock, Page, PageRequest
 from application.ports.secrets import SecretBox
-from domain.addresses import check_url
 from domain.agents import Agent, check_object_schema, check_tools
 from domain.ai_providers import AiProvider, check_base_url
 from domain.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from domain.patching import MergePatch, apply_patch
+from domain.webhooks import check_target
 
 _NOT_SENT = object()
 
@@ -177,7 +177,7 @@ class AgentEngineChecks:
             check_tools(agent.tools)
             for index, tool in enumerate(agent.tools):
                 try:
-                    check_url(tool.url, allow_loopback=self.policy.allow_loopback)
+                    check_target(tool.url, allow_loopback=self.policy.allow_loopback)
                 except ValidationFailed as exc:
                     raise ValidationFailed.field(f"tools[{index}].url", exc.message.removeprefix("url: ")) from None
         if wanted("analysis_schema") and agent.analysis_schema is not None:
