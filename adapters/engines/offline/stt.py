@@ -1,23 +1,26 @@
 """Offline speech recognition with PocketSphinx (pip ``pocketsphinx``, which ships its US English acoustic model and
 pronouncing dictionary: nothing is downloaded at run time).
 
-PocketSphinx's general language model recognizes synthesized or telephone speech poorly; a small vocabulary does
-much better (docs/agents.md has the figures). The recognizer listens for the words of a phone conversation (greetings,
-yes and no, days, times, booking, transfer, goodbye) plus the words it is given: the agent's prompt, first message
-and knowledge (``EngineChoice.vocabulary``). Its language model is a uniform unigram over those words, written for
-PocketSphinx as ARPA text with a dictionary of just those words (so a recognizer loads in a fraction of a second).
-Recognizers are kept per vocabulary; decoding runs in a worker thread.
+PocketSphinx's general language model recognizes synthesized or telephone speech poorly and slowly; a small one
+does much better (docs/agents.md has the figures). The recognizer listens for the words of a phone conversation
+(greetings, yes and no, days, times, booking, transfer, goodbye) plus the words of the texts it is given: the
+agent's prompt, first message and knowledge (``EngineChoice.vocabulary``). Its language model is a bigram model of
+typical callers' phrases and of the texts' sentences, backing off to every word (ARPA text written for PocketSphinx,
+with a dictionary of just those words, so a recognizer loads in a fraction of a second). Recognizers are kept per
+set of texts; decoding runs in a worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import math
 import os
 import re
 import tempfile
 import threading
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -80,23 +83,98 @@ def vocabulary_of(texts: Iterable[str]) -> frozenset[str]:
 
 
 def arpa_unigram(vocabulary: Iterable[str]) -> str:
+    """A uniform unigram model over ``vocabulary`` (ARPA text)."""
     entries = sorted(vocabulary)
     probability = math.log10(1 / (len(entries) + 1))
-    lines = ["\\data\\", f"ngram 1={len(entries) + 2}", "", "\\1-grams:", f"{probability:.4f} </s>", "-99.0000 <s>"]
+    lines = ["\\data\\", f"ngram 1={len(entries) + 2}", "", "\\1-grams:", f"{probability:.4f} </s>",
+             "-99.0000 <s>"]
     lines += [f"{probability:.4f} {word}" for word in entries]
+    return "\n".join([*lines, "", "\\end\\", ""])
+
+
+_PHRASES = """hello|hi|yes|yes please|yeah|no|no thank you|thank you|thanks|okay|sure
+goodbye|bye|bye bye|goodbye|thank you goodbye|thanks bye|okay bye|okay goodbye|goodbye thank you
+that works|that works for me|that sounds good|i would like to book an appointment|i'd like to book an appointment
+i want to book an appointment|can i book an appointment|book an appointment|i would like to schedule an appointment
+do you have any availability|do you have anything available|is there anything available|what times do you have
+what are your opening hours|when are you open|where are you located|how much does it cost
+can i speak to a human|can i speak to someone|i want to talk to a person|transfer me to an agent
+can you transfer me|i need help|i have a question|the first one|the second one|is there anything later
+is there anything earlier|that's all|that is all thank you"""
+_HOURS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "today", "tomorrow")
+
+
+def phrases() -> list[str]:
+    """What callers of a phone agent typically say: greetings, yes and no, booking a day and a time, questions,
+    asking for a person, goodbye."""
+    said = [line for row in _PHRASES.splitlines() for line in row.split("|")]
+    for hour in _HOURS:
+        said += [f"at {hour}", hour, f"{hour} o'clock", f"{hour} thirty", f"{hour} am", f"{hour} pm",
+                 f"at {hour} please", f"{hour} please", f"yes {hour}", f"book {hour}"]
+    for day in _DAYS:
+        said += [day, f"book {day}", f"i would like to book an appointment {day}"]
+        for hour in _HOURS:
+            said += [f"{day} at {hour}", f"{day} at {hour} am", f"{day} at {hour} pm", f"{day} at {hour} thirty",
+                     f"book {day} at {hour}", f"i would like to book an appointment {day} at {hour}"]
+    return said
+
+
+def sentences_of(texts: Iterable[str]) -> list[list[str]]:
+    """The phrases and the sentences of ``texts`` as words the dictionary can pronounce."""
+    known = pronunciations()
+    found = [[w for w in line.split() if w in known] for line in phrases()]
+    for text in texts:
+        for sentence in re.split(r"[.!?;:\n]+", text.lower()):
+            words = [w for w in _WORD.findall(sentence) if w in known]
+            if words:
+                found.append(words)
+    return [words for words in found if words]
+
+
+def arpa_bigram(sentences: list[list[str]], vocabulary: Iterable[str], discount: float = 0.5) -> str:
+    """A bigram model (ARPA text) of ``sentences`` with absolute discounting, backing off to add-one unigrams
+    over ``vocabulary`` and the sentences' words: the typical phrases are likely, any known word possible."""
+    unigrams: Counter[str] = Counter()
+    bigrams: Counter[tuple[str, str]] = Counter()
+    for words in sentences:
+        tokens = ["<s>", *words, "</s>"]
+        unigrams.update(tokens[1:])
+        bigrams.update(itertools.pairwise(tokens))
+    entries = sorted(set(vocabulary) | {w for words in sentences for w in words})
+    total = sum(unigrams.values())
+    size = len(entries) + 1
+    unigram = {w: (unigrams[w] + 1) / (total + size) for w in [*entries, "</s>"]}
+    contexts: Counter[str] = Counter()
+    for (first, _second), count in bigrams.items():
+        contexts[first] += count
+    bigram = {pair: (count - discount) / contexts[pair[0]] for pair, count in bigrams.items()}
+    seen_mass: defaultdict[str, float] = defaultdict(float)
+    seen_unigram: defaultdict[str, float] = defaultdict(float)
+    for (first, second), probability in bigram.items():
+        seen_mass[first] += probability
+        seen_unigram[first] += unigram[second]
+    backoff = {first: (1 - seen_mass[first]) / max(1e-9, 1 - seen_unigram[first]) for first in contexts}
+    lines = ["\\data\\", f"ngram 1={len(entries) + 2}", f"ngram 2={len(bigram)}", "", "\\1-grams:",
+             f"{math.log10(unigram['</s>']):.4f} </s>", f"-99.0000 <s> {math.log10(backoff.get('<s>', 1.0)):.4f}"]
+    lines += [f"{math.log10(unigram[w]):.4f} {w} {math.log10(backoff.get(w, 1.0)):.4f}" for w in entries]
+    lines += ["", "\\2-grams:"]
+    lines += [f"{math.log10(p):.4f} {first} {second}" for (first, second), p in sorted(bigram.items())]
     return "\n".join([*lines, "", "\\end\\", ""])
 
 
 class _Recognizer:
     """One PocketSphinx decoder for one vocabulary; one utterance at a time."""
 
-    def __init__(self, vocabulary: frozenset[str]) -> None:
+    def __init__(self, texts: tuple[str, ...]) -> None:
         from pocketsphinx import Decoder
 
         known = pronunciations()
+        sentences = sentences_of(texts)
+        vocabulary = vocabulary_of(texts) | {w for words in sentences for w in words}
         with tempfile.TemporaryDirectory(prefix="parley-sphinx-") as folder:
             lm, dictionary = os.path.join(folder, "words.lm"), os.path.join(folder, "words.dict")
-            Path(lm).write_text(arpa_unigram(vocabulary), encoding="utf-8")
+            Path(lm).write_text(arpa_bigram(sentences, vocabulary), encoding="utf-8")
             Path(dictionary).write_text("\n".join(line for word in sorted(vocabulary) for line in known[word]) + "\n",
                                         encoding="utf-8")
             self.decoder: Any = Decoder(hmm=str(_model_dir() / "en-us"), lm=lm, dict=dictionary,
@@ -112,20 +190,21 @@ class _Recognizer:
         return hypothesis.hypstr if hypothesis is not None else ""
 
 
-_recognizers: dict[frozenset[str], _Recognizer] = {}
+_recognizers: dict[tuple[str, ...], _Recognizer] = {}
 _recognizers_lock = threading.Lock()
 
 
-def recognizer(vocabulary: frozenset[str]) -> _Recognizer:
+def recognizer(texts: tuple[str, ...]) -> _Recognizer:
+    """The recognizer of ``texts``' words, made once per process (the most recent few are kept)."""
     with _recognizers_lock:
-        found = _recognizers.get(vocabulary)
+        found = _recognizers.get(texts)
         if found is not None:
             return found
-    made = _Recognizer(vocabulary)
+    made = _Recognizer(texts)
     with _recognizers_lock:
         if len(_recognizers) >= CACHE_SIZE:
             _recognizers.pop(next(iter(_recognizers)))
-        return _recognizers.setdefault(vocabulary, made)
+        return _recognizers.setdefault(texts, made)
 
 
 class PocketsphinxSpeechToText:
@@ -134,13 +213,10 @@ class PocketsphinxSpeechToText:
 
     def __init__(self, vocabulary: Iterable[str] = ()) -> None:
         self.texts = tuple(vocabulary)
-        self._vocabulary: frozenset[str] | None = None
 
     def _recognize(self, pcm: bytes, sample_rate: int) -> str:
-        if self._vocabulary is None:
-            self._vocabulary = vocabulary_of(self.texts)
         audio = pcm if sample_rate == MODEL_RATE else resample(pcm, sample_rate, MODEL_RATE)
-        return recognizer(self._vocabulary).recognize(audio)
+        return recognizer(self.texts).recognize(audio)
 
     async def transcribe(self, pcm: bytes, sample_rate: int, *, language: str | None = None) -> Transcript:
         try:
