@@ -13,6 +13,7 @@ set of texts; decoding runs in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import math
@@ -52,7 +53,7 @@ BASE_VOCABULARY = tuple(_BASE_VOCABULARY.split())
 _WORD = re.compile(r"[a-z][a-z']*")
 
 
-def _model_dir() -> Path:
+def model_dir() -> Path:
     from pocketsphinx import get_model_path  # imported where used: the package is only needed to recognize
     return Path(get_model_path()) / "en-us"
 
@@ -61,7 +62,7 @@ def _model_dir() -> Path:
 def pronunciations() -> dict[str, list[str]]:
     """The shipped pronouncing dictionary: word -> its dictionary lines (alternates ``word(2)`` included)."""
     entries: dict[str, list[str]] = {}
-    with open(_model_dir() / "cmudict-en-us.dict", encoding="utf-8") as lines:
+    with open(model_dir() / "cmudict-en-us.dict", encoding="utf-8") as lines:
         for line in lines:
             head = line.split(" ", 1)[0]
             word = head.split("(", 1)[0]
@@ -177,7 +178,7 @@ class _Recognizer:
             Path(lm).write_text(arpa_bigram(sentences, vocabulary), encoding="utf-8")
             Path(dictionary).write_text("\n".join(line for word in sorted(vocabulary) for line in known[word]) + "\n",
                                         encoding="utf-8")
-            self.decoder: Any = Decoder(hmm=str(_model_dir() / "en-us"), lm=lm, dict=dictionary,
+            self.decoder: Any = Decoder(hmm=str(model_dir() / "en-us"), lm=lm, dict=dictionary,
                                         samprate=MODEL_RATE, loglevel="FATAL")
         self.lock = threading.Lock()
 
@@ -207,12 +208,19 @@ def recognizer(texts: tuple[str, ...]) -> _Recognizer:
         return _recognizers.setdefault(texts, made)
 
 
+def _prepare(texts: tuple[str, ...]) -> None:
+    with contextlib.suppress(Exception):  # the first transcription reports it, as an EngineError
+        recognizer(texts)
+
+
 class PocketsphinxSpeechToText:
     """:class:`application.ports.engines.SpeechToText`, offline (see the module). English only: another language is
     recognized with the English model."""
 
-    def __init__(self, vocabulary: Iterable[str] = ()) -> None:
+    def __init__(self, vocabulary: Iterable[str] = (), *, prepare: bool = True) -> None:
         self.texts = tuple(vocabulary)
+        if prepare:  # the recognizer loads (about 50 ms, 0.4 s more for the first in a process) before it is needed
+            threading.Thread(target=_prepare, args=(self.texts,), daemon=True).start()
 
     def _recognize(self, pcm: bytes, sample_rate: int) -> str:
         audio = pcm if sample_rate == MODEL_RATE else resample(pcm, sample_rate, MODEL_RATE)
