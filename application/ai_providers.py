@@ -120,8 +120,11 @@ class UpdateAiProvider:
         patched = apply_patch(provider, values)
         if api_key is not _NOT_SENT:
             patched = replace(patched, api_key_sealed=self.box.seal(str(api_key)) if api_key else None)
-        if patched.type == "offline" and "type" in values and "base_url" not in values:
-            patched = replace(patched, base_url=None)  # becoming offline drops the URL the provider had
+        if patched.type == "offline" and "type" in values:  # becoming offline drops the URL and key it had
+            if "base_url" not in values:
+                patched = replace(patched, base_url=None)
+            if api_key is _NOT_SENT:
+                patched = replace(patched, api_key_sealed=None)
         patched.check()
         if patched == provider:  # a PATCH that changes nothing leaves updated_at alone
             return provider

@@ -52,8 +52,7 @@ async def test_the_built_in_provider_exists_once_and_keys_are_sealed(app: App) -
     assert created.has_api_key and created.api_key_sealed and "sk-local" not in created.api_key_sealed
     with pytest.raises(BlockedAddress):  # loopback URLs only where the settings allow them
         await _provider(app, actor, base_url="http://127.0.0.1:11434/v1")
-    offline = await app.run(UpdateAiProvider, UpdateAiProviderCommand(actor, provider_id, {"type": "offline",
-                                                                                           "api_key": None}))
+    offline = await app.run(UpdateAiProvider, UpdateAiProviderCommand(actor, provider_id, {"type": "offline"}))
     assert (offline.type, offline.base_url, offline.has_api_key) == ("offline", None, False)
 
 

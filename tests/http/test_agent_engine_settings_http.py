@@ -103,6 +103,9 @@ async def test_tools_and_the_analysis_schema_are_replaced_whole(any_api: Api) ->
                                                        "end_of_turn_silence_ms": 800},
                                    headers=t.headers)).json()["data"]
     assert (agent["analysis_schema"], agent["end_of_turn_silence_ms"]) == (schema, 800)
+    listed = (await api.client.get("/v2/agents", headers=t.headers)).json()["data"]  # a page is read another way
+    assert [(a["tools"], a["analysis_schema"], a["end_of_turn_silence_ms"]) for a in listed] == [
+        ([{"type": "http", **TOOL}], schema, 800)]
     other = {"type": "object", "properties": {"score": {"type": "integer"}}}
     patched = (await api.client.patch(f"/v2/agents/{agent['id']}", json={
         "analysis_schema": other, "tools": [{"name": "ping", "url": "https://tools.example.com/ping"}]},

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+import sys
 import threading
 import time
 from collections import deque
@@ -302,6 +303,11 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     emulator: OpenAiEmulator
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):  # a client that went away (the tests' time-outs and drops)
+            return
+        super().handle_error(request, client_address)
 
 
 def serve(*, api_key: str | None = None) -> Iterator[OpenAiEmulator]:
