@@ -16,6 +16,7 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[ -~]+$": "must be printable ASCII characters",
     r"^[0-9]+$": "must be digits only, such as 415",
     r"^[0-9A-Za-z*+]+$": "must be digits or letters (a * matches any one), such as 555 or *CAR*",
+    r"^[A-Za-z][A-Za-z0-9_-]{0,63}$": "must be letters, digits, _ and -, starting with a letter, at most 64 characters",
     ONE_LINE_PATTERN: ONE_LINE_WORDS,
 }
 UNKNOWN_PATTERN = "is not in the expected format (see the API reference)"

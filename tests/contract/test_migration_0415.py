@@ -21,7 +21,7 @@ LOG = ("INSERT INTO call_logs (organization_id, call_id, agent_id, direction, fr
 
 @pytest.mark.slow
 async def test_0415_adds_turns_and_analysis_to_call_logs(empty_url: str) -> None:
-    await asyncio.to_thread(_migrate, empty_url, "0380")
+    await asyncio.to_thread(_migrate, empty_url, "0400")
     await _populate(empty_url)
     now = NOW.replace(tzinfo=None) if "sqlite" in empty_url else NOW
     await _sql(empty_url, LOG.format(extra="", values=""), params={"now": now, "call_id": "before"})
@@ -32,7 +32,7 @@ async def test_0415_adds_turns_and_analysis_to_call_logs(empty_url: str) -> None
     [rows] = await _sql(empty_url, "SELECT call_id, turns, analysis FROM call_logs ORDER BY call_id")
     decoded = [(r[0], *(json.loads(v) if isinstance(v, str) else v for v in r[1:])) for r in rows]
     assert decoded == [("after", [{"parley_ms": 3}], {"summary": "ok"}), ("before", None, None)]
-    await asyncio.to_thread(_migrate, empty_url, down="0380")
+    await asyncio.to_thread(_migrate, empty_url, down="0400")
     with pytest.raises(Exception, match="turns"):
         await _sql(empty_url, "SELECT turns FROM call_logs")
     [[(logs,)]] = await _sql(empty_url, "SELECT count(*) FROM call_logs")

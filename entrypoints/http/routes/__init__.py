@@ -13,6 +13,7 @@ from typing import Any
 from entrypoints.http.routes import (
     accounts,
     agents,
+    ai_providers,
     billing,
     business_hours,
     calls,
@@ -40,6 +41,7 @@ ROUTES: dict[str, list[Any]] = {
     "campaigns": campaigns.ROUTES,
     "carriers": carriers.ROUTES,
     "cloud": cloud.ROUTES,
+    "engines": ai_providers.ROUTES,
     "knowledge": knowledge.ROUTES,
     "leads": leads.ROUTES,
     "scheduling": scheduling.ROUTES,

@@ -5,7 +5,7 @@ call_logs.analysis: {summary, successful, data}. Both null for the calls before 
 conversation runtime (the API shows turns [] and analysis null).
 
 Revision ID: 0415
-Revises: 0380
+Revises: 0400
 Create Date: 2026-11-27 09:10:00
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0415"
-down_revision = "0380"
+down_revision = "0400"
 branch_labels = None
 depends_on = None
 
