@@ -433,7 +433,10 @@ async def test_response_headers_are_defined_once_and_referenced(api: Api, docume
     assert headers["X-Request-Id.required"]["required"] is True
     assert "required" not in headers["X-RateLimit-Limit"]
     size = len((await api.client.get("/v2/openapi.json")).content)
-    assert size < 1_150_000, f"the document is {size} bytes (it was 1.36 MB with headers inline)"
+    operations = sum(1 for item in document["paths"].values() for op in item.values() if isinstance(op, dict))
+    # about 6.9 KB an operation with the headers referenced; with them inline the document was 1.36 MB when it was
+    # 1.15 MB referenced, about 18 % more
+    assert size / operations < 7_500, f"the document is {size} bytes for {operations} operations"
 
 
 async def test_a_429_of_a_domain_cap_documents_both_error_bodies(document: Document) -> None:
