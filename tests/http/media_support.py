@@ -1,0 +1,117 @@
+"""Helpers for the media-stream tests: a call that is ringing with a stream token, and opening its stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import struct
+import uuid
+from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from dishka import Provider
+
+from application.ports.calls import CallRepository
+from application.ports.media import MediaStreamTokens
+from application.ports.platform import UnitOfWork
+from domain.calls import Call
+from entrypoints.asgi_app import http_container
+from entrypoints.settings import Settings
+from tests.conftest import Api, AppPool, Tenant
+from tests.support.emulators.media_client import AsgiWebSocket, MediaStreamCaller
+
+
+@dataclass
+class MediaApp:
+    """An app whose requests and websockets run on the test's event loop (its database connections too), with an
+    httpx client and the ASGI app the media streams connect to."""
+
+    api: Api
+    app: Any
+
+    async def close(self) -> None:
+        await self.api.close_worker()
+        await self.api.client.aclose()  # type: ignore[attr-defined]
+
+
+@contextlib.asynccontextmanager
+async def media_app(app_pool: AppPool, tmp_root: Path, database_url: str, *providers: Provider,
+                    **settings: Any) -> AsyncIterator[MediaApp]:
+    base = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
+                    allow_loopback_targets=True, **settings)
+    app, release = await app_pool.lend_app(base, http_container(base, *providers))
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parley.test")
+    served = MediaApp(Api(client, base, None, providers), app)  # type: ignore[arg-type]
+    try:
+        yield served
+    finally:
+        await served.close()
+        await release()
+
+
+@dataclass
+class RingingCall:
+    tenant: Tenant
+    call_id: str
+    token: str
+
+    @property
+    def path(self) -> str:
+        return f"/v2/media-streams/{self.token}"
+
+
+async def ringing_call(served: MediaApp, *, first_message: str | None = "Hello from Parley", status: str = "ringing",
+                       token_at: datetime | None = None) -> RingingCall:
+    """A call of a new organization, ringing at the carrier, and its stream's token (issued ``token_at``)."""
+    api = served.api
+    tenant = await api.tenant()
+    agent = (await api.client.post("/v2/agents", json={"name": "Media", "prompt": "Be brief"},
+                                   headers=tenant.headers)).json()["data"]
+    now = datetime.now(UTC)
+    call_id = str(uuid.uuid4())
+    async with api.worker()() as unit:
+        await (await unit.get(CallRepository)).add(Call(
+            id=call_id, organization_id=tenant.organization_id, agent_id=int(agent["id"]),
+            destination_phone="+15005550006", from_phone="+15005550001", status=status,
+            first_message=first_message, max_duration_seconds=600, created_at=now, updated_at=now,
+            started_at=now if status != "queued" else None, deadline_at=now + timedelta(minutes=12),
+            telephony_ref="CAtest" if status != "queued" else None))
+        token = await (await unit.get(MediaStreamTokens)).issue(call_id, tenant.organization_id, token_at or now)
+        await (await unit.get(UnitOfWork)).commit()
+    return RingingCall(tenant, call_id, token)
+
+
+async def open_stream(served: MediaApp, path: str, carrier: Literal["twilio", "telnyx"] = "twilio",
+                      **options: Any) -> MediaStreamCaller:
+    socket = await AsgiWebSocket.connect(served.app, path)
+    caller = MediaStreamCaller(socket, carrier, **options)
+    await caller.start()
+    return caller
+
+
+def sine(milliseconds: int, frequency: float = 300.0, amplitude: int = 8000) -> bytes:
+    count = 8 * milliseconds
+    return struct.pack(f"<{count}h", *(int(amplitude * math.sin(2 * math.pi * frequency * i / 8000))
+                                       for i in range(count)))
+
+
+async def call_of(served: MediaApp, call: RingingCall) -> dict[str, Any]:
+    response = await served.api.client.get(f"/v2/calls/{call.call_id}", headers=call.tenant.headers)
+    assert response.status_code == 200, response.text
+    return dict(response.json()["data"])
+
+
+async def ended_call(served: MediaApp, call: RingingCall, timeout: float = 10.0) -> dict[str, Any]:
+    """The call once it is final (the session finishes it just after the stream closes)."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + timeout
+    while True:
+        data = await call_of(served, call)
+        if data["status"] not in ("queued", "ringing", "in_progress") or loop.time() > until:
+            return data
+        await asyncio.sleep(0.02)
