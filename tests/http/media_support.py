@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-from dishka import Provider
+from dishka import Provider, Scope
 
 from application.ports.calls import CallRepository
-from application.ports.media import MediaStreamTokens
+from application.ports.media import ConversationOutcome, ConversationRuntime, MediaStreamTokens
 from application.ports.platform import UnitOfWork
 from domain.calls import Call
 from entrypoints.asgi_app import http_container
@@ -115,3 +115,50 @@ async def ended_call(served: MediaApp, call: RingingCall, timeout: float = 10.0)
         if data["status"] not in ("queued", "ringing", "in_progress") or loop.time() > until:
             return data
         await asyncio.sleep(0.02)
+
+
+class RuntimeOverride(Provider):
+    """The app's conversation runtime replaced by a test's."""
+
+    def __init__(self, runtime: Any) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.provide(self._runtime, provides=ConversationRuntime, scope=Scope.APP)
+
+    def _runtime(self) -> ConversationRuntime:
+        return self.runtime  # type: ignore[no-any-return]
+
+
+class ScriptRuntime:
+    """A runtime that runs ``script(session)`` and keeps what it saw."""
+
+    def __init__(self, script: Any) -> None:
+        self.script = script
+        self.sessions: list[Any] = []
+
+    async def run(self, session: Any) -> ConversationOutcome:
+        self.sessions.append(session)
+        return await self.script(session)  # type: ignore[no-any-return]
+
+
+async def recording_of(served: MediaApp, call: RingingCall, call_log_id: int) -> bytes:
+    link = await served.api.client.get(f"/v2/call-logs/{call_log_id}/recording", headers=call.tenant.headers)
+    assert link.status_code == 200, link.text
+    url = link.json()["data"]["url"]
+    download = await served.api.client.get(url.replace("http://parley.test", ""))
+    assert download.status_code == 200, download.text
+    return download.content
+
+
+async def outbox_of(served: MediaApp, call: RingingCall, event_type: str) -> list[dict[str, Any]]:
+    """The call's events of one type in the outbox."""
+    import sqlalchemy as sa
+
+    from adapters.sql.tables import outbox_events
+    from adapters.sql.uow import SqlUnitOfWork
+
+    async with served.api.worker()() as unit:
+        conn = await (await unit.get(SqlUnitOfWork)).connection()
+        rows = await conn.execute(sa.select(outbox_events.c.data).where(
+            outbox_events.c.organization_id == call.tenant.organization_id, outbox_events.c.type == event_type))
+        return [dict(row.data) for row in rows if dict(row.data).get("id") == call.call_id]
