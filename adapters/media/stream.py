@@ -87,7 +87,7 @@ class CarrierStreamSession:
     def info(self) -> SessionInfo:
         return self._info
 
-    async def events(self) -> AsyncIterator[MediaEvent]:  # type: ignore[override]
+    async def events(self) -> AsyncIterator[MediaEvent]:
         while True:
             event = await self._events.get()
             yield event

@@ -54,7 +54,8 @@ class SocketTransport:
         if message["type"] == "websocket.disconnect":
             self.open = False
             return None
-        return message.get("text") or message.get("bytes") or ""
+        frame = message.get("text") or message.get("bytes") or ""
+        return frame if isinstance(frame, str | bytes) else ""
 
     async def close(self, code: int = 1000) -> None:
         if self.open:

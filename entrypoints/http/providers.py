@@ -3,6 +3,8 @@ collaborators and the acting principal."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 from litestar import Request
 
@@ -26,8 +28,9 @@ from entrypoints.units import ScopedUnits
 def stand_in_request() -> Request:  # type: ignore[type-arg]  # dishka keys the request by the bare class
     """What a unit of work of the HTTP container opened outside any request carries as its request (a media
     session's units): a write (POST) with no headers; links it makes use PARLEY_PUBLIC_BASE_URL, or 127.0.0.1."""
-    return Request({"type": "http", "method": "POST", "path": "/", "raw_path": b"/", "headers": [],
-                    "query_string": b"", "state": {}, "scheme": "http", "path_params": {}})
+    scope: Any = {"type": "http", "method": "POST", "path": "/", "raw_path": b"/", "headers": [], "query_string": b"",
+                  "state": {}, "scheme": "http", "path_params": {}}
+    return Request(scope)
 
 
 class HttpProvider(Provider):

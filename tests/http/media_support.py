@@ -7,8 +7,8 @@ import contextlib
 import math
 import struct
 import uuid
-from dataclasses import dataclass
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -106,10 +106,10 @@ async def call_of(served: MediaApp, call: RingingCall) -> dict[str, Any]:
     return dict(response.json()["data"])
 
 
-async def ended_call(served: MediaApp, call: RingingCall, timeout: float = 10.0) -> dict[str, Any]:
+async def ended_call(served: MediaApp, call: RingingCall, within: float = 10.0) -> dict[str, Any]:
     """The call once it is final (the session finishes it just after the stream closes)."""
     loop = asyncio.get_running_loop()
-    until = loop.time() + timeout
+    until = loop.time() + within
     while True:
         data = await call_of(served, call)
         if data["status"] not in ("queued", "ringing", "in_progress") or loop.time() > until:

@@ -82,7 +82,7 @@ async def test_a_token_opens_one_stream_only(served: MediaApp) -> None:
 async def test_an_expired_token_is_refused(served: MediaApp) -> None:
     call = await ringing_call(served, token_at=datetime.now(UTC) - timedelta(hours=1))
     assert await _refused(served, call.path) == 1008
-    assert (await ended_call(served, call, timeout=0))["status"] == "ringing"  # nothing happened to the call
+    assert (await ended_call(served, call, within=0))["status"] == "ringing"  # nothing happened to the call
 
 
 async def test_the_telnyx_protocol_is_spoken_back_in_its_own_shape(served: MediaApp) -> None:
@@ -191,7 +191,7 @@ async def test_the_call_is_finished_once_when_a_callback_ended_it_first(
         call = await ringing_call(served)
         caller = await open_stream(served, call.path)
         await caller.play(sine(200), realtime=False)
-        await ended_call(served, call, timeout=0.3)  # the session answered the call meanwhile
+        await ended_call(served, call, within=0.3)  # the session answered the call meanwhile
         async with served.api.worker()() as unit:  # the carrier's status callback ends the call first
             calls = await unit.get(CallRepository)
             live = await calls.get_for_update(call.tenant.organization_id, call.call_id)

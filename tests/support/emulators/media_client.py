@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
 import json
 import os
 import struct
@@ -236,7 +237,7 @@ class Received:
 
     def gaps_ms(self) -> list[float]:
         times = [at for at, _ in self.media]
-        return [(b - a) * 1000 for a, b in zip(times, times[1:], strict=False)]
+        return [(b - a) * 1000 for a, b in itertools.pairwise(times)]
 
 
 class MediaStreamCaller:
@@ -256,6 +257,7 @@ class MediaStreamCaller:
         self.sent_ms = 0
         self._reader: asyncio.Task[None] | None = None
         self._playout_until = 0.0
+        self._echoes: set[asyncio.Future[None]] = set()
 
     # -- what the carrier sends
 
@@ -343,25 +345,27 @@ class MediaStreamCaller:
 
     def _echo(self, name: str) -> None:
         if self.closed is None:
-            asyncio.ensure_future(self._send_quietly(self._message("mark", {"mark": {"name": name}})))
+            task = asyncio.ensure_future(self._send_quietly(self._message("mark", {"mark": {"name": name}})))
+            self._echoes.add(task)
+            task.add_done_callback(self._echoes.discard)
 
     async def _send_quietly(self, text: str) -> None:
         with contextlib.suppress(WebSocketClosed, ConnectionError):
             await self.socket.send_text(text)
 
-    async def finished(self, timeout: float = 10.0) -> WebSocketClosed | None:
-        """Until Parley closed the stream (or ``timeout`` seconds)."""
+    async def finished(self, within: float = 10.0) -> WebSocketClosed | None:
+        """Until Parley closed the stream (or ``within`` seconds)."""
         if self._reader is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._reader), timeout)
+                await asyncio.wait_for(asyncio.shield(self._reader), within)
         return self.closed
 
-    async def wait_for(self, predicate: Any, timeout: float = 10.0) -> None:
-        """Until ``predicate(self.received)`` holds (AssertionError after ``timeout`` seconds)."""
+    async def wait_for(self, predicate: Any, within: float = 10.0) -> None:
+        """Until ``predicate(self.received)`` holds (AssertionError after ``within`` seconds)."""
         loop = asyncio.get_running_loop()
-        until = loop.time() + timeout
+        until = loop.time() + within
         while not predicate(self.received):
             if loop.time() > until:
-                raise AssertionError(f"not received in {timeout} s: {self.received.marks=}, "
+                raise AssertionError(f"not received in {within} s: {self.received.marks=}, "
                                      f"{len(self.received.media)=}, {self.closed=}")
             await asyncio.sleep(0.01)
