@@ -117,7 +117,7 @@ def read(frame: str | bytes) -> Inbound:
         if not isinstance(media, dict):
             raise StreamProtocolError("a media message without its media object")
         try:
-            payload = binascii.a2b_base64(media.get("payload") or "")
+            payload = binascii.a2b_base64(media.get("payload") or "", strict_mode=True)
         except (binascii.Error, TypeError, ValueError):
             raise StreamProtocolError("a media payload that is not base64") from None
         return Media(payload, _int(media.get("timestamp")), str(media.get("track") or "inbound"))
