@@ -319,12 +319,25 @@ class FirstMessageRuntime:
 
 
 class EchoRuntime:
-    """Plays the caller's audio back as it arrives (the media bench's runtime), until the stream closes or a
-    control ends it."""
+    """Plays the caller's audio back (the media bench's runtime), until the stream closes or a control ends it.
+    The first ``prime_ms`` of caller audio are held before playback starts, as a jitter buffer: from then on the
+    session's sender has audio queued and paces it by its own clock, not by the caller's arrivals."""
+
+    def __init__(self, prime_ms: int = 100) -> None:
+        self.prime_ms = prime_ms
 
     async def run(self, session: MediaSession) -> ConversationOutcome:
+        held: list[bytes] = []
+        held_ms = 0
         async for event in session.events():
             if isinstance(event, AudioIn):
+                if held is not None and held_ms < self.prime_ms:
+                    held.append(event.pcm)
+                    held_ms += len(event.pcm) * 1000 // (2 * session.info.sample_rate)
+                    if held_ms >= self.prime_ms:
+                        await session.play(b"".join(held))
+                        held = []
+                    continue
                 await session.play(event.pcm)
             elif isinstance(event, SessionControl) and event.command == "hang_up":
                 await session.hang_up()
@@ -332,7 +345,6 @@ class EchoRuntime:
             elif isinstance(event, StreamClosed):
                 return ConversationOutcome(end_reason="hangup")
         return ConversationOutcome(end_reason="hangup")
-
 
 
 class StreamOnlyLine:

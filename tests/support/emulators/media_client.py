@@ -136,6 +136,14 @@ class AsgiWebSocket:
                 await asyncio.wait_for(self.task, timeout=10)
 
 
+def _masked(payload: bytes, mask: bytes) -> bytes:
+    """RFC 6455 masking, as one big-integer XOR (no per-byte Python)."""
+    if not payload:
+        return payload
+    key = (mask * (len(payload) // 4 + 1))[: len(payload)]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(len(payload), "big")
+
+
 class TcpWebSocket:
     """A websocket client over TCP (``ws://host:port/path``): RFC 6455's client side, text frames only."""
 
@@ -172,8 +180,7 @@ class TcpWebSocket:
             header += bytes([0x80 | 126]) + struct.pack("!H", length)
         else:
             header += bytes([0x80 | 127]) + struct.pack("!Q", length)
-        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-        self.writer.write(header + mask + masked)
+        self.writer.write(header + mask + _masked(payload, mask))
         await self.writer.drain()
 
     async def receive_text(self) -> str:
@@ -206,8 +213,7 @@ class TcpWebSocket:
     async def _send_close(self, code: int) -> None:
         mask = os.urandom(4)
         payload = struct.pack("!H", code)
-        self.writer.write(bytes([0x88, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4]
-                                                                             for i, b in enumerate(payload)))
+        self.writer.write(bytes([0x88, 0x80 | len(payload)]) + mask + _masked(payload, mask))
         await self.writer.drain()
 
     async def close(self, code: int = 1000) -> None:
@@ -296,7 +302,10 @@ class MediaStreamCaller:
 
     async def play(self, pcm: bytes, *, realtime: bool = True) -> None:
         """The caller speaks: ``pcm`` (16-bit mono 8 kHz) in 20 ms frames, at real-time pace unless told not to."""
-        ulaw = ulaw_from_pcm(pcm)
+        await self.play_ulaw(ulaw_from_pcm(pcm), realtime=realtime)
+
+    async def play_ulaw(self, ulaw: bytes, *, realtime: bool = True) -> None:
+        """``play`` for audio already in μ-law (a bench's callers share one encoding)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         for index, offset in enumerate(range(0, len(ulaw), FRAME_BYTES)):
