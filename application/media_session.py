@@ -177,20 +177,21 @@ class RunMediaSession:
         if not self.sessions.admit(grant.call_id, session):
             await session.close("draining")
             return MediaSessionResult(grant.call_id, False, call.status)
-        try:
+        try:  # the session stays registered until its call is finished: a process that drains waits for that
             outcome = await self._converse(session)
+            if not session.closed:
+                await session.hang_up()
+            key = await self._store_recording(grant, session)
+            duration = math.ceil(session.now_ms() / 1000)
+            try:
+                finished = await self.units.run(lambda unit: self._finish(unit, grant, outcome, duration, key))
+            except Exception:
+                log.exception("finishing call %s after its media session failed; the sweeper will end it",
+                              grant.call_id)
+                return MediaSessionResult(grant.call_id, True, None, outcome.end_reason)
+            return MediaSessionResult(grant.call_id, True, finished.status if finished else None, outcome.end_reason)
         finally:
             self.sessions.release(grant.call_id, session)
-        if not session.closed:
-            await session.hang_up()
-        key = await self._store_recording(grant, session)
-        duration = math.ceil(session.now_ms() / 1000)
-        try:
-            finished = await self.units.run(lambda unit: self._finish(unit, grant, outcome, duration, key))
-        except Exception:
-            log.exception("finishing call %s after its media session failed; the sweeper will end it", grant.call_id)
-            return MediaSessionResult(grant.call_id, True, None, outcome.end_reason)
-        return MediaSessionResult(grant.call_id, True, finished.status if finished else None, outcome.end_reason)
 
     async def _answer(self, unit: Unit, grant: StreamGrant) -> Call | None:
         calls = await unit.get(CallRepository)

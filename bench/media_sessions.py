@@ -117,15 +117,24 @@ async def one_call(port: int, token: str, ulaw: bytes, started: asyncio.Event) -
     return caller
 
 
-async def completed(settings: Settings, call_ids: list[str]) -> int:
+async def ended(settings: Settings, call_ids: list[str], within: float = 60) -> tuple[dict[str, int], float]:
+    """The calls' statuses once none is live any more (or after ``within`` seconds), and how long that took."""
     container = build_container(settings)
+    started = time.monotonic()
     try:
-        async with container() as r:
-            repo = await r.get(CallRepository)
-            calls = [await repo.get(1, call_id) for call_id in call_ids]
+        while True:
+            async with container() as r:
+                repo = await r.get(CallRepository)
+                calls = [await repo.get(1, call_id) for call_id in call_ids]
+            statuses: dict[str, int] = {}
+            for call in calls:
+                status = call.status if call is not None else "gone"
+                statuses[status] = statuses.get(status, 0) + 1
+            if not {"ringing", "in_progress"} & set(statuses) or time.monotonic() - started > within:
+                return statuses, time.monotonic() - started
+            await asyncio.sleep(0.5)
     finally:
         await container.close()
-    return sum(1 for call in calls if call is not None and call.status == "completed")
 
 
 async def main(calls: int, seconds: float, database_url: str | None, port: int) -> None:
@@ -151,8 +160,7 @@ async def main(calls: int, seconds: float, database_url: str | None, port: int) 
             callers = await asyncio.gather(*tasks)
             cpu = cpu_seconds(server.pid) - cpu_before
             wall = time.monotonic() - wall_before
-            await asyncio.sleep(1.0)
-            done = await completed(settings, [call_id for call_id, _ in tokens])
+            statuses, settled = await ended(settings, [call_id for call_id, _ in tokens])
         finally:
             server.send_signal(signal.SIGTERM)
             try:
@@ -169,7 +177,7 @@ async def main(calls: int, seconds: float, database_url: str | None, port: int) 
           f"max {gaps[-1]:.1f} ms")
     print(f"server CPU: {cpu:.2f} s over {wall:.1f} s = {100 * cpu / wall:.0f} % of a core; "
           f"{1000 * cpu / (calls * seconds):.2f} ms per call-second")
-    print(f"calls completed: {done} of {calls}")
+    print(f"calls after the hang-ups: {statuses}, all ended {settled:.1f} s after the last caller hung up")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from entrypoints.http.routing import stream_endpoint
 log = logging.getLogger("parley.media")
 
 POLICY_VIOLATION, UNSUPPORTED_DATA, TRY_AGAIN_LATER = 1008, 1003, 1013
+CLOSE_TIMEOUT_SECONDS = 2.0
 START_TIMEOUT_SECONDS = 10.0
 """How long a stream may take to send its ``start`` message after it connected."""
 
@@ -60,8 +61,10 @@ class SocketTransport:
     async def close(self, code: int = 1000) -> None:
         if self.open:
             self.open = False
+            # a server that is shutting down may never complete the close (granian after SIGTERM): the session
+            # goes on to finish its call regardless
             with contextlib.suppress(Exception):
-                await self.socket.close(code=code)
+                await asyncio.wait_for(self.socket.close(code=code), CLOSE_TIMEOUT_SECONDS)
 
 
 @stream_endpoint("/media-streams/{token:str}", name="media_stream",
