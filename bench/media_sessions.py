@@ -22,7 +22,6 @@ import os
 import signal
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,17 +31,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.sql.schema import upgrade  # noqa: E402
-from application.accounts import CreateOrganization, CreateOrganizationCommand  # noqa: E402
-from application.ports.agents import AgentRepository  # noqa: E402
-from application.ports.calls import CallRepository  # noqa: E402
-from application.ports.media import MediaStreamTokens  # noqa: E402
-from application.ports.platform import UnitOfWork  # noqa: E402
-from domain.agents import Agent  # noqa: E402
-from domain.calls import Call  # noqa: E402
-from entrypoints.ioc import build_container  # noqa: E402
-from entrypoints.settings import Settings  # noqa: E402
-from tests.support.emulators.media_client import MediaStreamCaller, TcpWebSocket, ulaw_from_pcm  # noqa: E402
+from adapters.sql.schema import upgrade
+from application.accounts import CreateOrganization, CreateOrganizationCommand
+from application.ports.agents import AgentRepository
+from application.ports.calls import CallRepository
+from application.ports.media import MediaStreamTokens
+from application.ports.platform import UnitOfWork
+from domain.agents import Agent
+from domain.calls import Call
+from entrypoints.ioc import build_container
+from entrypoints.settings import Settings
+from tests.support.emulators.media_client import MediaStreamCaller, TcpWebSocket, ulaw_from_pcm
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -145,8 +144,8 @@ async def main(calls: int, seconds: float, database_url: str | None, port: int) 
         tokens = await seed(settings, calls)
         env = {**os.environ, "PARLEY_DATABASE_URL": url, "PARLEY_VAR_DIR": tmp, "PARLEY_SECRET_KEY": "bench-secret-key",
                "PARLEY_MEDIA_RUNTIME": "echo", "PARLEY_LOG_LEVEL": "WARNING"}
-        server = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "serve", "--no-worker", "--no-migrate",
-                                   "--port", str(port)], env=env)
+        server = await asyncio.create_subprocess_exec(sys.executable, "-m", "entrypoints.cli", "serve", "--no-worker",
+                                                      "--no-migrate", "--port", str(port), env=env)
         try:
             await wait_port(port)
             speech = struct.pack(f"<{int(8000 * seconds)}h", *(int(6000 * math.sin(2 * math.pi * 220 * i / 8000))
@@ -164,8 +163,8 @@ async def main(calls: int, seconds: float, database_url: str | None, port: int) 
         finally:
             server.send_signal(signal.SIGTERM)
             try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
+                await asyncio.wait_for(server.wait(), 60)
+            except TimeoutError:
                 server.kill()
     gaps = sorted(gap for caller in callers for gap in caller.received.gaps_ms())
     frames = sum(len(caller.received.media) for caller in callers)
