@@ -90,14 +90,17 @@ class LiveSessions:
         """Stop admitting sessions; wait up to ``deadline_seconds`` for the live ones to end, then ask those left
         to hang up and wait ``hang_up_grace_seconds`` more. Returns how many were still live at the end."""
         self.draining = True
-        await self._wait_empty(deadline_seconds)
-        if self._sessions:
-            log.warning("draining: %d media session(s) still live at the deadline; hanging them up",
-                        len(self._sessions))
-            for call_id in list(self._sessions):
-                self.deliver(call_id, SessionControl("hang_up", 0, {"reason": "shutdown"}))
-            await self._wait_empty(hang_up_grace_seconds)
-        return len(self._sessions)
+        try:
+            await self._wait_empty(deadline_seconds)
+            if self._sessions:
+                log.warning("draining: %d media session(s) still live at the deadline; hanging them up",
+                            len(self._sessions))
+                for call_id in list(self._sessions):
+                    self.deliver(call_id, SessionControl("hang_up", 0, {"reason": "shutdown"}))
+                await self._wait_empty(hang_up_grace_seconds)
+            return len(self._sessions)
+        finally:  # the server stops after its drain; a registry shared by several apps (tests) serves on
+            self.draining = False
 
     async def _wait_empty(self, seconds: float) -> None:
         loop = asyncio.get_running_loop()

@@ -8,6 +8,7 @@ transfer through (until the carriers' feature provides it: the stream alone).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -67,6 +68,12 @@ def carrier_session(info: SessionInfo, start: protocols.Start, transport: Transp
 PROCESS_SESSIONS = cases.LiveSessions()
 """The live sessions of this process on SQLite and memory, where controls are delivered in-process (every container
 of the process shares it). On PostgreSQL each container has its own, fed by its own LISTEN."""
+_REGISTRIES: weakref.WeakSet[cases.LiveSessions] = weakref.WeakSet([PROCESS_SESSIONS])
+
+
+def registries() -> list[cases.LiveSessions]:
+    """Every live-session registry of this process (what a shutdown drains), without building one."""
+    return list(_REGISTRIES)
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,7 @@ class SqlMediaProvider(Provider):
             yield PROCESS_SESSIONS
             return
         sessions = cases.LiveSessions()
+        _REGISTRIES.add(sessions)
         listener = await listen_for_controls(engine, sessions.deliver)
         try:
             yield sessions

@@ -189,8 +189,8 @@ def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any
         create_examples=False,
     )
 
-    async def on_shutdown(app: Litestar) -> None:
-        await media.drain(app, settings.section(MediaSettings).media_drain_seconds)
+    async def on_shutdown(_: Litestar) -> None:
+        await media.drain(settings.section(MediaSettings).media_drain_seconds)
         await container.close()
 
     surfaces = dashboard.routers()  # the back-office's HTML pages (the sessions feature)

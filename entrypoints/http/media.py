@@ -15,7 +15,7 @@ import contextlib
 import logging
 from typing import Annotated, Any
 
-from litestar import Litestar, WebSocket
+from litestar import WebSocket
 from litestar.params import PathParameter
 
 from application.media_session import (
@@ -27,7 +27,7 @@ from application.media_session import (
 )
 from application.ports.media import CallLine, SessionInfo
 from application.ports.platform import Clock, Units
-from entrypoints.features.media import MULAW_RATE, carrier_session, read_start
+from entrypoints.features.media import MULAW_RATE, carrier_session, read_start, registries
 from entrypoints.http.routing import stream_endpoint
 
 log = logging.getLogger("parley.media")
@@ -111,12 +111,8 @@ async def media_stream(socket: WebSocket[Any, Any, Any], token: Annotated[str, P
 ROUTES = [media_stream]
 
 
-async def drain(app: Litestar, deadline_seconds: float) -> None:
+async def drain(deadline_seconds: float) -> None:
     """On shutdown: no new media session is admitted, the live ones finish up to the deadline (then hang up)."""
-    try:
-        sessions: LiveSessions = await app.state.dishka_container.get(LiveSessions)
-    except Exception:  # a container that never served (or is already closed) holds no session
-        return
-    left = await sessions.drain(deadline_seconds)
+    left = sum(await asyncio.gather(*(sessions.drain(deadline_seconds) for sessions in registries())))
     if left:
         log.warning("shutting down with %d media session(s) still live", left)

@@ -188,7 +188,9 @@ async def test_draining_refuses_new_sessions_and_hangs_up_those_left_at_the_dead
                 return
 
     helpers = [asyncio.ensure_future(release_later()), asyncio.ensure_future(obey_hang_up())]
-    left = await sessions.drain(0.1, hang_up_grace_seconds=1)
+    draining = asyncio.ensure_future(sessions.drain(0.1, hang_up_grace_seconds=1))
+    await asyncio.sleep(0)
+    assert not sessions.admit("c3", ScriptedSession("c3", 1))  # refused while it drains
+    left = await draining
     await asyncio.gather(*helpers)
     assert left == 0 and len(sessions) == 0
-    assert not sessions.admit("c3", ScriptedSession("c3", 1))
