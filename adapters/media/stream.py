@@ -62,11 +62,14 @@ class CarrierStreamSession:
     ends them; the runtime uses the :class:`MediaSession` methods in between."""
 
     def __init__(self, info: SessionInfo, start: protocols.Start, transport: Transport, line: CallLine, *,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 frame_gap: Callable[[float], object] | None = None) -> None:
+        """``frame_gap(seconds)``: told the time between two consecutive outbound frames while audio plays."""
         self._info, self.start_message, self.transport, self.line = info, start, transport, line
         self.dialect = protocols.Dialect(start)
         self.recorder = StereoRecorder(protocols.MULAW_RATE)
         self._monotonic = monotonic
+        self._frame_gap = frame_gap
         self._t0 = monotonic()
         self._events: asyncio.Queue[MediaEvent] = asyncio.Queue()
         self._queue: collections.deque[bytes | _Mark] = collections.deque()
@@ -231,10 +234,11 @@ class CarrierStreamSession:
     async def _send_paced(self) -> None:
         loop = asyncio.get_running_loop()
         next_at: float | None = None
+        last_sent: float | None = None
         while not self._closed:
             if not self._queue:
                 self._wake.clear()
-                next_at = None
+                next_at = last_sent = None
                 await self._wake.wait()
                 continue
             head = self._queue[0]
@@ -244,7 +248,7 @@ class CarrierStreamSession:
                 continue
             now = loop.time()
             if next_at is None or now - next_at > BEHIND_LIMIT:
-                next_at = now
+                next_at = now  # a new schedule (after a stall: the gap still counts, the burst is avoided)
             if next_at > now:
                 generation = self._generation
                 await asyncio.sleep(next_at - now)
@@ -256,6 +260,10 @@ class CarrierStreamSession:
             self._queue.popleft()
             assert isinstance(head, bytes)
             self.recorder.agent(head, self.now_ms())
+            sent_at = loop.time()
+            if last_sent is not None and self._frame_gap is not None:
+                self._frame_gap(sent_at - last_sent)
+            last_sent = sent_at
             await self._send(self.dialect.media(head))
             self._frames_sent += 1
             self._frames_since_clear += 1

@@ -32,6 +32,7 @@ from application.ports.media import (
 )
 from application.ports.platform import Clock, Units
 from entrypoints.features import Feature
+from entrypoints.observability import MEDIA_FRAME_GAP
 from entrypoints.settings import Backend, Settings
 
 log = logging.getLogger("parley.media")
@@ -62,7 +63,7 @@ async def read_start(transport: Transport) -> protocols.Start | None:
 def carrier_session(info: SessionInfo, start: protocols.Start, transport: Transport, line: CallLine
                     ) -> CarrierStreamSession:
     """The session over a carrier's stream (``start()`` it, run it, ``stop()`` it)."""
-    return CarrierStreamSession(info, start, transport, line)
+    return CarrierStreamSession(info, start, transport, line, frame_gap=MEDIA_FRAME_GAP.observe)
 
 
 PROCESS_SESSIONS = cases.LiveSessions()
