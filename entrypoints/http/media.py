@@ -29,10 +29,11 @@ from application.ports.media import CallLine, SessionInfo
 from application.ports.platform import Clock, Units
 from entrypoints.features.media import MULAW_RATE, carrier_session, read_start, registries
 from entrypoints.http.routing import stream_endpoint
+from entrypoints.outages import is_database_outage
 
 log = logging.getLogger("parley.media")
 
-POLICY_VIOLATION, UNSUPPORTED_DATA, TRY_AGAIN_LATER = 1008, 1003, 1013
+POLICY_VIOLATION, UNSUPPORTED_DATA, INTERNAL_ERROR, TRY_AGAIN_LATER = 1008, 1003, 1011, 1013
 CLOSE_TIMEOUT_SECONDS = 2.0
 START_TIMEOUT_SECONDS = 10.0
 """How long a stream may take to send its ``start`` message after it connected."""
@@ -70,9 +71,19 @@ class SocketTransport:
 @stream_endpoint("/media-streams/{token:str}", name="media_stream",
                  summary="A call's bidirectional media stream (Twilio Media Streams or Telnyx streaming protocol)")
 async def media_stream(socket: WebSocket[Any, Any, Any], token: Annotated[str, PathParameter()]) -> None:
-    container = socket.app.state.dishka_container
     await socket.accept()
     transport = SocketTransport(socket)
+    try:
+        await _serve(socket.app.state.dishka_container, transport, token)
+    except Exception as exc:  # never an unhandled task: the stream ends with 1011, the call is left to the sweeper
+        if is_database_outage(exc):
+            log.warning("media stream ended: the database cannot be reached (%s)", type(exc).__name__)
+        else:
+            log.exception("media stream failed")
+        await transport.close(INTERNAL_ERROR)
+
+
+async def _serve(container: Any, transport: SocketTransport, token: str) -> None:
     sessions: LiveSessions = await container.get(LiveSessions)
     if sessions.draining:
         await transport.close(TRY_AGAIN_LATER)
