@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 
 from dishka import Provider, Scope, provide, provide_all
 
@@ -29,7 +28,6 @@ from application.calls import CarrierVoiceUpdates
 from application.carriers import CarrierAccounts, CarrierCalls, CarrierLinks, CarrierWebhooks
 from application.ports.carriers import Carrier, Carriers
 from application.ports.egress import SafeHttp
-from application.ports.media import MediaStreamTokens, StreamGrant
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
 
@@ -64,17 +62,6 @@ class CarrierRegistry:
         return self.adapters[carrier_type]
 
 
-class MediaStreamsNotInstalled:
-    """Stands for ``MediaStreamTokens`` until the media-stream endpoint is installed: a carrier call that needs a
-    stream is not dialled (it fails ``media_unavailable``), and no token is ever valid."""
-
-    async def issue(self, call_id: str, organization_id: int, now: datetime) -> str:
-        raise RuntimeError("the media-stream endpoint is not installed")
-
-    async def redeem(self, token: str, now: datetime) -> StreamGrant | None:
-        return None
-
-
 def public_links(settings: Settings, section: CarrierSettings) -> CarrierLinks:
     base = settings.public_base_url.rstrip("/")
     return CarrierLinks(f"{base}/v2" if base else "", insecure_loopback=section.insecure_public_url)
@@ -97,14 +84,6 @@ class CarriersPlatformProvider(Provider):
     accounts = provide(CarrierAccounts)
 
 
-class PendingMediaProvider(Provider):
-    """Until the media feature provides ``MediaStreamTokens`` (then this provider goes)."""
-
-    scope = Scope.APP
-
-    tokens = provide(MediaStreamsNotInstalled, provides=MediaStreamTokens)
-
-
 class CarriersUseCaseProvider(Provider):
     scope = Scope.REQUEST
 
@@ -121,6 +100,6 @@ class CarriersUseCaseProvider(Provider):
 
 FEATURE = Feature(
     name="carriers",
-    providers=(CarriersPlatformProvider, PendingMediaProvider, CarriersUseCaseProvider),
+    providers=(CarriersPlatformProvider, CarriersUseCaseProvider),
     settings=CarrierSettings,
 )
