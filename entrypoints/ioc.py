@@ -60,6 +60,7 @@ from domain.rate_limit import Window, default_windows
 from entrypoints.features import (
     Feature,
     OutboxConsumerJobs,
+    attendees,
     billing,
     business_hours,
     calls,
@@ -233,6 +234,7 @@ FEATURES: tuple[Feature, ...] = (
     billing.FEATURE,
     webhooks.FEATURE,
     triggers.FEATURE,
+    attendees.FEATURE,
     sessions.FEATURE,
     widget.FEATURE,
     cloud.FEATURE,
