@@ -37,7 +37,8 @@ def smtp() -> Any:
 
 @pytest.fixture
 async def api(make_api: ApiFactory, sql_url: str, smtp: SmtpServer) -> AsyncIterator[Api]:
-    yield await make_api(sql_url, clock=ManualClock(START), sections=(TriggerSettings(url=smtp.url),), **UNLIMITED)
+    yield await make_api(sql_url, clock=ManualClock(START), sections=(TriggerSettings(url=smtp.url),),
+                         **UNLIMITED)
 
 
 async def run_jobs(api: Api, rounds: int = 2) -> int:
