@@ -22,6 +22,7 @@ from domain import sessions as rules
 from domain.errors import ValidationFailed
 from domain.organizations import Organization
 from domain.rate_limit import Window
+from domain.roles import Role
 from domain.sessions import Session, SessionPolicy
 
 MAX_EMAIL = 320
@@ -204,6 +205,8 @@ class ActiveSession:
     session: Session
     organization: Organization
     expires_at: datetime
+    role: Role
+    """The user's role now (read with the session: a changed role holds from the next request)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +218,9 @@ class ResumeSession:
     """A session id from a cookie -> the live session and its organization; its last use is recorded (at most
     once a minute). Raises ``SessionInvalid``."""
 
-    def __init__(self, sessions: SessionStore, orgs: OrganizationRepository, clock: Clock,
+    def __init__(self, sessions: SessionStore, orgs: OrganizationRepository, users: UserRepository, clock: Clock,
                  policy: SessionPolicy) -> None:
-        self.sessions, self.orgs, self.clock, self.policy = sessions, orgs, clock, policy
+        self.sessions, self.orgs, self.users, self.clock, self.policy = sessions, orgs, users, clock, policy
 
     async def execute(self, command: ResumeSessionCommand) -> ActiveSession:
         if not command.session_id or len(command.session_id) > MAX_SESSION_ID:
@@ -229,12 +232,13 @@ class ResumeSession:
         if not session.is_live(now, self.policy):
             raise SessionInvalid("The session expired; sign in again")
         organization = await self.orgs.get(session.organization_id)
-        if organization is None:
+        account = await self.users.account(session.user_id)
+        if organization is None or account is None or account.organization_id != session.organization_id:
             raise SessionInvalid("The session is not valid")
         if session.needs_touch(now):
             await self.sessions.touch(session.id_hash, now)
             session = session.seen(now)
-        return ActiveSession(session, organization, session.expires_at(self.policy))
+        return ActiveSession(session, organization, session.expires_at(self.policy), account.role)
 
 
 @dataclass(frozen=True, slots=True)

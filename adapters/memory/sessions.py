@@ -27,6 +27,17 @@ class InMemorySessionStore:
     async def delete(self, id_hash: str) -> None:
         (await self.uow.tables())["dashboard_sessions"].pop(id_hash, None)
 
+    async def list_for_user(self, user_id: int) -> list[Session]:
+        rows = (await self.uow.tables())["dashboard_sessions"]
+        return sorted((s for s in rows.values() if s.user_id == user_id), key=lambda s: s.created_at, reverse=True)
+
+    async def delete_for_user(self, user_id: int, *, keep: str | None = None) -> int:
+        rows = (await self.uow.tables())["dashboard_sessions"]
+        ended = [k for k, s in rows.items() if s.user_id == user_id and k != keep]
+        for key in ended:
+            del rows[key]
+        return len(ended)
+
     async def purge(self, idle_before: datetime, created_before: datetime) -> int:
         rows = (await self.uow.tables())["dashboard_sessions"]
         stale = [k for k, s in rows.items() if s.last_seen_at < idle_before or s.created_at < created_before]

@@ -41,6 +41,20 @@ class SqlSessionStore:
         conn = await self.uow.connection()
         await conn.execute(table.delete().where(table.c.id_hash == id_hash))
 
+    async def list_for_user(self, user_id: int) -> list[Session]:
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(table).where(table.c.user_id == user_id)
+                                  .order_by(table.c.created_at.desc()))
+        return [_session(row) for row in rows]
+
+    async def delete_for_user(self, user_id: int, *, keep: str | None = None) -> int:
+        conn = await self.uow.connection()
+        where = [table.c.user_id == user_id]
+        if keep is not None:
+            where.append(table.c.id_hash != keep)
+        result = await conn.execute(table.delete().where(*where))
+        return int(result.rowcount or 0)
+
     async def purge(self, idle_before: datetime, created_before: datetime) -> int:
         conn = await self.uow.connection()
         result = await conn.execute(table.delete().where(sa.or_(table.c.last_seen_at < idle_before,

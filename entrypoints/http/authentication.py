@@ -124,7 +124,7 @@ class SessionAuthenticator:
         unsafe = scope["type"] != ScopeType.HTTP or scope["method"] not in SAFE_METHODS  # fail closed
         if unsafe and not same_token(active.session.csrf_token, header(scope, CSRF_HEADER.lower().encode())):
             raise CsrfRejected
-        return Principal.session(active.session.user_id, active.organization)
+        return Principal.session(active.session.user_id, active.organization, active.role)
 
 
 class WidgetAuthenticator:

@@ -3,7 +3,9 @@
 0. an unsafe method (a form post) whose ``Origin`` names another site gets a 403 page: no other site can post a
    dashboard form, the sign-in form included (signing a victim in to the attacker's account);
 1. pages marked ``public`` (the sign-in form) run without a session; every other page needs the
-   ``parley_session`` cookie of a live session (``SessionAuthenticator.active``), else 303 to the sign-in page;
+   ``parley_session`` cookie of a live session (``SessionAuthenticator.active``), else 303 to the sign-in page,
+   and one of the scopes the page declares (``pages.page(scopes=...)``; the user holds its role's scopes,
+   ``domain/roles.py``), else a 403 page;
 2. a signed-in user's pages spend the API's rate limits in the user's bucket (the one the API spends for a
    session): over it, a 429 page with ``Retry-After``. A page's live refresh (a ``live`` page: a fragment an open
    page fetches again by itself) spends a budget of its own instead (``LIVE_WINDOWS`` per user), so watching a
@@ -47,6 +49,7 @@ from entrypoints.runtime import RateLimitPolicy
 log = logging.getLogger("parley.dashboard")
 PUBLIC = "dashboard_public"
 LIVE = "dashboard_live"
+SCOPES = "dashboard_scopes"
 LIVE_WINDOWS: tuple[Window, ...] = (Window(60, 40),)
 """The budget of a user's live refreshes: a campaign's progress every 3 s is 20 a minute, so two open pages."""
 MAX_FORM_BYTES = 64 * 1024
@@ -125,7 +128,7 @@ class DashboardGate:
             return
         # the signed-in user's budget, the API's rate limits, in its own transaction: pages and the API with a
         # session spend one bucket; a live refresh spends the user's live budget instead
-        principal = Principal.session(active.session.user_id, active.organization)
+        principal = Principal.session(active.session.user_id, active.organization, active.role)
         if scope["route_handler"].opt.get(LIVE):
             bucket, windows = f"live:{principal.rate_bucket}", LIVE_WINDOWS
         else:
@@ -140,6 +143,13 @@ class DashboardGate:
                                            f"Too many pages in a short time: try again in {retry} s.",
                                            [(b"retry-after", str(retry).encode())])
             for message in messages:
+                await send(message)
+            return
+        required = scope["route_handler"].opt.get(SCOPES) or ()
+        if required and not principal.scopes.grants_any(required):
+            for message in error_page_messages(403, "INSUFFICIENT_SCOPE", f"Your role ({active.role}) does not "
+                                               "allow this page; an owner or an admin of the organization can "
+                                               "change your role."):
                 await send(message)
             return
         if scope["method"] not in SAFE_METHODS:

@@ -13,7 +13,7 @@ from application.sessions import SessionInvalid
 from domain.errors import ValidationFailed
 from entrypoints.http.authentication import cookie
 from entrypoints.http.dashboard.navigation import PREFIX
-from entrypoints.http.dashboard.pages import page
+from entrypoints.http.dashboard.pages import SIGNED_IN, page
 from entrypoints.http.dashboard.view import View
 from entrypoints.http.routes.sessions import cleared_cookie, open_session, session_cookie
 from entrypoints.http.routing import SESSION_COOKIE
@@ -50,7 +50,7 @@ async def login(request: Request[Any, Any, Any], use_case: FromDishka[uc.Login])
     return Redirect(target, status_code=303, cookies=[session_cookie(request, opened.session_id)])
 
 
-@page("POST", "/logout", section="")
+@page("POST", "/logout", section="", scopes=SIGNED_IN)
 async def logout(request: Request[Any, Any, Any], use_case: FromDishka[uc.Logout]) -> Redirect:
     await use_case.execute(uc.LogoutCommand(cookie(request.scope, SESSION_COOKIE) or ""))
     return Redirect(f"{PREFIX}/login?signed_out=1", status_code=303, cookies=[cleared_cookie(request)])
