@@ -162,7 +162,8 @@ class DashboardGate:
             receive = replayed_body(body, receive)
         scope["state"]["actor"] = principal.acting_in(active.organization)
         scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
-                                             active.organization.name, view.csrf_token)
+                                             active.organization.name, view.csrf_token, str(active.role),
+                                             active.session.id_hash)
         await self._handle(scope, receive, send, uow)
 
     async def _handle(self, scope: HTTPScope, receive: Receive, send: Send, uow: UnitOfWork) -> None:

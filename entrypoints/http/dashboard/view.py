@@ -72,6 +72,14 @@ class SignedIn:
     organization_id: int
     organization_name: str
     csrf_token: str
+    role: str = ""
+    session_hash: str = ""
+    """The SHA-256 of the session's id (the account page marks this session among the user's)."""
+
+    @property
+    def manages(self) -> bool:
+        """Whether the user manages users, keys and billing (owner or admin)."""
+        return self.role in ("owner", "admin")
 
 
 STATE_KEY = "dashboard"
