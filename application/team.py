@@ -71,6 +71,7 @@ async def _manager(users: UserRepository, actor: Actor, user_id: int | None) -> 
 class Team:
     users: list[UserAccount]
     invitations: list[OneTimeLink]
+    mfa_required: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +80,15 @@ class ListTeamCommand:
 
 
 class ListTeam:
-    def __init__(self, users: UserRepository, links: UserLinkRepository, clock: Clock) -> None:
-        self.users, self.links, self.clock = users, links, clock
+    def __init__(self, users: UserRepository, links: UserLinkRepository, orgs: OrganizationRepository,
+                 clock: Clock) -> None:
+        self.users, self.links, self.orgs, self.clock = users, links, orgs, clock
 
     async def execute(self, command: ListTeamCommand) -> Team:
         org = command.actor.organization_id
-        return Team(await self.users.list_in(org), await self.links.pending_invitations(org, self.clock.now()))
+        organization = await self.orgs.get(org)
+        return Team(await self.users.list_in(org), await self.links.pending_invitations(org, self.clock.now()),
+                    bool(organization and organization.mfa_required))
 
 
 @dataclass(frozen=True, slots=True)

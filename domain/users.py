@@ -33,6 +33,12 @@ class UserAccount:
     email: str
     role: Role
     created_at: datetime | None = None
+    mfa_enabled_at: datetime | None = None
+    """When two-factor sign-in (TOTP) was turned on; None: off."""
+
+    @property
+    def mfa(self) -> bool:
+        return self.mfa_enabled_at is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,8 +40,15 @@ class InMemoryOrganizationRepository:
 
     async def update(self, org: Organization) -> Organization:
         tables = await self.uow.tables()
-        tables["organizations"][org.id] = (org, None)
+        kept = tables["organizations"].get(org.id)
+        required = kept[0].mfa_required if kept else org.mfa_required  # set_mfa_required's own
+        tables["organizations"][org.id] = (replace(org, mfa_required=required), None)
         return org
+
+    async def set_mfa_required(self, org_id: int, required: bool) -> None:
+        tables = await self.uow.tables()
+        org, deleted = tables["organizations"][org_id]
+        tables["organizations"][org_id] = (replace(org, mfa_required=required), deleted)
 
     async def delete(self, org_id: int, at: datetime) -> None:
         tables = await self.uow.tables()
@@ -113,6 +120,12 @@ class InMemoryUserRepository:
         tables["user_roles"][user_id] = (Role(role), at)
         return user_id
 
+    async def mfa_secret(self, user_id: int) -> str | None:
+        return (await self.uow.tables())["user_mfa"].get(user_id, (None, None))[0]
+
+    async def set_mfa(self, user_id: int, sealed_secret: str | None, at: datetime | None) -> None:
+        (await self.uow.tables())["user_mfa"][user_id] = (sealed_secret, at)
+
     async def find_by_email(self, email: str) -> tuple[int, int, str] | None:
         tables = await self.uow.tables()
         return tables["users"].get(email)
@@ -135,7 +148,7 @@ class InMemoryUserRepository:
         found = []
         for email, (uid, org, _) in tables["users"].items():
             role, at = tables["user_roles"].get(uid, (Role.OWNER, None))
-            found.append(UserAccount(uid, org, email, role, at))
+            found.append(UserAccount(uid, org, email, role, at, tables["user_mfa"].get(uid, (None, None))[1]))
         return sorted(found, key=lambda a: a.id)
 
     async def list_in(self, organization_id: int) -> builtins.list[UserAccount]:

@@ -24,6 +24,11 @@ class InMemorySessionStore:
         if id_hash in rows and rows[id_hash].last_seen_at < at:
             rows[id_hash] = replace(rows[id_hash], last_seen_at=at)
 
+    async def verified(self, id_hash: str, at: datetime) -> None:
+        rows = (await self.uow.tables())["dashboard_sessions"]
+        if id_hash in rows:
+            rows[id_hash] = replace(rows[id_hash], verified_at=at)
+
     async def delete(self, id_hash: str) -> None:
         (await self.uow.tables())["dashboard_sessions"].pop(id_hash, None)
 

@@ -23,12 +23,12 @@ from domain.roles import Role
 from domain.users import LinkKind, OneTimeLink, UserAccount
 
 _ORG_COLUMNS = [organizations.c[n] for n in ("id", "name", "plan", "org_type", "parent_id", "created_at",
-                                              "updated_at", "dialing_policy")]
+                                              "updated_at", "dialing_policy", "mfa_required")]
 
 
 def _org(row: Any) -> Organization:
     return Organization(row.id, row.name, row.plan, row.org_type, row.parent_id, row.created_at, row.updated_at,
-                        policy_from_json(row.dialing_policy))
+                        policy_from_json(row.dialing_policy), bool(row.mfa_required))
 
 
 def _stored_policy(policy: DialingPolicy) -> dict[str, Any] | None:
@@ -76,6 +76,11 @@ class SqlOrganizationRepository:
                     dialing_policy=_stored_policy(org.dialing_policy))
         )
         return org
+
+    async def set_mfa_required(self, org_id: int, required: bool) -> None:
+        conn = await self.uow.connection()
+        CREDENTIALS.forget_organization(self.uow, org_id)
+        await conn.execute(organizations.update().where(organizations.c.id == org_id).values(mfa_required=required))
 
     async def delete(self, org_id: int, at: datetime) -> None:
         conn = await self.uow.connection()
@@ -274,12 +279,23 @@ class SqlUserRepository:
         conn = await self.uow.connection()
         await conn.execute(users.delete().where(users.c.id == user_id))
 
+    async def mfa_secret(self, user_id: int) -> str | None:
+        conn = await self.uow.connection()
+        return (await conn.execute(sa.select(users.c.totp_secret).where(users.c.id == user_id))).scalar()
 
-_ACCOUNT = (users.c.id, users.c.organization_id, users.c.email, users.c.role, users.c.created_at)
+    async def set_mfa(self, user_id: int, sealed_secret: str | None, at: datetime | None) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(users.update().where(users.c.id == user_id)
+                           .values(totp_secret=sealed_secret, mfa_enabled_at=at))
+
+
+_ACCOUNT = (users.c.id, users.c.organization_id, users.c.email, users.c.role, users.c.created_at,
+            users.c.mfa_enabled_at)
 
 
 def _account(row: Any) -> UserAccount:
-    return UserAccount(int(row.id), int(row.organization_id), str(row.email), Role(row.role), row.created_at)
+    return UserAccount(int(row.id), int(row.organization_id), str(row.email), Role(row.role), row.created_at,
+                       row.mfa_enabled_at)
 
 
 def _link(row: Any) -> OneTimeLink:

@@ -22,6 +22,8 @@ class OrganizationRepository(Protocol):
 
     async def update(self, org: Organization) -> Organization: ...
 
+    async def set_mfa_required(self, org_id: int, required: bool) -> None: ...
+
     async def delete(self, org_id: int, at: datetime) -> None:
         """Soft delete: the organization and everything it owns stop being reachable."""
         ...
@@ -70,6 +72,14 @@ class UserRepository(Protocol):
 
     async def delete(self, user_id: int) -> None:
         """The user (its sessions are ended by the caller first)."""
+        ...
+
+    async def mfa_secret(self, user_id: int) -> str | None:
+        """The sealed TOTP secret (enrolled or being enrolled), None when there is none."""
+        ...
+
+    async def set_mfa(self, user_id: int, sealed_secret: str | None, at: datetime | None) -> None:
+        """Keep ``sealed_secret``; ``at``: two-factor sign-in on since then (None: not on yet, or off)."""
         ...
 
 

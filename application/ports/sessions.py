@@ -19,6 +19,10 @@ class SessionStore(Protocol):
 
     async def delete(self, id_hash: str) -> None: ...
 
+    async def verified(self, id_hash: str, at: datetime) -> None:
+        """Its user gave the password or a code again at ``at``."""
+        ...
+
     async def list_for_user(self, user_id: int) -> list[Session]:
         """The user's sessions, newest first (expired ones included until purged)."""
         ...

@@ -19,8 +19,8 @@ from adapters.memory.accounts import InMemoryUserLinkRepository
 from adapters.memory.sessions import InMemorySessionStore
 from adapters.sql.accounts import SqlUserLinkRepository
 from adapters.sql.sessions import SqlSessionStore
+from application import mfa, team
 from application import sessions as cases
-from application import team
 from application.jobs import JobKind
 from application.ports.accounts import UserLinkRepository
 from application.ports.jobs import ClaimedJob
@@ -70,6 +70,8 @@ class SessionsProvider(Provider):
     team_cases = provide_all(team.ListTeam, team.InviteUser, team.ReadLink, team.AcceptInvitation,
                              team.RequestPasswordReset, team.ResetPassword, team.ChangeRole, team.RemoveUser,
                              team.RevokeInvitation, team.ListSessions, team.RevokeSession)
+    mfa_cases = provide_all(mfa.StartMfaEnrolment, mfa.ConfirmMfa, mfa.DisableMfa, mfa.SetMfaRequired,
+                            mfa.Reauthenticate)
 
     @provide(scope=Scope.APP)
     def policy(self, section: SessionSettings) -> SessionPolicy:

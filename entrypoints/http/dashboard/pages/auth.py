@@ -38,7 +38,10 @@ async def login(request: Request[Any, Any, Any], use_case: FromDishka[uc.Login])
     form = await view.form()
     email, target = form.get("email", ""), _next(form.get("next"))
     try:
-        opened = await open_session(request, use_case, email, form.get("password", ""))
+        opened = await open_session(request, use_case, email, form.get("password", ""), form.get("code") or None)
+    except uc.MfaRequired:
+        return view.page("login.html", status=401, next=target, form={"email": email}, ask_code=True,
+                         error="Enter the code your authenticator app shows, with your password.")
     except uc.LoginThrottled as exc:
         return view.page("login.html", status=429, next=target, form={"email": email},
                          error=f"{exc.reason}. Try again in {exc.retry_after} s.")

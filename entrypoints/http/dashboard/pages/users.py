@@ -9,10 +9,12 @@ from typing import Any
 
 from dishka import FromDishka
 from litestar import Request
-from litestar.response import Response, Template
+from litestar.response import Redirect, Response, Template
 
+from application import mfa
 from application import team as uc
 from application.context import Actor
+from application.ports.accounts import UserRepository
 from domain.errors import Conflict, NotFound, ValidationFailed
 from domain.users import LinkKind
 from entrypoints.http.dashboard.navigation import PREFIX
@@ -39,7 +41,7 @@ def _manager_id(view: View) -> int | None:
 
 async def _team(view: View, listing: uc.ListTeam) -> dict[str, Any]:
     team = await view.run(listing, lambda actor: uc.ListTeamCommand(actor))
-    return {"team": team, "roles": ROLE_CHOICES}
+    return {"team": team, "roles": ROLE_CHOICES, "mfa_required": team.mfa_required}
 
 
 @page("GET", "/users", section="users", scopes=MANAGE)
@@ -48,7 +50,7 @@ async def users_page(request: Request[Any, Any, Any], listing: FromDishka[uc.Lis
     return view.page("users.html", **await _team(view, listing))
 
 
-@page("POST", "/users/invite", section="users", scopes=MANAGE)
+@page("POST", "/users/invite", section="users", sudo=True, scopes=MANAGE)
 async def invite(request: Request[Any, Any, Any], inviting: FromDishka[uc.InviteUser],
                  listing: FromDishka[uc.ListTeam], settings: FromDishka[Settings]) -> Response[Any] | Template:
     view = View.of(request)
@@ -64,7 +66,7 @@ async def invite(request: Request[Any, Any, Any], inviting: FromDishka[uc.Invite
                              done=lambda link: view.redirect("/users", f"Invitation sent to {link.email}"))
 
 
-@page("POST", "/users/{user_id:int}/role", section="users", scopes=MANAGE)
+@page("POST", "/users/{user_id:int}/role", section="users", sudo=True, scopes=MANAGE)
 async def change_role(request: Request[Any, Any, Any], user_id: PathId, changing: FromDishka[uc.ChangeRole],
                       listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -94,7 +96,7 @@ async def confirm_remove(request: Request[Any, Any, Any], user_id: PathId,
     return await _removal(View.of(request), listing, user_id)
 
 
-@page("POST", "/users/{user_id:int}/remove", section="users", scopes=MANAGE)
+@page("POST", "/users/{user_id:int}/remove", section="users", sudo=True, scopes=MANAGE)
 async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: FromDishka[uc.RemoveUser],
                  listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -109,7 +111,7 @@ async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: Fro
         template="users.html", context=context, done=lambda _: view.redirect("/users", "User removed"))
 
 
-@page("POST", "/users/invitations/{link_id:int}/revoke", section="users", scopes=MANAGE)
+@page("POST", "/users/invitations/{link_id:int}/revoke", section="users", sudo=True, scopes=MANAGE)
 async def revoke_invitation(request: Request[Any, Any, Any], link_id: PathId,
                             revoking: FromDishka[uc.RevokeInvitation],
                             listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
@@ -149,6 +151,90 @@ async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[u
     return await view.submit(revoking, lambda _, form: uc.RevokeSessionCommand(user_id, form.get("session", "")),
                              template="account.html", context=context,
                              done=lambda _: view.redirect("/account", "Session ended"))
+
+
+@page("POST", "/users/mfa-required", section="users", sudo=True, scopes=MANAGE)
+async def mfa_required(request: Request[Any, Any, Any], setting: FromDishka[mfa.SetMfaRequired],
+                       listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
+    view = View.of(request)
+
+    async def context() -> dict[str, Any]:
+        return await _team(view, listing)
+
+    def command(actor: Actor, form: Mapping[str, str]) -> mfa.SetMfaRequiredCommand:
+        return mfa.SetMfaRequiredCommand(actor, _manager_id(view), form.get("required") == "1")
+
+    return await view.submit(setting, command, template="users.html", context=context,
+                             done=lambda _: view.redirect("/users", "Two-factor sign-in setting saved"))
+
+
+@page("GET", "/account/mfa", scopes=SIGNED_IN)
+async def mfa_page(request: Request[Any, Any, Any], starting: FromDishka[mfa.StartMfaEnrolment]) -> Template:
+    view = View.of(request)
+    enrolment = await starting.execute(mfa.MfaUserCommand(view.signed_in.user_id if view.signed_in else 0))
+    return view.page("mfa.html", enrolment=enrolment)
+
+
+@page("POST", "/account/mfa", scopes=SIGNED_IN)
+async def mfa_confirm(request: Request[Any, Any, Any], confirming: FromDishka[mfa.ConfirmMfa],
+                      starting: FromDishka[mfa.StartMfaEnrolment]) -> Response[Any] | Template:
+    view = View.of(request)
+    user_id = view.signed_in.user_id if view.signed_in else 0
+
+    async def context() -> dict[str, Any]:
+        return {"enrolment": await starting.execute(mfa.MfaUserCommand(user_id))}
+
+    return await view.submit(confirming, lambda _, form: mfa.ConfirmMfaCommand(user_id, form.get("code", "")),
+                             template="mfa.html", context=context,
+                             done=lambda _: view.redirect("/account", "Two-factor sign-in is on"))
+
+
+@page("POST", "/account/mfa/disable", sudo=True, scopes=SIGNED_IN)
+async def mfa_disable(request: Request[Any, Any, Any], disabling: FromDishka[mfa.DisableMfa],
+                      starting: FromDishka[mfa.StartMfaEnrolment]) -> Response[Any] | Template:
+    view = View.of(request)
+    user_id = view.signed_in.user_id if view.signed_in else 0
+
+    async def context() -> dict[str, Any]:
+        return {"enrolment": await starting.execute(mfa.MfaUserCommand(user_id))}
+
+    return await view.submit(disabling, lambda actor, _: mfa.DisableMfaCommand(user_id, actor.organization_id),
+                             template="mfa.html", context=context,
+                             done=lambda _: view.redirect("/account", "Two-factor sign-in is off"))
+
+
+def _back(value: str | None) -> str:
+    """A dashboard path only (never another site)."""
+    if value and value.startswith(PREFIX) and not value.startswith("//") and "\\" not in value:
+        return value
+    return PREFIX
+
+
+@page("GET", "/verify", scopes=SIGNED_IN)
+async def verify_form(request: Request[Any, Any, Any], users: FromDishka[UserRepository]) -> Template:
+    view = View.of(request)
+    account = await users.account(view.signed_in.user_id) if view.signed_in else None
+    return view.page("verify.html", next=_back(request.query_params.get("next")), mfa=bool(account and account.mfa))
+
+
+@page("POST", "/verify", scopes=SIGNED_IN)
+async def verify(request: Request[Any, Any, Any], proving: FromDishka[mfa.Reauthenticate],
+                 users: FromDishka[UserRepository]) -> Response[Any] | Template:
+    view = View.of(request)
+    signed_in = view.signed_in
+    user_id, session_hash = (signed_in.user_id, signed_in.session_hash) if signed_in else (0, "")
+    form = await view.form()
+    target = _back(form.get("next"))
+
+    async def context() -> dict[str, Any]:
+        account = await users.account(user_id)
+        return {"next": target, "mfa": bool(account and account.mfa)}
+
+    return await view.submit(
+        proving, lambda _, f: mfa.ReauthenticateCommand(user_id, session_hash, f.get("password", ""),
+                                                        f.get("code", "")),
+        template="verify.html", context=context,
+        done=lambda _: Redirect(target, status_code=303))
 
 
 # --------------------------------------------------------------------------- links from emails (no session)
@@ -216,5 +302,6 @@ async def reset(request: Request[Any, Any, Any], token: PathText, resetting: Fro
                               "ended: sign in with the new password.", token=token)
 
 
-HANDLERS = [users_page, invite, change_role, confirm_remove, remove, revoke_invitation, account, revoke_session,
-            invitation, accept, reset_request_form, reset_request, reset_form, reset]
+HANDLERS = [users_page, invite, change_role, confirm_remove, remove, revoke_invitation, mfa_required, account,
+            revoke_session, mfa_page, mfa_confirm, mfa_disable, verify_form, verify, invitation, accept,
+            reset_request_form, reset_request, reset_form, reset]
