@@ -39,7 +39,7 @@ BATCH = 500
 class AttendeesProvider(Provider):
     scope = Scope.REQUEST
 
-    cases = provide_all(
+    use_cases = provide_all(
         cases.PlanAttendeeNotifications,
         cases.ReadAttendeeNotification,
         cases.MarkAttendeeNotification,
