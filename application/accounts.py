@@ -35,6 +35,7 @@ from domain.organizations import (
     require_plan_within_parent,
 )
 from domain.patching import MergePatch, apply_patch
+from domain.roles import parse_role
 from domain.scopes import ScopeSet, normalise
 
 
@@ -487,6 +488,7 @@ class CreateUserCommand:
     organization_id: int
     email: str
     password: str = field(repr=False)
+    role: str = "owner"
 
 
 class CreateUser:
@@ -506,8 +508,9 @@ class CreateUser:
             raise NotFound("organization", organization_id)
         if await self.users.find_by_email(email.lower()) is not None:
             raise Conflict("a user with this email exists")
+        role = parse_role(command.role)
         return await self.users.add(organization_id, email.lower(), await self.passwords.hash(password),
-                                    self.clock.now())
+                                    self.clock.now(), str(role))
 
 
 __all__ = ["Authenticate", "AuthenticationFailed", "DomainError"]

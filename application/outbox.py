@@ -26,7 +26,11 @@ TRIGGERS = "triggers"
 """Triggers: every event is evaluated against the organization's automation rules on it
 (application/triggers.EvaluateTriggers)."""
 
-CONSUMERS: tuple[str, ...] = (WEBHOOKS, LEADS, TRIGGERS)
+ATTENDEES = "attendees"
+"""Attendee notifications: appointment events become the emails, ICS invitations and reminders an appointment's
+attendee is sent (application/scheduling/notifications.PlanAttendeeNotifications)."""
+
+CONSUMERS: tuple[str, ...] = (WEBHOOKS, LEADS, TRIGGERS, ATTENDEES)
 """Every consumer of the outbox."""
 
 

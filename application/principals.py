@@ -14,6 +14,7 @@ from application.context import Actor
 from domain.api_keys import ApiKey
 from domain.identity import persisted
 from domain.organizations import Organization
+from domain.roles import Role, scopes_of
 from domain.scopes import ScopeSet
 from domain.widget import WidgetGrant
 
@@ -58,10 +59,10 @@ class Principal:
         return cls(PrincipalKind.WIDGET, organization, widget=grant)
 
     @classmethod
-    def session(cls, user_id: int, organization: Organization) -> Principal:
-        """A dashboard user signed in: every scope, in the user's organization (the routes that accept a
-        session are few: the dashboard, billing and the cloud status)."""
-        return cls(PrincipalKind.SESSION, organization, ScopeSet.of(["*"]), user_id=user_id)
+    def session(cls, user_id: int, organization: Organization, role: Role) -> Principal:
+        """A dashboard user signed in, in the user's organization, with the scopes of its role
+        (``domain/roles.py``): the scope check every route and page declares enforces the role."""
+        return cls(PrincipalKind.SESSION, organization, scopes_of(role), user_id=user_id)
 
     @property
     def authenticated(self) -> bool:

@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from application.ports.accounts import OrganizationRepository, RateLimiter, UserRepository
-from application.ports.passwords import PasswordHasher
+from application.ports.passwords import OneTimePasswords, PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork
+from application.ports.secrets import SecretBox
 from application.ports.sessions import SessionStore
 from application.principals import AuthenticationFailed
 from domain import sessions as rules
 from domain.errors import ValidationFailed
 from domain.organizations import Organization
 from domain.rate_limit import Window
+from domain.roles import Role
 from domain.sessions import Session, SessionPolicy
 
 MAX_EMAIL = 320
@@ -73,6 +75,13 @@ class PasswordChecks:
             self._running[address] = running
         else:
             self._running.pop(address, None)
+
+
+class MfaRequired(AuthenticationFailed):
+    """The password is right, and the account signs in with a code from its authenticator app as well: send
+    ``totp`` with it."""
+
+    code = "MFA_REQUIRED"
 
 
 class SessionInvalid(AuthenticationFailed):
@@ -127,6 +136,7 @@ class LoginCommand:
     password: str = field(repr=False)
     replacing: str | None = field(default=None, repr=False)  # the session id the browser sent, if any
     client_address: str = ""  # where the attempt came from (its own throttle); empty: no address throttle
+    totp: str | None = field(default=None, repr=False)  # the authenticator app's code (two-factor sign-in)
 
 
 class Login:
@@ -134,10 +144,11 @@ class Login:
 
     def __init__(self, users: UserRepository, orgs: OrganizationRepository, sessions: SessionStore,
                  passwords: PasswordHasher, limiter: RateLimiter, clock: Clock, random: Random,
-                 policy: SessionPolicy, throttle: LoginThrottle, checks: PasswordChecks, uow: UnitOfWork) -> None:
+                 policy: SessionPolicy, throttle: LoginThrottle, checks: PasswordChecks, uow: UnitOfWork,
+                 otp: OneTimePasswords, box: SecretBox) -> None:
         self.users, self.orgs, self.sessions, self.passwords = users, orgs, sessions, passwords
         self.limiter, self.clock, self.random, self.policy, self.throttle = limiter, clock, random, policy, throttle
-        self.checks, self.uow = checks, uow
+        self.checks, self.uow, self.otp, self.box = checks, uow, otp, box
 
     async def execute(self, command: LoginCommand) -> OpenedSession:
         """Every attempt takes a failed-attempt slot of its email and of its address before the password is
@@ -180,6 +191,15 @@ class Login:
         organization = await self.orgs.get(found[1]) if found is not None and matches else None
         if found is None or not matches or organization is None:
             raise LoginFailed("Email or password is not correct")  # the slots stay taken: failed attempts
+        sealed = await self.users.mfa_secret(found[0])
+        account = await self.users.account(found[0])
+        if account is not None and account.mfa and sealed:
+            if not command.totp:
+                for bucket, windows in taken:  # the password was right: no failed attempt
+                    await self.limiter.release(bucket, windows, now)
+                raise MfaRequired("Enter the code your authenticator app shows (totp)")
+            if not self.otp.verify(self.box.open(sealed), command.totp, now):
+                raise LoginFailed("The code is not correct")  # a failed attempt: the slots stay taken
         for bucket, windows in taken:
             await self.limiter.release(bucket, windows, now)
         if command.replacing:
@@ -204,6 +224,11 @@ class ActiveSession:
     session: Session
     organization: Organization
     expires_at: datetime
+    role: Role
+    """The user's role now (read with the session: a changed role holds from the next request)."""
+    mfa_missing: bool = False
+    """The organization requires two-factor sign-in and the user has not turned it on yet: it enrols before
+    anything else."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +240,9 @@ class ResumeSession:
     """A session id from a cookie -> the live session and its organization; its last use is recorded (at most
     once a minute). Raises ``SessionInvalid``."""
 
-    def __init__(self, sessions: SessionStore, orgs: OrganizationRepository, clock: Clock,
+    def __init__(self, sessions: SessionStore, orgs: OrganizationRepository, users: UserRepository, clock: Clock,
                  policy: SessionPolicy) -> None:
-        self.sessions, self.orgs, self.clock, self.policy = sessions, orgs, clock, policy
+        self.sessions, self.orgs, self.users, self.clock, self.policy = sessions, orgs, users, clock, policy
 
     async def execute(self, command: ResumeSessionCommand) -> ActiveSession:
         if not command.session_id or len(command.session_id) > MAX_SESSION_ID:
@@ -229,12 +254,14 @@ class ResumeSession:
         if not session.is_live(now, self.policy):
             raise SessionInvalid("The session expired; sign in again")
         organization = await self.orgs.get(session.organization_id)
-        if organization is None:
+        account = await self.users.account(session.user_id)
+        if organization is None or account is None or account.organization_id != session.organization_id:
             raise SessionInvalid("The session is not valid")
         if session.needs_touch(now):
             await self.sessions.touch(session.id_hash, now)
             session = session.seen(now)
-        return ActiveSession(session, organization, session.expires_at(self.policy))
+        return ActiveSession(session, organization, session.expires_at(self.policy), account.role,
+                             organization.mfa_required and not account.mfa)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,8 @@ class Organization:
     updated_at: datetime
     dialing_policy: DialingPolicy = DEFAULT_DIALING_POLICY
     """Which numbers its calls and messages may reach (``domain.destinations``)."""
+    mfa_required: bool = False
+    """Its dashboard users sign in with a code from an authenticator app as well (TOTP, ``domain/roles.py``)."""
 
     @property
     def is_partner(self) -> bool:

@@ -17,6 +17,9 @@ CSRF_BYTES = 32
 IDLE = timedelta(minutes=30)
 ABSOLUTE = timedelta(hours=12)
 TOUCH_PRECISION = timedelta(minutes=1)  # last use is written at most once a minute per session
+SUDO = timedelta(minutes=5)
+"""How long after its user last proved itself (sign-in, password or code asked again) a session may mint an API
+key, change billing or manage users without being asked again."""
 
 
 def digest(session_id: str) -> str:
@@ -43,6 +46,11 @@ class Session:
     csrf_token: str
     created_at: datetime
     last_seen_at: datetime
+    verified_at: datetime | None = None
+    """When its user last gave the password or a code (None: at sign-in, ``created_at``)."""
+
+    def recently_verified(self, now: datetime, window: timedelta = SUDO) -> bool:
+        return now - (self.verified_at or self.created_at) < window
 
     def expires_at(self, policy: SessionPolicy) -> datetime:
         """When the session ends if it is not used again: ``idle`` after its last use, never earlier. The stored

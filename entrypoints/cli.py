@@ -95,10 +95,11 @@ async def create_key(settings: Settings, org: int, scopes: list[str], name: str,
     return await _in_transaction(settings, work)
 
 
-async def create_user(settings: Settings, org: int, email: str, password: str) -> dict[str, Any]:
+async def create_user(settings: Settings, org: int, email: str, password: str,
+                      role: str = "owner") -> dict[str, Any]:
     async def work(r: Any) -> dict[str, Any]:
-        user_id = await (await r.get(CreateUser)).execute(CreateUserCommand(org, email, password))
-        return {"id": user_id, "organization_id": org, "email": email.lower()}
+        user_id = await (await r.get(CreateUser)).execute(CreateUserCommand(org, email, password, role))
+        return {"id": user_id, "organization_id": org, "email": email.lower(), "role": role}
 
     return await _in_transaction(settings, work)
 
@@ -262,6 +263,7 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("--org", type=int, required=True)
     u.add_argument("--email", required=True)
     u.add_argument("--password", required=True)
+    u.add_argument("--role", choices=["owner", "admin", "member", "viewer"], default="owner")
     d = admin.add_parser("demo-key", help="create (once) and print the demo organization's key")
     d.add_argument("--welcome", action="store_true",
                    help="print, instead of JSON, what `make run` shows: the key, a first request, the dashboard's "
@@ -306,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
             _print(asyncio.run(create_key(settings, args.org, scopes, args.name, args.expires_in_days)))
         elif args.admin == "create-user":
-            _print(asyncio.run(create_user(settings, args.org, args.email, args.password)))
+            _print(asyncio.run(create_user(settings, args.org, args.email, args.password, args.role)))
         elif args.admin == "demo-key":
             demo = asyncio.run(demo_key(settings))
             if args.welcome:

@@ -10,7 +10,7 @@ from typing import Any
 from dishka import AsyncContainer, Provider, Scope, alias, make_async_container, provide, provide_all
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.crypto import Argon2PasswordHasher, FernetSecretBox
+from adapters.crypto import Argon2PasswordHasher, FernetSecretBox, PyotpOneTimePasswords
 from adapters.memory.accounts import (
     InMemoryApiKeyRepository,
     InMemoryIdempotencyStore,
@@ -53,13 +53,14 @@ from application.ports.agents import AgentRepository
 from application.ports.events import OutboxReader
 from application.ports.gauges import BacklogGauges
 from application.ports.jobs import JobQueue
-from application.ports.passwords import PasswordHasher
+from application.ports.passwords import OneTimePasswords, PasswordHasher
 from application.ports.platform import Clock, Random, UnitOfWork, Units
 from application.ports.secrets import SecretBox
 from domain.rate_limit import Window, default_windows
 from entrypoints.features import (
     Feature,
     OutboxConsumerJobs,
+    attendees,
     billing,
     business_hours,
     calls,
@@ -93,6 +94,7 @@ class PlatformProvider(Provider):
     scope = Scope.APP
 
     clock = provide(SystemClock, provides=Clock)
+    one_time_passwords = provide(PyotpOneTimePasswords, provides=OneTimePasswords)
 
     @provide
     def passwords(self, settings: Settings) -> PasswordHasher:
@@ -246,6 +248,7 @@ FEATURES: tuple[Feature, ...] = (
     billing.FEATURE,
     webhooks.FEATURE,
     triggers.FEATURE,
+    attendees.FEATURE,
     sessions.FEATURE,
     widget.FEATURE,
     cloud.FEATURE,

@@ -7,9 +7,11 @@ from datetime import UTC, datetime
 
 import icalendar
 
+from application.ports.scheduling import Invitation
 from domain.identity import persisted
 from domain.scheduling.feeds import ICS_STATUS, ics_uid
 from domain.scheduling.model import Appointment, AppointmentStatus, Calendar
+from domain.scheduling.notifications import IcsMethod
 
 PRODID = "-//Parley//Scheduling//EN"
 
@@ -67,3 +69,32 @@ class ICalendarRenderer:
             event.add("transp", "TRANSPARENT" if appointment.status == AppointmentStatus.CANCELLED else "OPAQUE")
             feed.add_component(event)
         return feed.to_ical()
+
+    def invitation(self, invite: Invitation) -> bytes:
+        """RFC 5546 iTIP: METHOD REQUEST (STATUS CONFIRMED) or CANCEL (STATUS CANCELLED), one VEVENT whose UID is
+        the thread's and whose SEQUENCE grows with every message, so a calendar app updates or removes the event
+        it imported first."""
+        message = icalendar.Calendar()
+        message.add("prodid", PRODID)
+        message.add("version", "2.0")
+        message.add("calscale", "GREGORIAN")
+        message.add("method", str(invite.method))
+        event = icalendar.Event()
+        event.add("uid", invite.uid)
+        event.add("dtstamp", _utc(invite.stamp))
+        event.add("dtstart", _utc(invite.start))
+        event.add("dtend", _utc(invite.end))
+        event.add("sequence", invite.sequence)
+        event.add("status", "CANCELLED" if invite.method == IcsMethod.CANCEL else "CONFIRMED")
+        event.add("summary", invite.summary)
+        event.add("description", invite.description)
+        event.add("organizer", icalendar.vCalAddress(f"mailto:{invite.organizer}"))
+        attendee = icalendar.vCalAddress(f"mailto:{invite.attendee}")
+        if invite.attendee_name:
+            attendee.params["cn"] = icalendar.vText(invite.attendee_name)
+        attendee.params["role"] = icalendar.vText("REQ-PARTICIPANT")
+        attendee.params["partstat"] = icalendar.vText("ACCEPTED")
+        event.add("attendee", attendee)
+        event.add("transp", "TRANSPARENT" if invite.method == IcsMethod.CANCEL else "OPAQUE")
+        message.add_component(event)
+        return message.to_ical()

@@ -39,8 +39,14 @@ class SmtpEmailSender:
             mime["To"] = ", ".join(message.to)
             mime["Subject"] = message.subject  # a line break here is a ValueError: refused, never a new header
             mime["Date"] = formatdate(usegmt=True)
-            mime["Message-ID"] = make_msgid(domain="parley")
+            mime["Message-ID"] = message.message_id or make_msgid(domain="parley")
             mime.set_content(message.body)
+            for attachment in message.attachments:
+                kind, *options = (part.strip() for part in attachment.content_type.split(";"))
+                maintype, subtype = kind.split("/", 1)
+                params = dict(option.split("=", 1) for option in options if "=" in option)
+                mime.add_attachment(attachment.data, maintype=maintype, subtype=subtype,
+                                    filename=attachment.filename, params=params)
             await aiosmtplib.send(mime, timeout=self.timeout, **self._server())
         except EmailFailed:
             raise

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
@@ -11,6 +13,8 @@ from domain.api_keys import ApiKey
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.organizations import Organization
 from domain.rate_limit import RateLimitDecision, Window, WindowState
+from domain.roles import Role
+from domain.users import LinkKind, OneTimeLink, UserAccount
 
 
 class InMemoryOrganizationRepository:
@@ -36,8 +40,15 @@ class InMemoryOrganizationRepository:
 
     async def update(self, org: Organization) -> Organization:
         tables = await self.uow.tables()
-        tables["organizations"][org.id] = (org, None)
+        kept = tables["organizations"].get(org.id)
+        required = kept[0].mfa_required if kept else org.mfa_required  # set_mfa_required's own
+        tables["organizations"][org.id] = (replace(org, mfa_required=required), None)
         return org
+
+    async def set_mfa_required(self, org_id: int, required: bool) -> None:
+        tables = await self.uow.tables()
+        org, deleted = tables["organizations"][org_id]
+        tables["organizations"][org_id] = (replace(org, mfa_required=required), deleted)
 
     async def delete(self, org_id: int, at: datetime) -> None:
         tables = await self.uow.tables()
@@ -99,13 +110,21 @@ class InMemoryUserRepository:
     def __init__(self, uow: InMemoryUnitOfWork) -> None:
         self.uow = uow
 
-    async def add(self, organization_id: int, email: str, password_hash: str, at: datetime) -> int:
+    async def add(self, organization_id: int, email: str, password_hash: str, at: datetime,
+                  role: str = "owner") -> int:
         tables = await self.uow.tables()
         if email in tables["users"]:
             raise ValueError("duplicate email")
         user_id = self.uow.store.next_id("users")
         tables["users"][email] = (user_id, organization_id, password_hash)
+        tables["user_roles"][user_id] = (Role(role), at)
         return user_id
+
+    async def mfa_secret(self, user_id: int) -> str | None:
+        return (await self.uow.tables())["user_mfa"].get(user_id, (None, None))[0]
+
+    async def set_mfa(self, user_id: int, sealed_secret: str | None, at: datetime | None) -> None:
+        (await self.uow.tables())["user_mfa"][user_id] = (sealed_secret, at)
 
     async def find_by_email(self, email: str) -> tuple[int, int, str] | None:
         tables = await self.uow.tables()
@@ -120,6 +139,69 @@ class InMemoryUserRepository:
         for email, (uid, org, _) in list(tables["users"].items()):
             if uid == user_id:
                 tables["users"][email] = (uid, org, password_hash)
+
+    async def account(self, user_id: int) -> UserAccount | None:
+        return next((a for a in await self._accounts() if a.id == user_id), None)
+
+    async def _accounts(self) -> builtins.list[UserAccount]:
+        tables = await self.uow.tables()
+        found = []
+        for email, (uid, org, _) in tables["users"].items():
+            role, at = tables["user_roles"].get(uid, (Role.OWNER, None))
+            found.append(UserAccount(uid, org, email, role, at, tables["user_mfa"].get(uid, (None, None))[1]))
+        return sorted(found, key=lambda a: a.id)
+
+    async def list_in(self, organization_id: int) -> builtins.list[UserAccount]:
+        return [a for a in await self._accounts() if a.organization_id == organization_id]
+
+    async def set_role(self, user_id: int, role: str) -> None:
+        tables = await self.uow.tables()
+        _, at = tables["user_roles"].get(user_id, (Role.OWNER, None))
+        tables["user_roles"][user_id] = (Role(role), at)
+
+    async def delete(self, user_id: int) -> None:
+        tables = await self.uow.tables()
+        for email, (uid, _, _) in list(tables["users"].items()):
+            if uid == user_id:
+                del tables["users"][email]
+        tables["user_roles"].pop(user_id, None)
+
+
+class InMemoryUserLinkRepository:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def _all(self) -> dict[Any, OneTimeLink]:
+        return (await self.uow.tables())["user_links"]
+
+    async def add(self, link: OneTimeLink) -> OneTimeLink:
+        table = await self._all()
+        if any(other.token_hash == link.token_hash for other in table.values()):
+            raise ValueError("duplicate token")
+        stored = replace(link, id=self.uow.store.next_id("user_links"))
+        table[stored.id] = stored
+        return stored
+
+    async def find(self, token_hash: str, *, lock: bool = False) -> OneTimeLink | None:
+        return next((link for link in (await self._all()).values() if link.token_hash == token_hash), None)
+
+    async def mark_used(self, link_id: int, at: datetime) -> None:
+        table = await self._all()
+        if link_id in table and table[link_id].used_at is None:
+            table[link_id] = replace(table[link_id], used_at=at)
+
+    async def pending_invitations(self, organization_id: int, now: datetime) -> builtins.list[OneTimeLink]:
+        return sorted((link for link in (await self._all()).values() if link.organization_id == organization_id
+                       and link.kind == LinkKind.INVITATION and link.usable(now)),
+                      key=lambda link: -(link.id or 0))
+
+    async def revoke(self, organization_id: int, link_id: int, at: datetime) -> bool:
+        table = await self._all()
+        link = table.get(link_id)
+        if link is None or link.organization_id != organization_id or link.used_at is not None:
+            return False
+        table[link_id] = replace(link, used_at=at)
+        return True
 
 
 def _slot(record: IdempotencyRecord) -> tuple[int, int, str]:

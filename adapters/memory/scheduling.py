@@ -23,6 +23,7 @@ from domain.scheduling.model import (
     HeldSlot,
     Schedule,
 )
+from domain.scheduling.notifications import AttendeeNotification, NotificationKind
 
 
 class InMemoryCalendarRepository:
@@ -245,3 +246,47 @@ class InMemoryScheduleReader:
                         await self.calendars.blackouts_overlapping(organization_id, calendar_id, start, end),
                         HeldIntervals.of(await self.appointments.held_slots(organization_id, calendar_id, start,
                                                                             end)))
+
+
+class InMemoryAttendeeNotificationRepository:
+    """Table ``attendee_notifications`` id -> AttendeeNotification; one per (appointment, kind) like the SQL
+    unique constraint."""
+
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def _all(self) -> dict[Any, AttendeeNotification]:
+        return (await self.uow.tables())["attendee_notifications"]
+
+    async def add_new(self, notification: AttendeeNotification) -> AttendeeNotification | None:
+        table = await self._all()
+        if any(n.appointment_id == notification.appointment_id and n.kind == notification.kind
+               for n in table.values()):
+            return None
+        stored = replace(notification, id=self.uow.store.next_id("attendee_notifications"))
+        table[stored.id] = stored
+        return stored
+
+    async def get(self, organization_id: int, notification_id: int, *,
+                  lock: bool = False) -> AttendeeNotification | None:
+        found = (await self._all()).get(notification_id)
+        return found if found is not None and found.organization_id == organization_id else None
+
+    async def update(self, notification: AttendeeNotification) -> AttendeeNotification:
+        (await self._all())[notification.id] = notification
+        return notification
+
+    async def last_sequence(self, organization_id: int, thread_id: int) -> int | None:
+        found = [n.sequence for n in (await self._all()).values() if n.organization_id == organization_id
+                 and n.thread_id == thread_id and n.kind != NotificationKind.REMINDER]
+        return max(found) if found else None
+
+    async def find(self, organization_id: int, appointment_id: int,
+                   kind: NotificationKind) -> AttendeeNotification | None:
+        return next((n for n in (await self._all()).values() if n.organization_id == organization_id
+                     and n.appointment_id == appointment_id and n.kind == kind), None)
+
+    async def list_for_appointment(self, organization_id: int,
+                                   appointment_id: int) -> builtins.list[AttendeeNotification]:
+        return sorted((n for n in (await self._all()).values() if n.organization_id == organization_id
+                       and n.appointment_id == appointment_id), key=lambda n: persisted(n.id))

@@ -24,8 +24,24 @@ class InMemorySessionStore:
         if id_hash in rows and rows[id_hash].last_seen_at < at:
             rows[id_hash] = replace(rows[id_hash], last_seen_at=at)
 
+    async def verified(self, id_hash: str, at: datetime) -> None:
+        rows = (await self.uow.tables())["dashboard_sessions"]
+        if id_hash in rows:
+            rows[id_hash] = replace(rows[id_hash], verified_at=at)
+
     async def delete(self, id_hash: str) -> None:
         (await self.uow.tables())["dashboard_sessions"].pop(id_hash, None)
+
+    async def list_for_user(self, user_id: int) -> list[Session]:
+        rows = (await self.uow.tables())["dashboard_sessions"]
+        return sorted((s for s in rows.values() if s.user_id == user_id), key=lambda s: s.created_at, reverse=True)
+
+    async def delete_for_user(self, user_id: int, *, keep: str | None = None) -> int:
+        rows = (await self.uow.tables())["dashboard_sessions"]
+        ended = [k for k, s in rows.items() if s.user_id == user_id and k != keep]
+        for key in ended:
+            del rows[key]
+        return len(ended)
 
     async def purge(self, idle_before: datetime, created_before: datetime) -> int:
         rows = (await self.uow.tables())["dashboard_sessions"]

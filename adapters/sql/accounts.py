@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import time
 from dataclasses import replace
 from datetime import datetime
@@ -10,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from adapters.sql.dialect import insert
-from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_limit_counters, users
+from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_limit_counters, user_links, users
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.api_keys import ApiKey
@@ -18,14 +19,16 @@ from domain.destinations import DEFAULT_DIALING_POLICY, DialingPolicy, policy_fr
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.organizations import Organization
 from domain.rate_limit import RateLimitDecision, Window, WindowState
+from domain.roles import Role
+from domain.users import LinkKind, OneTimeLink, UserAccount
 
 _ORG_COLUMNS = [organizations.c[n] for n in ("id", "name", "plan", "org_type", "parent_id", "created_at",
-                                              "updated_at", "dialing_policy")]
+                                              "updated_at", "dialing_policy", "mfa_required")]
 
 
 def _org(row: Any) -> Organization:
     return Organization(row.id, row.name, row.plan, row.org_type, row.parent_id, row.created_at, row.updated_at,
-                        policy_from_json(row.dialing_policy))
+                        policy_from_json(row.dialing_policy), bool(row.mfa_required))
 
 
 def _stored_policy(policy: DialingPolicy) -> dict[str, Any] | None:
@@ -80,6 +83,11 @@ class SqlOrganizationRepository:
                     dialing_policy=_stored_policy(org.dialing_policy))
         )
         return org
+
+    async def set_mfa_required(self, org_id: int, required: bool) -> None:
+        conn = await self.uow.connection()
+        CREDENTIALS.forget_organization(self.uow, org_id)
+        await conn.execute(organizations.update().where(organizations.c.id == org_id).values(mfa_required=required))
 
     async def delete(self, org_id: int, at: datetime) -> None:
         conn = await self.uow.connection()
@@ -236,10 +244,12 @@ class SqlUserRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
 
-    async def add(self, organization_id: int, email: str, password_hash: str, at: datetime) -> int:
+    async def add(self, organization_id: int, email: str, password_hash: str, at: datetime,
+                  role: str = "owner") -> int:
         conn = await self.uow.connection()
         return (await conn.execute(users.insert().returning(users.c.id), {
             "organization_id": organization_id, "email": email, "password_hash": password_hash, "created_at": at,
+            "role": role,
         })).scalar_one()
 
     async def find_by_email(self, email: str) -> tuple[int, int, str] | None:
@@ -257,6 +267,88 @@ class SqlUserRepository:
     async def set_password_hash(self, user_id: int, password_hash: str) -> None:
         conn = await self.uow.connection()
         await conn.execute(users.update().where(users.c.id == user_id).values(password_hash=password_hash))
+
+    async def account(self, user_id: int) -> UserAccount | None:
+        conn = await self.uow.connection()
+        row = (await conn.execute(sa.select(*_ACCOUNT).where(users.c.id == user_id))).first()
+        return _account(row) if row is not None else None
+
+    async def list_in(self, organization_id: int) -> builtins.list[UserAccount]:
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(*_ACCOUNT).where(users.c.organization_id == organization_id)
+                                  .order_by(users.c.id))
+        return [_account(row) for row in rows]
+
+    async def set_role(self, user_id: int, role: str) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(users.update().where(users.c.id == user_id).values(role=role))
+
+    async def delete(self, user_id: int) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(users.delete().where(users.c.id == user_id))
+
+    async def mfa_secret(self, user_id: int) -> str | None:
+        conn = await self.uow.connection()
+        return (await conn.execute(sa.select(users.c.totp_secret).where(users.c.id == user_id))).scalar()
+
+    async def set_mfa(self, user_id: int, sealed_secret: str | None, at: datetime | None) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(users.update().where(users.c.id == user_id)
+                           .values(totp_secret=sealed_secret, mfa_enabled_at=at))
+
+
+_ACCOUNT = (users.c.id, users.c.organization_id, users.c.email, users.c.role, users.c.created_at,
+            users.c.mfa_enabled_at)
+
+
+def _account(row: Any) -> UserAccount:
+    return UserAccount(int(row.id), int(row.organization_id), str(row.email), Role(row.role), row.created_at,
+                       row.mfa_enabled_at)
+
+
+def _link(row: Any) -> OneTimeLink:
+    return OneTimeLink(int(row.id), int(row.organization_id), LinkKind(row.kind), row.token_hash, row.email,
+                       Role(row.role), row.user_id, row.created_by, row.created_at, row.expires_at, row.used_at)
+
+
+class SqlUserLinkRepository:
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def add(self, link: OneTimeLink) -> OneTimeLink:
+        conn = await self.uow.connection()
+        row = (await conn.execute(user_links.insert().returning(*user_links.c), {
+            "organization_id": link.organization_id, "kind": str(link.kind), "token_hash": link.token_hash,
+            "email": link.email, "role": str(link.role), "user_id": link.user_id, "created_by": link.created_by,
+            "created_at": link.created_at, "expires_at": link.expires_at, "used_at": link.used_at})).one()
+        return _link(row)
+
+    async def find(self, token_hash: str, *, lock: bool = False) -> OneTimeLink | None:
+        conn = await self.uow.connection()
+        query = sa.select(user_links).where(user_links.c.token_hash == token_hash)
+        if lock:
+            query = query.with_for_update()
+        row = (await conn.execute(query)).first()
+        return _link(row) if row is not None else None
+
+    async def mark_used(self, link_id: int, at: datetime) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(user_links.update().where(user_links.c.id == link_id, user_links.c.used_at.is_(None))
+                           .values(used_at=at))
+
+    async def pending_invitations(self, organization_id: int, now: datetime) -> builtins.list[OneTimeLink]:
+        conn = await self.uow.connection()
+        rows = await conn.execute(sa.select(user_links).where(
+            user_links.c.organization_id == organization_id, user_links.c.kind == str(LinkKind.INVITATION),
+            user_links.c.used_at.is_(None), user_links.c.expires_at > now).order_by(user_links.c.id.desc()))
+        return [_link(row) for row in rows]
+
+    async def revoke(self, organization_id: int, link_id: int, at: datetime) -> bool:
+        conn = await self.uow.connection()
+        result = await conn.execute(user_links.update().where(
+            user_links.c.organization_id == organization_id, user_links.c.id == link_id,
+            user_links.c.used_at.is_(None)).values(used_at=at))
+        return bool(result.rowcount)
 
 
 def _record(row: Any) -> IdempotencyRecord:

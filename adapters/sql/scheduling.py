@@ -44,6 +44,7 @@ def _row_to_calendar(row: Any) -> Calendar:
         min_notice_minutes=row.min_notice_minutes, horizon_days=row.horizon_days, agent_id=row.agent_id,
         created_at=row.created_at, updated_at=row.updated_at, feed_token=row.feed_token_hash,
         max_upcoming_per_attendee=row.max_upcoming_per_attendee, max_bookings_per_day=row.max_bookings_per_day,
+        reminder_minutes=row.reminder_minutes, reminder_channel=row.reminder_channel,
     )
 
 
@@ -53,6 +54,7 @@ def _calendar_values(c: Calendar) -> dict[str, Any]:
         "slot_duration_minutes": c.slot_duration_minutes, "buffer_minutes": c.buffer_minutes,
         "min_notice_minutes": c.min_notice_minutes, "horizon_days": c.horizon_days, "agent_id": c.agent_id,
         "max_upcoming_per_attendee": c.max_upcoming_per_attendee, "max_bookings_per_day": c.max_bookings_per_day,
+        "reminder_minutes": c.reminder_minutes, "reminder_channel": c.reminder_channel,
         "created_at": c.created_at, "updated_at": c.updated_at,
     }
 

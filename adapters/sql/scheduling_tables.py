@@ -40,6 +40,9 @@ calendars = sa.Table(
     # booking caps (migration 0290): pending and confirmed future appointments per attendee, bookings per local day
     sa.Column("max_upcoming_per_attendee", sa.Integer, nullable=True, server_default=sa.text("3")),
     sa.Column("max_bookings_per_day", sa.Integer, nullable=True),
+    # attendee reminders (migration 0420): minutes before a confirmed appointment, and email or sms
+    sa.Column("reminder_minutes", sa.Integer, nullable=True),
+    sa.Column("reminder_channel", sa.String(10), nullable=False, server_default="email"),
     sa.CheckConstraint("slot_duration_minutes BETWEEN 5 AND 480", name="slot_duration"),
     sa.CheckConstraint("buffer_minutes BETWEEN 0 AND 240", name="buffer"),
     sa.CheckConstraint("min_notice_minutes BETWEEN 0 AND 43200", name="min_notice"),
@@ -106,4 +109,31 @@ appointments = sa.Table(
              postgresql_where=sa.text(OUTCOME_CONDITION)),  # migration 0008
     sa.Index("ix_appointments_organization_id_slot_start", "organization_id", "slot_start"),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
+)
+
+
+attendee_notifications = sa.Table(
+    "attendee_notifications",
+    metadata,
+    id_column(),
+    org_column(),
+    # what an attendee is told (migration 0420): one row per appointment and kind, the durable "sent" mark
+    sa.Column("appointment_id", BigId, sa.ForeignKey("appointments.id"), nullable=False),
+    sa.Column("thread_id", BigId, nullable=False),  # the first appointment of a reschedule chain: the ICS UID
+    sa.Column("kind", sa.String(20), nullable=False),
+    sa.Column("channel", sa.String(10), nullable=False),
+    sa.Column("recipient", sa.String(320), nullable=False),
+    sa.Column("sequence", sa.Integer, nullable=False),
+    sa.Column("due_at", UtcDateTime, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("error", sa.String(300), nullable=True),
+    sa.Column("sent_at", UtcDateTime, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.UniqueConstraint("appointment_id", "kind"),
+    sa.CheckConstraint("kind IN ('confirmation', 'reschedule', 'cancellation', 'reminder')", name="kind"),
+    sa.CheckConstraint("channel IN ('email', 'sms')", name="channel"),
+    sa.CheckConstraint("status IN ('pending', 'sent', 'failed', 'skipped')", name="status"),
+    sa.Index("ix_attendee_notifications_thread_id", "thread_id"),
+    sqlite_autoincrement=True,
 )

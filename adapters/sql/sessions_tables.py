@@ -16,4 +16,5 @@ dashboard_sessions = sa.Table(
     sa.Column("csrf_token", sa.String(100), nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False, index=True),
     sa.Column("last_seen_at", UtcDateTime, nullable=False, index=True),
+    sa.Column("verified_at", UtcDateTime, nullable=True),  # the last password or code check (migration 0422)
 )

@@ -18,6 +18,7 @@ organizations = sa.Table(
     sa.Column("updated_at", UtcDateTime, nullable=False),
     sa.Column("deleted_at", UtcDateTime, nullable=True),
     sa.Column("dialing_policy", Json, nullable=True),  # NULL: the default policy (migration 0270)
+    sa.Column("mfa_required", sa.Boolean, nullable=False, server_default=sa.false()),  # migration 0422
     sa.CheckConstraint("plan in ('starter','business','enterprise')", name="plan"),
     sa.CheckConstraint("org_type in ('standard','partner')", name="org_type"),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
@@ -50,7 +51,29 @@ users = sa.Table(
     sa.Column("email", sa.String(320), nullable=False, unique=True),
     sa.Column("password_hash", sa.String(200), nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("role", sa.String(10), nullable=False, server_default="owner"),  # migration 0421
+    sa.Column("totp_secret", sa.String(500), nullable=True),  # sealed (SecretBox); migration 0422
+    sa.Column("mfa_enabled_at", UtcDateTime, nullable=True),
     sqlite_autoincrement=True,  # ids are never reused (migration 0008)
+)
+
+user_links = sa.Table(
+    "user_links",
+    metadata,
+    id_column(),
+    org_column(),
+    # invitations and password resets sent by email (migration 0421): the SHA-256 of the token, used once
+    sa.Column("kind", sa.String(20), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("email", sa.String(320), nullable=False),
+    sa.Column("role", sa.String(10), nullable=False),
+    sa.Column("user_id", BigId, nullable=True),
+    sa.Column("created_by", BigId, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("expires_at", UtcDateTime, nullable=False),
+    sa.Column("used_at", UtcDateTime, nullable=True),
+    sa.CheckConstraint("kind IN ('invitation', 'password_reset')", name="kind"),
+    sqlite_autoincrement=True,
 )
 
 agents = sa.Table(

@@ -10,6 +10,7 @@ from domain.api_keys import ApiKey
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.organizations import Organization
 from domain.rate_limit import RateLimitDecision, Window
+from domain.users import OneTimeLink, UserAccount
 
 
 class OrganizationRepository(Protocol):
@@ -20,6 +21,8 @@ class OrganizationRepository(Protocol):
     async def list_children(self, parent_id: int, page: PageRequest) -> Page[Organization]: ...
 
     async def update(self, org: Organization) -> Organization: ...
+
+    async def set_mfa_required(self, org_id: int, required: bool) -> None: ...
 
     async def delete(self, org_id: int, at: datetime) -> None:
         """Soft delete: the organization and everything it owns stop being reachable."""
@@ -46,7 +49,8 @@ class ApiKeyRepository(Protocol):
 
 
 class UserRepository(Protocol):
-    async def add(self, organization_id: int, email: str, password_hash: str, at: datetime) -> int: ...
+    async def add(self, organization_id: int, email: str, password_hash: str, at: datetime,
+                  role: str = "owner") -> int: ...
 
     async def find_by_email(self, email: str) -> tuple[int, int, str] | None:
         """(user id, organization id, password hash)."""
@@ -57,6 +61,44 @@ class UserRepository(Protocol):
         ...
 
     async def set_password_hash(self, user_id: int, password_hash: str) -> None: ...
+
+    async def account(self, user_id: int) -> UserAccount | None: ...
+
+    async def list_in(self, organization_id: int) -> list[UserAccount]:
+        """The organization's users, oldest first."""
+        ...
+
+    async def set_role(self, user_id: int, role: str) -> None: ...
+
+    async def delete(self, user_id: int) -> None:
+        """The user (its sessions are ended by the caller first)."""
+        ...
+
+    async def mfa_secret(self, user_id: int) -> str | None:
+        """The sealed TOTP secret (enrolled or being enrolled), None when there is none."""
+        ...
+
+    async def set_mfa(self, user_id: int, sealed_secret: str | None, at: datetime | None) -> None:
+        """Keep ``sealed_secret``; ``at``: two-factor sign-in on since then (None: not on yet, or off)."""
+        ...
+
+
+class UserLinkRepository(Protocol):
+    """Invitations and password resets (``domain/users.py``)."""
+
+    async def add(self, link: OneTimeLink) -> OneTimeLink: ...
+
+    async def find(self, token_hash: str, *, lock: bool = False) -> OneTimeLink | None: ...
+
+    async def mark_used(self, link_id: int, at: datetime) -> None: ...
+
+    async def pending_invitations(self, organization_id: int, now: datetime) -> list[OneTimeLink]:
+        """Invitations not used and not expired, newest first."""
+        ...
+
+    async def revoke(self, organization_id: int, link_id: int, at: datetime) -> bool:
+        """An invitation or reset made unusable (marked used); False when there is none to revoke."""
+        ...
 
 
 class IdempotencyStore(Protocol):

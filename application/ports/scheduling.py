@@ -11,6 +11,7 @@ from typing import Protocol
 
 from application.ports.platform import Page, PageRequest
 from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot, Schedule
+from domain.scheduling.notifications import AttendeeNotification, IcsMethod, NotificationKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,4 +139,53 @@ class ScheduleReader(Protocol):
 class IcsRenderer(Protocol):
     def render(self, calendar: Calendar, appointments: Sequence[Appointment]) -> bytes:
         """An RFC 5545 VCALENDAR with one VEVENT per appointment."""
+        ...
+
+    def invitation(self, invite: Invitation) -> bytes:
+        """An RFC 5546 (iTIP) message about one appointment: METHOD REQUEST (add or update) or CANCEL, one VEVENT
+        with the thread's UID and SEQUENCE, the organizer and the attendee, times in UTC."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Invitation:
+    method: IcsMethod
+    uid: str
+    sequence: int
+    summary: str
+    description: str
+    start: datetime
+    end: datetime
+    stamp: datetime
+    organizer: str
+    """An email address."""
+    attendee: str
+    attendee_name: str | None = None
+
+
+class AttendeeNotificationRepository(Protocol):
+    """What appointment attendees are told (``domain/scheduling/notifications.py``); the caller commits."""
+
+    async def add_new(self, notification: AttendeeNotification) -> AttendeeNotification | None:
+        """Stores it unless the appointment already has a notification of that kind (None then: one per
+        appointment and kind, whatever the races)."""
+        ...
+
+    async def get(self, organization_id: int, notification_id: int, *,
+                  lock: bool = False) -> AttendeeNotification | None:
+        """``lock``: row-locked for this transaction (a second sender waits, then sees the mark)."""
+        ...
+
+    async def update(self, notification: AttendeeNotification) -> AttendeeNotification: ...
+
+    async def last_sequence(self, organization_id: int, thread_id: int) -> int | None:
+        """The highest SEQUENCE of the thread's notifications (None: none yet)."""
+        ...
+
+    async def find(self, organization_id: int, appointment_id: int,
+                   kind: NotificationKind) -> AttendeeNotification | None: ...
+
+    async def list_for_appointment(self, organization_id: int,
+                                   appointment_id: int) -> builtins.list[AttendeeNotification]:
+        """Oldest first."""
         ...

@@ -19,6 +19,18 @@ class SessionStore(Protocol):
 
     async def delete(self, id_hash: str) -> None: ...
 
+    async def verified(self, id_hash: str, at: datetime) -> None:
+        """Its user gave the password or a code again at ``at``."""
+        ...
+
+    async def list_for_user(self, user_id: int) -> list[Session]:
+        """The user's sessions, newest first (expired ones included until purged)."""
+        ...
+
+    async def delete_for_user(self, user_id: int, *, keep: str | None = None) -> int:
+        """Ends every session of the user (but ``keep``, an id hash); how many."""
+        ...
+
     async def purge(self, idle_before: datetime, created_before: datetime) -> int:
         """Forget sessions last used before ``idle_before`` or opened before ``created_before``."""
         ...

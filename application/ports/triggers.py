@@ -67,11 +67,22 @@ class TriggerRepository(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class EmailAttachment:
+    filename: str
+    content_type: str
+    """``maintype/subtype``, parameters after ``;`` (e.g. ``text/calendar; method=REQUEST``)."""
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class EmailMessage:
     to: tuple[str, ...]
     subject: str
     body: str
     """Plain text."""
+    attachments: tuple[EmailAttachment, ...] = ()
+    message_id: str | None = None
+    """``<...@...>``: the same on every attempt of one message (None: a new one per attempt)."""
 
 
 class EmailFailed(Exception):

@@ -15,7 +15,8 @@ from domain.scheduling.model import DEFAULT_MAX_UPCOMING_PER_ATTENDEE, Availabil
 from domain.scheduling.rules import MAX_RULES_PER_CALENDAR, build_blackout, build_rule, validate_blackout_reason
 
 CALENDAR_FIELDS = frozenset({"name", "timezone", "slot_duration_minutes", "buffer_minutes", "min_notice_minutes",
-                             "horizon_days", "agent_id", "max_upcoming_per_attendee", "max_bookings_per_day"})
+                             "horizon_days", "agent_id", "max_upcoming_per_attendee", "max_bookings_per_day",
+                             "reminder_minutes", "reminder_channel"})
 """The calendar fields a client sets (on create, and in a PATCH)."""
 
 
@@ -64,6 +65,8 @@ class CreateCalendarCommand:
     agent_id: int | None = None
     max_upcoming_per_attendee: int | None = DEFAULT_MAX_UPCOMING_PER_ATTENDEE
     max_bookings_per_day: int | None = None
+    reminder_minutes: int | None = None
+    reminder_channel: str = "email"
 
 
 class CreateCalendar:
@@ -77,7 +80,8 @@ class CreateCalendar:
             slot_duration_minutes=command.slot_duration_minutes, buffer_minutes=command.buffer_minutes,
             min_notice_minutes=command.min_notice_minutes, horizon_days=command.horizon_days,
             agent_id=command.agent_id, max_upcoming_per_attendee=command.max_upcoming_per_attendee,
-            max_bookings_per_day=command.max_bookings_per_day, created_at=now, updated_at=now,
+            max_bookings_per_day=command.max_bookings_per_day, reminder_minutes=command.reminder_minutes,
+            reminder_channel=command.reminder_channel, created_at=now, updated_at=now,
         ).validated()
         await _check_agent(self.agents, calendar.organization_id, calendar.agent_id)
         return await self.calendars.add(calendar)

@@ -37,6 +37,9 @@ MINUTES_PER_DAY = 1440
 DEFAULT_MAX_UPCOMING_PER_ATTENDEE = 3
 MAX_UPCOMING_PER_ATTENDEE_RANGE = (1, 1000)
 MAX_BOOKINGS_PER_DAY_RANGE = (1, 10_000)
+REMINDER_MINUTES_RANGE = (5, 10_080)
+"""A reminder goes out between 5 minutes and 7 days before the appointment."""
+REMINDER_CHANNELS = ("email", "sms")
 
 INITIAL = "none"  # the state before an appointment exists
 
@@ -128,6 +131,10 @@ class Calendar:
     cap."""
     max_bookings_per_day: int | None = None
     """At most this many appointments (not cancelled) starting on one local date of the calendar; None: no cap."""
+    reminder_minutes: int | None = None
+    """The attendee is reminded this long before a confirmed appointment; None: no reminder."""
+    reminder_channel: str = "email"
+    """How the reminder goes out: ``email`` (the attendee's email) or ``sms`` (the attendee's phone)."""
 
     @property
     def zone(self) -> ZoneInfo:
@@ -149,6 +156,10 @@ class Calendar:
             _bounded_int("max_upcoming_per_attendee", self.max_upcoming_per_attendee, MAX_UPCOMING_PER_ATTENDEE_RANGE)
         if self.max_bookings_per_day is not None:
             _bounded_int("max_bookings_per_day", self.max_bookings_per_day, MAX_BOOKINGS_PER_DAY_RANGE)
+        if self.reminder_minutes is not None:
+            _bounded_int("reminder_minutes", self.reminder_minutes, REMINDER_MINUTES_RANGE)
+        if self.reminder_channel not in REMINDER_CHANNELS:
+            raise ValidationFailed.field("reminder_channel", "must be email or sms")
         return self
 
     def local_day(self, instant: datetime) -> tuple[datetime, datetime]:

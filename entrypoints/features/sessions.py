@@ -15,10 +15,14 @@ from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
+from adapters.memory.accounts import InMemoryUserLinkRepository
 from adapters.memory.sessions import InMemorySessionStore
+from adapters.sql.accounts import SqlUserLinkRepository
 from adapters.sql.sessions import SqlSessionStore
+from application import mfa, team
 from application import sessions as cases
 from application.jobs import JobKind
+from application.ports.accounts import UserLinkRepository
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from application.ports.sessions import SessionStore
@@ -63,6 +67,11 @@ class SessionSettings:
 class SessionsProvider(Provider):
     scope = Scope.REQUEST
     use_cases = provide_all(cases.Login, cases.ResumeSession, cases.DescribeSession, cases.Logout, cases.PurgeSessions)
+    team_cases = provide_all(team.ListTeam, team.InviteUser, team.ReadLink, team.AcceptInvitation,
+                             team.RequestPasswordReset, team.ResetPassword, team.ChangeRole, team.RemoveUser,
+                             team.RevokeInvitation, team.ListSessions, team.RevokeSession)
+    mfa_cases = provide_all(mfa.StartMfaEnrolment, mfa.ConfirmMfa, mfa.DisableMfa, mfa.SetMfaRequired,
+                            mfa.Reauthenticate)
 
     @provide(scope=Scope.APP)
     def policy(self, section: SessionSettings) -> SessionPolicy:
@@ -80,11 +89,13 @@ class SessionsProvider(Provider):
 class SqlSessionsProvider(Provider):
     scope = Scope.REQUEST
     store = provide(SqlSessionStore, provides=SessionStore)
+    links = provide(SqlUserLinkRepository, provides=UserLinkRepository)
 
 
 class MemorySessionsProvider(Provider):
     scope = Scope.REQUEST
     store = provide(InMemorySessionStore, provides=SessionStore)
+    links = provide(InMemoryUserLinkRepository, provides=UserLinkRepository)
 
 
 async def purge_once(container: AsyncContainer) -> int:

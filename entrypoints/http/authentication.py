@@ -17,11 +17,12 @@ from litestar.enums import ScopeType
 from litestar.types import Scope
 
 from application.accounts import Authenticate, AuthenticateCommand
+from application.ports.platform import Clock
 from application.principals import AuthenticationFailed, Principal
 from application.sessions import ActiveSession, ResumeSession, ResumeSessionCommand, SessionInvalid
 from application.widget import AuthenticateWidgetToken, AuthenticateWidgetTokenCommand
 from domain.sessions import same_token
-from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, AuthMode
+from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE, AuthMode, access_of
 
 BEARER_CHALLENGE = b'Bearer realm="parley"'
 INVALID_TOKEN_CHALLENGE = b'Bearer realm="parley", error="invalid_token"'
@@ -45,6 +46,19 @@ class CsrfRejected(Exception):
 
     def __init__(self) -> None:
         super().__init__(f"{CSRF_HEADER} is missing or does not match the session's csrf_token")
+        self.message = str(self)
+
+
+class ReauthenticationRequired(CsrfRejected):
+    """A session whose user last gave the password (or a code) more than ``domain.sessions.SUDO`` ago, on a route
+    that asks for a freshly proven one (``Access.sudo``): answered as ``CsrfRejected`` is (403, the router
+    envelope), with its own code."""
+
+    code = "reauthentication_required"
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "This needs your password again: POST /auth/verify, then retry (a session proves "
+                                 "its user for 5 minutes)")
         self.message = str(self)
 
 
@@ -106,8 +120,8 @@ class SessionAuthenticator:
     """Dashboard sessions: the ``parley_session`` cookie, resumed from the database (``ResumeSession``). An
     unsafe method also needs the session's CSRF token in ``X-CSRF-Token``."""
 
-    def __init__(self, resume: ResumeSession) -> None:
-        self._resume = resume
+    def __init__(self, resume: ResumeSession, clock: Clock) -> None:
+        self._resume, self._clock = resume, clock
 
     async def active(self, scope: Scope) -> ActiveSession:
         """The live session the request's cookie names; raises ``Refused``."""
@@ -124,7 +138,14 @@ class SessionAuthenticator:
         unsafe = scope["type"] != ScopeType.HTTP or scope["method"] not in SAFE_METHODS  # fail closed
         if unsafe and not same_token(active.session.csrf_token, header(scope, CSRF_HEADER.lower().encode())):
             raise CsrfRejected
-        return Principal.session(active.session.user_id, active.organization)
+        if active.mfa_missing:
+            raise Refused("MFA_ENROLMENT_REQUIRED", "Your organization requires two-factor sign-in: turn it on in "
+                          "the dashboard (your account page) first", presented=False)
+        handler = scope.get("route_handler")
+        access = access_of(handler.opt) if handler is not None else None
+        if access is not None and access.sudo and not active.session.recently_verified(self._clock.now()):
+            raise ReauthenticationRequired
+        return Principal.session(active.session.user_id, active.organization, active.role)
 
 
 class WidgetAuthenticator:

@@ -45,6 +45,8 @@ BILLING_HOLD = ("payment_required: billing holds new work, the subscription past
 """The 402 of every route the one gate's billing standing guards (new calls, SMS, campaign starts, leads, widget
 contacts)."""
 CSRF_FAILED = f"csrf_failed: a dashboard session sent without its {CSRF_HEADER} header (POST /auth/login's csrf_token)"
+REAUTHENTICATION_REQUIRED = ("reauthentication_required: with a dashboard session, its user gave the password (or a "
+                             "code) more than 5 minutes ago: POST /auth/verify first")
 
 _DECORATORS = {"GET": get, "POST": post, "PATCH": patch, "DELETE": delete, "PUT": put}
 
@@ -84,6 +86,9 @@ class Access:
     # where a 201 points (Location): a path under the API prefix, ``{field}`` from the response's ``data``,
     # ``{path.name}`` from the request's path parameters, e.g. "/knowledge-bases/{path.id}/documents/{id}"
     location: str | None = None
+    # with a dashboard session: only within 5 minutes of its user giving the password (or a code) at sign-in or
+    # at POST /auth/verify (minting keys, changing billing, managing users), else 403 reauthentication_required
+    sudo: bool = False
 
     @property
     def public(self) -> bool:
@@ -174,6 +179,7 @@ def endpoint(
     status_code: int | None = None,
     responses: dict[int, ResponseSpec] | None = None,
     form: FileForm | None = None,
+    sudo: bool = False,
     **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], Any]:
     """``idempotent``: whether the route honours Idempotency-Key (default: every authenticated POST does);
@@ -184,7 +190,7 @@ def endpoint(
         idempotent = method == "POST" and mode is not AuthMode.PUBLIC
     access = Access(scopes=scopes, auth=mode, idempotent=idempotent, secret=secret,
                     large_body=(kwargs.get("request_max_body_size") or 0) > MAX_BODY_BYTES,
-                    location=location)
+                    location=location, sudo=sudo)
     if access.auth is AuthMode.KEY and not access.scopes:
         raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
     security: list[dict[str, list[str]]] = [] if access.public else [{"BearerAuth": []}]
@@ -196,6 +202,8 @@ def endpoint(
         security = [{SESSION_SCHEME: []}]
     if access.auth in (AuthMode.KEY_OR_SESSION, AuthMode.SESSION) and method not in SAFE_METHODS:
         errors = {**(errors or {}), 403: CSRF_FAILED}
+        if sudo:
+            errors[403] = f"{CSRF_FAILED}; {REAUTHENTICATION_REQUIRED}"
     decorator = _DECORATORS[method]
     extra: dict[str, Any] = {}
     if status_code is not None:

@@ -17,7 +17,7 @@ TOKEN = ("INSERT INTO media_stream_tokens (token_hash, organization_id, call_id,
 
 @pytest.mark.slow
 async def test_0390_creates_the_token_table_and_downgrades_without_it(empty_url: str) -> None:
-    await asyncio.to_thread(_migrate, empty_url, "0350")
+    await asyncio.to_thread(_migrate, empty_url, "0380")
     await _populate(empty_url)
     now = NOW.replace(tzinfo=None) if "sqlite" in empty_url else NOW
     await asyncio.to_thread(_migrate, empty_url, "0390")
@@ -26,6 +26,6 @@ async def test_0390_creates_the_token_table_and_downgrades_without_it(empty_url:
         await _sql(empty_url, TOKEN, params={"hash": "a" * 64, "now": now})
     [[(count,)]] = await _sql(empty_url, "SELECT count(*) FROM media_stream_tokens WHERE redeemed_at IS NULL")
     assert count == 1
-    await asyncio.to_thread(_migrate, empty_url, down="0350")
+    await asyncio.to_thread(_migrate, empty_url, down="0380")
     with pytest.raises(Exception, match="media_stream_tokens"):
         await _sql(empty_url, "SELECT count(*) FROM media_stream_tokens")

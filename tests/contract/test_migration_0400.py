@@ -28,7 +28,7 @@ def _json(value: object) -> object:
 
 @pytest.mark.slow
 async def test_0400_gives_existing_agents_the_defaults_and_downgrades(empty_url: str) -> None:
-    await asyncio.to_thread(_migrate, empty_url, "0380")
+    await asyncio.to_thread(_migrate, empty_url, "0390")
     await _populate(empty_url)
     now = NOW.replace(tzinfo=None) if "sqlite" in empty_url else NOW
     await _sql(empty_url, AGENT, params={"now": now})
@@ -38,7 +38,7 @@ async def test_0400_gives_existing_agents_the_defaults_and_downgrades(empty_url:
     await _sql(empty_url, PROVIDER, params={"now": now})
     with pytest.raises(Exception, match=r"(?i)unique"):
         await _sql(empty_url, PROVIDER, params={"now": now})  # one built-in provider per organization
-    await asyncio.to_thread(_migrate, empty_url, down="0380")
+    await asyncio.to_thread(_migrate, empty_url, down="0390")
     [[(name,)]] = await _sql(empty_url, "SELECT name FROM agents")
     assert name == "Desk"
     with pytest.raises(Exception, match="ai_providers"):

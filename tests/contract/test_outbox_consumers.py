@@ -248,7 +248,7 @@ async def test_the_shared_recheck_makes_the_jobs_of_the_consumers_behind_due(
     later = clock.now() + timedelta(minutes=5)
     async with outbox() as r:
         queue = await r.get(JobQueue)
-        for kind in ("webhooks.dispatch", "leads.follow", "triggers.evaluate"):
+        for kind in ("webhooks.dispatch", "leads.follow", "triggers.evaluate", "attendees.plan"):
             await queue.schedule(NewJob(kind, later))  # idle consumers, due again only after their fallback
         await (await r.get(UnitOfWork)).commit()
     assert await recheck_once(outbox) == []
@@ -257,12 +257,13 @@ async def test_the_shared_recheck_makes_the_jobs_of_the_consumers_behind_due(
         await _read(outbox, consumer)
     await _record(outbox, event(org, "call.ended", {"id": "c-1"}))
     await _read(outbox, "webhooks")
-    assert await recheck_once(outbox) == ["leads", "triggers"]
+    assert await recheck_once(outbox) == ["leads", "triggers", "attendees"]
     async with outbox() as r:
         queue = await r.get(JobQueue)
         now = clock.now()
-        assert await queue.due_kinds(["webhooks.dispatch", "leads.follow", "triggers.evaluate"], now) == {
-            "leads.follow", "triggers.evaluate"}
+        assert await queue.due_kinds(["webhooks.dispatch", "leads.follow", "triggers.evaluate", "attendees.plan"],
+                                     now) == {"leads.follow", "triggers.evaluate", "attendees.plan"}
     consumers = dict((await outbox.get(OutboxConsumerJobs)).pairs)
-    assert consumers == {"webhooks": "webhooks.dispatch", "leads": "leads.follow", "triggers": "triggers.evaluate"}
+    assert consumers == {"webhooks": "webhooks.dispatch", "leads": "leads.follow", "triggers": "triggers.evaluate",
+                         "attendees": "attendees.plan"}
     assert set(consumers) == set(CONSUMERS)  # every consumer is looked after

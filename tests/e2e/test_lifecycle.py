@@ -90,7 +90,8 @@ def test_a_schema_behind_its_heads_stops_the_start(env: pytest.MonkeyPatch, tmp_
 
 
 @pytest.mark.parametrize(("options", "said"), [
-    (["--jobs", "campaigns.dial,calls.dial"], "unknown job kind calls.dial (the job kinds: billing.close, "),
+    (["--jobs", "campaigns.dial,calls.dial"],
+     "unknown job kind calls.dial (the job kinds: attendees.notify, attendees.plan, billing.close, "),
     (["--jobs", "campaigns.dial", "--exclude-jobs", "campaigns.dial"], "no job kind left to run"),
 ])
 def test_a_worker_given_job_kinds_it_cannot_run_stops_in_one_line(env: pytest.MonkeyPatch, tmp_path: Path,

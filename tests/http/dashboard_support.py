@@ -24,11 +24,17 @@ class User:
     password: str = PASSWORD
 
 
-async def new_user(api: Api, *, plan: str = "enterprise") -> User:
+async def new_user(api: Api, *, plan: str = "enterprise", role: str = "owner") -> User:
     tenant = await api.tenant(plan=plan)
+    return await add_user(api, tenant, role=role)
+
+
+async def add_user(api: Api, tenant: Tenant, *, role: str = "owner") -> User:
+    """A user of ``role`` in the tenant's organization (as ``parley admin create-user`` makes one)."""
     email = f"u{uuid.uuid4().hex[:12]}@example.com"
     async with api._admin()() as request:
-        await (await request.get(CreateUser)).execute(CreateUserCommand(tenant.organization_id, email, PASSWORD))
+        await (await request.get(CreateUser)).execute(CreateUserCommand(tenant.organization_id, email, PASSWORD,
+                                                                        role))
         await (await request.get(UnitOfWork)).commit()
     return User(tenant, email)
 

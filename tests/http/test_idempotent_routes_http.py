@@ -253,7 +253,7 @@ COVERED_ELSEWHERE = {"scrapeDocument", "redeliverWebhook", "recordAppointmentOut
 # signing in and out create nothing a client would replay: a replayed sign-in would hand one session id out twice;
 # a carrier's webhooks are no client's: they are idempotent by themselves (forward-only, a repeated inbound text or
 # call is recognised by the carrier's id; tests/http/test_twilio_http.py)
-NOT_IDEMPOTENT = {"login", "logout", "carrierInboundCall", "carrierSms", "carrierVoiceStatus",
+NOT_IDEMPOTENT = {"login", "logout", "carrierInboundCall", "carrierSms", "carrierVoiceStatus", "verifySession",
                   # Stripe's (public, signed): a redelivered event settles nothing twice by itself
                   "receiveStripeWebhook"}
 

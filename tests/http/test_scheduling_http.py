@@ -36,7 +36,8 @@ async def test_calendar_crud_and_validation(any_sched: Api) -> None:
     assert cal | {"id": 0, "created_at": "", "updated_at": ""} == {
         "id": 0, "name": "Dental", "timezone": "Europe/Berlin", "slot_duration_minutes": 45, "buffer_minutes": 15,
         "min_notice_minutes": 120, "horizon_days": 30, "agent_id": None, "feed_token_active": False,
-        "max_upcoming_per_attendee": 3, "max_bookings_per_day": None, "created_at": "", "updated_at": ""}
+        "max_upcoming_per_attendee": 3, "max_bookings_per_day": None, "reminder_minutes": None,
+        "reminder_channel": "email", "created_at": "", "updated_at": ""}
     defaults = (await c.post("/v2/scheduling/calendars", headers=t.headers,
                              json={"name": "D", "timezone": "UTC"})).json()["data"]
     assert (defaults["slot_duration_minutes"], defaults["buffer_minutes"], defaults["min_notice_minutes"],

@@ -27,11 +27,13 @@ from entrypoints.http.dashboard.pages import (
     campaigns,
     coming_soon,
     overview,
+    users,
     webhooks,
 )
 from entrypoints.http.dashboard.templating import STATIC
 
-PAGE_MODULES = [auth, overview, agents, calls, appointments, campaigns, webhooks, api_keys, billing, coming_soon]
+PAGE_MODULES = [auth, overview, agents, calls, appointments, campaigns, webhooks, api_keys, billing, users,
+                coming_soon]
 
 
 def page_handlers() -> list[Any]:

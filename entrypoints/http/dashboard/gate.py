@@ -3,7 +3,12 @@
 0. an unsafe method (a form post) whose ``Origin`` names another site gets a 403 page: no other site can post a
    dashboard form, the sign-in form included (signing a victim in to the attacker's account);
 1. pages marked ``public`` (the sign-in form) run without a session; every other page needs the
-   ``parley_session`` cookie of a live session (``SessionAuthenticator.active``), else 303 to the sign-in page;
+   ``parley_session`` cookie of a live session (``SessionAuthenticator.active``), else 303 to the sign-in page,
+   and one of the scopes the page declares (``pages.page(scopes=...)``; the user holds its role's scopes,
+   ``domain/roles.py``), else a 403 page; a user whose organization requires two-factor sign-in and who has not
+   turned it on is sent to turn it on (303 to ``/dashboard/account/mfa``) from every other page; a ``sudo`` page
+   (minting keys, changing billing, managing users) needs the user to have given the password (or a code) within
+   5 minutes, else 303 to ``/dashboard/verify``, which sends back to the section once it is given;
 2. a signed-in user's pages spend the API's rate limits in the user's bucket (the one the API spends for a
    session): over it, a 429 page with ``Retry-After``. A page's live refresh (a ``live`` page: a fragment an open
    page fetches again by itself) spends a budget of its own instead (``LIVE_WINDOWS`` per user), so watching a
@@ -48,6 +53,10 @@ from entrypoints.runtime import RateLimitPolicy
 log = logging.getLogger("parley.dashboard")
 PUBLIC = "dashboard_public"
 LIVE = "dashboard_live"
+SCOPES = "dashboard_scopes"
+SUDO = "dashboard_sudo"
+ENROL_PATHS = (f"{PREFIX}/account", f"{PREFIX}/account/mfa", f"{PREFIX}/logout")
+"""What a user whose organization requires two-factor sign-in may open before turning it on."""
 LIVE_WINDOWS: tuple[Window, ...] = (Window(60, 40),)
 """The budget of a user's live refreshes: a campaign's progress every 3 s is 20 a minute, so two open pages."""
 MAX_FORM_BYTES = 64 * 1024
@@ -128,7 +137,7 @@ class DashboardGate:
             return
         # the signed-in user's budget, the API's rate limits, in its own transaction: pages and the API with a
         # session spend one bucket; a live refresh spends the user's live budget instead
-        principal = Principal.session(active.session.user_id, active.organization)
+        principal = Principal.session(active.session.user_id, active.organization, active.role)
         if scope["route_handler"].opt.get(LIVE):
             bucket, windows = f"live:{principal.rate_bucket}", LIVE_WINDOWS
         else:
@@ -145,6 +154,23 @@ class DashboardGate:
             for message in messages:
                 await send(message)
             return
+        if active.mfa_missing and scope["path"].rstrip("/") not in ENROL_PATHS:
+            for message in _redirect(f"{PREFIX}/account/mfa"):
+                await send(message)
+            return
+        if scope["route_handler"].opt.get(SUDO) and not active.session.recently_verified(
+                (await container.get(Clock)).now()):
+            back = scope["path"] if scope["method"] == "GET" else _section_of(scope)
+            for message in _redirect(f"{PREFIX}/verify?next={quote(back, safe='/')}"):
+                await send(message)
+            return
+        required = scope["route_handler"].opt.get(SCOPES) or ()
+        if required and not principal.scopes.grants_any(required):
+            for message in error_page_messages(403, "INSUFFICIENT_SCOPE", f"Your role ({active.role}) does not "
+                                               "allow this page; an owner or an admin of the organization can "
+                                               "change your role."):
+                await send(message)
+            return
         if scope["method"] not in SAFE_METHODS:
             body = await _read(receive)
             if body is None or not same_token(active.session.csrf_token, _csrf(scope, body)):
@@ -155,7 +181,8 @@ class DashboardGate:
             receive = replayed_body(body, receive)
         scope["state"]["actor"] = principal.acting_in(active.organization)
         scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
-                                             active.organization.name, view.csrf_token, hold)
+                                             active.organization.name, view.csrf_token, hold, str(active.role),
+                                             active.session.id_hash)
         await self._handle(scope, receive, send, uow)
 
     async def _handle(self, scope: HTTPScope, receive: Receive, send: Send, uow: UnitOfWork) -> None:
@@ -172,6 +199,12 @@ class DashboardGate:
                 held = error_page_messages(500, "internal_error", "Something went wrong on our side.")
         for message in held:
             await send(message)
+
+
+def _section_of(scope: HTTPScope) -> str:
+    """Where a form that had to ask for the password again sends back to: its section's page."""
+    section = str(scope["route_handler"].opt.get("section") or "")
+    return f"{PREFIX}/{section.replace('_', '-')}" if section else PREFIX
 
 
 def _same_origin(scope: Scope) -> bool:

@@ -15,6 +15,8 @@ class Section:
     title: str
     path: str     # under PREFIX
     built: bool
+    managers: bool = False
+    """Listed only for owners and admins (the others' role opens none of its pages)."""
 
     @property
     def url(self) -> str:
@@ -28,8 +30,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("appointments", "Appointments", "/appointments", True),
     Section("campaigns", "Campaigns", "/campaigns", True),
     Section("webhooks", "Webhooks", "/webhooks", True),
-    Section("api_keys", "API keys", "/api-keys", True),
+    Section("api_keys", "API keys", "/api-keys", True, managers=True),
     Section("billing", "Billing", "/billing", True),
+    Section("users", "Users", "/users", True, managers=True),
 )
 
 

@@ -75,6 +75,14 @@ class SignedIn:
     csrf_token: str
     billing_hold: ServiceHold | None = None
     """Why billing holds new calls, SMS and campaign starts (the banner on every page), None when it does not."""
+    role: str = ""
+    session_hash: str = ""
+    """The SHA-256 of the session's id (the account page marks this session among the user's)."""
+
+    @property
+    def manages(self) -> bool:
+        """Whether the user manages users, keys and billing (owner or admin)."""
+        return self.role in ("owner", "admin")
 
 
 STATE_KEY = "dashboard"

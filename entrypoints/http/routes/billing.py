@@ -43,6 +43,7 @@ async def get_subscription(actor: FromDishka[Actor], use_case: FromDishka[uc.Get
 
 
 @endpoint("PATCH", "/billing/subscription", operation_id="updateSubscription", tags=TAGS, scopes=WRITE, auth=EITHER,
+          sudo=True,
           summary="Upgrade (at once), downgrade (at the period's end), reactivate, or cancel at the period's end",
           description=ACCESS.format(scope="billing:write") + (
               "An upgrade applies at once: it needs a default payment method, and the price difference for the "
@@ -69,7 +70,7 @@ async def update_subscription(data: JSONBody[SubscriptionUpdate], actor: FromDis
 
 
 @endpoint("POST", "/billing/payment-methods", operation_id="createPaymentMethod", tags=TAGS, scopes=WRITE,
-          auth=EITHER, status_code=201, location="/billing/payment-methods/{id}",
+          auth=EITHER, sudo=True, status_code=201, location="/billing/payment-methods/{id}",
           summary="Add a card from a payment-gateway token",
           description=ACCESS.format(scope="billing:write") + (
               "The token comes from the gateway's client-side library, so card numbers never reach Parley. The "
@@ -99,7 +100,7 @@ async def get_payment_method(id: MethodId, actor: FromDishka[Actor], use_case: F
 
 
 @endpoint("DELETE", "/billing/payment-methods/{id:int}", operation_id="deletePaymentMethod", tags=TAGS,
-          scopes=WRITE, auth=EITHER, status_code=204, summary="Remove a payment method",
+          scopes=WRITE, auth=EITHER, sudo=True, status_code=204, summary="Remove a payment method",
           description=ACCESS.format(scope="billing:write") + (
               "The card is detached at the gateway. When it was the default, the oldest remaining method becomes "
               "the default (none when it was the last)."),
@@ -110,7 +111,7 @@ async def delete_payment_method(id: MethodId, actor: FromDishka[Actor],
 
 
 @endpoint("POST", "/billing/payment-methods/{id:int}/default", operation_id="setDefaultPaymentMethod", tags=TAGS,
-          scopes=WRITE, auth=EITHER, status_code=200, summary="Make a payment method the default",
+          scopes=WRITE, auth=EITHER, sudo=True, status_code=200, summary="Make a payment method the default",
           description=ACCESS.format(scope="billing:write") + "Invoices are charged on the default method.",
           errors={404: ""})
 async def set_default_payment_method(id: MethodId, actor: FromDishka[Actor],
@@ -159,7 +160,7 @@ async def get_invoice_pdf(id: InvoiceId, actor: FromDishka[Actor], use_case: Fro
 
 
 @endpoint("POST", "/billing/invoices/{id:int}/pay", operation_id="payInvoice", tags=TAGS, scopes=WRITE,
-          auth=EITHER, status_code=200, summary="Charge an open or uncollectible invoice now",
+          auth=EITHER, sudo=True, status_code=200, summary="Charge an open or uncollectible invoice now",
           description=ACCESS.format(scope="billing:write") + (
               "Charges the default payment method at once. 200 with the invoice either way: paid (and the "
               "subscription active again once nothing is unpaid), or still unpaid with last_payment_error saying "

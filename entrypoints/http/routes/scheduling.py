@@ -100,6 +100,7 @@ async def create_calendar(data: JSONBody[CalendarCreate], actor: FromDishka[Acto
         buffer_minutes=data.buffer_minutes, min_notice_minutes=data.min_notice_minutes,
         horizon_days=data.horizon_days, agent_id=data.agent_id,
         max_upcoming_per_attendee=data.max_upcoming_per_attendee, max_bookings_per_day=data.max_bookings_per_day,
+        reminder_minutes=data.reminder_minutes, reminder_channel=data.reminder_channel,
     )
     return Envelope(CalendarOut.of(await use_case.execute(command)))
 

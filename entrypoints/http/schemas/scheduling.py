@@ -24,6 +24,9 @@ PerAttendee = Annotated[int, within(model.MAX_UPCOMING_PER_ATTENDEE_RANGE, descr
     "At most this many pending and confirmed future appointments per attendee (same email or phone); null: no cap"))]
 PerDay = Annotated[int, within(model.MAX_BOOKINGS_PER_DAY_RANGE, description=(
     "At most this many appointments (not cancelled) starting on one local date of the calendar; null: no cap"))]
+ReminderMinutes = Annotated[int, within(model.REMINDER_MINUTES_RANGE, description=(
+    "Minutes before a confirmed appointment its attendee is reminded; null: no reminder"))]
+ReminderChannel = Literal["email", "sms"]
 Weekday = Annotated[int, Meta(ge=0, le=6, description="0 = Monday ... 6 = Sunday, of the calendar's local date")]
 WallTime = Annotated[str, Meta(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description='Local wall time "HH:MM"')]
 EndWallTime = Annotated[str, Meta(pattern=r"^(([01]\d|2[0-3]):[0-5]\d|24:00)$",
@@ -50,6 +53,8 @@ class CalendarCreate(Struct, forbid_unknown_fields=True):
     agent_id: Id | None = None
     max_upcoming_per_attendee: PerAttendee | None = model.DEFAULT_MAX_UPCOMING_PER_ATTENDEE
     max_bookings_per_day: PerDay | None = None
+    reminder_minutes: ReminderMinutes | None = None
+    reminder_channel: ReminderChannel = "email"
 
 
 class CalendarUpdate(Struct, forbid_unknown_fields=True):
@@ -62,6 +67,8 @@ class CalendarUpdate(Struct, forbid_unknown_fields=True):
     agent_id: Id | UnsetType | None = UNSET
     max_upcoming_per_attendee: PerAttendee | UnsetType | None = UNSET
     max_bookings_per_day: PerDay | UnsetType | None = UNSET
+    reminder_minutes: ReminderMinutes | UnsetType | None = UNSET
+    reminder_channel: ReminderChannel | UnsetType = UNSET
 
 
 class CalendarOut(Struct):
@@ -76,6 +83,8 @@ class CalendarOut(Struct):
     feed_token_active: bool
     max_upcoming_per_attendee: int | None
     max_bookings_per_day: int | None
+    reminder_minutes: int | None
+    reminder_channel: ReminderChannel
     created_at: datetime
     updated_at: datetime
 
@@ -86,6 +95,8 @@ class CalendarOut(Struct):
             buffer_minutes=c.buffer_minutes, min_notice_minutes=c.min_notice_minutes, horizon_days=c.horizon_days,
             agent_id=c.agent_id, feed_token_active=c.feed_token is not None,
             max_upcoming_per_attendee=c.max_upcoming_per_attendee, max_bookings_per_day=c.max_bookings_per_day,
+            reminder_minutes=c.reminder_minutes,
+            reminder_channel=c.reminder_channel,  # type: ignore[arg-type]  # the domain keeps a str
             created_at=c.created_at,  # type: ignore[arg-type]  # the domain's type is wider
             updated_at=c.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
         )

@@ -11,6 +11,13 @@ from application.sessions import MAX_EMAIL, MAX_PASSWORD, SessionView
 class LoginIn(Struct, forbid_unknown_fields=True):
     email: Annotated[str, Meta(min_length=3, max_length=MAX_EMAIL)]
     password: Annotated[str, Meta(min_length=1, max_length=MAX_PASSWORD)]
+    totp: Annotated[str, Meta(min_length=1, max_length=12, description=(
+        "The code of the user's authenticator app, when two-factor sign-in is on"))] | None = None
+
+
+class VerifyIn(Struct, forbid_unknown_fields=True):
+    password: Annotated[str, Meta(min_length=1, max_length=MAX_PASSWORD)] | None = None
+    totp: Annotated[str, Meta(min_length=1, max_length=12)] | None = None
 
 
 class UserOut(Struct):

@@ -4,7 +4,7 @@ Only the token's SHA-256 is stored. A token is redeemed once (``redeemed_at``, s
 not after ``expires_at``.
 
 Revision ID: 0390
-Revises: 0350
+Revises: 0380
 Create Date: 2026-11-27 09:00:00
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0390"
-down_revision = "0350"
+down_revision = "0380"
 branch_labels = None
 depends_on = None
 

@@ -8,7 +8,7 @@ live in the existing JSON columns (absent: the built-in offline provider, speed 
 defaults: the offline engines, no custom tools, no analysis schema, 500 ms.
 
 Revision ID: 0400
-Revises: 0380
+Revises: 0390
 Create Date: 2026-11-27 09:00:00
 """
 
@@ -19,7 +19,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0400"
-down_revision = "0380"
+down_revision = "0390"
 branch_labels = None
 depends_on = None
 

@@ -9,7 +9,7 @@ from litestar import get, post
 from litestar.params import PathParameter
 
 from domain.parsing import MAX_ID
-from entrypoints.http.dashboard.gate import LIVE, PUBLIC
+from entrypoints.http.dashboard.gate import LIVE, PUBLIC, SCOPES, SUDO
 
 PathId = Annotated[int, PathParameter(description="An id in the path")]
 PathText = Annotated[str, PathParameter(description="A text id in the path")]
@@ -21,15 +21,24 @@ def bounded(value: int) -> int:
 
 
 _DECORATORS = {"GET": get, "POST": post}
+SIGNED_IN: tuple[str, ...] = ()
+"""A page's ``scopes`` when any signed-in user may open it, whatever the role (the overview, signing out)."""
 
 
-def page(method: str, path: str, *, section: str = "", public: bool = False, live: bool = False, **kwargs: Any
+def page(method: str, path: str, *, section: str = "", public: bool = False, live: bool = False,
+         scopes: tuple[str, ...] | None = None, sudo: bool = False, **kwargs: Any
          ) -> Callable[[Callable[..., Any]], Any]:
     """A dashboard page at ``/dashboard{path}``: ``section`` highlights its navigation entry; ``public`` pages
     (signing in) need no session; a ``live`` page (a GET fragment an open page fetches again by itself, cheap to
-    answer) spends the user's live budget rather than the request budget. Pages stay out of the OpenAPI document
-    (it describes the JSON API)."""
+    answer) spends the user's live budget rather than the request budget. ``scopes``: who may open it, as an API
+    route declares it (any one of them; the signed-in user holds its role's scopes, ``domain/roles.py``), or
+    ``SIGNED_IN``; the gate checks it before the handler runs (a 403 page). Every page but a public one declares
+    it. A ``sudo`` page (minting keys, changing billing, managing users) asks for the password again when the user
+    last gave it (or a code) more than 5 minutes ago. Pages stay out of the OpenAPI document (it describes the JSON
+    API)."""
     if live and method != "GET":
         raise ValueError("only a GET page can be live")
-    return _DECORATORS[method](path, opt={"section": section, PUBLIC: public, LIVE: live}, include_in_schema=False,
-                               **kwargs)
+    if scopes is None and not public:
+        raise ValueError(f"{method} {path}: a dashboard page declares its scopes (or SIGNED_IN)")
+    return _DECORATORS[method](path, opt={"section": section, PUBLIC: public, LIVE: live, SCOPES: scopes or (),
+                                          SUDO: sudo}, include_in_schema=False, **kwargs)

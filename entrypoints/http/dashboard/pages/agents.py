@@ -29,13 +29,13 @@ async def _listing(view: View, agents: uc.ListAgents) -> dict[str, Any]:
     return {"agents": found.items, "total": found.total}
 
 
-@page("GET", "/agents", section="agents")
+@page("GET", "/agents", section="agents", scopes=("agents:read",))
 async def agents_page(request: Request[Any, Any, Any], agents: FromDishka[uc.ListAgents]) -> Template:
     view = View.of(request)
     return view.page("agents.html", **await _listing(view, agents))
 
 
-@page("POST", "/agents", section="agents")
+@page("POST", "/agents", section="agents", scopes=("agents:write",))
 async def create_agent(request: Request[Any, Any, Any], use_case: FromDishka[uc.CreateAgent],
                        agents: FromDishka[uc.ListAgents], phones: FromDishka[PhoneNormalizer]
                        ) -> Response[Any] | Template:
@@ -50,7 +50,7 @@ async def create_agent(request: Request[Any, Any, Any], use_case: FromDishka[uc.
                              done=lambda agent: view.redirect(f"/agents/{agent.id}", f"Agent {agent.name} created"))
 
 
-@page("GET", "/agents/{agent_id:int}", section="agents")
+@page("GET", "/agents/{agent_id:int}", section="agents", scopes=("agents:read",))
 async def agent_page(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.GetAgent],
                      published: FromDishka[uc.GetPublishedAgent]) -> Template:
     view = View.of(request)
@@ -58,7 +58,7 @@ async def agent_page(request: Request[Any, Any, Any], agent_id: PathId, use_case
     return view.page("agent.html", agent=agent, **await published_call_form(view, published, agent))
 
 
-@page("POST", "/agents/{agent_id:int}/publish", section="agents")
+@page("POST", "/agents/{agent_id:int}/publish", section="agents", scopes=("agents:write",))
 async def publish_agent(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.PublishAgent],
                         agent: FromDishka[uc.GetAgent],
                         published: FromDishka[uc.GetPublishedAgent]) -> Response[Any] | Template:

@@ -34,14 +34,14 @@ async def _listing(view: View, keys: uc.ListApiKeys, clock: Clock) -> dict[str, 
     return {"keys": found.items, "plan_message": None, "presets": PRESETS, "now": clock.now()}
 
 
-@page("GET", "/api-keys", section="api_keys")
+@page("GET", "/api-keys", section="api_keys", scopes=("api-keys:read",))
 async def keys_page(request: Request[Any, Any, Any], keys: FromDishka[uc.ListApiKeys],
                     clock: FromDishka[Clock]) -> Template:
     view = View.of(request)
     return view.page("api_keys.html", **await _listing(view, keys, clock))
 
 
-@page("POST", "/api-keys", section="api_keys")
+@page("POST", "/api-keys", section="api_keys", sudo=True, scopes=("api-keys:write",))
 async def create_key(request: Request[Any, Any, Any], issue: FromDishka[uc.IssueApiKey],
                      keys: FromDishka[uc.ListApiKeys], clock: FromDishka[Clock]) -> Response[Any] | Template:
     view = View.of(request)
@@ -78,13 +78,13 @@ async def _confirmed(view: View, action: str) -> bool:
     return (await view.form()).get(CONFIRM_FIELD) == action
 
 
-@page("GET", "/api-keys/{key_id:int}/rotate", section="api_keys")
+@page("GET", "/api-keys/{key_id:int}/rotate", section="api_keys", scopes=("api-keys:write",))
 async def confirm_rotate(request: Request[Any, Any, Any], key_id: PathId,
                          getting: FromDishka[uc.GetApiKey]) -> Template:
     return await _confirmation(View.of(request), getting, key_id, "rotate")
 
 
-@page("POST", "/api-keys/{key_id:int}/rotate", section="api_keys")
+@page("POST", "/api-keys/{key_id:int}/rotate", section="api_keys", sudo=True, scopes=("api-keys:write",))
 async def rotate_key(request: Request[Any, Any, Any], key_id: PathId, rotate: FromDishka[uc.RotateApiKey],
                      getting: FromDishka[uc.GetApiKey], keys: FromDishka[uc.ListApiKeys],
                      clock: FromDishka[Clock]) -> Response[Any] | Template:
@@ -103,13 +103,13 @@ async def rotate_key(request: Request[Any, Any, Any], key_id: PathId, rotate: Fr
                      rotated_until=result.previous_key_expires_at, **await listing())
 
 
-@page("GET", "/api-keys/{key_id:int}/revoke", section="api_keys")
+@page("GET", "/api-keys/{key_id:int}/revoke", section="api_keys", scopes=("api-keys:delete",))
 async def confirm_revoke(request: Request[Any, Any, Any], key_id: PathId,
                          getting: FromDishka[uc.GetApiKey]) -> Template:
     return await _confirmation(View.of(request), getting, key_id, "revoke")
 
 
-@page("POST", "/api-keys/{key_id:int}/revoke", section="api_keys")
+@page("POST", "/api-keys/{key_id:int}/revoke", section="api_keys", sudo=True, scopes=("api-keys:delete",))
 async def revoke_key(request: Request[Any, Any, Any], key_id: PathId, revoke: FromDishka[uc.RevokeApiKey],
                      getting: FromDishka[uc.GetApiKey], keys: FromDishka[uc.ListApiKeys],
                      clock: FromDishka[Clock]) -> Response[Any] | Template:

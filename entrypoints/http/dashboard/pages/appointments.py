@@ -42,7 +42,7 @@ def _day(value: str | None, today: date) -> tuple[date, str]:
     return day, ""
 
 
-@page("GET", "/appointments", section="appointments")
+@page("GET", "/appointments", section="appointments", scopes=("scheduling:read",))
 async def appointments(request: Request[Any, Any, Any], clock: FromDishka[Clock],
                        listing: FromDishka[booking.ListAppointments],
                        calendars: FromDishka[calendars_uc.ListCalendars]) -> Template:

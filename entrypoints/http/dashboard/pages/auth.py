@@ -13,7 +13,7 @@ from application.sessions import SessionInvalid
 from domain.errors import ValidationFailed
 from entrypoints.http.authentication import cookie
 from entrypoints.http.dashboard.navigation import PREFIX
-from entrypoints.http.dashboard.pages import page
+from entrypoints.http.dashboard.pages import SIGNED_IN, page
 from entrypoints.http.dashboard.view import View
 from entrypoints.http.routes.sessions import cleared_cookie, open_session, session_cookie
 from entrypoints.http.routing import SESSION_COOKIE
@@ -38,7 +38,10 @@ async def login(request: Request[Any, Any, Any], use_case: FromDishka[uc.Login])
     form = await view.form()
     email, target = form.get("email", ""), _next(form.get("next"))
     try:
-        opened = await open_session(request, use_case, email, form.get("password", ""))
+        opened = await open_session(request, use_case, email, form.get("password", ""), form.get("code") or None)
+    except uc.MfaRequired:
+        return view.page("login.html", status=401, next=target, form={"email": email}, ask_code=True,
+                         error="Enter the code your authenticator app shows, with your password.")
     except uc.LoginThrottled as exc:
         return view.page("login.html", status=429, next=target, form={"email": email},
                          error=f"{exc.reason}. Try again in {exc.retry_after} s.")
@@ -50,7 +53,7 @@ async def login(request: Request[Any, Any, Any], use_case: FromDishka[uc.Login])
     return Redirect(target, status_code=303, cookies=[session_cookie(request, opened.session_id)])
 
 
-@page("POST", "/logout", section="")
+@page("POST", "/logout", section="", scopes=SIGNED_IN)
 async def logout(request: Request[Any, Any, Any], use_case: FromDishka[uc.Logout]) -> Redirect:
     await use_case.execute(uc.LogoutCommand(cookie(request.scope, SESSION_COOKIE) or ""))
     return Redirect(f"{PREFIX}/login?signed_out=1", status_code=303, cookies=[cleared_cookie(request)])

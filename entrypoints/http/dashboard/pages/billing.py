@@ -48,7 +48,7 @@ class BillingPage:
 
 
 
-@page("GET", "/billing", section="billing")
+@page("GET", "/billing", section="billing", scopes=("billing:read",))
 async def billing(request: Request[Any, Any, Any], subscription: FromDishka[uc.GetSubscription],
                   methods: FromDishka[uc.ListPaymentMethods], invoices: FromDishka[uc.ListInvoices],
                   upcoming: FromDishka[uc.GetUpcomingInvoice]) -> Template:
@@ -57,7 +57,7 @@ async def billing(request: Request[Any, Any, Any], subscription: FromDishka[uc.G
     return view.page("billing.html", **await shown.context(view, page_number(request)))
 
 
-@page("POST", "/billing/payment-methods", section="billing")
+@page("POST", "/billing/payment-methods", section="billing", sudo=True, scopes=("billing:write",))
 async def add_method(request: Request[Any, Any, Any], use_case: FromDishka[uc.AddPaymentMethod],
                      subscription: FromDishka[uc.GetSubscription], methods: FromDishka[uc.ListPaymentMethods],
                      invoices: FromDishka[uc.ListInvoices], upcoming: FromDishka[uc.GetUpcomingInvoice]
@@ -71,7 +71,8 @@ async def add_method(request: Request[Any, Any, Any], use_case: FromDishka[uc.Ad
             "/billing", f"Added {added.method.brand.capitalize()} ending {added.method.last4}"))
 
 
-@page("POST", "/billing/payment-methods/{method_id:int}/default", section="billing")
+@page("POST", "/billing/payment-methods/{method_id:int}/default", section="billing", sudo=True,
+      scopes=("billing:write",))
 async def set_default(request: Request[Any, Any, Any], method_id: PathId,
                       use_case: FromDishka[uc.SetDefaultPaymentMethod]) -> Response[Any]:
     view = View.of(request)
@@ -79,7 +80,8 @@ async def set_default(request: Request[Any, Any, Any], method_id: PathId,
     return view.redirect("/billing", f"{made.method.brand.capitalize()} ending {made.method.last4} is the default")
 
 
-@page("POST", "/billing/payment-methods/{method_id:int}/remove", section="billing")
+@page("POST", "/billing/payment-methods/{method_id:int}/remove", section="billing", sudo=True,
+      scopes=("billing:write",))
 async def remove_method(request: Request[Any, Any, Any], method_id: PathId,
                         use_case: FromDishka[uc.DeletePaymentMethod]) -> Response[Any]:
     view = View.of(request)
@@ -87,7 +89,7 @@ async def remove_method(request: Request[Any, Any, Any], method_id: PathId,
     return view.redirect("/billing", "Payment method removed")
 
 
-@page("GET", "/billing/invoices/{invoice_id:int}", section="billing")
+@page("GET", "/billing/invoices/{invoice_id:int}", section="billing", scopes=("billing:read",))
 async def invoice(request: Request[Any, Any, Any], invoice_id: PathId, use_case: FromDishka[uc.GetInvoice]
                   ) -> Template:
     view = View.of(request)
@@ -95,7 +97,7 @@ async def invoice(request: Request[Any, Any, Any], invoice_id: PathId, use_case:
     return view.page("invoice.html", invoice=found, payable=PAYABLE)
 
 
-@page("POST", "/billing/invoices/{invoice_id:int}/pay", section="billing")
+@page("POST", "/billing/invoices/{invoice_id:int}/pay", section="billing", sudo=True, scopes=("billing:write",))
 async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: FromDishka[uc.PayInvoice],
               getting: FromDishka[uc.GetInvoice]) -> Response[Any] | Template:
     view = View.of(request)

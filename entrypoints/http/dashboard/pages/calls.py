@@ -32,7 +32,7 @@ CUSTOM_FIELD = "custom."
 """The prefix of the "Place a call" form's placeholder fields: ``custom.<name>`` fills ``{{name}}``."""
 
 
-@page("GET", "/calls", section="calls")
+@page("GET", "/calls", section="calls", scopes=("calls:read",))
 async def calls_page(request: Request[Any, Any, Any], calls: FromDishka[uc.ListCalls],
                      agents: FromDishka[agents_uc.ListAgents]) -> Template:
     view = View.of(request)
@@ -43,7 +43,7 @@ async def calls_page(request: Request[Any, Any, Any], calls: FromDishka[uc.ListC
                      agent_names={agent.id: agent.name for agent in named.items})
 
 
-@page("POST", "/calls", section="calls")
+@page("POST", "/calls", section="calls", scopes=("calls:schedule",))
 async def place_call(request: Request[Any, Any, Any], use_case: FromDishka[uc.PlaceCall],
                      agent: FromDishka[agents_uc.GetAgent],
                      published: FromDishka[agents_uc.GetPublishedAgent]) -> Response[Any] | Template:
@@ -68,7 +68,7 @@ async def place_call(request: Request[Any, Any, Any], use_case: FromDishka[uc.Pl
                              done=lambda call: view.redirect(f"/calls/{call.id}", "Call placed"))
 
 
-@page("GET", "/calls/{call_id:str}", section="calls")
+@page("GET", "/calls/{call_id:str}", section="calls", scopes=("calls:read",))
 async def call_page(request: Request[Any, Any, Any], call_id: PathText, calls: FromDishka[uc.GetCall],
                     logs: FromDishka[uc.GetCallLog], links: FromDishka[uc.GetRecordingLink]) -> Template:
     view = View.of(request)

@@ -32,7 +32,7 @@ def progress(stats: Any) -> dict[str, int]:
             "open": stats.pending + stats.dialing + stats.retry_wait}
 
 
-@page("GET", "/campaigns", section="campaigns")
+@page("GET", "/campaigns", section="campaigns", scopes=("campaigns:read",))
 async def campaigns(request: Request[Any, Any, Any], listing: FromDishka[uc.ListCampaigns],
                     getting: FromDishka[uc.GetCampaign]) -> Template:
     view = View.of(request)
@@ -53,14 +53,14 @@ async def _detail(view: View, getting: uc.GetCampaign, campaign_id: int) -> dict
             "live": detail.campaign.status not in FINAL_STATUSES, "refresh_seconds": REFRESH_SECONDS}
 
 
-@page("GET", "/campaigns/{campaign_id:int}", section="campaigns")
+@page("GET", "/campaigns/{campaign_id:int}", section="campaigns", scopes=("campaigns:read",))
 async def campaign(request: Request[Any, Any, Any], campaign_id: PathId, getting: FromDishka[uc.GetCampaign]
                    ) -> Template:
     view = View.of(request)
     return view.page("campaign.html", **await _detail(view, getting, campaign_id))
 
 
-@page("GET", "/campaigns/{campaign_id:int}/progress", section="campaigns", live=True)
+@page("GET", "/campaigns/{campaign_id:int}/progress", section="campaigns", live=True, scopes=("campaigns:read",))
 async def campaign_progress(request: Request[Any, Any, Any], campaign_id: PathId,
                             getting: FromDishka[uc.GetCampaign]) -> Template:
     """The part of the campaign's page that changes while it runs (fetched again by ``campaign.js``): one read of
@@ -77,19 +77,19 @@ async def _act(view: View, use_case: Any, command: Any, getting: uc.GetCampaign,
                              done=lambda c: view.redirect(f"/campaigns/{c.id}", done_message))
 
 
-@page("POST", "/campaigns/{campaign_id:int}/start", section="campaigns")
+@page("POST", "/campaigns/{campaign_id:int}/start", section="campaigns", scopes=("campaigns:execute",))
 async def start(request: Request[Any, Any, Any], campaign_id: PathId, use_case: FromDishka[uc.StartCampaign],
                 getting: FromDishka[uc.GetCampaign]) -> Response[Any] | Template:
     return await _act(View.of(request), use_case, uc.StartCampaignCommand, getting, campaign_id, "Campaign started")
 
 
-@page("POST", "/campaigns/{campaign_id:int}/pause", section="campaigns")
+@page("POST", "/campaigns/{campaign_id:int}/pause", section="campaigns", scopes=("campaigns:execute",))
 async def pause(request: Request[Any, Any, Any], campaign_id: PathId, use_case: FromDishka[uc.PauseCampaign],
                 getting: FromDishka[uc.GetCampaign]) -> Response[Any] | Template:
     return await _act(View.of(request), use_case, uc.PauseCampaignCommand, getting, campaign_id, "Campaign paused")
 
 
-@page("POST", "/campaigns/{campaign_id:int}/cancel", section="campaigns")
+@page("POST", "/campaigns/{campaign_id:int}/cancel", section="campaigns", scopes=("campaigns:execute",))
 async def cancel(request: Request[Any, Any, Any], campaign_id: PathId, use_case: FromDishka[uc.CancelCampaign],
                  getting: FromDishka[uc.GetCampaign]) -> Response[Any] | Template:
     return await _act(View.of(request), use_case, uc.CancelCampaignCommand, getting, campaign_id,

@@ -9,7 +9,7 @@ from litestar import Request
 from litestar.response import Template
 
 from entrypoints.http.dashboard.navigation import SECTIONS, Section
-from entrypoints.http.dashboard.pages import page
+from entrypoints.http.dashboard.pages import SIGNED_IN, page
 from entrypoints.http.dashboard.view import View
 
 
@@ -18,7 +18,8 @@ def _stub(section: Section) -> Any:
         return View.of(request).page("coming_soon.html", title=section.title)
 
     coming_soon.__name__ = f"coming_soon_{section.key}"
-    return page("GET", section.path, section=section.key, name=f"dashboard:{section.key}")(coming_soon)
+    return page("GET", section.path, section=section.key, name=f"dashboard:{section.key}",
+                scopes=SIGNED_IN)(coming_soon)
 
 
 HANDLERS = [_stub(s) for s in SECTIONS if not s.built]

@@ -13,13 +13,13 @@ from application import cloud as cloud_uc
 from application import usage as usage_uc
 from application.ports.calls import CallFilter
 from application.ports.platform import PageRequest
-from entrypoints.http.dashboard.pages import page
+from entrypoints.http.dashboard.pages import SIGNED_IN, page
 from entrypoints.http.dashboard.view import View
 
 RECENT_CALLS = 8
 
 
-@page("GET", "/", section="overview")
+@page("GET", "/", section="overview", scopes=SIGNED_IN)
 async def overview(request: Request[Any, Any, Any], usage: FromDishka[usage_uc.GetUsage],
                    cloud: FromDishka[cloud_uc.GetCloudStatus], calls: FromDishka[calls_uc.ListCalls]) -> Template:
     view = View.of(request)

@@ -33,7 +33,7 @@ def health(subscription: Subscription) -> tuple[str, str]:
     return "operational", "healthy"
 
 
-@page("GET", "/webhooks", section="webhooks")
+@page("GET", "/webhooks", section="webhooks", scopes=("webhooks:read",))
 async def webhooks(request: Request[Any, Any, Any], listing: FromDishka[uc.ListSubscriptions]) -> Template:
     view = View.of(request)
     found = await view.run(listing, lambda actor: uc.ListSubscriptionsCommand(actor, SubscriptionFilter(),
@@ -51,14 +51,15 @@ async def _log(view: View, getting: uc.GetSubscription, attempts: uc.ListDeliver
             "pages": pages_of(log.total, LOG_PAGE)}
 
 
-@page("GET", "/webhooks/{hook_id:int}", section="webhooks")
+@page("GET", "/webhooks/{hook_id:int}", section="webhooks", scopes=("webhooks:read",))
 async def webhook(request: Request[Any, Any, Any], hook_id: PathId, getting: FromDishka[uc.GetSubscription],
                   attempts: FromDishka[uc.ListDeliveryAttempts]) -> Template:
     view = View.of(request)
     return view.page("webhook.html", **await _log(view, getting, attempts, hook_id, page_number(request)))
 
 
-@page("POST", "/webhooks/{hook_id:int}/logs/{attempt_id:int}/redeliver", section="webhooks")
+@page("POST", "/webhooks/{hook_id:int}/logs/{attempt_id:int}/redeliver", section="webhooks",
+      scopes=("webhooks:manage",))
 async def redeliver(request: Request[Any, Any, Any], hook_id: PathId, attempt_id: PathId,
                     use_case: FromDishka[uc.Redeliver], getting: FromDishka[uc.GetSubscription],
                     attempts: FromDishka[uc.ListDeliveryAttempts]) -> Response[Any] | Template:
