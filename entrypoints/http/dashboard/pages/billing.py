@@ -116,7 +116,7 @@ async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: Fro
                              template="invoice.html", context=context, done=done)
 
 
-@page("POST", "/billing/subscription/reactivate", section="billing")
+@page("POST", "/billing/subscription/reactivate", section="billing", sudo=True, scopes=("billing:write",))
 async def reactivate(request: Request[Any, Any, Any], use_case: FromDishka[uc.UpdateSubscription],
                      subscription: FromDishka[uc.GetSubscription], methods: FromDishka[uc.ListPaymentMethods],
                      invoices: FromDishka[uc.ListInvoices], upcoming: FromDishka[uc.GetUpcomingInvoice]
