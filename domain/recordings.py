@@ -25,6 +25,11 @@ class RecordingLinkInvalid(Forbidden):
     code = "forbidden"
 
 
+def recording_key(organization_id: int, call_id: str) -> str:
+    """Where a call's recording is stored (the blob key), whoever recorded it (the simulator, a media session)."""
+    return f"recordings/{organization_id}/{call_id}.wav"
+
+
 def recording_file(call_log_id: int) -> str:
     """The recording's path below the API prefix (``/v2`` or ``/api/v2``)."""
     return f"/recordings/{call_log_id}.wav"

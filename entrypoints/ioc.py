@@ -54,7 +54,7 @@ from application.ports.events import OutboxReader
 from application.ports.gauges import BacklogGauges
 from application.ports.jobs import JobQueue
 from application.ports.passwords import PasswordHasher
-from application.ports.platform import Clock, Random, UnitOfWork
+from application.ports.platform import Clock, Random, UnitOfWork, Units
 from application.ports.secrets import SecretBox
 from domain.rate_limit import Window, default_windows
 from entrypoints.features import (
@@ -70,6 +70,7 @@ from entrypoints.features import (
     housekeeping,
     knowledge,
     leads,
+    media,
     scheduling,
     sessions,
     sms,
@@ -80,6 +81,7 @@ from entrypoints.features import (
 )
 from entrypoints.runtime import JOB_WAKE_UPS, AuthFailurePolicy, RateLimitPolicy, TransactionMode
 from entrypoints.settings import Settings
+from entrypoints.units import ScopedUnits
 
 listen_for_work = listen
 """The worker's LISTEN for new work on PostgreSQL (the composition root names the adapter for it)."""
@@ -101,6 +103,12 @@ class PlatformProvider(Provider):
         the retired keys sealed."""
         return FernetSecretBox(settings.secret_key, previous_keys=settings.previous_secret_keys)
     random = provide(SystemRandom, provides=Random)
+
+    @provide
+    def units(self, container: AsyncContainer) -> Units:
+        """Units of work outside a request (long-lived work such as a media session): each a scope of this
+        container (the HTTP container's carry a stand-in request: ``entrypoints/http/providers.py``)."""
+        return ScopedUnits(container)
     memory_limiter = provide(InMemoryRateLimiter)
     cause = provide(CauseContext, scope=Scope.REQUEST)
     """One per unit of work: what caused its work, read by the unit of work as it records events."""
@@ -239,6 +247,7 @@ FEATURES: tuple[Feature, ...] = (
     cloud.FEATURE,
     housekeeping.FEATURE,
     conversation.FEATURE,
+    media.FEATURE,
 )
 """The registry: every feature the application installs, in the order they are installed. A feature providing a
 port another one listed before it (or the core) provides must declare it (``Feature.overrides``)."""

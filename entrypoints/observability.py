@@ -124,6 +124,9 @@ RATE_LIMIT_REFUSALS = Counter("parley_rate_limit_refusals_total",
                               ["reason"])
 WEBHOOK_DELIVERIES = Counter("parley_webhook_deliveries_total", "Webhook delivery attempts, by outcome", ["outcome"])
 JOBS = Counter("parley_jobs_total", "Job runs, by kind and outcome (ok, retry, failed)", ["kind", "outcome"])
+MEDIA_FRAME_GAP = Histogram("parley_media_frame_gap_seconds",
+                            "Time between two consecutive outbound 20 ms frames of a media session while it plays",
+                            buckets=(0.021, 0.022, 0.025, 0.03, 0.035, 0.04, 0.05, 0.075, 0.1, 0.2, 0.5, 1.0))
 JOB_LEASE_EXPIRIES = Counter("parley_job_lease_expiries_total",
                              "Jobs claimed again after the lease of a runner that did not finish them expired",
                              ["kind"])

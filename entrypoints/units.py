@@ -30,14 +30,16 @@ class ScopedUnit:
 
 
 class ScopedUnits:
-    """The composition root's ``Units``: ``ScopedUnits(container)``, or ``Units`` from the container."""
+    """The composition root's ``Units``: ``ScopedUnits(container)``, or ``Units`` from the container.
+    ``context``: what each scope is opened with (the HTTP container's units outside a request, e.g. a media
+    session's, carry a stand-in request: ``entrypoints/http/providers.py``)."""
 
-    def __init__(self, container: AsyncContainer) -> None:
-        self.container = container
+    def __init__(self, container: AsyncContainer, context: dict[Any, Any] | None = None) -> None:
+        self.container, self.context = container, context
 
     @contextlib.asynccontextmanager
     async def begin(self) -> AsyncIterator[Unit]:
-        async with self.container() as scope:
+        async with self.container(context=self.context) if self.context else self.container() as scope:
             yield ScopedUnit(scope)
 
     async def run(self, work: Callable[[Unit], Awaitable[R]]) -> R:

@@ -150,8 +150,12 @@ class JobListener:
     (a restarted server, a killed backend) is reopened, after ``retry_seconds`` while that fails, and
     ``on_notify()`` is called once it listens again: what was committed meanwhile is looked at."""
 
-    def __init__(self, engine: Any, on_notify: Callable[[], None], *, retry_seconds: float = 1.0) -> None:
+    def __init__(self, engine: Any, on_notify: Callable[[], None], *, retry_seconds: float = 1.0,
+                 channel: str = NOTIFY_CHANNEL, on_payload: Callable[[str], None] | None = None) -> None:
+        """``channel``: the one to LISTEN on; ``on_payload``: called with each notification's payload instead of
+        ``on_notify()`` (which is still called once listening again after a dropped connection)."""
         self.engine, self.on_notify, self.retry_seconds = engine, on_notify, retry_seconds
+        self.channel, self.on_payload = channel, on_payload
         self.opened = 0
         """How many times LISTEN was opened (1 + the reopenings)."""
         self.server_pid: int | None = None
@@ -168,7 +172,7 @@ class JobListener:
         conn = await self.engine.connect()
         try:
             raw = (await conn.get_raw_connection()).driver_connection
-            await raw.add_listener(NOTIFY_CHANNEL, lambda *_: self.on_notify())
+            await raw.add_listener(self.channel, self._received)
             raw.add_termination_listener(lambda *_: self._dropped.set())
             self.server_pid = raw.get_server_pid()
         except BaseException:
@@ -177,6 +181,12 @@ class JobListener:
             raise
         self._connection = conn
         self.opened += 1
+
+    def _received(self, connection: Any, pid: int, channel: str, payload: str) -> None:
+        if self.on_payload is not None:
+            self.on_payload(payload)
+        else:
+            self.on_notify()
 
     async def _keep_listening(self) -> None:
         while True:

@@ -167,3 +167,53 @@ class MediaStreamTokens(Protocol):
     async def redeem(self, token: str, now: datetime) -> StreamGrant | None:
         """The grant, once: a second redeem of the same token, an expired or a forged one gives None."""
         ...
+
+
+class LiveMediaSession(MediaSession, Protocol):
+    """The endpoint's side of a :class:`MediaSession`: what the use case that runs it needs besides the runtime's
+    view (controls from outside, the recording, closing)."""
+
+    def deliver(self, control: SessionControl) -> None:
+        """Queue a control among the session's events (its ``at_ms`` is set to the session's time on arrival)."""
+        ...
+
+    def recording(self) -> bytes | None:
+        """The stereo WAV of the session so far (caller left, agent right), or None when it recorded nothing."""
+        ...
+
+    async def close(self, reason: str) -> None:
+        """End the stream from Parley's side (idempotent): nothing more is sent, :class:`StreamClosed` follows."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """The stream has ended (either side)."""
+        ...
+
+    async def wait_closed(self) -> None:
+        """Until the stream has ended."""
+        ...
+
+
+class LiveCallControl(Protocol):
+    """Send a :class:`SessionControl` to call X's live session, whichever process holds it.
+
+    PostgreSQL: a notification sent in the caller's transaction (delivered when it commits) to every serve process;
+    the one that holds the session delivers it. SQLite and memory: in-process. A call with no live session ignores
+    it. The control's ``at_ms`` is set by the session when it arrives.
+
+    A carrier callback that reports the end of a call whose media stream is live (``telephony_state['media'] ==
+    'live'``) sends ``hang_up`` here instead of finishing the call: the session finishes it with its transcript and
+    recording (``media`` becomes ``ended``); the sweeper ends a call whose session never finished."""
+
+    async def send(self, organization_id: int, call_id: str, control: SessionControl) -> None: ...
+
+
+class CallLine(Protocol):
+    """The carrier's side of a live call, for :meth:`MediaSession.hang_up` and :meth:`MediaSession.transfer`
+    (the carriers' feature provides it over :class:`application.ports.carriers.Carrier`). Raises on failure; the
+    session then ends the stream itself."""
+
+    async def hang_up(self, organization_id: int, call_id: str) -> None: ...
+
+    async def transfer(self, organization_id: int, call_id: str, to_phone: str) -> None: ...

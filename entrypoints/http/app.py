@@ -14,14 +14,15 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme, Server
 
 from domain.errors import ValidationFailed
-from entrypoints.http import asgi, dashboard, methods, multipart, routes
+from entrypoints.features.media import MediaSettings
+from entrypoints.http import asgi, dashboard, media, methods, multipart, routes
 from entrypoints.http.dashboard.errors import routing_error
 from entrypoints.http.dashboard.templating import template_config
 from entrypoints.http.envelope import EXCEPTION_HANDLERS, ROUTING_EXCEPTION_HANDLERS
 from entrypoints.http.parameters import refuse_loose_integers
 from entrypoints.http.pipeline import RequestPipeline
 from entrypoints.http.routes import meta
-from entrypoints.http.routing import SESSION_COOKIE, SESSION_SCHEME, WIDGET_SCHEME, access_of
+from entrypoints.http.routing import SESSION_COOKIE, SESSION_SCHEME, WIDGET_SCHEME, access_of, is_stream
 from entrypoints.observability import read_backlog
 from entrypoints.settings import Settings
 
@@ -156,9 +157,18 @@ def api_router(handlers: list[Any]) -> Router:
                         exception_handlers=EXCEPTION_HANDLERS, before_request=refuse_loose_integers)
 
 
+def stream_router(handlers: list[Any]) -> Router:
+    """The websocket routes (``stream_endpoint``: the media streams) under the API's prefix, without the HTTP
+    request pipeline: each redeems its own credential before it reads a frame."""
+    require_declared_access(handlers)
+    return Router(path=asgi.API_PREFIX, route_handlers=handlers, include_in_schema=False)
+
+
 def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any] | None = None) -> Litestar:
     """``handlers``: the API's routes (default: ``route_handlers()``)."""
-    api = api_router(route_handlers() if handlers is None else handlers)
+    every = route_handlers() if handlers is None else handlers
+    api = api_router([handler for handler in every if not is_stream(handler)])
+    streams = [handler for handler in every if is_stream(handler)]
     openapi = OpenAPIConfig(
         title=API_TITLE,
         version=meta.API_VERSION,
@@ -180,11 +190,12 @@ def create_app(container: AsyncContainer, settings: Settings, handlers: list[Any
     )
 
     async def on_shutdown(_: Litestar) -> None:
+        await media.drain(settings.section(MediaSettings).media_drain_seconds)
         await container.close()
 
     surfaces = dashboard.routers()  # the back-office's HTML pages (the sessions feature)
     app = Litestar(
-        route_handlers=[api, *surfaces],
+        route_handlers=[api, *([stream_router(streams)] if streams else []), *surfaces],
         # no route matched: 404 / 405 in the JSON envelope (an HTML page under /dashboard)
         exception_handlers={**ROUTING_EXCEPTION_HANDLERS, HTTPException: routing_error},
         template_config=template_config(),

@@ -203,6 +203,13 @@ def wrap(app: ASGIApp, *, metrics_token: str = "", snapshot: Snapshot | None = N
     read at scrape time."""
 
     async def outer(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == ScopeType.WEBSOCKET:  # the media streams: served under both prefixes, as HTTP is
+            path = rewrite_path(scope["path"])
+            if path != scope["path"]:
+                scope = scope.copy()
+                scope["path"], scope["raw_path"] = path, path.encode()
+            await app(scope, receive, send)
+            return
         if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return

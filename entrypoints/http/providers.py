@@ -3,10 +3,13 @@ collaborators and the acting principal."""
 
 from __future__ import annotations
 
-from dishka import Provider, Scope, provide, provide_all
+from typing import Any
+
+from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 from litestar import Request
 
 from application.context import Actor, ApiBaseUrl
+from application.ports.platform import Units
 from domain.widget import WidgetGrant
 from entrypoints.http.asgi import PRIMARY_PREFIX, request_api_base
 from entrypoints.http.authentication import (
@@ -19,9 +22,23 @@ from entrypoints.http.authentication import (
 from entrypoints.http.pipeline import RequestGate
 from entrypoints.runtime import TransactionMode
 from entrypoints.settings import Settings
+from entrypoints.units import ScopedUnits
+
+
+def stand_in_request() -> Request:  # type: ignore[type-arg]  # dishka keys the request by the bare class
+    """What a unit of work of the HTTP container opened outside any request carries as its request (a media
+    session's units): a write (POST) with no headers; links it makes use PARLEY_PUBLIC_BASE_URL, or 127.0.0.1."""
+    scope: Any = {"type": "http", "method": "POST", "path": "/", "raw_path": b"/", "headers": [], "query_string": b"",
+                  "state": {}, "scheme": "http", "path_params": {}}
+    return Request(scope)
 
 
 class HttpProvider(Provider):
+    @provide(scope=Scope.APP)
+    def units(self, container: AsyncContainer) -> Units:
+        """Units of work outside a request (a media session lasts the call): each a scope with a stand-in request."""
+        return ScopedUnits(container, context={Request: stand_in_request()})
+
     gate = provide_all(ApiKeyAuthenticator, SessionAuthenticator, WidgetAuthenticator, PublicAuthenticator,
                        Authenticators, RequestGate, scope=Scope.REQUEST)
 

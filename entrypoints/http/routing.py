@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from litestar import delete, get, patch, post, put
+from litestar import delete, get, patch, post, put, websocket
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import QueryParameter
 
@@ -22,6 +22,7 @@ from entrypoints.http.envelope import AuthErrorEnvelope, ErrorEnvelope
 from entrypoints.http.multipart import FileForm
 
 ACCESS = "parley_access"
+STREAM = "parley_stream"  # a websocket route (``stream_endpoint``): its summary; not in the OpenAPI document
 FORM = "parley_form"  # the multipart form a route reads itself (documented as its request body)
 SESSION_SCHEME = "SessionCookie"  # the dashboard session's security scheme (key_or_session routes)
 SESSION_COOKIE = "parley_session"
@@ -219,3 +220,20 @@ def access_of(opt: dict[str, Any]) -> Access | None:
 
 def form_of(opt: dict[str, Any]) -> FileForm | None:
     return opt.get(FORM)
+
+
+def stream_endpoint(path: str, *, name: str, summary: str) -> Callable[[Callable[..., Any]], Any]:
+    """A websocket route (the media streams), declared here like every HTTP route is with ``endpoint``. OpenAPI
+    describes no websockets: these routes are left out of the document and documented in docs/ (docs/telephony.md,
+    Media streams). Their credential is in the path (a single-use token the handler redeems before it reads a
+    frame), so the request pipeline's authentication does not run: the access is ``public``."""
+
+    def register(fn: Callable[..., Any]) -> Any:
+        return websocket(path, name=name, opt={ACCESS: Access(auth=AuthMode.PUBLIC), STREAM: summary})(fn)
+
+    return register
+
+
+def is_stream(handler: Any) -> bool:
+    """A route declared with ``stream_endpoint``."""
+    return STREAM in (getattr(handler, "opt", None) or {})

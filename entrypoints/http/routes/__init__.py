@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from entrypoints.http import media
 from entrypoints.http.routes import (
     accounts,
     agents,
@@ -40,6 +41,7 @@ ROUTES: dict[str, list[Any]] = {
     "cloud": cloud.ROUTES,
     "knowledge": knowledge.ROUTES,
     "leads": leads.ROUTES,
+    "media": media.ROUTES,
     "scheduling": scheduling.ROUTES,
     "business_hours": business_hours.ROUTES,
     "sessions": sessions.ROUTES,
