@@ -7,9 +7,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from application.context import Actor
-from application.ports.agents import AgentCalendars, AgentFilter, AgentRepository
+from application.ports.agents import AgentCalendars, AgentEngineSettings, AgentFilter, AgentRepository
 from application.ports.platform import Clock, Page, PageRequest
-from domain.agents import Agent, AgentVersion, Llm, Voice, Voicemail, duplicate_name
+from domain.agents import (
+    DEFAULT_END_OF_TURN_SILENCE_MS,
+    Agent,
+    AgentVersion,
+    HttpTool,
+    Llm,
+    Transcriber,
+    Voice,
+    Voicemail,
+    duplicate_name,
+)
 from domain.errors import NotFound
 from domain.identity import persisted
 from domain.metadata import check_metadata
@@ -71,11 +81,16 @@ class CreateAgentCommand:
     calendar_id: int | None = None
     timezone: str = "UTC"
     metadata: Mapping[str, Any] = field(default_factory=dict)  # the client's own JSON object, stored as sent
+    transcriber: Transcriber = field(default_factory=Transcriber)
+    tools: tuple[HttpTool, ...] = ()
+    analysis_schema: dict[str, Any] | None = None
+    end_of_turn_silence_ms: int = DEFAULT_END_OF_TURN_SILENCE_MS
 
 
 class CreateAgent:
-    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
-        self.agents, self.clock, self.calendars = agents, clock, calendars
+    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars,
+                 engines: AgentEngineSettings) -> None:
+        self.agents, self.clock, self.calendars, self.engines = agents, clock, calendars, engines
 
     async def execute(self, command: CreateAgentCommand) -> Agent:
         await _check_calendar(self.calendars, command.actor.organization_id, command.calendar_id)
@@ -97,10 +112,15 @@ class CreateAgent:
             calendar_id=command.calendar_id,
             timezone=command.timezone,
             metadata=dict(command.metadata),
+            transcriber=command.transcriber,
+            tools=command.tools,
+            analysis_schema=command.analysis_schema,
+            end_of_turn_silence_ms=command.end_of_turn_silence_ms,
             created_at=now,
             updated_at=now,
         )
         check_metadata("metadata", agent.metadata)
+        await self.engines.check(agent)
         return await self.agents.add(agent)
 
 
@@ -153,8 +173,9 @@ class UpdateAgentCommand:
 
 
 class UpdateAgent:
-    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
-        self.agents, self.clock, self.calendars = agents, clock, calendars
+    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars,
+                 engines: AgentEngineSettings) -> None:
+        self.agents, self.clock, self.calendars, self.engines = agents, clock, calendars, engines
 
     async def execute(self, command: UpdateAgentCommand) -> Agent:
         current = await _load(self.agents, command.actor, command.agent_id, lock=True)
@@ -162,8 +183,14 @@ class UpdateAgent:
         changes = dict(command.patch)
         target_status = changes.pop("status", None)
         agent = current.move_to(target_status) if target_status is not None else current
+        checked = frozenset(changes)
+        # tools and the analysis schema are replaced whole (a JSON Schema is not merged into the one before)
+        replaced = {name: changes.pop(name) for name in ("tools", "analysis_schema") if name in changes}
         agent = apply_patch(agent, changes)
+        if replaced:
+            agent = replace(agent, **replaced)
         check_metadata("metadata", agent.metadata)
+        await self.engines.check(agent, checked)
         if agent == current:  # a PATCH that changes nothing leaves updated_at alone
             return current
         if agent.snapshot() != current.snapshot():  # the draft changed; calls keep running the published version
@@ -229,8 +256,9 @@ class RestoreAgentVersion:
     """Make a published version's configuration the agent's draft. Calls keep running the latest published
     version until the draft is published (as a new version)."""
 
-    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
-        self.agents, self.clock, self.calendars = agents, clock, calendars
+    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars,
+                 engines: AgentEngineSettings) -> None:
+        self.agents, self.clock, self.calendars, self.engines = agents, clock, calendars, engines
 
     async def execute(self, command: RestoreAgentVersionCommand) -> Agent:
         actor, agent_id = command.actor, command.agent_id
@@ -241,6 +269,7 @@ class RestoreAgentVersion:
         restored = current.with_snapshot(found.snapshot)
         if restored.calendar_id != current.calendar_id:  # the version's calendar may have been deleted since
             await _check_calendar(self.calendars, actor.organization_id, restored.calendar_id)
+        await self.engines.check(restored, frozenset({"llm", "voice", "transcriber"}))  # providers deleted since
         restored = await _with_draft_state(self.agents, restored)
         if restored == current:
             return current

@@ -9,7 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from domain.errors import InvalidTransition
+from domain.errors import InvalidTransition, ValidationFailed
 from domain.state_machine import TransitionTable
 
 
@@ -54,16 +54,94 @@ TIMEZONE_MAX_LENGTH = 64
 PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
+END_OF_TURN_SILENCE_RANGE = (200, 3000)  # milliseconds
+DEFAULT_END_OF_TURN_SILENCE_MS = 500
+TOOL_TIMEOUT_RANGE = (100, 30_000)  # milliseconds
+DEFAULT_TOOL_TIMEOUT_MS = 5000
+SPEED_RANGE = (0.25, 4.0)
+MAX_TOOLS = 20
+TOOL_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+BUILT_IN_TOOLS = ("check_availability", "book_appointment", "transfer_call", "end_call", "send_sms")
+"""Implied by the agent's settings (its calendar, its transfer number): a custom tool may not take these names."""
+
+
 @dataclass(frozen=True, slots=True)
 class Voice:
     provider: str = "simulator"
     voice_id: str = "default"
+    provider_id: int | None = None
+    """The AI provider that synthesizes the voice (None: the organization's built-in offline provider)."""
+    speed: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
 class Llm:
     model: str = "parley-sim-1"
     temperature: float = 0.7
+    provider_id: int | None = None
+    """The AI provider of the language model (None: the organization's built-in offline provider)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transcriber:
+    """Speech recognition: the provider (None: the built-in offline one), its model, and the language it listens
+    for (None: the agent's language)."""
+
+    provider_id: int | None = None
+    model: str | None = None
+    language: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HttpTool:
+    """A custom tool the model may call: its arguments (``parameters``, a JSON Schema object) are POSTed as JSON to
+    ``url`` through the egress, signed like webhooks, answered within ``timeout_ms``."""
+
+    name: str
+    url: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS
+    type: str = "http"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "name": self.name, "description": self.description,
+                "parameters": self.parameters, "url": self.url, "timeout_ms": self.timeout_ms}
+
+
+def check_object_schema(name: str, schema: Any) -> None:
+    """A JSON Schema for an object: ``{"type": "object", ...}`` with ``properties`` an object when given."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise ValidationFailed.field(name, 'must be a JSON Schema object ({"type": "object", ...})')
+    if "properties" in schema and not isinstance(schema["properties"], dict):
+        raise ValidationFailed.field(name, "properties must be an object")
+    if "required" in schema and not (isinstance(schema["required"], list)
+                                     and all(isinstance(item, str) for item in schema["required"])):
+        raise ValidationFailed.field(name, "required must be a list of property names")
+
+
+def check_tools(tools: tuple[HttpTool, ...]) -> None:
+    """Custom tools: distinct names, none of the built-ins', object schemas for their parameters, a time-out in
+    range. (Their URLs are checked against the egress's rules by the use case, which knows its settings.)"""
+    if len(tools) > MAX_TOOLS:
+        raise ValidationFailed.field("tools", f"at most {MAX_TOOLS} tools")
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        where = f"tools[{index}]"
+        if tool.type != "http":
+            raise ValidationFailed.field(f"{where}.type", "only http tools can be added")
+        if not re.match(TOOL_NAME_PATTERN, tool.name):
+            raise ValidationFailed.field(f"{where}.name", "letters, digits, _ and -, starting with a letter, at "
+                                                          "most 64")
+        if tool.name in BUILT_IN_TOOLS:
+            raise ValidationFailed.field(f"{where}.name", f"{tool.name} is a built-in tool")
+        if tool.name in seen:
+            raise ValidationFailed.field(f"{where}.name", f"{tool.name} is named twice")
+        seen.add(tool.name)
+        check_object_schema(f"{where}.parameters", tool.parameters)
+        low, high = TOOL_TIMEOUT_RANGE
+        if not low <= tool.timeout_ms <= high:
+            raise ValidationFailed.field(f"{where}.timeout_ms", f"must be between {low} and {high}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +169,11 @@ class Agent:
     calendar_id: int | None = None
     timezone: str = "UTC"
     metadata: dict[str, Any] = field(default_factory=dict)
+    transcriber: Transcriber = field(default_factory=Transcriber)
+    tools: tuple[HttpTool, ...] = ()
+    analysis_schema: dict[str, Any] | None = None
+    """A JSON Schema object the after-call analysis' ``data`` follows (None: no structured data)."""
+    end_of_turn_silence_ms: int = DEFAULT_END_OF_TURN_SILENCE_MS
     current_version: int | None = None
     """The latest published version (the one calls run); None until the agent is first published."""
     has_unpublished_changes: bool = True
@@ -122,8 +205,15 @@ class Agent:
             "description": self.description,
             "agent_mode": self.agent_mode,
             "language": self.language,
-            "voice": {"provider": self.voice.provider, "voice_id": self.voice.voice_id},
-            "llm": {"model": self.llm.model, "temperature": self.llm.temperature},
+            "voice": {"provider": self.voice.provider, "voice_id": self.voice.voice_id,
+                      "provider_id": self.voice.provider_id, "speed": self.voice.speed},
+            "llm": {"model": self.llm.model, "temperature": self.llm.temperature,
+                    "provider_id": self.llm.provider_id},
+            "transcriber": {"provider_id": self.transcriber.provider_id, "model": self.transcriber.model,
+                            "language": self.transcriber.language},
+            "tools": [tool.as_dict() for tool in self.tools],
+            "analysis_schema": self.analysis_schema,
+            "end_of_turn_silence_ms": self.end_of_turn_silence_ms,
             "prompt": self.prompt,
             "first_message": self.first_message,
             "max_call_duration_seconds": self.max_call_duration_seconds,
@@ -138,15 +228,25 @@ class Agent:
         """This agent configured as ``snapshot`` says (a published version's configuration): identity, status and
         versions stay; a key the snapshot lacks keeps this agent's value."""
         values = {name: snapshot[name] for name in _SNAPSHOT_FIELDS if name in snapshot}
-        if isinstance(snapshot.get("voice"), dict):
-            values["voice"] = replace(self.voice, **snapshot["voice"])
+        if isinstance(snapshot.get("voice"), dict):  # provider_id and speed came later: absent, the defaults
+            values["voice"] = replace(self.voice, **{"provider_id": None, "speed": 1.0, **snapshot["voice"]})
         if isinstance(snapshot.get("llm"), dict):
-            values["llm"] = replace(self.llm, **snapshot["llm"])
+            values["llm"] = replace(self.llm, **{"provider_id": None, **snapshot["llm"]})
         if isinstance(snapshot.get("voicemail"), dict):
             values["voicemail"] = replace(self.voicemail, **snapshot["voicemail"])
         if isinstance(snapshot.get("metadata"), dict):
             values["metadata"] = dict(snapshot["metadata"])
+        # the engine settings came later: a version published before them ran with their defaults
+        values["transcriber"] = Transcriber(**snapshot["transcriber"]) if isinstance(
+            snapshot.get("transcriber"), dict) else Transcriber()
+        values["tools"] = tuple(HttpTool(**tool) for tool in snapshot.get("tools") or () if isinstance(tool, dict))
+        values["analysis_schema"] = snapshot.get("analysis_schema")
+        values["end_of_turn_silence_ms"] = snapshot.get("end_of_turn_silence_ms", DEFAULT_END_OF_TURN_SILENCE_MS)
         return replace(self, **values)
+
+    def provider_ids(self) -> set[int]:
+        """The AI providers this configuration names (llm, voice, transcriber)."""
+        return snapshot_provider_ids(self.snapshot())
 
     def differs_from(self, snapshot: dict[str, Any] | None) -> bool:
         """Whether this agent's configuration is not the one ``snapshot`` froze (None: nothing is published)."""
@@ -156,6 +256,16 @@ class Agent:
 # the plain fields of a snapshot (the nested objects are rebuilt by Agent.with_snapshot)
 _SNAPSHOT_FIELDS = ("name", "description", "agent_mode", "language", "prompt", "first_message",
                     "max_call_duration_seconds", "transfer_phone", "calendar_id", "timezone")
+
+
+def snapshot_provider_ids(snapshot: dict[str, Any]) -> set[int]:
+    """The AI providers a configuration (an agent's snapshot) names in llm, voice and transcriber."""
+    found: set[int] = set()
+    for name in ("llm", "voice", "transcriber"):
+        settings = snapshot.get(name)
+        if isinstance(settings, dict) and isinstance(settings.get("provider_id"), int):
+            found.add(settings["provider_id"])
+    return found
 
 
 @dataclass(frozen=True, slots=True)

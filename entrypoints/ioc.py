@@ -67,6 +67,7 @@ from entrypoints.features import (
     check_overrides,
     cloud,
     conversation,
+    engines,
     housekeeping,
     knowledge,
     leads,
@@ -231,6 +232,7 @@ class UseCaseProvider(Provider):
 CORE = Feature(name="core", providers=(PlatformProvider, UseCaseProvider), sql=SqlProvider, memory=MemoryProvider)
 
 FEATURES: tuple[Feature, ...] = (
+    engines.FEATURE,
     calls.FEATURE,
     knowledge.FEATURE,
     scheduling.FEATURE,

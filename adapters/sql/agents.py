@@ -44,8 +44,13 @@ def _agent_values(agent: Agent) -> dict[str, Any]:
     return {
         "organization_id": agent.organization_id, "name": agent.name, "description": agent.description,
         "status": agent.status, "agent_mode": agent.agent_mode, "language": agent.language,
-        "voice": {"provider": agent.voice.provider, "voice_id": agent.voice.voice_id},
-        "llm": {"model": agent.llm.model, "temperature": agent.llm.temperature},
+        "voice": {"provider": agent.voice.provider, "voice_id": agent.voice.voice_id,
+                  "provider_id": agent.voice.provider_id, "speed": agent.voice.speed},
+        "llm": {"model": agent.llm.model, "temperature": agent.llm.temperature, "provider_id": agent.llm.provider_id},
+        "transcriber": {"provider_id": agent.transcriber.provider_id, "model": agent.transcriber.model,
+                        "language": agent.transcriber.language},
+        "tools": [tool.as_dict() for tool in agent.tools], "analysis_schema": agent.analysis_schema,
+        "end_of_turn_silence_ms": agent.end_of_turn_silence_ms,
         "prompt": agent.prompt, "first_message": agent.first_message,
         "max_call_duration_seconds": agent.max_call_duration_seconds,
         "voicemail": {"action": agent.voicemail.action, "message": agent.voicemail.message},
@@ -90,7 +95,7 @@ _LIVE_TOTAL = sa.select(sa.func.coalesce(
 # On SQLite a page's agent is one JSON document built by the database (json_object, in C), the stored JSON
 # columns embedded as they are and the stored UTC times marked as such: msgspec then reads the whole page into
 # Agents in one call, where decoding four JSON columns and two times per row took a Python call each.
-_EMBEDDED = frozenset({"voice", "llm", "voicemail", "metadata"})
+_EMBEDDED = frozenset({"voice", "llm", "voicemail", "metadata", "transcriber", "tools", "analysis_schema"})
 _UTC_TEXT = frozenset({"created_at", "updated_at"})
 _BOOLEAN = frozenset({"has_unpublished_changes"})  # stored as 0 or 1, which msgspec does not read as a bool
 

@@ -76,6 +76,11 @@ agents = sa.Table(
     sa.Column("current_version", sa.Integer, nullable=True),
     # whether the draft differs from the latest published version, which calls run (migration 0290)
     sa.Column("has_unpublished_changes", sa.Boolean, nullable=False, server_default=sa.true()),
+    # the engine settings (migration 0400): speech recognition, custom tools, the analysis schema, end of turn
+    sa.Column("transcriber", Json, nullable=False, server_default=sa.text("'{}'")),
+    sa.Column("tools", Json, nullable=False, server_default=sa.text("'[]'")),
+    sa.Column("analysis_schema", Json, nullable=True),
+    sa.Column("end_of_turn_silence_ms", sa.Integer, nullable=False, server_default="500"),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
     sa.Column("deleted_at", UtcDateTime, nullable=True),

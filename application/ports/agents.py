@@ -47,3 +47,15 @@ class AgentCalendars(Protocol):
     """The calendars an agent may point at (``calendar_id``): the live calendars of its organization."""
 
     async def exists(self, organization_id: int, calendar_id: int) -> bool: ...
+
+
+class AgentEngineSettings(Protocol):
+    """The checks an agent's engine, tool and analysis settings pass beyond their shape (the AI providers feature
+    implements it)."""
+
+    async def check(self, agent: Agent, changed: frozenset[str] | None = None) -> None:
+        """Raises for a provider id not in the agent's organization (422 naming ``llm.provider_id``,
+        ``voice.provider_id`` or ``transcriber.provider_id``), a malformed custom tool or a tool URL the egress
+        would refuse (400 naming it), an analysis schema that is not an object schema. ``changed``: only the
+        settings named (None: all)."""
+        ...

@@ -163,6 +163,9 @@ class EngineChoice:
     speed: float = 1.0
     temperature: float | None = None
     language: str | None = None
+    vocabulary: tuple[str, ...] = ()
+    """Texts whose words the caller may say (the agent's prompt, first message, knowledge): the offline recognizer
+    listens for them; other engines may ignore them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[A-Z]{2}$": "must be a two-letter ISO 3166 country code in capitals, such as US or DE",
     r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "must be an email address such as ada@example.com",
     r"^[ -~]+$": "must be printable ASCII characters",
+    r"^[A-Za-z][A-Za-z0-9_-]{0,63}$": "must be letters, digits, _ and -, starting with a letter, at most 64 characters",
     ONE_LINE_PATTERN: ONE_LINE_WORDS,
 }
 UNKNOWN_PATTERN = "is not in the expected format (see the API reference)"

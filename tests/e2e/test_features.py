@@ -26,6 +26,7 @@ from entrypoints.http.routes import (
     ROUTES,
     accounts,
     agents,
+    ai_providers,
     billing,
     business_hours,
     calls,
@@ -87,8 +88,8 @@ def test_the_registry_lists_every_feature_module_once_in_its_own_order() -> None
 
 def test_the_route_registry_names_the_registered_features_and_serves_every_handler_once() -> None:
     assert set(ROUTES) <= {"core"} | {feature.name for feature in FEATURES}
-    modules = [meta, agents, accounts, billing, calls, campaigns, cloud, dnc, telephony, knowledge, leads, scheduling,
-               business_hours, sessions, sms, triggers, usage, webhooks, widget, media_streams]
+    modules = [meta, agents, accounts, ai_providers, billing, calls, campaigns, cloud, dnc, telephony, knowledge, leads,
+               scheduling, business_hours, sessions, sms, triggers, usage, webhooks, widget, media_streams]
     every = [handler for module in modules for handler in module.ROUTES]
     served = route_handlers()
     assert len(served) == len(every) == len({id(h) for h in served})

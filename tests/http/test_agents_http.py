@@ -137,8 +137,8 @@ async def test_patch_of_a_nested_object_changes_only_the_members_sent(any_api: A
     }, headers=t.headers)
     assert patched.status_code == 200, patched.text
     data = patched.json()["data"]
-    assert data["llm"] == {"model": "big-model", "temperature": 0.3}
-    assert data["voice"] == {"provider": "acme-tts", "voice_id": "bert"}
+    assert data["llm"] == {"model": "big-model", "temperature": 0.3, "provider_id": None}
+    assert data["voice"] == {"provider": "acme-tts", "voice_id": "bert", "provider_id": None, "speed": 1.0}
     assert data["voicemail"] == {"action": "leave_message", "message": None}
     assert data["metadata"] == {"team": "sales", "limits": {"daily": 10, "monthly": 100}}
     assert data["description"] == "kept" and data["name"] == "Merge"
@@ -146,8 +146,8 @@ async def test_patch_of_a_nested_object_changes_only_the_members_sent(any_api: A
 
     await c.post(f"/v2/agents/{agent['id']}/publish", headers=t.headers)
     snapshot = (await c.get(f"/v2/agents/{agent['id']}/versions/1", headers=t.headers)).json()["data"]["snapshot"]
-    assert snapshot["llm"] == {"model": "big-model", "temperature": 0.3}
-    assert snapshot["voice"] == {"provider": "acme-tts", "voice_id": "bert"}
+    assert snapshot["llm"] == {"model": "big-model", "temperature": 0.3, "provider_id": None}
+    assert snapshot["voice"] == {"provider": "acme-tts", "voice_id": "bert", "provider_id": None, "speed": 1.0}
 
 
 async def test_patch_null_clears_nullable_fields_and_is_refused_for_required_ones(any_api: Api) -> None:
@@ -169,7 +169,7 @@ async def test_patch_null_clears_nullable_fields_and_is_refused_for_required_one
         assert refused.json()["error"]["code"] == "bad_request"
         assert field in _errors(refused), (body, _errors(refused))
     unchanged = (await c.get(f"/v2/agents/{agent['id']}", headers=t.headers)).json()["data"]
-    assert unchanged["llm"] == {"model": "parley-sim-1", "temperature": 0.7}
+    assert unchanged["llm"] == {"model": "parley-sim-1", "temperature": 0.7, "provider_id": None}
     assert unchanged["updated_at"] == cleared.json()["data"]["updated_at"]
 
 

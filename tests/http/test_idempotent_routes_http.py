@@ -224,6 +224,8 @@ CASES: dict[str, Setup] = {
     "importDncEntries": _csv_import,
     "checkDnc": _fixed("/v2/dnc/check", {"phone_numbers": ["+14155550102"]}),
     "createTelephonyProvider": _fixed("/v2/telephony/providers", {"name": "SIP trunk", "type": "sip"}),
+    "createAiProvider": _fixed("/v2/ai-providers", {"name": "OpenAI", "type": "openai_compatible",
+                                                    "base_url": "https://api.openai.com/v1", "api_key": "sk-1"}),
     "createPhoneNumber": _unique_number,
     "createWebhook": _fixed("/v2/webhooks", {"url": HOOK, "events": ["call.ended"]}),
     "testWebhook": _on(_webhook, "/v2/webhooks/{id}/test"),

@@ -20,10 +20,10 @@ ONE_LINE_NAMES = frozenset({"name", "source", "label", "contact_name", "attendee
                             "subject", "title", "email", "provider", "voice_id", "model"})
 """Members that are one line wherever a request body carries them as text."""
 CHECKED_ELSEWHERE = {("campaigns", "ContactIn", "name"), ("sessions", "LoginIn", "email"),
-                     ("scheduling", "AppointmentCreate", "attendee_email")}
+                     ("scheduling", "AppointmentCreate", "attendee_email"), ("agents", "ToolSchema", "name")}
 """A contacts batch reports a bad row and goes on: its rows are judged by ``domain.campaigns.check_row`` (the same
 rule, ``domain.text``), as CSV rows are. A sign-in's email is only compared, never stored; an attendee's email has
-an address pattern of its own (no white space)."""
+an address pattern of its own (no white space), and so has a custom tool's name (letters, digits, _ and -)."""
 MULTI_LINE = {("agents", "AgentCreate", "description"), ("agents", "AgentCreate", "first_message"),
               ("scheduling", "AppointmentCreate", "notes")}
 HOSTILE = ("Eve\r\nBcc: x@y.example", "Eve\n", "tab\there", "nul\x00", "sep\u2028arator", "c1\x85")

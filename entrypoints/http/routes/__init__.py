@@ -14,6 +14,7 @@ from entrypoints.http import media
 from entrypoints.http.routes import (
     accounts,
     agents,
+    ai_providers,
     billing,
     business_hours,
     calls,
@@ -39,6 +40,7 @@ ROUTES: dict[str, list[Any]] = {
     "calls": [*calls.ROUTES, *dnc.ROUTES, *telephony.ROUTES],
     "campaigns": campaigns.ROUTES,
     "cloud": cloud.ROUTES,
+    "engines": ai_providers.ROUTES,
     "knowledge": knowledge.ROUTES,
     "leads": leads.ROUTES,
     "media": media.ROUTES,

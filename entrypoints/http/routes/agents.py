@@ -12,7 +12,7 @@ from application.phones import e164
 from application.ports.agents import AgentFilter
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import PageRequest
-from domain.agents import Llm, Voice, Voicemail
+from domain.agents import HttpTool, Llm, Transcriber, Voice, Voicemail
 from domain.parsing import MAX_ID
 from domain.patching import MergePatch
 from domain.timezones import validate_timezone
@@ -24,6 +24,7 @@ from entrypoints.http.schemas.agents import (
     AgentOut,
     AgentUpdate,
     PublishResult,
+    ToolSchema,
     VersionDetail,
     VersionItem,
 )
@@ -52,7 +53,15 @@ def create_command(actor: Actor, data: AgentCreate, phones: PhoneNormalizer) -> 
         calendar_id=data.calendar_id,
         timezone=validate_timezone(data.timezone),
         metadata=data.metadata,
+        transcriber=Transcriber(**msgspec.structs.asdict(data.transcriber)),
+        tools=_tools(data.tools),
+        analysis_schema=data.analysis_schema,
+        end_of_turn_silence_ms=data.end_of_turn_silence_ms,
     )
+
+
+def _tools(tools: list[ToolSchema]) -> tuple[HttpTool, ...]:
+    return tuple(HttpTool(**msgspec.structs.asdict(tool)) for tool in tools)
 
 
 def _patch(data: AgentUpdate, phones: PhoneNormalizer) -> MergePatch:
@@ -65,6 +74,8 @@ def _patch(data: AgentUpdate, phones: PhoneNormalizer) -> MergePatch:
         out["transfer_phone"] = e164(phones, out["transfer_phone"], "transfer_phone")
     if "timezone" in out:
         out["timezone"] = validate_timezone(out["timezone"])
+    if "tools" in out:
+        out["tools"] = _tools(out["tools"])
     return out
 
 
@@ -85,7 +96,8 @@ async def list_agents(
 
 @endpoint("POST", "/agents", operation_id="createAgent", location="/agents/{id}", summary="Create an agent",
           tags=TAGS, scopes=("agents:write",), idempotent=True,
-          errors={404: "not_found: calendar_id is not a calendar of this organization"})
+          errors={404: "not_found: calendar_id is not a calendar of this organization",
+                  422: "unprocessable_entity: llm, voice or transcriber names no AI provider of this organization"})
 async def create_agent(data: JSONBody[AgentCreate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.CreateAgent], phones: FromDishka[PhoneNormalizer]) -> Envelope[AgentOut]:
     agent = await use_case.execute(create_command(actor, data, phones))
@@ -101,7 +113,8 @@ async def get_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[
 @endpoint("PATCH", "/agents/{id:int}", operation_id="updateAgent", summary="Update an agent", tags=TAGS,
           scopes=("agents:write",),
           errors={404: "not_found: unknown agent, or calendar_id is not a calendar of this organization",
-                  409: "invalid_transition: the status move is not allowed"})
+                  409: "invalid_transition: the status move is not allowed",
+                  422: "unprocessable_entity: llm, voice or transcriber names no AI provider of this organization"})
 async def update_agent(id: AgentId, data: JSONBody[AgentUpdate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.UpdateAgent], phones: FromDishka[PhoneNormalizer]) -> Envelope[AgentOut]:
     agent = await use_case.execute(uc.UpdateAgentCommand(actor, id, _patch(data, phones)))
@@ -153,7 +166,8 @@ async def get_version(id: AgentId, version: VersionNumber, actor: FromDishka[Act
 @endpoint("POST", "/agents/{id:int}/versions/{version:int}/restore", operation_id="restoreAgentVersion",
           summary="Restore a published version as the agent's draft (publish to make calls use it)", tags=TAGS,
           scopes=("agents:write",), status_code=200,
-          errors={404: "not_found: unknown agent or version, or the version's calendar_id was deleted since"})
+          errors={404: "not_found: unknown agent or version, or the version's calendar_id was deleted since",
+                  422: "unprocessable_entity: an AI provider the version names was deleted since"})
 async def restore_version(id: AgentId, version: VersionNumber, actor: FromDishka[Actor],
                           use_case: FromDishka[uc.RestoreAgentVersion]) -> Envelope[AgentOut]:
     return Envelope(AgentOut.of(await use_case.execute(uc.RestoreAgentVersionCommand(actor, id, version))))

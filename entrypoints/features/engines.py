@@ -1,0 +1,67 @@
+"""Engines feature: an organization's AI providers (§22), the checks an agent's engine settings pass, and the
+conversation's engines (``EngineFactory``: ``openai_compatible`` through the egress, ``offline`` built in)."""
+
+from __future__ import annotations
+
+from dishka import Provider, Scope, provide, provide_all
+
+from adapters.egress import HttpxSafeHttp, SystemResolver
+from adapters.engines.factory import EngineBuilder
+from adapters.memory.ai_providers import InMemoryAiProviderRepository
+from adapters.sql.ai_providers import SqlAiProviderRepository
+from application import ai_providers as uc
+from application.ports.agents import AgentEngineSettings
+from application.ports.ai_providers import AiProviderRepository
+from application.ports.engines import EngineFactory
+from entrypoints.features import Feature
+from entrypoints.settings import Settings
+
+USER_AGENT = "Parley-Engines/2.0"
+
+
+class EnginesPlatformProvider(Provider):
+    scope = Scope.APP
+
+    @provide
+    def policy(self, settings: Settings) -> uc.AiProviderPolicy:
+        return uc.AiProviderPolicy(allow_loopback=settings.allow_loopback_targets)
+
+    @provide
+    def engines(self, settings: Settings) -> EngineFactory:
+        """Every request to a model server goes through the egress: its base URL is checked at each use."""
+        http = HttpxSafeHttp(SystemResolver(), allow_loopback=settings.allow_loopback_targets, user_agent=USER_AGENT)
+        return EngineBuilder(http)
+
+
+class SqlEnginesProvider(Provider):
+    scope = Scope.REQUEST
+
+    providers = provide(SqlAiProviderRepository, provides=AiProviderRepository)
+
+
+class MemoryEnginesProvider(Provider):
+    scope = Scope.REQUEST
+
+    providers = provide(InMemoryAiProviderRepository, provides=AiProviderRepository)
+
+
+class EnginesUseCaseProvider(Provider):
+    scope = Scope.REQUEST
+
+    checks = provide(uc.AgentEngineChecks, provides=AgentEngineSettings)
+    cases = provide_all(
+        uc.ListAiProviders,
+        uc.GetAiProvider,
+        uc.CreateAiProvider,
+        uc.UpdateAiProvider,
+        uc.DeleteAiProvider,
+        uc.ResolveAgentEngines,
+    )
+
+
+FEATURE = Feature(
+    name="engines",
+    providers=(EnginesPlatformProvider, EnginesUseCaseProvider),
+    sql=SqlEnginesProvider,
+    memory=MemoryEnginesProvider,
+)
