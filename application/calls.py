@@ -253,7 +253,7 @@ class CallFinisher:
             lines = list(transcript or [])
             log = await self.logs.add(CallLog(
                 id=None, organization_id=call.organization_id, call_id=call.id, agent_id=call.agent_id,
-                direction="outbound", from_phone=call.from_phone, to_phone=call.destination_phone,
+                direction=call.direction, from_phone=call.from_phone, to_phone=call.destination_phone,
                 status=finished.status, end_reason=end_reason, outcome=outcome, duration_seconds=duration,
                 transcript=lines,
                 summary=summarize(agent_name=agent.name if agent else f"Agent {call.agent_id}",

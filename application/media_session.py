@@ -261,7 +261,8 @@ class RunMediaSession:
         return await finisher.finish(
             call, trigger, now, end_reason=outcome.end_reason, duration_seconds=duration,
             transcript=list(outcome.transcript), recording_key=key, transferred_to=outcome.transferred_to,
-            booking=outcome.booking, message_left=outcome.end_reason == "voicemail_message_left")
+            booking=outcome.booking, message_left=outcome.end_reason == "voicemail_message_left",
+            turns=list(outcome.turns), analysis=outcome.analysis)
 
 
 # ---------------------------------------------------------------------------------------------- runtimes

@@ -191,6 +191,8 @@ class Call:
     agent_version: int | None = None
     """The agent's published version the call runs (its prompt, voicemail, transfer and calendar); None only for
     calls placed before calls ran published versions."""
+    direction: str = "outbound"
+    """``outbound`` (placed by Parley) or ``web`` (a browser talks to the agent: no phone numbers)."""
 
     @property
     def is_final(self) -> bool:
@@ -224,7 +226,7 @@ class Call:
             "bot_id": str(self.agent_id),
             "agent_version": self.agent_version,
             "status": self.status,
-            "direction": "outbound",
+            "direction": self.direction,
             "destination_phone": self.destination_phone,
             "from_phone": self.from_phone,
             "contact_name": self.contact_name,

@@ -40,6 +40,7 @@ def _row_to_call(row: Any) -> Call:
         updated_at=row.updated_at, started_at=row.started_at, answered_at=row.answered_at, ended_at=row.ended_at,
         priority=row.priority, due_at=row.due_at, campaign_id=row.campaign_id, contact_id=row.contact_id,
         idempotency_key=row.idempotency_key, cause_depth=row.cause_depth, agent_version=row.agent_version,
+        direction=row.direction,
     )
 
 
@@ -58,6 +59,7 @@ def _call_values(call: Call) -> dict[str, Any]:
         "priority": call.priority, "due_at": call.due_at or call.created_at,
         "campaign_id": call.campaign_id, "contact_id": call.contact_id, "idempotency_key": call.idempotency_key,
         "cause_depth": call.cause_depth, "agent_version": call.agent_version,
+        "direction": call.direction,
     }
 
 

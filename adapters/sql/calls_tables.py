@@ -49,6 +49,8 @@ calls = sa.Table(
     sa.Column("cause_depth", sa.SmallInteger, nullable=False, server_default=sa.text("0")),
     # the agent's published version the call runs (migration 0290; null for calls placed before)
     sa.Column("agent_version", sa.Integer, nullable=True),
+    # migration 0430: web calls (a browser talks to the agent) beside outbound ones
+    sa.Column("direction", sa.String(10), nullable=False, server_default=sa.text("'outbound'")),
     sa.CheckConstraint(f"status in {_CALL_STATUSES}", name="status"),
     sa.Index("ix_calls_dial_queue", "organization_id", "priority", "due_at",
              sqlite_where=sa.text("status = 'queued'"), postgresql_where=sa.text("status = 'queued'")),

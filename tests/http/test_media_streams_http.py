@@ -37,7 +37,7 @@ from tests.support.emulators.media_client import AsgiWebSocket, WebSocketClosed
 
 @pytest.fixture
 async def served(app_pool: AppPool, tmp_root: Path, sql_url: str) -> AsyncIterator[MediaApp]:
-    async with media_app(app_pool, tmp_root, sql_url) as app:
+    async with media_app(app_pool, tmp_root, sql_url, media_runtime="first_message") as app:
         yield app
 
 

@@ -34,7 +34,8 @@ class CallOut(Struct):
     agent_id: int
     bot_id: str
     status: CallStatus
-    direction: Literal["outbound"]
+    direction: Annotated[Literal["outbound", "web"], Meta(description=(
+        "outbound: placed to a phone; web: a browser talks to the agent (POST /calls/web), no phone numbers"))]
     destination_phone: str
     from_phone: str
     contact_name: str | None
@@ -59,7 +60,7 @@ class CallOut(Struct):
     def of(cls, c: Call) -> CallOut:
         return cls(
             id=c.id, agent_id=c.agent_id, bot_id=str(c.agent_id), status=c.status,  # type: ignore[arg-type]  # the domain's type is wider
-            direction="outbound", destination_phone=c.destination_phone, from_phone=c.from_phone,
+            direction=c.direction, destination_phone=c.destination_phone, from_phone=c.from_phone,
             contact_name=c.contact_name, custom_data=c.custom_data, end_reason=c.end_reason, outcome=c.outcome,
             duration_seconds=c.duration_seconds, transferred_to=c.transferred_to, call_log_id=c.call_log_id,
             created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
@@ -149,3 +150,20 @@ def parse_instant(value: str | None, field: str) -> datetime | None:
     if value is None or value == "":
         return None
     return rfc3339.parse_instant(value, field)
+
+
+class WebCallCreate(Struct, forbid_unknown_fields=True):
+    agent_id: Annotated[int, Meta(ge=1, description="The agent to talk to (active, with a published version)")]
+    custom_data: Annotated[dict[str, Any], Meta(max_length=metadata_rules.MAX_KEYS, description=(
+        "Each key fills the matching {{placeholder}} of the agent's prompt and first message (at most 50 keys of "
+        "40 characters, values of 500)"))] | None = None
+
+
+class WebCallOut(Struct):
+    call_id: Annotated[str, Meta(description="The call (GET /calls/{id}); direction web")]
+    token: Annotated[str, Meta(description="The single-use media-stream token (it is in websocket_url)")]
+    websocket_url: Annotated[str, Meta(description=(
+        "Where the browser opens the call's audio: wss://<public host>/v2/media-streams/<token>, the web protocol "
+        "(docs/calls.md, Web calls)"))]
+    expires_at: Annotated[datetime, Meta(description=(
+        "The token is refused after this instant (and after its first use)"))]
