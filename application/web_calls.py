@@ -14,11 +14,14 @@ from typing import Any
 from application.agents import as_published
 from application.calls import AgentNotCallable
 from application.context import CauseContext
+from application.ports.accounts import RateLimiter
 from application.ports.agents import AgentRepository
 from application.ports.calls import CallRepository
+from application.ports.campaigns import CampaignRepository
 from application.ports.media import MediaStreamTokens
 from application.ports.platform import Clock, Random, UnitOfWork
 from application.ports.usage import CALL_SECONDS, QuotaGate
+from application.widget import within_widget_caps
 from domain.agents import AgentStatus, render, unresolved_placeholders
 from domain.calls import Call, render_values
 from domain.errors import NotFound, ValidationFailed
@@ -99,3 +102,28 @@ class StartWebCall:
             self.uow.record(replace(event, depth=call.cause_depth) if call.cause_depth else event)
         token = await self.tokens.issue(call.id, org, now)
         return WebCall(call, token, now + ttl)
+
+
+@dataclass(frozen=True, slots=True)
+class StartWidgetWebCallCommand:
+    organization_id: int
+    campaign_id: int
+    client_address: str
+    custom_data: dict[str, Any] = field(default_factory=dict)
+
+
+class StartWidgetWebCall:
+    """The widget's "Talk now": a web call with the agent of the widget token's campaign, counted against the
+    widget's hourly caps like a "Call me" contact (429 widget_intake_limited)."""
+
+    def __init__(self, start: StartWebCall, campaigns: CampaignRepository, limiter: RateLimiter,
+                 clock: Clock) -> None:
+        self.start, self.campaigns, self.limiter, self.clock = start, campaigns, limiter, clock
+
+    async def execute(self, command: StartWidgetWebCallCommand) -> WebCall:
+        campaign = await self.campaigns.get(command.organization_id, command.campaign_id)
+        if campaign is None:
+            raise NotFound("campaign", command.campaign_id)
+        await within_widget_caps(self.limiter, self.clock.now(), campaign, command.client_address)
+        return await self.start.execute(StartWebCallCommand(command.organization_id, campaign.agent_id,
+                                                            dict(command.custom_data)))

@@ -133,6 +133,7 @@ class MediaPlatformProvider(Provider):
 
     redeem = provide(cases.RedeemMediaStream, scope=Scope.REQUEST)
     start_web_call = provide(web_calls.StartWebCall, scope=Scope.REQUEST)
+    start_widget_web_call = provide(web_calls.StartWidgetWebCall, scope=Scope.REQUEST)
 
     @provide
     def web_call_policy(self, settings: MediaSettings) -> web_calls.WebCallPolicy:

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import AppPool
+from tests.conftest import Api, AppPool
 from tests.http.calls_support import active_agent
+from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.media_support import MediaApp, media_app
 from tests.support.emulators.media_client import AsgiWebSocket, WebSocketClosed
 
@@ -113,3 +114,53 @@ async def test_a_token_of_a_web_call_opens_one_stream(served: MediaApp) -> None:
     with pytest.raises(WebSocketClosed) as used:
         await asyncio.wait_for(second.receive_text(), timeout=10)
     assert used.value.code == 1008
+
+
+async def test_the_dashboard_starts_a_web_call_for_the_signed_in_users_organization(any_api: Api) -> None:
+    user = await new_user(any_api)
+    agent = await active_agent(any_api, user.tenant)
+    session, csrf = await login(any_api, user)
+    page = await any_api.client.get(f"/dashboard/agents/{agent['id']}", headers=cookie(session))
+    assert page.status_code == 200
+    assert "Talk to this agent" in page.text and "/dashboard/static/webcall.js" in page.text
+    policy = page.headers["content-security-policy"]
+    host = any_api.client.base_url.host  # type: ignore[attr-defined]
+    assert policy.endswith(f"connect-src 'self' ws://{host}"), policy
+    forged = await any_api.client.post(f"/dashboard/agents/{agent['id']}/web-call", headers=cookie(session))
+    assert forged.status_code == 403
+    started = await any_api.client.post(f"/dashboard/agents/{agent['id']}/web-call",
+                                        headers={**cookie(session), "X-CSRF-Token": csrf})
+    assert started.status_code == 201, started.text
+    data = started.json()
+    assert data["websocket_url"].startswith("ws://") and "/v2/media-streams/" in data["websocket_url"]
+    call = await any_api.client.get(f"/v2/calls/{data['call_id']}", headers=user.tenant.headers)
+    assert call.json()["data"]["direction"] == "web"
+    other_session, other_csrf = await login(any_api, await new_user(any_api))
+    theirs = await any_api.client.post(f"/dashboard/agents/{agent['id']}/web-call",
+                                       headers={**cookie(other_session), "X-CSRF-Token": other_csrf})
+    assert theirs.status_code == 404
+    script = await any_api.client.get("/dashboard/static/webcall.js", headers=cookie(session))
+    assert script.status_code == 200 and "ParleyWebCall" in script.text
+
+
+async def test_the_widget_talks_now_within_its_hourly_caps(any_api: Api) -> None:
+    t = await any_api.tenant(plan="enterprise")
+    agent = await active_agent(any_api, t)
+    campaign = (await any_api.client.post("/v2/campaigns", json={
+        "name": "Spring", "agent_id": agent["id"], "widget_max_contacts_per_hour": 2}, headers=t.headers)).json()
+    minted = await any_api.client.post("/v2/widget/tokens", json={
+        "campaign_id": campaign["data"]["id"], "allowed_origins": ["https://shop.example"]}, headers=t.headers)
+    token = minted.json()["data"]["token"]
+    headers = {"Authorization": f"Widget {token}", "Origin": "https://shop.example"}
+    body = {"custom_data": {"contact_name": "Ada"}}
+    for _ in range(2):
+        talk = await any_api.client.post("/v2/widget/web-calls", json=body, headers=headers)
+        assert talk.status_code == 201, talk.text
+        assert talk.headers["access-control-allow-origin"] == "https://shop.example"
+    limited = await any_api.client.post("/v2/widget/web-calls", json=body, headers=headers)
+    assert limited.status_code == 429
+    assert limited.json()["error"]["code"] == "widget_intake_limited"
+    script = await any_api.client.get("/v2/webcall.js")
+    assert script.status_code == 200 and "getUserMedia" in script.text
+    widget = await any_api.client.get("/v2/widget.js")
+    assert "Talk now" in widget.text and "/widget/web-calls" in widget.text

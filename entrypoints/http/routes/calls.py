@@ -58,7 +58,7 @@ def web_call_out(started: web_calls.WebCall, base: ApiBaseUrl) -> WebCallOut:
     return WebCallOut(started.call.id, started.token, websocket_url(base, started.token), started.expires_at)
 
 
-@endpoint("POST", "/calls/web", operation_id="createWebCall", tags=TAGS,
+@endpoint("POST", "/calls/web", operation_id="createWebCall", tags=TAGS, location="/calls/{call_id}",
           summary="Start a web call: talk to an agent from a browser",
           scopes=("calls:schedule",), idempotent=True, status_code=201,
           errors={400: "invalid body or unresolved {{placeholders}} (details.missing_placeholders)",
