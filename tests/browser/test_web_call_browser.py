@@ -86,7 +86,10 @@ async def clinic(tmp_path: Path) -> AsyncIterator[Clinic]:
                 await _json(api, "POST", f"/scheduling/calendars/{calendar['id']}/rules", 201,
                             json={"weekday": weekday, "start_time": "08:00", "end_time": "18:00"})
             agent = await _json(api, "POST", "/agents", 201, json={
-                "name": "Clinic desk", "prompt": "You answer questions about the clinic and book visits.",
+                "name": "Clinic desk",
+                # the offline recognizer listens for the words of the agent's texts: callers ask whether parking is
+                # free, or for a time to visit
+                "prompt": "You answer questions about the clinic, such as is parking free, and book visits.",
                 "first_message": "Hello, this is the clinic.", "calendar_id": calendar["id"], "timezone": "UTC"})
             kb = await _json(api, "POST", "/knowledge-bases", 201, json={"name": "Clinic", "agent_id": agent["id"]})
             await _json(api, "POST", f"/knowledge-bases/{kb['id']}/documents", 201, files={
@@ -191,5 +194,7 @@ async def test_a_caller_books_tomorrow_at_ten_by_voice(clinic: Clinic, tmp_path:
     appointments = await booked()
     transcript = await _transcript(clinic, call)
     assert appointments, transcript
-    assert datetime.fromisoformat(appointments[0]["start"].replace("Z", "+00:00")) == ten, (appointments, transcript)
+    assert datetime.fromisoformat(appointments[0]["slot_start"].replace("Z", "+00:00")) == ten, (appointments,
+                                                                                                 transcript)
+    assert appointments[0]["call_id"] == call["id"]
     assert any(line["role"] == "agent" and "booked" in line["text"] for line in transcript), transcript
