@@ -122,7 +122,7 @@ class WebAudioSession(CarrierStreamSession):
         self._queue.extend(frames)
         self._wake.set()
 
-    async def _send(self, text: str | bytes) -> None:  # type: ignore[override]  # audio goes out as bytes
+    async def _send(self, text: str | bytes) -> None:  # audio goes out as bytes
         try:
             await self.transport.send(text)  # type: ignore[arg-type]  # the web transport sends both
         except Exception:  # the peer is gone: the reader sees the connection close

@@ -60,7 +60,7 @@ class CallOut(Struct):
     def of(cls, c: Call) -> CallOut:
         return cls(
             id=c.id, agent_id=c.agent_id, bot_id=str(c.agent_id), status=c.status,  # type: ignore[arg-type]  # the domain's type is wider
-            direction=c.direction, destination_phone=c.destination_phone, from_phone=c.from_phone,
+            direction=c.direction, destination_phone=c.destination_phone, from_phone=c.from_phone,  # type: ignore[arg-type]  # the domain's type is wider
             contact_name=c.contact_name, custom_data=c.custom_data, end_reason=c.end_reason, outcome=c.outcome,
             duration_seconds=c.duration_seconds, transferred_to=c.transferred_to, call_log_id=c.call_log_id,
             created_at=c.created_at, updated_at=c.updated_at,  # type: ignore[arg-type]  # the domain's type is wider
