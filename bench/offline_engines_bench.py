@@ -65,10 +65,16 @@ async def main(repeat: int) -> None:
     started = time.perf_counter()
     general = Decoder(hmm=str(model_dir() / "en-us"), samprate=MODEL_RATE, loglevel="FATAL")
     general_load = time.perf_counter() - started
-    for name, decoder, loaded in (("(b) small bigram", small.decoder, load), ("(c) general", general, general_load)):
+    def recognize(pcm: bytes) -> float:  # as the engine does it: two passes, 100 ms at a time
+        started = time.perf_counter()
+        small.recognize(pcm)
+        return time.perf_counter() - started
+
+    for name, run, loaded in (("(b) small bigram", recognize, load),
+                              ("(c) general", lambda pcm: decode(general, pcm), general_load)):
         for rate, clips in audio.items():
             wide = [resample(pcm, rate, MODEL_RATE) if rate != MODEL_RATE else pcm for pcm in clips]
-            spent = sum(decode(decoder, pcm) for pcm in wide)
+            spent = sum(run(pcm) for pcm in wide)
             length = sum(len(pcm) for pcm in clips) / (2 * rate)
             print(f"{name} model (load {loaded * 1000:.0f} ms) at {rate} Hz: real-time factor {spent / length:.2f}")
 

@@ -30,6 +30,8 @@ from adapters.engines.audio import resample
 from application.ports.engines import EngineError, Transcript
 
 MODEL_RATE = 16_000
+CHUNK_BYTES = MODEL_RATE // 10 * 2
+"""100 ms of the recognizer's audio: what it decodes between two chances for the event loop to run."""
 CACHE_SIZE = 16
 MAX_VOCABULARY = 5_000
 
@@ -180,12 +182,26 @@ class _Recognizer:
                                         encoding="utf-8")
             self.decoder: Any = Decoder(hmm=str(model_dir() / "en-us"), lm=lm, dict=dictionary,
                                         samprate=MODEL_RATE, loglevel="FATAL")
+        self.initial_mean = self.decoder.get_cmn(False)
         self.lock = threading.Lock()
 
     def recognize(self, pcm: bytes) -> str:
+        """PocketSphinx holds the GIL while it decodes: fed 100 ms at a time, it lets the event loop (and the other
+        conversations' audio) run between pieces instead of stalling for the whole utterance. Decoded piece by piece
+        it would estimate the cepstral mean as it goes, from where the previous utterance left it; a first pass
+        (features only, a few milliseconds) measures the utterance's own mean, so the same audio always gives the
+        same words, as well as decoding the utterance whole does."""
         with self.lock:
+            self.decoder.set_cmn(self.initial_mean)
             self.decoder.start_utt()
-            self.decoder.process_raw(pcm, no_search=False, full_utt=True)
+            for start in range(0, len(pcm), CHUNK_BYTES):
+                self.decoder.process_raw(pcm[start:start + CHUNK_BYTES], no_search=True, full_utt=False)
+            mean = self.decoder.get_cmn(True)
+            self.decoder.end_utt()
+            self.decoder.set_cmn(mean)
+            self.decoder.start_utt()
+            for start in range(0, len(pcm), CHUNK_BYTES):
+                self.decoder.process_raw(pcm[start:start + CHUNK_BYTES], no_search=False, full_utt=False)
             self.decoder.end_utt()
             hypothesis = self.decoder.hyp()
         return hypothesis.hypstr if hypothesis is not None else ""
