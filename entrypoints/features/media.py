@@ -26,9 +26,6 @@ from adapters.sql.media import NotifyCallControl, SqlMediaStreamTokens, listen_f
 from adapters.sql.uow import SqlUnitOfWork
 from application import media_session as cases
 from application import web_calls
-from application.conversation.config import PublishedConfigs
-from application.conversation.knowledge import KnowledgePassages
-from application.conversation.session import AgentConversation
 from application.ports.blobs import BlobStorage
 from application.ports.conversation import ToolSecrets
 from application.ports.engines import EngineFactory
@@ -41,6 +38,7 @@ from application.ports.media import (
 )
 from application.ports.platform import Clock, Units
 from entrypoints.features import Feature
+from entrypoints.features.conversation import conversation_runtime
 from entrypoints.observability import MEDIA_FRAME_GAP
 from entrypoints.settings import Backend, Settings
 
@@ -123,8 +121,7 @@ class MediaPlatformProvider(Provider):
             return cases.FirstMessageRuntime(units)
         # custom tools' requests go through the egress, like every outbound request
         http = HttpxSafeHttp(SystemResolver(), allow_loopback=platform.allow_loopback_targets, user_agent=TOOLS_AGENT)
-        return AgentConversation(PublishedConfigs(units), engines, units=units, http=http,
-                                 passages=KnowledgePassages(units), tool_secrets=tool_secrets)
+        return conversation_runtime(units, engines, http, tool_secrets)
 
     @provide
     def run_session(self, units: Units, sessions: cases.LiveSessions, runtime: ConversationRuntime,
