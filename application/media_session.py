@@ -35,7 +35,7 @@ from application.ports.media import (
 )
 from application.ports.platform import Clock, Unit, UnitOfWork, Units
 from domain import recordings
-from domain.calls import Call
+from domain.calls import Call, CallStatus
 from domain.events import EventType
 
 log = logging.getLogger("parley.media")
@@ -203,7 +203,7 @@ class RunMediaSession:
             return call
         now = self.clock.now()
         state = {**call.telephony_state, "media": MEDIA_LIVE}
-        if call.status == "ringing":  # the stream is the proof the line is up, whatever callbacks say later
+        if call.status == CallStatus.RINGING:  # the stream is the proof the line is up, whatever callbacks say later
             call, events = call.move("answer", now, telephony_state=state)
             _record(await unit.get(UnitOfWork), call, events)
         else:
@@ -252,7 +252,7 @@ class RunMediaSession:
         if call is None or call.is_final:  # ended another way meanwhile: forward only
             return call
         now = self.clock.now()
-        if call.status == "ringing":
+        if call.status == CallStatus.RINGING:
             call, events = call.move("answer", now)
             _record(await unit.get(UnitOfWork), call, events)
         call = replace(call, telephony_state={**call.telephony_state, "media": MEDIA_ENDED})
@@ -261,7 +261,8 @@ class RunMediaSession:
         return await finisher.finish(
             call, trigger, now, end_reason=outcome.end_reason, duration_seconds=duration,
             transcript=list(outcome.transcript), recording_key=key, transferred_to=outcome.transferred_to,
-            booking=outcome.booking, message_left=outcome.end_reason == "voicemail_message_left")
+            booking=outcome.booking, message_left=outcome.end_reason == "voicemail_message_left",
+            turns=list(outcome.turns), analysis=outcome.analysis)
 
 
 # ---------------------------------------------------------------------------------------------- runtimes

@@ -225,25 +225,30 @@ class SubmitWidgetContact:
         return WidgetContactSubmitted(dialled.contact_id, "dialing", dialled.call_id)
 
     async def _within_caps(self, campaign: Campaign, client_address: str) -> None:
-        """Counts the contact against both hourly caps, or refuses it (429) without counting it anywhere."""
-        now = self.clock.now()
-        caps = [("campaign", f"widget-campaign:{campaign.id}",
-                 (Window(rules.INTAKE_WINDOW_SECONDS, campaign.widget_max_contacts_per_hour),))]
-        if client_address:
-            caps.append(("address", f"widget-address:{campaign.organization_id}:{client_address}",
-                         (Window(rules.INTAKE_WINDOW_SECONDS, rules.CONTACTS_PER_ADDRESS_PER_HOUR),)))
-        for scope, bucket, windows in caps:
-            before = await self.limiter.peek(bucket, windows, now)
-            if not before.allowed:
-                self._refuse(scope, before.limit, before.retry_after)
-        for scope, bucket, windows in caps:
-            decision = await self.limiter.hit(bucket, windows, now)
-            if not decision.allowed:  # another request took the last place meanwhile
-                self._refuse(scope, decision.limit, decision.retry_after)
+        await within_widget_caps(self.limiter, self.clock.now(), campaign, client_address)
 
-    @staticmethod
-    def _refuse(scope: str, limit: int, retry_after: int | None) -> None:
-        whom = "this campaign" if scope == "campaign" else "this address"
-        raise WidgetIntakeLimited(f"The widget took {limit} contacts for {whom} this hour, its limit; try again "
-                                  "later", retry_after_seconds=retry_after or 1,
-                                  details={"limit": limit, "scope": scope})
+
+async def within_widget_caps(limiter: RateLimiter, now: datetime, campaign: Campaign, client_address: str) -> None:
+    """Counts a visitor's request (a contact, a web call) against the widget's hourly caps, the campaign's
+    ``widget_max_contacts_per_hour`` and ``CONTACTS_PER_ADDRESS_PER_HOUR`` per client address, or refuses it (429
+    widget_intake_limited) without counting it anywhere."""
+    caps = [("campaign", f"widget-campaign:{campaign.id}",
+             (Window(rules.INTAKE_WINDOW_SECONDS, campaign.widget_max_contacts_per_hour),))]
+    if client_address:
+        caps.append(("address", f"widget-address:{campaign.organization_id}:{client_address}",
+                     (Window(rules.INTAKE_WINDOW_SECONDS, rules.CONTACTS_PER_ADDRESS_PER_HOUR),)))
+    for scope, bucket, windows in caps:
+        before = await limiter.peek(bucket, windows, now)
+        if not before.allowed:
+            _refuse(scope, before.limit, before.retry_after)
+    for scope, bucket, windows in caps:
+        decision = await limiter.hit(bucket, windows, now)
+        if not decision.allowed:  # another request took the last place meanwhile
+            _refuse(scope, decision.limit, decision.retry_after)
+
+
+def _refuse(scope: str, limit: int, retry_after: int | None) -> None:
+    whom = "this campaign" if scope == "campaign" else "this address"
+    raise WidgetIntakeLimited(f"The widget took {limit} contacts for {whom} this hour, its limit; try again "
+                              "later", retry_after_seconds=retry_after or 1,
+                              details={"limit": limit, "scope": scope})

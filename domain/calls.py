@@ -192,7 +192,8 @@ class Call:
     """The agent's published version the call runs (its prompt, voicemail, transfer and calendar); None only for
     calls placed before calls ran published versions."""
     direction: str = "outbound"
-    """``outbound`` (placed by Parley) or ``inbound`` (a caller rang one of the organization's carrier numbers)."""
+    """``outbound`` (placed by Parley), ``inbound`` (a caller rang one of the organization's carrier numbers) or
+    ``web`` (a browser talks to the agent: no phone numbers)."""
     end_message: str | None = None
     """Why the call failed, in the carrier's own words (``end_reason: carrier_error``); None otherwise."""
 

@@ -49,7 +49,7 @@ calls = sa.Table(
     sa.Column("cause_depth", sa.SmallInteger, nullable=False, server_default=sa.text("0")),
     # the agent's published version the call runs (migration 0290; null for calls placed before)
     sa.Column("agent_version", sa.Integer, nullable=True),
-    # migration 0380: inbound carrier calls, and the carrier's words when it refused a call
+    # migration 0380: inbound carrier calls and web calls, and the carrier's words when it refused a call
     sa.Column("direction", sa.String(10), nullable=False, server_default=sa.text("'outbound'")),
     sa.Column("end_message", sa.String(500), nullable=True),
     sa.CheckConstraint(f"status in {_CALL_STATUSES}", name="status"),

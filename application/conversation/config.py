@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from application.agents import as_published
+from application.ai_providers import AgentEngineChoices, ResolveAgentEngines, ResolveAgentEnginesCommand
 from application.ports.agents import AgentRepository
+from application.ports.ai_providers import AiProviderRepository
 from application.ports.calls import CallRepository
 from application.ports.engines import EngineChoice
 from application.ports.knowledge import KnowledgeBaseRepository
 from application.ports.platform import PageRequest, Units
+from application.ports.secrets import SecretBox
 from domain.agents import Agent, render
 from domain.calls import Call, render_values
 from domain.errors import NotFound
@@ -104,22 +107,39 @@ def default_tools(agent: Agent) -> tuple[str, ...]:
     return tuple(tools)
 
 
-def conversation_config(call: Call, agent: Agent, knowledge_base_ids: Sequence[int]) -> ConversationConfig:
-    """The one mapping from a call, the agent version it runs and the agent's knowledge bases to what the
-    conversation runs. Engine, tool and analysis settings the agent does not have yet take their defaults (the
-    offline engines, the built-in tools its calendar and transfer number allow, no analysis schema)."""
+def offline_engines(agent: Agent) -> AgentEngineChoices:
+    """The built-in offline engines with the agent's options (what an agent without AI providers runs)."""
+    voice_id = agent.voice.voice_id if agent.voice.voice_id != "default" else None
+    return AgentEngineChoices(
+        llm=EngineChoice(provider_type="offline", model=agent.llm.model, temperature=agent.llm.temperature,
+                         language=agent.language),
+        voice=EngineChoice(provider_type="offline", voice_id=voice_id, speed=agent.voice.speed,
+                           language=agent.language),
+        transcriber=EngineChoice(provider_type="offline", model=agent.transcriber.model,
+                                 language=agent.transcriber.language or agent.language,
+                                 vocabulary=tuple(t for t in (agent.prompt, agent.first_message or "") if t)),
+    )
+
+
+def conversation_config(call: Call, agent: Agent, knowledge_base_ids: Sequence[int],
+                        engines: AgentEngineChoices | None = None) -> ConversationConfig:
+    """The one mapping from a call, the agent version it runs, the agent's knowledge bases and its engine settings
+    resolved against the organization's AI providers (``engines``; None: the offline engines) to what the
+    conversation runs: the built-in tools its calendar and transfer number allow, its custom http tools, its
+    analysis schema and its end-of-turn silence."""
     values = render_values(call.contact_name, call.destination_phone, call.custom_data)
     message = agent.voicemail.message
+    chosen = engines or offline_engines(agent)
     return ConversationConfig(
         call_id=call.id, organization_id=call.organization_id, agent_id=call.agent_id,
         agent_version=call.agent_version, agent_name=agent.name, prompt=render(agent.prompt, values)[0],
         first_message=render(agent.first_message, values)[0] if agent.first_message else None,
         language=agent.language, timezone=agent.timezone,
-        llm=EngineChoice(provider_type="offline", model=agent.llm.model, temperature=agent.llm.temperature,
-                         language=agent.language),
-        voice=EngineChoice(provider_type="offline", voice_id=agent.voice.voice_id, language=agent.language),
-        transcriber=EngineChoice(provider_type="offline", language=agent.language),
+        llm=chosen.llm, voice=chosen.voice, transcriber=chosen.transcriber,
         built_in_tools=default_tools(agent), knowledge_base_ids=tuple(knowledge_base_ids),
+        http_tools=tuple(HttpTool(t.name, t.description, dict(t.parameters), t.url, t.timeout_ms)
+                         for t in agent.tools if t.type == "http"),
+        analysis_schema=agent.analysis_schema, end_of_turn_silence_ms=agent.end_of_turn_silence_ms,
         calendar_id=agent.calendar_id, transfer_phone=agent.transfer_phone,
         voicemail_action=agent.voicemail.action,
         voicemail_message=render(message, values)[0] if message else None,
@@ -137,11 +157,14 @@ class LoadConversationConfigCommand:
 
 class LoadConversationConfig:
     """The configuration a call's conversation runs: the agent's version the call was placed with (the published
-    one, never the draft) and the knowledge bases attached to the agent. NotFound when the call, its agent or that
-    version is gone."""
+    one, never the draft), the knowledge bases attached to the agent, and the engines its settings name
+    (``ResolveAgentEngines``: the AI providers' types, URLs and opened keys). NotFound when the call, its agent or
+    that version is gone."""
 
-    def __init__(self, calls: CallRepository, agents: AgentRepository, kbs: KnowledgeBaseRepository) -> None:
+    def __init__(self, calls: CallRepository, agents: AgentRepository, kbs: KnowledgeBaseRepository,
+                 providers: AiProviderRepository, box: SecretBox) -> None:
         self.calls, self.agents, self.kbs = calls, agents, kbs
+        self.engines = ResolveAgentEngines(providers, box)
 
     async def execute(self, command: LoadConversationConfigCommand) -> ConversationConfig:
         org = command.organization_id
@@ -155,7 +178,9 @@ class LoadConversationConfig:
         if agent is None:
             raise NotFound("agent version", call.agent_version or 0)
         attached = await self.kbs.list_for_agent(org, call.agent_id, PageRequest(limit=1000, offset=0))
-        return conversation_config(call, agent, [kb.id for kb in attached.items if kb.id is not None])
+        names = tuple(kb.name for kb in attached.items if kb.name)
+        engines = await self.engines.execute(ResolveAgentEnginesCommand(agent, names))
+        return conversation_config(call, agent, [kb.id for kb in attached.items if kb.id is not None], engines)
 
 
 class ConversationConfigs(Protocol):

@@ -4,7 +4,7 @@ whoever runs media sessions, given the engines and the SSRF-safe egress."""
 
 from __future__ import annotations
 
-from dishka import AsyncContainer, Provider, Scope, provide, provide_all
+from dishka import Provider, Scope, provide, provide_all
 
 from adapters.crypto.tool_secrets import DerivedToolSecrets
 from application.conversation.config import LoadConversationConfig, PublishedConfigs
@@ -14,9 +14,9 @@ from application.ports.conversation import ToolSecrets
 from application.ports.egress import SafeHttp
 from application.ports.engines import EngineFactory
 from application.ports.media import ConversationRuntime
+from application.ports.platform import Units
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
-from entrypoints.units import ScopedUnits
 
 
 class ConversationProvider(Provider):
@@ -27,11 +27,10 @@ class ConversationProvider(Provider):
     cases = provide_all(LoadConversationConfig, scope=Scope.REQUEST)
 
 
-def conversation_runtime(container: AsyncContainer, engines: EngineFactory, http: SafeHttp,
+def conversation_runtime(units: Units, engines: EngineFactory, http: SafeHttp,
                          tool_secrets: ToolSecrets) -> ConversationRuntime:
-    """The runtime over this container's units of work: each call's configuration, its tools' use cases and its
-    knowledge searches run in units of their own."""
-    units = ScopedUnits(container)
+    """The runtime over the container's units of work (``Units``: the media feature's runtime): each call's
+    configuration, its tools' use cases and its knowledge searches run in units of their own."""
     return AgentConversation(PublishedConfigs(units), engines, units=units, http=http,
                              passages=KnowledgePassages(units), tool_secrets=tool_secrets)
 

@@ -1,8 +1,10 @@
 """Media feature: the media-stream sessions of live calls (the websocket is on the HTTP side,
 ``entrypoints/http/media.py``): single-use stream tokens, the process's live sessions, controls sent to them from
-any process, the conversation runtime they run (until the conversation's own: the first message, then hang up;
-``PARLEY_MEDIA_RUNTIME=echo`` plays the caller back, for the media bench) and the carrier line they hang up and
-transfer through (until the carriers' feature provides it: the stream alone).
+any process, the conversation runtime they run (the agent's conversation, application/conversation, on the engines
+its settings name; ``PARLEY_MEDIA_RUNTIME=echo`` plays the caller back, for the media bench, and ``first_message``
+says the first message and hangs up), web calls (``POST /v2/calls/web``: the browser's protocol is
+adapters/media/web.py) and the carrier line they hang up and transfer through (until the carriers' feature provides
+it: the stream alone).
 """
 
 from __future__ import annotations
@@ -15,14 +17,18 @@ from dataclasses import dataclass
 from dishka import Provider, Scope, provide
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.media import protocols
+from adapters.egress import HttpxSafeHttp, SystemResolver
+from adapters.media import protocols, web
 from adapters.media.stream import CarrierStreamSession, Transport
 from adapters.memory.media import InMemoryMediaStreamTokens
 from adapters.memory.store import InMemoryUnitOfWork
 from adapters.sql.media import NotifyCallControl, SqlMediaStreamTokens, listen_for_controls
 from adapters.sql.uow import SqlUnitOfWork
 from application import media_session as cases
+from application import web_calls
 from application.ports.blobs import BlobStorage
+from application.ports.conversation import ToolSecrets
+from application.ports.engines import EngineFactory
 from application.ports.media import (
     CallLine,
     ConversationRuntime,
@@ -32,10 +38,12 @@ from application.ports.media import (
 )
 from application.ports.platform import Clock, Units
 from entrypoints.features import Feature
+from entrypoints.features.conversation import conversation_runtime
 from entrypoints.observability import MEDIA_FRAME_GAP
 from entrypoints.settings import Backend, Settings
 
 log = logging.getLogger("parley.media")
+TOOLS_AGENT = "Parley-Tools/2.0"
 
 MULAW_RATE = protocols.MULAW_RATE
 StreamStart = protocols.Start
@@ -66,6 +74,15 @@ def carrier_session(info: SessionInfo, start: protocols.Start, transport: Transp
     return CarrierStreamSession(info, start, transport, line, frame_gap=MEDIA_FRAME_GAP.observe)
 
 
+WEB_RATE = web.WEB_RATE
+WebStart = web.WebStart
+read_web_start = web.read_web_start
+
+
+def web_session(info: SessionInfo, transport: Transport, line: CallLine) -> web.WebAudioSession:
+    """The session over a browser's web call (``start()`` it, run it, ``stop()`` it)."""
+    return web.WebAudioSession(info, transport, line, frame_gap=MEDIA_FRAME_GAP.observe)
+
 PROCESS_SESSIONS = cases.LiveSessions()
 """The live sessions of this process on SQLite and memory, where controls are delivered in-process (every container
 of the process shares it). On PostgreSQL each container has its own, fed by its own LISTEN."""
@@ -83,8 +100,9 @@ class MediaSettings:
     """PARLEY_MEDIA_TOKEN_TTL_SECONDS: how long a media-stream token may wait to be used (it covers the ringing)."""
     media_drain_seconds: float = 30.0
     """PARLEY_MEDIA_DRAIN_SECONDS: on shutdown, how long live media sessions may go on before they are hung up."""
-    media_runtime: str = "first_message"
-    """PARLEY_MEDIA_RUNTIME: ``first_message`` (say the first message, hang up) or ``echo`` (the media bench)."""
+    media_runtime: str = "conversation"
+    """PARLEY_MEDIA_RUNTIME: ``conversation`` (the agent's conversation), ``first_message`` (say the first message,
+    hang up) or ``echo`` (the media bench)."""
 
 
 class MediaPlatformProvider(Provider):
@@ -95,10 +113,15 @@ class MediaPlatformProvider(Provider):
         return cases.StreamOnlyLine()
 
     @provide
-    def runtime(self, settings: MediaSettings, units: Units) -> ConversationRuntime:
+    def runtime(self, settings: MediaSettings, platform: Settings, units: Units, engines: EngineFactory,
+                tool_secrets: ToolSecrets) -> ConversationRuntime:
         if settings.media_runtime == "echo":
             return cases.EchoRuntime()
-        return cases.FirstMessageRuntime(units)
+        if settings.media_runtime == "first_message":
+            return cases.FirstMessageRuntime(units)
+        # custom tools' requests go through the egress, like every outbound request
+        http = HttpxSafeHttp(SystemResolver(), allow_loopback=platform.allow_loopback_targets, user_agent=TOOLS_AGENT)
+        return conversation_runtime(units, engines, http, tool_secrets)
 
     @provide
     def run_session(self, units: Units, sessions: cases.LiveSessions, runtime: ConversationRuntime,
@@ -106,6 +129,12 @@ class MediaPlatformProvider(Provider):
         return cases.RunMediaSession(units, sessions, runtime, blobs, clock)
 
     redeem = provide(cases.RedeemMediaStream, scope=Scope.REQUEST)
+    start_web_call = provide(web_calls.StartWebCall, scope=Scope.REQUEST)
+    start_widget_web_call = provide(web_calls.StartWidgetWebCall, scope=Scope.REQUEST)
+
+    @provide
+    def web_call_policy(self, settings: MediaSettings) -> web_calls.WebCallPolicy:
+        return web_calls.WebCallPolicy(token_ttl_seconds=settings.media_token_ttl_seconds)
 
 
 class SqlMediaProvider(Provider):

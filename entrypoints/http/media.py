@@ -3,7 +3,8 @@
 A carrier (Twilio Media Streams, Telnyx streaming) opens it when the call is answered. The single-use token in the
 path is redeemed before the first frame is read: a forged, expired or already used one closes the socket with 1008
 (policy violation), logged at INFO. Then the stream's ``start`` message says which carrier speaks (its shape) and
-the audio format (μ-law 8 kHz mono; anything else closes with 1003), and the call's session runs
+the audio format (μ-law 8 kHz mono; anything else closes with 1003) — or a browser's ``start`` says it speaks the
+web protocol of web calls (16 kHz PCM, adapters/media/web.py) — and the call's session runs
 (``application/media_session.RunMediaSession``) until the call ends. A process that drains closes new streams with
 1013 (try again later) before redeeming anything.
 """
@@ -25,9 +26,18 @@ from application.media_session import (
     RunMediaSession,
     RunMediaSessionCommand,
 )
-from application.ports.media import CallLine, SessionInfo
+from application.ports.media import CallLine, SessionInfo, StreamGrant
 from application.ports.platform import Clock, Units
-from entrypoints.features.media import MULAW_RATE, carrier_session, read_start, registries
+from entrypoints.features.media import (
+    MULAW_RATE,
+    WEB_RATE,
+    WebStart,
+    carrier_session,
+    read_start,
+    read_web_start,
+    registries,
+    web_session,
+)
 from entrypoints.http.routing import stream_endpoint
 from entrypoints.outages import is_database_outage
 
@@ -45,11 +55,22 @@ class SocketTransport:
     def __init__(self, socket: WebSocket[Any, Any, Any]) -> None:
         self.socket = socket
         self.open = True
+        self.pending: list[str | bytes] = []
 
-    async def send(self, text: str) -> None:
-        await self.socket.send_text(text)
+    def push_back(self, frame: str | bytes | None) -> None:
+        """A frame read ahead (to tell the protocol), handed out again by the next ``receive``."""
+        if frame is not None:
+            self.pending.append(frame)
+
+    async def send(self, text: str | bytes) -> None:
+        if isinstance(text, bytes):  # a web call's audio
+            await self.socket.send_bytes(text)
+        else:
+            await self.socket.send_text(text)
 
     async def receive(self) -> str | bytes | None:
+        if self.pending:
+            return self.pending.pop(0)
         if not self.open:
             return None
         message = await self.socket.receive()
@@ -95,6 +116,15 @@ async def _serve(container: Any, transport: SocketTransport, token: str) -> None
         await transport.close(POLICY_VIOLATION)
         return
     try:
+        first = await asyncio.wait_for(transport.receive(), timeout=START_TIMEOUT_SECONDS)
+    except TimeoutError:
+        first = None
+    web = read_web_start(first) if first is not None else None
+    if web is not None:
+        await _serve_web(container, transport, grant, web)
+        return
+    transport.push_back(first)
+    try:
         start = await asyncio.wait_for(read_start(transport), timeout=START_TIMEOUT_SECONDS)
     except TimeoutError:
         start = None
@@ -110,6 +140,27 @@ async def _serve(container: Any, transport: SocketTransport, token: str) -> None
                        direction="inbound" if direction == "inbound" else "outbound", channel=start.carrier,
                        sample_rate=MULAW_RATE, started_at=clock.now(), parameters=dict(start.parameters))
     session = carrier_session(info, start, transport, await container.get(CallLine))
+    session.start()
+    try:
+        run: RunMediaSession = await container.get(RunMediaSession)
+        await run.execute(RunMediaSessionCommand(grant, session))
+    finally:
+        await session.stop()
+        await transport.close(1000)
+
+
+async def _serve_web(container: Any, transport: SocketTransport, grant: StreamGrant, start: WebStart) -> None:
+    """A browser's web call: 16 kHz PCM both ways (adapters/media/web.py)."""
+    if not start.supported:
+        log.info("call %s: web stream refused: %s at %d Hz (pcm_s16le 16 kHz only)", grant.call_id, start.encoding,
+                 start.sample_rate)
+        await transport.close(UNSUPPORTED_DATA)
+        return
+    clock: Clock = await container.get(Clock)
+    info = SessionInfo(call_id=grant.call_id, organization_id=grant.organization_id, direction="web", channel="web",
+                       sample_rate=WEB_RATE, started_at=clock.now())
+    session = web_session(info, transport, await container.get(CallLine))
+    await transport.send(f'{{"event":"started","call_id":"{grant.call_id}","sample_rate":{WEB_RATE}}}')
     session.start()
     try:
         run: RunMediaSession = await container.get(RunMediaSession)

@@ -101,6 +101,17 @@ async def _call(api: Api, t: Tenant) -> Request:
                                           "contact_name": "Ada"}}
 
 
+async def _web_call(api: Api, t: Tenant) -> Request:
+    return {"path": "/v2/calls/web", "json": {"agent_id": (await active_agent(api, t))["id"],
+                                              "custom_data": {"contact_name": "Ada"}}}
+
+
+async def _widget_web_call(api: Api, t: Tenant) -> Request:
+    token = await _widget_token(api, t, await _campaign(api, t))
+    return {"path": "/v2/widget/web-calls", "json": {"custom_data": {"contact_name": "Ada"}},
+            "headers": {"Authorization": f"Widget {token}", "Origin": "https://shop.example"}}
+
+
 async def _lead(api: Api, t: Tenant) -> Request:
     agent = await active_agent(api, t)
     return {"path": "/v2/leads", "json": {"phone": "+14155550100", "name": "Ada", "agent_id": agent["id"]}}
@@ -215,6 +226,7 @@ CASES: dict[str, Setup] = {
                               "/v2/scheduling/appointments/{id}/decline"),
     "createCalendarFeedToken": _on(_calendar, "/v2/scheduling/calendars/{id}/feed-token"),
     "createCall": _call,
+    "createWebCall": _web_call,
     "createLead": _lead,
     "createSms": _fixed("/v2/sms", {"to": "+14155550100", "body": "Hello"}),
     "simulateInboundSms": _sms_inbound,
@@ -243,6 +255,7 @@ CASES: dict[str, Setup] = {
     "cancelCampaign": _on(_campaign, "/v2/campaigns/{id}/cancel"),
     "createWidgetToken": _widget_token_request,
     "createWidgetContact": _widget_contact,
+    "createWidgetWebCall": _widget_web_call,
     "createPaymentMethod": _fixed("/v2/billing/payment-methods", {"token": "pm_card_mastercard"}),
     "setDefaultPaymentMethod": _on(_card, "/v2/billing/payment-methods/{id}/default"),
 }

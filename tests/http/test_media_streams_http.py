@@ -19,6 +19,7 @@ from application.media_session import EchoRuntime
 from application.ports.calls import CallRepository
 from application.ports.media import ConversationOutcome, LiveCallControl, MarkPlayed, SessionControl, StreamClosed
 from application.ports.platform import UnitOfWork
+from entrypoints.features.media import MediaSettings
 from tests.conftest import AppPool
 from tests.http.media_support import (
     MediaApp,
@@ -37,7 +38,9 @@ from tests.support.emulators.media_client import AsgiWebSocket, WebSocketClosed
 
 @pytest.fixture
 async def served(app_pool: AppPool, tmp_root: Path, sql_url: str) -> AsyncIterator[MediaApp]:
-    async with media_app(app_pool, tmp_root, sql_url) as app:
+    # the runtime that says the first message and hangs up (the agent's conversation is tested with web calls)
+    async with media_app(app_pool, tmp_root, sql_url, sections=(
+            MediaSettings(media_runtime="first_message"),)) as app:
         yield app
 
 

@@ -30,7 +30,7 @@ from entrypoints.http.dashboard.pages import (
     users,
     webhooks,
 )
-from entrypoints.http.dashboard.templating import STATIC
+from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
 PAGE_MODULES = [auth, overview, agents, calls, appointments, campaigns, webhooks, api_keys, billing, users,
                 coming_soon]
@@ -43,6 +43,8 @@ def page_handlers() -> list[Any]:
 def routers() -> list[Router]:
     pages = DishkaRouter(path=PREFIX, route_handlers=page_handlers(), middleware=[DashboardGate],
                          exception_handlers=EXCEPTION_HANDLERS)
-    static = create_static_files_router(path=f"{PREFIX}/static", directories=[STATIC], name="dashboard-static",
+    # the web-call client (webcall.js) is the API's own static file, served here too for the agent's page
+    static = create_static_files_router(path=f"{PREFIX}/static", directories=[STATIC, API_STATIC],
+                                        name="dashboard-static",
                                         include_in_schema=False)
     return [pages, static]

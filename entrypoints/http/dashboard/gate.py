@@ -64,16 +64,29 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
     (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; media-src 'self' blob:; "
                                  b"style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; "
-                                 b"base-uri 'none'"),
+                                 b"base-uri 'none'; connect-src 'self'"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"same-origin"),
 ]
 
 
-def _with_headers(send: Send) -> Send:
+def _security_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+    """The headers above; ``connect-src`` also names this host's own websocket origin (a web call's media stream,
+    "Talk to this agent"), and nothing else."""
+    host = (header(scope, b"host") or "").strip()
+    if not host or any(c in host for c in " ;,'\"\r\n"):
+        return SECURITY_HEADERS
+    socket = "wss" if scope.get("scheme") == "https" else "ws"
+    name, policy = SECURITY_HEADERS[1]
+    return [SECURITY_HEADERS[0], (name, policy + f" {socket}://{host}".encode("latin-1")), *SECURITY_HEADERS[2:]]
+
+
+def _with_headers(send: Send, scope: Scope) -> Send:
+    headers = _security_headers(scope)
+
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+            message = {**message, "headers": [*message.get("headers", []), *headers]}
         await send(message)
 
     return sending
@@ -91,7 +104,7 @@ class DashboardGate:
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
-        send = _with_headers(send)
+        send = _with_headers(send, scope)
         started = False
 
         async def tracking(message: Message) -> None:

@@ -13,6 +13,8 @@ from litestar.template.config import TemplateConfig
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
+API_STATIC = Path(__file__).parent.parent / "static"
+"""The API's static files (widget.js, webcall.js), served under /dashboard/static too."""
 
 
 def when(value: datetime | None) -> str:

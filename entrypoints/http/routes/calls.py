@@ -7,7 +7,8 @@ from litestar import Response
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from application import calls as uc
-from application.context import Actor
+from application import web_calls
+from application.context import Actor, ApiBaseUrl
 from application.ports.calls import CallFilter, CallLogFilter
 from application.ports.platform import PageRequest
 from domain.errors import ValidationFailed
@@ -23,6 +24,8 @@ from entrypoints.http.schemas.calls import (
     CallStatus,
     RecordingLinkOut,
     TurnOut,
+    WebCallCreate,
+    WebCallOut,
     parse_instant,
 )
 
@@ -44,6 +47,30 @@ async def create_call(data: JSONBody[CallCreate], actor: FromDishka[Actor],
     call = await use_case.execute(uc.PlaceCallCommand(
         actor, str(data.bot_id), data.destination_phone, data.contact_name, dict(data.custom_data or {})))
     return Envelope(CallOut.of(call))
+
+
+def websocket_url(base: ApiBaseUrl, token: str) -> str:
+    """The media stream's URL under the API's base: ``https`` becomes ``wss`` (``http`` ``ws``, in development)."""
+    link = base.link(f"/media-streams/{token}")
+    return "wss://" + link[8:] if link.startswith("https://") else "ws://" + link.removeprefix("http://")
+
+
+def web_call_out(started: web_calls.WebCall, base: ApiBaseUrl) -> WebCallOut:
+    return WebCallOut(started.call.id, started.token, websocket_url(base, started.token), started.expires_at)
+
+
+@endpoint("POST", "/calls/web", operation_id="createWebCall", tags=TAGS, location="/calls/{call_id}",
+          summary="Start a web call: talk to an agent from a browser",
+          scopes=("calls:schedule",), idempotent=True, status_code=201,
+          errors={400: "invalid body or unresolved {{placeholders}} (details.missing_placeholders)",
+                  403: "quota_exceeded: the plan's call minutes are used up", 404: "unknown agent (agent_id)",
+                  409: "invalid_transition: only an active agent can take calls"})
+async def create_web_call(data: JSONBody[WebCallCreate], actor: FromDishka[Actor], base: FromDishka[ApiBaseUrl],
+                          use_case: FromDishka[web_calls.StartWebCall]) -> Envelope[WebCallOut]:
+    check_metadata("custom_data", data.custom_data)
+    started = await use_case.execute(web_calls.StartWebCallCommand(
+        actor.organization_id, data.agent_id, dict(data.custom_data or {})))
+    return Envelope(web_call_out(started, base))
 
 
 @endpoint("GET", "/calls", operation_id="listCalls", summary="List calls (newest first)", tags=TAGS,
@@ -144,5 +171,5 @@ async def download_recording(
         "Content-Disposition": f'inline; filename="{call_log_id}.wav"', "Cache-Control": "private, max-age=60"})
 
 
-ROUTES = [create_call, list_calls, get_call, cancel_call, list_call_logs, get_call_log, get_transcript,
+ROUTES = [create_call, create_web_call, list_calls, get_call, cancel_call, list_call_logs, get_call_log, get_transcript,
           get_recording, download_recording]

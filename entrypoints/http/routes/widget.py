@@ -13,17 +13,22 @@ from litestar import Request, Response
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import JSONBody
 
+from application import web_calls
 from application import widget as uc
-from application.context import Actor
+from application.context import Actor, ApiBaseUrl
+from domain.metadata import check_metadata
 from domain.widget import WidgetGrant
 from entrypoints.http.envelope import Envelope
+from entrypoints.http.routes.calls import web_call_out
 from entrypoints.http.routing import BILLING_HOLD, endpoint
+from entrypoints.http.schemas.calls import WebCallOut
 from entrypoints.http.schemas.widget import (
     WidgetCampaignOut,
     WidgetContactCreate,
     WidgetContactOut,
     WidgetTokenCreate,
     WidgetTokenOut,
+    WidgetWebCallCreate,
 )
 
 TAGS = ["Widget"]
@@ -80,9 +85,31 @@ async def create_contact(data: JSONBody[WidgetContactCreate], actor: FromDishka[
     return Envelope(WidgetContactOut(done.contact_id, done.status, done.call_id))  # type: ignore[arg-type]  # the domain's status is a str; the schema's a Literal
 
 
+@endpoint("POST", "/widget/web-calls", operation_id="createWidgetWebCall",
+          summary="A visitor talks to the campaign's agent from the browser (\"Talk now\"): a web call",
+          description=("A web call (POST /calls/web) with the agent of the token's campaign, counted against the "
+                       "widget's hourly caps like a contact. The browser opens websocket_url (the web protocol, "
+                       "docs/calls.md). Idempotency-Key is scoped to the token."),
+          tags=TAGS, auth="widget", status_code=201,
+          errors={400: "invalid custom_data or unresolved {{placeholders}} (details.missing_placeholders)",
+                  403: "quota_exceeded: the plan's included call minutes are used up",
+                  404: "not_found: the token's campaign was deleted",
+                  409: "invalid_transition: the campaign's agent is not active",
+                  429: "widget_intake_limited: the campaign's widget_max_contacts_per_hour, or 5 an hour from this "
+                       "client address, are used up; see Retry-After"})
+async def create_web_call(data: JSONBody[WidgetWebCallCreate], actor: FromDishka[Actor],
+                          grant: FromDishka[WidgetGrant], request: Request[Any, Any, Any], base: FromDishka[ApiBaseUrl],
+                          use_case: FromDishka[web_calls.StartWidgetWebCall]) -> Envelope[WebCallOut]:
+    check_metadata("custom_data", data.custom_data)
+    address = request.client.host if request.client else "unknown"
+    started = await use_case.execute(web_calls.StartWidgetWebCallCommand(
+        actor.organization_id, grant.campaign_id, address, dict(data.custom_data or {})))
+    return Envelope(web_call_out(started, base))
+
+
 @cache
-def _script() -> bytes:
-    return resources.files("entrypoints.http").joinpath("static/widget.js").read_bytes()
+def _script(name: str = "widget.js") -> bytes:
+    return resources.files("entrypoints.http").joinpath(f"static/{name}").read_bytes()
 
 
 @endpoint("GET", "/widget.js", operation_id="getWidgetScript",
@@ -95,4 +122,14 @@ async def widget_script() -> Response[bytes]:
                     headers={"Cache-Control": f"public, max-age={SCRIPT_MAX_AGE}"})
 
 
-ROUTES = [create_token, get_campaign, create_contact, widget_script]
+@endpoint("GET", "/webcall.js", operation_id="getWebCallScript",
+          summary="The web-call client (plain JavaScript): microphone to 16 kHz PCM over the media stream, and back",
+          tags=TAGS, auth="public", media_type="text/javascript",
+          responses={200: ResponseSpec(str, description="The script", media_type="text/javascript",
+                                       generate_examples=False)})
+async def webcall_script() -> Response[bytes]:
+    return Response(_script("webcall.js"), media_type="text/javascript",
+                    headers={"Cache-Control": f"public, max-age={SCRIPT_MAX_AGE}"})
+
+
+ROUTES = [create_token, get_campaign, create_contact, create_web_call, widget_script, webcall_script]

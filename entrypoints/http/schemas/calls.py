@@ -34,9 +34,10 @@ class CallOut(Struct):
     agent_id: int
     bot_id: str
     status: CallStatus
-    direction: Annotated[Literal["outbound", "inbound"], Meta(description=(
-        "inbound: a caller rang one of the organization's carrier numbers (destination_phone is that number, "
-        "from_phone the caller)"))]
+    direction: Annotated[Literal["outbound", "inbound", "web"], Meta(description=(
+        "outbound: placed to a phone; inbound: a caller rang one of the organization's carrier numbers "
+        "(destination_phone is that number, from_phone the caller); web: a browser talks to the agent "
+        "(POST /calls/web), no phone numbers"))]
     destination_phone: str
     from_phone: str
     contact_name: str | None
@@ -156,3 +157,20 @@ def parse_instant(value: str | None, field: str) -> datetime | None:
     if value is None or value == "":
         return None
     return rfc3339.parse_instant(value, field)
+
+
+class WebCallCreate(Struct, forbid_unknown_fields=True):
+    agent_id: Annotated[int, Meta(ge=1, description="The agent to talk to (active, with a published version)")]
+    custom_data: Annotated[dict[str, Any], Meta(max_length=metadata_rules.MAX_KEYS, description=(
+        "Each key fills the matching {{placeholder}} of the agent's prompt and first message (at most 50 keys of "
+        "40 characters, values of 500)"))] | None = None
+
+
+class WebCallOut(Struct):
+    call_id: Annotated[str, Meta(description="The call (GET /calls/{id}); direction web")]
+    token: Annotated[str, Meta(description="The single-use media-stream token (it is in websocket_url)")]
+    websocket_url: Annotated[str, Meta(description=(
+        "Where the browser opens the call's audio: wss://<public host>/v2/media-streams/<token>, the web protocol "
+        "(docs/calls.md, Web calls)"))]
+    expires_at: Annotated[datetime, Meta(description=(
+        "The token is refused after this instant (and after its first use)"))]

@@ -7,6 +7,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from domain import campaigns as campaign_rules
+from domain import metadata as metadata_rules
 from domain import widget as rules
 from domain.parsing import MAX_ID
 from entrypoints.http.schemas import OneLine
@@ -50,3 +51,8 @@ class WidgetContactOut(Struct):
     contact_id: int
     status: ContactStatus
     call_id: str | None
+
+
+class WidgetWebCallCreate(Struct, forbid_unknown_fields=True):
+    custom_data: Annotated[dict[str, Any], Meta(max_length=metadata_rules.MAX_KEYS, description=(
+        "Each key fills the matching {{placeholder}} of the agent's prompt and first message"))] | None = None

@@ -1,7 +1,9 @@
-/* Parley "Call me" widget. Embed:
+/* Parley "Call me" / "Talk now" widget. Embed:
  *   <div id="parley-widget"></div>
  *   <script src="https://api.example/widget.js" data-token="..." data-target="#parley-widget" async></script>
- * Optional: data-title, data-button. The API base comes from this script's own src. Plain JavaScript, no build. */
+ * Optional: data-title, data-button, data-talk="off" (no "Talk now"). The API base comes from this script's own src.
+ * "Talk now" starts a web call in the browser (the microphone, through webcall.js, loaded from the same base).
+ * Plain JavaScript, no build. */
 (function () {
   "use strict";
   var script = document.currentScript ||
@@ -35,6 +37,8 @@
       ".pw button{margin-top:16px;width:100%;padding:11px 14px;border:0;border-radius:9px;background:#4f46e5;" +
       "color:#fff;font:inherit;font-weight:650;cursor:pointer}" +
       ".pw button:hover{background:#4338ca}.pw button:disabled{opacity:.6;cursor:default}" +
+      ".pw button.talk{margin-top:8px;background:#fff;color:#4f46e5;border:1px solid #4f46e5}" +
+      ".pw button.talk:hover{background:#f3f2fe}" +
       ".pw .msg{margin-top:12px;font-size:13px;min-height:18px}" +
       ".pw .ok{color:#0f7b45}.pw .err{color:#b42318}" +
       ".pw .foot{margin-top:10px;font-size:11px;color:#8a90a2;text-align:center}" +
@@ -46,13 +50,15 @@
       "<label for='pw-name'>Name <span style='font-weight:400;color:#8a90a2'>(optional)</span></label>" +
       "<input id='pw-name' name='name' type='text' autocomplete='name' maxlength='200' placeholder='Your name'>" +
       "<button type='submit'></button>" +
+      "<button type='button' class='talk'>Talk now</button>" +
       "<div class='msg' role='status' aria-live='polite'></div>" +
       "<div class='foot'>Powered by Parley</div>" +
       "</form>";
     var form = root.querySelector("form");
     var title = root.querySelector("h2");
     var sub = root.querySelector(".sub");
-    var button = root.querySelector("button");
+    var button = root.querySelector("button[type=submit]");
+    var talk = root.querySelector("button.talk");
     var msg = root.querySelector(".msg");
     var phoneInput = root.querySelector("#pw-phone");
     var nameInput = root.querySelector("#pw-name");
@@ -98,6 +104,51 @@
       422: "Sorry, this number cannot be called.",
       429: "Too many requests. Please try again in a minute."
     };
+
+    if (script.getAttribute("data-talk") === "off") { talk.parentNode.removeChild(talk); talk = null; }
+    var talking = null;
+
+    function webCallClient() {
+      if (window.ParleyWebCall) { return Promise.resolve(window.ParleyWebCall); }
+      return new Promise(function (resolve, reject) {
+        var tag = document.createElement("script");
+        tag.src = base + "/webcall.js";
+        tag.onload = function () { resolve(window.ParleyWebCall); };
+        tag.onerror = reject;
+        document.head.appendChild(tag);
+      });
+    }
+
+    var TALK_STATES = { connecting: "Connecting… allow the microphone.", live: "You are talking to the agent: speak now.",
+      ended: "Call ended. Thanks!", error: "The call could not start. Please try again." };
+
+    if (talk) {
+      talk.addEventListener("click", function () {
+        if (talking) { talking.hangup(); return; }
+        talk.disabled = true;
+        show("Connecting…", true);
+        call("POST", "/widget/web-calls", {}).then(function (r) {
+          if (r.status !== 201) {
+            talk.disabled = false;
+            show(ERRORS[r.status] || "Something went wrong. Please try again.", false);
+            return null;
+          }
+          return webCallClient().then(function (client) {
+            talk.disabled = false;
+            talk.textContent = "Hang up";
+            talking = client.start(r.json.data.websocket_url, {
+              onstate: function (state) {
+                show(TALK_STATES[state] || "", state !== "error");
+                if (state === "ended" || state === "error") { talking = null; talk.textContent = "Talk now"; }
+              }
+            });
+          });
+        }).catch(function () {
+          talk.disabled = false;
+          show("Could not reach the server. Please try again.", false);
+        });
+      });
+    }
 
     form.addEventListener("submit", function (event) {
       event.preventDefault();

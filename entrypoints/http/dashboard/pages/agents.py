@@ -11,14 +11,18 @@ from litestar import Request
 from litestar.response import Response, Template
 
 from application import agents as uc
-from application.context import Actor
+from application import web_calls
+from application.context import Actor, ApiBaseUrl
 from application.ports.agents import AgentFilter
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import PageRequest
+from domain.errors import DomainError
 from entrypoints.http.dashboard.pages import PathId, bounded, page
 from entrypoints.http.dashboard.pages.call_form import published_call_form
 from entrypoints.http.dashboard.view import View, decode
+from entrypoints.http.envelope import status_for
 from entrypoints.http.routes.agents import create_command
+from entrypoints.http.routes.calls import web_call_out
 from entrypoints.http.schemas.agents import AgentCreate
 
 LIST_SIZE = 100
@@ -74,5 +78,20 @@ async def publish_agent(request: Request[Any, Any, Any], agent_id: PathId, use_c
                                                              f"Published version {done.version.version}"))
 
 
+@page("POST", "/agents/{agent_id:int}/web-call", section="agents")
+async def talk_to_agent(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[web_calls.StartWebCall],
+                        base: FromDishka[ApiBaseUrl]) -> Response[Any]:
+    """"Talk to this agent": a web call for the signed-in user's organization, answered as JSON for webcall.js
+    (``{websocket_url, call_id, expires_at}``, or ``{message}`` with the error's status)."""
+    view = View.of(request)
+    try:
+        started = await view.run(use_case, lambda actor: web_calls.StartWebCallCommand(actor.organization_id,
+                                                                                       bounded(agent_id)))
+    except DomainError as exc:
+        return Response({"message": exc.message}, status_code=status_for(exc), media_type="application/json")
+    out = web_call_out(started, base)
+    return Response({"call_id": out.call_id, "websocket_url": out.websocket_url,
+                     "expires_at": out.expires_at.isoformat()}, status_code=201, media_type="application/json")
 
-HANDLERS = [agents_page, create_agent, agent_page, publish_agent]
+
+HANDLERS = [agents_page, create_agent, agent_page, publish_agent, talk_to_agent]
