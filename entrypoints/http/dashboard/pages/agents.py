@@ -78,7 +78,7 @@ async def publish_agent(request: Request[Any, Any, Any], agent_id: PathId, use_c
                                                              f"Published version {done.version.version}"))
 
 
-@page("POST", "/agents/{agent_id:int}/web-call", section="agents")
+@page("POST", "/agents/{agent_id:int}/web-call", section="agents", scopes=("calls:schedule",))
 async def talk_to_agent(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[web_calls.StartWebCall],
                         base: FromDishka[ApiBaseUrl]) -> Response[Any]:
     """"Talk to this agent": a web call for the signed-in user's organization, answered as JSON for webcall.js
