@@ -1,4 +1,4 @@
-"""AI providers (§22): an organization's model servers, their keys sealed at rest and never returned; the checks an
+"""AI providers: an organization's model servers, their keys sealed at rest and never returned; the checks an
 agent's engine settings pass; and the resolution of an agent's settings into the engines' choices."""
 
 from __future__ import annotations

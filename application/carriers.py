@@ -46,7 +46,7 @@ CREDENTIAL_FIELDS: dict[str, tuple[str, ...]] = {
     "twilio": ("account_sid", "auth_token"),
     "telnyx": ("api_key", "public_key", "connection_id", "messaging_profile_id"),
 }
-"""The credentials each carrier type needs (DECISIONS §21); sealed at rest, never returned."""
+"""The credentials each carrier type needs; sealed at rest, never returned."""
 DEFAULT_API_BASE_URL = {"twilio": "https://api.twilio.com", "telnyx": "https://api.telnyx.com"}
 """The carrier's public API; a provider's ``settings.api_base_url`` replaces it (an emulator in the tests)."""
 API_BASE_SETTING = "api_base_url"

@@ -1,8 +1,8 @@
-"""Web calls (§22): a browser talks to an agent. ``StartWebCall`` creates the call (direction ``web``, no phone
+"""Web calls: a browser talks to an agent. ``StartWebCall`` creates the call (direction ``web``, no phone
 numbers, ringing until the browser's media stream connects) and issues the single-use token of its media stream.
 
 Nothing is dialled, so neither the destination policy nor Do-Not-Call applies; the quota gate does (the call's
-longest duration is reserved as for any call), and the call runs the agent's published version (§20).
+longest duration is reserved as for any call), and the call runs the agent's published version.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Each fake session is what the media endpoint would be: a 20 ms ticker that deliv
 one 20 ms frame of queued agent audio (marks come back when their audio has gone). The caller asks a question,
 waits for most of the answer, and interrupts one answer in three (barge-in). Measured:
 
-  parley_ms        per turn, the runtime's own share of end-of-speech -> first audio (§22), p50/p95/max
+  parley_ms        per turn, the runtime's own share of end-of-speech -> first audio, p50/p95/max
   frame gaps       between consecutive ticks of every session (ideal 20 ms): p50/p99/max: are frames on time?
   barge-in         real time from the caller's first speech frame to the session's clear(), p50/p95/max
   CPU              process CPU seconds per conversation-minute

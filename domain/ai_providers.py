@@ -1,4 +1,4 @@
-"""AI providers: where an organization's agents get their language model, speech recognition and synthesis (§22).
+"""AI providers: where an organization's agents get their language model, speech recognition and synthesis.
 
 ``openai_compatible`` names a server speaking OpenAI's wire format by its base URL (and a key, sealed at rest and
 never returned); ``offline`` is built in: every organization has one, named ``Parley offline``, that cannot be

@@ -274,10 +274,10 @@ class CallLog:
     agent_version: int | None = None
     """The agent's published version the call ran."""
     turns: list[dict[str, Any]] = field(default_factory=list)
-    """One latency breakdown per caller turn the agent answered (§22): end_of_speech_to_first_audio_ms, stt_ms,
+    """One latency breakdown per caller turn the agent answered: end_of_speech_to_first_audio_ms, stt_ms,
     llm_first_token_ms, tts_first_audio_ms, parley_ms. Empty for calls without a conversation runtime."""
     analysis: dict[str, Any] | None = None
-    """The after-call analysis ``{summary, successful, data}`` (§22); None when the call had none."""
+    """The after-call analysis ``{summary, successful, data}``; None when the call had none."""
 
     @property
     def recording_available(self) -> bool:

@@ -1,4 +1,4 @@
-"""What one conversation runs: the call's agent as its published version configures it (§20), with the prompt, the
+"""What one conversation runs: the call's agent as its published version configures it, with the prompt, the
 first message and the voicemail message filled from the call's contact and custom_data.
 
 ``conversation_config`` is the one mapping from (call, agent version, knowledge bases) to a
@@ -26,9 +26,9 @@ from domain.calls import Call, render_values
 from domain.errors import NotFound
 
 END_OF_TURN_SILENCE_MS = 500
-"""§22: the caller's turn ends after this much silence after speech."""
+"""the caller's turn ends after this much silence after speech."""
 SILENCE_TIMEOUT_MS = 30_000
-"""§22: this long without caller speech (and the agent silent) ends the call."""
+"""this long without caller speech (and the agent silent) ends the call."""
 KNOWLEDGE_TOP_K = 3
 MAX_TOOL_ROUNDS = 4
 """Tool calls the model may chain in one turn before it must answer in words."""

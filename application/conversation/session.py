@@ -115,7 +115,7 @@ class ToolSlot:
 
 @dataclass(slots=True)
 class TurnMetrics:
-    """One caller turn's latency (§22), on the session's clock. Engine waits are summed until the first audio."""
+    """One caller turn's latency, on the session's clock. Engine waits are summed until the first audio."""
 
     ended_ms: int
     stt_ms: int | None = None

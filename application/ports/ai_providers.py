@@ -1,4 +1,4 @@
-"""Ports for an organization's AI providers (§22)."""
+"""Ports for an organization's AI providers."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Adapters: ``openai_compatible`` (OpenAI's wire format: ``/chat/completions`` streamed with tools,
 ``/audio/transcriptions``, ``/audio/speech``; also Azure, vLLM, Ollama, llama.cpp servers) and ``offline`` (built
 in: no network, no model download). Which one an agent uses is named by its ``llm``, ``voice`` and
-``transcriber`` settings through an organization's AI provider (§22); :class:`EngineFactory` builds them.
+``transcriber`` settings through an organization's AI provider; :class:`EngineFactory` builds them.
 
 Audio crosses these ports as 16-bit signed little-endian mono PCM at a stated sample rate.
 """

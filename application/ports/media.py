@@ -124,7 +124,7 @@ class ConversationOutcome:
     """What the runtime reports when the session ends; the call is finished with it.
 
     ``transcript``: ``[{role: agent|user, text, at_ms, ...}]``; ``turns``: one latency breakdown per agent turn
-    (§22: end_of_speech_to_first_audio_ms, stt_ms, llm_first_token_ms, tts_first_audio_ms, parley_ms).
+    (end_of_speech_to_first_audio_ms, stt_ms, llm_first_token_ms, tts_first_audio_ms, parley_ms).
     ``end_reason``: hangup (the caller), agent_hangup (end_call), transferred, silence_timeout, max_duration,
     voicemail_message_left, voicemail_hangup, error.
     """
@@ -137,7 +137,7 @@ class ConversationOutcome:
     knowledge_documents: list[int] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     analysis: dict[str, Any] | None = None
-    """``{summary, successful, data}`` (§22), ``data`` following the agent's ``analysis_schema``; None when the
+    """``{summary, successful, data}``, ``data`` following the agent's ``analysis_schema``; None when the
     conversation did not reach the analysis."""
 
 

@@ -1,4 +1,4 @@
-"""Engines feature: an organization's AI providers (§22), the checks an agent's engine settings pass, and the
+"""Engines feature: an organization's AI providers, the checks an agent's engine settings pass, and the
 conversation's engines (``EngineFactory``: ``openai_compatible`` through the egress, ``offline`` built in)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""An agent's engine settings (§22): llm, voice and transcriber name AI providers of the organization (none: the
+"""An agent's engine settings: llm, voice and transcriber name AI providers of the organization (none: the
 built-in offline one), custom http tools, the analysis schema and the end-of-turn silence; all part of the agent's
-versioned, published configuration (§20)."""
+versioned, published configuration."""
 
 from __future__ import annotations
 

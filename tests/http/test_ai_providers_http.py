@@ -1,4 +1,4 @@
-"""AI providers (§22): the built-in offline one in every organization, openai_compatible ones with a base URL checked
+"""AI providers: the built-in offline one in every organization, openai_compatible ones with a base URL checked
 like any outbound URL and a key that is write-only and sealed at rest, scopes, and no deleting one an agent uses."""
 
 from __future__ import annotations

@@ -253,7 +253,7 @@ class TelnyxEmulator:
         return f"http://127.0.0.1:{self.port}"
 
     def credentials(self) -> dict[str, str]:
-        """A Telnyx provider's credentials for this emulator (DECISIONS §21)."""
+        """A Telnyx provider's credentials for this emulator."""
         return {"api_key": self.api_key, "public_key": self.public_key, "connection_id": self.connection_id,
                 "messaging_profile_id": self.messaging_profile_id}
 

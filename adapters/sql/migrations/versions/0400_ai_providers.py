@@ -1,4 +1,4 @@
-"""ai_providers: an organization's AI providers, and an agent's engine settings (§22)
+"""ai_providers: an organization's AI providers, and an agent's engine settings
 
 ``ai_providers`` holds the model servers an organization's agents use (``openai_compatible``: a base URL and a key
 sealed by the SecretBox) and each organization's built-in ``offline`` provider (``builtin_key``, one per
