@@ -9,7 +9,7 @@ from litestar import get, post
 from litestar.params import PathParameter
 
 from domain.parsing import MAX_ID
-from entrypoints.http.dashboard.gate import LIVE, PUBLIC
+from entrypoints.http.dashboard.gate import LIVE, PUBLIC, STREAM
 
 PathId = Annotated[int, PathParameter(description="An id in the path")]
 PathText = Annotated[str, PathParameter(description="A text id in the path")]
@@ -23,13 +23,14 @@ def bounded(value: int) -> int:
 _DECORATORS = {"GET": get, "POST": post}
 
 
-def page(method: str, path: str, *, section: str = "", public: bool = False, live: bool = False, **kwargs: Any
-         ) -> Callable[[Callable[..., Any]], Any]:
+def page(method: str, path: str, *, section: str = "", public: bool = False, live: bool = False,
+         stream: bool = False, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
     """A dashboard page at ``/dashboard{path}``: ``section`` highlights its navigation entry; ``public`` pages
     (signing in) need no session; a ``live`` page (a GET fragment an open page fetches again by itself, cheap to
-    answer) spends the user's live budget rather than the request budget. Pages stay out of the OpenAPI document
-    (it describes the JSON API)."""
-    if live and method != "GET":
+    answer) spends the user's live budget rather than the request budget; a ``stream`` (a live view's
+    Server-Sent Events, ``live.py``) spends one live request for the whole connection and runs outside the
+    request's unit of work. Pages stay out of the OpenAPI document (it describes the JSON API)."""
+    if (live or stream) and method != "GET":
         raise ValueError("only a GET page can be live")
-    return _DECORATORS[method](path, opt={"section": section, PUBLIC: public, LIVE: live}, include_in_schema=False,
-                               **kwargs)
+    return _DECORATORS[method](path, opt={"section": section, PUBLIC: public, LIVE: live or stream, STREAM: stream},
+                               include_in_schema=False, **kwargs)

@@ -9,16 +9,17 @@ from typing import Any
 
 from dishka import FromDishka
 from litestar import Request
-from litestar.response import Response, Template
+from litestar.response import Response, ServerSentEvent, Template
 
 from application import agents as agents_uc
 from application import calls as uc
 from application.context import Actor
 from application.ports.agents import AgentFilter
 from application.ports.calls import CallFilter
-from application.ports.platform import PageRequest
+from application.ports.platform import PageRequest, Unit, Units
 from domain.calls import FINAL_STATUSES
 from domain.errors import NotFound
+from entrypoints.http.dashboard.live import stream
 from entrypoints.http.dashboard.pages import PathText, page
 from entrypoints.http.dashboard.pages.call_form import published_call_form
 from entrypoints.http.dashboard.view import View, decode
@@ -32,15 +33,29 @@ CUSTOM_FIELD = "custom."
 """The prefix of the "Place a call" form's placeholder fields: ``custom.<name>`` fills ``{{name}}``."""
 
 
+async def _listed(view: View, calls: uc.ListCalls, agents: agents_uc.ListAgents) -> dict[str, Any]:
+    found = await view.run(calls, lambda actor: uc.ListCallsCommand(actor, CallFilter(), PageRequest(LIST_SIZE)))
+    named = await view.run(agents, lambda actor: agents_uc.ListAgentsCommand(actor, AgentFilter(),
+                                                                             PageRequest(AGENT_NAMES)))
+    return {"calls": found.items, "total": found.total, "agent_names": {agent.id: agent.name for agent in named.items}}
+
+
 @page("GET", "/calls", section="calls")
 async def calls_page(request: Request[Any, Any, Any], calls: FromDishka[uc.ListCalls],
                      agents: FromDishka[agents_uc.ListAgents]) -> Template:
     view = View.of(request)
-    found = await view.run(calls, lambda actor: uc.ListCallsCommand(actor, CallFilter(), PageRequest(LIST_SIZE)))
-    named = await view.run(agents, lambda actor: agents_uc.ListAgentsCommand(actor, AgentFilter(),
-                                                                             PageRequest(AGENT_NAMES)))
-    return view.page("calls.html", calls=found.items, total=found.total,
-                     agent_names={agent.id: agent.name for agent in named.items})
+    return view.page("calls.html", **await _listed(view, calls, agents))
+
+
+@page("GET", "/live/calls", section="calls", stream=True)
+async def calls_live(request: Request[Any, Any, Any], units: FromDishka[Units]) -> ServerSentEvent:
+    """The calls page's list, live (``live.py``): a new call, a status or an outcome shows without a reload."""
+    view = View.of(request)
+
+    async def values(unit: Unit) -> dict[str, Any]:
+        return await _listed(view, await unit.get(uc.ListCalls), await unit.get(agents_uc.ListAgents))
+
+    return stream(view, units, "calls.html", values)
 
 
 @page("POST", "/calls", section="calls")
@@ -86,4 +101,4 @@ async def call_page(request: Request[Any, Any, Any], call_id: PathText, calls: F
                      refresh=None if finished else REFRESH_SECONDS)
 
 
-HANDLERS = [calls_page, place_call, call_page]
+HANDLERS = [calls_page, calls_live, place_call, call_page]
