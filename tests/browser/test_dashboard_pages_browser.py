@@ -1,7 +1,7 @@
 """The dashboard's appointments, campaigns, webhooks and billing pages in a real browser, over a real `parley serve`
 (with its worker and the telephony simulator sped up): sign in, open each page, add a payment method, press
-redeliver, watch a running campaign's progress move and a new call appear without reloading the page. Each page is kept as a
-screenshot at a laptop's and a phone's size in var/screenshots/."""
+redeliver, watch a running campaign's progress move and a new call appear without reloading the page. Each page
+is kept as a screenshot at a laptop's and a phone's size in var/screenshots/."""
 
 from __future__ import annotations
 

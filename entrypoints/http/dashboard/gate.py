@@ -5,9 +5,11 @@
 1. pages marked ``public`` (the sign-in form) run without a session; every other page needs the
    ``parley_session`` cookie of a live session (``SessionAuthenticator.active``), else 303 to the sign-in page;
 2. a signed-in user's pages spend the API's rate limits in the user's bucket (the one the API spends for a
-   session): over it, a 429 page with ``Retry-After``. A page's live refresh (a ``live`` page: a fragment an open
-   page fetches again by itself) spends a budget of its own instead (``LIVE_WINDOWS`` per user), so watching a
-   campaign run leaves the user's requests to the user, and a script cannot read through it without limit;
+   session): over it, a 429 page with ``Retry-After``. A live view's event stream (a ``stream`` page,
+   ``live.py``) spends a budget of its own instead (``LIVE_WINDOWS`` per user), counted once per connection, so
+   watching a campaign run leaves the user's requests to the user, and a script cannot open streams without limit.
+   A stream is admitted in a unit of work of its own (given back before it runs: an open page holds no database
+   connection) and then runs outside the request's unit of work, sending as it goes;
 3. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
    ``X-CSRF-Token`` header), else a 403 page (``csrf_failed``); checked here, before any handler runs;
 4. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
@@ -52,7 +54,7 @@ PUBLIC = "dashboard_public"
 LIVE = "dashboard_live"
 STREAM = "dashboard_stream"
 LIVE_WINDOWS: tuple[Window, ...] = (Window(60, 40),)
-"""The budget of a user's live refreshes: a campaign's progress every 3 s is 20 a minute, so two open pages."""
+"""The budget of a user's live connections (event streams): each is counted once, when it opens."""
 MAX_FORM_BYTES = 64 * 1024
 SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
