@@ -153,3 +153,13 @@ async def test_the_stream_ends_when_the_session_ends(make_api: ApiFactory, sql_u
         out = await api.client.post("/v2/auth/logout", headers={**cookie(session), "X-CSRF-Token": csrf})
         assert out.status_code == 204
         assert await stream.next("end") == "expired"
+
+
+async def test_a_stream_of_another_organizations_campaign_or_call_is_a_404_page(any_api: Api) -> None:
+    owner, other = await new_user(any_api), await new_user(any_api)
+    campaign = await new_campaign(any_api, owner.tenant)
+    session, _ = await login(any_api, other)
+    for path in (f"/dashboard/live/campaigns/{campaign['id']}", "/dashboard/live/calls/no-such-call"):
+        response = await any_api.client.get(path, headers=cookie(session))
+        assert response.status_code == 404 and "text/html" in response.headers["content-type"], path
+        assert campaign["name"] not in response.text

@@ -28,6 +28,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from application.ports.platform import Unit, Units
 from application.sessions import ResumeSession, ResumeSessionCommand, SessionInvalid
+from domain.errors import DomainError
 from entrypoints.http.authentication import cookie
 from entrypoints.http.dashboard.templating import ENVIRONMENT
 from entrypoints.http.dashboard.view import View
@@ -50,26 +51,23 @@ def render_block(view: View, template: str, values: dict[str, Any]) -> str:
     return "".join(compiled.blocks[BLOCK](compiled.new_context(view.context(**values))))
 
 
-def stream(view: View, units: Units, template: str, values: Values) -> ServerSentEvent:
+async def stream(view: View, units: Units, template: str, values: Values) -> ServerSentEvent:
     """The Server-Sent Events of a live view: ``values(unit)`` reads the page's context in a unit of work, the
     ``live`` block of ``template`` is rendered from it, and sent when it changed. ``values`` may set ``live`` to
-    False: the view will not change any more (the page reloads once)."""
+    False: the view will not change any more (the page reloads once). The first read is made before the stream
+    answers: an id of another organization, or one that does not exist, is a 404 page like the page's."""
+    async with units.begin() as unit:
+        first = await values(unit)
     session_id = cookie(view.request.scope, SESSION_COOKIE) or ""
-    return ServerSentEvent(_events(view, units, template, values, session_id), retry_duration=RETRY_MILLISECONDS)
+    return ServerSentEvent(_events(view, units, template, values, session_id, first),
+                           retry_duration=RETRY_MILLISECONDS)
 
 
-async def _events(view: View, units: Units, template: str, values: Values, session_id: str
-                  ) -> AsyncGenerator[ServerSentEventMessage, None]:
+async def _events(view: View, units: Units, template: str, values: Values, session_id: str,
+                  read: dict[str, Any]) -> AsyncGenerator[ServerSentEventMessage, None]:
     last: str | None = None
     quiet = 0.0
     while True:
-        async with units.begin() as unit:
-            try:
-                await (await unit.get(ResumeSession)).execute(ResumeSessionCommand(session_id, touch=False))
-            except SessionInvalid:
-                yield ServerSentEventMessage(event="end", data="expired")
-                return
-            read = await values(unit)
         html = render_block(view, template, read)
         if html != last:
             last, quiet = html, 0.0
@@ -82,3 +80,14 @@ async def _events(view: View, units: Units, template: str, values: Values, sessi
             return
         await asyncio.sleep(TICK_SECONDS)
         quiet += TICK_SECONDS
+        async with units.begin() as unit:
+            try:
+                await (await unit.get(ResumeSession)).execute(ResumeSessionCommand(session_id, touch=False))
+            except SessionInvalid:
+                yield ServerSentEventMessage(event="end", data="expired")
+                return
+            try:
+                read = await values(unit)
+            except DomainError:  # gone meanwhile (deleted): the page says so once reloaded
+                yield ServerSentEventMessage(event="end", data="reload")
+                return

@@ -61,7 +61,7 @@ async def appointments_live(request: Request[Any, Any, Any], clock: FromDishka[C
         return await _day_values(view, clock, await unit.get(booking.ListAppointments),
                                  await unit.get(calendars_uc.ListCalendars))
 
-    return stream(view, units, "appointments.html", values)
+    return await stream(view, units, "appointments.html", values)
 
 
 async def _day_values(view: View, clock: Clock, listing: booking.ListAppointments,

@@ -47,7 +47,7 @@ async def campaigns_live(request: Request[Any, Any, Any], units: FromDishka[Unit
     async def values(unit: Unit) -> dict[str, Any]:
         return await _listed(view, await unit.get(uc.ListCampaigns), await unit.get(uc.GetCampaign))
 
-    return stream(view, units, "campaigns.html", values)
+    return await stream(view, units, "campaigns.html", values)
 
 
 async def _listed(view: View, listing: uc.ListCampaigns, getting: uc.GetCampaign) -> dict[str, Any]:
@@ -84,7 +84,7 @@ async def campaign_live(request: Request[Any, Any, Any], campaign_id: PathId, un
     async def values(unit: Unit) -> dict[str, Any]:
         return await _detail(view, await unit.get(uc.GetCampaign), campaign_id)
 
-    return stream(view, units, "campaign.html", values)
+    return await stream(view, units, "campaign.html", values)
 
 
 async def _act(view: View, use_case: Any, command: Any, getting: uc.GetCampaign, campaign_id: int,
