@@ -234,6 +234,9 @@ class ActiveSession:
 @dataclass(frozen=True, slots=True)
 class ResumeSessionCommand:
     session_id: str = field(repr=False)
+    touch: bool = True
+    """Record the use (a page, a request). A live view's stream checks its session without using it: an open page
+    does not keep its session alive."""
 
 
 class ResumeSession:
@@ -257,7 +260,7 @@ class ResumeSession:
         account = await self.users.account(session.user_id)
         if organization is None or account is None or account.organization_id != session.organization_id:
             raise SessionInvalid("The session is not valid")
-        if session.needs_touch(now):
+        if command.touch and session.needs_touch(now):
             await self.sessions.touch(session.id_hash, now)
             session = session.seen(now)
         return ActiveSession(session, organization, session.expires_at(self.policy), account.role,

@@ -1,7 +1,7 @@
 """The dashboard's appointments, campaigns, webhooks and billing pages in a real browser, over a real `parley serve`
 (with its worker and the telephony simulator sped up): sign in, open each page, add a payment method, press
-redeliver, and watch a running campaign's progress move without reloading the page. Each page is kept as a
-screenshot at a laptop's and a phone's size in var/screenshots/."""
+redeliver, watch a running campaign's progress move and a new call appear without reloading the page. Each page
+is kept as a screenshot at a laptop's and a phone's size in var/screenshots/."""
 
 from __future__ import annotations
 
@@ -166,5 +166,14 @@ async def test_the_dashboard_pages_in_a_browser(page: Any, tmp_path: Path) -> No
             assert api_campaign["status"] in ("running", "completed")
             await page.goto(f"{base}/campaigns")
             await shots(page, "campaigns-list")
+
+            # calls: a call placed meanwhile appears on the open list without a reload (Server-Sent Events)
+            await page.goto(f"{base}/calls")
+            await page.evaluate("() => { window.__same_page = true; }")
+            placed = await client.post("/v2/calls", json={"bot_id": str(seeded["campaign"]["agent_id"]),
+                                                          "destination_phone": "+14155550777"})
+            assert placed.status_code in (200, 201), placed.text
+            await page.wait_for_selector("#live >> text=+14155550777", timeout=5000)
+            assert await page.evaluate("() => window.__same_page === true"), "the page was reloaded"
     finally:
         server.stop()

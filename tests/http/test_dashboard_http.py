@@ -6,10 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from adapters.memory.clock import ManualClock
-from entrypoints.http.dashboard.gate import LIVE_WINDOWS
 from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import PASSWORD, cookie, csrf_of, login, new_user, session_id
-from tests.http.test_campaigns_http import new_campaign
 
 
 async def test_pages_need_a_session_and_send_to_the_sign_in_form(any_api: Api) -> None:
@@ -122,32 +120,3 @@ async def test_pages_spend_the_users_rate_limit_shared_with_the_api(make_api: Ap
     assert (await api.client.get("/dashboard", headers=cookie(other_session))).status_code == 200
     clock.advance(seconds=50)
     assert (await api.client.get("/dashboard/calls", headers=cookie(session))).status_code == 200
-
-
-async def test_a_campaign_pages_live_refresh_spends_a_budget_of_its_own(make_api: ApiFactory, sql_url: str) -> None:
-    """A running campaign's page fetches its progress every few seconds: those refreshes leave the user's request
-    budget alone (3 a minute here), need the session like any page, and have a finite budget of their own."""
-    clock = ManualClock(datetime(2026, 5, 4, 10, 0, 10, tzinfo=UTC))
-    api = await make_api(sql_url, clock=clock, rate_limit_per_minute=3, rate_limit_per_hour=100)
-    user = await new_user(api)
-    campaign = await new_campaign(api, user.tenant)  # through the API key: the key's budget, not the user's
-    session, _ = await login(api, user)
-    page = await api.client.get(f"/dashboard/campaigns/{campaign['id']}", headers=cookie(session))  # 1 of 3
-    assert page.status_code == 200 and 'data-refresh="/dashboard/campaigns/' in page.text
-    progress = f"/dashboard/campaigns/{campaign['id']}/progress"
-    live_budget = LIVE_WINDOWS[0].limit
-    for _ in range(live_budget):
-        refreshed = await api.client.get(progress, headers=cookie(session))
-        assert refreshed.status_code == 200 and "Progress" in refreshed.text
-    # the user's own budget is untouched by the refreshes: two more pages (2 and 3 of 3), then the limit
-    for path in ("/dashboard", "/dashboard/agents"):
-        assert (await api.client.get(path, headers=cookie(session))).status_code == 200, path
-    assert (await api.client.get("/dashboard/calls", headers=cookie(session))).status_code == 429
-    # the refreshes' own budget is finite: nobody reads through it without limit
-    over = await api.client.get(progress, headers=cookie(session))
-    assert over.status_code == 429 and over.headers["retry-after"] == "50"
-    # and a refresh needs the session like every page
-    signed_out = await api.client.get(progress, follow_redirects=False)
-    assert signed_out.status_code == 303 and signed_out.headers["location"].startswith("/dashboard/login")
-    clock.advance(seconds=50)
-    assert (await api.client.get(progress, headers=cookie(session))).status_code == 200

@@ -49,7 +49,7 @@ async def test_create_an_agent_publish_it_and_place_a_call(any_api: Api) -> None
     call_path = placed.headers["location"].split("?")[0]
     call = await any_api.client.get(call_path, headers=headers)
     assert call.status_code == 200 and "queued" in call.text
-    assert 'http-equiv="refresh"' in call.text  # reloads until the call is over
+    assert 'data-live="/dashboard/live/calls/' in call.text  # updates itself until the call is over
     calls = await any_api.client.get("/dashboard/calls", headers=headers)
     assert call_path.rsplit("/", 1)[1][:8] in calls.text
 

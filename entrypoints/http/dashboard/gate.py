@@ -10,9 +10,11 @@
    (minting keys, changing billing, managing users) needs the user to have given the password (or a code) within
    5 minutes, else 303 to ``/dashboard/verify``, which sends back to the section once it is given;
 2. a signed-in user's pages spend the API's rate limits in the user's bucket (the one the API spends for a
-   session): over it, a 429 page with ``Retry-After``. A page's live refresh (a ``live`` page: a fragment an open
-   page fetches again by itself) spends a budget of its own instead (``LIVE_WINDOWS`` per user), so watching a
-   campaign run leaves the user's requests to the user, and a script cannot read through it without limit;
+   session): over it, a 429 page with ``Retry-After``. A live view's event stream (a ``stream`` page,
+   ``live.py``) spends a budget of its own instead (``LIVE_WINDOWS`` per user), counted once per connection, so
+   watching a campaign run leaves the user's requests to the user, and a script cannot open streams without limit.
+   A stream is admitted in a unit of work of its own (given back before it runs: an open page holds no database
+   connection) and then runs outside the request's unit of work, sending as it goes;
 3. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
    ``X-CSRF-Token`` header), else a 403 page (``csrf_failed``); checked here, before any handler runs;
 4. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
@@ -25,6 +27,8 @@ a transaction of their own; what differs is the answers (HTML pages, redirects) 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qs, quote
 
 from dishka import AsyncContainer
@@ -34,7 +38,7 @@ from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 from application import billing
 from application import sessions as uc
 from application.ports.accounts import RateLimiter
-from application.ports.platform import Clock, UnitOfWork
+from application.ports.platform import Clock, UnitOfWork, Units
 from application.principals import Principal
 from domain.rate_limit import Window
 from domain.sessions import same_token
@@ -57,8 +61,9 @@ SCOPES = "dashboard_scopes"
 SUDO = "dashboard_sudo"
 ENROL_PATHS = (f"{PREFIX}/account", f"{PREFIX}/account/mfa", f"{PREFIX}/logout")
 """What a user whose organization requires two-factor sign-in may open before turning it on."""
+STREAM = "dashboard_stream"
 LIVE_WINDOWS: tuple[Window, ...] = (Window(60, 40),)
-"""The budget of a user's live refreshes: a campaign's progress every 3 s is 20 a minute, so two open pages."""
+"""The budget of a user's live connections (event streams): each is counted once, when it opens."""
 MAX_FORM_BYTES = 64 * 1024
 SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
@@ -131,33 +136,57 @@ class DashboardGate:
             for message in error_page_messages(403, "csrf_failed", "This form was sent from another site."):
                 await send(message)
             return
+        if scope["route_handler"].opt.get(STREAM):
+            # a live view's event stream: admitted (session, one live request) in a unit of its own, given back
+            # at once, so the open connection holds no database connection; the stream runs its own units
+            async with (await container.get(Units)).begin() as unit:
+                admitted = await self._admit(scope, send, unit.get, await unit.get(UnitOfWork))
+            if admitted:
+                await self.app(scope, receive, send)
+            return
         uow = await container.get(UnitOfWork)
         if scope["route_handler"].opt.get(PUBLIC):
             await self._handle(scope, receive, send, uow)
             return
+        if not await self._admit(scope, send, container.get, uow):
+            return
+        if scope["method"] not in SAFE_METHODS:
+            body = await _read(receive)
+            if body is None or not same_token(scope["state"][STATE_KEY].csrf_token, _csrf(scope, body)):
+                for message in error_page_messages(403, "csrf_failed", "This form expired or did not come from "
+                                                   "this dashboard: reload the page and try again."):
+                    await send(message)
+                return
+            receive = replayed_body(body, receive)
+        await self._handle(scope, receive, send, uow)
+
+    async def _admit(self, scope: HTTPScope, send: Send, get: Callable[[type[Any]], Awaitable[Any]],
+                     uow: UnitOfWork) -> bool:
+        """The session and the page's count, each in its own transaction; puts the signed-in user in the scope's
+        state, or sends the answer (the sign-in page, a 429 page) and returns False."""
         # the session (its last use written), in its own transaction
         try:
             async with transaction(uow):
-                active = await (await container.get(SessionAuthenticator)).active(scope)
-                view = await (await container.get(uc.DescribeSession)).execute(
+                active = await (await get(SessionAuthenticator)).active(scope)
+                view = await (await get(uc.DescribeSession)).execute(
                     uc.DescribeSessionCommand(active.session, active.expires_at))
-                hold = await (await container.get(billing.GetServiceHold)).execute(
+                hold = await (await get(billing.GetServiceHold)).execute(
                     billing.GetServiceHoldCommand(view.organization_id))
         except (Refused, uc.SessionInvalid):
             target = scope["path"] if scope["method"] == "GET" else PREFIX
             for message in _redirect(f"{PREFIX}/login?next={quote(target, safe='/')}"):
                 await send(message)
-            return
+            return False
         # the signed-in user's budget, the API's rate limits, in its own transaction: pages and the API with a
         # session spend one bucket; a live refresh spends the user's live budget instead
         principal = Principal.session(active.session.user_id, active.organization, active.role)
         if scope["route_handler"].opt.get(LIVE):
             bucket, windows = f"live:{principal.rate_bucket}", LIVE_WINDOWS
         else:
-            bucket, windows = principal.rate_bucket, (await container.get(RateLimitPolicy)).windows_for(principal)
+            bucket, windows = principal.rate_bucket, (await get(RateLimitPolicy)).windows_for(principal)
         async with transaction(uow):
-            decision, _ = await count_request(await container.get(RateLimiter), bucket, windows,
-                                              (await container.get(Clock)).now())
+            decision, _ = await count_request(await get(RateLimiter), bucket, windows,
+                                              (await get(Clock)).now())
         if not decision.allowed:
             RATE_LIMIT_REFUSALS.labels("rate_limit").inc()
             retry = decision.retry_after or 1
@@ -166,37 +195,28 @@ class DashboardGate:
                                            [(b"retry-after", str(retry).encode())])
             for message in messages:
                 await send(message)
-            return
+            return False
         if active.mfa_missing and scope["path"].rstrip("/") not in ENROL_PATHS:
             for message in _redirect(f"{PREFIX}/account/mfa"):
                 await send(message)
-            return
-        if scope["route_handler"].opt.get(SUDO) and not active.session.recently_verified(
-                (await container.get(Clock)).now()):
+            return False
+        if scope["route_handler"].opt.get(SUDO) and not active.session.recently_verified((await get(Clock)).now()):
             back = scope["path"] if scope["method"] == "GET" else _section_of(scope)
             for message in _redirect(f"{PREFIX}/verify?next={quote(back, safe='/')}"):
                 await send(message)
-            return
+            return False
         required = scope["route_handler"].opt.get(SCOPES) or ()
         if required and not principal.scopes.grants_any(required):
             for message in error_page_messages(403, "INSUFFICIENT_SCOPE", f"Your role ({active.role}) does not "
                                                "allow this page; an owner or an admin of the organization can "
                                                "change your role."):
                 await send(message)
-            return
-        if scope["method"] not in SAFE_METHODS:
-            body = await _read(receive)
-            if body is None or not same_token(active.session.csrf_token, _csrf(scope, body)):
-                for message in error_page_messages(403, "csrf_failed", "This form expired or did not come from "
-                                                   "this dashboard: reload the page and try again."):
-                    await send(message)
-                return
-            receive = replayed_body(body, receive)
+            return False
         scope["state"]["actor"] = principal.acting_in(active.organization)
         scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
                                              active.organization.name, view.csrf_token, hold, str(active.role),
                                              active.session.id_hash)
-        await self._handle(scope, receive, send, uow)
+        return True
 
     async def _handle(self, scope: HTTPScope, receive: Receive, send: Send, uow: UnitOfWork) -> None:
         """The API's handler step (committed once below 400), with the dashboard's error pages."""

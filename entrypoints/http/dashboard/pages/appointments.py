@@ -11,13 +11,14 @@ from zoneinfo import ZoneInfo
 
 from dishka import FromDishka
 from litestar import Request
-from litestar.response import Template
+from litestar.response import ServerSentEvent, Template
 
-from application.ports.platform import Clock, PageRequest
+from application.ports.platform import Clock, PageRequest, Unit, Units
 from application.ports.scheduling import AppointmentFilter
 from application.scheduling import booking
 from application.scheduling import calendars as calendars_uc
 from domain.identity import persisted
+from entrypoints.http.dashboard.live import stream
 from entrypoints.http.dashboard.pages import page
 from entrypoints.http.dashboard.view import View
 
@@ -47,6 +48,25 @@ async def appointments(request: Request[Any, Any, Any], clock: FromDishka[Clock]
                        listing: FromDishka[booking.ListAppointments],
                        calendars: FromDishka[calendars_uc.ListCalendars]) -> Template:
     view = View.of(request)
+    return view.page("appointments.html", **await _day_values(view, clock, listing, calendars))
+
+
+@page("GET", "/live/appointments", section="appointments", stream=True, scopes=("scheduling:read",))
+async def appointments_live(request: Request[Any, Any, Any], clock: FromDishka[Clock],
+                            units: FromDishka[Units]) -> ServerSentEvent:
+    """The day's appointments, live (``live.py``): a booking, a reschedule or a cancellation shows at once."""
+    view = View.of(request)
+
+    async def values(unit: Unit) -> dict[str, Any]:
+        return await _day_values(view, clock, await unit.get(booking.ListAppointments),
+                                 await unit.get(calendars_uc.ListCalendars))
+
+    return await stream(view, units, "appointments.html", values)
+
+
+async def _day_values(view: View, clock: Clock, listing: booking.ListAppointments,
+                      calendars: calendars_uc.ListCalendars) -> dict[str, Any]:
+    request = view.request
     today = clock.now().astimezone(UTC).date()
     day, problem = _day(request.query_params.get("date"), today)
     start = datetime.combine(day, time(0), UTC) - ZONE_REACH
@@ -65,9 +85,8 @@ async def appointments(request: Request[Any, Any, Any], clock: FromDishka[Clock]
         rows.append({"appointment": appointment, "calendar": calendar, "start": local_start, "end": local_end,
                      "zone": str(zone)})
     rows.sort(key=lambda row: (row["start"].astimezone(UTC), persisted(row["appointment"].id)))
-    return view.page("appointments.html", day=day, today=today, rows=rows, error=problem,
-                     previous=day - timedelta(days=1), next=day + timedelta(days=1),
-                     calendars=len(found.items))
+    return {"day": day, "today": today, "rows": rows, "error": problem, "previous": day - timedelta(days=1),
+            "next": day + timedelta(days=1), "calendars": len(found.items)}
 
 
-HANDLERS = [appointments]
+HANDLERS = [appointments, appointments_live]

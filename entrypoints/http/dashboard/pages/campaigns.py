@@ -1,6 +1,6 @@
 """Campaigns with their progress: the list (status, contacts by status, completed of total), a campaign's page
-with its stats and ``status_reason`` (a fragment the page fetches again every few seconds,
-``static/campaign.js``), and start, pause and cancel, all through the campaign use cases of the API."""
+with its stats and ``status_reason`` (live: Server-Sent Events,
+``live.py``), and start, pause and cancel, all through the campaign use cases of the API."""
 
 from __future__ import annotations
 
@@ -9,20 +9,20 @@ from typing import Any
 
 from dishka import FromDishka
 from litestar import Request
-from litestar.response import Response, Template
+from litestar.response import Response, ServerSentEvent, Template
 
 from application import campaigns as uc
 from application.context import Actor
 from application.ports.campaigns import CampaignFilter
-from application.ports.platform import PageRequest
+from application.ports.platform import PageRequest, Unit, Units
 from domain.campaigns import FINAL_STATUSES
 from domain.identity import persisted
+from entrypoints.http.dashboard.live import stream
 from entrypoints.http.dashboard.pages import page
 from entrypoints.http.dashboard.pages.params import PathId, page_number, pages_of
 from entrypoints.http.dashboard.view import View
 
 PER_PAGE = 20
-REFRESH_SECONDS = 3
 
 
 def progress(stats: Any) -> dict[str, int]:
@@ -36,21 +36,35 @@ def progress(stats: Any) -> dict[str, int]:
 async def campaigns(request: Request[Any, Any, Any], listing: FromDishka[uc.ListCampaigns],
                     getting: FromDishka[uc.GetCampaign]) -> Template:
     view = View.of(request)
-    number = page_number(request)
+    return view.page("campaigns.html", **await _listed(view, listing, getting))
+
+
+@page("GET", "/live/campaigns", section="campaigns", stream=True, scopes=("campaigns:read",))
+async def campaigns_live(request: Request[Any, Any, Any], units: FromDishka[Units]) -> ServerSentEvent:
+    """The campaigns list (its ``?page=N``), live (``live.py``): statuses and progress move without a reload."""
+    view = View.of(request)
+
+    async def values(unit: Unit) -> dict[str, Any]:
+        return await _listed(view, await unit.get(uc.ListCampaigns), await unit.get(uc.GetCampaign))
+
+    return await stream(view, units, "campaigns.html", values)
+
+
+async def _listed(view: View, listing: uc.ListCampaigns, getting: uc.GetCampaign) -> dict[str, Any]:
+    number = page_number(view.request)
     found = await view.run(listing, lambda actor: uc.ListCampaignsCommand(
         actor, CampaignFilter(), PageRequest(PER_PAGE, (number - 1) * PER_PAGE)))
     rows = []
     for campaign in found.items:
         detail = await view.run(getting, _get_campaign(persisted(campaign.id)))
         rows.append({"campaign": detail.campaign, "stats": detail.stats, "progress": progress(detail.stats)})
-    return view.page("campaigns.html", rows=rows, total=found.total, page=number,
-                     pages=pages_of(found.total, PER_PAGE))
+    return {"rows": rows, "total": found.total, "page": number, "pages": pages_of(found.total, PER_PAGE)}
 
 
 async def _detail(view: View, getting: uc.GetCampaign, campaign_id: int) -> dict[str, Any]:
     detail = await view.run(getting, lambda actor: uc.GetCampaignCommand(actor, campaign_id))
     return {"campaign": detail.campaign, "stats": detail.stats, "progress": progress(detail.stats),
-            "live": detail.campaign.status not in FINAL_STATUSES, "refresh_seconds": REFRESH_SECONDS}
+            "live": detail.campaign.status not in FINAL_STATUSES}
 
 
 @page("GET", "/campaigns/{campaign_id:int}", section="campaigns", scopes=("campaigns:read",))
@@ -60,13 +74,18 @@ async def campaign(request: Request[Any, Any, Any], campaign_id: PathId, getting
     return view.page("campaign.html", **await _detail(view, getting, campaign_id))
 
 
-@page("GET", "/campaigns/{campaign_id:int}/progress", section="campaigns", live=True, scopes=("campaigns:read",))
-async def campaign_progress(request: Request[Any, Any, Any], campaign_id: PathId,
-                            getting: FromDishka[uc.GetCampaign]) -> Template:
-    """The part of the campaign's page that changes while it runs (fetched again by ``campaign.js``): one read of
-    the campaign and its counts, on the user's live budget (the gate), not on the request budget."""
+@page("GET", "/live/campaigns/{campaign_id:int}", section="campaigns", stream=True,
+      scopes=("campaigns:read",))
+async def campaign_live(request: Request[Any, Any, Any], campaign_id: PathId, units: FromDishka[Units]
+                        ) -> ServerSentEvent:
+    """The part of the campaign's page that changes while it runs, live (``live.py``); once the campaign is
+    finished the stream ends and the page reloads once (its buttons change)."""
     view = View.of(request)
-    return view.page("campaign_progress.html", **await _detail(view, getting, campaign_id))
+
+    async def values(unit: Unit) -> dict[str, Any]:
+        return await _detail(view, await unit.get(uc.GetCampaign), campaign_id)
+
+    return await stream(view, units, "campaign.html", values)
 
 
 async def _act(view: View, use_case: Any, command: Any, getting: uc.GetCampaign, campaign_id: int,
@@ -96,7 +115,7 @@ async def cancel(request: Request[Any, Any, Any], campaign_id: PathId, use_case:
                       "Campaign cancelled")
 
 
-HANDLERS = [campaigns, campaign, campaign_progress, start, pause, cancel]
+HANDLERS = [campaigns, campaigns_live, campaign, campaign_live, start, pause, cancel]
 
 
 def _get_campaign(campaign_id: int) -> Callable[[Actor], uc.GetCampaignCommand]:

@@ -1,0 +1,114 @@
+"""Every dashboard page on a phone and for assistive technology, in chromium over a real `parley serve`:
+
+- at a phone's width (390 px) no page scrolls sideways, nor does any table in it (tables become labelled cards
+  below 760 px: `table.stack` and `data-label`, CSS only);
+- axe-core (vendored, `tests/browser/vendor/axe-core`, injected into the page: nothing fetched at run time) finds
+  no serious or critical violation on any page, at a laptop's and a phone's width;
+- the forms work with the keyboard alone (creating an agent by Tab and Enter), and a destructive action (revoking
+  a key) asks first.
+
+The pages: the sign-in form, every section the navigation lists, and the detail and confirmation pages."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from entrypoints.http.dashboard.navigation import SECTIONS
+from tests.browser.test_dashboard_pages_browser import LAPTOP, PASSWORD, PHONE, closed_invoice, seed
+from tests.processes import Server, parley_json, sqlite_env
+
+pytestmark = pytest.mark.slow
+
+AXE = (Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js").read_text(encoding="utf-8")
+SERIOUS = ("serious", "critical")
+OVERFLOW = """() => {
+  const page = document.documentElement;
+  const wide = [...document.querySelectorAll('.table-wrap, table, pre')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.className || e.tagName);
+  return {page: page.scrollWidth - page.clientWidth, wide};
+}"""
+
+
+async def violations(page: Any) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations on the page (the script evaluated in the page, so the page's
+    Content-Security-Policy, which allows only its own scripts, stays as it is)."""
+    if not await page.evaluate("() => typeof window.axe !== 'undefined'"):
+        await page.evaluate(AXE)
+    found = await page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations")
+    return [{"id": v["id"], "impact": v["impact"], "help": v["help"],
+             "nodes": [n["target"] for n in v["nodes"]][:5]} for v in found if v["impact"] in SERIOUS]
+
+
+async def check(page: Any, url: str, problems: list[str]) -> None:
+    for size, viewport in (("laptop", LAPTOP), ("phone", PHONE)):
+        await page.set_viewport_size(viewport)
+        await page.goto(url)
+        for found in await violations(page):
+            problems.append(f"{url} ({size}): {json.dumps(found)}")
+        if size == "phone":
+            overflow = await page.evaluate(OVERFLOW)
+            if overflow["page"] > 0 or overflow["wide"]:
+                problems.append(f"{url} (phone): scrolls sideways {overflow}")
+    await page.set_viewport_size(LAPTOP)
+
+
+async def test_every_page_on_a_phone_and_for_assistive_technology(page: Any, tmp_path: Path) -> None:
+    env = sqlite_env(tmp_path, PARLEY_SIMULATOR_SPEED="2", PARLEY_ALLOW_LOOPBACK_TARGETS="true",
+                     PARLEY_SECRET_KEY="browser-secret", PARLEY_RATE_LIMIT_PER_MINUTE="10000",
+                     PARLEY_RATE_LIMIT_PER_HOUR="100000")
+    demo = await asyncio.to_thread(parley_json, ["admin", "demo-key"], env, tmp_path)
+    await asyncio.to_thread(parley_json, ["admin", "create-user", "--org", str(demo["organization_id"]),
+                                          "--email", "ops@example.com", "--password", PASSWORD], env, tmp_path)
+    server = Server(env, tmp_path, log=tmp_path / "server.log")
+    problems: list[str] = []
+    try:
+        await server.ready()
+        async with httpx.AsyncClient(base_url=server.base, timeout=15,
+                                     headers={"Authorization": f"Bearer {demo['key']}"}) as client:
+            seeded = await seed(client)
+            await closed_invoice(tmp_path, demo["organization_id"])
+            agent_id = seeded["campaign"]["agent_id"]
+            call = (await client.post("/v2/calls", json={"bot_id": str(agent_id),
+                                                         "destination_phone": "+14155550777"})).json()["data"]
+            invoices = (await client.get("/v2/billing/invoices")).json()["data"]
+            base = f"{server.base}/dashboard"
+
+            await check(page, f"{base}/login", problems)
+            await page.fill("input[name=email]", "ops@example.com")
+            await page.fill("input[name=password]", PASSWORD)
+            await page.click("button[type=submit]")
+            await page.wait_for_url(f"{base}")
+
+            # a form with the keyboard alone: the new agent form, field to field by Tab, sent by Enter
+            await page.goto(f"{base}/agents")
+            await page.focus("#create-agent input[name=name]")
+            await page.keyboard.type("Keyboard agent")
+            await page.keyboard.press("Tab")
+            await page.keyboard.type("You answer briefly.")
+            await page.focus("#create-agent button[type=submit]")
+            await page.keyboard.press("Enter")
+            await page.wait_for_selector(".flash")
+            assert await page.locator("h1:has-text('Keyboard agent')").count() == 1
+
+            # a destructive action asks first: Revoke opens a page that says what happens, and Cancel leaves it
+            await page.goto(f"{base}/api-keys")
+            await page.click("a[data-revoke]")
+            assert "/revoke" in page.url and await page.locator("text=cannot be undone").count() >= 1
+            confirm_page = page.url
+
+            urls = [section.url for section in SECTIONS if section.built] + [
+                f"{base}/agents/{agent_id}", f"{base}/calls/{call['id']}",
+                f"{base}/appointments?date={seeded['day']}", f"{base}/campaigns/{seeded['campaign']['id']}",
+                f"{base}/webhooks/{seeded['hook']['id']}", confirm_page]
+            urls += [f"{base}/billing/invoices/{invoice['id']}" for invoice in invoices[:1]]
+            for url in urls:
+                await check(page, url if url.startswith("http") else f"{server.base}{url}", problems)
+    finally:
+        server.stop()
+    assert not problems, "\n".join(problems)
