@@ -177,7 +177,7 @@ class ReceiveInboundCall:
             return await verified.carrier.reject_inbound(verified.account, event)
         try:
             urls = CallbackUrls(status_url=self.links.voice_status(persisted(verified.provider.id), call.id),
-                                stream_url=self.links.stream(token))
+                                stream_url=self.links.stream(token), direction="inbound")
             return await verified.carrier.answer_inbound(verified.account, event, urls)
         except (CarrierError, CarrierAmbiguous) as exc:
             log.warning("answering inbound call %s failed: %s", call.id, exc)

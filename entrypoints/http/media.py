@@ -74,7 +74,8 @@ async def media_stream(socket: WebSocket[Any, Any, Any], token: Annotated[str, P
     await socket.accept()
     transport = SocketTransport(socket)
     try:
-        await _serve(socket.app.state.dishka_container, transport, token)
+        await _serve(socket.app.state.dishka_container, transport, token,
+                     socket.query_params.get("direction") or "")
     except Exception as exc:  # never an unhandled task: the stream ends with 1011, the call is left to the sweeper
         if is_database_outage(exc):
             log.warning("media stream ended: the database cannot be reached (%s)", type(exc).__name__)
@@ -83,7 +84,9 @@ async def media_stream(socket: WebSocket[Any, Any, Any], token: Annotated[str, P
         await transport.close(INTERNAL_ERROR)
 
 
-async def _serve(container: Any, transport: SocketTransport, token: str) -> None:
+async def _serve(container: Any, transport: SocketTransport, token: str, query_direction: str = "") -> None:
+    """``query_direction``: the stream URL's ``direction`` (Telnyx's inbound calls; Twilio's come as a stream
+    parameter)."""
     sessions: LiveSessions = await container.get(LiveSessions)
     if sessions.draining:
         await transport.close(TRY_AGAIN_LATER)
@@ -105,7 +108,7 @@ async def _serve(container: Any, transport: SocketTransport, token: str) -> None
         await transport.close(UNSUPPORTED_DATA)
         return
     clock: Clock = await container.get(Clock)
-    direction = start.parameters.get("direction", "outbound")
+    direction = start.parameters.get("direction") or query_direction or "outbound"
     info = SessionInfo(call_id=grant.call_id, organization_id=grant.organization_id,
                        direction="inbound" if direction == "inbound" else "outbound", channel=start.carrier,
                        sample_rate=MULAW_RATE, started_at=clock.now(), parameters=dict(start.parameters))

@@ -95,8 +95,9 @@ class AsgiWebSocket:
         return socket
 
     async def _handshake(self) -> None:
+        path, _, query = self.path.partition("?")
         scope = {"type": "websocket", "asgi": {"version": "3.0"}, "http_version": "1.1", "scheme": "ws",
-                 "path": self.path, "raw_path": self.path.encode(), "query_string": b"", "root_path": "",
+                 "path": path, "raw_path": path.encode(), "query_string": query.encode(), "root_path": "",
                  "headers": [(b"host", b"parley.test")], "client": ("127.0.0.1", 40000),
                  "server": ("parley.test", 80), "subprotocols": [], "state": {}}
         self.task = asyncio.create_task(self._run(scope))
