@@ -68,6 +68,10 @@ class SocketTransport:
                 await asyncio.wait_for(self.socket.close(code=code), CLOSE_TIMEOUT_SECONDS)
 
 
+REDEEM_RETRIES = (0.1, 0.2, 0.4, 0.8)
+"""Pauses before a token that is not (yet) valid is asked again: Telnyx opens an inbound call's stream as soon as
+Parley's ``answer`` command reaches it, which is before the webhook that issued the token has committed."""
+
 @stream_endpoint("/media-streams/{token:str}", name="media_stream",
                  summary="A call's bidirectional media stream (Twilio Media Streams or Telnyx streaming protocol)")
 async def media_stream(socket: WebSocket[Any, Any, Any], token: Annotated[str, PathParameter()]) -> None:
@@ -93,6 +97,11 @@ async def _serve(container: Any, transport: SocketTransport, token: str, query_d
         return
     units: Units = await container.get(Units)
     grant = await units.execute(RedeemMediaStream, RedeemMediaStreamCommand(token))
+    for pause in REDEEM_RETRIES:  # a carrier may open the stream before the request that issued its token committed
+        if grant is not None:
+            break
+        await asyncio.sleep(pause)
+        grant = await units.execute(RedeemMediaStream, RedeemMediaStreamCommand(token))
     if grant is None:
         log.info("media stream refused: its token is not valid (forged, expired or already used)")
         await transport.close(POLICY_VIOLATION)
