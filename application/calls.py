@@ -38,6 +38,7 @@ from application.ports.calls import (
     CallRepository,
 )
 from application.ports.carriers import CarrierAmbiguous, CarrierError, Carriers, VoiceUpdate
+from application.ports.media import LiveCallControl, SessionControl
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
 from application.ports.telephony import (
@@ -302,6 +303,12 @@ class CallFinisher:
 
 
 MACHINE = "machine"
+MEDIA_LIVE = "live"
+"""``telephony_state['media']`` while the call's media stream is live (``application.media_session``)."""
+SESSION_FINISH_DEADLINE = timedelta(seconds=60)
+"""A call whose carrier reported its end while its media session was live is left to the session to finish (with
+its transcript and recording) this long; past it (the process holding the session died), the carrier's word ends
+it (the reconciliation asks again then)."""
 _FINAL_TRIGGER = {"busy": "busy", "no_answer": "no_answer", "failed": "fail", "canceled": "fail"}
 
 
@@ -314,12 +321,18 @@ class CarrierVoiceUpdates:
     Answering-machine detection: a machine answers -> the agent's voicemail action. ``hangup``: the call is hung up
     at the carrier and ends ``voicemail`` / ``voicemail_hangup`` at once; ``leave_message``: the call's media session
     plays the message (the call keeps ``answered_by: machine`` in its telephony state, which the session reads) and
-    the call ends ``voicemail`` / ``voicemail_message_left`` when the carrier says it is over."""
+    the call ends ``voicemail`` / ``voicemail_message_left`` when the carrier says it is over.
+
+    A live media session (``telephony_state['media'] == 'live'``): the end of the call at the carrier (the caller
+    hung up) is sent to the session as ``hang_up`` (:class:`LiveCallControl`) and the session finishes the call;
+    the call keeps ``line_ended_at`` and is looked up again after ``SESSION_FINISH_DEADLINE``, when the carrier's
+    word ends it should no session have. An answering-machine result that arrives once the stream is live goes to
+    the session as ``machine_detected`` (``details.answered_by``), which plays the agent's voicemail action."""
 
     def __init__(self, uow: UnitOfWork, calls: CallRepository, agents: AgentRepository, finisher: CallFinisher,
-                 carrier_calls: CarrierCalls) -> None:
+                 carrier_calls: CarrierCalls, control: LiveCallControl) -> None:
         self.uow, self.calls, self.agents, self.finisher = uow, calls, agents, finisher
-        self.carrier_calls = carrier_calls
+        self.carrier_calls, self.control = carrier_calls, control
 
     async def apply(self, call: Call, update: VoiceUpdate, now: datetime) -> Call:
         if call.is_final:
@@ -334,13 +347,20 @@ class CarrierVoiceUpdates:
         kind = update.state
         if kind in ("queued", "initiated", "ringing"):
             return await self._save(call, changed, now)
+        live = call.telephony_state.get("media") == MEDIA_LIVE
         if kind == "answered":
             if changed.status == CallStatus.RINGING:
                 changed, events = changed.move("answer", at)
                 record_call_events(self.uow, changed, events)
+            if live and update.answered_by is not None and call.telephony_state.get("answered_by") is None:
+                await self.control.send(call.organization_id, call.id, SessionControl(
+                    "machine_detected", 0, {"answered_by": update.answered_by}))
+                return await self._save(call, changed, now)
             if update.answered_by == MACHINE:
                 return await self._machine(changed, at, now)
             return await self._save(call, changed, now)
+        if live and not self._session_overdue(call, now):
+            return await self._line_ended(call, changed, now)
         if kind == "completed":
             return await self._completed(changed, update, at)
         trigger = _FINAL_TRIGGER[kind]
@@ -351,6 +371,21 @@ class CarrierVoiceUpdates:
         if end_reason == "carrier_error":
             changed = replace(changed, end_message=(message or "the carrier reported the call failed")[:500])
         return await self.finisher.finish(changed, trigger, at, end_reason=end_reason)
+
+    @staticmethod
+    def _session_overdue(call: Call, now: datetime) -> bool:
+        ended = call.telephony_state.get("line_ended_at")
+        return ended is not None and now >= datetime.fromisoformat(str(ended)) + SESSION_FINISH_DEADLINE
+
+    async def _line_ended(self, before: Call, after: Call, now: datetime) -> Call:
+        """The carrier ended a call whose session is live: the session finishes it (class docstring)."""
+        if "line_ended_at" in before.telephony_state:
+            return before  # told already; the session or, past the deadline, the carrier's word ends it
+        state = {**after.telephony_state, "line_ended_at": now.isoformat()}
+        await self.control.send(before.organization_id, before.id,
+                                SessionControl("hang_up", 0, {"end_reason": "hangup", "line": "ended"}))
+        return await self.calls.update(replace(after, telephony_state=state,
+                                               next_check_at=now + SESSION_FINISH_DEADLINE, updated_at=now))
 
     async def _save(self, before: Call, after: Call, now: datetime) -> Call:
         if after == before:

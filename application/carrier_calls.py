@@ -36,7 +36,7 @@ from application.ports.carriers import (
     WebhookRequest,
 )
 from application.ports.media import MediaStreamTokens
-from application.ports.platform import Clock, Random, UnitOfWork
+from application.ports.platform import Clock, Random, UnitOfWork, Units
 from application.ports.telephony import PhoneNumberRepository
 from application.ports.usage import CALL_SECONDS, QuotaGate
 from domain.agents import Agent, AgentStatus, render
@@ -177,7 +177,7 @@ class ReceiveInboundCall:
             return await verified.carrier.reject_inbound(verified.account, event)
         try:
             urls = CallbackUrls(status_url=self.links.voice_status(persisted(verified.provider.id), call.id),
-                                stream_url=self.links.stream(token))
+                                stream_url=self.links.stream(token), direction="inbound")
             return await verified.carrier.answer_inbound(verified.account, event, urls)
         except (CarrierError, CarrierAmbiguous) as exc:
             log.warning("answering inbound call %s failed: %s", call.id, exc)
@@ -194,6 +194,10 @@ class TransferCarrierCallCommand:
     organization_id: int
     call_id: str
     to_phone: str
+    finish: bool = True
+    """End the call ``transferred`` in this transaction (the API). False: the call's live media session ends it with
+    its transcript and recording; the call keeps ``ending: transferred`` meanwhile (what its carrier's ``completed``
+    callback ends it with should the session never finish)."""
 
 
 class TransferCarrierCall:
@@ -221,6 +225,9 @@ class TransferCarrierCall:
         except (CarrierError, CarrierAmbiguous) as exc:
             raise CarrierRefused(f"carrier_error: the carrier did not transfer the call: {exc}") from None
         now = self.clock.now()
+        if not command.finish:
+            state = {**call.telephony_state, "ending": "transferred", "transferred_to": command.to_phone}
+            return await self.calls.update(replace(call, telephony_state=state, updated_at=now))
         duration = int((now - call.answered_at).total_seconds()) if call.answered_at else 0
         return await self.finisher.finish(call, "transfer", now, end_reason="transferred",
                                           transferred_to=command.to_phone, duration_seconds=duration)
@@ -244,8 +251,27 @@ class HangUpCarrierCall:
         call = await self.calls.get_for_update(command.organization_id, command.call_id)
         if call is None or call.is_final or not call.telephony_ref or call.provider_id is None:
             return call
+        if "line_ended_at" in call.telephony_state:  # the carrier ended the line already
+            return call
         provider_id, carrier_call_id = call.provider_id, call.telephony_ref
         state = {**call.telephony_state, "ending": command.end_reason}
         call = await self.calls.update(replace(call, telephony_state=state, updated_at=self.clock.now()))
         await self.carrier_calls.hang_up(call.organization_id, provider_id, carrier_call_id)
         return call
+
+
+class CarrierCallLine:
+    """:class:`application.ports.media.CallLine` over the call's carrier: a live media session hangs up through
+    :class:`HangUpCarrierCall` and transfers through :class:`TransferCarrierCall` (without finishing the call: the
+    session finishes it, ``transferred``, with its transcript and recording), each in a unit of its own. A call
+    without a carrier (a web call) has no line to hang up, and cannot be transferred."""
+
+    def __init__(self, units: Units) -> None:
+        self.units = units
+
+    async def hang_up(self, organization_id: int, call_id: str) -> None:
+        await self.units.execute(HangUpCarrierCall, HangUpCarrierCallCommand(organization_id, call_id))
+
+    async def transfer(self, organization_id: int, call_id: str, to_phone: str) -> None:
+        await self.units.execute(TransferCarrierCall,
+                                 TransferCarrierCallCommand(organization_id, call_id, to_phone, finish=False))

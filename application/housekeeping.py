@@ -1,4 +1,5 @@
-"""Housekeeping: forget idempotency records past their window and ended rate-limit windows; and the history
+"""Housekeeping: forget idempotency records past their window, ended rate-limit windows and expired media-stream
+tokens (used or not); and the history
 nobody needs forever, after its retention window: jobs that failed for the last time, finished webhook deliveries
 with their log rows, and ended trigger runs."""
 
@@ -9,6 +10,7 @@ from datetime import timedelta
 
 from application.ports.accounts import IdempotencyStore, RateLimiter
 from application.ports.jobs import JobQueue
+from application.ports.media import MediaStreamTokens
 from application.ports.platform import Clock
 from application.ports.triggers import TriggerRepository
 from application.ports.webhooks import DeliveryRepository
@@ -19,6 +21,7 @@ from domain.idempotency import REPLAY_WINDOW
 class Purged:
     idempotency_records: int
     rate_limit_windows: int
+    media_stream_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,14 +30,15 @@ class PurgeExpiredCommand:
 
 
 class PurgeExpired:
-    def __init__(self, store: IdempotencyStore, limiter: RateLimiter, clock: Clock) -> None:
-        self.store, self.limiter, self.clock = store, limiter, clock
+    def __init__(self, store: IdempotencyStore, limiter: RateLimiter, tokens: MediaStreamTokens,
+                 clock: Clock) -> None:
+        self.store, self.limiter, self.tokens, self.clock = store, limiter, tokens, clock
 
     async def execute(self, command: PurgeExpiredCommand) -> Purged:
         now = self.clock.now()
         records = await self.store.purge_expired(now - REPLAY_WINDOW)
         windows = await self.limiter.purge(now)
-        return Purged(records, windows)
+        return Purged(records, windows, await self.tokens.purge(now))
 
 
 MIN_RETENTION = timedelta(days=1)

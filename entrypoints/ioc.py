@@ -243,7 +243,6 @@ FEATURES: tuple[Feature, ...] = (
     campaigns.FEATURE,
     leads.FEATURE,
     sms.FEATURE,
-    carriers.FEATURE,
     usage.FEATURE,
     billing.FEATURE,
     webhooks.FEATURE,
@@ -254,6 +253,7 @@ FEATURES: tuple[Feature, ...] = (
     cloud.FEATURE,
     housekeeping.FEATURE,
     media.FEATURE,
+    carriers.FEATURE,
     conversation.FEATURE,
 )
 """The registry: every feature the application installs, in the order they are installed. A feature providing a

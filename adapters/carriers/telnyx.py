@@ -354,7 +354,7 @@ class TelnyxCarrier:
     @staticmethod
     def _stream(urls: CallbackUrls) -> dict[str, Any]:
         return {
-            "stream_url": urls.stream_url,
+            "stream_url": urls.stream_url + ("?direction=inbound" if urls.direction == "inbound" else ""),
             "stream_track": "both_tracks",
             "stream_bidirectional_mode": "rtp",
             "stream_bidirectional_codec": "PCMU",

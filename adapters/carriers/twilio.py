@@ -112,6 +112,8 @@ def stream_twiml(urls: CallbackUrls, call_id: str | None = None) -> str:
     stream = connect.stream(url=urls.stream_url)
     if call_id:
         stream.parameter(name="call_id", value=call_id)
+    if urls.direction == "inbound":
+        stream.parameter(name="direction", value="inbound")
     response.append(connect)
     return str(response)
 

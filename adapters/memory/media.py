@@ -29,3 +29,11 @@ class InMemoryMediaStreamTokens:
             return None
         row["redeemed_at"] = now
         return StreamGrant(row["call_id"], row["organization_id"], row["expires_at"])
+
+    async def purge(self, before: datetime) -> int:
+        """Forget the tokens that expired before ``before``."""
+        tokens = (await self.uow.tables())[TOKENS]
+        expired = [key for key, row in tokens.items() if row["expires_at"] < before]
+        for key in expired:
+            del tokens[key]
+        return len(expired)

@@ -52,6 +52,9 @@ class CallbackUrls:
 
     status_url: str
     stream_url: str
+    direction: Literal["outbound", "inbound"] = "outbound"
+    """What the media stream tells the session (``SessionInfo.direction``): Twilio's ``<Parameter
+    name="direction">``, a ``direction`` query parameter of Telnyx's stream URL."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,6 +168,11 @@ class MediaStreamTokens(Protocol):
         """The grant, once: a second redeem of the same token, an expired or a forged one gives None."""
         ...
 
+    async def purge(self, before: datetime) -> int:
+        """Forget the tokens that expired before ``before`` (used or not: a used one expires as any other);
+        how many (housekeeping)."""
+        ...
+
 
 class LiveMediaSession(MediaSession, Protocol):
     """The endpoint's side of a :class:`MediaSession`: what the use case that runs it needs besides the runtime's

@@ -3,7 +3,8 @@
 It builds the ``Carriers`` registry (carrier type -> adapter, ``ADAPTERS``; a provider of a type without an
 adapter keeps ending its calls ``failed`` / ``provider_not_supported``), the public callback URLs
 (``CarrierLinks`` over PARLEY_PUBLIC_BASE_URL) and the use cases of the carrier webhooks, live-call commands and
-numbers. Every request to a carrier goes through the one egress (``HttpxSafeHttp``).
+numbers, and the ``CallLine`` live media sessions hang up and transfer through (in place of the media
+feature's stream-only line). Every request to a carrier goes through the one egress (``HttpxSafeHttp``).
 
 Settings (``CarrierSettings``, ``PARLEY_CARRIER_*``): ``request_timeout_seconds`` (a carrier API request's whole
 deadline; one that runs out after sending is ambiguous and reconciled, never repeated) and
@@ -28,6 +29,8 @@ from application.calls import CarrierVoiceUpdates
 from application.carriers import CarrierAccounts, CarrierCalls, CarrierLinks, CarrierWebhooks
 from application.ports.carriers import Carrier, Carriers
 from application.ports.egress import SafeHttp
+from application.ports.media import CallLine
+from application.ports.platform import Units
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
 
@@ -83,6 +86,11 @@ class CarriersPlatformProvider(Provider):
 
     accounts = provide(CarrierAccounts)
 
+    @provide
+    def line(self, units: Units) -> CallLine:
+        """Live media sessions hang up and transfer through the call's carrier."""
+        return carrier_calls.CarrierCallLine(units)
+
 
 class CarriersUseCaseProvider(Provider):
     scope = Scope.REQUEST
@@ -102,4 +110,5 @@ FEATURE = Feature(
     name="carriers",
     providers=(CarriersPlatformProvider, CarriersUseCaseProvider),
     settings=CarrierSettings,
+    overrides={CallLine: "media"},
 )

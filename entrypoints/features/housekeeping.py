@@ -1,5 +1,5 @@
 """Housekeeping jobs. ``housekeeping.purge`` (every 10 minutes): purges expired idempotency records, ended
-rate-limit windows, outbox events every consumer has processed once the retention window
+rate-limit windows, expired media-stream tokens, outbox events every consumer has processed once the retention window
 (PARLEY_OUTBOX_RETENTION_DAYS) has passed, and the history kept for a while: failed jobs, finished webhook
 deliveries with their log rows, ended trigger runs (PARLEY_FAILED_JOB_RETENTION_DAYS,
 PARLEY_WEBHOOK_LOG_RETENTION_DAYS, PARLEY_TRIGGER_RUN_RETENTION_DAYS). ``outbox.recheck`` (every 15 s): the
@@ -75,9 +75,9 @@ class HousekeepingProvider(Provider):
 async def purge_once(container: AsyncContainer) -> None:
     """One purge, in one unit of work."""
     purged, events, history = await ScopedUnits(container).run(_execute)
-    if purged.idempotency_records or purged.rate_limit_windows or events:
-        log.info("purged %d idempotency records, %d rate-limit windows and %d outbox events",
-                 purged.idempotency_records, purged.rate_limit_windows, events)
+    if purged.idempotency_records or purged.rate_limit_windows or purged.media_stream_tokens or events:
+        log.info("purged %d idempotency records, %d rate-limit windows, %d media-stream tokens and %d outbox events",
+                 purged.idempotency_records, purged.rate_limit_windows, purged.media_stream_tokens, events)
     if history.failed_jobs or history.webhook_logs or history.trigger_runs:
         log.info("purged %d failed jobs, %d webhook delivery log rows and %d trigger runs",
                  history.failed_jobs, history.webhook_logs, history.trigger_runs)

@@ -157,10 +157,12 @@ class SqlMediaProvider(Provider):
         return SqlMediaStreamTokens(uow, settings.media_token_ttl_seconds)
 
     @provide(scope=Scope.REQUEST)
-    def control(self, settings: Settings, uow: SqlUnitOfWork, sessions: cases.LiveSessions) -> LiveCallControl:
+    def control(self, settings: Settings, uow: SqlUnitOfWork) -> LiveCallControl:
+        """Sending a control needs no live-session registry here (nor its LISTEN, on PostgreSQL): SQLite's is the
+        process's own."""
         if settings.backend is Backend.POSTGRESQL:
             return NotifyCallControl(uow)
-        return cases.InProcessCallControl(sessions)
+        return cases.InProcessCallControl(PROCESS_SESSIONS)
 
 
 class MemoryMediaProvider(Provider):

@@ -89,13 +89,18 @@ class SocketTransport:
                 await asyncio.wait_for(self.socket.close(code=code), CLOSE_TIMEOUT_SECONDS)
 
 
+REDEEM_RETRIES = (0.1, 0.2, 0.4, 0.8)
+"""Pauses before a token that is not (yet) valid is asked again: Telnyx opens an inbound call's stream as soon as
+Parley's ``answer`` command reaches it, which is before the webhook that issued the token has committed."""
+
 @stream_endpoint("/media-streams/{token:str}", name="media_stream",
                  summary="A call's bidirectional media stream (Twilio Media Streams or Telnyx streaming protocol)")
 async def media_stream(socket: WebSocket[Any, Any, Any], token: Annotated[str, PathParameter()]) -> None:
     await socket.accept()
     transport = SocketTransport(socket)
     try:
-        await _serve(socket.app.state.dishka_container, transport, token)
+        await _serve(socket.app.state.dishka_container, transport, token,
+                     socket.query_params.get("direction") or "")
     except Exception as exc:  # never an unhandled task: the stream ends with 1011, the call is left to the sweeper
         if is_database_outage(exc):
             log.warning("media stream ended: the database cannot be reached (%s)", type(exc).__name__)
@@ -104,13 +109,20 @@ async def media_stream(socket: WebSocket[Any, Any, Any], token: Annotated[str, P
         await transport.close(INTERNAL_ERROR)
 
 
-async def _serve(container: Any, transport: SocketTransport, token: str) -> None:
+async def _serve(container: Any, transport: SocketTransport, token: str, query_direction: str = "") -> None:
+    """``query_direction``: the stream URL's ``direction`` (Telnyx's inbound calls; Twilio's come as a stream
+    parameter)."""
     sessions: LiveSessions = await container.get(LiveSessions)
     if sessions.draining:
         await transport.close(TRY_AGAIN_LATER)
         return
     units: Units = await container.get(Units)
     grant = await units.execute(RedeemMediaStream, RedeemMediaStreamCommand(token))
+    for pause in REDEEM_RETRIES:  # a carrier may open the stream before the request that issued its token committed
+        if grant is not None:
+            break
+        await asyncio.sleep(pause)
+        grant = await units.execute(RedeemMediaStream, RedeemMediaStreamCommand(token))
     if grant is None:
         log.info("media stream refused: its token is not valid (forged, expired or already used)")
         await transport.close(POLICY_VIOLATION)
@@ -135,7 +147,7 @@ async def _serve(container: Any, transport: SocketTransport, token: str) -> None
         await transport.close(UNSUPPORTED_DATA)
         return
     clock: Clock = await container.get(Clock)
-    direction = start.parameters.get("direction", "outbound")
+    direction = start.parameters.get("direction") or query_direction or "outbound"
     info = SessionInfo(call_id=grant.call_id, organization_id=grant.organization_id,
                        direction="inbound" if direction == "inbound" else "outbound", channel=start.carrier,
                        sample_rate=MULAW_RATE, started_at=clock.now(), parameters=dict(start.parameters))

@@ -61,3 +61,19 @@ async def test_only_a_hash_of_the_token_is_stored(container: Any, database_url: 
         conn = await (await r.get(SqlUnitOfWork)).connection()
         rows = (await conn.execute(sa.text("SELECT token_hash FROM media_stream_tokens"))).all()
     assert rows and all(token not in row.token_hash for row in rows)
+
+
+async def test_expired_tokens_are_purged_used_or_not(container: Any) -> None:
+    org = await new_organization(container)
+    far = NOW + timedelta(days=400)  # past every token the other tests issued
+    used = await _issue(container, org, "call-5", far)
+    assert await _redeem(container, used, far) is not None
+    await _issue(container, org, "call-6", far)
+    fresh = await _issue(container, org, "call-7", far + timedelta(minutes=10))
+    async with container() as r:
+        tokens = await r.get(MediaStreamTokens)
+        assert await tokens.purge(far + timedelta(minutes=14)) >= 0  # whatever earlier tests left
+        assert await tokens.purge(far + timedelta(minutes=14)) == 0  # the three still live
+        assert await tokens.purge(far + timedelta(minutes=16)) == 2  # call-5 and call-6 expired at +15 min
+        await (await r.get(UnitOfWork)).commit()
+    assert (await _redeem(container, fresh, far + timedelta(minutes=16))).call_id == "call-7"

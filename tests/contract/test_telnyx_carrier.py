@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -292,11 +293,11 @@ async def test_an_inbound_call_is_read_then_answered_with_the_stream_and_an_empt
     inbound = carrier.read_voice_webhook(request)
     assert inbound == InboundCall(call.call_control_id, CALLER, OURS, START)
     assert isinstance(inbound, InboundCall)
-    reply = await carrier.answer_inbound(account, inbound, URLS)
+    reply = await carrier.answer_inbound(account, inbound, replace(URLS, direction="inbound"))
     assert reply == WebhookReply(200, "text/plain", b"")
     assert call.answered is not None and call.webhook_url == URLS.status_url
     assert (call.stream_url, call.stream_track, call.stream_mode, call.stream_codec) == (
-        URLS.stream_url, "both_tracks", "rtp", "PCMU")
+        URLS.stream_url + "?direction=inbound", "both_tracks", "rtp", "PCMU")  # the session's direction
     assert carrier.stream_reply(URLS) == WebhookReply()
 
 

@@ -36,6 +36,9 @@ class PlainTokens:
     async def redeem(self, token: str, now: datetime) -> StreamGrant | None:
         return None
 
+    async def purge(self, before: datetime) -> int:
+        return 0
+
 
 class PlainTokensProvider(Provider):
     scope = Scope.APP

@@ -183,7 +183,7 @@ async def test_an_inbound_call_is_answered_by_its_numbers_agent(telnyx: Telnyx) 
         "in_progress", "+14155550111", telnyx.number)
     assert call.webhook_url == (
         f"{PUBLIC}/v2/carriers/{telnyx.provider['id']}/voice/status?call_id={taken['id']}")
-    assert call.stream_url == f"wss://parley.example/v2/media-streams/tok-{taken['id']}"
+    assert call.stream_url == f"wss://parley.example/v2/media-streams/tok-{taken['id']}?direction=inbound"
     await telnyx.emulator.answer(call.call_control_id)
     telnyx.clock.advance(seconds=12)
     await telnyx.emulator.hangup(call.call_control_id, source="caller")

@@ -4,8 +4,10 @@ PARLEY_PUBLIC_BASE_URL (an http loopback address, accepted with PARLEY_CARRIER_I
 
 A provider is connected, a number bought (Parley points the Call Control application and the messaging profile at
 itself) and released, a text sent and its receipts received, an inbound STOP keeps the opt-out list, forged and
-stale webhooks are refused, and a call dialled: until the media-stream endpoint is installed in this process, a
-carrier call is not dialled (media_unavailable) and an inbound call is rejected busy, never a 500."""
+stale webhooks are refused; a call is dialled, answered, and its media stream (``stream_url``) opened by the emulator
+over ws:// to the server (the caller's speech in, the agent's first message back), hung up by Parley through Call
+Control and ended ``completed`` with a recording; an inbound call is answered with its stream and reaches its
+agent's media session."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.processes import free_port, until
+from tests.support.emulators.media_client import StreamingCallers
 from tests.support.emulators.telnyx import TelnyxEmulator
 
 pytestmark = pytest.mark.slow
@@ -35,7 +38,8 @@ async def test_telnyx_through_a_real_server(tmp_path: Path, private_sql_url: str
     env = {**os.environ, "PARLEY_DATABASE_URL": private_sql_url, "PARLEY_VAR_DIR": str(tmp_path / "var"),
            "PARLEY_ALLOW_LOOPBACK_TARGETS": "true", "PARLEY_PUBLIC_BASE_URL": base,
            "PARLEY_CARRIER_INSECURE_PUBLIC_URL": "true", "PARLEY_SECRET_KEY": "e2e-telnyx-secret-key-0123456789abcdef",
-           "PYTHONPATH": str(ROOT), "PARLEY_RATE_LIMIT_PER_MINUTE": "10000", "PARLEY_RATE_LIMIT_PER_HOUR": "100000"}
+           "PYTHONPATH": str(ROOT), "PARLEY_RATE_LIMIT_PER_MINUTE": "10000", "PARLEY_RATE_LIMIT_PER_HOUR": "100000",
+           "PARLEY_MEDIA_RUNTIME": "first_message"}
     made = await asyncio.to_thread(subprocess.run, [*PARLEY, "admin", "demo-key"], env=env, cwd=tmp_path,
                                    capture_output=True, text=True, timeout=60, check=True)
     key = json.loads(made.stdout.strip().splitlines()[-1])["key"]
@@ -86,11 +90,23 @@ async def test_telnyx_through_a_real_server(tmp_path: Path, private_sql_url: str
             assert (forged.status, stale.status) == (403, 403)
             assert (await client.get(f"/v2/sms/{sent['data']['id']}")).json()["data"]["status"] == "delivered"
 
-            # a call: without the media-stream endpoint it is not dialled, with the reason said
-            agent = (await client.post("/v2/agents", json={"name": "Desk", "prompt": "Help."})).json()["data"]
+            # a call through its media stream: the first message, then Parley hangs up through Call Control
+            emulator.media = media = StreamingCallers(hang_up_after=10)
+            agent = (await client.post("/v2/agents", json={"name": "Desk", "prompt": "Help.",
+                                                           "first_message": "Hello, this is Parley."})).json()["data"]
             await client.post(f"/v2/agents/{agent['id']}/publish")
             call = (await client.post("/v2/calls", json={"bot_id": str(agent["id"]),
                                                          "destination_phone": "+14155550123"})).json()["data"]
+
+            async def dialled() -> bool:
+                return bool(emulator.calls)
+
+            await until(dialled, 30, "the dial")
+            ccid = next(iter(emulator.calls))
+            await emulator.answer(ccid)
+            caller = await media.ended(ccid, within=30)
+            assert media.hung_up[ccid] is False and len(caller.received.media) >= 25  # the agent spoke, hung up
+            assert "hangup" in [name for name, _ in emulator.calls[ccid].commands]
 
             async def ended() -> bool:
                 got = (await client.get(f"/v2/calls/{call['id']}")).json()["data"]
@@ -98,14 +114,27 @@ async def test_telnyx_through_a_real_server(tmp_path: Path, private_sql_url: str
 
             await until(ended, 30, "the call's end")
             got = (await client.get(f"/v2/calls/{call['id']}")).json()["data"]
-            assert (got["status"], got["end_reason"]) == ("failed", "media_unavailable")
-            assert emulator.calls == {}  # nothing was dialled
+            assert (got["status"], got["end_reason"]) == ("completed", "agent_hangup")
+            recorded = await client.get(f"/v2/call-logs/{got['call_log_id']}/recording")
+            assert recorded.status_code == 200, recorded.text
+
+            # an inbound call is answered with its stream and reaches its agent's media session
             patched = await client.patch(f"/v2/telephony/phone-numbers/{bought.json()['data']['id']}",
                                          json={"inbound_agent_id": agent["id"]})
             assert patched.status_code == 200
             inbound, delivery = await emulator.inbound_call("+14155550142", "+12125550100")
             assert delivery.status == 200
-            assert [name for name, _ in inbound.commands] == ["reject"] and not inbound.alive
+            await media.ended(inbound.call_control_id, within=30)
+            assert inbound.commands[0][0] == "answer"
+            assert (inbound.stream_url or "").endswith("?direction=inbound")
+            calls = (await client.get("/v2/calls")).json()["data"]
+            (taken,) = [c for c in calls if c["direction"] == "inbound"]
+
+            async def taken_ended() -> bool:
+                got = (await client.get(f"/v2/calls/{taken['id']}")).json()["data"]
+                return got["status"] == "completed"
+
+            await until(taken_ended, 30, "the inbound call's end")
 
             released = await client.delete(f"/v2/telephony/phone-numbers/{bought.json()['data']['id']}",
                                            params={"release": "true"})

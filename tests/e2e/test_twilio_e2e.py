@@ -3,9 +3,10 @@ HTTP server its REST requests reach, and its signed callbacks reach the server o
 (an http loopback address, accepted with PARLEY_CARRIER_INSECURE_PUBLIC_URL).
 
 A provider is connected, a number bought (Parley points it at itself) and released, a text sent and its receipts
-received, an inbound STOP keeps the opt-out list, a forged callback is refused, and a call dialled: until the
-media-stream endpoint is installed in this process, a carrier call is not dialled (media_unavailable) and an
-inbound call is turned away politely, never a 500."""
+received, an inbound STOP keeps the opt-out list, a forged callback is refused; a call is dialled, answered, and
+its ``<Connect><Stream>`` media stream opened by the emulator over ws:// to the server (the caller's speech in, the
+agent's first message back), hung up by Parley through Twilio's API and ended ``completed`` with a recording; an
+inbound call reaches its agent's media session."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import httpx
 import pytest
 
 from tests.processes import free_port, until
+from tests.support.emulators.media_client import StreamingCallers
 from tests.support.emulators.twilio import TwilioEmulator
 
 pytestmark = pytest.mark.slow
@@ -33,7 +35,8 @@ async def test_twilio_through_a_real_server(tmp_path: Path, private_sql_url: str
     env = {**os.environ, "PARLEY_DATABASE_URL": private_sql_url, "PARLEY_VAR_DIR": str(tmp_path / "var"),
            "PARLEY_ALLOW_LOOPBACK_TARGETS": "true", "PARLEY_PUBLIC_BASE_URL": base,
            "PARLEY_CARRIER_INSECURE_PUBLIC_URL": "true", "PARLEY_SECRET_KEY": "e2e-twilio-secret-key-0123456789abcdef",
-           "PYTHONPATH": str(ROOT), "PARLEY_RATE_LIMIT_PER_MINUTE": "10000", "PARLEY_RATE_LIMIT_PER_HOUR": "100000"}
+           "PYTHONPATH": str(ROOT), "PARLEY_RATE_LIMIT_PER_MINUTE": "10000", "PARLEY_RATE_LIMIT_PER_HOUR": "100000",
+           "PARLEY_MEDIA_RUNTIME": "first_message"}
     made = await asyncio.to_thread(subprocess.run, [*PARLEY, "admin", "demo-key"], env=env, cwd=tmp_path,
                                    capture_output=True, text=True, timeout=60, check=True)
     key = json.loads(made.stdout.strip().splitlines()[-1])["key"]
@@ -79,26 +82,53 @@ async def test_twilio_through_a_real_server(tmp_path: Path, private_sql_url: str
             forged = await emulator.send(url, {"MessageSid": sid, "MessageStatus": "failed"}, forged=True)
             assert forged.status_code == 403
 
-            # a call: without the media-stream endpoint it is not dialled, with the reason said
-            agent = (await client.post("/v2/agents", json={"name": "Desk", "prompt": "Help."})).json()["data"]
+            # a call through its media stream: the first message, then Parley hangs up through Twilio's API
+            emulator.media = media = StreamingCallers(hang_up_after=10)
+            agent = (await client.post("/v2/agents", json={"name": "Desk", "prompt": "Help.",
+                                                           "first_message": "Hello, this is Parley."})).json()["data"]
             await client.post(f"/v2/agents/{agent['id']}/publish")
             call = (await client.post("/v2/calls", json={"bot_id": str(agent["id"]),
                                                          "destination_phone": "+14155550123"})).json()["data"]
+
+            async def dialled() -> bool:
+                return bool(emulator.calls)
+
+            await until(dialled, 30, "the dial")
+            sid = next(iter(emulator.calls))
+            assert (await emulator.ring(sid)).status_code < 300
+            assert (await emulator.answer(sid)).status_code < 300
+            assert "direction" not in media.callers[sid].parameters  # outbound, the session's default
+            caller = await media.ended(sid, within=30)
+            assert media.hung_up[sid] is False and len(caller.received.media) >= 25  # the agent spoke, hung up
+            assert [u.get("Status") for u in emulator.calls[sid].updates] == ["completed"]
 
             async def ended() -> bool:
                 got = (await client.get(f"/v2/calls/{call['id']}")).json()["data"]
                 return got["status"] not in ("queued", "ringing", "in_progress")
 
             await until(ended, 30, "the call's end")
+            assert (await emulator.complete(sid, duration=2)).status_code < 300  # after the session's finish
             got = (await client.get(f"/v2/calls/{call['id']}")).json()["data"]
-            assert (got["status"], got["end_reason"], got["end_message"]) == (
-                "failed", "media_unavailable", "media streams are not available")
-            assert emulator.calls == {}  # nothing was dialled
+            assert (got["status"], got["end_reason"]) == ("completed", "agent_hangup")
+            recorded = await client.get(f"/v2/call-logs/{got['call_log_id']}/recording")
+            assert recorded.status_code == 200, recorded.text
+
+            # an inbound call reaches its agent's media session
             patched = await client.patch(f"/v2/telephony/phone-numbers/{bought.json()['data']['id']}",
                                          json={"inbound_agent_id": agent["id"]})
             assert patched.status_code == 200
-            _, answered = await emulator.inbound_call("+14155550142", "+12125550123")
-            assert answered.status_code == 200 and '<Reject reason="busy" />' in answered.text
+            inbound, answered = await emulator.inbound_call("+14155550142", "+12125550123")
+            assert answered.status_code == 200 and "<Connect><Stream" in answered.text
+            assert media.callers[inbound.sid].parameters["direction"] == "inbound"
+            await media.ended(inbound.sid, within=30)
+            calls = (await client.get("/v2/calls")).json()["data"]
+            (taken,) = [c for c in calls if c["direction"] == "inbound"]
+
+            async def taken_ended() -> bool:
+                got = (await client.get(f"/v2/calls/{taken['id']}")).json()["data"]
+                return got["status"] == "completed"
+
+            await until(taken_ended, 30, "the inbound call's end")
 
             released = await client.delete(f"/v2/telephony/phone-numbers/{bought.json()['data']['id']}",
                                            params={"release": "true"})

@@ -12,7 +12,9 @@ import sqlalchemy as sa
 from adapters.memory.clock import ManualClock
 from adapters.sql.engine import create_engine
 from adapters.sql.jobs_tables import jobs
+from application.housekeeping import PurgeExpired, PurgeExpiredCommand
 from application.ports.jobs import JobQueue, NewJob
+from application.ports.media import MediaStreamTokens
 from application.ports.platform import UnitOfWork
 from application.ports.triggers import TriggerRepository
 from application.ports.webhooks import DeliveryRepository
@@ -107,3 +109,35 @@ async def test_history_is_purged_after_its_retention_window(make_api: ApiFactory
     assert sorted((run["event_id"], run["status"]) for run in kept_runs) == [
         (_event("old", 2), "running"), (_event("young", 1), "succeeded"), (_event("young", 2), "running")]
     assert await _failed_jobs(api) == {"young"}
+
+
+async def test_expired_media_stream_tokens_are_purged(make_api: ApiFactory, sql_url: str) -> None:
+    """A token, used or not, is forgotten once it has expired (PARLEY_MEDIA_TOKEN_TTL_SECONDS, 900 s); a live one
+    stays and still opens its stream once."""
+    clock = ManualClock(START)
+    api = await make_api(sql_url, clock=clock)
+    async with api.worker()() as unit:
+        tokens = await unit.get(MediaStreamTokens)
+        used = await tokens.issue("call-used", 1, START)
+        assert await tokens.redeem(used, START) is not None
+        await tokens.issue("call-unused", 1, START)
+        await (await unit.get(UnitOfWork)).commit()
+    clock.advance(seconds=600)
+    async with api.worker()() as unit:
+        fresh = await (await unit.get(MediaStreamTokens)).issue("call-fresh", 1, clock.now())
+        await (await unit.get(UnitOfWork)).commit()
+    container = build_container(api.settings, *api.overrides)
+    try:
+        async with container() as unit:  # nothing has expired yet
+            assert (await (await unit.get(PurgeExpired)).execute(PurgeExpiredCommand())).media_stream_tokens == 0
+        clock.advance(seconds=301)  # the first two are past their 900 s
+        async with container() as unit:
+            purged = await (await unit.get(PurgeExpired)).execute(PurgeExpiredCommand())
+            await (await unit.get(UnitOfWork)).commit()
+        assert purged.media_stream_tokens == 2
+        await purge_once(container)  # the job's own pass: the fresh token is not expired
+    finally:
+        await container.close()
+    async with api.worker()() as unit:
+        grant = await (await unit.get(MediaStreamTokens)).redeem(fresh, clock.now())
+        assert grant is not None and grant.call_id == "call-fresh"

@@ -320,6 +320,7 @@ async def test_an_inbound_call_reaches_the_numbers_agent(api_with: ApiWith, sql_
     call, answered = await emulator.inbound_call("+14155550142", line.number["phone_number"])
     assert answered.status_code == 200 and answered.headers["content-type"].startswith("text/xml")
     assert '<Connect><Stream url="wss://parley.test/v2/media-streams/tok-' in answered.text
+    assert '<Parameter name="direction" value="inbound" />' in answered.text  # the session's direction
     calls = (await line.api.client.get("/v2/calls", headers=line.tenant.headers)).json()["data"]
     inbound = [c for c in calls if c["direction"] == "inbound"]
     assert len(inbound) == 1

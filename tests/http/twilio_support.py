@@ -44,6 +44,9 @@ class FakeStreamTokens:
         found = self.issued.pop(token, None)
         return StreamGrant(found[0], found[1], now) if found else None
 
+    async def purge(self, before: datetime) -> int:
+        return 0
+
 
 @dataclass
 class Line:

@@ -6,6 +6,11 @@ endpoint and what it does with what Parley sends back, in Twilio's or Telnyx's p
 to PCM with each frame's arrival time, ``mark`` names, which it echoes as a carrier does once the audio before them
 has been played, ``clear`` times) and ends it (``stop``). The carrier emulators use it for their calls' audio.
 
+``StreamingCallers`` is the emulators' media side: when an emulated carrier answers a call that asked for a stream,
+it opens the stream's URL (``ws://`` to a loopback host, the URL's path into an in-process app otherwise), plays a
+caller's audio (speech made offline by espeak-ng when it is installed, a tone otherwise), keeps what Parley sends
+back and hangs up after ``hang_up_after`` seconds unless Parley closed the stream first.
+
 Two transports: ``AsgiWebSocket`` drives an ASGI app in the test's own event loop (no server), ``TcpWebSocket`` a
 real server over TCP (RFC 6455, client side: masked frames, text and close; enough for the media protocols).
 """
@@ -95,8 +100,9 @@ class AsgiWebSocket:
         return socket
 
     async def _handshake(self) -> None:
+        path, _, query = self.path.partition("?")
         scope = {"type": "websocket", "asgi": {"version": "3.0"}, "http_version": "1.1", "scheme": "ws",
-                 "path": self.path, "raw_path": self.path.encode(), "query_string": b"", "root_path": "",
+                 "path": path, "raw_path": path.encode(), "query_string": query.encode(), "root_path": "",
                  "headers": [(b"host", b"parley.test")], "client": ("127.0.0.1", 40000),
                  "server": ("parley.test", 80), "subprotocols": [], "state": {}}
         self.task = asyncio.create_task(self._run(scope))
@@ -156,7 +162,8 @@ class TcpWebSocket:
         parts = urlsplit(url)
         reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
         key = base64.b64encode(os.urandom(16)).decode()
-        writer.write((f"GET {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\n"
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        writer.write((f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\n"
                       f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
         await writer.drain()
         head = await reader.readuntil(b"\r\n\r\n")
@@ -378,3 +385,89 @@ class MediaStreamCaller:
                 raise AssertionError(f"not received in {within} s: {self.received.marks=}, "
                                      f"{len(self.received.media)=}, {self.closed=}")
             await asyncio.sleep(0.01)
+
+
+# ---------------------------------------------------------------------------------------------- the emulators' callers
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def caller_speech(text: str = "Hello, I would like to book an appointment please.") -> bytes:
+    """What the emulated caller says: 16-bit mono PCM at 8 kHz, spoken by espeak-ng when it is installed (offline),
+    else a 1.5 s tone."""
+    import array
+    import math
+    import shutil
+    import subprocess
+    import wave
+    from io import BytesIO
+
+    if shutil.which("espeak-ng"):
+        made = subprocess.run(["espeak-ng", "--stdout", "-s", "160", text], capture_output=True, timeout=30,
+                              check=False)
+        if made.returncode == 0 and made.stdout:
+            with wave.open(BytesIO(made.stdout)) as spoken:
+                rate, pcm = spoken.getframerate(), spoken.readframes(spoken.getnframes())
+            samples = array.array("h", pcm)
+            step = rate / 8000  # espeak-ng speaks at 22 050 Hz: pick the nearest sample (enough for a test)
+            return array.array("h", (samples[int(i * step)] for i in range(int(len(samples) / step)))).tobytes()
+    return array.array("h", (int(7000 * math.sin(2 * math.pi * 350 * i / 8000)) for i in range(12000))).tobytes()
+
+
+class StreamingCallers:
+    """The emulators' media side (module docstring). ``app``: the ASGI app that serves a non-loopback stream URL
+    (a test's in-process Parley). ``callers`` by the carrier's call id; ``ended(call_id)`` waits until that
+    call's stream is over."""
+
+    def __init__(self, *, app: Any = None, audio: bytes | None = None, hang_up_after: float = 4.0,
+                 realtime: bool = True) -> None:
+        self.app, self.hang_up_after, self.realtime = app, hang_up_after, realtime
+        self.audio = audio if audio is not None else caller_speech()
+        self.callers: dict[str, MediaStreamCaller] = {}
+        self.hung_up: dict[str, bool] = {}
+        self._done: dict[str, asyncio.Event] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def open(self, carrier: Literal["twilio", "telnyx"], url: str, call_id: str,
+                   parameters: dict[str, str] | None = None) -> MediaStreamCaller:
+        parts = urlsplit(url)
+        socket: ClientSocket
+        if parts.hostname in LOOPBACK:
+            socket = await TcpWebSocket.connect(url.replace("wss://", "ws://", 1))
+        else:
+            assert self.app is not None, f"no app serves {url}"
+            socket = await AsgiWebSocket.connect(self.app, parts.path + (f"?{parts.query}" if parts.query else ""))
+        caller = MediaStreamCaller(socket, carrier, call_sid=call_id, parameters=parameters)
+        self.callers[call_id] = caller
+        self._done[call_id] = asyncio.Event()
+        await caller.start()
+        task = asyncio.ensure_future(self._talk(call_id, caller))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return caller
+
+    async def connect(self, call: Any) -> None:
+        """The Telnyx emulator's ``MediaHook``."""
+        await self.open("telnyx", call.stream_url, call.call_control_id)
+
+    async def _talk(self, call_id: str, caller: MediaStreamCaller) -> None:
+        try:
+            with contextlib.suppress(WebSocketClosed, ConnectionError):
+                await caller.play(self.audio, realtime=self.realtime)
+            if await caller.finished(self.hang_up_after) is None:  # Parley did not close it: the caller hangs up
+                self.hung_up[call_id] = True
+                with contextlib.suppress(WebSocketClosed, ConnectionError):
+                    await caller.hang_up()
+            else:
+                self.hung_up[call_id] = False
+        finally:
+            self._done[call_id].set()
+
+    async def ended(self, call_id: str, within: float = 20.0) -> MediaStreamCaller:
+        loop = asyncio.get_running_loop()
+        until = loop.time() + within
+        while call_id not in self._done:
+            assert loop.time() < until, f"no media stream was opened for {call_id}"
+            await asyncio.sleep(0.02)
+        await asyncio.wait_for(self._done[call_id].wait(), max(0.1, until - loop.time()))
+        return self.callers[call_id]

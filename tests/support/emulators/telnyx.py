@@ -655,6 +655,8 @@ class TelnyxEmulator:
             call.stream_track = data.get("stream_track")
             call.stream_mode = data.get("stream_bidirectional_mode")
             call.stream_codec = data.get("stream_bidirectional_codec")
+            if action == "answer" and self.media is not None:  # an inbound call answered with its stream
+                self._spawn(self.media.connect(call))
         if action == "transfer":
             if not data.get("to"):
                 return 422, _errors("10032", "Invalid parameter", "The 'to' parameter is required.")

@@ -93,6 +93,9 @@ class TwilioEmulator:
         self.requests: list[tuple[str, str, dict[str, list[str]]]] = []
         self.failures: dict[str, list[Failure]] = {}
         self.deliver: Deliver = http_deliver
+        self.media: Any = None
+        """A ``StreamingCallers`` (media_client): it opens the stream of each answered call whose TwiML has
+        ``<Connect><Stream>``."""
         self.delivered: list[tuple[str, dict[str, str], int]] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -316,7 +319,20 @@ class TwilioEmulator:
         return await self._status(sid, "ringing")
 
     async def answer(self, sid: str) -> httpx.Response:
-        return await self._status(sid, "in-progress")
+        answered = await self._status(sid, "in-progress")
+        await self._stream(self.calls[sid])
+        return answered
+
+    async def _stream(self, call: EmulatedCall) -> None:
+        """``<Connect><Stream url>``: Twilio opens the media stream with the ``<Parameter>``s as custom ones."""
+        if self.media is None or "<Stream" not in call.twiml:
+            return
+        import xml.etree.ElementTree as ET
+
+        stream = ET.fromstring(call.twiml).find("./Connect/Stream")
+        if stream is not None and stream.get("url"):
+            parameters = {p.get("name", ""): p.get("value", "") for p in stream.findall("Parameter")}
+            await self.media.open("twilio", stream.get("url"), call.sid, parameters)
 
     async def amd(self, sid: str, answered_by: str = "machine_end_beep") -> httpx.Response:
         call = self.calls[sid]
@@ -343,6 +359,9 @@ class TwilioEmulator:
         self.calls[call.sid] = call
         response = await self.send(owned["VoiceUrl"], self.status_params(call, "ringing"))
         call.twiml = response.text
+        if self.media is not None and "<Connect>" in call.twiml:
+            call.status = "in-progress"
+            await self._stream(call)
         return call, response
 
     async def sms_status(self, sid: str, status: str, error_code: str | None = None) -> httpx.Response:
