@@ -43,7 +43,7 @@ async def test_real_calls_are_broken_down_by_their_agent(make_api: ApiFactory, s
     assert response.status_code == 200, response.text
     data = response.json()["data"]
     assert data["group_by"] == "agent" and data["series"] == [{"date": day, "value": 3.0}]
-    assert [(g["id"], g["total"]) for g in data["groups"]] == sorted([(front["id"], 2.0), (back["id"], 1.0)])
+    assert [(g["id"], g["value"]) for g in data["groups"]] == sorted([(front["id"], 2.0), (back["id"], 1.0)])
     assert all("name" not in g for g in data["groups"])
     plain = (await series(api, t, metric="calls", start=day, end=day)).json()["data"]
     assert "groups" not in plain and plain["series"] == data["series"]  # the breakdown sums to the day counters
@@ -63,12 +63,12 @@ async def test_campaign_breakdown_by_hour_with_messages_under_null(make_api: Api
     assert data["granularity"] == "hour" and len(data["series"]) == 24
     groups = {g["id"]: g for g in data["groups"]}
     assert list(groups) == [7, 8, None]  # by id, the calls without a campaign last
-    assert groups[7]["total"] == 1.5 and groups[7]["series"][9] == {
+    assert groups[7]["value"] == 1.5 and groups[7]["series"][9] == {
         "date": day, "hour": "2026-01-05T09:00:00Z", "value": 1.5}
     assert groups[8]["series"][11]["value"] == 0.5 and groups[None]["series"][11]["value"] == 1.0
     assert data["series"][11]["value"] == 1.5 and data["series"][9]["value"] == 1.5
     sms = (await series(api, t, metric="sms_segments", start=day, end=day, group_by="agent")).json()["data"]
-    assert [(g["id"], g["total"]) for g in sms["groups"]] == [(None, 2.0)]
+    assert [(g["id"], g["value"]) for g in sms["groups"]] == [(None, 2.0)]
     empty = (await series(api, t, metric="calls", start=day, end=day, group_by="agent")).json()["data"]
     assert empty["groups"] == [] and empty["series"] == [{"date": day, "value": 0.0}]
 
@@ -87,7 +87,7 @@ async def test_a_partner_breaks_its_usage_down_by_child(make_api: ApiFactory, sq
     await record(api, partner.organization_id, CALL_SECONDS, 600, "call:own", START)  # not a child's
     data = (await series(api, partner, metric="call_minutes", start="2026-01-05",
                          end="2026-01-06", group_by="child")).json()["data"]
-    assert [(g["id"], g["name"], g["total"]) for g in data["groups"]] == [
+    assert [(g["id"], g["name"], g["value"]) for g in data["groups"]] == [
         (ids[0], "Acme Dental", 2.0), (ids[1], "Bob's Plumbing", 1.0)]
     assert [p["value"] for p in data["series"]] == [2.0, 1.0]
     assert [p["value"] for p in data["groups"][1]["series"]] == [0.0, 1.0]

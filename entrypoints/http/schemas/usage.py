@@ -91,12 +91,12 @@ class GroupOut(Struct, kw_only=True):
         "The agent's, campaign's or sub-organization's id; null: usage with no agent or campaign (messages, and "
         "calls not placed by a campaign)"))]
     name: Annotated[str, Meta(description="With group_by child: the sub-organization's name")] | UnsetType = UNSET
-    total: float
+    value: Annotated[float, Meta(description="The group's sum over the range")]
     series: list[PointOut]
 
     @classmethod
     def of(cls, group: UsageGroup) -> GroupOut:
-        return cls(id=group.id, name=UNSET if group.name is None else group.name, total=group.total,
+        return cls(id=group.id, name=UNSET if group.name is None else group.name, value=group.total,
                    series=_points(group.series))
 
 
