@@ -295,9 +295,10 @@ class CallFinisher:
             ))
             finished = replace(finished, call_log_id=log.id)
         finished = await self.calls.update(finished)
-        await self.usage.record(call.organization_id, CALL_SECONDS, duration, at, f"call:{call.id}")
+        dimensions = {"agent_id": call.agent_id, "campaign_id": call.campaign_id}
+        await self.usage.record(call.organization_id, CALL_SECONDS, duration, at, f"call:{call.id}", **dimensions)
         if finished.started_at is not None:  # a call that reached the network counts as a call
-            await self.usage.record(call.organization_id, CALLS, 1, at, f"call:{call.id}")
+            await self.usage.record(call.organization_id, CALLS, 1, at, f"call:{call.id}", **dimensions)
         record_call_events(self.uow, finished, events)
         return finished
 

@@ -63,12 +63,14 @@ class LedgerUsageRecorder:
     def __init__(self, uow: UnitOfWork, ledger: UsageLedger, organizations: OrganizationRepository) -> None:
         self.uow, self.ledger, self.organizations = uow, ledger, organizations
 
-    async def record(self, organization_id: int, kind: str, quantity: float, at: datetime, reference: str) -> None:
+    async def record(self, organization_id: int, kind: str, quantity: float, at: datetime, reference: str, *,
+                     agent_id: int | None = None, campaign_id: int | None = None) -> None:
         source_type, source_id = _split(reference)
         amount = billable_seconds(quantity) if kind == CALL_SECONDS else int(quantity)
         if amount > 0:
             period = period_of(at)
-            entry = LedgerEntry(organization_id, kind, amount, period, source_type, source_id, at.astimezone(UTC))
+            entry = LedgerEntry(organization_id, kind, amount, period, source_type, source_id, at.astimezone(UTC),
+                                agent_id, campaign_id)
             moved = await self.ledger.append(entry)
             if moved is not None:
                 await self._thresholds(organization_id, kind, period, *moved)
@@ -185,6 +187,18 @@ def _metered(plan: str, used: dict[str, int]) -> dict[str, Any]:
     }
 
 
+async def _all_children(organizations: OrganizationRepository, partner_id: int) -> list[Organization]:
+    children: list[Organization] = []
+    offset = 0
+    while True:
+        page = await organizations.list_children(partner_id, PageRequest(500, offset))
+        children += [c for c in page.items if c.id is not None]
+        offset += len(page.items)
+        if not page.items or offset >= page.total:
+            break
+    return children
+
+
 class GetUsage:
     """GET /usage: one period's counters against the plan's included amounts (never a sum over the ledger)."""
 
@@ -217,14 +231,7 @@ class GetUsage:
 
     async def _children(self, partner_id: int, period: str) -> list[ChildUsage]:
         """Each sub-organization's plan and metered usage: its counters, read for all of them in one query."""
-        children: list[Organization] = []
-        offset = 0
-        while True:
-            page = await self.organizations.list_children(partner_id, PageRequest(500, offset))
-            children += [c for c in page.items if c.id is not None]
-            offset += len(page.items)
-            if not page.items or offset >= page.total:
-                break
+        children = await _all_children(self.organizations, partner_id)
         used = await self.ledger.used_by_organization(period, [persisted(c.id) for c in children])
         return [ChildUsage(persisted(c.id), c.name, c.plan, _metered(c.plan, used.get(persisted(c.id), {})))
                 for c in children]
@@ -258,6 +265,23 @@ def _day(value: str | None, name: str) -> date:
     return parsed.astimezone(UTC).date() if isinstance(parsed, datetime) else parsed
 
 
+def _series_range(command: GetUsageMetricsCommand) -> tuple[str, str, date, date]:
+    """The metric (ledger name), granularity and days [start, end] of a series request, validated."""
+    metric = SERIES_METRICS.get(command.metric or "")
+    if metric is None:
+        raise ValidationFailed.field("metric", f"must be one of {', '.join(SERIES_METRICS)}")
+    granularity = command.granularity or "day"
+    if granularity not in ("day", "hour"):
+        raise ValidationFailed.field("granularity", "must be day or hour")
+    start, end = _day(command.start, "start"), _day(command.end, "end")
+    if end < start:
+        raise ValidationFailed.field("end", "must not be before start")
+    longest = MAX_HOURLY_DAYS if granularity == "hour" else MAX_SERIES_DAYS
+    if (end - start).days + 1 > longest:
+        raise RangeTooLong.field("end", f"the range is at most {longest} days with granularity {granularity}")
+    return metric, granularity, start, end
+
+
 class GetUsageMetrics:
     """GET /usage/metrics: one metric per UTC day over [start, end] (both dates included), read from the
     per-day counters kept with the ledger; days without usage are 0. With granularity ``hour``, per UTC hour over
@@ -267,18 +291,7 @@ class GetUsageMetrics:
         self.ledger = ledger
 
     async def execute(self, command: GetUsageMetricsCommand) -> list[SeriesPoint]:
-        metric = SERIES_METRICS.get(command.metric or "")
-        if metric is None:
-            raise ValidationFailed.field("metric", f"must be one of {', '.join(SERIES_METRICS)}")
-        granularity = command.granularity or "day"
-        if granularity not in ("day", "hour"):
-            raise ValidationFailed.field("granularity", "must be day or hour")
-        start, end = _day(command.start, "start"), _day(command.end, "end")
-        if end < start:
-            raise ValidationFailed.field("end", "must not be before start")
-        longest = MAX_HOURLY_DAYS if granularity == "hour" else MAX_SERIES_DAYS
-        if (end - start).days + 1 > longest:
-            raise RangeTooLong.field("end", f"the range is at most {longest} days with granularity {granularity}")
+        metric, granularity, start, end = _series_range(command)
         if granularity == "hour":
             return await self._hourly(command.actor.organization_id, metric, start, end)
         days = await self.ledger.daily(command.actor.organization_id, metric, start, end + timedelta(days=1))
@@ -299,3 +312,86 @@ class GetUsageMetrics:
             points.append(SeriesPoint(at.date(), scale(hours.get(at, 0)), at))
             at += timedelta(hours=1)
         return points
+
+
+GROUP_BY = ("agent", "campaign", "child")
+
+
+@dataclass(frozen=True, slots=True)
+class GetUsageBreakdownCommand:
+    actor: Actor
+    metric: str | None
+    start: str | None
+    end: str | None
+    granularity: str | None
+    group_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageGroup:
+    id: int | None
+    """The agent's, campaign's or sub-organization's id; None: usage with no agent or campaign (messages)."""
+    name: str | None
+    """With group_by child: the sub-organization's name."""
+    total: float
+    series: list[SeriesPoint]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageBreakdown:
+    series: list[SeriesPoint]
+    """The sum of the groups per point."""
+    groups: list[UsageGroup]
+
+
+class GetUsageBreakdown:
+    """GET /usage/metrics?group_by=agent|campaign|child: the metric's series split by the agent or campaign of each
+    ledger entry (its call's), or, for a partner, by sub-organization; read from the ledger's rows of the range
+    (bucketed by UTC hour, then day). Only groups with usage in the range are listed, by id (None last)."""
+
+    def __init__(self, ledger: UsageLedger, organizations: OrganizationRepository) -> None:
+        self.ledger, self.organizations = ledger, organizations
+
+    async def execute(self, command: GetUsageBreakdownCommand) -> UsageBreakdown:
+        metric, granularity, start, end = _series_range(GetUsageMetricsCommand(
+            command.actor, command.metric, command.start, command.end, command.granularity))
+        if command.group_by not in GROUP_BY:
+            raise ValidationFailed.field("group_by", f"must be one of {', '.join(GROUP_BY)}")
+        org_id = command.actor.organization_id
+        names: dict[int, str] = {}
+        if command.group_by == "child":
+            org = await self.organizations.get(org_id)
+            if org is None or not org.is_partner:
+                raise ValidationFailed.field("group_by", "child is for a partner organization's sub-organizations")
+            children = await _all_children(self.organizations, org_id)
+            names = {persisted(c.id): c.name for c in children}
+            ids, by = list(names), "organization"
+        else:
+            ids, by = [org_id], command.group_by
+        first = datetime(start.year, start.month, start.day, tzinfo=UTC)
+        after = datetime(end.year, end.month, end.day, tzinfo=UTC) + timedelta(days=1)
+        found = await self.ledger.breakdown(ids, metric, first, after, by)
+        buckets: list[datetime] = []
+        at, step = first, timedelta(hours=1) if granularity == "hour" else timedelta(days=1)
+        while at < after:
+            buckets.append(at)
+            at += step
+        scale = _minutes if metric == CALL_SECONDS else float
+        by_group: dict[int | None, dict[datetime, int]] = {}
+        for (group, hour), quantity in found.items():
+            bucket = hour if granularity == "hour" else hour.replace(hour=0)
+            values = by_group.setdefault(group, {})
+            values[bucket] = values.get(bucket, 0) + quantity
+
+        def series(values: dict[datetime, int]) -> list[SeriesPoint]:
+            return [SeriesPoint(b.date(), scale(values.get(b, 0)), b if granularity == "hour" else None)
+                    for b in buckets]
+
+        totals: dict[datetime, int] = {}
+        for values in by_group.values():
+            for bucket, quantity in values.items():
+                totals[bucket] = totals.get(bucket, 0) + quantity
+        order = sorted(by_group, key=lambda g: (g is None, g or 0))
+        groups = [UsageGroup(g, names.get(g) if g is not None else None, scale(sum(by_group[g].values())),
+                             series(by_group[g])) for g in order]
+        return UsageBreakdown(series(totals), groups)

@@ -10,12 +10,19 @@
 
   close   PostgreSQL: the billing period close for 10,000 organizations (bulk-inserted, created in January 2026,
           each with period counters of January usage; plans cycling starter / business / enterprise; half with a
-          payment method, a tenth of those declining) at a manual clock of 2026-02-01T00:00:05Z, through the
+          payment method, a tenth of those declining; every 30th an enterprise partner and every third a child in
+          partner mode of its block's partner, so a third are billed on a partner's invoice) at a manual clock of
+          2026-02-01T00:00:05Z, through the
           worker's own functions: ``close_period`` (the job ``billing.close``: invoices in batches) and
           ``collect_due`` (the job ``billing.collect``: one transaction per charge, the gateway simulator).
           Target: the close under 60 s.
 
-    .venv/bin/python bench/usage_bench.py close [--organizations 10000] [--batch 500] [--rounds 1]
+    .venv/bin/python bench/usage_bench.py close [--organizations 10000] [--batch 500] [--rounds 1] [--no-children]
+
+  rollup  GET /v2/usage?rollup=children through the real HTTP app for a partner with 500 children (business plan)
+          and 1,000,000 usage_ledger rows spread over them (with their counters). Target: p50 < 50 ms.
+
+    .venv/bin/python bench/usage_bench.py rollup [--database sqlite|postgres|both] [--children 500] [--rows 1000000]
 
 A PostgreSQL database ``parley_bench_<random>`` is created on 127.0.0.1:5432 (user postgres; PARLEY_BENCH_POSTGRES_URL
 to change) and dropped afterwards; SQLite uses a temporary file.
@@ -63,8 +70,8 @@ def _pg_dsn(url: str) -> str:
 # ---------------------------------------------------------------------------------------------- usage
 
 
-def _ledger_rows(org_id: int, rows: int, now: datetime) -> tuple[list[tuple[Any, ...]], dict[str, int],
-                                                                 dict[tuple[str, date], int]]:
+def _ledger_rows(org_id: int, rows: int, now: datetime, prefix: str = ""
+                 ) -> tuple[list[tuple[Any, ...]], dict[str, int], dict[tuple[str, date], int]]:
     period = period_of(now)
     start, _ = period_bounds(period)
     span = max(1, int((now - start).total_seconds()))
@@ -74,14 +81,15 @@ def _ledger_rows(org_id: int, rows: int, now: datetime) -> tuple[list[tuple[Any,
         quantity = (30 + n % 600) if metric == "call_seconds" else (1 if metric == "calls" else 1 + n % 3)
         at = start + timedelta(seconds=(n * 7919) % span)
         source = "sms" if metric == "sms_segments" else "call"
-        ledger.append((org_id, metric, quantity, period, source, f"bench-{n // 3}", at))
+        ledger.append((org_id, metric, quantity, period, source, f"{prefix}bench-{n // 3}", at))
         used[metric] += quantity
         daily[(metric, at.date())] = daily.get((metric, at.date()), 0) + quantity
     return ledger, used, daily
 
 
-async def _bulk_usage(db: Database, org_id: int, rows: int, now: datetime) -> float:
-    ledger, used, daily = _ledger_rows(org_id, rows, now)
+async def _bulk_usage(db: Database, org_id: int, rows: int, now: datetime, prefix: str = "",
+                      analyze: bool = True) -> float:
+    ledger, used, daily = _ledger_rows(org_id, rows, now, prefix)
     period = period_of(now)
     started = time.perf_counter()
     if db.kind == "sqlite":
@@ -94,7 +102,8 @@ async def _bulk_usage(db: Database, org_id: int, rows: int, now: datetime) -> fl
                              "VALUES (?, ?, ?, ?, 0)", [(org_id, period, m, u) for m, u in used.items()])
             conn.executemany("INSERT INTO usage_daily (organization_id, metric, day, used) VALUES (?, ?, ?, ?)",
                              [(org_id, m, d.isoformat(), u) for (m, d), u in daily.items()])
-        conn.execute("ANALYZE")
+        if analyze:
+            conn.execute("ANALYZE")
         conn.close()
     else:
         import asyncpg
@@ -107,7 +116,8 @@ async def _bulk_usage(db: Database, org_id: int, rows: int, now: datetime) -> fl
                                    "VALUES ($1, $2, $3, $4, 0)", [(org_id, period, m, u) for m, u in used.items()])
             await conn.executemany("INSERT INTO usage_daily (organization_id, metric, day, used) "
                                    "VALUES ($1, $2, $3, $4)", [(org_id, m, d, u) for (m, d), u in daily.items()])
-            await conn.execute("ANALYZE")
+            if analyze:
+                await conn.execute("ANALYZE")
         finally:
             await conn.close()
     return time.perf_counter() - started
@@ -169,6 +179,59 @@ def usage(args: argparse.Namespace) -> None:
               f"| {os.getloadavg()[0]:.1f} |", flush=True)
 
 
+# ---------------------------------------------------------------------------------------------- rollup
+
+
+async def _rollup_run(db: Database, children: int, rows: int, requests: int) -> dict[str, Any]:
+    settings = _settings(db)
+    settings = type(settings)(database_url=settings.database_url, var_dir=settings.var_dir,
+                              secret_key=settings.secret_key, rate_limit_per_minute=10**9,
+                              rate_limit_per_hour=10**9, log_level="WARNING")
+    await asyncio.to_thread(migrate, settings)
+    partner = await create_org(settings, "Agency", "enterprise", "partner", None)
+    key = (await create_key(settings, partner["id"], ["usage:read"], "bench", None))["key"]
+    started = time.perf_counter()
+    child_ids = [(await create_org(settings, f"Client {n}", "business", "standard", partner["id"]))["id"]
+                 for n in range(children)]
+    made = time.perf_counter() - started
+    load = 0.0
+    for n, child in enumerate(child_ids):  # the rows spread over the children, each with its counters
+        load += await _bulk_usage(db, child, rows // children + (1 if n < rows % children else 0),
+                                  datetime.now(UTC), prefix=f"c{child}-", analyze=n == len(child_ids) - 1)
+    container = http_container(settings)
+    app = create_app(container, settings)
+    timings: list[float] = []
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench") as client:
+            headers = {"Authorization": f"Bearer {key}"}
+            for _ in range(10):  # warm-up
+                await client.get("/v2/usage?rollup=children", headers=headers)
+            body = (await client.get("/v2/usage?rollup=children", headers=headers)).json()
+            assert body["success"] and len(body["data"]["children"]) == children, body
+            for _ in range(requests):
+                began = time.perf_counter()
+                response = await client.get("/v2/usage?rollup=children", headers=headers)
+                timings.append((time.perf_counter() - began) * 1000)
+                assert response.status_code == 200, response.text
+    finally:
+        await container.close()
+    calls = sum(c["usage"]["calls"] for c in body["data"]["children"])
+    return {"children": children, "rows": rows, "made_s": round(made, 1), "load_s": round(load, 1),
+            "calls": calls, "p50": round(statistics.median(timings), 2), "p95": round(_pct(timings, 0.95), 2)}
+
+
+def rollup(args: argparse.Namespace) -> None:
+    kinds = ["sqlite", "postgres"] if args.database == "both" else [args.database]
+    print("| database | children | ledger rows | GET /usage?rollup=children: p50 / p95 | target p50 < 50 ms "
+          "| load average |")
+    print("|---|---|---|---|---|---|")
+    for kind in kinds:
+        with fresh_database(kind, PG_ADMIN) as db:
+            r = asyncio.run(_rollup_run(db, args.children, args.rows, args.requests))
+        print(f"| {kind} | {r['children']} | {r['rows']:,} | {r['p50']} / {r['p95']} ms "
+              f"| {'met' if r['p50'] < 50 else 'NOT met'} | {os.getloadavg()[0]:.1f} |", flush=True)
+
+
 # ---------------------------------------------------------------------------------------------- close
 
 JAN_CREATED = datetime(2026, 1, 10, tzinfo=UTC)
@@ -176,7 +239,7 @@ CLOSE_AT = datetime(2026, 2, 1, 0, 0, 5, tzinfo=UTC)
 PLANS = ("starter", "business", "enterprise")
 
 
-async def _bulk_organizations(url: str, count: int) -> None:
+async def _bulk_organizations(url: str, count: int, children: bool = True) -> None:
     import asyncpg
 
     conn = await asyncpg.connect(_pg_dsn(url))
@@ -186,6 +249,13 @@ async def _bulk_organizations(url: str, count: int) -> None:
             "SELECT 'Org ' || n, (ARRAY['starter','business','enterprise'])[1 + n % 3], 'standard', $1, $1 "
             "FROM generate_series(0, $2 - 1) AS n RETURNING id", JAN_CREATED, count)
         org_ids = sorted(r["id"] for r in ids)
+        if children:  # every 30th a partner; every third (n % 3 == 2) a child in partner mode of its block's partner
+            partners = {n: org_ids[n] for n in range(1, count, 30)}
+            await conn.execute("UPDATE organizations SET org_type = 'partner', plan = 'enterprise' "
+                               "WHERE id = ANY($1::bigint[])", list(partners.values()))
+            await conn.executemany("UPDATE organizations SET parent_id = $1 WHERE id = $2", [
+                (partners[(n // 30) * 30 + 1], org) for n, org in enumerate(org_ids)
+                if n % 3 == 2 and (n // 30) * 30 + 1 in partners])
         counters = []
         for n, org in enumerate(org_ids):
             counters += [(org, "2026-01", "call_seconds", (n * 997) % (2_200 * 60)),
@@ -207,10 +277,10 @@ async def _bulk_organizations(url: str, count: int) -> None:
         await conn.close()
 
 
-async def _close_run(db: Database, organizations: int, batch: int) -> dict[str, Any]:
+async def _close_run(db: Database, organizations: int, batch: int, children: bool) -> dict[str, Any]:
     settings = _settings(db)
     await asyncio.to_thread(migrate, settings)
-    await _bulk_organizations(db.url, organizations)
+    await _bulk_organizations(db.url, organizations, children)
     gateway = SimulatedPaymentGateway()
     container = build_container(settings, ClockProvider(ManualClock(CLOSE_AT)), Pinned(PaymentGateway, gateway))
     try:
@@ -230,14 +300,14 @@ async def _close_run(db: Database, organizations: int, batch: int) -> dict[str, 
 
 def close(args: argparse.Namespace) -> None:
     print("| organizations | invoices | close (billing.close) | charges (declined) | collection (billing.collect) "
-          "| a second close | target close < 60 s |")
-    print("|---|---|---|---|---|---|---|")
+          "| a second close | target close < 60 s | load average |")
+    print("|---|---|---|---|---|---|---|---|")
     for _ in range(args.rounds):
         with fresh_database("postgres", PG_ADMIN) as db:
-            r = asyncio.run(_close_run(db, args.organizations, args.batch))
+            r = asyncio.run(_close_run(db, args.organizations, args.batch, not args.no_children))
         print(f"| {r['organizations']:,} | {r['invoiced']:,} | {r['close_s']} s | {r['charged']:,} "
               f"({r['declined']:,}) | {r['collect_s']} s | {r['second_close']} new | "
-              f"{'met' if r['close_s'] < 60 else 'NOT met'} |", flush=True)
+              f"{'met' if r['close_s'] < 60 else 'NOT met'} | {os.getloadavg()[0]:.1f} |", flush=True)
 
 
 def main() -> None:
@@ -251,8 +321,14 @@ def main() -> None:
     c.add_argument("--organizations", type=int, default=10_000)
     c.add_argument("--batch", type=int, default=500)
     c.add_argument("--rounds", type=int, default=1)
+    c.add_argument("--no-children", action="store_true", help="no partners and no partner-mode children")
+    r = sub.add_parser("rollup")
+    r.add_argument("--database", choices=("sqlite", "postgres", "both"), default="both")
+    r.add_argument("--children", type=int, default=500)
+    r.add_argument("--rows", type=int, default=1_000_000)
+    r.add_argument("--requests", type=int, default=200)
     args = parser.parse_args()
-    {"usage": usage, "close": close}[args.scenario](args)
+    {"usage": usage, "close": close, "rollup": rollup}[args.scenario](args)
 
 
 if __name__ == "__main__":

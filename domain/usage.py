@@ -91,6 +91,10 @@ class LedgerEntry:
     source_type: str
     source_id: str
     occurred_at: datetime
+    agent_id: int | None = None
+    """The agent of the call measured (None for messages, and for entries before migration 0450 not backfilled)."""
+    campaign_id: int | None = None
+    """The campaign that placed the call measured, if any."""
 
     @property
     def day(self) -> date:

@@ -82,6 +82,18 @@ class InMemoryUsageLedger:
                 hours[hour] = hours.get(hour, 0) + entry.quantity
         return hours
 
+    async def breakdown(self, organization_ids: Sequence[int], metric: str, start: datetime, end: datetime,
+                        group_by: str) -> dict[tuple[int | None, datetime], int]:
+        wanted = set(organization_ids)
+        found: dict[tuple[int | None, datetime], int] = {}
+        for entry in (await self.uow.tables())["usage_ledger"].values():
+            if entry.organization_id in wanted and entry.metric == metric and start <= entry.occurred_at < end:
+                group = {"agent": entry.agent_id, "campaign": entry.campaign_id,
+                         "organization": entry.organization_id}[group_by]
+                key = (group, entry.occurred_at.astimezone(UTC).replace(minute=0, second=0, microsecond=0))
+                found[key] = found.get(key, 0) + entry.quantity
+        return found
+
     async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:
         found: dict[str, int] = {}
         for entry in (await self.uow.tables())["usage_ledger"].values():

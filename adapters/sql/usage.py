@@ -26,7 +26,7 @@ class SqlUsageLedger:
             insert(usage_ledger, dialect).values(
                 organization_id=entry.organization_id, metric=entry.metric, quantity=entry.quantity,
                 period=entry.period, source_type=entry.source_type, source_id=entry.source_id,
-                occurred_at=entry.occurred_at,
+                occurred_at=entry.occurred_at, agent_id=entry.agent_id, campaign_id=entry.campaign_id,
             ).on_conflict_do_nothing(index_elements=["source_type", "source_id", "metric"])
             .returning(usage_ledger.c.id))).first()
         if inserted is None:
@@ -132,6 +132,23 @@ class SqlUsageLedger:
             hour = at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
             hours[hour] = hours.get(hour, 0) + int(quantity)
         return hours
+
+    async def breakdown(self, organization_ids: Sequence[int], metric: str, start: datetime, end: datetime,
+                        group_by: str) -> dict[tuple[int | None, datetime], int]:
+        found: dict[tuple[int | None, datetime], int] = {}
+        if not organization_ids:
+            return found
+        column = {"agent": usage_ledger.c.agent_id, "campaign": usage_ledger.c.campaign_id,
+                  "organization": usage_ledger.c.organization_id}[group_by]
+        conn = await self.uow.connection()
+        # per organization, a range scan of the (organization, metric, occurred_at) index; bucketed by hour here
+        rows = await conn.execute(sa.select(column, usage_ledger.c.occurred_at, usage_ledger.c.quantity).where(
+            usage_ledger.c.organization_id.in_(list(organization_ids)), usage_ledger.c.metric == metric,
+            usage_ledger.c.occurred_at >= start, usage_ledger.c.occurred_at < end))
+        for group, at, quantity in rows:
+            key = (None if group is None else int(group), at.astimezone(UTC).replace(minute=0, second=0, microsecond=0))
+            found[key] = found.get(key, 0) + int(quantity)
+        return found
 
     async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:
         conn = await self.uow.connection()

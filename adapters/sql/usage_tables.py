@@ -20,6 +20,10 @@ usage_ledger = sa.Table(
     sa.Column("source_type", sa.String(20), nullable=False),
     sa.Column("source_id", sa.String(64), nullable=False),
     sa.Column("occurred_at", UtcDateTime, nullable=False),
+    # migration 0450: the dimensions of a call's usage (the breakdowns by agent and campaign); no foreign key, so
+    # the ledger (append-only) never blocks deleting an agent or a campaign
+    sa.Column("agent_id", sa.BigInteger, nullable=True),
+    sa.Column("campaign_id", sa.BigInteger, nullable=True),
     sa.UniqueConstraint("source_type", "source_id", "metric"),
     sa.CheckConstraint(f"metric in {METRICS}", name="metric"),
     sa.CheckConstraint("quantity >= 0", name="quantity"),

@@ -12,9 +12,11 @@ CALL_SECONDS = "call_seconds"
 
 
 class UsageRecorder(Protocol):
-    async def record(self, organization_id: int, kind: str, quantity: float, at: datetime, reference: str) -> None:
+    async def record(self, organization_id: int, kind: str, quantity: float, at: datetime, reference: str, *,
+                     agent_id: int | None = None, campaign_id: int | None = None) -> None:
         """Record ``quantity`` of ``kind`` (e.g. ``call_seconds``) once per (organization, kind, reference):
-        recording the same reference again changes nothing."""
+        recording the same reference again changes nothing. ``agent_id`` and ``campaign_id``: the dimensions of
+        the usage (a call's agent and campaign), for the breakdowns."""
         ...
 
     async def total(self, organization_id: int, kind: str, start: datetime, end: datetime) -> float:
@@ -66,6 +68,13 @@ class UsageLedger(Protocol):
 
     async def hourly(self, organization_id: int, metric: str, start: datetime, end: datetime) -> dict[datetime, int]:
         """The ledger's quantities of ``metric`` by UTC hour (the hour's start) for entries in [start, end)."""
+        ...
+
+    async def breakdown(self, organization_ids: Sequence[int], metric: str, start: datetime, end: datetime,
+                        group_by: str) -> dict[tuple[int | None, datetime], int]:
+        """The ledger's quantities of ``metric`` for entries of these organizations in [start, end), by
+        (group, UTC hour): the group is the entry's ``agent_id``, ``campaign_id`` or ``organization_id``
+        (``group_by`` agent, campaign or organization); None when the entry has none."""
         ...
 
     async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:

@@ -31,7 +31,7 @@ class UsageUseCaseProvider(Provider):
     # the one usage recorder and the one quota gate (the call finisher, PlaceCall, SendSms)
     recorder = provide(cases.LedgerUsageRecorder, provides=UsageRecorder)
     quota = provide(cases.LedgerQuotaGate, provides=QuotaGate)
-    cases = provide_all(cases.GetUsage, cases.GetUsageMetrics)
+    cases = provide_all(cases.GetUsage, cases.GetUsageMetrics, cases.GetUsageBreakdown)
 
 
 FEATURE = Feature(

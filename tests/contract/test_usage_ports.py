@@ -39,3 +39,29 @@ async def test_the_ledger_counts_each_source_once_and_reserves_conditionally(con
         assert await ledger.used(org, "2026-01") == {}
         assert await ledger.daily(org, SMS_SEGMENTS, date(2026, 2, 1), date(2026, 2, 3)) == {date(2026, 2, 2): 5}
         assert await ledger.daily(org, SMS_SEGMENTS, date(2026, 2, 3), date(2026, 2, 4)) == {}
+
+
+async def test_the_ledger_breaks_usage_down_by_agent_campaign_and_organization(container: Any) -> None:
+    org, other = await new_organization(container), await new_organization(container)
+    late = NOW.replace(hour=14, minute=30)
+    async with container() as r:
+        ledger = await r.get(UsageLedger)
+        for owner, quantity, at, agent, campaign in ((org, 60, NOW, 1, 7), (org, 30, late, 1, None),
+                                                     (org, 90, late, 2, 7), (other, 120, NOW, 3, None)):
+            await ledger.append(LedgerEntry(owner, CALL_SECONDS, quantity, "2026-02", "call", str(uuid.uuid4()),
+                                            at, agent, campaign))
+        await ledger.append(LedgerEntry(org, SMS_SEGMENTS, 2, "2026-02", "sms", str(uuid.uuid4()), NOW))
+        await (await r.get(UnitOfWork)).commit()
+    start, end = NOW.replace(hour=0), NOW.replace(hour=23)
+    noon, two = NOW, late.replace(minute=0)
+    async with container() as r:
+        ledger = await r.get(UsageLedger)
+        assert await ledger.breakdown([org], CALL_SECONDS, start, end, "agent") == {
+            (1, noon): 60, (1, two): 30, (2, two): 90}
+        assert await ledger.breakdown([org], CALL_SECONDS, start, end, "campaign") == {
+            (7, noon): 60, (None, two): 30, (7, two): 90}
+        assert await ledger.breakdown([org, other], CALL_SECONDS, start, end, "organization") == {
+            (org, noon): 60, (org, two): 120, (other, noon): 120}
+        assert await ledger.breakdown([org], SMS_SEGMENTS, start, end, "agent") == {(None, noon): 2}
+        assert await ledger.breakdown([org], CALL_SECONDS, start, noon, "agent") == {}
+        assert await ledger.breakdown([], CALL_SECONDS, start, end, "agent") == {}

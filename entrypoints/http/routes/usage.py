@@ -15,6 +15,9 @@ TAGS = ["Usage"]
 Metric = Annotated[Literal["call_minutes", "calls", "sms_segments"], QueryParameter()]
 Granularity = Annotated[Literal["day", "hour"], QueryParameter(description=(
     "day (at most 366 days) or hour (UTC hours, at most 31 days)"))]
+GroupBy = Annotated[Literal["agent", "campaign", "child"] | None, QueryParameter(description=(
+    "agent or campaign: split the series by the agent or campaign of each call measured (messages and calls "
+    "without a campaign under id null); child (partners): by sub-organization"))]
 Day = Annotated[str, QueryParameter(max_length=64, description="A date YYYY-MM-DD or an RFC 3339 instant "
                                                                 "(its UTC date); both days are included")]
 
@@ -40,12 +43,17 @@ async def get_usage(actor: FromDishka[Actor], use_case: FromDishka[uc.GetUsage],
           description=("metric: call_minutes, calls or sms_segments; start and end: dates (YYYY-MM-DD) or RFC 3339 "
                        "instants, both days included; granularity: day (per-day counters, at most 366 days) or "
                        "hour (every UTC hour of those days, at most 31 days; each point also has hour). Periods "
-                       "without usage are 0."),
+                       "without usage are 0. group_by: agent, campaign or child adds groups, each group's series "
+                       "(read from the ledger's rows of the range)."),
           errors={400: "bad_request naming the invalid parameter; a range over 366 days has "
-                       "details.reason range_too_long"})
+                       "details.reason range_too_long; group_by=child from an organization that is not a partner"})
 async def get_usage_metrics(actor: FromDishka[Actor], use_case: FromDishka[uc.GetUsageMetrics],
+                            breakdown: FromDishka[uc.GetUsageBreakdown],
                             metric: Metric, start: Day, end: Day,
-                            granularity: Granularity = "day") -> Envelope[SeriesOut]:
+                            granularity: Granularity = "day", group_by: GroupBy = None) -> Envelope[SeriesOut]:
+    if group_by is not None:
+        split = await breakdown.execute(uc.GetUsageBreakdownCommand(actor, metric, start, end, granularity, group_by))
+        return Envelope(SeriesOut.of_breakdown(metric, split, granularity, group_by))
     points = await use_case.execute(uc.GetUsageMetricsCommand(actor, metric, start, end, granularity))
     return Envelope(SeriesOut.of(metric, points, granularity))
 

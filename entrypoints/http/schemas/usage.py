@@ -5,7 +5,7 @@ from typing import Annotated
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from application.usage import ChildUsage, SeriesPoint, UsageReport
+from application.usage import ChildUsage, SeriesPoint, UsageBreakdown, UsageGroup, UsageReport
 
 
 class Allowance(Struct, kw_only=True):
@@ -82,12 +82,38 @@ class PointOut(Struct):
         "With granularity hour: the hour's first instant (UTC)"))] | UnsetType = UNSET
 
 
+def _points(points: list[SeriesPoint]) -> list[PointOut]:
+    return [PointOut(p.date, p.value, UNSET if p.hour is None else p.hour) for p in points]
+
+
+class GroupOut(Struct, kw_only=True):
+    id: Annotated[int | None, Meta(description=(
+        "The agent's, campaign's or sub-organization's id; null: usage with no agent or campaign (messages, and "
+        "calls not placed by a campaign)"))]
+    name: Annotated[str, Meta(description="With group_by child: the sub-organization's name")] | UnsetType = UNSET
+    value: Annotated[float, Meta(description="The group's sum over the range")]
+    series: list[PointOut]
+
+    @classmethod
+    def of(cls, group: UsageGroup) -> GroupOut:
+        return cls(id=group.id, name=UNSET if group.name is None else group.name, value=group.total,
+                   series=_points(group.series))
+
+
 class SeriesOut(Struct, kw_only=True):
     metric: str
     granularity: str
     series: list[PointOut]
+    group_by: Annotated[str, Meta(description="agent, campaign or child, as asked")] | UnsetType = UNSET
+    groups: Annotated[list[GroupOut], Meta(description=(
+        "With group_by: the series of each group that has usage in the range (series is their sum)"))] \
+        | UnsetType = UNSET
 
     @classmethod
     def of(cls, metric: str, points: list[SeriesPoint], granularity: str = "day") -> SeriesOut:
-        return cls(metric=metric, granularity=granularity, series=[
-            PointOut(p.date, p.value, UNSET if p.hour is None else p.hour) for p in points])
+        return cls(metric=metric, granularity=granularity, series=_points(points))
+
+    @classmethod
+    def of_breakdown(cls, metric: str, breakdown: UsageBreakdown, granularity: str, group_by: str) -> SeriesOut:
+        return cls(metric=metric, granularity=granularity, series=_points(breakdown.series), group_by=group_by,
+                   groups=[GroupOut.of(g) for g in breakdown.groups])
