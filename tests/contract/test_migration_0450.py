@@ -18,7 +18,7 @@ ROW = ("INSERT INTO usage_ledger (organization_id, metric, quantity, period, sou
 
 @pytest.mark.slow
 async def test_0450_backfills_the_agent_and_campaign_of_call_rows(empty_url: str) -> None:
-    await asyncio.to_thread(_migrate, empty_url, "0415", "0160")
+    await asyncio.to_thread(_migrate, empty_url, "0422", "0160")
     await _populate(empty_url)
     now = NOW.replace(tzinfo=None) if "sqlite" in empty_url else NOW
     await _sql(empty_url, AGENT, params={"now": now})
@@ -34,7 +34,7 @@ async def test_0450_backfills_the_agent_and_campaign_of_call_rows(empty_url: str
     assert [tuple(r) for r in rows] == [
         ("call", "c1", "call_seconds", 1, 7), ("call", "c1", "calls", 1, 7), ("call", "c2", "call_seconds", 1, None),
         ("call", "gone", "call_seconds", None, None), ("sms", "c1", "sms_segments", None, None)]
-    await asyncio.to_thread(_migrate, empty_url, down="0415")
+    await asyncio.to_thread(_migrate, empty_url, down="0422")
     with pytest.raises(Exception, match="agent_id"):
         await _sql(empty_url, "SELECT agent_id FROM usage_ledger")
     [[(count,)]] = await _sql(empty_url, "SELECT count(*) FROM usage_ledger")

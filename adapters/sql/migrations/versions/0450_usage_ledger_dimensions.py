@@ -6,7 +6,7 @@ blocks deleting an agent or a campaign). Backfilled from the calls for rows whos
 rows whose call is gone stay null (reported under "none").
 
 Revision ID: 0450
-Revises: 0415
+Revises: 0422
 Create Date: 2026-11-27 10:40:00
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0450"
-down_revision = "0415"
+down_revision = "0422"
 branch_labels = None
 depends_on = None
 
