@@ -18,7 +18,7 @@ from alembic import op
 revision = "0422"
 down_revision = "0421"
 branch_labels = None
-depends_on = None
+depends_on = ("0210",)  # the sessions table it alters
 
 Stamp = sa.DateTime(timezone=True)
 
