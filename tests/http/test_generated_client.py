@@ -21,8 +21,10 @@ from tests.conftest import Api
 pytestmark = pytest.mark.slow
 
 PACKAGE = "parley_generated_client"
-# a recording download is audio/wav: the generator reads it as bytes when told so (the one option it needs)
-CONFIG = "content_type_overrides:\n  audio/wav: application/octet-stream\npost_hooks: []\n"
+# a recording download is audio/wav and an invoice's PDF application/pdf: the generator reads them as bytes when
+# told so (the one option it needs)
+CONFIG = ("content_type_overrides:\n  audio/wav: application/octet-stream\n"
+          "  application/pdf: application/octet-stream\npost_hooks: []\n")
 
 
 def _generate(document: bytes, where: Path) -> Any:
