@@ -18,7 +18,7 @@ from alembic import op
 revision = "0450"
 down_revision = "0422"
 branch_labels = None
-depends_on = ("0160",)  # the usage ledger it extends
+depends_on = None
 
 
 def upgrade() -> None:
