@@ -199,27 +199,12 @@ class CarrierStreamSession:
             self._wake.set()
 
     async def _read(self) -> None:
+        """Read frames until the stream ends; each frame goes to :meth:`_on_frame` (True: the peer said stop)."""
         reason = "hangup"
         try:
             while True:
                 frame = await self.transport.receive()
-                if frame is None:
-                    break
-                try:
-                    message = protocols.read(frame)
-                except protocols.StreamProtocolError as exc:
-                    log.warning("call %s: a media-stream frame ignored (%s)", self._info.call_id, exc)
-                    continue
-                if isinstance(message, protocols.Media):
-                    if message.track not in ("inbound", "inbound_track"):
-                        continue
-                    self.frames_received += 1
-                    at_ms = message.timestamp_ms if message.timestamp_ms is not None else self.now_ms()
-                    self.recorder.caller(message.payload, at_ms)
-                    self._events.put_nowait(AudioIn(mulaw.decode(message.payload), at_ms))
-                elif isinstance(message, protocols.Mark):
-                    self._events.put_nowait(MarkPlayed(message.name, self.now_ms()))
-                elif isinstance(message, protocols.Stop):
+                if frame is None or self._on_frame(frame):
                     break
         except asyncio.CancelledError:
             raise
@@ -230,6 +215,22 @@ class CarrierStreamSession:
         self._queue.clear()
         self._wake.set()
         self._announce_end(reason)
+
+    def _on_frame(self, frame: str | bytes) -> bool:
+        try:
+            message = protocols.read(frame if isinstance(frame, str) else frame.decode("utf-8", "replace"))
+        except protocols.StreamProtocolError as exc:
+            log.warning("call %s: a media-stream frame ignored (%s)", self._info.call_id, exc)
+            return False
+        if isinstance(message, protocols.Media):
+            if message.track in ("inbound", "inbound_track"):
+                self.frames_received += 1
+                at_ms = message.timestamp_ms if message.timestamp_ms is not None else self.now_ms()
+                self.recorder.caller(message.payload, at_ms)
+                self._events.put_nowait(AudioIn(mulaw.decode(message.payload), at_ms))
+        elif isinstance(message, protocols.Mark):
+            self._events.put_nowait(MarkPlayed(message.name, self.now_ms()))
+        return isinstance(message, protocols.Stop)
 
     async def _send_paced(self) -> None:
         loop = asyncio.get_running_loop()

@@ -16,7 +16,6 @@ wire format differs.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -129,35 +128,19 @@ class WebAudioSession(CarrierStreamSession):
             self._closed = True
             self._wake.set()
 
-    async def _read(self) -> None:
-        reason = "hangup"
+    def _on_frame(self, frame: str | bytes) -> bool:  # the web transport sends audio as bytes
+        if isinstance(frame, bytes):
+            self._audio(frame)
+            return False
         try:
-            while True:
-                frame = await self.transport.receive()
-                if frame is None:
-                    break
-                if isinstance(frame, bytes):
-                    self._audio(frame)
-                    continue
-                try:
-                    message = _decoder.decode(frame)
-                except msgspec.DecodeError:
-                    log.info("call %s: a web-call frame ignored (not JSON)", self.info.call_id)
-                    continue
-                event = message.get("event") if isinstance(message, dict) else None
-                if event == "mark":
-                    self._events.put_nowait(MarkPlayed(str(message.get("name", "")), self.now_ms()))
-                elif event == "stop":
-                    break
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            reason = "stream_error"
-            log.warning("call %s: the web call's stream broke: %s", self.info.call_id, exc)
-        self._closed = True
-        self._queue.clear()
-        self._wake.set()
-        self._announce_end(reason)
+            message = _decoder.decode(frame)
+        except msgspec.DecodeError:
+            log.info("call %s: a web-call frame ignored (not JSON)", self.info.call_id)
+            return False
+        event = message.get("event") if isinstance(message, dict) else None
+        if event == "mark":
+            self._events.put_nowait(MarkPlayed(str(message.get("name", "")), self.now_ms()))
+        return event == "stop"
 
     def _audio(self, frame: bytes) -> None:
         if not frame or len(frame) > MAX_FRAME_BYTES:
