@@ -68,7 +68,11 @@ async def _json(client: httpx.AsyncClient, method: str, path: str, expected: int
 async def clinic(tmp_path: Path) -> AsyncIterator[Clinic]:
     """A served organization with a user, an agent on the offline engines, a knowledge base whose document holds
     the answer, and a calendar open every day."""
-    env = sqlite_env(tmp_path, PARLEY_SECRET_KEY="browser-secret", PARLEY_ALLOW_LOOPBACK_TARGETS="true")
+    # the test asks the API every 0.2 s while the call goes on: budgets that polling cannot spend (a 429 inside
+    # the wait would end the conversation early and read as "nothing booked")
+    env = sqlite_env(tmp_path, PARLEY_SECRET_KEY="browser-secret", PARLEY_ALLOW_LOOPBACK_TARGETS="true",
+                     PARLEY_RATE_LIMIT_PER_MINUTE="10000", PARLEY_RATE_LIMIT_PER_HOUR="100000",
+                     PARLEY_ORG_RATE_LIMIT_PER_MINUTE="10000", PARLEY_ORG_RATE_LIMIT_PER_HOUR="100000")
     await asyncio.to_thread(subprocess.run, [*PARLEY, "migrate"], env=env, cwd=tmp_path, check=True,
                             capture_output=True, timeout=180)
     org = await asyncio.to_thread(parley_json, ["admin", "create-org", "--name", "Clinic", "--plan", "enterprise"],
