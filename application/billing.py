@@ -12,9 +12,10 @@ twice. The invoice row is locked while it is charged (PostgreSQL ``FOR UPDATE``;
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from application.context import Actor
+from application.jobs import JobKind, clock_now, drain_batches
 from application.ports.accounts import OrganizationRepository
 from application.ports.billing import (
     BillingAccount,
@@ -23,8 +24,8 @@ from application.ports.billing import (
     PaymentGateway,
     Unbilled,
 )
-from application.ports.jobs import JobQueue, NewJob
-from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.jobs import ClaimedJob, JobQueue, NewJob
+from application.ports.platform import Clock, Page, PageRequest, UnitOfWork, Units
 from application.ports.usage import UsageLedger
 from domain.billing import (
     PAYABLE,
@@ -786,3 +787,52 @@ class NextCollection:
 
     async def execute(self, command: NextCollectionCommand) -> datetime | None:
         return await self.billing.next_attempt()
+
+
+# --------------------------------------------------------------------------------------------------- the jobs
+
+CLOSE_JOB = "billing.close"
+"""The period close: at the start of each month (and once when a runner starts) for the last ended period."""
+
+
+async def close_period(units: Units, period: str, batch: int = CLOSE_BATCH) -> int:
+    """Invoice every organization without an invoice for ``period``, ``batch`` organizations per unit of work;
+    returns how many were invoiced."""
+    after, invoiced = 0, 0
+
+    async def step() -> int:
+        nonlocal after, invoiced
+        done = await units.execute(CloseBillingPeriod, CloseBillingPeriodCommand(period, after, batch))
+        after, invoiced = done.last_organization_id, invoiced + done.invoiced
+        return done.seen
+
+    await drain_batches(step, batch)
+    return invoiced
+
+
+async def collect_due(units: Units, batch: int = 100) -> int:
+    """Charge every invoice whose next attempt is due, ``batch`` per unit of work; returns how many were charged."""
+    return await drain_batches(lambda: units.execute(CollectDueInvoices, CollectDueInvoicesCommand(batch)), batch)
+
+
+def close_job(units: Units, batch: int) -> JobKind:
+    """``billing.close``: closes the last ended period, then due at the start of the next month."""
+
+    async def close(job: ClaimedJob) -> datetime:
+        now = await clock_now(units)
+        await close_period(units, period_to_close(now), batch)
+        return period_bounds(period_of(now))[1]
+
+    return JobKind(CLOSE_JOB, close, recurring=True, lease=timedelta(minutes=10), backoff_max=timedelta(minutes=30))
+
+
+def collect_job(units: Units, batch: int) -> JobKind:
+    """``billing.collect``: charges due invoices; due again at the earliest next attempt (at most a day later)."""
+
+    async def collect(job: ClaimedJob) -> datetime:
+        await collect_due(units, batch)
+        upcoming = await units.execute(NextCollection, NextCollectionCommand())
+        fallback = await clock_now(units) + timedelta(days=1)
+        return min(upcoming, fallback) if upcoming is not None else fallback
+
+    return JobKind(COLLECT_JOB, collect, recurring=True, lease=timedelta(minutes=10), backoff_max=timedelta(minutes=30))

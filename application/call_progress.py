@@ -25,7 +25,7 @@ from application.calls import (
     SweepOverdueCall,
     SweepOverdueCallCommand,
 )
-from application.jobs import JobKind, next_beat
+from application.jobs import JobKind, due_or_beat
 from application.ports.calls import CallRef, CallRepository
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock, Unit, Units
@@ -136,6 +136,6 @@ def progress_job(units: Units) -> JobKind:
     async def progress(job: ClaimedJob) -> datetime:
         await run.execute(RunCallProgressCommand())
         due, now = await units.run(next_due)
-        return min(due, next_beat(now, IDLE_RECHECK)) if due is not None else next_beat(now, IDLE_RECHECK)
+        return due_or_beat(due, now, IDLE_RECHECK)
 
     return JobKind(KIND, progress, on_wake=True, recurring=True, lease=LEASE)

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from application.context import Actor
+from application.jobs import JobKind, next_beat
 from application.outbox import CONSUMERS
 from application.ports.cloud import Heartbeats, PlatformHealth
-from application.ports.platform import Clock
+from application.ports.jobs import ClaimedJob
+from application.ports.platform import Clock, Units
 from application.ports.telephony import Telephony
 from domain.cloud import ComponentStatus, by_age, worst
 
@@ -174,3 +176,16 @@ class RecordHeartbeat:
         await self.heartbeats.beat(command.process, now)
         await self.heartbeats.forget(now - FORGET_AFTER)
         return now
+
+
+HEARTBEAT_JOB = "cloud.heartbeat"
+
+
+def heartbeat_job(units: Units, period: timedelta) -> JobKind:
+    """``cloud.heartbeat``: the worker process running it (the job's lease owner) records its heartbeat in a unit of
+    work, then it is due again on the next beat of ``period`` (with the other rechecks, ``next_beat``)."""
+
+    async def beat(job: ClaimedJob) -> datetime:
+        return next_beat(await units.execute(RecordHeartbeat, RecordHeartbeatCommand(job.lease_owner)), period)
+
+    return JobKind(HEARTBEAT_JOB, beat, recurring=True, backoff_max=period)

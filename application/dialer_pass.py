@@ -30,7 +30,7 @@ from application.dialer import (
     SettleContactCommand,
     wants_turn,
 )
-from application.jobs import JobKind, next_beat
+from application.jobs import JobKind, due_or_beat
 from application.ports.dialer import CampaignRef, CampaignTurn, ContactRef, DialerStore
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock, Unit, Units
@@ -148,6 +148,6 @@ def dialer_job(units: Units, policy: DialerPolicy) -> JobKind:
         due, now = await units.run(next_due)
         if report.exhausted:
             return now
-        return min(due, next_beat(now, IDLE_RECHECK)) if due is not None else next_beat(now, IDLE_RECHECK)
+        return due_or_beat(due, now, IDLE_RECHECK)
 
     return JobKind(KIND, dial, on_wake=True, recurring=True, lease=LEASE)

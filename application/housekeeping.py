@@ -5,16 +5,21 @@ with their log rows, and ended trigger runs."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from application.jobs import JobKind, clock_now
+from application.outbox import PurgeConsumedEvents, PurgeConsumedEventsCommand
 from application.ports.accounts import IdempotencyStore, RateLimiter
-from application.ports.jobs import JobQueue
+from application.ports.jobs import ClaimedJob, JobQueue
 from application.ports.media import MediaStreamTokens
-from application.ports.platform import Clock
+from application.ports.platform import Clock, Unit, Units
 from application.ports.triggers import TriggerRepository
 from application.ports.webhooks import DeliveryRepository
 from domain.idempotency import REPLAY_WINDOW
+
+log = logging.getLogger("parley.housekeeping")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +87,35 @@ class PurgeHistory:
         return PurgedHistory(await self.jobs.purge_failed(now - keep.failed_jobs),
                              await self.deliveries.purge_finished(now - keep.webhook_logs),
                              await self.triggers.purge_runs(now - keep.trigger_runs))
+
+
+PURGE_JOB = "housekeeping.purge"
+PURGE_INTERVAL = timedelta(minutes=10)
+
+
+async def purge_once(units: Units) -> None:
+    """One purge (``PurgeExpired``, the outbox's ``PurgeConsumedEvents``, ``PurgeHistory``) in one unit of work,
+    logged when it purged anything."""
+
+    async def purge(unit: Unit) -> tuple[Purged, int, PurgedHistory]:
+        return (await (await unit.get(PurgeExpired)).execute(PurgeExpiredCommand()),
+                await (await unit.get(PurgeConsumedEvents)).execute(PurgeConsumedEventsCommand()),
+                await (await unit.get(PurgeHistory)).execute(PurgeHistoryCommand()))
+
+    purged, events, history = await units.run(purge)
+    if purged.idempotency_records or purged.rate_limit_windows or purged.media_stream_tokens or events:
+        log.info("purged %d idempotency records, %d rate-limit windows, %d media-stream tokens and %d outbox events",
+                 purged.idempotency_records, purged.rate_limit_windows, purged.media_stream_tokens, events)
+    if history.failed_jobs or history.webhook_logs or history.trigger_runs:
+        log.info("purged %d failed jobs, %d webhook delivery log rows and %d trigger runs",
+                 history.failed_jobs, history.webhook_logs, history.trigger_runs)
+
+
+def purge_job(units: Units) -> JobKind:
+    """``housekeeping.purge``: a purge, then due again after ``PURGE_INTERVAL``."""
+
+    async def purge(job: ClaimedJob) -> datetime:
+        await purge_once(units)
+        return await clock_now(units) + PURGE_INTERVAL
+
+    return JobKind(PURGE_JOB, purge, recurring=True)

@@ -79,6 +79,31 @@ class JobWakeUps:
             event.set()
 
 
+def due_or_beat(due: datetime | None, now: datetime, period: timedelta) -> datetime:
+    """A pass's next due time: ``due`` (when its next piece of work is, None: none known), but never later than the
+    next beat of ``period`` (``next_beat``), when it looks again for work that came some other way."""
+    beat = next_beat(now, period)
+    return min(due, beat) if due is not None else beat
+
+
+async def drain_batches(step: Callable[[], Awaitable[int]], batch: int) -> int:
+    """Run ``step`` (one batch, each in a unit of work of its own) once, then again while the batch came back full
+    (``batch`` or more): a backlog larger than a batch is worked off one transaction at a time. Returns the sum of
+    what the steps counted."""
+    total = 0
+    while True:
+        done = await step()
+        total += done
+        if done < batch:
+            return total
+
+
+async def clock_now(units: Units) -> datetime:
+    """The clock's now, read through a unit that begins no transaction (a job's next due time)."""
+    async with units.begin() as unit:
+        return (await unit.get(Clock)).now()
+
+
 async def schedule(units: Units, job: NewJob) -> None:
     """Schedule a job in a unit of its own."""
     async with units.begin() as unit:

@@ -8,12 +8,17 @@ consumer here has processed it and the retention window has passed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TypeVar
 
+from application.jobs import JobKind, clock_now, drain_batches
 from application.ports.events import OutboxReader
-from application.ports.jobs import JobQueue, NewJob
-from application.ports.platform import Clock
+from application.ports.jobs import ClaimedJob, JobQueue, NewJob
+from application.ports.platform import Clock, Units, UseCase
+
+C = TypeVar("C")
 
 WEBHOOKS = "webhooks"
 """The webhook dispatcher: fans events out to subscriptions (application/webhooks.DispatchOutbox)."""
@@ -41,6 +46,19 @@ CONSUMER_FALLBACK = timedelta(minutes=5)
 """An idle consumer's own next look at the outbox. New events wake it (in-process after the commit that recorded
 them; NOTIFY on PostgreSQL), and the shared recheck makes it due within ``RECHECK`` when events reached the outbox
 some other way (another process on SQLite): this is only the last resort."""
+
+
+def consumer_job(kind: str, units: Units, case: type[UseCase[C, int]], command: Callable[[int], C],
+                 batch: int) -> JobKind:
+    """An outbox consumer as a recurring job: passes of ``case`` (``command(batch)``: at most ``batch`` events, each
+    pass a unit of work of its own) until the outbox is read, then due again after ``CONSUMER_FALLBACK``; a commit
+    that recorded events wakes it at once, and the shared recheck (``outbox.recheck``) finds the rest."""
+
+    async def consume(job: ClaimedJob) -> datetime:
+        await drain_batches(lambda: units.execute(case, command(batch)), batch)
+        return await clock_now(units) + CONSUMER_FALLBACK
+
+    return JobKind(kind, consume, on_wake=True, recurring=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,12 +10,15 @@ loop).
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from application.jobs import JobKind, clock_now
 from application.ports.accounts import OrganizationRepository, RateLimiter, UserRepository
+from application.ports.jobs import ClaimedJob
 from application.ports.passwords import OneTimePasswords, PasswordHasher
-from application.ports.platform import Clock, Random, UnitOfWork
+from application.ports.platform import Clock, Random, UnitOfWork, Units
 from application.ports.secrets import SecretBox
 from application.ports.sessions import SessionStore
 from application.principals import AuthenticationFailed
@@ -25,6 +28,8 @@ from domain.organizations import Organization
 from domain.rate_limit import Window
 from domain.roles import Role
 from domain.sessions import Session, SessionPolicy
+
+log = logging.getLogger("parley.sessions")
 
 MAX_EMAIL = 320
 MAX_PASSWORD = 1024  # argon2 hashes any length; an unbounded one is a cheap way to make the server work
@@ -317,3 +322,19 @@ class PurgeSessions:
     async def execute(self, command: PurgeSessionsCommand) -> int:
         now = self.clock.now()
         return await self.sessions.purge(now - self.policy.idle - rules.TOUCH_PRECISION, now - self.policy.absolute)
+
+
+PURGE_JOB = "sessions.purge"
+PURGE_INTERVAL = timedelta(minutes=30)
+
+
+def purge_job(units: Units) -> JobKind:
+    """``sessions.purge``: forgets expired sessions in a unit of work, then due again after ``PURGE_INTERVAL``."""
+
+    async def purge(job: ClaimedJob) -> datetime:
+        purged = await units.execute(PurgeSessions, PurgeSessionsCommand())
+        if purged:
+            log.info("purged %d expired dashboard sessions", purged)
+        return await clock_now(units) + PURGE_INTERVAL
+
+    return JobKind(PURGE_JOB, purge, recurring=True)

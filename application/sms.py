@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from application.carriers import CarrierAccounts, CarrierLinks, CarrierWebhooks, is_carrier
 from application.context import Actor, CauseContext
 from application.dnc import DncGate
+from application.jobs import JobKind, drain_batches, due_or_beat
 from application.phones import e164
 from application.ports.carriers import CarrierAmbiguous, CarrierError, Carriers, InboundSms, SmsReceipt, WebhookRequest
 from application.ports.dnc import DncRepository
+from application.ports.jobs import ClaimedJob
 from application.ports.phones import PhoneNormalizer
-from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
+from application.ports.platform import Clock, Page, PageRequest, Unit, UnitOfWork, Units
 from application.ports.sms import CarrierReceipt, MessageRef, OutboundSms, SmsCarrier, SmsFilter, SmsRepository
 from application.ports.telephony import PhoneNumberRepository, TelephonyProviderRepository
 from application.ports.usage import SMS_SEGMENTS, QuotaGate, UsageRecorder
@@ -233,6 +235,46 @@ class PollSmsCarrier:
         message = _apply(self.uow, message, news.receipts)
         return await self.messages.update(replace(message, carrier_state=news.state,
                                                   next_check_at=news.next_check_at))
+
+
+RECEIPTS_JOB = "sms.receipts"
+RECEIPTS_BATCH = 500
+"""Messages polled per pass (at most); a full pass is followed by another at once."""
+RECEIPTS_RECHECK = timedelta(seconds=15)
+"""With nothing due, the job looks again after this (a message sent through another process on SQLite)."""
+
+
+async def receipts_once(units: Units) -> int:
+    """One pass of ``sms.receipts``: every message whose carrier has news by now (``RECEIPTS_BATCH`` at most), each
+    polled in a unit of work of its own (a failing one never holds back the others); returns how many were
+    polled."""
+
+    async def due(unit: Unit) -> list[MessageRef]:
+        return await (await unit.get(SmsRepository)).due((await unit.get(Clock)).now(), RECEIPTS_BATCH)
+
+    polled = 0
+    for ref in await units.run(due):
+        try:
+            await units.execute(PollSmsCarrier, PollSmsCarrierCommand(ref))
+            polled += 1
+        except Exception:
+            log.exception("applying the carrier receipts of sms %s failed", ref.message_id)
+    return polled
+
+
+def receipts_job(units: Units) -> JobKind:
+    """The carrier's receipts as a recurring job: passes while a pass came back full, then due again when the next
+    message has news (or on the next ``RECEIPTS_RECHECK`` beat); a commit that sent a message wakes it."""
+
+    async def next_due(unit: Unit) -> tuple[datetime | None, datetime]:
+        return await (await unit.get(SmsRepository)).next_due(), (await unit.get(Clock)).now()
+
+    async def poll(job: ClaimedJob) -> datetime:
+        await drain_batches(lambda: receipts_once(units), RECEIPTS_BATCH)
+        due, now = await units.run(next_due)
+        return due_or_beat(due, now, RECEIPTS_RECHECK)
+
+    return JobKind(RECEIPTS_JOB, poll, on_wake=True, recurring=True)
 
 
 # ------------------------------------------------------------------------------------------------- inbound

@@ -14,20 +14,21 @@ import logging
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from application.calls import PlaceCall, PlaceCallCommand
 from application.campaigns import AddContact, AddContactCommand
 from application.context import Actor, CauseContext
+from application.jobs import JobKind
 from application.outbox import TRIGGERS
 from application.phones import e164
 from application.ports.agents import AgentRepository
 from application.ports.campaigns import CampaignRepository
 from application.ports.events import OutboxReader
-from application.ports.jobs import JobQueue, NewJob
+from application.ports.jobs import ClaimedJob, JobQueue, NewJob
 from application.ports.phones import PhoneNormalizer
-from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
+from application.ports.platform import Clock, Page, PageRequest, Random, Unit, UnitOfWork, Units
 from application.ports.secrets import SecretBox, SecretUnreadable
 from application.ports.triggers import EmailFailed, EmailMessage, EmailSender, TriggerRepository
 from application.ports.webhooks import WebhookHttp
@@ -564,6 +565,47 @@ def failure_of(exc: BaseException) -> ActionOutcome:
         final = not exc.code.endswith("unavailable")
         return ActionOutcome(False, f"{exc.code}: {exc.message}"[:ERROR_MAX], final=final)
     return ActionOutcome(False, f"{type(exc).__name__}: {exc}"[:ERROR_MAX])
+
+
+class RunTriggerAction:
+    """One attempt of one action (the job ``triggers.action``): prepared in a unit of work, sent outside any
+    transaction (webhook, email, chat) or performed inside Parley with its record (sms, call, campaign contact), the
+    outcome recorded in a unit of its own. Returns when the next attempt is due (None: done)."""
+
+    def __init__(self, units: Units) -> None:
+        self.units = units
+
+    async def execute(self, ref: ActionRef) -> datetime | None:
+        work = await self.units.execute(PrepareTriggerAction, ref)
+        if work is None:
+            return None
+        if work.action.type in EXTERNAL_ACTIONS:
+            async with self.units.begin() as unit:  # the sender only: no transaction is open while it waits
+                send = await unit.get(SendTriggerAction)
+            outcome = await send.execute(work)
+        else:
+            try:
+                return await self.units.execute(PerformTriggerAction, work)
+            except Exception as exc:
+                outcome = failure_of(exc)
+
+        async def record(unit: Unit) -> datetime | None:
+            return await (await unit.get(RecordTriggerAction)).execute(work, outcome)
+
+        return await self.units.run(record)
+
+
+def action_job(units: Units) -> JobKind:
+    """``triggers.action``: one job per action of a matched run (key ``<run id>:<index>``), due again after the
+    action's backoff while it fails."""
+    run = RunTriggerAction(units)
+
+    async def act(job: ClaimedJob) -> datetime | None:
+        payload = job.payload
+        return await run.execute(ActionRef(int(payload["organization_id"]), int(payload["run_id"]),
+                                           int(payload["index"])))
+
+    return JobKind(ACTION_JOB, act, concurrency=8, lease=timedelta(seconds=60))
 
 
 def describe(result: ActionResult) -> str:

@@ -16,12 +16,11 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from application.jobs import JobKind
-from application.outbox import CONSUMER_FALLBACK
-from application.ports.jobs import ClaimedJob
-from application.ports.platform import Clock, Units
+from application.outbox import consumer_job
+from application.ports.platform import Units
 from application.ports.webhooks import ClaimedDelivery, DeliveryObserver
 from application.webhooks import (
     ClaimDeliveries,
@@ -73,17 +72,9 @@ async def dispatch_once(units: Units, limit: int = 500) -> int:
 
 
 def dispatch_job(units: Units, policy: DeliveryPolicy) -> JobKind:
-    """The dispatcher as a recurring job: batches until the outbox is drained, then due again after
-    CONSUMER_FALLBACK; a commit that recorded events wakes it at once, the shared recheck (``outbox.recheck``) finds
-    the rest, and a dispatch that created deliveries wakes the delivery pumps."""
-
-    async def dispatch(job: ClaimedJob) -> datetime:
-        while await dispatch_once(units, policy.dispatch_batch) >= policy.dispatch_batch:
-            pass
-        async with units.begin() as unit:  # the clock only: no transaction
-            return (await unit.get(Clock)).now() + CONSUMER_FALLBACK
-
-    return JobKind(DISPATCH_KIND, dispatch, on_wake=True, recurring=True)
+    """The dispatcher as the outbox consumer ``webhooks`` (``application/outbox.consumer_job``); a dispatch that
+    created deliveries wakes the delivery pumps."""
+    return consumer_job(DISPATCH_KIND, units, DispatchOutbox, DispatchOutboxCommand, policy.dispatch_batch)
 
 
 class DeliverySteps:

@@ -49,11 +49,12 @@ from adapters.sql.uow import SqlUnitOfWork  # noqa: E402
 from application.accounts import CreateOrganization, CreateOrganizationCommand  # noqa: E402
 from application.ports.platform import UnitOfWork  # noqa: E402
 from application.ports.triggers import TriggerRepository  # noqa: E402
+from application.triggers import EvaluateTriggers, EvaluateTriggersCommand  # noqa: E402
 from domain import triggers as rules  # noqa: E402
 from domain.events import EventType, FieldType  # noqa: E402
-from entrypoints.features.triggers import evaluate_once  # noqa: E402
 from entrypoints.ioc import build_container  # noqa: E402
 from entrypoints.settings import Settings  # noqa: E402
+from entrypoints.units import ScopedUnits  # noqa: E402
 
 EVENTS = [e for e in EventType if e.emitted and FieldType.STRING in e.fields.values()][:20]
 KEY = {e: next(name for name, kind in e.fields.items() if kind is FieldType.STRING) for e in EVENTS}
@@ -97,6 +98,11 @@ async def _record(container: Any, org: int, count: int, offset: int = 0) -> None
             event = EVENTS[(offset + i) % len(EVENTS)]
             uow.record(event(org, {**event.example, KEY[event]: "bench", "n": offset + i}))
         await uow.commit()
+
+
+async def evaluate_once(container: Any) -> int:
+    """One pass of the triggers' consumer (the job ``triggers.evaluate`` runs passes while one came back full)."""
+    return await ScopedUnits(container).execute(EvaluateTriggers, EvaluateTriggersCommand())
 
 
 def _ms(values: list[float]) -> str:

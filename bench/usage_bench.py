@@ -50,14 +50,15 @@ from run import Database, _settings, fresh_database  # noqa: E402
 
 from adapters.memory.clock import ManualClock  # noqa: E402
 from adapters.payments.simulator import SimulatedPaymentGateway  # noqa: E402
+from application.billing import close_period, collect_due  # noqa: E402
 from application.ports.billing import PaymentGateway  # noqa: E402
 from domain.usage import period_bounds, period_of  # noqa: E402
 from entrypoints.asgi_app import http_container  # noqa: E402
 from entrypoints.cli import create_key, create_org, migrate  # noqa: E402
-from entrypoints.features.billing import close_period, collect_due  # noqa: E402
 from entrypoints.http.app import create_app  # noqa: E402
 from entrypoints.ioc import build_container  # noqa: E402
 from entrypoints.overrides import ClockProvider, Pinned  # noqa: E402
+from entrypoints.units import ScopedUnits  # noqa: E402
 
 PG_ADMIN = os.environ.get("PARLEY_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
 METRICS = ("call_seconds", "calls", "sms_segments")
@@ -285,12 +286,12 @@ async def _close_run(db: Database, organizations: int, batch: int, children: boo
     container = build_container(settings, ClockProvider(ManualClock(CLOSE_AT)), Pinned(PaymentGateway, gateway))
     try:
         started = time.perf_counter()
-        invoiced = await close_period(container, "2026-01", batch)
+        invoiced = await close_period(ScopedUnits(container), "2026-01", batch)
         closed = time.perf_counter() - started
         started = time.perf_counter()
-        tried = await collect_due(container)
+        tried = await collect_due(ScopedUnits(container))
         collected = time.perf_counter() - started
-        again = await close_period(container, "2026-01", batch)
+        again = await close_period(ScopedUnits(container), "2026-01", batch)
     finally:
         await container.close()
     declined = sum(1 for c in gateway.charges if c.result.status == "declined")

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from email.utils import parseaddr
-from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.memory.scheduling import InMemoryAttendeeNotificationRepository
 from adapters.sql.attendee_notifications import SqlAttendeeNotificationRepository
 from application.jobs import JobKind
-from application.outbox import ATTENDEES, CONSUMER_FALLBACK
+from application.outbox import ATTENDEES, consumer_job
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock
 from application.ports.scheduling import AttendeeNotificationRepository, IcsRenderer
@@ -61,23 +60,10 @@ class MemoryAttendeesProvider(Provider):
                             scope=Scope.REQUEST)
 
 
-async def plan_once(container: AsyncContainer, *, limit: int = BATCH) -> int:
-    """One pass of the consumer in one unit of work; returns how many events it read."""
-
-    async def work(unit: Any) -> int:
-        return await (await unit.get(cases.PlanAttendeeNotifications)).execute(
-            cases.PlanAttendeeNotificationsCommand(limit))
-
-    return int(await ScopedUnits(container).run(work))
-
-
 def plan_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    async def plan(job: ClaimedJob) -> datetime:
-        while await plan_once(container) >= BATCH:
-            pass
-        return (await container.get(Clock)).now() + CONSUMER_FALLBACK  # outbox.recheck finds the rest
-
-    return JobKind(PLAN_KIND, plan, on_wake=True, recurring=True)
+    """The consumer as a recurring job (``application/outbox.consumer_job``)."""
+    return consumer_job(PLAN_KIND, ScopedUnits(container), cases.PlanAttendeeNotifications,
+                        cases.PlanAttendeeNotificationsCommand, BATCH)
 
 
 async def deliverer(container: AsyncContainer) -> cases.DeliverAttendeeNotification:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
@@ -30,14 +29,11 @@ from adapters.sql.billing import SqlBillingRepository
 from application import billing as cases
 from application.jobs import JobKind
 from application.ports.billing import BillingRepository, InvoiceRenderer, PaymentGateway
-from application.ports.jobs import ClaimedJob
-from application.ports.platform import Clock
-from domain.usage import period_bounds, period_of
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
 from entrypoints.units import ScopedUnits
 
-CLOSE = "billing.close"
+CLOSE = cases.CLOSE_JOB
 COLLECT = cases.COLLECT_JOB
 
 
@@ -105,62 +101,12 @@ class MemoryBillingProvider(Provider):
     repository = provide(InMemoryBillingRepository, provides=BillingRepository, scope=Scope.REQUEST)
 
 
-async def close_period(container: AsyncContainer, period: str, batch: int = cases.CLOSE_BATCH) -> int:
-    """Invoice every organization without an invoice for ``period`` (batch by batch); returns how many."""
-    after, invoiced = 0, 0
-    while True:
-        async def work(unit: Any, after: int = after) -> cases.ClosedBatch:
-            return await (await unit.get(cases.CloseBillingPeriod)).execute(
-                cases.CloseBillingPeriodCommand(period, after, batch))
-        done: cases.ClosedBatch = await ScopedUnits(container).run(work)
-        invoiced += done.invoiced
-        if done.seen < batch:
-            return invoiced
-        after = done.last_organization_id
-
-
-async def collect_due(container: AsyncContainer, batch: int = 100) -> int:
-    """Charge every invoice whose next attempt is due, ``batch`` per transaction; returns how many were charged."""
-    charged = 0
-    while True:
-        async def work(unit: Any) -> int:
-            return await (await unit.get(cases.CollectDueInvoices)).execute(
-                cases.CollectDueInvoicesCommand(batch))
-        done: int = await ScopedUnits(container).run(work)
-        charged += done
-        if done < batch:
-            return charged
-
-
-async def _now(container: AsyncContainer) -> datetime:
-    return (await container.get(Clock)).now()
-
-
 def close_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    """The period close: runs at the start of each month (and once when a runner starts) for the last ended period."""
-    section = settings.section(BillingSettings)
-
-    async def close(job: ClaimedJob) -> datetime:
-        now = await _now(container)
-        await close_period(container, cases.period_to_close(now), section.close_batch)
-        return period_bounds(period_of(now))[1]
-
-    return JobKind(CLOSE, close, recurring=True, lease=timedelta(minutes=10), backoff_max=timedelta(minutes=30))
+    return cases.close_job(ScopedUnits(container), settings.section(BillingSettings).close_batch)
 
 
 def collect_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    """Collection: charges due invoices; due again at the earliest next attempt (at most a day later)."""
-    section = settings.section(BillingSettings)
-
-    async def collect(job: ClaimedJob) -> datetime:
-        await collect_due(container, section.collect_batch)
-        async def next_attempt(unit: Any) -> datetime | None:
-            return await (await unit.get(cases.NextCollection)).execute(cases.NextCollectionCommand())
-        upcoming: datetime | None = await ScopedUnits(container).run(next_attempt)
-        fallback = await _now(container) + timedelta(days=1)
-        return min(upcoming, fallback) if upcoming is not None else fallback
-
-    return JobKind(COLLECT, collect, recurring=True, lease=timedelta(minutes=10), backoff_max=timedelta(minutes=30))
+    return cases.collect_job(ScopedUnits(container), settings.section(BillingSettings).collect_batch)
 
 
 FEATURE = Feature(

@@ -3,28 +3,26 @@
 The heartbeat (``cloud.heartbeat``) is a recurring job on the worker's job runner, so every worker process, and
 the in-process worker of ``parley serve``, runs it: the process that claims it records its name and the time,
 then it is due again after PARLEY_CLOUD_STATUS_HEARTBEAT_SECONDS (15 s). It is one small upsert: an idle server
-stays idle between beats. ``heartbeat_once`` is one beat (tests call it with a manual clock).
+stays idle between beats (``application/cloud.heartbeat_job``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.memory.cloud import InMemoryHeartbeats, InMemoryPlatformHealth
 from adapters.sql.cloud import SqlHeartbeats, SqlPlatformHealth
 from application import cloud as cases
-from application.jobs import JobKind, next_beat
+from application.jobs import JobKind
 from application.ports.cloud import Heartbeats, PlatformHealth
-from application.ports.jobs import ClaimedJob
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
 from entrypoints.units import ScopedUnits
 
-KIND = "cloud.heartbeat"
+KIND = cases.HEARTBEAT_JOB
 
 _DEFAULTS = cases.StatusThresholds()
 """The thresholds' defaults live with the rules (``application/cloud.py``); the settings section only overrides."""
@@ -76,23 +74,9 @@ class MemoryCloudProvider(Provider):
     health = provide(InMemoryPlatformHealth, provides=PlatformHealth)
 
 
-async def heartbeat_once(container: AsyncContainer, process: str) -> datetime:
-    """Record ``process``'s heartbeat in its own unit of work; returns when."""
-
-    async def work(unit: Any) -> datetime:
-        return await (await unit.get(cases.RecordHeartbeat)).execute(cases.RecordHeartbeatCommand(process))
-
-    return await ScopedUnits(container).run(work)
-
-
 def heartbeat_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    """The heartbeat as a recurring job: the worker process running it (the job's lease owner) beats."""
-    period = timedelta(seconds=settings.section(CloudStatusSettings).heartbeat_seconds)
-
-    async def beat(job: ClaimedJob) -> datetime:
-        return next_beat(await heartbeat_once(container, job.lease_owner), period)  # with the other rechecks
-
-    return JobKind(KIND, beat, recurring=True, backoff_max=period)
+    return cases.heartbeat_job(ScopedUnits(container),
+                               timedelta(seconds=settings.section(CloudStatusSettings).heartbeat_seconds))
 
 
 FEATURE = Feature(

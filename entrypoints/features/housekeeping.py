@@ -7,26 +7,18 @@ outbox consumers' shared safety recheck (``application/outbox.RecheckConsumers``
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
-from application.housekeeping import (
-    HistoryRetention,
-    PurgeExpired,
-    PurgeExpiredCommand,
-    PurgeHistory,
-    PurgeHistoryCommand,
-)
+from application import housekeeping as cases
+from application.housekeeping import HistoryRetention, PurgeExpired, PurgeHistory
 from application.jobs import JobKind, next_beat
 from application.outbox import (
     RECHECK,
     OutboxPolicy,
     PurgeConsumedEvents,
-    PurgeConsumedEventsCommand,
     RecheckConsumers,
     RecheckConsumersCommand,
 )
@@ -36,9 +28,7 @@ from entrypoints.features import Feature, OutboxConsumerJobs
 from entrypoints.settings import Settings
 from entrypoints.units import ScopedUnits
 
-log = logging.getLogger("parley.housekeeping")
-INTERVAL = timedelta(minutes=10)
-KIND = "housekeeping.purge"
+KIND = cases.PURGE_JOB
 RECHECK_KIND = "outbox.recheck"
 
 
@@ -72,30 +62,8 @@ class HousekeepingProvider(Provider):
                                 timedelta(days=section.trigger_run_retention_days))
 
 
-async def purge_once(container: AsyncContainer) -> None:
-    """One purge, in one unit of work."""
-    purged, events, history = await ScopedUnits(container).run(_execute)
-    if purged.idempotency_records or purged.rate_limit_windows or purged.media_stream_tokens or events:
-        log.info("purged %d idempotency records, %d rate-limit windows, %d media-stream tokens and %d outbox events",
-                 purged.idempotency_records, purged.rate_limit_windows, purged.media_stream_tokens, events)
-    if history.failed_jobs or history.webhook_logs or history.trigger_runs:
-        log.info("purged %d failed jobs, %d webhook delivery log rows and %d trigger runs",
-                 history.failed_jobs, history.webhook_logs, history.trigger_runs)
-
-
-async def _execute(unit: Any) -> tuple[Any, int, Any]:
-    purged = await (await unit.get(PurgeExpired)).execute(PurgeExpiredCommand())
-    events = await (await unit.get(PurgeConsumedEvents)).execute(PurgeConsumedEventsCommand())
-    history = await (await unit.get(PurgeHistory)).execute(PurgeHistoryCommand())
-    return purged, events, history
-
-
 def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    async def purge(job: ClaimedJob) -> datetime:
-        await purge_once(container)
-        return (await container.get(Clock)).now() + INTERVAL
-
-    return JobKind(KIND, purge, recurring=True)
+    return cases.purge_job(ScopedUnits(container))
 
 
 async def recheck_once(container: AsyncContainer) -> list[str]:

@@ -8,10 +8,8 @@ the session authenticator (``entrypoints/http/authentication.py``) and the back-
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
@@ -23,17 +21,13 @@ from application import mfa, team
 from application import sessions as cases
 from application.jobs import JobKind
 from application.ports.accounts import UserLinkRepository
-from application.ports.jobs import ClaimedJob
-from application.ports.platform import Clock
 from application.ports.sessions import SessionStore
 from domain.sessions import SessionPolicy
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
 from entrypoints.units import ScopedUnits
 
-log = logging.getLogger("parley.sessions")
-KIND = "sessions.purge"
-PURGE_INTERVAL = timedelta(minutes=30)
+KIND = cases.PURGE_JOB
 
 
 @dataclass(frozen=True)
@@ -98,22 +92,8 @@ class MemorySessionsProvider(Provider):
     links = provide(InMemoryUserLinkRepository, provides=UserLinkRepository)
 
 
-async def purge_once(container: AsyncContainer) -> int:
-    async def work(unit: Any) -> int:
-        return await (await unit.get(cases.PurgeSessions)).execute(cases.PurgeSessionsCommand())
-
-    purged: int = await ScopedUnits(container).run(work)
-    if purged:
-        log.info("purged %d expired dashboard sessions", purged)
-    return purged
-
-
 def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    async def purge(job: ClaimedJob) -> datetime:
-        await purge_once(container)
-        return (await container.get(Clock)).now() + PURGE_INTERVAL
-
-    return JobKind(KIND, purge, recurring=True)
+    return cases.purge_job(ScopedUnits(container))
 
 
 FEATURE = Feature(

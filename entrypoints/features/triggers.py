@@ -7,14 +7,12 @@ It acts through the other features' use cases: ``SendSms`` (sms), ``PlaceCall`` 
 
 Jobs: ``triggers.evaluate`` (the consumer: recurring, woken by any commit that recorded events) and
 ``triggers.action`` (one per action of a matched run, key ``<run id>:<index>``; a failed attempt is due again
-after the action's backoff, up to five attempts). ``evaluate_once`` and ``act`` are single steps (tests).
+after the action's backoff, up to five attempts; ``application/triggers.RunTriggerAction``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
@@ -23,16 +21,13 @@ from adapters.memory.triggers import InMemoryTriggerRepository
 from adapters.sql.triggers import SqlTriggerRepository
 from application import triggers as cases
 from application.jobs import JobKind
-from application.outbox import CONSUMER_FALLBACK, TRIGGERS
-from application.ports.jobs import ClaimedJob
-from application.ports.platform import Clock
+from application.outbox import TRIGGERS, consumer_job
 from application.ports.triggers import EmailSender, TriggerRepository
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
 from entrypoints.units import ScopedUnits
 
 EVALUATE_KIND = "triggers.evaluate"
-ACTION_KIND = cases.ACTION_JOB
 BATCH = 500
 
 
@@ -87,59 +82,14 @@ class TriggersUseCaseProvider(Provider):
     )
 
 
-async def evaluate_once(container: AsyncContainer, *, limit: int = BATCH) -> int:
-    """One pass of the consumer in one unit of work; returns how many events it read."""
-
-    async def work(unit: Any) -> int:
-        return await (await unit.get(cases.EvaluateTriggers)).execute(cases.EvaluateTriggersCommand(limit))
-
-    return int(await ScopedUnits(container).run(work))
-
-
 def evaluate_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    async def evaluate(job: ClaimedJob) -> datetime:
-        while await evaluate_once(container) >= BATCH:
-            pass
-        return (await container.get(Clock)).now() + CONSUMER_FALLBACK  # outbox.recheck finds the rest
-
-    return JobKind(EVALUATE_KIND, evaluate, on_wake=True, recurring=True)
-
-
-async def act(container: AsyncContainer, ref: cases.ActionRef) -> datetime | None:
-    """One attempt of one action: prepared in a unit, sent outside any transaction (webhook, email, chat) or
-    performed inside Parley with its record (sms, call, campaign contact), the outcome recorded. Returns when the
-    next attempt is due (None: done)."""
-
-    async def prepare(unit: Any) -> cases.ActionWork | None:
-        return await (await unit.get(cases.PrepareTriggerAction)).execute(ref)
-
-    work = await ScopedUnits(container).run(prepare)
-    if work is None:
-        return None
-    if work.action.type in cases.EXTERNAL_ACTIONS:
-        outcome = await (await container.get(cases.SendTriggerAction)).execute(work)
-    else:
-        async def perform(unit: Any) -> datetime | None:
-            return await (await unit.get(cases.PerformTriggerAction)).execute(work)
-
-        try:
-            return await ScopedUnits(container).run(perform)
-        except Exception as exc:
-            outcome = cases.failure_of(exc)
-
-    async def record(unit: Any) -> datetime | None:
-        return await (await unit.get(cases.RecordTriggerAction)).execute(work, outcome)
-
-    return await ScopedUnits(container).run(record)
+    """The consumer as a recurring job (``application/outbox.consumer_job``)."""
+    return consumer_job(EVALUATE_KIND, ScopedUnits(container), cases.EvaluateTriggers, cases.EvaluateTriggersCommand,
+                        BATCH)
 
 
 def action_job(container: AsyncContainer, settings: Settings) -> JobKind:
-    async def run(job: ClaimedJob) -> datetime | None:
-        payload = job.payload
-        return await act(container, cases.ActionRef(int(payload["organization_id"]), int(payload["run_id"]),
-                                                    int(payload["index"])))
-
-    return JobKind(ACTION_KIND, run, concurrency=8, lease=timedelta(seconds=60))
+    return cases.action_job(ScopedUnits(container))
 
 
 FEATURE = Feature(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.memory.clock import ManualClock
-from application.jobs import JobKind, JobRunner, JobWakeUps, backoff, next_beat
+from application.jobs import JobKind, JobRunner, JobWakeUps, backoff, drain_batches, due_or_beat, next_beat
 from application.ports.jobs import ClaimedJob, JobQueue, NewJob
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
@@ -316,3 +316,24 @@ def test_rechecks_on_the_same_beat_fall_due_together() -> None:
         assert next_beat(beat - timedelta(seconds=before), period) == beat
     assert next_beat(beat, period) == beat + period  # run on the beat: due again one period later
     assert next_beat(beat + timedelta(seconds=0.2), period) == beat + period  # (claimed just after it)
+
+
+async def test_a_backlog_is_drained_while_a_batch_comes_back_full() -> None:
+    backlog = [3, 3, 1, 3]  # what each step would handle, with batches of 3
+
+    async def step() -> int:
+        return backlog.pop(0)
+
+    assert await drain_batches(step, 3) == 7  # two full batches, then a short one ends it
+    assert backlog == [3]
+    backlog[:] = [0, 3]
+    assert await drain_batches(step, 3) == 0  # an empty first batch: one step only
+    assert backlog == [3]
+
+
+def test_a_pass_is_due_at_its_next_work_but_never_after_the_next_beat() -> None:
+    now = datetime(2026, 1, 5, 9, 0, 3, tzinfo=UTC)
+    beat = timedelta(seconds=15)
+    assert due_or_beat(None, now, beat) == datetime(2026, 1, 5, 9, 0, 15, tzinfo=UTC)
+    assert due_or_beat(now + timedelta(seconds=2), now, beat) == now + timedelta(seconds=2)
+    assert due_or_beat(now + timedelta(minutes=5), now, beat) == datetime(2026, 1, 5, 9, 0, 15, tzinfo=UTC)

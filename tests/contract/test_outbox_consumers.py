@@ -19,15 +19,17 @@ from dishka import AsyncContainer
 from adapters.memory.clock import ManualClock
 from adapters.sql.engine import create_engine
 from adapters.sql.uow import SqlUnitOfWork
+from application.housekeeping import purge_once
 from application.outbox import CONSUMERS, WEBHOOKS
 from application.ports.events import OutboxReader
 from application.ports.jobs import JobQueue, NewJob
 from application.ports.platform import UnitOfWork
 from domain.events import DomainEvent, EventType, event
 from entrypoints.features import OutboxConsumerJobs
-from entrypoints.features.housekeeping import purge_once, recheck_once
+from entrypoints.features.housekeeping import recheck_once
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
+from entrypoints.units import ScopedUnits
 from tests.conftest import ClockProvider, new_organization
 
 T0 = datetime(2026, 2, 1, 9, tzinfo=UTC)
@@ -125,7 +127,7 @@ async def test_housekeeping_purges_what_every_consumer_processed_after_the_reten
         return await _read(outbox, f"probe-{clock.now().timestamp()}", advance=False)
 
     clock.advance(days=2)  # the first two are 8 days old, the last one 2
-    await purge_once(outbox)
+    await purge_once(ScopedUnits(outbox))
     assert await remaining() == [*old, young]  # the webhooks consumer has processed nothing yet
     async with outbox() as r:
         reader = await r.get(OutboxReader)
@@ -138,10 +140,10 @@ async def test_housekeeping_purges_what_every_consumer_processed_after_the_reten
     assert await remaining() == [old[1], young]
     for consumer in CONSUMERS:  # webhooks, and every other consumer, catch up with everything
         await _read(outbox, consumer)
-    await purge_once(outbox)
+    await purge_once(ScopedUnits(outbox))
     assert await remaining() == [young]  # processed, but younger than the retention window
     clock.advance(days=6)  # 8 days old now
-    await purge_once(outbox)
+    await purge_once(ScopedUnits(outbox))
     assert await remaining() == []
     await _record(outbox, event(org, "call.ended", {"id": "after"}))
     assert len(await _read(outbox, WEBHOOKS)) == 1  # ids go on after a purge; nothing is read twice

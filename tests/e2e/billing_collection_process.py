@@ -17,14 +17,12 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from adapters.memory.clock import ManualClock
 from adapters.payments.simulator import SimulatedPaymentGateway
-from application.billing import CollectDueInvoices, CollectDueInvoicesCommand
+from application.billing import CollectDueInvoices, CollectDueInvoicesCommand, close_period
 from application.ports.billing import ChargeResult, ChargeStatus, PaymentGateway
 from application.ports.platform import Clock
-from entrypoints.features.billing import close_period
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from entrypoints.settings import Settings
@@ -69,12 +67,10 @@ async def main(url: str, var_dir: str, journal: str) -> None:
     container = build_container(settings, Pinned(Clock, ManualClock(AT)),
                                 Pinned(PaymentGateway, JournalGateway(Path(journal))))
     try:
-        await close_period(container, "2026-01", 500)
+        await close_period(ScopedUnits(container), "2026-01", 500)
         print("closed", flush=True)
         while True:
-            async def work(unit: Any) -> int:
-                return await (await unit.get(CollectDueInvoices)).execute(CollectDueInvoicesCommand(BATCH))
-            collected: int = await ScopedUnits(container).run(work)
+            collected = await ScopedUnits(container).execute(CollectDueInvoices, CollectDueInvoicesCommand(BATCH))
             print(f"collected {collected}", flush=True)
             if collected < BATCH:
                 break

@@ -13,14 +13,17 @@ from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
+from dishka import AsyncContainer
 
 from adapters.memory.clock import ManualClock
 from adapters.sql.triggers_tables import trigger_runs
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import UnitOfWork
+from application.triggers import EvaluateTriggers, EvaluateTriggersCommand
 from domain.events import EventType
-from entrypoints.features.triggers import TriggerSettings, evaluate_once
+from entrypoints.features.triggers import TriggerSettings
 from entrypoints.ioc import build_container
+from entrypoints.units import ScopedUnits
 from tests.conftest import ApiFactory
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, place
@@ -137,10 +140,11 @@ async def test_two_workers_on_postgresql_make_exactly_one_run_per_event(make_api
             await asyncio.sleep(0)
         stop.set()
 
-    async def consume(container: object) -> None:
+    async def consume(container: AsyncContainer) -> None:
+        units = ScopedUnits(container)
         while True:
             done = stop.is_set()
-            while await evaluate_once(container, limit=7) > 0:  # type: ignore[arg-type]
+            while await units.execute(EvaluateTriggers, EvaluateTriggersCommand(limit=7)) > 0:
                 pass
             if done:
                 return

@@ -18,16 +18,18 @@ from pypdf import PdfReader
 from adapters.memory.clock import ManualClock
 from adapters.payments.simulator import SimulatedPaymentGateway
 from application.accounts import CreateUser, CreateUserCommand
+from application.billing import close_period, collect_due
 from application.jobs import JobRunner
 from application.ports.accounts import OrganizationRepository
 from application.ports.billing import PaymentGateway
 from application.ports.usage import CALL_SECONDS, SMS_SEGMENTS
 from application.principals import Principal, PrincipalKind
 from domain.scopes import ScopeSet
-from entrypoints.features.billing import close_job, close_period, collect_due, collect_job
+from entrypoints.features.billing import close_job, collect_job
 from entrypoints.http.authentication import SessionAuthenticator
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
+from entrypoints.units import ScopedUnits
 from entrypoints.worker import jobs, make_runner
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.test_cloud_status_http import COOKIE, SessionsForTests, as_header, in_admin
@@ -388,8 +390,9 @@ async def test_two_workers_close_a_month_once_per_organization_and_charge_each_i
 
         clock.set(FEB)
         await asyncio.gather(first.run_due(), second.run_due())
-        await asyncio.gather(close_period(first.container, "2026-01", 7), close_period(second.container, "2026-01", 7),
-                             collect_due(first.container, 3), collect_due(second.container, 3))
+        units = ScopedUnits(first.container), ScopedUnits(second.container)
+        await asyncio.gather(close_period(units[0], "2026-01", 7), close_period(units[1], "2026-01", 7),
+                             collect_due(units[0], 3), collect_due(units[1], 3))
 
         invoices = [(await get(api, t, "/billing/invoices"))["data"] for t in tenants]
         assert [len(i) for i in invoices] == [1] * ORGS

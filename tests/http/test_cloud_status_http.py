@@ -6,7 +6,6 @@ platform-wide state), on SQLite and PostgreSQL, with a manual clock."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -21,6 +20,7 @@ from adapters.memory.clock import ManualClock
 from adapters.sql.cloud import SqlPlatformHealth
 from adapters.sql.uow import SqlUnitOfWork
 from application.accounts import CreateUser, CreateUserCommand
+from application.cloud import RecordHeartbeat, RecordHeartbeatCommand
 from application.outbox import CONSUMERS
 from application.ports.accounts import OrganizationRepository
 from application.ports.cloud import PlatformHealth
@@ -31,10 +31,11 @@ from application.ports.webhooks import SubscriptionRepository
 from application.principals import Principal, PrincipalKind
 from domain.events import event
 from domain.scopes import ScopeSet
-from entrypoints.features.cloud import KIND, CloudStatusSettings, heartbeat_job, heartbeat_once
+from entrypoints.features.cloud import KIND, CloudStatusSettings, heartbeat_job
 from entrypoints.http.authentication import Refused, SessionAuthenticator
 from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
+from entrypoints.units import ScopedUnits
 from entrypoints.worker import jobs, make_runner
 from tests.conftest import Api, ApiFactory, Tenant
 
@@ -129,7 +130,7 @@ async def in_admin(api: Api, work: Any) -> Any:
 
 async def beat(api: Api, process: str = "test-worker:1") -> datetime:
     container = api.worker()
-    return await heartbeat_once(container, process)
+    return await ScopedUnits(container).execute(RecordHeartbeat, RecordHeartbeatCommand(process))
 
 
 async def consume_everything(api: Api) -> None:
@@ -362,4 +363,3 @@ def test_the_settings_section_reads_its_variables() -> None:
                                                  "PARLEY_CLOUD_STATUS_HEARTBEAT_SECONDS": "5"})
     assert (section.worker_degraded_seconds, section.heartbeat_seconds) == (90.0, 5.0)
     assert section.thresholds().worker_degraded_seconds == 90.0
-    assert asyncio.iscoroutinefunction(heartbeat_once)

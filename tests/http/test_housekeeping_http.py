@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from adapters.memory.clock import ManualClock
 from adapters.sql.engine import create_engine
 from adapters.sql.jobs_tables import jobs
-from application.housekeeping import PurgeExpired, PurgeExpiredCommand
+from application.housekeeping import PurgeExpired, PurgeExpiredCommand, purge_once
 from application.ports.jobs import JobQueue, NewJob
 from application.ports.media import MediaStreamTokens
 from application.ports.platform import UnitOfWork
@@ -20,8 +20,8 @@ from application.ports.triggers import TriggerRepository
 from application.ports.webhooks import DeliveryRepository
 from domain.triggers import TriggerRun
 from domain.webhooks import Delivery, DeliveryAttempt
-from entrypoints.features.housekeeping import purge_once
 from entrypoints.ioc import build_container
+from entrypoints.units import ScopedUnits
 from tests.conftest import Api, ApiFactory, Tenant
 
 START = datetime(2026, 3, 2, 9, tzinfo=UTC)
@@ -96,10 +96,10 @@ async def test_history_is_purged_after_its_retention_window(make_api: ApiFactory
     clock.advance(days=29)  # nothing has been kept for 30 days yet
     container = build_container(api.settings, *api.overrides)
     try:
-        await purge_once(container)
+        await purge_once(ScopedUnits(container))
         assert len(await _get(api, t, logs)) == 4 and len(await _get(api, t, runs)) == 4
         clock.advance(days=2)  # the old history is 31 days old, the young one 11
-        await purge_once(container)
+        await purge_once(ScopedUnits(container))
     finally:
         await container.close()
     kept_logs = await _get(api, t, logs)
@@ -135,7 +135,7 @@ async def test_expired_media_stream_tokens_are_purged(make_api: ApiFactory, sql_
             purged = await (await unit.get(PurgeExpired)).execute(PurgeExpiredCommand())
             await (await unit.get(UnitOfWork)).commit()
         assert purged.media_stream_tokens == 2
-        await purge_once(container)  # the job's own pass: the fresh token is not expired
+        await purge_once(ScopedUnits(container))  # the job's own pass: the fresh token is not expired
     finally:
         await container.close()
     async with api.worker()() as unit:

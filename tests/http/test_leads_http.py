@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from adapters.memory.clock import ManualClock
+from application.leads import FollowLeadOutcomes, FollowLeadOutcomesCommand
 from application.outbox import CONSUMER_FALLBACK
 from application.ports.campaigns import ContactRepository
 from application.ports.platform import UnitOfWork
 from domain.events import EventType
-from entrypoints.features.leads import KIND, follow_job, follow_once
+from entrypoints.features.leads import KIND, follow_job
 from entrypoints.ioc import build_container
+from entrypoints.units import ScopedUnits
 from entrypoints.worker import jobs, make_runner
 from tests.conftest import Api, ApiFactory, AppPool, Tenant
 from tests.http import calls_support
@@ -38,7 +40,7 @@ async def follow(api: Api) -> int:
     """One pass of the leads consumer on the app's database and clock, as the worker runs it."""
     container = api.worker()
     read = 0
-    while (step := await follow_once(container)) > 0:
+    while (step := await ScopedUnits(container).execute(FollowLeadOutcomes, FollowLeadOutcomesCommand())) > 0:
         read += step
     return read
 

@@ -13,9 +13,11 @@ import pytest
 
 from adapters.memory.clock import ManualClock
 from application.ports.sms import CarrierReceipt
+from application.sms import ApplySmsReceipt, ApplySmsReceiptCommand, receipts_once
 from domain.calls import SIMULATOR_CALLER_ID
-from entrypoints.features.sms import KIND, apply_receipt, receipts_job, receipts_once
+from entrypoints.features.sms import KIND, receipts_job
 from entrypoints.ioc import build_container
+from entrypoints.units import ScopedUnits
 from entrypoints.worker import jobs, make_runner
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, outbox, unique_phone
@@ -28,13 +30,14 @@ ZONE = "2026-01-05T09:00:00Z"
 async def receipts(api: Api) -> int:
     """One pass of the receipts job on the app's database and clock, as the worker runs it."""
     container = api.worker()
-    return await receipts_once(container)
+    return await receipts_once(ScopedUnits(container))
 
 
 async def inject(api: Api, carrier_id: str, status: str, at: datetime, error_code: str | None = None) -> None:
     """A carrier receipt as a status callback delivers it (in any order)."""
     container = api.worker()
-    await apply_receipt(container, CarrierReceipt(carrier_id, status, at, error_code))
+    await ScopedUnits(container).execute(ApplySmsReceipt,
+                                         ApplySmsReceiptCommand(CarrierReceipt(carrier_id, status, at, error_code)))
 
 
 async def send(api: Api, t: Tenant, to: str, body: str = "Hello", *, headers: dict[str, str] | None = None,

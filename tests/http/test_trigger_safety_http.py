@@ -20,11 +20,12 @@ from adapters.sql.tables import outbox_events
 from adapters.sql.uow import SqlUnitOfWork
 from application.dialer_pass import RunDialerPassCommand
 from application.ports.triggers import EmailMessage, EmailSender
+from application.sms import receipts_once
 from domain.events import EventType
 from entrypoints.features import campaigns as campaigns_feature
-from entrypoints.features.sms import receipts_once
 from entrypoints.features.triggers import TriggerSettings
 from entrypoints.overrides import Pinned
+from entrypoints.units import ScopedUnits
 from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, outbox, unique_phone
 from tests.http.test_triggers_http import BOOKED, record
@@ -43,7 +44,7 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 async def _receipts(api: Api) -> None:
     container = api.worker()
-    await receipts_once(container)
+    await receipts_once(ScopedUnits(container))
 
 
 async def _rounds(api: Api, t: Tenant, rounds: int = 8) -> None:

@@ -12,8 +12,10 @@ from typing import Any
 from aiosmtpd.controller import Controller
 from dishka import AsyncContainer, Provider
 
-from entrypoints.features.triggers import action_job, evaluate_job, evaluate_once
+from application.triggers import EvaluateTriggers, EvaluateTriggersCommand
+from entrypoints.features.triggers import action_job, evaluate_job
 from entrypoints.ioc import build_container
+from entrypoints.units import ScopedUnits
 from entrypoints.worker import make_runner
 from tests.conftest import Api, Tenant
 
@@ -22,7 +24,7 @@ async def evaluate(api: Api) -> int:
     """The consumer's passes until the outbox is read."""
     container = api.worker()
     read = 0
-    while (step := await evaluate_once(container)) > 0:
+    while (step := await ScopedUnits(container).execute(EvaluateTriggers, EvaluateTriggersCommand())) > 0:
         read += step
     return read
 
