@@ -607,14 +607,16 @@ class HandleGatewayEvent:
         event = await self.gateway.parse_event(command.payload, command.signature)
         if event is None:
             return GatewayEventHandled(None)
-        org, invoice_id = event.metadata.get("parley_organization_id"), event.metadata.get("parley_invoice_id")
-        if event.type != "charge.succeeded" or not (org or "").isdigit() or not (invoice_id or "").isdigit():
+        org = event.metadata.get("parley_organization_id") or ""
+        invoice_id = event.metadata.get("parley_invoice_id") or ""
+        if event.type != "charge.succeeded" or not org.isdigit() or not invoice_id.isdigit():
             return GatewayEventHandled(event.id)
-        invoice = await self.billing.invoice(int(org or 0), int(invoice_id or 0), for_update=True)
+        invoice = await self.billing.invoice(int(org), int(invoice_id), for_update=True)
         if invoice is None or invoice.status not in PAYABLE:
             return GatewayEventHandled(event.id)
         now = self.clock.now()
-        invoice = replace(invoice, status="paid", paid_at=now, next_payment_attempt=None, last_payment_error=None)
+        invoice = replace(invoice, status=InvoiceStatus.PAID, paid_at=now, next_payment_attempt=None,
+                          last_payment_error=None)
         await self.billing.update_invoice(invoice)
         self.uow.record(EventType.INVOICE_PAID(invoice.organization_id, invoice.view()))
         account = await self.billing.account(invoice.organization_id, for_update=True)

@@ -40,6 +40,7 @@ from domain.campaigns import (
     CampaignEmpty,
     CampaignStats,
     CampaignStatus,
+    CampaignStatusReason,
     Contact,
     ContactAttempt,
     ContactDraft,
@@ -62,7 +63,7 @@ CAMPAIGN_CANCELLED = "campaign_cancelled"
 """The reason of the contacts cancelled with their campaign (and of the leads still queued on them)."""
 WINDOW_FIELDS = ("calling_hours", "timezone", "timezone_mode", "schedule_id")
 """The fields a campaign's calling window is made of: changing one re-plans its waiting contacts."""
-WAIT_EXPLANATIONS = (OUTSIDE_CALLING_HOURS, "waiting_for_retry")
+WAIT_EXPLANATIONS = (CampaignStatusReason.OUTSIDE_CALLING_HOURS, CampaignStatusReason.WAITING_FOR_RETRY)
 """The ``status_reason`` values the dialer derives from its waiting contacts (cleared when they are re-planned)."""
 
 

@@ -50,6 +50,7 @@ from domain.campaigns import (
     Campaign,
     CampaignContactStatus,
     CampaignStatus,
+    CampaignStatusReason,
     Contact,
     ContactAttempt,
     ContactDraft,
@@ -78,9 +79,6 @@ dialled)."""
 FIRST_LOOK = 1
 """Due contacts a step loads first: usually the first is dialled, so the rest of ``SCAN`` is loaded only when it
 was deferred (a deferred contact is due later, so the second read starts after it)."""
-WAITING_FOR_RETRY = "waiting_for_retry"
-WAITING_FOR_CONTACTS = "waiting_for_contacts"
-"""A running campaign whose completion is ``manual`` and that has no contact left to dial: it waits for more."""
 CAMPAIGN_FAILED = "campaign_failed"
 """The reason of the contacts cancelled when their campaign fails (and of the leads still queued on them)."""
 NO_CALLING_WINDOW = "no_calling_window"
@@ -152,9 +150,11 @@ async def complete_if_done(campaigns: CampaignRepository, store: DialerStore, uo
 # ------------------------------------------------------------------------------------------------- dialling
 
 
-def waiting_explanation(first_due_at: datetime, first_reason: str | None) -> tuple[str, datetime]:
+def waiting_explanation(first_due_at: datetime, first_reason: str | None) -> tuple[CampaignStatusReason, datetime]:
     """``status_reason`` and ``next_dial_at`` of a campaign whose earliest open contact is due later."""
-    return (OUTSIDE_CALLING_HOURS if first_reason == OUTSIDE_CALLING_HOURS else WAITING_FOR_RETRY), first_due_at
+    waiting = (CampaignStatusReason.OUTSIDE_CALLING_HOURS if first_reason == OUTSIDE_CALLING_HOURS
+               else CampaignStatusReason.WAITING_FOR_RETRY)
+    return waiting, first_due_at
 
 
 def wants_turn(turn: CampaignTurn, now: datetime) -> bool:
@@ -164,7 +164,7 @@ def wants_turn(turn: CampaignTurn, now: datetime) -> bool:
     later and that already says so is left alone until then; so is a ``manual`` one that has no open contact and
     says it waits for contacts."""
     if turn.agent_live and not turn.has_open and turn.completion == "manual":
-        return (turn.status_reason, turn.next_dial_at) != (WAITING_FOR_CONTACTS, None)
+        return (turn.status_reason, turn.next_dial_at) != (CampaignStatusReason.WAITING_FOR_CONTACTS, None)
     if not turn.agent_live or not turn.has_open or turn.first_due_at is None or turn.first_due_at <= now:
         return True
     return waiting_explanation(turn.first_due_at, turn.first_reason) != (turn.status_reason, turn.next_dial_at)
@@ -231,7 +231,7 @@ class DialNextContact:
         now = self.clock.now()
         agent = await self.agents.get(org, campaign.agent_id)
         if agent is None or agent.status == AgentStatus.ARCHIVED:
-            reason = "agent_deleted" if agent is None else "agent_archived"
+            reason = CampaignStatusReason.AGENT_DELETED if agent is None else CampaignStatusReason.AGENT_ARCHIVED
             failed = await self.campaigns.update(campaign.move("fail", now, reason=reason))
             self.uow.record(EventType.CAMPAIGN_FAILED(org, {**failed.view(), "reason": reason}))
             ended = await self.contacts.cancel_open(org, campaign_id, CAMPAIGN_FAILED, now)
@@ -277,7 +277,7 @@ class DialNextContact:
         if earliest is not None:
             reason, next_at = waiting_explanation(*earliest)
         elif campaign.completion == "manual":
-            reason = WAITING_FOR_CONTACTS
+            reason = CampaignStatusReason.WAITING_FOR_CONTACTS
         if (reason, next_at) != (campaign.status_reason, campaign.next_dial_at):
             await self.campaigns.update(replace(campaign, status_reason=reason, next_dial_at=next_at))
 
@@ -294,17 +294,11 @@ class DialNextContact:
             await self.moves.save(contact.move("skip_dnc", now, reason=exc.code))
             return DialOutcome.SKIPPED
         except AgentNotCallable:  # paused (archived or deleted fail the campaign above)
-            if campaign.status_reason != "agent_not_active":
-                await self.campaigns.update(replace(campaign, status_reason="agent_not_active", next_dial_at=None))
-            return DialOutcome.FULL
+            return await self._waits(campaign, CampaignStatusReason.AGENT_NOT_ACTIVE)
         except QuotaExceeded:  # the plan's included minutes are used up: wait, the contact is not dialled
-            if campaign.status_reason != "quota_exceeded":
-                await self.campaigns.update(replace(campaign, status_reason="quota_exceeded", next_dial_at=None))
-            return DialOutcome.FULL
+            return await self._waits(campaign, CampaignStatusReason.QUOTA_EXCEEDED)
         except ServiceOnHold:  # billing holds new calls (unpaid past the grace, or canceled): wait until it lifts
-            if campaign.status_reason != "payment_required":
-                await self.campaigns.update(replace(campaign, status_reason="payment_required", next_dial_at=None))
-            return DialOutcome.FULL
+            return await self._waits(campaign, CampaignStatusReason.PAYMENT_REQUIRED)
         except ValidationFailed as exc:
             reason = "unresolved_placeholders" if "missing_placeholders" in (exc.details or {}) else "invalid_contact"
             failed = contact.move("dial", now, attempts=contact.attempts).move("fail", now, reason=reason)
@@ -313,6 +307,12 @@ class DialNextContact:
         if campaign.status_reason is not None or campaign.next_dial_at is not None:
             await self.campaigns.update(replace(campaign, status_reason=None, next_dial_at=None))
         return DialOutcome.DIALLED
+
+    async def _waits(self, campaign: Campaign, reason: CampaignStatusReason) -> DialOutcome:
+        """The campaign cannot dial now for ``reason``: it says so (once) and waits, no time given."""
+        if campaign.status_reason != reason:
+            await self.campaigns.update(replace(campaign, status_reason=reason, next_dial_at=None))
+        return DialOutcome.FULL
 
 
 # ------------------------------------------------------------------------------------------------- outcomes

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from application.ports.jobs import ClaimedJob, JobObserver, JobQueue, NewJob
+from application.ports.jobs import ClaimedJob, JobObserver, JobOutcome, JobQueue, NewJob
 from application.ports.platform import Clock, Random, Units
 
 log = logging.getLogger("parley.jobs")
@@ -149,16 +149,16 @@ class JobRunner:
             await unit.commit()
         if not held:
             log.warning("job %s %s ran past its lease (another runner may have it now)", job.kind, job.key,
-                        extra={"job_kind": job.kind, "job_id": job.id, "outcome": "lease_expired"})
+                        extra={"job_kind": job.kind, "job_id": job.id, "outcome": JobOutcome.LEASE_EXPIRED})
             if self.observer is not None:
                 self.observer.leases_expired(job.kind, [job.id])
 
-    def _finished(self, job: ClaimedJob, outcome: str, started: datetime, *,
+    def _finished(self, job: ClaimedJob, outcome: JobOutcome, started: datetime, *,
                   retry_in: timedelta | None = None) -> None:
         """The job line (one per run: kind, id, key, attempt, outcome, duration) and the observer's count."""
         fields = {"job_kind": job.kind, "job_id": job.id, "job_key": job.key, "attempt": job.attempts,
                   "outcome": outcome, "duration_ms": round((self.clock.now() - started).total_seconds() * 1000, 3)}
-        if outcome == "ok":
+        if outcome == JobOutcome.OK:
             log.info("job %s%s ok", job.kind, f" {job.key}" if job.key else "", extra=fields)
         elif retry_in is not None:
             log.exception("job %s %s failed (attempt %d); retrying in %.1f s", job.kind, job.key, job.attempts,
@@ -180,14 +180,14 @@ class JobRunner:
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             if job.attempts >= kind.max_attempts:
-                self._finished(job, "failed", started)
+                self._finished(job, JobOutcome.FAILED, started)
                 await self._record(job, lambda q: q.fail(job, error, self.clock.now()))
             else:
                 delay = backoff(kind, job.attempts, self.random)
-                self._finished(job, "retry", started, retry_in=delay)
+                self._finished(job, JobOutcome.RETRY, started, retry_in=delay)
                 await self._record(job, lambda q: q.retry(job, self.clock.now() + delay, error))
             return
-        self._finished(job, "ok", started)
+        self._finished(job, JobOutcome.OK, started)
         await self._record(job, lambda q: q.complete(job, next_due))
 
     async def run_due(self, *, woken: bool = False) -> int:

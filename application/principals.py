@@ -16,7 +16,7 @@ from domain.identity import persisted
 from domain.organizations import Organization
 from domain.roles import Role, scopes_of
 from domain.scopes import ScopeSet
-from domain.widget import WidgetGrant
+from domain.widget import WidgetGrant, replay_scope
 
 
 class AuthenticationFailed(Exception):
@@ -30,6 +30,10 @@ class PrincipalKind(enum.StrEnum):
     SESSION = "session"   # a dashboard user signed in
     WIDGET = "widget"     # a widget token issued for one campaign
     PUBLIC = "public"     # no credential: who the caller is does not matter to the route
+
+
+SESSION_REPLAY_SCOPE = 0
+"""The idempotency scope of a dashboard session's requests (no key: never a key's lineage, a positive id)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,17 @@ class Principal:
         if self.widget is not None:
             return f"widget:{self.widget.token_id}"  # each token its own budget, never its minting key's
         return f"{self.kind}:{self.organization.id if self.organization else 0}"
+
+    @property
+    def replay_scope(self) -> int:
+        """The idempotency scope of its requests (the ``lineage_id`` of its idempotency records): a key's lineage
+        (a rotated key replays its predecessor's), a widget token's own (``domain.widget.replay_scope``, negative),
+        and ``SESSION_REPLAY_SCOPE`` for a dashboard session, which has no key."""
+        if self.widget is not None:
+            return replay_scope(self.widget.token_id)
+        if self.key is not None:
+            return persisted(self.key.lineage)
+        return SESSION_REPLAY_SCOPE
 
     def acting_in(self, organization: Organization) -> Actor:
         """The actor use cases see, working in ``organization`` (its own, or a sub-organization)."""

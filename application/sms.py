@@ -29,6 +29,7 @@ from domain.sms import (
     OPT_OUT_LIST_NAME,
     SmsMessage,
     SmsNotEnabled,
+    SmsStatus,
     StatusEvent,
     keyword,
     keyword_text,
@@ -38,11 +39,11 @@ from domain.telephony import PhoneNumber, PhoneNumberStatus, TelephonyProvider
 
 log = logging.getLogger("parley.sms")
 
-RECEIPT_EVENTS = {
-    "sent": EventType.SMS_SENT,
-    "delivered": EventType.SMS_DELIVERED,
-    "undelivered": EventType.SMS_FAILED,
-    "failed": EventType.SMS_FAILED,
+RECEIPT_EVENTS: dict[str, EventType] = {
+    SmsStatus.SENT: EventType.SMS_SENT,
+    SmsStatus.DELIVERED: EventType.SMS_DELIVERED,
+    SmsStatus.UNDELIVERED: EventType.SMS_FAILED,
+    SmsStatus.FAILED: EventType.SMS_FAILED,
 }
 """The event a receipt emits when it moves the status (a receipt that changes nothing emits none)."""
 OPT_OUT_REASON = "Replied {word} by SMS"
@@ -96,8 +97,8 @@ class SendSms:
         message = await self.messages.add(SmsMessage(
             id=None, organization_id=org, direction="outbound",
             from_phone=sender.phone_number if sender else SIMULATOR_CALLER_ID, to_phone=to, body=body,
-            status="queued", encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
-            from_phone_number_id=sender.id if sender else None, status_events=(StatusEvent("queued", now),),
+            status=SmsStatus.QUEUED, encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
+            from_phone_number_id=sender.id if sender else None, status_events=(StatusEvent(SmsStatus.QUEUED, now),),
             cause_depth=self.cause.depth))  # a trigger's action: its receipts' events, later, keep the depth
         # the one quota gate, then the ledger, in this transaction: refused → nothing stored, nothing sent
         await self.quota.admit(org, SMS_SEGMENTS, f"sms:{message.id}", seg.segments, now)
@@ -318,8 +319,8 @@ class ReceiveSms:
         seg = segment(body)
         message = await self.messages.add(SmsMessage(
             id=None, organization_id=org, direction="inbound", from_phone=sender, to_phone=to, body=body,
-            status="received", encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
-            from_phone_number_id=number_id, status_events=(StatusEvent("received", now),)))
+            status=SmsStatus.RECEIVED, encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
+            from_phone_number_id=number_id, status_events=(StatusEvent(SmsStatus.RECEIVED, now),)))
         word = keyword(body)
         if word == "stop":
             await self._opt_out(org, sender, keyword_text(body), now)
@@ -389,7 +390,7 @@ class ReceiveCarrierSms:
             if message is None or message.organization_id != org:
                 log.info("carrier receipt for an unknown message %s: nothing to change", update.carrier_message_id)
                 return None
-            if update.status == "queued":
+            if SmsStatus(update.status) is SmsStatus.QUEUED:
                 return message
             receipt = CarrierReceipt(update.carrier_message_id, update.status, update.at, update.error_code)
             return await self.messages.update(_apply(self.uow, message, [receipt]))

@@ -21,6 +21,7 @@ from application.ports.platform import Clock, Random
 from application.ports.sessions import SessionStore
 from application.ports.triggers import EmailFailed, EmailMessage, EmailSender
 from domain.errors import Conflict, Forbidden, NotFound, Unavailable, ValidationFailed
+from domain.identity import persisted
 from domain.rate_limit import Window
 from domain.roles import Role, may_assign, parse_role
 from domain.sessions import Session
@@ -179,7 +180,7 @@ class AcceptInvitation:
             raise NotFound("link", "this link", field="token")
         if await self.users.find_by_email(link.email) is not None:
             raise Conflict("a user with this email exists; sign in instead")
-        await self.links.mark_used(link.id or 0, now)
+        await self.links.mark_used(persisted(link.id), now)
         user_id = await self.users.add(link.organization_id, link.email, password_hash, now, str(link.role))
         return UserAccount(user_id, link.organization_id, link.email, link.role, now)
 
@@ -239,7 +240,7 @@ class ResetPassword:
         link = await _usable(self.links, command.token, LinkKind.PASSWORD_RESET, now, lock=True)
         if link.user_id is None or await self.users.account(link.user_id) is None:
             raise NotFound("link", "this link", field="token")
-        await self.links.mark_used(link.id or 0, now)
+        await self.links.mark_used(persisted(link.id), now)
         await self.users.set_password_hash(link.user_id, password_hash)
         await self.sessions.delete_for_user(link.user_id)
 

@@ -509,12 +509,13 @@ class RecordTriggerAction:
         started = current.started_at or work.started_at or now
         attempts = current.attempts + 1
         if outcome.ok:
-            result = replace(current, status="succeeded", attempts=attempts, error=None,
+            result = replace(current, status=TriggerActionStatus.SUCCEEDED, attempts=attempts, error=None,
                              started_at=started, finished_at=now, next_attempt_at=None)
             delay = None
         else:
             delay = None if outcome.final else rules.retry_delay(attempts, self.random.uniform(-1.0, 1.0))
-            result = replace(current, status="retrying" if delay else "failed", attempts=attempts,
+            status = TriggerActionStatus.RETRYING if delay else TriggerActionStatus.FAILED
+            result = replace(current, status=status, attempts=attempts,
                              error=outcome.error, started_at=started,
                              finished_at=None if delay else now, next_attempt_at=now + delay if delay else None)
         actions = list(run.actions)

@@ -35,14 +35,14 @@ from domain.business_hours import (
     no_holidays,
     parse_minutes,
 )
-from domain.campaigns import CallingHours
+from domain.campaigns import CallingHours, CampaignStatusReason
 from domain.timezones import EPOCH, to_epoch_us, zone_of
 
 SEARCH_DAYS = 31
 """How far ahead an opening is looked for. Calling hours alone open daily, so when all of a contact's zones
 share no opening in this span they never will; a schedule may stay closed longer (the dialer looks again)."""
 
-OUTSIDE_CALLING_HOURS = "outside_calling_hours"
+OUTSIDE_CALLING_HOURS = CampaignStatusReason.OUTSIDE_CALLING_HOURS.value
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,25 @@ class CampaignStatus(StrEnum):
     FAILED = "failed"
 
 
+class CampaignStatusReason(StrEnum):
+    """Why a running campaign is not dialling (with its ``next_dial_at``), or why it failed; the values are the
+    API's ``status_reason``."""
+
+    OUTSIDE_CALLING_HOURS = "outside_calling_hours"
+    """Its next contact waits for its calling window."""
+    WAITING_FOR_RETRY = "waiting_for_retry"
+    """Its next contact waits for a retry delay."""
+    WAITING_FOR_CONTACTS = "waiting_for_contacts"
+    """A ``manual`` campaign with no contact left to dial."""
+    AGENT_NOT_ACTIVE = "agent_not_active"
+    PAYMENT_REQUIRED = "payment_required"
+    QUOTA_EXCEEDED = "quota_exceeded"
+    AGENT_ARCHIVED = "agent_archived"
+    """A failed campaign's: its agent was archived."""
+    AGENT_DELETED = "agent_deleted"
+    """A failed campaign's: its agent was deleted."""
+
+
 STATUSES = tuple(CampaignStatus)
 FINAL_STATUSES = frozenset({CampaignStatus.COMPLETED, CampaignStatus.CANCELLED, CampaignStatus.FAILED})
 TIMEZONE_MODES = ("recipient", "campaign")

@@ -631,7 +631,7 @@ class Trigger:
 @dataclass(frozen=True, slots=True)
 class ActionResult:
     type: str
-    status: str = "pending"
+    status: str = TriggerActionStatus.PENDING
     attempts: int = 0
     error: str | None = None
     started_at: datetime | None = None
@@ -668,7 +668,7 @@ class TriggerRun:
 
 def braked(run: TriggerRun, now: datetime) -> TriggerRun:
     """A matched run over the run-rate limit: skipped, nothing done."""
-    return replace(run, matched=False, status="skipped", actions=(), data={}, finished_at=now, reason=(
+    return replace(run, matched=False, status=TriggerRunStatus.SKIPPED, actions=(), data={}, finished_at=now, reason=(
         f"the trigger ran more than {MAX_RUNS_PER_WINDOW} times in "
         f"{int(RUN_RATE_WINDOW.total_seconds())} seconds and was disabled ({RUN_RATE})"))
 
@@ -681,28 +681,29 @@ def decide(trigger: Trigger, event: str, event_id: int | None, data: Mapping[str
     at = event_at or now
     trigger_id = persisted(trigger.id)
     if depth >= MAX_CHAIN_DEPTH:
-        return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, False, "skipped",
-                          (), (), {}, f"the event was caused by trigger actions {depth} levels deep "
-                          f"(at most {MAX_CHAIN_DEPTH - 1} are followed)", now, now, at)
+        return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, False,
+                          TriggerRunStatus.SKIPPED, (), (), {}, f"the event was caused by trigger actions {depth} "
+                          f"levels deep (at most {MAX_CHAIN_DEPTH - 1} are followed)", now, now, at)
     matched, trace = (match or matcher(trigger.conditions))(data)
     if not matched:
         return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, False,
-                          "not_matched", trace, (), {}, None, now, now, at)
-    return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, True, "running",
-                      trace, tuple(ActionResult(a.type) for a in trigger.actions), dict(data), None, now, None, at)
+                          TriggerRunStatus.NOT_MATCHED, trace, (), {}, None, now, now, at)
+    return TriggerRun(None, trigger.organization_id, trigger_id, event, event_id, depth, True,
+                      TriggerRunStatus.RUNNING, trace, tuple(ActionResult(a.type) for a in trigger.actions), dict(data),
+                      None, now, None, at)
 
 
 def settle(run: TriggerRun, now: datetime) -> TriggerRun:
     """The run's status from its actions: failed once one failed for good, succeeded when all did."""
     statuses = {a.status for a in run.actions}
-    if "failed" in statuses:
-        return _with_status(run, "failed", now)
-    if statuses == {"succeeded"}:
-        return _with_status(run, "succeeded", now)
+    if TriggerActionStatus.FAILED in statuses:
+        return _with_status(run, TriggerRunStatus.FAILED, now)
+    if statuses == {TriggerActionStatus.SUCCEEDED}:
+        return _with_status(run, TriggerRunStatus.SUCCEEDED, now)
     return run
 
 
-def _with_status(run: TriggerRun, status: str, now: datetime) -> TriggerRun:
+def _with_status(run: TriggerRun, status: TriggerRunStatus, now: datetime) -> TriggerRun:
     return replace(run, status=status, finished_at=run.finished_at or now)
 
 

@@ -11,6 +11,7 @@ from adapters.memory.store import InMemoryUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.api_keys import ApiKey
 from domain.idempotency import IdempotencyRecord, StoredResponse
+from domain.identity import persisted
 from domain.organizations import Organization
 from domain.rate_limit import RateLimitDecision, Window, WindowState
 from domain.roles import Role
@@ -193,7 +194,7 @@ class InMemoryUserLinkRepository:
     async def pending_invitations(self, organization_id: int, now: datetime) -> builtins.list[OneTimeLink]:
         return sorted((link for link in (await self._all()).values() if link.organization_id == organization_id
                        and link.kind == LinkKind.INVITATION and link.usable(now)),
-                      key=lambda link: -(link.id or 0))
+                      key=lambda link: -persisted(link.id))
 
     async def revoke(self, organization_id: int, link_id: int, at: datetime) -> bool:
         table = await self._all()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Protocol
 
 
@@ -95,10 +96,22 @@ class JobQueue(Protocol):
         ...
 
 
-class JobObserver(Protocol):
-    """Told of every job run's outcome (``ok``, ``retry``, ``failed``) and of every lease a run lost (it ran
-    past its lease and another owner may have claimed the job): metrics."""
+class JobOutcome(StrEnum):
+    """How a job run ended (the job line's ``outcome`` and the metrics' label)."""
 
-    def job_finished(self, kind: str, outcome: str) -> None: ...
+    OK = "ok"
+    RETRY = "retry"
+    """It failed; it runs again after its backoff."""
+    FAILED = "failed"
+    """It failed for the last time (``max_attempts``)."""
+    LEASE_EXPIRED = "lease_expired"
+    """It ran past its lease (the job line only: another owner may have claimed it)."""
+
+
+class JobObserver(Protocol):
+    """Told of every job run's outcome (``JobOutcome``: ``ok``, ``retry``, ``failed``) and of every lease a run
+    lost (it ran past its lease and another owner may have claimed the job): metrics."""
+
+    def job_finished(self, kind: str, outcome: JobOutcome) -> None: ...
 
     def leases_expired(self, kind: str, job_ids: Sequence[int]) -> None: ...

@@ -55,7 +55,6 @@ from domain.errors import DomainError, SubOrgForbidden, ValidationFailed
 from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.identity import persisted
 from domain.parsing import parse_id
-from domain.widget import replay_scope
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
 from entrypoints.http.body_digest import body_digest
@@ -468,7 +467,7 @@ class _Run:
         if body is None:
             await self.reply(router_error_messages(413, "payload_too_large", "Request body too large"))
             return None
-        lineage_id = replay_scope(principal.widget.token_id) if principal.widget else actor.key_lineage_id or 0
+        lineage_id = principal.replay_scope
         fingerprint = policy.digest_fingerprint(self.scope["method"], self.scope["path"],
                                                 body_digest(_header(self.scope, b"content-type"), body))
         claim = _Claim(await self.gate.idempotency(), actor.organization_id, lineage_id, key,

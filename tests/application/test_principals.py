@@ -6,10 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from application.principals import Principal, PrincipalKind
+from application.principals import SESSION_REPLAY_SCOPE, Principal, PrincipalKind
 from domain.api_keys import ApiKey
 from domain.organizations import Organization
+from domain.roles import Role
 from domain.scopes import ScopeSet
+from domain.widget import WidgetGrant, replay_scope
 
 NOW = datetime(2026, 3, 9, tzinfo=UTC)
 
@@ -43,3 +45,11 @@ def test_a_public_principal_is_no_actor() -> None:
 def test_an_authenticated_principal_belongs_to_an_organization() -> None:
     with pytest.raises(ValueError, match="belongs to an organization"):
         Principal(PrincipalKind.SESSION, user_id=4)
+
+
+def test_each_principal_replays_in_its_own_idempotency_scope() -> None:
+    assert Principal.api_key(_key(7, 3), _org(1)).replay_scope == 3  # a rotated key: its predecessor's records
+    assert Principal.api_key(_key(7, None), _org(1)).replay_scope == 7
+    grant = WidgetGrant("jti-1", 1, 5, ("https://a.example",), NOW, 7, 1)
+    assert Principal.widget_token(grant, _org(1)).replay_scope == replay_scope("jti-1") < 0  # never a key's
+    assert Principal.session(4, _org(1), Role.OWNER).replay_scope == SESSION_REPLAY_SCOPE

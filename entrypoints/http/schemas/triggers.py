@@ -125,7 +125,7 @@ class RunOut(Struct):
     @classmethod
     def of(cls, r: TriggerRun) -> RunOut:
         return cls(
-            id=persisted(r.id), trigger_id=r.trigger_id, event=r.event, event_id=r.event_id or 0, depth=r.depth,
+            id=persisted(r.id), trigger_id=r.trigger_id, event=r.event, event_id=persisted(r.event_id), depth=r.depth,
             matched=r.matched, status=r.status, reason=r.reason,  # type: ignore[arg-type]  # the domain's type is wider
             condition_trace=[TraceStepOut(**s.view()) for s in r.condition_trace],
             actions=[ActionResultOut(**a.view()) for a in r.actions],
