@@ -2,7 +2,7 @@
 rate-limit windows, expired media-stream tokens, outbox events every consumer has processed once the retention window
 (PARLEY_OUTBOX_RETENTION_DAYS) has passed, and the history kept for a while: failed jobs, finished webhook
 deliveries with their log rows, ended trigger runs (PARLEY_FAILED_JOB_RETENTION_DAYS,
-PARLEY_WEBHOOK_LOG_RETENTION_DAYS, PARLEY_TRIGGER_RUN_RETENTION_DAYS). ``outbox.recheck`` (every 15 s): the
+PARLEY_WEBHOOK_LOG_RETENTION_DAYS, PARLEY_TRIGGER_RUN_RETENTION_DAYS), and audit events older than 365 days. ``outbox.recheck`` (every 15 s): the
 outbox consumers' shared safety recheck (``application/outbox.RecheckConsumers``)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
+from application.audit import PurgeAuditEvents, PurgeAuditEventsCommand
 from application.housekeeping import (
     HistoryRetention,
     PurgeExpired,
@@ -74,20 +75,23 @@ class HousekeepingProvider(Provider):
 
 async def purge_once(container: AsyncContainer) -> None:
     """One purge, in one unit of work."""
-    purged, events, history = await ScopedUnits(container).run(_execute)
+    purged, events, history, audit = await ScopedUnits(container).run(_execute)
     if purged.idempotency_records or purged.rate_limit_windows or purged.media_stream_tokens or events:
         log.info("purged %d idempotency records, %d rate-limit windows, %d media-stream tokens and %d outbox events",
                  purged.idempotency_records, purged.rate_limit_windows, purged.media_stream_tokens, events)
     if history.failed_jobs or history.webhook_logs or history.trigger_runs:
         log.info("purged %d failed jobs, %d webhook delivery log rows and %d trigger runs",
                  history.failed_jobs, history.webhook_logs, history.trigger_runs)
+    if audit:
+        log.info("purged %d audit events older than 365 days", audit)
 
 
-async def _execute(unit: Any) -> tuple[Any, int, Any]:
+async def _execute(unit: Any) -> tuple[Any, int, Any, int]:
     purged = await (await unit.get(PurgeExpired)).execute(PurgeExpiredCommand())
     events = await (await unit.get(PurgeConsumedEvents)).execute(PurgeConsumedEventsCommand())
     history = await (await unit.get(PurgeHistory)).execute(PurgeHistoryCommand())
-    return purged, events, history
+    audit = await (await unit.get(PurgeAuditEvents)).execute(PurgeAuditEventsCommand())
+    return purged, events, history, audit
 
 
 def purge_job(container: AsyncContainer, settings: Settings) -> JobKind:
