@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
-from litestar.types import Receive, ReceiveMessage, Scope
+from litestar.types import HTTPScope, Receive, ReceiveMessage, Scope
 
 from application.audit import RecordAuditEvent, RecordAuditEventCommand
 from application.ports.platform import UnitOfWork
@@ -38,8 +38,8 @@ Get = Callable[[type[Any]], Awaitable[Any]]
 
 def actor_of(principal: Principal, email: str = "") -> AuditActor | None:
     """The key or the user a principal is; None for any other (a widget token, the public)."""
-    if principal.key is not None and principal.key.id is not None:
-        key = principal.key
+    key = principal.key
+    if key is not None and key.id is not None:
         return AuditActor(ActorType.API_KEY, key.id, label_of_key(key.name, key.prefix, key.last_four))
     if principal.user_id is not None:
         return AuditActor(ActorType.USER, principal.user_id, email)
@@ -58,12 +58,12 @@ class AuditTrail:
     action: str
     actor: AuditActor
     organization_id: int
-    scope: Scope
+    scope: HTTPScope
     body: bytearray = field(default_factory=bytearray)
     body_complete: bool = False
 
     @classmethod
-    def start(cls, scope: Scope, action: str | None, principal: Principal, email: str = "") -> AuditTrail | None:
+    def start(cls, scope: HTTPScope, action: str | None, principal: Principal, email: str = "") -> AuditTrail | None:
         """The trail of a request to audit, or None (a safe method, an operation not audited, a principal that
         is neither a key nor a user)."""
         if action is None or scope["method"] not in AUDITED_METHODS or principal.organization is None:

@@ -11,9 +11,9 @@ from typing import Any
 
 from adapters.memory.clock import ManualClock
 from domain.audit import ACTION_PATTERN
+from entrypoints.features.housekeeping import purge_once
 from entrypoints.http.dashboard import page_handlers
 from entrypoints.http.dashboard.gate import ACTION, PUBLIC
-from entrypoints.features.housekeeping import purge_once
 from entrypoints.http.routes import ROUTES
 from entrypoints.http.routing import AuthMode, access_of
 from entrypoints.ioc import build_container

@@ -42,7 +42,7 @@ class AuditEventOut(Struct, kw_only=True):
 
     @classmethod
     def of(cls, x: AuditEvent) -> AuditEventOut:
-        return cls(id=persisted(x.id), actor=AuditActorOut(type=x.actor.type.value, id=x.actor.id,  # type: ignore[arg-type]  # the domain's type is wider
+        return cls(id=persisted(x.id), actor=AuditActorOut(type=x.actor.type.value, id=x.actor.id,
                                                            label=x.actor.label),
                    action=x.action, resource=AuditResourceOut(type=x.resource_type, id=x.resource_id),
                    method=x.method, path=x.path, status=x.status, ip=x.ip,  # type: ignore[arg-type]  # the domain's type is wider

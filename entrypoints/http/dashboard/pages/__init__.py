@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from litestar import get, post
 from litestar.params import PathParameter
 
-from domain.parsing import MAX_ID
 from domain.audit import action_of
+from domain.parsing import MAX_ID
 from entrypoints.http.dashboard.gate import ACTION, LIVE, PUBLIC, SCOPES, STREAM, SUDO
 
 PathId = Annotated[int, PathParameter(description="An id in the path")]
