@@ -158,6 +158,25 @@ async def test_filters_and_another_organizations_events(make_api: ApiFactory, sq
     assert (await api.client.get("/v2/audit-events", headers=unscoped.headers)).status_code == 403
 
 
+async def test_a_partner_acting_in_a_sub_organization_is_in_the_sub_organizations_log(any_api: Api) -> None:
+    partner = await any_api.tenant(org_type="partner")
+    child = (await any_api.client.post("/v2/organizations", json={"name": "Client"}, headers=partner.headers)
+             ).json()["data"]
+    as_child = {**partner.headers, "X-Sub-Org-Id": str(child["id"])}
+    agent = (await any_api.client.post("/v2/agents", json={"name": "Theirs"}, headers=as_child)).json()["data"]
+    stranger = await any_api.tenant()
+    refused = await any_api.client.post("/v2/agents", json={"name": "No"},
+                                        headers={**partner.headers, "X-Sub-Org-Id": str(stranger.organization_id)})
+    assert refused.status_code == 403
+
+    in_child = await any_api.client.get("/v2/audit-events", headers=as_child)
+    assert [(e["action"], e["resource"]["id"], e["actor"]["id"]) for e in in_child.json()["data"]] == [
+        ("agent.created", str(agent["id"]), partner.key_id)]
+    own = await _events(any_api, partner)
+    assert [(e["action"], e["status"]) for e in own] == [("agent.created", 403), ("organization.created", 201)]
+    assert await _events(any_api, stranger) == []
+
+
 async def test_housekeeping_forgets_events_after_365_days(make_api: ApiFactory, sql_url: str) -> None:
     clock = ManualClock(LONG_AGO)
     api = await make_api(sql_url, clock=clock)

@@ -14,6 +14,7 @@ from application.ports.platform import PageRequest
 from domain.audit import ActorType
 from domain.parsing import MAX_ID
 from entrypoints.http.envelope import ListEnvelope, ListMeta
+from entrypoints.http.patterns import ACTION_NAME, RESOURCE_TYPE
 from entrypoints.http.routing import AuthMode, Instant, Limit, Offset, endpoint
 from entrypoints.http.schemas.audit import AuditEventOut
 from entrypoints.http.schemas.calls import parse_instant
@@ -42,9 +43,9 @@ async def list_audit_events(
         description="Only the events of API keys, or of users")] = None,
     actor_id: Annotated[int | None, QueryParameter(ge=1, le=MAX_ID, description=(
         "Only the events of this key or user (with actor_type)"))] = None,
-    action: Annotated[str | None, QueryParameter(min_length=1, max_length=80, pattern=r"^[a-z][a-z0-9_.]*$",
+    action: Annotated[str | None, QueryParameter(min_length=1, max_length=80, pattern=ACTION_NAME,
                                                  description="e.g. agent.updated")] = None,
-    resource_type: Annotated[str | None, QueryParameter(min_length=1, max_length=60, pattern=r"^[a-z][a-z0-9_]*$",
+    resource_type: Annotated[str | None, QueryParameter(min_length=1, max_length=60, pattern=RESOURCE_TYPE,
                                                         description="e.g. agent")] = None,
     resource_id: Annotated[str | None, QueryParameter(min_length=1, max_length=100, description=(
         "The resource's id, as the events give it"))] = None,
