@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from application.audit import PurgeAuditEvents, PurgeAuditEventsCommand
 from application.jobs import JobKind, clock_now
 from application.outbox import PurgeConsumedEvents, PurgeConsumedEventsCommand
 from application.ports.accounts import IdempotencyStore, RateLimiter
@@ -94,21 +95,24 @@ PURGE_INTERVAL = timedelta(minutes=10)
 
 
 async def purge_once(units: Units) -> None:
-    """One purge (``PurgeExpired``, the outbox's ``PurgeConsumedEvents``, ``PurgeHistory``) in one unit of work,
-    logged when it purged anything."""
+    """One purge (``PurgeExpired``, the outbox's ``PurgeConsumedEvents``, ``PurgeHistory``, ``PurgeAuditEvents``)
+    in one unit of work, logged when it purged anything."""
 
-    async def purge(unit: Unit) -> tuple[Purged, int, PurgedHistory]:
+    async def purge(unit: Unit) -> tuple[Purged, int, PurgedHistory, int]:
         return (await (await unit.get(PurgeExpired)).execute(PurgeExpiredCommand()),
                 await (await unit.get(PurgeConsumedEvents)).execute(PurgeConsumedEventsCommand()),
-                await (await unit.get(PurgeHistory)).execute(PurgeHistoryCommand()))
+                await (await unit.get(PurgeHistory)).execute(PurgeHistoryCommand()),
+                await (await unit.get(PurgeAuditEvents)).execute(PurgeAuditEventsCommand()))
 
-    purged, events, history = await units.run(purge)
+    purged, events, history, audit = await units.run(purge)
     if purged.idempotency_records or purged.rate_limit_windows or purged.media_stream_tokens or events:
         log.info("purged %d idempotency records, %d rate-limit windows, %d media-stream tokens and %d outbox events",
                  purged.idempotency_records, purged.rate_limit_windows, purged.media_stream_tokens, events)
     if history.failed_jobs or history.webhook_logs or history.trigger_runs:
         log.info("purged %d failed jobs, %d webhook delivery log rows and %d trigger runs",
                  history.failed_jobs, history.webhook_logs, history.trigger_runs)
+    if audit:
+        log.info("purged %d audit events past their retention", audit)
 
 
 def purge_job(units: Units) -> JobKind:

@@ -19,6 +19,7 @@ from adapters.memory.accounts import (
     InMemoryUserRepository,
 )
 from adapters.memory.agents import InMemoryAgentRepository
+from adapters.memory.audit import InMemoryAuditLog
 from adapters.memory.gauges import InMemoryBacklogGauges
 from adapters.memory.jobs import InMemoryJobQueue
 from adapters.memory.outbox import InMemoryOutboxReader
@@ -31,6 +32,7 @@ from adapters.sql.accounts import (
     SqlUserRepository,
 )
 from adapters.sql.agents import SqlAgentRepository
+from adapters.sql.audit import SqlAuditLog
 from adapters.sql.engine import create_engine
 from adapters.sql.gauges import SqlBacklogGauges
 from adapters.sql.jobs import SqlJobQueue, listen
@@ -40,7 +42,7 @@ from adapters.sql.schema import upgrade as upgrade
 from adapters.sql.schema import upgrade_problem as upgrade_problem
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.system.clock import SystemClock, SystemRandom
-from application import accounts, agents
+from application import accounts, agents, audit
 from application.context import ApiBaseUrl, CauseContext
 from application.ports.accounts import (
     ApiKeyRepository,
@@ -50,6 +52,7 @@ from application.ports.accounts import (
     UserRepository,
 )
 from application.ports.agents import AgentRepository
+from application.ports.audit import AuditLog
 from application.ports.events import OutboxReader
 from application.ports.gauges import BacklogGauges
 from application.ports.jobs import JobQueue
@@ -166,6 +169,7 @@ class SqlProvider(Provider):
     users = provide(SqlUserRepository, provides=UserRepository, scope=Scope.REQUEST)
     idempotency = provide(SqlIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
     agents = provide(SqlAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
+    audit = provide(SqlAuditLog, provides=AuditLog, scope=Scope.REQUEST)
     jobs = provide(SqlJobQueue, provides=JobQueue, scope=Scope.REQUEST)
     outbox = provide(SqlOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
     gauges = provide(SqlBacklogGauges, provides=BacklogGauges, scope=Scope.REQUEST)
@@ -191,6 +195,7 @@ class MemoryProvider(Provider):
     users = provide(InMemoryUserRepository, provides=UserRepository, scope=Scope.REQUEST)
     idempotency = provide(InMemoryIdempotencyStore, provides=IdempotencyStore, scope=Scope.REQUEST)
     agents = provide(InMemoryAgentRepository, provides=AgentRepository, scope=Scope.REQUEST)
+    audit = provide(InMemoryAuditLog, provides=AuditLog, scope=Scope.REQUEST)
     jobs = provide(InMemoryJobQueue, provides=JobQueue, scope=Scope.REQUEST)
     outbox = provide(InMemoryOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
     gauges = provide(InMemoryBacklogGauges, provides=BacklogGauges, scope=Scope.REQUEST)
@@ -230,6 +235,7 @@ class UseCaseProvider(Provider):
         agents.RestoreAgentVersion,
         agents.GetPublishedAgent,
     )
+    audit_cases = provide_all(audit.RecordAuditEvent, audit.ListAuditEvents, audit.PurgeAuditEvents)
 
 
 CORE = Feature(name="core", providers=(PlatformProvider, UseCaseProvider), sql=SqlProvider, memory=MemoryProvider)

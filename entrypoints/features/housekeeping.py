@@ -2,8 +2,9 @@
 rate-limit windows, expired media-stream tokens, outbox events every consumer has processed once the retention window
 (PARLEY_OUTBOX_RETENTION_DAYS) has passed, and the history kept for a while: failed jobs, finished webhook
 deliveries with their log rows, ended trigger runs (PARLEY_FAILED_JOB_RETENTION_DAYS,
-PARLEY_WEBHOOK_LOG_RETENTION_DAYS, PARLEY_TRIGGER_RUN_RETENTION_DAYS). ``outbox.recheck`` (every 15 s): the
-outbox consumers' shared safety recheck (``application/outbox.RecheckConsumers``)."""
+PARLEY_WEBHOOK_LOG_RETENTION_DAYS, PARLEY_TRIGGER_RUN_RETENTION_DAYS), and audit events older than 365 days.
+``outbox.recheck`` (every 15 s): the outbox consumers' shared safety recheck
+(``application/outbox.RecheckConsumers``)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from domain.text import ONE_LINE_PATTERN, ONE_LINE_WORDS
 
+ACTION_NAME = r"^[a-z][a-z0-9_.]*$"
+"""An audit event's action, such as agent.updated."""
+RESOURCE_TYPE = r"^[a-z][a-z0-9_]*$"
+"""An audit event's resource type, such as agent or api_key."""
+
 PATTERN_WORDS: dict[str, str] = {
     r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$": "must be a language tag such as en or en-US",
     r"^[A-Za-z]{2}$": "must be a two-letter country code such as US or DE",
@@ -18,6 +23,8 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[0-9A-Za-z*+]+$": "must be digits or letters (a * matches any one), such as 555 or *CAR*",
     r"^[A-Za-z][A-Za-z0-9_-]{0,63}$": "must be letters, digits, _ and -, starting with a letter, at most 64 characters",
     ONE_LINE_PATTERN: ONE_LINE_WORDS,
+    ACTION_NAME: "must be lower-case letters, digits, _ and ., such as agent.updated",
+    RESOURCE_TYPE: "must be lower-case letters, digits and _, such as agent or api_key",
 }
 UNKNOWN_PATTERN = "is not in the expected format (see the API reference)"
 

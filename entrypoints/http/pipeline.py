@@ -11,6 +11,11 @@ in ``_Run.run``:
                                                                                     committed alone
 6. ``handle``               the handler                                             committed once, below 400,
                                                                                     with the idempotency record
+                                                                                    and the audit event
+
+A state-changing request made with a key or by a user leaves an audit event (``entrypoints/http/audit.py``):
+in the handler's transaction when it was carried out, in a short one of its own when the scope check,
+``X-Sub-Org-Id`` or the handler refused it.
 
 The request id is given by the outermost layer (``entrypoints/http/asgi.py``) before any of these. Every
 transaction is written where its step is (``async with transaction(uow)``, ``entrypoints/http/steps.py``; a step
@@ -56,6 +61,7 @@ from domain.idempotency import Decision, IdempotencyRecord, StoredResponse
 from domain.identity import persisted
 from domain.parsing import parse_id
 from entrypoints.http.asgi import API_PREFIX, PRIMARY_PREFIX
+from entrypoints.http.audit import AuditTrail, client_address
 from entrypoints.http.authentication import Authenticators, CsrfRejected, Refused
 from entrypoints.http.body_digest import body_digest
 from entrypoints.http.envelope import auth_error_messages, outage_messages, router_error_messages, status_for
@@ -92,11 +98,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
 def _headers(scope: Scope, name: bytes) -> list[str]:
     """Every value of a header the client sent (latin-1, as HTTP carries them)."""
     return [value.decode("latin-1") for key, value in scope["headers"] if key == name]
-
-
-def client_address(scope: Scope) -> str:
-    client = scope.get("client")
-    return str(client[0]) if client else "unknown"
 
 
 _NO_STORE = (b"cache-control", b"no-store")
@@ -305,6 +306,7 @@ class _Run:
         # request (``private``, set once the credential is accepted), errors included
         self.extra_headers: list[tuple[bytes, bytes]] = [_NO_STORE] if access.secret else []
         self.private = False
+        self.trail: AuditTrail | None = None  # a state-changing request by a key or a user (its audit event)
         if access.auth is AuthMode.WIDGET:  # the answer depends on the caller's Origin (CORS, docs/widget.md)
             self.extra_headers.append((b"vary", b"Origin"))
 
@@ -322,6 +324,7 @@ class _Run:
             await self.handle(None)
             return
         self.private = True
+        self.trail = AuditTrail.start(self.scope, self.access.action, principal)
         if not await self.widget_origin(principal):
             return
         if not await self.rate_limit(principal):
@@ -410,6 +413,7 @@ class _Run:
         if not self.access.scopes or principal.widget is not None or principal.scopes.grants_any(self.access.scopes):
             return True
         message = f"This key lacks a scope for this operation: one of {', '.join(self.access.scopes)}"
+        await self._refused(403)
         await self.reply(auth_error_messages(403, "INSUFFICIENT_SCOPE", message))
         return False
 
@@ -425,6 +429,7 @@ class _Run:
                     raise ValidationFailed.field(SUB_ORG_HEADER, "must be sent once")
                 sub_org_id = parse_id(sub_orgs[0], SUB_ORG_HEADER)
             except ValidationFailed as exc:
+                await self._refused(400)
                 await self.reply(router_error_messages(400, exc.code, exc.message, exc.details))
                 return None
             try:
@@ -432,9 +437,12 @@ class _Run:
                     acting = await (await self.gate.acting()).execute(
                         ResolveActingOrganizationCommand(principal.organization, sub_org_id))
             except SubOrgForbidden as exc:
+                await self._refused(403)
                 await self.reply(router_error_messages(403, exc.code, exc.message))
                 return None
         actor = principal.acting_in(acting)
+        if self.trail is not None:
+            self.trail.acting_in(actor.organization_id)
         self.scope["state"]["actor"] = actor
         return actor
 
@@ -497,17 +505,26 @@ class _Run:
         a transaction of its own: the answer stored when it is a replayable one (a domain 4xx), else the key
         released so a retry runs again."""
         receive = self.receive if claim is None else replayed_body(claim.body, self.receive)
+        trail = self.trail
+        if trail is not None:
+            receive = trail.watching(receive)
+
         async def keep(captured: Captured) -> None:
-            assert claim is not None
-            await claim.complete(await self._stored(captured))
+            if claim is not None:
+                await claim.complete(await self._stored(captured))
+            if trail is not None:
+                await trail.record(self.gate.container.get, captured.status, captured.body())
 
         try:
-            captured = await run_handler(self.app, self.scope, receive, self.gate.uow, None if claim is None else keep)
+            captured = await run_handler(self.app, self.scope, receive, self.gate.uow,
+                                         None if claim is None and trail is None else keep)
         except Exception as error:
             if claim is not None:
                 await self._release_after_failure(claim, error)
             await self.reply(_failure_messages(error))
             return
+        if trail is not None and 400 <= captured.status < 500:
+            await trail.record_refusal(self.gate.container.get, self.gate.uow, captured.status)
         if claim is not None and captured.status >= 400:
             async with transaction(self.gate.uow):
                 if policy.is_replayable(captured.status):
@@ -517,6 +534,11 @@ class _Run:
         await self.reply(captured.messages)
 
     # --- what the steps share ------------------------------------------------------------------------------
+
+    async def _refused(self, status: int) -> None:
+        """A step after authentication refused the request: its audit event, when it has one."""
+        if self.trail is not None:
+            await self.trail.record_refusal(self.gate.container.get, self.gate.uow, status)
 
     async def _failure_allowed(self) -> bool:
         """Count a failed authentication against the client's address, in its own transaction; False (and 429

@@ -17,6 +17,7 @@ from litestar import delete, get, patch, post, put, websocket
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import QueryParameter
 
+from domain.audit import AUDITED_METHODS, action_of
 from domain.idempotency import MAX_BODY_BYTES
 from entrypoints.http.envelope import AuthErrorEnvelope, ErrorEnvelope
 from entrypoints.http.multipart import FileForm
@@ -89,6 +90,10 @@ class Access:
     # with a dashboard session: only within 5 minutes of its user giving the password (or a code) at sign-in or
     # at POST /auth/verify (minting keys, changing billing, managing users), else 403 reauthentication_required
     sudo: bool = False
+    # what its audit events call a state-changing request made with a key or by a user (``domain/audit.py``,
+    # from the operation id: ``updateAgent`` -> ``agent.updated``); None: not audited (a safe method, a widget or
+    # public route)
+    action: str | None = None
 
     @property
     def public(self) -> bool:
@@ -188,9 +193,10 @@ def endpoint(
     mode = auth_mode(auth, operation_id)
     if idempotent is None:
         idempotent = method == "POST" and mode is not AuthMode.PUBLIC
+    audited = method in AUDITED_METHODS and mode in (AuthMode.KEY, AuthMode.KEY_OR_SESSION, AuthMode.SESSION)
     access = Access(scopes=scopes, auth=mode, idempotent=idempotent, secret=secret,
                     large_body=(kwargs.get("request_max_body_size") or 0) > MAX_BODY_BYTES,
-                    location=location, sudo=sudo)
+                    location=location, sudo=sudo, action=action_of(operation_id) if audited else None)
     if access.auth is AuthMode.KEY and not access.scopes:
         raise ValueError(f"{operation_id}: an authenticated route must declare its scopes")
     security: list[dict[str, list[str]]] = [] if access.public else [{"BearerAuth": []}]

@@ -193,7 +193,7 @@ async def test_failed_logins_per_client_address_then_429_whatever_the_email(make
 
 async def test_a_session_opens_only_the_routes_that_accept_one(any_api: Api) -> None:
     """Read from the route table: every route for a Bearer key (or a widget token) answers 401 to a session (with
-    its CSRF token); the billing and cloud-status routes and /auth/* take it."""
+    its CSRF token); the billing, cloud-status and audit-log routes and /auth/* take it."""
     user = await new_user(any_api)
     session, csrf = await login(any_api, user)
     headers = {**cookie(session), "X-CSRF-Token": csrf}
@@ -211,5 +211,7 @@ async def test_a_session_opens_only_the_routes_that_accept_one(any_api: Api) -> 
             assert response.status_code == 401, f"{op.label}: {response.status_code} {response.text}"
             assert response.json()["error"]["code"] in ("MISSING_AUTH", "INVALID_WIDGET_TOKEN"), op.label
     assert "GET /cloud/status" in accepting and "GET /auth/session" in accepting
-    assert all(label.split(" ", 1)[1].startswith(("/billing", "/cloud", "/auth/")) for label in accepting), accepting
+    assert "GET /audit-events" in accepting  # an owner's or admin's session reads the audit log
+    assert all(label.split(" ", 1)[1].startswith(("/billing", "/cloud", "/auth/", "/audit-events"))
+               for label in accepting), accepting
     assert len(operations) - len(accepting) > 100

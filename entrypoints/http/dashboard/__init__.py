@@ -21,6 +21,7 @@ from entrypoints.http.dashboard.pages import (
     agents,
     api_keys,
     appointments,
+    audit,
     auth,
     billing,
     calls,
@@ -32,7 +33,7 @@ from entrypoints.http.dashboard.pages import (
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, calls, appointments, campaigns, webhooks, api_keys, billing, users,
+PAGE_MODULES = [auth, overview, agents, calls, appointments, campaigns, webhooks, api_keys, billing, users, audit,
                 coming_soon]
 
 

@@ -18,7 +18,10 @@
 3. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
    ``X-CSRF-Token`` header), else a 403 page (``csrf_failed``); checked here, before any handler runs;
 4. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
-   again with its errors changes nothing), and every page gets security headers and ``Cache-Control: no-store``.
+   again with its errors changes nothing), and every page gets security headers and ``Cache-Control: no-store``;
+5. a signed-in user's form post leaves an audit event (``entrypoints/http/audit.py``; its action from the
+   operation the page declares, ``pages.page(operation=...)``): in the handler's transaction when the page
+   answered below 400, in one of its own when the role's scopes or the handler refused it (4xx).
 
 The steps are the API's (``entrypoints/http/steps.py``): the session, the page's count and the handler each run in
 a transaction of their own; what differs is the answers (HTML pages, redirects) and the CSRF check.
@@ -42,6 +45,7 @@ from application.ports.platform import Clock, UnitOfWork, Units
 from application.principals import Principal
 from domain.rate_limit import Window
 from domain.sessions import same_token
+from entrypoints.http.audit import AuditTrail, location_of
 from entrypoints.http.authentication import Refused, SessionAuthenticator, header
 from entrypoints.http.dashboard.errors import error_page_messages, outage_page_messages
 from entrypoints.http.dashboard.navigation import PREFIX
@@ -49,7 +53,7 @@ from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
 from entrypoints.http.messages import response_messages
 from entrypoints.http.methods import is_automatic_options, options_messages
 from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
-from entrypoints.http.steps import count_request, replayed_body, run_handler, transaction
+from entrypoints.http.steps import Captured, count_request, replayed_body, run_handler, transaction
 from entrypoints.observability import RATE_LIMIT_REFUSALS
 from entrypoints.outages import is_database_outage
 from entrypoints.runtime import RateLimitPolicy
@@ -59,6 +63,9 @@ PUBLIC = "dashboard_public"
 LIVE = "dashboard_live"
 SCOPES = "dashboard_scopes"
 SUDO = "dashboard_sudo"
+ACTION = "dashboard_action"
+"""A form's audit action (``domain/audit.py``), from the operation it declares."""
+AUDIT = "audit_trail"
 ENROL_PATHS = (f"{PREFIX}/account", f"{PREFIX}/account/mfa", f"{PREFIX}/logout")
 """What a user whose organization requires two-factor sign-in may open before turning it on."""
 STREAM = "dashboard_stream"
@@ -205,14 +212,18 @@ class DashboardGate:
             for message in _redirect(f"{PREFIX}/verify?next={quote(back, safe='/')}"):
                 await send(message)
             return False
+        trail = AuditTrail.start(scope, scope["route_handler"].opt.get(ACTION), principal, view.email)
         required = scope["route_handler"].opt.get(SCOPES) or ()
         if required and not principal.scopes.grants_any(required):
+            if trail is not None:
+                await trail.record_refusal(get, uow, 403)
             for message in error_page_messages(403, "INSUFFICIENT_SCOPE", f"Your role ({active.role}) does not "
                                                "allow this page; an owner or an admin of the organization can "
                                                "change your role."):
                 await send(message)
             return False
         scope["state"]["actor"] = principal.acting_in(active.organization)
+        scope["state"][AUDIT] = trail
         scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
                                              active.organization.name, view.csrf_token, hold, str(active.role),
                                              active.session.id_hash)
@@ -220,8 +231,18 @@ class DashboardGate:
 
     async def _handle(self, scope: HTTPScope, receive: Receive, send: Send, uow: UnitOfWork) -> None:
         """The API's handler step (committed once below 400), with the dashboard's error pages."""
+        trail: AuditTrail | None = scope["state"].get(AUDIT)
+        get = scope["state"]["dishka_container"].get
+
+        async def keep(captured: Captured) -> None:
+            assert trail is not None
+            await trail.record(get, captured.status, captured.body(), location_of(captured.headers()))
+
         try:
-            held = (await run_handler(self.app, scope, receive, uow)).messages
+            captured = await run_handler(self.app, scope, receive, uow, None if trail is None else keep)
+            held = captured.messages
+            if trail is not None and 400 <= captured.status < 500:
+                await trail.record_refusal(get, uow, captured.status)
         except Exception as error:
             if is_database_outage(error):
                 log.warning("database unreachable on %s %s: %s", scope["method"], scope["path"],

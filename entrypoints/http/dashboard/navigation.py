@@ -33,6 +33,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("api_keys", "API keys", "/api-keys", True, managers=True),
     Section("billing", "Billing", "/billing", True),
     Section("users", "Users", "/users", True, managers=True),
+    Section("audit", "Audit log", "/audit", True, managers=True),
 )
 
 

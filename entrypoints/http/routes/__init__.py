@@ -15,6 +15,7 @@ from entrypoints.http.routes import (
     accounts,
     agents,
     ai_providers,
+    audit,
     billing,
     business_hours,
     calls,
@@ -36,7 +37,7 @@ from entrypoints.http.routes import (
 )
 
 ROUTES: dict[str, list[Any]] = {
-    "core": [*meta.ROUTES, *agents.ROUTES, *accounts.ROUTES],
+    "core": [*meta.ROUTES, *agents.ROUTES, *accounts.ROUTES, *audit.ROUTES],
     "billing": billing.ROUTES,
     "calls": [*calls.ROUTES, *dnc.ROUTES, *telephony.ROUTES],
     "campaigns": campaigns.ROUTES,

@@ -39,7 +39,7 @@ async def agents_page(request: Request[Any, Any, Any], agents: FromDishka[uc.Lis
     return view.page("agents.html", **await _listing(view, agents))
 
 
-@page("POST", "/agents", section="agents", scopes=("agents:write",))
+@page("POST", "/agents", operation="createAgent", section="agents", scopes=("agents:write",))
 async def create_agent(request: Request[Any, Any, Any], use_case: FromDishka[uc.CreateAgent],
                        agents: FromDishka[uc.ListAgents], phones: FromDishka[PhoneNormalizer]
                        ) -> Response[Any] | Template:
@@ -62,7 +62,7 @@ async def agent_page(request: Request[Any, Any, Any], agent_id: PathId, use_case
     return view.page("agent.html", agent=agent, **await published_call_form(view, published, agent))
 
 
-@page("POST", "/agents/{agent_id:int}/publish", section="agents", scopes=("agents:write",))
+@page("POST", "/agents/{agent_id:int}/publish", operation="publishAgent", section="agents", scopes=("agents:write",))
 async def publish_agent(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.PublishAgent],
                         agent: FromDishka[uc.GetAgent],
                         published: FromDishka[uc.GetPublishedAgent]) -> Response[Any] | Template:
@@ -78,7 +78,8 @@ async def publish_agent(request: Request[Any, Any, Any], agent_id: PathId, use_c
                                                              f"Published version {done.version.version}"))
 
 
-@page("POST", "/agents/{agent_id:int}/web-call", section="agents", scopes=("calls:schedule",))
+@page("POST", "/agents/{agent_id:int}/web-call",
+      operation="createWebCall", section="agents", scopes=("calls:schedule",))
 async def talk_to_agent(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[web_calls.StartWebCall],
                         base: FromDishka[ApiBaseUrl]) -> Response[Any]:
     """"Talk to this agent": a web call for the signed-in user's organization, answered as JSON for webcall.js

@@ -41,7 +41,7 @@ async def keys_page(request: Request[Any, Any, Any], keys: FromDishka[uc.ListApi
     return view.page("api_keys.html", **await _listing(view, keys, clock))
 
 
-@page("POST", "/api-keys", section="api_keys", sudo=True, scopes=("api-keys:write",))
+@page("POST", "/api-keys", operation="createApiKey", section="api_keys", sudo=True, scopes=("api-keys:write",))
 async def create_key(request: Request[Any, Any, Any], issue: FromDishka[uc.IssueApiKey],
                      keys: FromDishka[uc.ListApiKeys], clock: FromDishka[Clock]) -> Response[Any] | Template:
     view = View.of(request)
@@ -84,7 +84,8 @@ async def confirm_rotate(request: Request[Any, Any, Any], key_id: PathId,
     return await _confirmation(View.of(request), getting, key_id, "rotate")
 
 
-@page("POST", "/api-keys/{key_id:int}/rotate", section="api_keys", sudo=True, scopes=("api-keys:write",))
+@page("POST", "/api-keys/{key_id:int}/rotate",
+      operation="rotateApiKey", section="api_keys", sudo=True, scopes=("api-keys:write",))
 async def rotate_key(request: Request[Any, Any, Any], key_id: PathId, rotate: FromDishka[uc.RotateApiKey],
                      getting: FromDishka[uc.GetApiKey], keys: FromDishka[uc.ListApiKeys],
                      clock: FromDishka[Clock]) -> Response[Any] | Template:
@@ -109,7 +110,8 @@ async def confirm_revoke(request: Request[Any, Any, Any], key_id: PathId,
     return await _confirmation(View.of(request), getting, key_id, "revoke")
 
 
-@page("POST", "/api-keys/{key_id:int}/revoke", section="api_keys", sudo=True, scopes=("api-keys:delete",))
+@page("POST", "/api-keys/{key_id:int}/revoke",
+      operation="revokeApiKey", section="api_keys", sudo=True, scopes=("api-keys:delete",))
 async def revoke_key(request: Request[Any, Any, Any], key_id: PathId, revoke: FromDishka[uc.RevokeApiKey],
                      getting: FromDishka[uc.GetApiKey], keys: FromDishka[uc.ListApiKeys],
                      clock: FromDishka[Clock]) -> Response[Any] | Template:

@@ -53,7 +53,7 @@ async def login(request: Request[Any, Any, Any], use_case: FromDishka[uc.Login])
     return Redirect(target, status_code=303, cookies=[session_cookie(request, opened.session_id)])
 
 
-@page("POST", "/logout", section="", scopes=SIGNED_IN)
+@page("POST", "/logout", operation="logout", section="", scopes=SIGNED_IN)
 async def logout(request: Request[Any, Any, Any], use_case: FromDishka[uc.Logout]) -> Redirect:
     await use_case.execute(uc.LogoutCommand(cookie(request.scope, SESSION_COOKIE) or ""))
     return Redirect(f"{PREFIX}/login?signed_out=1", status_code=303, cookies=[cleared_cookie(request)])

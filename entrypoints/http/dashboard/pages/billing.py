@@ -57,7 +57,8 @@ async def billing(request: Request[Any, Any, Any], subscription: FromDishka[uc.G
     return view.page("billing.html", **await shown.context(view, page_number(request)))
 
 
-@page("POST", "/billing/payment-methods", section="billing", sudo=True, scopes=("billing:write",))
+@page("POST", "/billing/payment-methods",
+      operation="createPaymentMethod", section="billing", sudo=True, scopes=("billing:write",))
 async def add_method(request: Request[Any, Any, Any], use_case: FromDishka[uc.AddPaymentMethod],
                      subscription: FromDishka[uc.GetSubscription], methods: FromDishka[uc.ListPaymentMethods],
                      invoices: FromDishka[uc.ListInvoices], upcoming: FromDishka[uc.GetUpcomingInvoice]
@@ -71,7 +72,8 @@ async def add_method(request: Request[Any, Any, Any], use_case: FromDishka[uc.Ad
             "/billing", f"Added {added.method.brand.capitalize()} ending {added.method.last4}"))
 
 
-@page("POST", "/billing/payment-methods/{method_id:int}/default", section="billing", sudo=True,
+@page("POST", "/billing/payment-methods/{method_id:int}/default",
+      operation="setDefaultPaymentMethod", section="billing", sudo=True,
       scopes=("billing:write",))
 async def set_default(request: Request[Any, Any, Any], method_id: PathId,
                       use_case: FromDishka[uc.SetDefaultPaymentMethod]) -> Response[Any]:
@@ -80,7 +82,8 @@ async def set_default(request: Request[Any, Any, Any], method_id: PathId,
     return view.redirect("/billing", f"{made.method.brand.capitalize()} ending {made.method.last4} is the default")
 
 
-@page("POST", "/billing/payment-methods/{method_id:int}/remove", section="billing", sudo=True,
+@page("POST", "/billing/payment-methods/{method_id:int}/remove",
+      operation="deletePaymentMethod", section="billing", sudo=True,
       scopes=("billing:write",))
 async def remove_method(request: Request[Any, Any, Any], method_id: PathId,
                         use_case: FromDishka[uc.DeletePaymentMethod]) -> Response[Any]:
@@ -97,7 +100,8 @@ async def invoice(request: Request[Any, Any, Any], invoice_id: PathId, use_case:
     return view.page("invoice.html", invoice=found, payable=PAYABLE)
 
 
-@page("POST", "/billing/invoices/{invoice_id:int}/pay", section="billing", sudo=True, scopes=("billing:write",))
+@page("POST", "/billing/invoices/{invoice_id:int}/pay",
+      operation="payInvoice", section="billing", sudo=True, scopes=("billing:write",))
 async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: FromDishka[uc.PayInvoice],
               getting: FromDishka[uc.GetInvoice]) -> Response[Any] | Template:
     view = View.of(request)
@@ -116,7 +120,8 @@ async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: Fro
                              template="invoice.html", context=context, done=done)
 
 
-@page("POST", "/billing/subscription/reactivate", section="billing", sudo=True, scopes=("billing:write",))
+@page("POST", "/billing/subscription/reactivate",
+      operation="reactivateSubscription", section="billing", sudo=True, scopes=("billing:write",))
 async def reactivate(request: Request[Any, Any, Any], use_case: FromDishka[uc.UpdateSubscription],
                      subscription: FromDishka[uc.GetSubscription], methods: FromDishka[uc.ListPaymentMethods],
                      invoices: FromDishka[uc.ListInvoices], upcoming: FromDishka[uc.GetUpcomingInvoice]

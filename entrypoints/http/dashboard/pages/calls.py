@@ -57,7 +57,7 @@ async def calls_live(request: Request[Any, Any, Any], units: FromDishka[Units]) 
     return await stream(view, units, "calls.html", values)
 
 
-@page("POST", "/calls", section="calls", scopes=("calls:schedule",))
+@page("POST", "/calls", operation="createCall", section="calls", scopes=("calls:schedule",))
 async def place_call(request: Request[Any, Any, Any], use_case: FromDishka[uc.PlaceCall],
                      agent: FromDishka[agents_uc.GetAgent],
                      published: FromDishka[agents_uc.GetPublishedAgent]) -> Response[Any] | Template:

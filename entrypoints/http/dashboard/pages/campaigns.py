@@ -96,19 +96,22 @@ async def _act(view: View, use_case: Any, command: Any, getting: uc.GetCampaign,
                              done=lambda c: view.redirect(f"/campaigns/{c.id}", done_message))
 
 
-@page("POST", "/campaigns/{campaign_id:int}/start", section="campaigns", scopes=("campaigns:execute",))
+@page("POST", "/campaigns/{campaign_id:int}/start",
+      operation="startCampaign", section="campaigns", scopes=("campaigns:execute",))
 async def start(request: Request[Any, Any, Any], campaign_id: PathId, use_case: FromDishka[uc.StartCampaign],
                 getting: FromDishka[uc.GetCampaign]) -> Response[Any] | Template:
     return await _act(View.of(request), use_case, uc.StartCampaignCommand, getting, campaign_id, "Campaign started")
 
 
-@page("POST", "/campaigns/{campaign_id:int}/pause", section="campaigns", scopes=("campaigns:execute",))
+@page("POST", "/campaigns/{campaign_id:int}/pause",
+      operation="pauseCampaign", section="campaigns", scopes=("campaigns:execute",))
 async def pause(request: Request[Any, Any, Any], campaign_id: PathId, use_case: FromDishka[uc.PauseCampaign],
                 getting: FromDishka[uc.GetCampaign]) -> Response[Any] | Template:
     return await _act(View.of(request), use_case, uc.PauseCampaignCommand, getting, campaign_id, "Campaign paused")
 
 
-@page("POST", "/campaigns/{campaign_id:int}/cancel", section="campaigns", scopes=("campaigns:execute",))
+@page("POST", "/campaigns/{campaign_id:int}/cancel",
+      operation="cancelCampaign", section="campaigns", scopes=("campaigns:execute",))
 async def cancel(request: Request[Any, Any, Any], campaign_id: PathId, use_case: FromDishka[uc.CancelCampaign],
                  getting: FromDishka[uc.GetCampaign]) -> Response[Any] | Template:
     return await _act(View.of(request), use_case, uc.CancelCampaignCommand, getting, campaign_id,

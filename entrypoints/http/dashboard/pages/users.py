@@ -50,7 +50,7 @@ async def users_page(request: Request[Any, Any, Any], listing: FromDishka[uc.Lis
     return view.page("users.html", **await _team(view, listing))
 
 
-@page("POST", "/users/invite", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/invite", operation="inviteUser", section="users", sudo=True, scopes=MANAGE)
 async def invite(request: Request[Any, Any, Any], inviting: FromDishka[uc.InviteUser],
                  listing: FromDishka[uc.ListTeam], settings: FromDishka[Settings]) -> Response[Any] | Template:
     view = View.of(request)
@@ -66,7 +66,7 @@ async def invite(request: Request[Any, Any, Any], inviting: FromDishka[uc.Invite
                              done=lambda link: view.redirect("/users", f"Invitation sent to {link.email}"))
 
 
-@page("POST", "/users/{user_id:int}/role", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/{user_id:int}/role", operation="changeUserRole", section="users", sudo=True, scopes=MANAGE)
 async def change_role(request: Request[Any, Any, Any], user_id: PathId, changing: FromDishka[uc.ChangeRole],
                       listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -96,7 +96,7 @@ async def confirm_remove(request: Request[Any, Any, Any], user_id: PathId,
     return await _removal(View.of(request), listing, user_id)
 
 
-@page("POST", "/users/{user_id:int}/remove", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/{user_id:int}/remove", operation="removeUser", section="users", sudo=True, scopes=MANAGE)
 async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: FromDishka[uc.RemoveUser],
                  listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -111,7 +111,8 @@ async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: Fro
         template="users.html", context=context, done=lambda _: view.redirect("/users", "User removed"))
 
 
-@page("POST", "/users/invitations/{link_id:int}/revoke", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/invitations/{link_id:int}/revoke",
+      operation="revokeInvitation", section="users", sudo=True, scopes=MANAGE)
 async def revoke_invitation(request: Request[Any, Any, Any], link_id: PathId,
                             revoking: FromDishka[uc.RevokeInvitation],
                             listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
@@ -139,7 +140,7 @@ async def account(request: Request[Any, Any, Any], sessions: FromDishka[uc.ListS
     return view.page("account.html", **await _account(view, sessions))
 
 
-@page("POST", "/account/sessions/revoke", scopes=SIGNED_IN)
+@page("POST", "/account/sessions/revoke", operation="revokeSessions", scopes=SIGNED_IN)
 async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[uc.RevokeSession],
                          sessions: FromDishka[uc.ListSessions]) -> Response[Any] | Template:
     view = View.of(request)
@@ -153,7 +154,7 @@ async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[u
                              done=lambda _: view.redirect("/account", "Session ended"))
 
 
-@page("POST", "/users/mfa-required", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/mfa-required", operation="setMfaRequired", section="users", sudo=True, scopes=MANAGE)
 async def mfa_required(request: Request[Any, Any, Any], setting: FromDishka[mfa.SetMfaRequired],
                        listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -175,7 +176,7 @@ async def mfa_page(request: Request[Any, Any, Any], starting: FromDishka[mfa.Sta
     return view.page("mfa.html", enrolment=enrolment)
 
 
-@page("POST", "/account/mfa", scopes=SIGNED_IN)
+@page("POST", "/account/mfa", operation="enableMfa", scopes=SIGNED_IN)
 async def mfa_confirm(request: Request[Any, Any, Any], confirming: FromDishka[mfa.ConfirmMfa],
                       starting: FromDishka[mfa.StartMfaEnrolment]) -> Response[Any] | Template:
     view = View.of(request)
@@ -189,7 +190,7 @@ async def mfa_confirm(request: Request[Any, Any, Any], confirming: FromDishka[mf
                              done=lambda _: view.redirect("/account", "Two-factor sign-in is on"))
 
 
-@page("POST", "/account/mfa/disable", sudo=True, scopes=SIGNED_IN)
+@page("POST", "/account/mfa/disable", operation="disableMfa", sudo=True, scopes=SIGNED_IN)
 async def mfa_disable(request: Request[Any, Any, Any], disabling: FromDishka[mfa.DisableMfa],
                       starting: FromDishka[mfa.StartMfaEnrolment]) -> Response[Any] | Template:
     view = View.of(request)
@@ -217,7 +218,7 @@ async def verify_form(request: Request[Any, Any, Any], users: FromDishka[UserRep
     return view.page("verify.html", next=_back(request.query_params.get("next")), mfa=bool(account and account.mfa))
 
 
-@page("POST", "/verify", scopes=SIGNED_IN)
+@page("POST", "/verify", operation="verifySession", scopes=SIGNED_IN)
 async def verify(request: Request[Any, Any, Any], proving: FromDishka[mfa.Reauthenticate],
                  users: FromDishka[UserRepository]) -> Response[Any] | Template:
     view = View.of(request)

@@ -58,7 +58,8 @@ async def webhook(request: Request[Any, Any, Any], hook_id: PathId, getting: Fro
     return view.page("webhook.html", **await _log(view, getting, attempts, hook_id, page_number(request)))
 
 
-@page("POST", "/webhooks/{hook_id:int}/logs/{attempt_id:int}/redeliver", section="webhooks",
+@page("POST", "/webhooks/{hook_id:int}/logs/{attempt_id:int}/redeliver",
+      operation="redeliverWebhook", section="webhooks",
       scopes=("webhooks:manage",))
 async def redeliver(request: Request[Any, Any, Any], hook_id: PathId, attempt_id: PathId,
                     use_case: FromDishka[uc.Redeliver], getting: FromDishka[uc.GetSubscription],
