@@ -27,13 +27,14 @@ from entrypoints.http.dashboard.pages import (
     calls,
     campaigns,
     coming_soon,
+    knowledge,
     overview,
     users,
     webhooks,
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, webhooks, api_keys, billing, users,
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, webhooks, api_keys, billing, users,
                 coming_soon]
 
 
