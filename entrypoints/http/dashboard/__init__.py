@@ -34,8 +34,8 @@ from entrypoints.http.dashboard.pages import (
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, webhooks, api_keys, billing, users,
-                coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, webhooks, api_keys,
+                billing, users, coming_soon]
 
 
 def page_handlers() -> list[Any]:

@@ -33,24 +33,24 @@ from urllib.parse import parse_qs, quote
 
 from dishka import AsyncContainer
 from litestar.enums import ScopeType
-from python_multipart.multipart import parse_options_header
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
+from python_multipart.multipart import parse_options_header
 
 from application import billing
 from application import sessions as uc
 from application.ports.accounts import RateLimiter
 from application.ports.platform import Clock, UnitOfWork, Units
 from application.principals import Principal
-from domain.rate_limit import Window
 from domain.errors import ValidationFailed
+from domain.rate_limit import Window
 from domain.sessions import same_token
 from entrypoints.http.authentication import Refused, SessionAuthenticator, header
 from entrypoints.http.dashboard.errors import error_page_messages, outage_page_messages
 from entrypoints.http.dashboard.navigation import PREFIX
 from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
 from entrypoints.http.messages import response_messages
-from entrypoints.http.multipart import close_all, parse_form
 from entrypoints.http.methods import is_automatic_options, options_messages
+from entrypoints.http.multipart import close_all, parse_form
 from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
 from entrypoints.http.steps import count_request, replayed_body, run_handler, transaction
 from entrypoints.observability import RATE_LIMIT_REFUSALS

@@ -87,7 +87,7 @@ async def create_webhook(request: Request[Any, Any, Any], use_case: FromDishka[u
 
     result = await view.submit(use_case, command, template="webhooks.html", context=again, done=lambda r: r)
     if not isinstance(result, uc.SubscriptionWithSecret):
-        return result  # type: ignore[no-any-return]
+        return result
     return view.page("webhooks.html", status=201, secret=result.secret, secret_for=result.subscription.name,
                      chosen=[], **await _listing(view, listing))
 
