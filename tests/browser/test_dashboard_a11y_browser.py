@@ -7,7 +7,7 @@
 - the forms work with the keyboard alone (creating an agent by Tab and Enter), and a destructive action (revoking
   a key) asks first.
 
-The pages: the sign-in form, every section the navigation lists, and the detail and confirmation pages."""
+The pages: the sign-in form, every section the navigation lists, and the detail, edit and confirmation pages."""
 
 from __future__ import annotations
 
@@ -77,6 +77,13 @@ async def test_every_page_on_a_phone_and_for_assistive_technology(page: Any, tmp
             call = (await client.post("/v2/calls", json={"bot_id": str(agent_id),
                                                          "destination_phone": "+14155550777"})).json()["data"]
             invoices = (await client.get("/v2/billing/invoices")).json()["data"]
+            # a draft that differs from version 1 (the diff table has changed lines), and a knowledge base
+            assert (await client.patch(f"/v2/agents/{agent_id}", json={
+                "prompt": "Greet the caller.\nAsk how to help.", "voice": {"speed": 1.2}})).status_code == 200
+            kb = (await client.post("/v2/knowledge-bases", json={"name": "Policies", "agent_id": agent_id}
+                                    )).json()["data"]
+            await client.post(f"/v2/knowledge-bases/{kb['id']}/documents", files=[
+                ("files", ("refunds.txt", b"Refunds are paid within five days with the receipt."))])
             base = f"{server.base}/dashboard"
 
             await check(page, f"{base}/login", problems)
@@ -105,7 +112,14 @@ async def test_every_page_on_a_phone_and_for_assistive_technology(page: Any, tmp
             urls = [section.url for section in SECTIONS if section.built] + [
                 f"{base}/agents/{agent_id}", f"{base}/calls/{call['id']}",
                 f"{base}/appointments?date={seeded['day']}", f"{base}/campaigns/{seeded['campaign']['id']}",
-                f"{base}/webhooks/{seeded['hook']['id']}", confirm_page]
+                f"{base}/webhooks/{seeded['hook']['id']}", confirm_page,
+                # editing and the confirmation pages of day-to-day work
+                f"{base}/agents/{agent_id}/edit", f"{base}/agents/{agent_id}/versions",
+                f"{base}/agents/{agent_id}/versions/1", f"{base}/agents/{agent_id}/versions/1/restore",
+                f"{base}/campaigns/{seeded['campaign']['id']}/import",
+                f"{base}/campaigns/{seeded['campaign']['id']}/cancel",
+                f"{base}/webhooks/{seeded['hook']['id']}/edit", f"{base}/webhooks/{seeded['hook']['id']}/delete",
+                f"{base}/knowledge-bases/{kb['id']}", f"{base}/knowledge-bases/{kb['id']}?q=refund"]
             urls += [f"{base}/billing/invoices/{invoice['id']}" for invoice in invoices[:1]]
             for url in urls:
                 await check(page, url if url.startswith("http") else f"{server.base}{url}", problems)

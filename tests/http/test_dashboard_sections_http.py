@@ -133,7 +133,7 @@ async def test_campaigns_list_page_and_actions(any_api: Api) -> None:
     assert paused.status_code == 303
     again = await submit(any_api, headers, f"{path}/pause", token)  # paused already: the page with the error
     assert again.status_code == 409 and "Spring follow-ups" in again.text and 'role="alert"' in again.text
-    cancelled = await submit(any_api, headers, f"{path}/cancel", token)
+    cancelled = await submit(any_api, headers, f"{path}/cancel", token, confirm="cancel")
     assert cancelled.status_code == 303
     final = await page(any_api, headers, path)
     assert "cancelled" in final and "data-refresh" not in final

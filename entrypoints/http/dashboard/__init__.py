@@ -18,6 +18,7 @@ from entrypoints.http.dashboard.errors import EXCEPTION_HANDLERS
 from entrypoints.http.dashboard.gate import DashboardGate
 from entrypoints.http.dashboard.navigation import PREFIX
 from entrypoints.http.dashboard.pages import (
+    agent_editing,
     agents,
     api_keys,
     appointments,
@@ -27,14 +28,15 @@ from entrypoints.http.dashboard.pages import (
     calls,
     campaigns,
     coming_soon,
+    knowledge,
     overview,
     users,
     webhooks,
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, calls, appointments, campaigns, webhooks, api_keys, billing, users, audit,
-                coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, webhooks, api_keys,
+                billing, users, audit, coming_soon]
 
 
 def page_handlers() -> list[Any]:

@@ -30,19 +30,21 @@ a transaction of their own; what differs is the answers (HTML pages, redirects) 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, quote
 
 from dishka import AsyncContainer
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
+from python_multipart.multipart import parse_options_header
 
 from application import billing
 from application import sessions as uc
 from application.ports.accounts import RateLimiter
 from application.ports.platform import Clock, UnitOfWork, Units
 from application.principals import Principal
+from domain.errors import ValidationFailed
 from domain.rate_limit import Window
 from domain.sessions import same_token
 from entrypoints.http.audit import AuditTrail, location_of
@@ -52,6 +54,7 @@ from entrypoints.http.dashboard.navigation import PREFIX
 from entrypoints.http.dashboard.view import CSRF_FIELD, STATE_KEY, SignedIn
 from entrypoints.http.messages import response_messages
 from entrypoints.http.methods import is_automatic_options, options_messages
+from entrypoints.http.multipart import close_all, parse_form
 from entrypoints.http.routing import CSRF_HEADER, SAFE_METHODS
 from entrypoints.http.steps import Captured, count_request, replayed_body, run_handler, transaction
 from entrypoints.observability import RATE_LIMIT_REFUSALS
@@ -69,6 +72,8 @@ AUDIT = "audit_trail"
 ENROL_PATHS = (f"{PREFIX}/account", f"{PREFIX}/account/mfa", f"{PREFIX}/logout")
 """What a user whose organization requires two-factor sign-in may open before turning it on."""
 STREAM = "dashboard_stream"
+UPLOAD = "dashboard_upload"
+"""A page that takes a file (multipart/form-data): the most bytes its form may send (else ``MAX_FORM_BYTES``)."""
 LIVE_WINDOWS: tuple[Window, ...] = (Window(60, 40),)
 """The budget of a user's live connections (event streams): each is counted once, when it opens."""
 MAX_FORM_BYTES = 64 * 1024
@@ -158,8 +163,8 @@ class DashboardGate:
         if not await self._admit(scope, send, container.get, uow):
             return
         if scope["method"] not in SAFE_METHODS:
-            body = await _read(receive)
-            if body is None or not same_token(scope["state"][STATE_KEY].csrf_token, _csrf(scope, body)):
+            body = await _read(receive, scope["route_handler"].opt.get(UPLOAD) or MAX_FORM_BYTES)
+            if body is None or not same_token(scope["state"][STATE_KEY].csrf_token, await _csrf(scope, body)):
                 for message in error_page_messages(403, "csrf_failed", "This form expired or did not come from "
                                                    "this dashboard: reload the page and try again."):
                     await send(message)
@@ -270,18 +275,41 @@ def _same_origin(scope: Scope) -> bool:
     return origin.lower() == f"{scope.get('scheme', 'http')}://{host}".lower()
 
 
-def _csrf(scope: Scope, body: bytes) -> str | None:
+async def _csrf(scope: Scope, body: bytes) -> str | None:
     sent = header(scope, CSRF_HEADER.lower().encode())
     if sent:
         return sent
-    content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    raw_type = header(scope, b"content-type") or ""
+    content_type = raw_type.split(";")[0].strip().lower()
+    if content_type == "multipart/form-data" and scope["route_handler"].opt.get(UPLOAD):
+        return await _multipart_csrf(raw_type, body)
     if content_type != "application/x-www-form-urlencoded":
         return None
     values = parse_qs(body.decode("latin-1"), keep_blank_values=True).get(CSRF_FIELD)
     return values[-1] if values else None
 
 
-async def _read(receive: Receive) -> bytes | None:
+async def _multipart_csrf(raw_type: str, body: bytes) -> str | None:
+    """The ``csrf_token`` text field of an upload form's multipart body (None when it has none or does not
+    parse: the form is refused)."""
+    _, raw_options = parse_options_header(raw_type)
+    options = {key.decode("latin-1"): value.decode("latin-1") for key, value in raw_options.items()}
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield body
+
+    try:
+        fields = await parse_form(chunks(), options)
+    except ValidationFailed:
+        return None
+    try:
+        values = [v for v in fields.get(CSRF_FIELD, []) if isinstance(v, str)]
+        return values[-1] if values else None
+    finally:
+        await close_all(fields)
+
+
+async def _read(receive: Receive, limit: int = MAX_FORM_BYTES) -> bytes | None:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -290,7 +318,7 @@ async def _read(receive: Receive) -> bytes | None:
             return None
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_FORM_BYTES:
+        if size > limit:
             return None
         chunks.append(chunk)
         if not message.get("more_body", False):

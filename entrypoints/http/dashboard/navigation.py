@@ -29,6 +29,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("calls", "Calls", "/calls", True),
     Section("appointments", "Appointments", "/appointments", True),
     Section("campaigns", "Campaigns", "/campaigns", True),
+    Section("knowledge_bases", "Knowledge bases", "/knowledge-bases", True),
     Section("webhooks", "Webhooks", "/webhooks", True),
     Section("api_keys", "API keys", "/api-keys", True, managers=True),
     Section("billing", "Billing", "/billing", True),

@@ -22,7 +22,8 @@ A page handler reads like this (``pages/agents.py``)::
 - ``page``: renders a template over ``base.html`` (navigation, the signed-in user, the CSRF token, a flash).
 - ``submit``: a form's use case; a ``ValidationFailed`` or another 4xx ``DomainError`` shows the same page again
   with the errors beside the fields (``errors`` in the template: field -> message, ``form`` the values sent),
-  with the error's status. CSRF was checked by the gate before the handler ran (``csrf_token`` field).
+  with the error's status (a ``NotFound`` naming a field, such as an unknown ``calendar_id``, is shown beside it;
+  any other ``NotFound`` is the 404 page). CSRF was checked by the gate before the handler ran (``csrf_token`` field).
 - ``redirect``: after a successful form, 303 to a page (Post/Redirect/Get), with an optional flash message.
 - ``decode(form, Schema)``: the form's fields as the API's request struct (the same bounds and types as the JSON
   API), or ``ValidationFailed`` naming the field, which ``submit`` shows beside it.
@@ -153,8 +154,8 @@ class View:
             result = await use_case.execute(command(self.require_actor(), form))
         except DomainError as exc:
             status = status_for(exc)
-            if status >= 500 or isinstance(exc, NotFound):
-                raise
+            if status >= 500 or (isinstance(exc, NotFound) and not (exc.details or {}).get("field")):
+                raise  # a page that names nothing of the organization; a field naming nothing is shown beside it
             extra = await context() if context is not None else {}
             return self.page(template, status=status, form=form, errors=field_errors(exc), error=exc.message,
                              **extra)
@@ -175,6 +176,8 @@ def _sign(signed_in: SignedIn, text: str) -> str:
 
 
 def field_errors(exc: DomainError) -> dict[str, str]:
+    if isinstance(exc, NotFound) and (exc.details or {}).get("field"):
+        return {str((exc.details or {})["field"]): "names nothing of this organization"}
     if isinstance(exc, ValidationFailed):
         found = (exc.details or {}).get("validation_errors")
         if isinstance(found, dict):
@@ -185,17 +188,23 @@ def field_errors(exc: DomainError) -> dict[str, str]:
 
 def decode(form: Mapping[str, Any], schema: type[S]) -> S:
     """``form`` (text fields; empty ones left out) as ``schema``, numbers read from text."""
-    values = {k: v for k, v in form.items() if v != ""}
+    return convert({k: v for k, v in form.items() if v != ""}, schema)
+
+
+def convert(values: Mapping[str, Any], schema: type[S]) -> S:
+    """``values`` (nested as the schema nests, numbers as text or numbers) as ``schema``, or ``ValidationFailed``
+    naming the field: a nested one by its dotted path (``voice.speed``), a list by its name (``tools``)."""
     try:
-        return msgspec.convert(values, schema, strict=False)
+        return msgspec.convert(dict(values), schema, strict=False)
     except msgspec.ValidationError as exc:
         text = str(exc)
         missing = _MISSING.match(text)
         if missing:
             raise ValidationFailed.field(missing.group(1), "is required") from None
         message, _, where = text.rpartition(" - at `$.")
-        name = where.rstrip("`").split(".")[0].split("[")[0] if message else "form"
+        name = _INDEX.sub("", where.rstrip("`")) if message else "form"
         raise ValidationFailed.field(name, in_words(message or text)) from None
 
 
+_INDEX = re.compile(r"\[.*$")
 _MISSING = re.compile(r"^Object missing required field `(\w+)`")

@@ -64,7 +64,7 @@ def _tools(tools: list[ToolSchema]) -> tuple[HttpTool, ...]:
     return tuple(HttpTool(**msgspec.structs.asdict(tool)) for tool in tools)
 
 
-def _patch(data: AgentUpdate, phones: PhoneNormalizer) -> MergePatch:
+def patch_of(data: AgentUpdate, phones: PhoneNormalizer) -> MergePatch:
     """The PATCH body as a merge patch (``set_fields``: nested objects as the members sent), validated where a
     library or a rule is needed; the use case merges it."""
     out = set_fields(data)
@@ -117,7 +117,7 @@ async def get_agent(id: AgentId, actor: FromDishka[Actor], use_case: FromDishka[
                   422: "unprocessable_entity: llm, voice or transcriber names no AI provider of this organization"})
 async def update_agent(id: AgentId, data: JSONBody[AgentUpdate], actor: FromDishka[Actor],
                        use_case: FromDishka[uc.UpdateAgent], phones: FromDishka[PhoneNormalizer]) -> Envelope[AgentOut]:
-    agent = await use_case.execute(uc.UpdateAgentCommand(actor, id, _patch(data, phones)))
+    agent = await use_case.execute(uc.UpdateAgentCommand(actor, id, patch_of(data, phones)))
     return Envelope(AgentOut.of(agent))
 
 

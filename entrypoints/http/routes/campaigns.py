@@ -48,7 +48,7 @@ REFERENCE_NOT_FOUND = ("not_found: unknown campaign, or agent_id, schedule_id or
 CONTACT_LIMIT = "campaign_contact_limit: the campaign would hold more than 100,000 contacts (nothing was added)"
 
 
-def _create_command(actor: Actor, data: CampaignCreate) -> uc.CreateCampaignCommand:
+def create_command(actor: Actor, data: CampaignCreate) -> uc.CreateCampaignCommand:
     return uc.CreateCampaignCommand(
         actor=actor,
         name=require_non_blank(data.name, "name"),
@@ -98,7 +98,7 @@ async def list_campaigns(
           errors={404: "not_found: agent_id, schedule_id or from_phone_number_id is not one of this organization's"})
 async def create_campaign(data: JSONBody[CampaignCreate], actor: FromDishka[Actor],
                           use_case: FromDishka[uc.CreateCampaign]) -> Envelope[CampaignOut]:
-    return Envelope(CampaignOut.of(await use_case.execute(_create_command(actor, data))))
+    return Envelope(CampaignOut.of(await use_case.execute(create_command(actor, data))))
 
 
 @endpoint("GET", "/campaigns/{id:int}", operation_id="getCampaign",

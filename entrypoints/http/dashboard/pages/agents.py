@@ -62,7 +62,8 @@ async def agent_page(request: Request[Any, Any, Any], agent_id: PathId, use_case
     return view.page("agent.html", agent=agent, **await published_call_form(view, published, agent))
 
 
-@page("POST", "/agents/{agent_id:int}/publish", operation="publishAgent", section="agents", scopes=("agents:write",))
+@page("POST", "/agents/{agent_id:int}/publish",
+      operation="publishAgent", section="agents", scopes=("agents:write",))
 async def publish_agent(request: Request[Any, Any, Any], agent_id: PathId, use_case: FromDishka[uc.PublishAgent],
                         agent: FromDishka[uc.GetAgent],
                         published: FromDishka[uc.GetPublishedAgent]) -> Response[Any] | Template:

@@ -66,7 +66,8 @@ async def invite(request: Request[Any, Any, Any], inviting: FromDishka[uc.Invite
                              done=lambda link: view.redirect("/users", f"Invitation sent to {link.email}"))
 
 
-@page("POST", "/users/{user_id:int}/role", operation="changeUserRole", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/{user_id:int}/role",
+      operation="changeUserRole", section="users", sudo=True, scopes=MANAGE)
 async def change_role(request: Request[Any, Any, Any], user_id: PathId, changing: FromDishka[uc.ChangeRole],
                       listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -96,7 +97,8 @@ async def confirm_remove(request: Request[Any, Any, Any], user_id: PathId,
     return await _removal(View.of(request), listing, user_id)
 
 
-@page("POST", "/users/{user_id:int}/remove", operation="removeUser", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/{user_id:int}/remove",
+      operation="removeUser", section="users", sudo=True, scopes=MANAGE)
 async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: FromDishka[uc.RemoveUser],
                  listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -140,7 +142,8 @@ async def account(request: Request[Any, Any, Any], sessions: FromDishka[uc.ListS
     return view.page("account.html", **await _account(view, sessions))
 
 
-@page("POST", "/account/sessions/revoke", operation="revokeSessions", scopes=SIGNED_IN)
+@page("POST", "/account/sessions/revoke",
+      operation="revokeSessions", scopes=SIGNED_IN)
 async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[uc.RevokeSession],
                          sessions: FromDishka[uc.ListSessions]) -> Response[Any] | Template:
     view = View.of(request)
@@ -154,7 +157,8 @@ async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[u
                              done=lambda _: view.redirect("/account", "Session ended"))
 
 
-@page("POST", "/users/mfa-required", operation="setMfaRequired", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/mfa-required",
+      operation="setMfaRequired", section="users", sudo=True, scopes=MANAGE)
 async def mfa_required(request: Request[Any, Any, Any], setting: FromDishka[mfa.SetMfaRequired],
                        listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -190,7 +194,8 @@ async def mfa_confirm(request: Request[Any, Any, Any], confirming: FromDishka[mf
                              done=lambda _: view.redirect("/account", "Two-factor sign-in is on"))
 
 
-@page("POST", "/account/mfa/disable", operation="disableMfa", sudo=True, scopes=SIGNED_IN)
+@page("POST", "/account/mfa/disable",
+      operation="disableMfa", sudo=True, scopes=SIGNED_IN)
 async def mfa_disable(request: Request[Any, Any, Any], disabling: FromDishka[mfa.DisableMfa],
                       starting: FromDishka[mfa.StartMfaEnrolment]) -> Response[Any] | Template:
     view = View.of(request)
