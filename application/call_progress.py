@@ -3,8 +3,10 @@
 One pass advances the calls whose telephony adapter has news (``AdvanceCall``), ends the ones stuck past their
 deadline (``SweepOverdueCall``), then dials queued calls while their organization has free lines
 (``DialNextQueuedCall``). Every step is its own unit of work (``Units``): a failing call never holds back the
-others, and a killed worker loses at most the step it was in. A call whose mid-call tool fails (the agent's
-calendar is gone, no open slot) goes on without it.
+others, and a killed worker loses at most the step it was in. A simulator line that is up asks for the agent's
+conversation: the pass runs it (``SimulatedConversations``: the conversation of live media sessions with a
+scripted caller, ``application/simulated_call.py``) outside any unit of work, its tools each in a unit of their
+own, then hands the result back (``ResumeCall``). A conversation that fails is asked for again by the line.
 
 The job is due again when the next call has news or passes its deadline (or on the next ``IDLE_RECHECK`` beat); a
 commit that created work (a call placed, an event) runs it at once. Its lease is short: the calls of a killed
@@ -22,6 +24,8 @@ from application.calls import (
     AdvanceCallCommand,
     DialNextQueuedCall,
     DialNextQueuedCallCommand,
+    ResumeCall,
+    ResumeCallCommand,
     SweepOverdueCall,
     SweepOverdueCallCommand,
 )
@@ -29,8 +33,9 @@ from application.jobs import JobKind, due_or_beat
 from application.ports.calls import CallRef, CallRepository
 from application.ports.jobs import ClaimedJob
 from application.ports.platform import Clock, Unit, Units
+from application.ports.telephony import CONVERSATION, CallSignal, SimulatedConversations
+from application.simulated_call import conversation_result
 from domain.dnc import DncUnavailable
-from domain.errors import DomainError
 
 log = logging.getLogger("parley.calls")
 
@@ -80,26 +85,41 @@ class RunCallProgress:
             return await (await unit.get(CallRepository)).organizations_with_queued(BATCH, org)
 
         for ref in await self.units.run(due):
-            report.advanced += await self._advance(ref)
+            report.advanced += await self.advance(ref)
         for ref in await self.units.run(overdue):
             report.swept += await self._sweep(ref)
         for organization_id in await self.units.run(queued):
             report.dialled += await self._dial_queued(organization_id)
         return report
 
-    async def _advance(self, ref: CallRef) -> bool:
+    async def advance(self, ref: CallRef) -> bool:
+        """One call's step: what its line reported applied, and its conversation run when the line asks for it."""
         try:
-            return await self.units.execute(AdvanceCall, AdvanceCallCommand(ref, True)) is not None
-        except DomainError as exc:  # a handled fallback: e.g. the agent's calendar is gone, no open slot
-            log.warning("advancing call %s: its mid-call tool could not run (%s: %s); the call goes on without it",
-                        ref.call_id, exc.code, exc.message)
-        except Exception:
-            log.exception("advancing call %s failed; retrying without mid-call tools", ref.call_id)
-        try:
-            return await self.units.execute(AdvanceCall, AdvanceCallCommand(ref, False)) is not None
+            advanced = await self.units.execute(AdvanceCall, AdvanceCallCommand(ref))
         except Exception:
             log.exception("advancing call %s failed", ref.call_id)
             return False
+        if advanced is None:
+            return False
+        if advanced.conversation is not None:
+            await self._converse(ref, advanced.conversation)
+        return True
+
+    async def _converse(self, ref: CallRef, signal: CallSignal) -> None:
+        """The agent's conversation on a simulator line, outside any unit of work (its tools, knowledge searches
+        and configuration take units of their own), then its result handed back to the line."""
+        assert signal.caller is not None
+
+        async def conversations(unit: Unit) -> SimulatedConversations:
+            return await unit.get(SimulatedConversations)
+
+        try:
+            runner = await self.units.run(conversations)
+            outcome = await runner.converse(ref.organization_id, ref.call_id, signal.at, signal.caller)
+            result = conversation_result(outcome, int(signal.details.get("attempt") or 0))
+            await self.units.execute(ResumeCall, ResumeCallCommand(ref, CONVERSATION, result))
+        except Exception:  # the line asks again (a carrier's stream would be retried the same way)
+            log.exception("the conversation of simulated call %s failed", ref.call_id)
 
     async def _sweep(self, ref: CallRef) -> bool:
         try:

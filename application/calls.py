@@ -30,7 +30,6 @@ from application.ports.accounts import OrganizationRepository
 from application.ports.agents import AgentRepository
 from application.ports.blobs import BlobStorage
 from application.ports.calls import (
-    AppointmentBooker,
     CallFilter,
     CallLogFilter,
     CallLogRepository,
@@ -42,6 +41,8 @@ from application.ports.media import LiveCallControl, SessionControl
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest, Random, UnitOfWork
 from application.ports.telephony import (
+    CONVERSATION,
+    CallSignal,
     DialHandle,
     DialRequest,
     PhoneNumberRepository,
@@ -74,7 +75,6 @@ from domain.telephony import PhoneNumberStatus, ProviderStatus, TelephonyProvide
 
 log = logging.getLogger("parley.calls")
 
-BOOK_APPOINTMENT = "book_appointment"
 SUPPORTED_PROVIDER_TYPES = ("simulator",)
 
 
@@ -554,62 +554,64 @@ class DialNextQueuedCall:
 @dataclass(frozen=True, slots=True)
 class AdvanceCallCommand:
     ref: CallRef
-    run_tools: bool = True
-    """False: a mid-call tool request is answered with nothing (the tool is not run)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Advanced:
+    """The call after the look; ``conversation``: the simulator's line is up and waits for the agent's conversation
+    (the calls' pass runs it outside this unit of work, then ``ResumeCall`` hands its result back)."""
+
+    call: Call
+    conversation: CallSignal | None = None
 
 
 class AdvanceCall:
-    """Apply what the line reported since the last look: answer, mid-call tools (booking), the end."""
-
-    max_rounds = 8
+    """Apply what the line reported since the last look: answer, a request for the conversation, the end."""
 
     def __init__(self, uow: UnitOfWork, cause: CauseContext, calls: CallRepository, agents: AgentRepository,
-                 telephony: Telephony, booker: AppointmentBooker, finisher: CallFinisher, clock: Clock,
-                 carriers: Carriers, providers: TelephonyProviderRepository, accounts: CarrierAccounts,
+                 telephony: Telephony, finisher: CallFinisher, clock: Clock, carriers: Carriers,
+                 providers: TelephonyProviderRepository, accounts: CarrierAccounts,
                  voice_updates: CarrierVoiceUpdates) -> None:
         self.uow, self.cause, self.calls, self.agents, self.telephony = uow, cause, calls, agents, telephony
-        self.booker, self.finisher, self.clock = booker, finisher, clock
+        self.finisher, self.clock = finisher, clock
         self.carriers, self.providers, self.accounts, self.voice_updates = carriers, providers, accounts, voice_updates
 
-    async def execute(self, command: AdvanceCallCommand) -> Call | None:
-        ref, run_tools = command.ref, command.run_tools
+    async def execute(self, command: AdvanceCallCommand) -> Advanced | None:
+        ref = command.ref
         call = await self.calls.get_for_update(ref.organization_id, ref.call_id)
         if call is None or call.status not in ACTIVE_STATUSES:
             return None
-        if call.cause_depth:  # what happens during the call (a booking) is as deep as the action that placed it
+        if call.cause_depth:  # what happens during the call is as deep as the action that placed it
             self.cause.depth = call.cause_depth
         now = self.clock.now()
         if call.telephony_state.get("carrier"):
-            return await self._reconcile(call, now)
+            return Advanced(await self._reconcile(call, now))
         if not call.telephony_ref:
             return None
-        handle = DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at)
-        for _ in range(self.max_rounds):
-            result = await self.telephony.poll(handle, now)
-            handle = result.handle
-            waiting_tool: str | None = None
-            for signal in result.signals:
-                if signal.kind == "answered" and call.status == CallStatus.RINGING:
-                    call, events = call.move("answer", signal.at)
-                    record_call_events(self.uow, call, events)
-                elif signal.kind == "tool":
-                    waiting_tool = signal.tool
-                    break
-                elif signal.kind == "ended":
-                    call = replace(call, telephony_state=handle.state)
-                    return await self.finisher.finish(
-                        call, TRIGGER_FOR_FINAL[signal.status or "failed"], signal.at,
-                        end_reason=signal.end_reason or signal.status or "ended",
-                        duration_seconds=signal.duration_seconds, transcript=signal.transcript,
-                        recording_key=signal.recording_key, transferred_to=signal.transferred_to,
-                        booking=signal.details.get("booking"), message_left=bool(signal.details.get("message_left")),
-                    )
-            if waiting_tool is None:
+        result = await self.telephony.poll(DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at),
+                                           now)
+        handle = result.handle
+        conversation: CallSignal | None = None
+        for signal in result.signals:
+            if signal.kind == "answered" and call.status == CallStatus.RINGING:
+                call, events = call.move("answer", signal.at)
+                record_call_events(self.uow, call, events)
+            elif signal.kind == CONVERSATION and signal.caller is not None:
+                conversation = signal
                 break
-            handle = await self.telephony.resume(handle, waiting_tool, await self._run_tool(call, waiting_tool,
-                                                                                              run_tools, now))
+            elif signal.kind == "ended":
+                call = replace(call, telephony_state=handle.state)
+                details = signal.details
+                return Advanced(await self.finisher.finish(
+                    call, TRIGGER_FOR_FINAL[signal.status or "failed"], signal.at,
+                    end_reason=signal.end_reason or signal.status or "ended",
+                    duration_seconds=signal.duration_seconds, transcript=signal.transcript,
+                    recording_key=signal.recording_key, transferred_to=signal.transferred_to,
+                    booking=details.get("booking"), message_left=bool(details.get("message_left")),
+                    turns=details.get("turns"), analysis=details.get("analysis"),
+                ))
         call = replace(call, telephony_state=handle.state, next_check_at=handle.next_check_at, updated_at=now)
-        return await self.calls.update(call)
+        return Advanced(await self.calls.update(call), conversation)
 
     async def _reconcile(self, call: Call, now: datetime) -> Call:
         """A carrier call: ask the carrier how it is (a dial whose answer was lost, or a call not heard of for a
@@ -630,14 +632,31 @@ class AdvanceCall:
             return await self.finisher.finish(failed, "fail", now, end_reason="carrier_error")
         return await self.voice_updates.apply(call, update, now)
 
-    async def _run_tool(self, call: Call, tool: str, run_tools: bool, now: datetime) -> dict[str, Any] | None:
-        if tool != BOOK_APPOINTMENT or not run_tools:
+
+@dataclass(frozen=True, slots=True)
+class ResumeCallCommand:
+    ref: CallRef
+    tool: str
+    result: dict[str, Any] | None
+
+
+class ResumeCall:
+    """Hand the simulator's line what it waited for (the conversation's result); the line moves on from there. A
+    call that ended meanwhile, or a line that asked again since (``attempt``), keeps what it has."""
+
+    def __init__(self, calls: CallRepository, telephony: Telephony, clock: Clock) -> None:
+        self.calls, self.telephony, self.clock = calls, telephony, clock
+
+    async def execute(self, command: ResumeCallCommand) -> Call | None:
+        ref = command.ref
+        call = await self.calls.get_for_update(ref.organization_id, ref.call_id)
+        if (call is None or call.status not in ACTIVE_STATUSES or not call.telephony_ref
+                or call.telephony_state.get("carrier")):
             return None
-        agent = await _call_agent(self.agents, call)
-        if agent is None or agent.calendar_id is None:
-            return None
-        return await self.booker.book_next_slot(call.organization_id, agent.calendar_id, now, call.contact_name,
-                                                call.destination_phone, call.id)
+        handle = await self.telephony.resume(DialHandle(call.telephony_ref, call.telephony_state, call.next_check_at),
+                                             command.tool, command.result)
+        return await self.calls.update(replace(call, telephony_state=handle.state, next_check_at=handle.next_check_at,
+                                               updated_at=self.clock.now()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,14 +33,15 @@ from application.ports.conversation import ToolSecrets
 from application.ports.egress import RequestFailed, SafeHttp
 from application.ports.engines import ToolCall, ToolSpec
 from application.ports.platform import Unit, Units
+from application.ports.scheduling import AppointmentRepository
 from application.scheduling.availability import GetAvailability, GetAvailabilityCommand
-from application.scheduling.booking import BookAppointment, BookAppointmentCommand
+from application.scheduling.booking import BookAppointment, BookAppointmentCommand, bookable
 from application.scheduling.calendars import CalendarRef, GetCalendar
 from application.sms import SendSms, SendSmsCommand
 from domain import json_schema
 from domain import webhooks as wh
 from domain.calls import spoken_time
-from domain.errors import DomainError
+from domain.errors import DomainError, NotFound
 from domain.rfc3339 import format_utc_or_none
 from domain.timezones import zone_of
 
@@ -132,6 +133,9 @@ class Toolbox:
         """Run one tool call; never raises (a failure is a result)."""
         try:
             return await self._run(call, now)
+        except NotFound as gone:  # the agent names something deleted since (its calendar): worth an operator's look
+            log.warning("call %s: tool %s could not run: %s", self.config.call_id, call.name, gone.message)
+            return failed(call.name, gone.message)
         except DomainError as refused:  # a rule of the use case said no: the model tells the caller
             return failed(call.name, refused.message)
         except Exception:
@@ -189,13 +193,15 @@ class Toolbox:
             end = start + timedelta(days=1)
         command = GetAvailabilityCommand(self.actor, calendar_id, start=start, end=end)
 
-        async def work(unit: Unit) -> Any:
-            return await (await unit.get(GetAvailability)).execute(command)
+        async def work(unit: Unit) -> tuple[Any, list[Any]]:
+            found = await (await unit.get(GetAvailability)).execute(command)
+            # a local date at the calendar's max_bookings_per_day is not offered: its booking would be refused
+            return found, await bookable(await unit.get(AppointmentRepository), found.calendar, found.slots)
 
-        found = await self._in_unit(work)
+        found, open_slots = await self._in_unit(work)
         zone = zone_of(found.timezone)
         slots = [{"start": slot.start.astimezone(zone).isoformat(timespec="minutes"),
-                  "spoken": spoken_time(slot.start, found.timezone)} for slot in found.slots[:SLOTS_OFFERED]]
+                  "spoken": spoken_time(slot.start, found.timezone)} for slot in open_slots[:SLOTS_OFFERED]]
         return _ok({"timezone": found.timezone, "slots": slots,
                     "note": "no open slots" if not slots else f"the first {len(slots)} open slots"})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from application.ports.platform import Page, PageRequest
 from domain.calls import Call, CallLog
@@ -105,17 +105,3 @@ class CallLogRepository(Protocol):
         credential and names no organization, so the signature check needs the owner first."""
         ...
 
-
-class AppointmentBooker(Protocol):
-    """What an agent uses to book mid-call (simulator number ...06). Returns the booking, or None when
-    there is no open slot or no calendar."""
-
-    async def book_next_slot(
-        self,
-        organization_id: int,
-        calendar_id: int,
-        after: datetime,
-        attendee_name: str | None,
-        attendee_phone: str | None,
-        call_id: str,
-    ) -> dict[str, Any] | None: ...

@@ -178,3 +178,10 @@ class Engines:
 
 class EngineFactory(Protocol):
     def build(self, *, llm: EngineChoice, voice: EngineChoice, transcriber: EngineChoice) -> Engines: ...
+
+
+class LanguageModels(Protocol):
+    """The language model alone (the telephony simulator's calls: their caller speaks text, so they need no speech
+    engines); the engines feature provides it with the :class:`EngineFactory`."""
+
+    def llm(self, choice: EngineChoice) -> LanguageModel: ...

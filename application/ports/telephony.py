@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from application.ports.media import ConversationOutcome
 from domain.telephony import PhoneNumber, TelephonyProvider
 
 
@@ -41,17 +42,37 @@ class DialHandle:
 
 
 @dataclass(frozen=True, slots=True)
+class ScriptedCaller:
+    """The simulator's caller: its ``lines``, in order, each said once the agent's audio has played; then it hangs
+    up (``hangs_up``) or stays silent until the agent ends the call. ``answered_by`` ``machine`` is a voicemail box,
+    whose greeting and beep take ``start_ms`` before the agent can speak."""
+
+    lines: tuple[str, ...] = ()
+    hangs_up: bool = True
+    answered_by: Literal["human", "machine"] = "human"
+    start_ms: int = 0
+    max_duration_seconds: int = 600
+
+
+CONVERSATION = "conversation"
+"""The ``tool`` a simulated line waits for: the agent's conversation with its :class:`ScriptedCaller`."""
+
+
+@dataclass(frozen=True, slots=True)
 class CallSignal:
     """One thing that happened on the line.
 
-    kind: ``answered``; ``tool`` (the agent asks to run ``tool``: the use case runs it and hands the result
-    back with :meth:`Telephony.resume`; the adapter reports nothing further until then); ``ended``
-    (``status`` is the final status, with duration, transcript and recording).
+    kind: ``answered``; ``conversation`` (the simulator's line is up: the use case runs the agent's conversation
+    with ``caller`` and hands its result back with :meth:`Telephony.resume` (``tool`` ``conversation``, the
+    ``attempt`` of ``details`` in the result); the adapter reports nothing further until then); ``ended``
+    (``status`` is the final status, with duration, transcript and recording; ``details``: ``booking``,
+    ``message_left``, ``turns``, ``analysis``).
     """
 
     kind: str
     at: datetime
     tool: str | None = None
+    caller: ScriptedCaller | None = None
     status: str | None = None
     end_reason: str | None = None
     duration_seconds: int = 0
@@ -86,7 +107,7 @@ class Telephony(Protocol):
         ...
 
     async def resume(self, handle: DialHandle, tool: str, result: dict[str, Any] | None) -> DialHandle:
-        """Hand a tool result back to the conversation."""
+        """Hand what the line waited for back to it (``conversation``: the conversation's result)."""
         ...
 
     async def hang_up(self, handle: DialHandle, now: datetime) -> DialHandle:
@@ -96,6 +117,14 @@ class Telephony(Protocol):
     async def health(self) -> TelephonyHealth:
         """Whether calls can be placed now (a cheap check; raising counts as not ok)."""
         ...
+
+
+class SimulatedConversations(Protocol):
+    """The agent's side of a simulated call: its conversation (the one of live media sessions) with a scripted
+    caller, on virtual time (``application/simulated_call.py``)."""
+
+    async def converse(self, organization_id: int, call_id: str, answered_at: datetime,
+                       caller: ScriptedCaller) -> ConversationOutcome: ...
 
 
 class TelephonyProviderRepository(Protocol):

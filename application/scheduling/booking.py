@@ -162,6 +162,24 @@ async def _book(uow: UnitOfWork, appointments: AppointmentRepository, calendar: 
     return stored
 
 
+async def bookable(appointments: AppointmentRepository, calendar: Calendar, slots: list[Slot]) -> list[Slot]:
+    """``slots`` without those on a local date at the calendar's ``max_bookings_per_day`` (what a voice agent can
+    offer: a booking there would be refused)."""
+    cap = calendar.max_bookings_per_day
+    if cap is None:
+        return slots
+    full: dict[datetime, bool] = {}
+    kept = []
+    for slot in slots:
+        start, end = calendar.local_day(slot.start)
+        if start not in full:
+            full[start] = await appointments.count_starting_between(
+                calendar.organization_id, persisted(calendar.id), start, end) >= cap
+        if not full[start]:
+            kept.append(slot)
+    return kept
+
+
 @dataclass(frozen=True, slots=True)
 class BookNextOpenSlotCommand(BookingDetails):
     actor: Actor

@@ -1,4 +1,5 @@
-"""Calls feature: outbound calls on the telephony simulator, call logs and recordings, Do-Not-Call screening,
+"""Calls feature: outbound calls on the telephony simulator (whose calls run the conversation feature's
+``SimulatedConversations``), call logs and recordings, Do-Not-Call screening,
 telephony providers, phone numbers and stats.
 
 Its job ``calls.progress`` is the calls' progress pass (``application/call_progress.py``); ``progress`` gives the
@@ -98,6 +99,7 @@ class CallsUseCaseProvider(Provider):
         call_cases.CancelCall,
         call_cases.DialNextQueuedCall,
         call_cases.AdvanceCall,
+        call_cases.ResumeCall,
         call_cases.SweepOverdueCall,
         call_cases.ListCallLogs,
         call_cases.GetCallLog,

@@ -3,7 +3,7 @@ conversation's engines (``EngineFactory``: ``openai_compatible`` through the egr
 
 from __future__ import annotations
 
-from dishka import Provider, Scope, provide, provide_all
+from dishka import AnyOf, Provider, Scope, provide, provide_all
 
 from adapters.egress import HttpxSafeHttp, SystemResolver
 from adapters.engines.factory import EngineBuilder
@@ -12,7 +12,7 @@ from adapters.sql.ai_providers import SqlAiProviderRepository
 from application import ai_providers as uc
 from application.ports.agents import AgentEngineSettings
 from application.ports.ai_providers import AiProviderRepository
-from application.ports.engines import EngineFactory
+from application.ports.engines import EngineFactory, LanguageModels
 from entrypoints.features import Feature
 from entrypoints.settings import Settings
 
@@ -26,9 +26,10 @@ class EnginesPlatformProvider(Provider):
     def policy(self, settings: Settings) -> uc.AiProviderPolicy:
         return uc.AiProviderPolicy(allow_loopback=settings.allow_loopback_targets)
 
-    @provide
-    def engines(self, settings: Settings) -> EngineFactory:
-        """Every request to a model server goes through the egress: its base URL is checked at each use."""
+    @provide(provides=AnyOf[EngineFactory, LanguageModels])
+    def engines(self, settings: Settings) -> EngineBuilder:
+        """Every request to a model server goes through the egress: its base URL is checked at each use. The
+        language model alone (``LanguageModels``) is what the telephony simulator's calls use."""
         http = HttpxSafeHttp(SystemResolver(), allow_loopback=settings.allow_loopback_targets, user_agent=USER_AGENT)
         return EngineBuilder(http)
 

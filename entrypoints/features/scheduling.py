@@ -16,9 +16,7 @@ from adapters.sql.scheduling import (
     SqlCalendarRepository,
     SqlScheduleReader,
 )
-from application.call_booking import AtomicSchedulingAppointmentBooker
 from application.ports.agents import AgentCalendars
-from application.ports.calls import AppointmentBooker
 from application.ports.scheduling import AppointmentRepository, CalendarRepository, IcsRenderer, ScheduleReader
 from application.scheduling import availability, booking, calendars, feeds
 from entrypoints.features import Feature
@@ -45,13 +43,6 @@ class SchedulingProvider(Provider):
     renderer = provide(ICalendarRenderer, provides=IcsRenderer, scope=Scope.APP)
     # for the core's agents: they may point at this feature's calendars
     agent_calendars = provide(calendars.CalendarsForAgents, provides=AgentCalendars, scope=Scope.REQUEST)
-
-    @provide(scope=Scope.REQUEST)
-    def appointment_booker(self, book_next_open_slot: booking.BookNextOpenSlot,
-                           get_calendar: calendars.GetCalendar) -> AppointmentBooker:
-        """For the calls feature: agents book during calls on this feature's calendars."""
-        return AtomicSchedulingAppointmentBooker(book_next_open_slot, booking.BookNextOpenSlotCommand, get_calendar,
-                                                 calendars.CalendarRef)
 
     cases = provide_all(
         calendars.CreateCalendar,

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from application.agents import CreateAgent, CreateAgentCommand, PublishAgent, PublishAgentCommand
+from application.call_progress import RunCallProgress
 from application.calls import (
-    AdvanceCall,
-    AdvanceCallCommand,
     AgentNotCallable,
     CancelCall,
     CancelCallCommand,
@@ -33,6 +32,7 @@ from application.ports.calls import CallFilter, CallRef
 from application.ports.platform import PageRequest
 from domain.calls import Call
 from domain.errors import InvalidTransition, NotFound, ValidationFailed
+from entrypoints.units import ScopedUnits
 from tests.application.conftest import App
 
 COMPLETES, BUSY = "+1555010000", "+1555010001"
@@ -55,7 +55,7 @@ async def advance_until_final(app: App, call: Call, *, rounds: int = 20) -> Call
     ref = CallRef(call.organization_id, call.id)
     for _ in range(rounds):
         app.clock.advance(seconds=15)
-        await app.run(AdvanceCall, AdvanceCallCommand(ref))
+        await RunCallProgress(ScopedUnits(app.container)).advance(ref)  # the line's news, its conversation
         current = await app.run(GetCall, GetCallCommand(Actor.system(call.organization_id), call.id))
         if current.is_final:
             return current

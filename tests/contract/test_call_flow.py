@@ -40,7 +40,8 @@ async def _setup(container: Any, plan: str = "enterprise") -> tuple[int, int]:
     async with container() as r:
         org = await (await r.get(CreateOrganization)).execute(CreateOrganizationCommand("Flow", plan))
         agent = await (await r.get(AgentRepository)).add(Agent(
-            None, org.id or 0, "Desk", prompt="Call {{contact_name}}.", created_at=START, updated_at=START))
+            None, org.id or 0, "Desk", prompt="Call {{contact_name}}.", transfer_phone="+14155550199",
+            created_at=START, updated_at=START))
         # calls run a published version: publishing makes the agent active with version 1
         await (await r.get(PublishAgent)).execute(PublishAgentCommand(Actor.system(org.id or 0), agent.id or 0))
         await (await r.get(UnitOfWork)).commit()

@@ -139,3 +139,17 @@ async def test_the_after_call_analysis_is_a_json_object_following_the_schema() -
     answer = json.loads(said(events))
     assert answer == {"summary": "The caller spoke 1 time; an appointment was booked.", "successful": True,
                       "data": {"booked": False, "reason": "new"}}
+
+
+async def test_asked_what_the_call_is_about_it_says_the_prompts_first_sentence_and_thanked_it_is_welcome() -> None:
+    prompt = ChatMessage("system", "You call Ada about her order. Be brief.\n\nYou are speaking on a phone call.")
+    asked = ChatRequest("offline", [prompt, ChatMessage("user", "Hi, this is Ada. What is this call about?")])
+    assert said([e async for e in OfflineLanguageModel().stream(asked)]) == (
+        "I'm calling about the following: You call Ada about her order.")
+    assert said(await run(ChatMessage("user", "Okay. That's all I needed, thank you."))) == (
+        "You're welcome. Have a nice day!")
+    assert not calls(await run(ChatMessage("user", "Thanks!")))
+    thanks_bye = await run(ChatMessage("user", "Thank you, goodbye."))
+    assert [c.name for c in calls(thanks_bye)] == ["end_call"]  # a goodbye still ends the call
+    unknown = await run(ChatMessage("user", "Thanks, but what is the weather?"))
+    assert said(unknown).startswith("I'm sorry, I don't know that.")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from dishka import Provider, Scope, provide
 
-from application.call_booking import AtomicSchedulingAppointmentBooker
-from application.ports.calls import AppointmentBooker
 from application.ports.platform import UnitOfWork
+from application.ports.telephony import SimulatedConversations
 from application.ports.usage import QuotaGate
+from application.simulated_call import ScriptedCallConversations
 from application.usage import LedgerQuotaGate
 from entrypoints.features import Feature, FeatureConflict
 from entrypoints.features.usage import FEATURE as USAGE
@@ -116,12 +116,13 @@ async def test_the_backend_picks_each_features_storage(tmp_path: Path, sqlite_ur
             await container.close()
 
 
-async def test_calls_book_through_the_scheduling_feature(tmp_path: Path) -> None:
+async def test_calls_pass_the_usage_features_quota_gate_and_simulate_through_the_conversation(
+        tmp_path: Path) -> None:
     container = build_container(Settings(database_url="memory://", secret_key="k", var_dir=tmp_path))
     try:
         async with container() as request:
-            assert isinstance(await request.get(AppointmentBooker), AtomicSchedulingAppointmentBooker)
             assert isinstance(await request.get(QuotaGate), LedgerQuotaGate)
+            assert isinstance(await request.get(SimulatedConversations), ScriptedCallConversations)
     finally:
         await container.close()
 

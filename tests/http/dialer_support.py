@@ -46,7 +46,9 @@ async def tick(api: Api, *, seconds: float = 60) -> None:
 
 
 async def agent(api: Api, t: Tenant, **fields: Any) -> int:
-    body = {"name": "Caller", "prompt": "You call {{contact_name}} about {{plan}}.", **fields}
+    # a transfer number: the simulator's ...05 caller asks for a person, and the agent hands it over
+    body = {"name": "Caller", "prompt": "You call {{contact_name}} about {{plan}}.", "transfer_phone": "+14155550199",
+            **fields}
     created = await api.client.post("/v2/agents", json=body, headers=t.headers)
     assert created.status_code == 201, created.text
     agent_id = int(created.json()["data"]["id"])

@@ -1,5 +1,6 @@
 """A call finished with a conversation's outcome shows its latency per turn and its after-call analysis on the call
-log (GET /call-logs/{id} and the list); a call log without a conversation shows turns [] and analysis null."""
+log (GET /call-logs/{id} and the list); a call log without a conversation (a busy line) shows turns [] and analysis
+null."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ async def test_turns_and_analysis_reach_the_call_log(make_api: ApiFactory, sql_u
     t = await api.tenant()
     agent = await active_agent(api, t)
     talked = (await place(api, t, agent, "+14155550123")).json()["data"]
-    plain = (await place(api, t, agent, "+1555010000")).json()["data"]
+    plain = (await place(api, t, agent, "+1555010001")).json()["data"]  # busy: no conversation
     async with api.worker()() as scope:  # the media session's finish, as it ends a conversation
         calls = await scope.get(CallRepository)
         call = await calls.get_for_update(t.organization_id, talked["id"])

@@ -120,12 +120,15 @@ async def test_conversation_follows_the_agent_and_custom_data(make_api: ApiFacto
     call = (await api.client.get(f"/v2/calls/{created.json()['data']['id']}", headers=t.headers)).json()["data"]
     turns = (await api.client.get(f"/v2/call-logs/{call['call_log_id']}/transcript", headers=t.headers)).json()["data"]
     texts = [turn["text"] for turn in turns]
-    assert texts[0] == "Good morning Ada!"
-    assert any("You help Ada with their solar panel order." in text for text in texts)
-    assert any("order id as A-17" in text for text in texts)
-    assert {turn["role"] for turn in turns} == {"agent", "user"}
+    # the agent's side is the conversation runtime's (the offline model): the scripted caller asks, it answers
+    assert texts[:3] == ["Good morning Ada!", "Hi, this is Ada. What is this call about?",
+                         "I'm calling about the following: You help Ada with their solar panel order."]
+    assert [turn["role"] for turn in turns] == ["agent", "user", "agent", "user", "agent"]
     assert [turn["at_ms"] for turn in turns] == sorted(turn["at_ms"] for turn in turns)
     assert call["outcome"] == "conversation_completed" and call["duration_seconds"] > 5
+    log = (await api.client.get(f"/v2/call-logs/{call['call_log_id']}", headers=t.headers)).json()["data"]
+    assert len(log["turns"]) == 2 and all(turn["parley_ms"] is not None for turn in log["turns"])
+    assert log["analysis"]["summary"] == "The caller spoke 2 times." and log["analysis"]["successful"] is True
 
 
 async def test_custom_data_values_are_spoken_as_people_read_them(make_api: ApiFactory, sql_url: str) -> None:
@@ -143,7 +146,6 @@ async def test_custom_data_values_are_spoken_as_people_read_them(make_api: ApiFa
     turns = (await api.client.get(f"/v2/call-logs/{call['call_log_id']}/transcript", headers=t.headers)).json()["data"]
     assert turns[0]["text"] == ('Hi Ada: 3 items, 3 dollars, rate 2.5, vip true, tags red, 2, false, '
                                 'address {"city":"Paris","zip":"75001"}, note .')
-    assert any(turn["text"] == "I have your total as 3. Is that correct?" for turn in turns)
     refused = await place(api, t, agent, "+14155550100", custom_data={
         "count": None, "total": 1, "rate": 1, "vip": False, "tags": [], "address": {}, "note": "n"})
     assert refused.status_code == 400 and refused.json()["error"]["details"]["missing_placeholders"] == ["count"]
@@ -515,8 +517,10 @@ async def test_the_booking_is_confirmed_in_the_calendars_local_time(make_api: Ap
     booked = (await api.client.get("/v2/scheduling/appointments", headers=t.headers)).json()["data"][0]
     assert booked["slot_start"] == "2026-03-03T13:30:00Z"
     turns = (await api.client.get(f"/v2/call-logs/{call['call_log_id']}/transcript", headers=t.headers)).json()["data"]
-    said = [turn["text"] for turn in turns if "booked" in turn["text"]]
-    assert said == ["You're booked for Tuesday, March 3 at 2:30 PM. You'll receive a confirmation shortly."]
+    said = [turn["text"] for turn in turns if turn["role"] == "agent"]
+    assert "I have Tuesday, March 3 at 2:30 PM" in said[3]  # the slots check_availability found, in Berlin time
+    assert said[4:6] == ["I'll book Tuesday, March 3 at 2:30 PM for you.",
+                         "You're booked for Tuesday, March 3 at 2:30 PM. Is there anything else I can help you with?"]
 
 
 async def test_number_06_books_the_next_open_slot(make_api: ApiFactory, sql_url: str) -> None:
@@ -571,5 +575,5 @@ async def test_a_calendar_deleted_before_the_booking_is_a_warning_not_an_error(
     assert call["status"] == "completed" and call["outcome"] == "conversation_completed"
     mine = [r for r in caplog.records if r.name.startswith("parley")]
     assert not [r for r in mine if r.levelno >= logging.ERROR or r.exc_info], [r.getMessage() for r in mine]
-    [warning] = [r for r in mine if r.levelno == logging.WARNING]
-    assert str(call_id) in warning.getMessage() and "calendar" in warning.getMessage()
+    warnings = [r.getMessage() for r in mine if r.levelno == logging.WARNING]
+    assert warnings and all(str(call_id) in text and "calendar" in text for text in warnings), warnings

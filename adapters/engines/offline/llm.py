@@ -8,6 +8,7 @@ results are in, an answer in words):
 - a wish to book (``book``, ``appointment``, a time) calls ``check_availability``; its slots are offered,
   and a time, "book" or "yes" books one with ``book_appointment``;
 - "human", "agent", "transfer" call ``transfer_call``; "bye", "goodbye" call ``end_call``;
+- asked what the call is about, it says the first sentence of the agent's prompt; thanked, it says you're welcome;
 - asked for JSON (the after-call analysis), it answers ``{summary, successful, data}``.
 
 The first message is the runtime's to say; this model answers the caller's turns.
@@ -43,6 +44,8 @@ TRANSFERRING = "Let me transfer you to a colleague."
 NO_TRANSFER = "I'm sorry, I can't transfer calls. Can I help you with something else?"
 NO_BOOKING = "I'm sorry, I can't book appointments on this call. Can I help you with something else?"
 CHECKING = "Let me check the calendar."
+WELCOME = "You're welcome. Have a nice day!"
+PURPOSE = "I'm calling about the following: {sentence}"
 
 _WORD = re.compile(r"[a-z0-9']+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -65,6 +68,8 @@ _BOOKING_WORDS = frozenset({"book", "booking", "appointment", "appointments", "s
 _YES = frozenset({"yes", "yeah", "yep", "sure", "okay", "ok", "fine", "perfect", "great", "works", "book"})
 _TRANSFER_WORDS = frozenset({"human", "agent", "transfer", "person", "representative", "operator", "someone"})
 _BYE_WORDS = frozenset({"bye", "goodbye"})
+_THANKS_WORDS = frozenset({"thank", "thanks"})
+_PURPOSE = re.compile(r"\bwhat(?:'s| is) (?:this|the) call about\b|\bwhy are you calling\b|\bwhat is this about\b")
 
 
 def words(text: str) -> list[str]:
@@ -88,6 +93,16 @@ def passages_of(messages: Sequence[ChatMessage]) -> list[str]:
     systems = [m.content for m in messages if m.role == "system"]
     numbered = [match.group(1) for text in systems for line in text.splitlines() if (match := _PASSAGE.match(line))]
     return numbered or systems[1:]
+
+
+def prompt_sentence(messages: Sequence[ChatMessage]) -> str | None:
+    """The first sentence of the agent's prompt (the first system message, up to its first blank line)."""
+    system = next((m.content for m in messages if m.role == "system"), "")
+    prompt = " ".join(system.split("\n\n", 1)[0].split())
+    if not prompt:
+        return None
+    sentence = _SENTENCE.split(prompt, maxsplit=1)[0]
+    return sentence if len(sentence) <= 240 else sentence[:237].rstrip() + "..."
 
 
 def best_sentence(question: str, passages: Sequence[str]) -> str | None:
@@ -245,11 +260,17 @@ class OfflineLanguageModel:
         if wants_booking and CHECK_AVAILABILITY in offered:
             arguments = {"date": day.isoformat()} if day else {}
             return CHECKING, [call(CHECK_AVAILABILITY, arguments)]
+        if _PURPOSE.search(said.lower()):
+            purpose = prompt_sentence(messages)
+            if purpose:
+                return PURPOSE.format(sentence=purpose), []
         sentence = best_sentence(said, passages_of(messages))
         if sentence:
             return sentence, []
         if said_words & _BOOKING_WORDS:
             return NO_BOOKING, []
+        if said_words & _THANKS_WORDS and "?" not in said:
+            return WELCOME, []
         return DONT_KNOW, []
 
     @staticmethod
