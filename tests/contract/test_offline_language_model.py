@@ -1,5 +1,6 @@
 """The offline language model's dialogue: answers from knowledge passages, offers and books slots through the
-calendar tools, calls a custom tool the caller names with arguments from what was said, transfers, ends the call, and answers the after-call analysis in JSON, streamed like a real model."""
+calendar tools, calls a custom tool the caller names with arguments from what was said, transfers, ends the call,
+and answers the after-call analysis in JSON, streamed like a real model."""
 
 from __future__ import annotations
 

@@ -76,12 +76,12 @@ class CallOut(Struct):
         )
 
 
-class TurnOut(Struct):
+class TurnOut(Struct, omit_defaults=True):
     role: Literal["agent", "user"]
     text: str
     at_ms: int
     knowledge_documents: Annotated[list[int], Meta(description=(
-        "The knowledge documents whose passages the agent was given to answer this caller turn; empty otherwise"))] = \
+        "The knowledge documents whose passages the agent was given to answer this caller turn; absent otherwise"))] = \
         msgspec.field(default_factory=list)
 
     @classmethod

@@ -570,7 +570,8 @@ class StreamingCallers:
                     await caller.silence_until(lambda: loop.time() >= until, self.hang_up_after + 5, "the end")
                 else:
                     await caller.play(self.audio, realtime=self.realtime)
-            if await caller.finished(self.hang_up_after if self.script is None else 0.5) is None:  # Parley did not close it: the caller hangs up
+            waited = self.hang_up_after if self.script is None else 0.5
+            if await caller.finished(waited) is None:  # Parley did not close it: the caller hangs up
                 self.hung_up[call_id] = True
                 with contextlib.suppress(WebSocketClosed, ConnectionError):
                     await caller.hang_up()
