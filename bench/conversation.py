@@ -10,7 +10,20 @@ waits for most of the answer, and interrupts one answer in three (barge-in). Mea
   barge-in         real time from the caller's first speech frame to the session's clear(), p50/p95/max
   CPU              process CPU seconds per conversation-minute
 
+With ``--engines offline`` the engines are the real offline ones (PocketSphinx, the deterministic model, espeak-ng,
+WebRTC's voice activity detector as the turn detector) and the caller speaks questions synthesized by espeak-ng
+(the knowledge passage that answers them given by an in-memory search). Measured per answered turn:
+
+  end of speech -> first audio   real time from the caller's last speech frame to the agent's first audio:
+                                 the end-of-turn silence (``end_of_turn_silence_ms``, 500 ms) + the turn's
+                                 ``end_of_speech_to_first_audio_ms`` (from the end-of-turn decision)
+  engines_ms / parley_ms         that turn's engine waits (speech to text, first token, first synthesized audio)
+                                 and Parley's own share of it
+  barge-in                       the caller's first speech frame over the agent's audio -> clear(), with the real
+                                 turn detector deciding that speech started
+
     .venv/bin/python bench/conversation.py [--sessions 50] [--seconds 30]
+    .venv/bin/python bench/conversation.py --engines offline [--sessions 2] [--seconds 40]
 """
 
 from __future__ import annotations
@@ -38,6 +51,7 @@ from application.ports.engines import (
     TextDelta,
     Transcript,
 )
+from application.ports.knowledge import SearchHit
 from application.ports.media import (
     AudioIn,
     ConversationOutcome,
@@ -96,10 +110,16 @@ class Factory:
 
 
 class RealtimeSession:
-    """A media endpoint's view on real time (module docstring)."""
+    """A media endpoint's view on real time (module docstring). ``spoken``: each question's real audio (16-bit PCM),
+    played frame by frame instead of the fake engines' coded frames."""
 
-    def __init__(self, index: int, seconds: float, barge_in_every: int = 3) -> None:
+    def __init__(self, index: int, seconds: float, barge_in_every: int = 3,
+                 spoken: dict[str, bytes] | None = None, questions: list[str] | None = None) -> None:
         self.index, self.seconds, self.barge_in_every = index, seconds, barge_in_every
+        self.spoken, self.questions = spoken, questions or QUESTIONS
+        self.speech_ended: list[float] = []
+        self.first_audio: list[float] = []
+        self._waiting_since: float | None = None
         self.started = time.monotonic()
         self._info = SessionInfo(call_id=f"bench-{index}", organization_id=1, direction="outbound",
                                  channel="simulator", sample_rate=RATE, started_at=datetime.now(UTC),
@@ -124,6 +144,9 @@ class RealtimeSession:
         return self.sent * 1000 // (2 * RATE)
 
     async def play(self, pcm: bytes) -> None:
+        if self._waiting_since is not None:  # the first agent audio since the caller stopped speaking
+            self.first_audio.append((time.monotonic() - self._waiting_since) * 1000)
+            self._waiting_since = None
         self.queued += len(pcm)
 
     async def mark(self, name: str) -> None:
@@ -149,7 +172,10 @@ class RealtimeSession:
         turn = 0
         while sum(frames for _, frames in script) * FRAME < self.seconds:
             interrupt = turn % self.barge_in_every == self.barge_in_every - 1
-            script += [(QUESTIONS[(self.index + turn) % len(QUESTIONS)], 60), (None, 110 if interrupt else 400)]
+            question = self.questions[(self.index + turn) % len(self.questions)]
+            frames = 60 if self.spoken is None else len(self.spoken[question]) // FRAME_BYTES
+            listen = (110 if interrupt else 400) if self.spoken is None else (110 if interrupt else 250)
+            script += [(question, frames), (None, listen)]
             turn += 1
         return script
 
@@ -157,6 +183,8 @@ class RealtimeSession:
         deadline = time.monotonic()
         last = deadline
         for phrase, frames in self._caller():
+            if phrase is None and self.speech_began is not None and self._waiting_since is None:
+                self._waiting_since = time.monotonic()  # the caller's last speech frame has gone
             for frame in range(frames):
                 deadline += FRAME
                 await asyncio.sleep(max(0.0, deadline - time.monotonic()))
@@ -169,7 +197,12 @@ class RealtimeSession:
                     yield MarkPlayed(self.marks.pop(0)[1], self.now_ms())
                 if phrase is not None and frame == 0:
                     self.speech_began = now
-                pcm = speech_frame(phrase, RATE) if phrase is not None else silence_frame(RATE)
+                if phrase is None:
+                    pcm = silence_frame(RATE)
+                elif self.spoken is not None:
+                    pcm = self.spoken[phrase][frame * FRAME_BYTES:(frame + 1) * FRAME_BYTES]
+                else:
+                    pcm = speech_frame(phrase, RATE)
                 yield AudioIn(pcm, self.now_ms())
                 if self.closed or now - self.started >= self.seconds:
                     yield StreamClosed(self.now_ms())
@@ -214,12 +247,83 @@ async def run(sessions: int, seconds: float) -> dict[str, Any]:
     }
 
 
+OFFLINE_QUESTIONS = ["where is the parking", "when are you open"]
+OFFLINE_PROMPT = ("You answer questions about the clinic, such as where is the parking, or when are you open, and "
+                  "book visits.")
+OFFLINE_PASSAGE = "The parking is behind the building. The clinic is open from nine to five on weekdays."
+
+
+class OfflinePassages:
+    """The knowledge search's answer, from memory (the search itself is not what this mode measures)."""
+
+    async def retrieve(self, organization_id: int, knowledge_base_ids: Any, text: str, limit: int) -> list[SearchHit]:
+        return [SearchHit(1, 1, 1, OFFLINE_PASSAGE, 1.0)]
+
+
+async def run_offline(sessions: int, seconds: float) -> dict[str, Any]:
+    from dataclasses import replace
+
+    from adapters.engines.factory import EngineBuilder
+    from adapters.engines.offline.stt import recognizer
+    from application.conversation.config import EngineChoice
+    from tests.support.emulators.media_client import caller_speech
+
+    config = replace(CONFIG, prompt=OFFLINE_PROMPT, first_message="Hello, this is the clinic.",
+                     knowledge_base_ids=(1,), end_of_turn_silence_ms=500,
+                     transcriber=EngineChoice(provider_type="offline",
+                                              vocabulary=(OFFLINE_PROMPT, "Hello, this is the clinic.")))
+
+    class Configs:
+        async def for_call(self, organization_id: int, call_id: str) -> ConversationConfig:
+            return config
+
+    spoken = {q: caller_speech(q, words_per_minute=140) for q in OFFLINE_QUESTIONS}
+    spoken = {q: pcm + b"\0" * (-len(pcm) % FRAME_BYTES) for q, pcm in spoken.items()}
+    recognizer(config.transcriber.vocabulary)  # loaded once per process, before the calls (as after a first call)
+    runtime = AgentConversation(Configs(), EngineBuilder(http=None),  # type: ignore[arg-type]  # offline: no HTTP
+                                passages=OfflinePassages())
+    fakes = [RealtimeSession(i, seconds, barge_in_every=2, spoken=spoken, questions=OFFLINE_QUESTIONS)
+             for i in range(sessions)]
+    cpu, wall = time.process_time(), time.monotonic()
+    outcomes: list[ConversationOutcome] = await asyncio.gather(*(runtime.run(s) for s in fakes))
+    cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+    turns = [t for o in outcomes for t in o.turns]
+    after_decision = [float(t["end_of_speech_to_first_audio_ms"]) for t in turns]
+    parley = [float(t["parley_ms"]) for t in turns]
+    engines = [float(t["end_of_speech_to_first_audio_ms"] - t["parley_ms"]) for t in turns]
+    stt = [float(t["stt_ms"] or 0) for t in turns]
+    llm = [float(t["llm_first_token_ms"] or 0) for t in turns]
+    tts = [float(t["tts_first_audio_ms"] or 0) for t in turns]
+    from_speech = [a for s in fakes for a in s.first_audio]
+    barge = [b for s in fakes for b in s.barge_ins]
+    heard = [e["text"] for o in outcomes for e in o.transcript if e["role"] == "user"]
+
+    def spread(values: list[float]) -> dict[str, float]:
+        return {"p50": round(percentile(values, 50), 1), "p95": round(percentile(values, 95), 1),
+                "max": round(max(values, default=0), 1)}
+
+    return {
+        "engines": "offline", "sessions": sessions, "seconds": seconds, "turns": len(turns),
+        "end_of_speech_to_first_audio_ms": spread(from_speech),
+        "end_of_turn_decision_to_first_audio_ms": spread(after_decision),
+        "engines_ms": spread(engines), "stt_ms": spread(stt), "llm_first_token_ms": spread(llm),
+        "tts_first_audio_ms": spread(tts), "parley_ms": spread(parley),
+        "barge_in_to_clear_ms": {"count": len(barge), **spread(barge)},
+        "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2),
+        "heard": sorted(set(heard))[:6],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=50)
-    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--sessions", type=int, default=None, help="50 with fake engines, 2 offline")
+    parser.add_argument("--seconds", type=float, default=None, help="30 with fake engines, 40 offline")
+    parser.add_argument("--engines", choices=("fake", "offline"), default="fake")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(run(args.sessions, args.seconds))))
+    if args.engines == "offline":
+        print(json.dumps(asyncio.run(run_offline(args.sessions or 2, args.seconds or 40))))
+    else:
+        print(json.dumps(asyncio.run(run(args.sessions or 50, args.seconds or 30))))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -144,15 +144,20 @@ class AgentConversation:
 
     def __init__(self, configs: ConversationConfigs, engines: EngineFactory, *, units: Units | None = None,
                  http: SafeHttp | None = None, passages: Passages | None = None,
-                 tool_secrets: ToolSecrets | None = None, analysis_timeout_seconds: float = ANALYSIS_TIMEOUT_SECONDS
-                 ) -> None:
+                 tool_secrets: ToolSecrets | None = None, analysis_timeout_seconds: float = ANALYSIS_TIMEOUT_SECONDS,
+                 silence_timeout_ms: int | None = None) -> None:
+        """``silence_timeout_ms``: how long without caller speech ends a call (the process's setting; None: each
+        configuration's own, ``SILENCE_TIMEOUT_MS`` by default)."""
         self.configs, self.engines, self.units, self.http, self.passages = configs, engines, units, http, passages
         self.tool_secrets, self.analysis_timeout_seconds = tool_secrets, analysis_timeout_seconds
+        self.silence_timeout_ms = silence_timeout_ms
 
     async def run(self, session: MediaSession) -> ConversationOutcome:
         info = session.info
         try:
             config = await self.configs.for_call(info.organization_id, info.call_id)
+            if self.silence_timeout_ms is not None:
+                config = replace(config, silence_timeout_ms=self.silence_timeout_ms)
             engines = self.engines.build(llm=config.llm, voice=config.voice, transcriber=config.transcriber)
         except Exception as error:
             log.exception("call %s: the conversation could not start", info.call_id)

@@ -41,12 +41,14 @@ class ConversationProvider(Provider):
     cases = provide_all(LoadConversationConfig, scope=Scope.REQUEST)
 
 
-def conversation_runtime(units: Units, engines: EngineFactory, http: SafeHttp,
-                         tool_secrets: ToolSecrets) -> ConversationRuntime:
+def conversation_runtime(units: Units, engines: EngineFactory, http: SafeHttp, tool_secrets: ToolSecrets, *,
+                         silence_timeout_ms: int | None = None) -> ConversationRuntime:
     """The runtime over the container's units of work (``Units``: the media feature's runtime): each call's
-    configuration, its tools' use cases and its knowledge searches run in units of their own."""
+    configuration, its tools' use cases and its knowledge searches run in units of their own.
+    ``silence_timeout_ms``: the process's silence timeout (None: the default, ``SILENCE_TIMEOUT_MS``)."""
     return AgentConversation(PublishedConfigs(units), engines, units=units, http=http,
-                             passages=KnowledgePassages(units), tool_secrets=tool_secrets)
+                             passages=KnowledgePassages(units), tool_secrets=tool_secrets,
+                             silence_timeout_ms=silence_timeout_ms)
 
 
 FEATURE = Feature(

@@ -40,7 +40,7 @@ from application.ports.platform import Clock, Units
 from entrypoints.features import Feature
 from entrypoints.features.conversation import conversation_runtime
 from entrypoints.observability import MEDIA_FRAME_GAP
-from entrypoints.settings import Backend, Settings
+from entrypoints.settings import Backend, Settings, SettingsError
 
 log = logging.getLogger("parley.media")
 TOOLS_AGENT = "Parley-Tools/2.0"
@@ -103,6 +103,13 @@ class MediaSettings:
     media_runtime: str = "conversation"
     """PARLEY_MEDIA_RUNTIME: ``conversation`` (the agent's conversation), ``first_message`` (say the first message,
     hang up) or ``echo`` (the media bench)."""
+    conversation_silence_timeout_seconds: float = 30.0
+    """PARLEY_CONVERSATION_SILENCE_TIMEOUT_SECONDS: how long without caller speech (counted from the end of the
+    agent's audio) ends a conversation with a short goodbye (``silence_timeout``)."""
+
+    def __post_init__(self) -> None:
+        if not self.conversation_silence_timeout_seconds > 0:
+            raise SettingsError("PARLEY_CONVERSATION_SILENCE_TIMEOUT_SECONDS must be a number of seconds above 0")
 
 
 class MediaPlatformProvider(Provider):
@@ -121,7 +128,8 @@ class MediaPlatformProvider(Provider):
             return cases.FirstMessageRuntime(units)
         # custom tools' requests go through the egress, like every outbound request
         http = HttpxSafeHttp(SystemResolver(), allow_loopback=platform.allow_loopback_targets, user_agent=TOOLS_AGENT)
-        return conversation_runtime(units, engines, http, tool_secrets)
+        return conversation_runtime(units, engines, http, tool_secrets,
+                                    silence_timeout_ms=round(settings.conversation_silence_timeout_seconds * 1000))
 
     @provide
     def run_session(self, units: Units, sessions: cases.LiveSessions, runtime: ConversationRuntime,

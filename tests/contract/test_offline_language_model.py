@@ -1,5 +1,6 @@
 """The offline language model's dialogue: answers from knowledge passages, offers and books slots through the
-calendar tools, transfers, ends the call, and answers the after-call analysis in JSON, streamed like a real model."""
+calendar tools, calls a custom tool the caller names with arguments from what was said, transfers, ends the call,
+and answers the after-call analysis in JSON, streamed like a real model."""
 
 from __future__ import annotations
 
@@ -107,6 +108,26 @@ async def test_a_failed_tool_is_told_to_the_caller() -> None:
     call = ToolCall("call_1", "check_availability", {"date": "2026-11-28"})
     answer = said(await run(ask, *tool_turn(call, {"ok": False, "error": "this agent has no calendar"})))
     assert "didn't work: this agent has no calendar" in answer
+
+
+WEATHER = ToolSpec("weather_forecast", "The weather forecast of a city", {
+    "type": "object", "required": ["city"],
+    "properties": {"city": {"type": "string", "enum": ["paris", "new york"]}, "days": {"type": "integer"},
+                   "date": {"type": "string", "format": "date"}, "unit": {"type": "string"}}})
+
+
+async def test_a_custom_tool_the_caller_names_is_called_with_arguments_from_what_was_said() -> None:
+    events = await run(ChatMessage("user", "what is the weather in new york tomorrow for three days"),
+                       tools=(*TOOLS, WEATHER))
+    assert said(events) == "One moment, let me look that up."
+    (call,) = calls(events)
+    assert (call.name, call.arguments) == ("weather_forecast", {"city": "new york", "days": 3,
+                                                                "date": "2026-11-28"})
+    answered = await run(ChatMessage("user", "what is the weather in new york"),
+                         *tool_turn(call, {"ok": True, "result": {"forecast": "sunny", "high": 21}}),
+                         tools=(*TOOLS, WEATHER))
+    assert said(answered) == "Here is what I found: forecast sunny, high 21."
+    assert calls(await run(ChatMessage("user", "what is the weather"), tools=TOOLS)) == ()  # not offered: no call
 
 
 async def test_transfer_and_goodbye_call_their_tools_after_saying_so() -> None:

@@ -50,7 +50,8 @@ async def test_turns_and_analysis_reach_the_call_log(make_api: ApiFactory, sql_u
     assert log["turns"] == TURNS
     assert log["analysis"] == ANALYSIS
     assert log["transcript"] == [{"role": "agent", "text": "Hello Ada.", "at_ms": 80},
-                                 {"role": "user", "text": "Hi, book me in.", "at_ms": 1500}]
+                                 {"role": "user", "text": "Hi, book me in.", "at_ms": 1500,
+                                  "knowledge_documents": [3]}]
     listed = (await api.client.get("/v2/call-logs", headers=t.headers)).json()["data"]
     by_call = {entry["call_id"]: entry for entry in listed}
     assert by_call[talked["id"]]["analysis"] == ANALYSIS

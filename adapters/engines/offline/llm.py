@@ -9,6 +9,9 @@ results are in, an answer in words):
   and a time, "book" or "yes" books one with ``book_appointment``;
 - "human", "agent", "transfer" call ``transfer_call``; "bye", "goodbye" call ``end_call``;
 - asked what the call is about, it says the first sentence of the agent's prompt; thanked, it says you're welcome;
+- a custom tool whose name's words the caller says (``order_status``: "the status of my order") is called, its
+  arguments taken from what was said (an ``enum`` value said, a number, a day for a ``date``), and its result read
+  out;
 - asked for JSON (the after-call analysis), it answers ``{summary, successful, data}``.
 
 The first message is the runtime's to say; this model answers the caller's turns.
@@ -46,6 +49,8 @@ NO_BOOKING = "I'm sorry, I can't book appointments on this call. Can I help you 
 CHECKING = "Let me check the calendar."
 WELCOME = "You're welcome. Have a nice day!"
 PURPOSE = "I'm calling about the following: {sentence}"
+ONE_MOMENT = "One moment, let me look that up."
+BUILT_IN = frozenset({CHECK_AVAILABILITY, BOOK_APPOINTMENT, TRANSFER_CALL, END_CALL, "send_sms"})
 
 _WORD = re.compile(r"[a-z0-9']+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -248,6 +253,9 @@ class OfflineLanguageModel:
         if said_words & _TRANSFER_WORDS:
             return (TRANSFERRING, [call(TRANSFER_CALL)]) if TRANSFER_CALL in offered else (NO_TRANSFER, [])
         today = today_of(messages)
+        custom = custom_tool(request.tools, said)
+        if custom is not None:
+            return ONE_MOMENT, [call(custom.name, tool_arguments(custom.parameters, said, today))]
         slots = self._offered_slots(messages[:last_user])
         time = asked_time(said)
         day = asked_day(said, today)
@@ -311,7 +319,78 @@ class OfflineLanguageModel:
         if name in (END_CALL, TRANSFER_CALL):
             return "", []
         details = {k: v for k, v in result.items() if k != "ok"}
-        return f"Here is what I found: {json.dumps(details, ensure_ascii=False)}.", []
+        found = details.get("result", details) if set(details) <= {"result"} else details
+        return f"Here is what I found: {spoken_result(found)}.", []
+
+
+def _name_words(name: str) -> set[str]:
+    return {_stem(w) for w in re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower())
+            if w and w not in STOPWORDS}
+
+
+def custom_tool(tools: Sequence[Any], said: str) -> Any | None:
+    """The offered custom tool (not a built-in) whose name shares the most words with what was said (at least one;
+    the first of equals)."""
+    asked = content_words(said)
+    best, best_score = None, 0
+    for tool in tools:
+        if tool.name in BUILT_IN:
+            continue
+        score = len(asked & _name_words(tool.name))
+        if score > best_score:
+            best, best_score = tool, score
+    return best
+
+
+def _number(said: str) -> int | None:
+    digits = re.search(r"\b\d+\b", said)
+    if digits:
+        return int(digits.group(0))
+    return next((_NUMBERS[w] for w in words(said) if w in _NUMBERS and w != "noon"), None)
+
+
+def tool_arguments(parameters: dict[str, Any], said: str, today: date | None) -> dict[str, Any]:
+    """A custom tool's arguments from what the caller said: for each property, an ``enum`` value said, a number
+    for an ``integer`` or ``number``, a day for a ``date`` string, and what was said for another required
+    string; a property nothing fits is left out."""
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    if not isinstance(properties, dict):
+        return {}
+    required = set(parameters.get("required") or [])
+    said_words = words(said)
+    arguments: dict[str, Any] = {}
+    for name, schema in properties.items():
+        if not isinstance(schema, dict):
+            continue
+        kind = schema.get("type")
+        enum = schema.get("enum")
+        if isinstance(enum, list):
+            chosen = next((v for v in enum if isinstance(v, str) and words(v)
+                           and all(w in said_words for w in words(v))), None)
+            if chosen is not None:
+                arguments[name] = chosen
+        elif kind in ("integer", "number"):
+            number = _number(said)
+            if number is not None:
+                arguments[name] = number
+        elif kind == "string" and (schema.get("format") == "date" or "date" in name or "day" in name):
+            day = asked_day(said, today)
+            if day is not None:
+                arguments[name] = day.isoformat()
+        elif kind == "string" and name in required:
+            arguments[name] = said
+    return arguments
+
+
+def spoken_result(found: Any) -> str:
+    """A tool's result as words: an object's fields as "name value", a list's items, a plain value as it is."""
+    if isinstance(found, dict):
+        return ", ".join(f"{str(k).replace('_', ' ')} {spoken_result(v)}" for k, v in found.items()) or "nothing"
+    if isinstance(found, list):
+        return ", ".join(spoken_result(v) for v in found) or "nothing"
+    if found is None:
+        return "nothing"
+    return str(found)
 
 
 def _fill(schema: Any) -> Any:

@@ -137,7 +137,7 @@ async def get_call_log(id: LogId, actor: FromDishka[Actor],
 async def get_transcript(id: LogId, actor: FromDishka[Actor],
                          use_case: FromDishka[uc.GetCallLog]) -> Envelope[list[TurnOut]]:
     log = await use_case.execute(uc.GetCallLogCommand(actor, id))
-    return Envelope([TurnOut(t["role"], t["text"], t["at_ms"]) for t in log.transcript])
+    return Envelope([TurnOut.of(t) for t in log.transcript])
 
 
 @endpoint("GET", "/call-logs/{id:int}/recording", operation_id="getCallRecording",

@@ -76,10 +76,18 @@ class CallOut(Struct):
         )
 
 
-class TurnOut(Struct):
+class TurnOut(Struct, omit_defaults=True):
     role: Literal["agent", "user"]
     text: str
     at_ms: int
+    knowledge_documents: Annotated[list[int], Meta(description=(
+        "The knowledge documents whose passages the agent was given to answer this caller turn; absent otherwise"))] = \
+        msgspec.field(default_factory=list)
+
+    @classmethod
+    def of(cls, entry: dict[str, Any]) -> TurnOut:
+        return cls(entry["role"], entry["text"], entry["at_ms"],
+                   [int(d) for d in entry.get("knowledge_documents") or []])
 
 
 class TurnLatencyOut(Struct):
@@ -134,7 +142,7 @@ class CallLogOut(Struct):
             id=persisted(log.id), call_id=log.call_id, agent_id=log.agent_id, direction=log.direction,
             from_=log.from_phone, to=log.to_phone, contact_name=log.contact_name, status=log.status,
             end_reason=log.end_reason, outcome=log.outcome, duration_seconds=log.duration_seconds,
-            summary=log.summary, transcript=[TurnOut(t["role"], t["text"], t["at_ms"]) for t in log.transcript],
+            summary=log.summary, transcript=[TurnOut.of(t) for t in log.transcript],
             recording_available=log.recording_available, started_at=log.started_at, answered_at=log.answered_at,
             ended_at=log.ended_at, created_at=log.created_at, agent_version=log.agent_version,
             turns=[TurnLatencyOut(

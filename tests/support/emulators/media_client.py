@@ -9,7 +9,10 @@ has been played, ``clear`` times) and ends it (``stop``). The carrier emulators 
 ``StreamingCallers`` is the emulators' media side: when an emulated carrier answers a call that asked for a stream,
 it opens the stream's URL (``ws://`` to a loopback host, the URL's path into an in-process app otherwise), plays a
 caller's audio (speech made offline by espeak-ng when it is installed, a tone otherwise), keeps what Parley sends
-back and hangs up after ``hang_up_after`` seconds unless Parley closed the stream first.
+back and hangs up after ``hang_up_after`` seconds unless Parley closed the stream first. Given a ``script`` instead
+(``Say``, ``Pause``, ``Listen``, ``Interrupt``, ``HangUp`` steps), the caller holds a timed conversation: it sends
+silence frames between its utterances as a carrier does (the line is never quiet), waits for the agent to speak
+and stop, or speaks over the agent's audio; ``MediaStreamCaller.said`` keeps when each utterance went out.
 
 Two transports: ``AsgiWebSocket`` drives an ASGI app in the test's own event loop (no server), ``TcpWebSocket`` a
 real server over TCP (RFC 6455, client side: masked frames, text and close; enough for the media protocols).
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -31,6 +35,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 FRAME_BYTES = 160  # 20 ms of μ-law at 8 kHz
+SILENT_FRAME = b"\xff" * FRAME_BYTES  # μ-law silence
 
 
 # ---------------------------------------------------------------------------------------------- μ-law (reference)
@@ -271,6 +276,8 @@ class MediaStreamCaller:
         self._reader: asyncio.Task[None] | None = None
         self._playout_until = 0.0
         self._echoes: set[asyncio.Future[None]] = set()
+        self.said: list[tuple[float, float, str]] = []
+        """(first frame sent, last frame sent, on time.monotonic; what was said) of each scripted utterance."""
 
     # -- what the carrier sends
 
@@ -321,6 +328,66 @@ class MediaStreamCaller:
                 if delay > 0:
                     await asyncio.sleep(delay)
             await self.send_media(ulaw[offset:offset + FRAME_BYTES])
+
+    async def silence_until(self, done: Any, within: float, what: str = "the condition") -> bool:
+        """Silence frames at real-time pace until ``done()`` holds (True) or Parley closed the stream (False);
+        AssertionError after ``within`` seconds."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        index = 0
+        while not done():
+            if self.closed is not None:
+                return False
+            if loop.time() - started > within:
+                raise AssertionError(f"{what}: not within {within} s ({self.received.marks=}, "
+                                     f"{len(self.received.media)=}, {self.received.clears=})")
+            delay = started + index * 0.02 - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await self.send_media(SILENT_FRAME)
+            index += 1
+        return True
+
+    def agent_quiet(self, since_frames: int, quiet: float) -> bool:
+        """The agent has sent audio beyond its first ``since_frames`` frames, and none for ``quiet`` seconds after
+        it was played out."""
+        media = self.received.media
+        if len(media) <= since_frames:
+            return False
+        now = time.monotonic()
+        return now - media[-1][0] >= quiet and now >= self._playout_until + quiet
+
+    async def perform(self, steps: Any) -> None:
+        """Play a script (``Say``, ``Pause``, ``Listen``, ``Interrupt``, ``HangUp``); stops early once Parley closed
+        the stream."""
+        loop = asyncio.get_running_loop()
+        for step in steps:
+            if self.closed is not None:
+                return
+            if isinstance(step, Say):
+                await self._say(step.text, step.words_per_minute)
+            elif isinstance(step, Pause):
+                until = loop.time() + step.seconds
+                await self.silence_until(lambda until=until: loop.time() >= until, step.seconds + 5, "a pause")
+            elif isinstance(step, Listen):
+                seen = len(self.received.media)
+                await self.silence_until(lambda seen=seen, step=step: self.agent_quiet(seen, step.quiet),
+                                         step.within, "the agent to speak and stop")
+            elif isinstance(step, Interrupt):
+                seen = len(self.received.media)
+                frames = seen + int(step.after / 0.02)
+                if await self.silence_until(lambda frames=frames: len(self.received.media) >= frames, step.within,
+                                            "the agent's audio to interrupt"):
+                    await self._say(step.text, step.words_per_minute)
+            elif isinstance(step, HangUp):
+                await self.hang_up()
+                return
+
+    async def _say(self, text: str, words_per_minute: int) -> None:
+        pcm = caller_speech(text, words_per_minute=words_per_minute)
+        first = time.monotonic()
+        await self.play(pcm)
+        self.said.append((first, time.monotonic(), text))
 
     async def stop(self) -> None:
         await self.socket.send_text(self._message("stop", {"stop": {"callSid": self.call_sid}}
@@ -392,7 +459,48 @@ class MediaStreamCaller:
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def caller_speech(text: str = "Hello, I would like to book an appointment please.") -> bytes:
+@dataclass(frozen=True)
+class Say:
+    """The caller says ``text`` (espeak-ng, real-time pace)."""
+
+    text: str
+    words_per_minute: int = 150
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Silence frames for ``seconds``."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Listen:
+    """Silence frames until the agent has spoken and stopped: new agent audio since the step began, then nothing
+    for ``quiet`` seconds after it was played out (AssertionError after ``within`` seconds)."""
+
+    within: float = 20.0
+    quiet: float = 0.8
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """Silence frames until ``after`` seconds of new agent audio have arrived, then say ``text`` over it."""
+
+    text: str
+    after: float = 0.6
+    within: float = 20.0
+    words_per_minute: int = 150
+
+
+@dataclass(frozen=True)
+class HangUp:
+    """The caller hangs up (``stop``, then the socket closes)."""
+
+
+@functools.lru_cache(maxsize=64)
+def caller_speech(text: str = "Hello, I would like to book an appointment please.", *,
+                  words_per_minute: int = 160) -> bytes:
     """What the emulated caller says: 16-bit mono PCM at 8 kHz, spoken by espeak-ng when it is installed (offline),
     else a 1.5 s tone."""
     import array
@@ -403,8 +511,8 @@ def caller_speech(text: str = "Hello, I would like to book an appointment please
     from io import BytesIO
 
     if shutil.which("espeak-ng"):
-        made = subprocess.run(["espeak-ng", "--stdout", "-s", "160", text], capture_output=True, timeout=30,
-                              check=False)
+        made = subprocess.run(["espeak-ng", "-v", "en-us", "--stdout", "-s", str(words_per_minute), text],
+                              capture_output=True, timeout=30, check=False)
         if made.returncode == 0 and made.stdout:
             with wave.open(BytesIO(made.stdout)) as spoken:
                 rate, pcm = spoken.getframerate(), spoken.readframes(spoken.getnframes())
@@ -420,8 +528,10 @@ class StreamingCallers:
     call's stream is over."""
 
     def __init__(self, *, app: Any = None, audio: bytes | None = None, hang_up_after: float = 4.0,
-                 realtime: bool = True) -> None:
-        self.app, self.hang_up_after, self.realtime = app, hang_up_after, realtime
+                 realtime: bool = True, script: Any = None) -> None:
+        """``script``: steps the caller plays instead of ``audio`` (module docstring), then silence frames until
+        Parley closes the stream or ``hang_up_after`` seconds pass."""
+        self.app, self.hang_up_after, self.realtime, self.script = app, hang_up_after, realtime, script
         self.audio = audio if audio is not None else caller_speech()
         self.callers: dict[str, MediaStreamCaller] = {}
         self.hung_up: dict[str, bool] = {}
@@ -453,8 +563,15 @@ class StreamingCallers:
     async def _talk(self, call_id: str, caller: MediaStreamCaller) -> None:
         try:
             with contextlib.suppress(WebSocketClosed, ConnectionError):
-                await caller.play(self.audio, realtime=self.realtime)
-            if await caller.finished(self.hang_up_after) is None:  # Parley did not close it: the caller hangs up
+                if self.script is not None:
+                    await caller.perform(self.script)
+                    loop = asyncio.get_running_loop()
+                    until = loop.time() + self.hang_up_after
+                    await caller.silence_until(lambda: loop.time() >= until, self.hang_up_after + 5, "the end")
+                else:
+                    await caller.play(self.audio, realtime=self.realtime)
+            waited = self.hang_up_after if self.script is None else 0.5
+            if await caller.finished(waited) is None:  # Parley did not close it: the caller hangs up
                 self.hung_up[call_id] = True
                 with contextlib.suppress(WebSocketClosed, ConnectionError):
                     await caller.hang_up()
