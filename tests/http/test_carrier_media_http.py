@@ -2,8 +2,9 @@
 and Telnyx emulators dial or take the call, answer, open the ``<Connect><Stream>`` / ``stream_url`` media stream
 (tests/support/emulators/media_client.StreamingCallers: a caller's speech made offline, what Parley sends back
 kept), and the call's session finishes it: the agent's audio paced, a stereo recording with both legs, a
-transcript; the caller hanging up mid-stream ends it once; a transfer from the session reaches the carrier; an
-inbound call reaches its agent's session as ``inbound``."""
+transcript; the caller hanging up mid-stream ends it once; a transfer from the session reaches the carrier (Twilio's
+call updated with ``<Dial>``, Telnyx's ``transfer`` command); an inbound call reaches its agent's session as
+``inbound``."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from application.ports.media import ConversationOutcome, StreamClosed
 from entrypoints.features.carriers import CarrierSettings
 from entrypoints.features.media import MediaSettings
 from tests.conftest import AppPool
-from tests.http.calls_support import drive, place
+from tests.e2e import telnyx_support
+from tests.http.calls_support import active_agent, drive, place, unique_phone
 from tests.http.media_support import (
     MediaApp,
     RingingCall,
@@ -34,6 +36,7 @@ from tests.http.media_support import (
 )
 from tests.http.twilio_support import PUBLIC, REQUEST_TIMEOUT, Line, twilio_line
 from tests.support.emulators.media_client import StreamingCallers
+from tests.support.emulators.telnyx import TelnyxEmulator
 from tests.support.emulators.twilio import TwilioEmulator
 
 SECTIONS = (CarrierSettings(request_timeout_seconds=REQUEST_TIMEOUT), MediaSettings(media_runtime="first_message"))
@@ -140,6 +143,50 @@ async def test_a_transfer_from_the_session_reaches_twilio(app_pool: AppPool, tmp
             "transferred", "transferred", "+14155550199")
         assert len(await outbox_of(served, call, "call.transferred")) == 1
         assert len(await outbox_of(served, call, "call.ended")) == 1
+
+
+async def test_a_transfer_from_the_session_reaches_telnyx(app_pool: AppPool, tmp_root: Path, sql_url: str) -> None:
+    async def script(session: Any) -> ConversationOutcome:
+        await session.transfer("+14155550199")
+        async for event in session.events():
+            if isinstance(event, StreamClosed):
+                break
+        return ConversationOutcome(end_reason="transferred", transferred_to="+14155550199",
+                                   transcript=[{"role": "agent", "text": "Transferring you now.", "at_ms": 0}])
+
+    emulator = await TelnyxEmulator().start(thread=True)
+    try:
+        async with media_app(app_pool, tmp_root, sql_url, RuntimeOverride(ScriptRuntime(script)),
+                             public_base_url=telnyx_support.PUBLIC, sections=SECTIONS) as served:
+            async def deliver(url: str, headers: dict[str, str], body: bytes) -> int:
+                return await telnyx_support.deliver_to(served.api, url, headers, body)
+
+            emulator.deliver = deliver
+            emulator.media = media = StreamingCallers(app=served.app)
+            tenant = await served.api.tenant()
+            provider = await served.api.client.post("/v2/telephony/providers", headers=tenant.headers, json={
+                "name": "Telnyx", "type": "telnyx", "credentials": emulator.credentials(),
+                "settings": {"api_base_url": emulator.base_url}, "is_default": True})
+            assert provider.status_code == 201, provider.text
+            bought = await served.api.client.post("/v2/telephony/phone-numbers", headers=tenant.headers, json={
+                "provider_id": provider.json()["data"]["id"], "phone_number": unique_phone(), "purchase": True})
+            assert bought.status_code == 201, bought.text
+            placed = await place(served.api, tenant, await active_agent(served.api, tenant), "+14155550123")
+            assert placed.status_code == 201, placed.text
+            await drive(served.api, tenant.organization_id)
+            dialled = await emulator.wait_for_call()
+            await emulator.answer(dialled.call_control_id)  # Telnyx opens the stream_url; the session transfers
+            await media.ended(dialled.call_control_id)
+            assert dialled.transferred_to == ["+14155550199"]  # Call Control's transfer command
+            assert [name for name, _ in dialled.commands] == ["transfer"]
+            call = RingingCall(tenant, placed.json()["data"]["id"], "")
+            data = await ended_call(served, call)
+            assert (data["status"], data["end_reason"], data["transferred_to"]) == (
+                "transferred", "transferred", "+14155550199")
+            assert len(await outbox_of(served, call, "call.transferred")) == 1
+            assert len(await outbox_of(served, call, "call.ended")) == 1
+    finally:
+        await emulator.close()
 
 
 async def test_an_inbound_twilio_call_reaches_its_agents_session_as_inbound(

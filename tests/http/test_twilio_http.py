@@ -130,9 +130,9 @@ async def test_an_outbound_call_through_twilio_to_completion(api_with: ApiWith, 
 
 
 @pytest.mark.parametrize(("ending", "status"), [("busy", "busy"), ("no_answer", "no_answer")])
-async def test_busy_and_no_answer(api_with: ApiWith, sqlite_url: str, emulator: TwilioEmulator, ending: str,
+async def test_busy_and_no_answer(api_with: ApiWith, sql_url: str, emulator: TwilioEmulator, ending: str,
                                   status: str) -> None:
-    line, agent = await line_on(api_with, sqlite_url, emulator)
+    line, agent = await line_on(api_with, sql_url, emulator)
     call_id, sid = await dialled(line, agent)
     await emulator.ring(sid)
     await getattr(emulator, ending)(sid)
@@ -155,9 +155,9 @@ async def test_a_machine_hangs_up_when_the_agent_hangs_up_on_voicemail(api_with:
     assert (await line.get(f"/v2/calls/{call_id}"))["status"] == "voicemail"
 
 
-async def test_a_machine_gets_the_message_when_the_agent_leaves_one(api_with: ApiWith, sqlite_url: str,
+async def test_a_machine_gets_the_message_when_the_agent_leaves_one(api_with: ApiWith, sql_url: str,
                                                                     emulator: TwilioEmulator) -> None:
-    line, agent = await line_on(api_with, sqlite_url, emulator, voicemail={
+    line, agent = await line_on(api_with, sql_url, emulator, voicemail={
         "action": "leave_message", "message": "Please call us back."})
     call_id, sid = await dialled(line, agent)
     await emulator.answer(sid)
@@ -189,9 +189,9 @@ async def test_cancel_and_the_sweeper_hang_up_at_twilio(api_with: ApiWith, sqlit
     assert emulator.calls[sid].updates[-1] == {"Status": "completed"}
 
 
-async def test_transfer_moves_the_live_call_at_twilio(api_with: ApiWith, sqlite_url: str,
+async def test_transfer_moves_the_live_call_at_twilio(api_with: ApiWith, sql_url: str,
                                                       emulator: TwilioEmulator) -> None:
-    line, agent = await line_on(api_with, sqlite_url, emulator)
+    line, agent = await line_on(api_with, sql_url, emulator)
     call_id, sid = await dialled(line, agent)
     await emulator.answer(sid)
     async with line.api.worker()() as unit:
@@ -362,9 +362,9 @@ async def test_sms_through_twilio_with_receipts(api_with: ApiWith, sql_url: str,
     assert refused.json()["data"]["error_code"] == "21211"
 
 
-async def test_inbound_stop_reaches_the_opt_out_list(api_with: ApiWith, sqlite_url: str,
+async def test_inbound_stop_reaches_the_opt_out_list(api_with: ApiWith, sql_url: str,
                                                      emulator: TwilioEmulator) -> None:
-    line, _ = await line_on(api_with, sqlite_url, emulator)
+    line, _ = await line_on(api_with, sql_url, emulator)
     response = await emulator.inbound_sms("+14155550166", line.number["phone_number"], "STOP")
     assert response.status_code == 204
     again = emulator.delivered[-1]
@@ -413,11 +413,11 @@ async def test_search_buy_and_release_a_number(api_with: ApiWith, sql_url: str, 
     assert refused.status_code == 400
 
 
-async def test_a_campaign_calls_through_twilio_from_its_own_number(api_with: ApiWith, sqlite_url: str,
+async def test_a_campaign_calls_through_twilio_from_its_own_number(api_with: ApiWith, sql_url: str,
                                                                    emulator: TwilioEmulator) -> None:
     from tests.http import dialer_support
 
-    line, agent = await line_on(api_with, sqlite_url, emulator)
+    line, agent = await line_on(api_with, sql_url, emulator)
     second = "+14155550177"
     emulator.own(second)
     number = await line.api.client.post("/v2/telephony/phone-numbers", headers=line.tenant.headers, json={
