@@ -25,6 +25,7 @@ from entrypoints.http.dashboard.pages import (
     billing,
     calls,
     campaigns,
+    clients,
     coming_soon,
     overview,
     users,
@@ -33,7 +34,7 @@ from entrypoints.http.dashboard.pages import (
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
 PAGE_MODULES = [auth, overview, agents, calls, appointments, campaigns, webhooks, api_keys, billing, users,
-                coming_soon]
+                clients, coming_soon]
 
 
 def page_handlers() -> list[Any]:

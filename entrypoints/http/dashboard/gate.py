@@ -15,6 +15,9 @@
    watching a campaign run leaves the user's requests to the user, and a script cannot open streams without limit.
    A stream is admitted in a unit of work of its own (given back before it runs: an open page holds no database
    connection) and then runs outside the request's unit of work, sending as it goes;
+   a partner's session switched into a client (``Session.acting_organization_id``) acts in that client, as an API
+   key with ``X-Sub-Org-Id`` does, with the user's role; an ``own`` page (users, the account, the clients list)
+   acts in the user's own organization whatever the session works in;
 3. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
    ``X-CSRF-Token`` header), else a 403 page (``csrf_failed``); checked here, before any handler runs;
 4. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
@@ -40,6 +43,7 @@ from application import sessions as uc
 from application.ports.accounts import RateLimiter
 from application.ports.platform import Clock, UnitOfWork, Units
 from application.principals import Principal
+from domain.identity import persisted
 from domain.rate_limit import Window
 from domain.sessions import same_token
 from entrypoints.http.authentication import Refused, SessionAuthenticator, header
@@ -59,6 +63,9 @@ PUBLIC = "dashboard_public"
 LIVE = "dashboard_live"
 SCOPES = "dashboard_scopes"
 SUDO = "dashboard_sudo"
+OWN = "dashboard_own"
+"""A page that acts in the user's own organization even while the session works in a client (users, the
+account, the clients list itself)."""
 ENROL_PATHS = (f"{PREFIX}/account", f"{PREFIX}/account/mfa", f"{PREFIX}/logout")
 """What a user whose organization requires two-factor sign-in may open before turning it on."""
 STREAM = "dashboard_stream"
@@ -170,8 +177,9 @@ class DashboardGate:
                 active = await (await get(SessionAuthenticator)).active(scope)
                 view = await (await get(uc.DescribeSession)).execute(
                     uc.DescribeSessionCommand(active.session, active.expires_at))
+                working = active.organization if scope["route_handler"].opt.get(OWN) else active.working_in
                 hold = await (await get(billing.GetServiceHold)).execute(
-                    billing.GetServiceHoldCommand(view.organization_id))
+                    billing.GetServiceHoldCommand(persisted(working.id)))
         except (Refused, uc.SessionInvalid):
             target = scope["path"] if scope["method"] == "GET" else PREFIX
             for message in _redirect(f"{PREFIX}/login?next={quote(target, safe='/')}"):
@@ -212,10 +220,13 @@ class DashboardGate:
                                                "change your role."):
                 await send(message)
             return False
-        scope["state"]["actor"] = principal.acting_in(active.organization)
+        # a session switched into a client acts in it, as a key with X-Sub-Org-Id (but on its own pages)
+        scope["state"]["actor"] = principal.acting_in(working)
+        acting = active.acting
         scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
                                              active.organization.name, view.csrf_token, hold, str(active.role),
-                                             active.session.id_hash)
+                                             active.session.id_hash, active.organization.is_partner,
+                                             acting.id if acting else None, acting.name if acting else "")
         return True
 
     async def _handle(self, scope: HTTPScope, receive: Receive, send: Send, uow: UnitOfWork) -> None:

@@ -9,7 +9,7 @@ from litestar import get, post
 from litestar.params import PathParameter
 
 from domain.parsing import MAX_ID
-from entrypoints.http.dashboard.gate import LIVE, PUBLIC, SCOPES, STREAM, SUDO
+from entrypoints.http.dashboard.gate import LIVE, OWN, PUBLIC, SCOPES, STREAM, SUDO
 
 PathId = Annotated[int, PathParameter(description="An id in the path")]
 PathText = Annotated[str, PathParameter(description="A text id in the path")]
@@ -26,7 +26,8 @@ SIGNED_IN: tuple[str, ...] = ()
 
 
 def page(method: str, path: str, *, section: str = "", public: bool = False, live: bool = False,
-         scopes: tuple[str, ...] | None = None, sudo: bool = False, stream: bool = False, **kwargs: Any
+         scopes: tuple[str, ...] | None = None, sudo: bool = False, stream: bool = False, own: bool = False,
+         **kwargs: Any
          ) -> Callable[[Callable[..., Any]], Any]:
     """A dashboard page at ``/dashboard{path}``: ``section`` highlights its navigation entry; ``public`` pages
     (signing in) need no session; a ``live`` page (a GET fragment an open page fetches again by itself, cheap to
@@ -36,10 +37,13 @@ def page(method: str, path: str, *, section: str = "", public: bool = False, liv
     signed-in user holds its role's scopes, ``domain/roles.py``), or ``SIGNED_IN``; the gate checks it before the
     handler runs (a 403 page). Every page but a public one declares it. A ``sudo`` page (minting keys, changing
     billing, managing users) asks for the password again when the user last gave it (or a code) more than 5
-    minutes ago. Pages stay out of the OpenAPI document (it describes the JSON API)."""
+    minutes ago. An ``own`` page acts in the user's own organization even while the session works in a client
+    (a partner's session switched into a sub-organization). Pages stay out of the OpenAPI document (it describes
+    the JSON API)."""
     if (live or stream) and method != "GET":
         raise ValueError("only a GET page can be live")
     if scopes is None and not public:
         raise ValueError(f"{method} {path}: a dashboard page declares its scopes (or SIGNED_IN)")
     return _DECORATORS[method](path, opt={"section": section, PUBLIC: public, LIVE: live or stream, STREAM: stream,
-                                          SCOPES: scopes or (), SUDO: sudo}, include_in_schema=False, **kwargs)
+                                          SCOPES: scopes or (), SUDO: sudo, OWN: own},
+                               include_in_schema=False, **kwargs)

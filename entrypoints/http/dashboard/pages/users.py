@@ -44,13 +44,13 @@ async def _team(view: View, listing: uc.ListTeam) -> dict[str, Any]:
     return {"team": team, "roles": ROLE_CHOICES, "mfa_required": team.mfa_required}
 
 
-@page("GET", "/users", section="users", scopes=MANAGE)
+@page("GET", "/users", section="users", scopes=MANAGE, own=True)
 async def users_page(request: Request[Any, Any, Any], listing: FromDishka[uc.ListTeam]) -> Template:
     view = View.of(request)
     return view.page("users.html", **await _team(view, listing))
 
 
-@page("POST", "/users/invite", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/invite", section="users", sudo=True, scopes=MANAGE, own=True)
 async def invite(request: Request[Any, Any, Any], inviting: FromDishka[uc.InviteUser],
                  listing: FromDishka[uc.ListTeam], settings: FromDishka[Settings]) -> Response[Any] | Template:
     view = View.of(request)
@@ -66,7 +66,7 @@ async def invite(request: Request[Any, Any, Any], inviting: FromDishka[uc.Invite
                              done=lambda link: view.redirect("/users", f"Invitation sent to {link.email}"))
 
 
-@page("POST", "/users/{user_id:int}/role", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/{user_id:int}/role", section="users", sudo=True, scopes=MANAGE, own=True)
 async def change_role(request: Request[Any, Any, Any], user_id: PathId, changing: FromDishka[uc.ChangeRole],
                       listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -90,13 +90,13 @@ async def _removal(view: View, listing: uc.ListTeam, user_id: int) -> Template:
     return view.page("user_remove.html", member=user)
 
 
-@page("GET", "/users/{user_id:int}/remove", section="users", scopes=MANAGE)
+@page("GET", "/users/{user_id:int}/remove", section="users", scopes=MANAGE, own=True)
 async def confirm_remove(request: Request[Any, Any, Any], user_id: PathId,
                          listing: FromDishka[uc.ListTeam]) -> Template:
     return await _removal(View.of(request), listing, user_id)
 
 
-@page("POST", "/users/{user_id:int}/remove", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/{user_id:int}/remove", section="users", sudo=True, scopes=MANAGE, own=True)
 async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: FromDishka[uc.RemoveUser],
                  listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -111,7 +111,7 @@ async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: Fro
         template="users.html", context=context, done=lambda _: view.redirect("/users", "User removed"))
 
 
-@page("POST", "/users/invitations/{link_id:int}/revoke", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/invitations/{link_id:int}/revoke", section="users", sudo=True, scopes=MANAGE, own=True)
 async def revoke_invitation(request: Request[Any, Any, Any], link_id: PathId,
                             revoking: FromDishka[uc.RevokeInvitation],
                             listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
@@ -133,13 +133,13 @@ async def _account(view: View, sessions: uc.ListSessions) -> dict[str, Any]:
             "current": view.signed_in.session_hash if view.signed_in else ""}
 
 
-@page("GET", "/account", scopes=SIGNED_IN)
+@page("GET", "/account", scopes=SIGNED_IN, own=True)
 async def account(request: Request[Any, Any, Any], sessions: FromDishka[uc.ListSessions]) -> Template:
     view = View.of(request)
     return view.page("account.html", **await _account(view, sessions))
 
 
-@page("POST", "/account/sessions/revoke", scopes=SIGNED_IN)
+@page("POST", "/account/sessions/revoke", scopes=SIGNED_IN, own=True)
 async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[uc.RevokeSession],
                          sessions: FromDishka[uc.ListSessions]) -> Response[Any] | Template:
     view = View.of(request)
@@ -153,7 +153,7 @@ async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[u
                              done=lambda _: view.redirect("/account", "Session ended"))
 
 
-@page("POST", "/users/mfa-required", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/mfa-required", section="users", sudo=True, scopes=MANAGE, own=True)
 async def mfa_required(request: Request[Any, Any, Any], setting: FromDishka[mfa.SetMfaRequired],
                        listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -168,14 +168,14 @@ async def mfa_required(request: Request[Any, Any, Any], setting: FromDishka[mfa.
                              done=lambda _: view.redirect("/users", "Two-factor sign-in setting saved"))
 
 
-@page("GET", "/account/mfa", scopes=SIGNED_IN)
+@page("GET", "/account/mfa", scopes=SIGNED_IN, own=True)
 async def mfa_page(request: Request[Any, Any, Any], starting: FromDishka[mfa.StartMfaEnrolment]) -> Template:
     view = View.of(request)
     enrolment = await starting.execute(mfa.MfaUserCommand(view.signed_in.user_id if view.signed_in else 0))
     return view.page("mfa.html", enrolment=enrolment)
 
 
-@page("POST", "/account/mfa", scopes=SIGNED_IN)
+@page("POST", "/account/mfa", scopes=SIGNED_IN, own=True)
 async def mfa_confirm(request: Request[Any, Any, Any], confirming: FromDishka[mfa.ConfirmMfa],
                       starting: FromDishka[mfa.StartMfaEnrolment]) -> Response[Any] | Template:
     view = View.of(request)
@@ -189,7 +189,7 @@ async def mfa_confirm(request: Request[Any, Any, Any], confirming: FromDishka[mf
                              done=lambda _: view.redirect("/account", "Two-factor sign-in is on"))
 
 
-@page("POST", "/account/mfa/disable", sudo=True, scopes=SIGNED_IN)
+@page("POST", "/account/mfa/disable", sudo=True, scopes=SIGNED_IN, own=True)
 async def mfa_disable(request: Request[Any, Any, Any], disabling: FromDishka[mfa.DisableMfa],
                       starting: FromDishka[mfa.StartMfaEnrolment]) -> Response[Any] | Template:
     view = View.of(request)
@@ -210,14 +210,14 @@ def _back(value: str | None) -> str:
     return PREFIX
 
 
-@page("GET", "/verify", scopes=SIGNED_IN)
+@page("GET", "/verify", scopes=SIGNED_IN, own=True)
 async def verify_form(request: Request[Any, Any, Any], users: FromDishka[UserRepository]) -> Template:
     view = View.of(request)
     account = await users.account(view.signed_in.user_id) if view.signed_in else None
     return view.page("verify.html", next=_back(request.query_params.get("next")), mfa=bool(account and account.mfa))
 
 
-@page("POST", "/verify", scopes=SIGNED_IN)
+@page("POST", "/verify", scopes=SIGNED_IN, own=True)
 async def verify(request: Request[Any, Any, Any], proving: FromDishka[mfa.Reauthenticate],
                  users: FromDishka[UserRepository]) -> Response[Any] | Template:
     view = View.of(request)
