@@ -106,9 +106,12 @@ async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: Fro
         found = await view.run(getting, lambda actor: uc.GetInvoiceCommand(actor, invoice_id))
         return {"invoice": found, "payable": PAYABLE}
 
-    def done(paid: Any) -> Response[Any]:
+    def done(paid: Any) -> Response[Any] | Template:
         if paid.status == InvoiceStatus.PAID:
             return view.redirect(f"/billing/invoices/{invoice_id}", f"Invoice {paid.number} paid")
+        if (paid.next_action_url or "").startswith(("https://", "http://")):
+            # 3-D Secure: the holder confirms the charge at the bank (the gateway's page), then pays again
+            return view.page("invoice.html", invoice=paid, payable=PAYABLE, next_action_url=paid.next_action_url)
         return view.redirect(f"/billing/invoices/{invoice_id}",
                              f"The payment was declined ({paid.last_payment_error or 'declined'})")
 
