@@ -129,6 +129,8 @@ async def test_an_agency_runs_its_month_from_the_dashboard(make_api: ApiFactory,
         visa = re.findall(r'/billing/payment-methods/(\d+)/default"', billing)[-1]
         await me.send(f"/billing/payment-methods/{visa}/default")
         [invoice] = re.findall(r'href="/dashboard/billing/invoices/(\d+)"', billing)
+        pdf = await api.client.get(f"/dashboard/billing/invoices/{invoice}/pdf", headers=me.headers)
+        assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")  # the client's, not the partner's
         paid = await me.send(f"/billing/invoices/{invoice}/pay")
         assert "paid" in paid.headers["location"]
         assert "billing-hold" not in await me.page("/calls")

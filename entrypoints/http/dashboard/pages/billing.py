@@ -97,6 +97,17 @@ async def invoice(request: Request[Any, Any, Any], invoice_id: PathId, use_case:
     return view.page("invoice.html", invoice=found, payable=PAYABLE)
 
 
+@page("GET", "/billing/invoices/{invoice_id:int}/pdf", section="billing", scopes=("billing:read",))
+async def invoice_pdf(request: Request[Any, Any, Any], invoice_id: PathId, use_case: FromDishka[uc.GetInvoicePdf]
+                      ) -> Response[bytes]:
+    """The invoice's PDF (``GET /billing/invoices/{id}/pdf``) of the organization the pages act in: a client's
+    while a partner's session works in it."""
+    view = View.of(request)
+    pdf = await view.run(use_case, lambda actor: uc.GetInvoiceCommand(actor, invoice_id))
+    return Response(pdf.content, media_type="application/pdf",
+                    headers={"Content-Disposition": f'inline; filename="{pdf.number}.pdf"'})
+
+
 @page("POST", "/billing/invoices/{invoice_id:int}/pay", section="billing", sudo=True, scopes=("billing:write",))
 async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: FromDishka[uc.PayInvoice],
               getting: FromDishka[uc.GetInvoice]) -> Response[Any] | Template:
@@ -133,4 +144,4 @@ async def reactivate(request: Request[Any, Any, Any], use_case: FromDishka[uc.Up
         done=lambda s: view.redirect("/billing", f"Subscription reactivated on the {s.plan} plan"))
 
 
-HANDLERS = [billing, add_method, set_default, remove_method, invoice, pay, reactivate]
+HANDLERS = [billing, add_method, set_default, remove_method, invoice, invoice_pdf, pay, reactivate]
