@@ -531,6 +531,7 @@ class InvoiceCharger:
                 method = await self.billing.method(invoice.organization_id, account.default_payment_method_id)
         else:
             account, method = payer
+        action_url = None
         if method is None:
             code = "no_payment_method"
             succeeded = False
@@ -540,6 +541,7 @@ class InvoiceCharger:
                                                    "parley_organization_id": str(invoice.organization_id),
                                                    "parley_invoice_id": str(invoice.id)})
             succeeded, code = result.succeeded, result.code or "card_declined"
+            action_url = result.action_url
         now = self.clock.now()
         if succeeded:
             invoice = after_payment(invoice, now)
@@ -552,6 +554,7 @@ class InvoiceCharger:
         else:
             invoice = after_decline(invoice, code, now, automatic=automatic)
             await self.billing.update_invoice(invoice)
+            invoice = replace(invoice, next_action_url=action_url)
             self.uow.record(EventType.INVOICE_PAYMENT_FAILED(invoice.organization_id, invoice.view()))
             if account.status == SubscriptionStatus.ACTIVE:
                 await self.billing.save_account(replace(account, status="past_due", past_due_since=now))

@@ -23,7 +23,7 @@ from application.ports.secrets import SecretBox
 from application.ports.sessions import SessionStore
 from application.principals import AuthenticationFailed
 from domain import sessions as rules
-from domain.errors import ValidationFailed
+from domain.errors import NotFound, SubOrgForbidden, ValidationFailed
 from domain.organizations import Organization
 from domain.rate_limit import Window
 from domain.roles import Role
@@ -234,6 +234,14 @@ class ActiveSession:
     mfa_missing: bool = False
     """The organization requires two-factor sign-in and the user has not turned it on yet: it enrols before
     anything else."""
+    acting: Organization | None = None
+    """The client the session works in (``Session.acting_organization_id``), when it is still a live
+    sub-organization of the user's partner organization; None: the user's own organization."""
+
+    @property
+    def working_in(self) -> Organization:
+        """The organization the session's pages act in."""
+        return self.acting or self.organization
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +277,14 @@ class ResumeSession:
             await self.sessions.touch(session.id_hash, now)
             session = session.seen(now)
         return ActiveSession(session, organization, session.expires_at(self.policy), account.role,
-                             organization.mfa_required and not account.mfa)
+                             organization.mfa_required and not account.mfa, await self._acting(session, organization))
+
+    async def _acting(self, session: Session, organization: Organization) -> Organization | None:
+        """The client the session switched into, while it is still the partner's live child (else its own)."""
+        if session.acting_organization_id is None or not organization.is_partner:
+            return None
+        child = await self.orgs.get(session.acting_organization_id)
+        return child if child is not None and child.parent_id == organization.id else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,3 +353,35 @@ def purge_job(units: Units) -> JobKind:
         return await clock_now(units) + PURGE_INTERVAL
 
     return JobKind(PURGE_JOB, purge, recurring=True)
+@dataclass(frozen=True, slots=True)
+class ActAsCommand:
+    session_hash: str
+    organization_id: int
+    """The session's own organization (a partner)."""
+    client_id: int | None
+    """The sub-organization to work in; None: back to the partner's own."""
+
+
+class ActAs:
+    """A partner's dashboard session switches into one of its clients (its sub-organizations), as an API key sends
+    ``X-Sub-Org-Id``: from the next page on, its pages act in the client, with the user's role; or back to the
+    partner's own organization. Only a partner has clients (403 ``sub_org_forbidden``); an organization that is not
+    one of its live children is 404."""
+
+    def __init__(self, sessions: SessionStore, orgs: OrganizationRepository) -> None:
+        self.sessions, self.orgs = sessions, orgs
+
+    async def execute(self, command: ActAsCommand) -> Organization:
+        own = await self.orgs.get(command.organization_id)
+        if own is None:
+            raise NotFound("organization", command.organization_id)
+        if command.client_id is None:
+            await self.sessions.act_as(command.session_hash, None)
+            return own
+        if not own.is_partner:
+            raise SubOrgForbidden("only a partner organization has clients to work in")
+        client = await self.orgs.get(command.client_id)
+        if client is None or client.parent_id != own.id:
+            raise NotFound("organization", command.client_id)
+        await self.sessions.act_as(command.session_hash, command.client_id)
+        return client

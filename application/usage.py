@@ -22,8 +22,8 @@ from application.ports.billing import BillingRepository
 from application.ports.knowledge import KnowledgeBaseRepository
 from application.ports.platform import Clock, PageRequest, UnitOfWork
 from application.ports.telephony import PhoneNumberRepository
-from application.ports.usage import UsageLedger
-from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ServiceOnHold, ValidationFailed
+from application.ports.usage import ChildrenUsage, UsageLedger
+from domain.errors import NotFound, QuotaExceeded, RangeTooLong, ServiceOnHold, SubOrgForbidden, ValidationFailed
 from domain.events import EventType
 from domain.identity import persisted
 from domain.organizations import Organization
@@ -203,9 +203,10 @@ class GetUsage:
     """GET /usage: one period's counters against the plan's included amounts (never a sum over the ledger)."""
 
     def __init__(self, ledger: UsageLedger, organizations: OrganizationRepository,
-                 knowledge_bases: KnowledgeBaseRepository, numbers: PhoneNumberRepository, clock: Clock) -> None:
+                 knowledge_bases: KnowledgeBaseRepository, numbers: PhoneNumberRepository, clock: Clock,
+                 children: ChildrenUsage) -> None:
         self.ledger, self.organizations, self.knowledge_bases = ledger, organizations, knowledge_bases
-        self.numbers, self.clock = numbers, clock
+        self.numbers, self.clock, self.children = numbers, clock, children
 
     async def execute(self, command: GetUsageCommand) -> UsageReport:
         period = resolve_period(command.period, self.clock.now())
@@ -230,11 +231,53 @@ class GetUsage:
         }, children)
 
     async def _children(self, partner_id: int, period: str) -> list[ChildUsage]:
-        """Each sub-organization's plan and metered usage: its counters, read for all of them in one query."""
-        children = await _all_children(self.organizations, partner_id)
-        used = await self.ledger.used_by_organization(period, [persisted(c.id) for c in children])
-        return [ChildUsage(persisted(c.id), c.name, c.plan, _metered(c.plan, used.get(persisted(c.id), {})))
-                for c in children]
+        """Each sub-organization's plan and metered usage: the children and their counters in one read."""
+        return [ChildUsage(c.organization_id, c.name, c.plan, _metered(c.plan, c.used))
+                for c in await self.children.of_children(partner_id, period)]
+
+
+@dataclass(frozen=True, slots=True)
+class ListClientsCommand:
+    actor: Actor
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    organization_id: int
+    name: str
+    plan: str
+    billing_mode: str
+    """``partner``: on the partner's invoice; ``direct``: the client pays its own."""
+    usage: dict[str, Any]
+    """The period's metered usage, as ``GET /usage`` reports it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Clients:
+    period: str
+    clients: list[Client]
+
+
+class ListClients:
+    """A partner's clients (its sub-organizations) with their plan, billing mode and this period's usage (the
+    dashboard's Clients section): the children and their counters in one read, their billing modes in another."""
+
+    def __init__(self, children: ChildrenUsage, organizations: OrganizationRepository, billing: BillingRepository,
+                 clock: Clock) -> None:
+        self.children, self.organizations, self.billing, self.clock = children, organizations, billing, clock
+
+    async def execute(self, command: ListClientsCommand) -> Clients:
+        org_id = command.actor.organization_id
+        org = await self.organizations.get(org_id)
+        if org is None:
+            raise NotFound("organization", org_id)
+        if not org.is_partner:
+            raise SubOrgForbidden("only partner organizations have clients (sub-organizations)")
+        period = period_of(self.clock.now())
+        found = await self.children.of_children(org_id, period)
+        modes = await self.billing.billing_modes([c.organization_id for c in found])
+        return Clients(period, [Client(c.organization_id, c.name, c.plan, modes.get(c.organization_id, "partner"),
+                                       _metered(c.plan, c.used)) for c in found])
 
 
 @dataclass(frozen=True, slots=True)

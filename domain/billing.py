@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from itertools import pairwise
@@ -183,6 +183,9 @@ class Invoice:
     last_payment_error: str | None = None
     kind: str = "period"
     """``period``: the one invoice of a closed period; ``proration``: an upgrade charged at once."""
+    next_action_url: str | None = field(default=None, compare=False)
+    """On the answer to a charge declined for 3-D Secure (``authentication_required``) only, never stored: the
+    page where the card's holder authenticates the charge; once done, paying again goes through."""
 
     def view(self) -> dict[str, object]:
         """What the ``invoice.*`` events carry (the lines stay behind ``GET /billing/invoices/{id}``)."""

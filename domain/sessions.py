@@ -48,6 +48,9 @@ class Session:
     last_seen_at: datetime
     verified_at: datetime | None = None
     """When its user last gave the password or a code (None: at sign-in, ``created_at``)."""
+    acting_organization_id: int | None = None
+    """The client (a sub-organization of the user's partner organization) the session works in, as an API key
+    with ``X-Sub-Org-Id`` does; None: the user's own organization."""
 
     def recently_verified(self, now: datetime, window: timedelta = SUDO) -> bool:
         return now - (self.verified_at or self.created_at) < window

@@ -29,6 +29,11 @@ class InMemorySessionStore:
         if id_hash in rows:
             rows[id_hash] = replace(rows[id_hash], verified_at=at)
 
+    async def act_as(self, id_hash: str, organization_id: int | None) -> None:
+        rows = (await self.uow.tables())["dashboard_sessions"]
+        if id_hash in rows:
+            rows[id_hash] = replace(rows[id_hash], acting_organization_id=organization_id)
+
     async def delete(self, id_hash: str) -> None:
         (await self.uow.tables())["dashboard_sessions"].pop(id_hash, None)
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 
 from adapters.memory.store import InMemoryUnitOfWork
+from application.ports.usage import ChildUsed
+from domain.identity import persisted
 from domain.usage import LedgerEntry
 
 
@@ -100,3 +102,19 @@ class InMemoryUsageLedger:
             if entry.organization_id == organization_id and start <= entry.occurred_at < end:
                 found[entry.metric] = found.get(entry.metric, 0) + entry.quantity
         return found
+
+
+class InMemoryChildrenUsage:
+    def __init__(self, uow: InMemoryUnitOfWork) -> None:
+        self.uow = uow
+
+    async def of_children(self, partner_id: int, period: str) -> list[ChildUsed]:
+        tables = await self.uow.tables()
+        children = sorted((org for org, deleted in tables["organizations"].values()
+                           if org.parent_id == partner_id and deleted is None), key=lambda org: persisted(org.id))
+        used: dict[int, dict[str, int]] = {}
+        for (org_id, p, metric), counter in tables["usage_counters"].items():
+            if p == period:
+                used.setdefault(org_id, {})[metric] = counter[0]
+        return [ChildUsed(persisted(org.id), org.name, org.plan, dict(used.get(persisted(org.id), {})))
+                for org in children]

@@ -14,7 +14,8 @@ from domain.sessions import Session
 
 def _session(row: Any) -> Session:
     return Session(row.id_hash, int(row.user_id), int(row.organization_id), row.csrf_token, row.created_at,
-                   row.last_seen_at, row.verified_at)
+                   row.last_seen_at, row.verified_at,
+                   None if row.acting_organization_id is None else int(row.acting_organization_id))
 
 
 class SqlSessionStore:
@@ -26,7 +27,7 @@ class SqlSessionStore:
         await conn.execute(table.insert().values(
             id_hash=session.id_hash, user_id=session.user_id, organization_id=session.organization_id,
             csrf_token=session.csrf_token, created_at=session.created_at, last_seen_at=session.last_seen_at,
-            verified_at=session.verified_at))
+            verified_at=session.verified_at, acting_organization_id=session.acting_organization_id))
 
     async def get(self, id_hash: str) -> Session | None:
         conn = await self.uow.connection()
@@ -41,6 +42,11 @@ class SqlSessionStore:
     async def verified(self, id_hash: str, at: datetime) -> None:
         conn = await self.uow.connection()
         await conn.execute(table.update().where(table.c.id_hash == id_hash).values(verified_at=at))
+
+    async def act_as(self, id_hash: str, organization_id: int | None) -> None:
+        conn = await self.uow.connection()
+        await conn.execute(table.update().where(table.c.id_hash == id_hash)
+                           .values(acting_organization_id=organization_id))
 
     async def delete(self, id_hash: str) -> None:
         conn = await self.uow.connection()

@@ -17,4 +17,7 @@ dashboard_sessions = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False, index=True),
     sa.Column("last_seen_at", UtcDateTime, nullable=False, index=True),
     sa.Column("verified_at", UtcDateTime, nullable=True),  # the last password or code check (migration 0422)
+    # the client (a partner's sub-organization) the session works in, null: its own (migration 0460); no foreign
+    # key: every request checks it is still a live child of the session's organization
+    sa.Column("acting_organization_id", sa.BigInteger, nullable=True),
 )

@@ -10,8 +10,10 @@ from datetime import UTC, date, datetime
 import sqlalchemy as sa
 
 from adapters.sql.dialect import insert
+from adapters.sql.tables import organizations
 from adapters.sql.uow import SqlUnitOfWork
 from adapters.sql.usage_tables import usage_counters, usage_daily, usage_ledger, usage_reservations, usage_thresholds
+from application.ports.usage import ChildUsed
 from domain.usage import LedgerEntry
 
 
@@ -157,3 +159,32 @@ class SqlUsageLedger:
                 usage_ledger.c.organization_id == organization_id, usage_ledger.c.occurred_at >= start,
                 usage_ledger.c.occurred_at < end).group_by(usage_ledger.c.metric))
         return {metric: int(total) for metric, total in rows}
+
+
+_METRICS = ("call_seconds", "calls", "sms_segments")
+
+
+class SqlChildrenUsage:
+    """A partner's children and their period counters in one statement: the children (the organizations' parent
+    index) LEFT JOIN their counters of the period (the counters' primary key), one row per child, one column per
+    metric."""
+
+    def __init__(self, uow: SqlUnitOfWork) -> None:
+        self.uow = uow
+
+    async def of_children(self, partner_id: int, period: str) -> list[ChildUsed]:
+        conn = await self.uow.connection()
+        counters = usage_counters.c
+        columns = [sa.func.sum(sa.case((counters.metric == metric, counters.used))).label(metric)
+                   for metric in _METRICS]
+        rows = await conn.execute(
+            sa.select(organizations.c.id, organizations.c.name, organizations.c.plan, *columns)
+            .select_from(organizations.outerjoin(usage_counters, sa.and_(
+                counters.organization_id == organizations.c.id, counters.period == period)))
+            .where(organizations.c.parent_id == partner_id, organizations.c.deleted_at.is_(None))
+            .group_by(organizations.c.id, organizations.c.name, organizations.c.plan)
+            .order_by(organizations.c.id))
+        return [ChildUsed(int(row.id), row.name, row.plan,
+                          {metric: int(value) for metric, value in zip(_METRICS, row[3:], strict=True)
+                           if value is not None})
+                for row in rows]

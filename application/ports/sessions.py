@@ -23,6 +23,10 @@ class SessionStore(Protocol):
         """Its user gave the password or a code again at ``at``."""
         ...
 
+    async def act_as(self, id_hash: str, organization_id: int | None) -> None:
+        """The session works in ``organization_id`` from now on (None: its user's own organization)."""
+        ...
+
     async def list_for_user(self, user_id: int) -> list[Session]:
         """The user's sessions, newest first (expired ones included until purged)."""
         ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol
 
@@ -80,6 +81,26 @@ class UsageLedger(Protocol):
     async def used_between(self, organization_id: int, start: datetime, end: datetime) -> dict[str, int]:
         """The ledger's quantities by metric for entries that occurred at instants in [start, end) (billing a
         period whose plan changed: the usage of each plan's interval)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChildUsed:
+    """A partner's sub-organization and its period counters' ``used`` by metric (metrics without usage absent)."""
+
+    organization_id: int
+    name: str
+    plan: str
+    used: dict[str, int]
+
+
+class ChildrenUsage(Protocol):
+    """A partner's sub-organizations with their usage of a period, read together (``GET /usage?rollup=children``,
+    the dashboard's clients): one read, however many children."""
+
+    async def of_children(self, partner_id: int, period: str) -> list[ChildUsed]:
+        """The partner's live sub-organizations (deleted ones left out), by id, each with its counters of
+        ``period`` (an empty ``used`` when it has none)."""
         ...
 
 

@@ -60,7 +60,8 @@ class SessionSettings:
 
 class SessionsProvider(Provider):
     scope = Scope.REQUEST
-    use_cases = provide_all(cases.Login, cases.ResumeSession, cases.DescribeSession, cases.Logout, cases.PurgeSessions)
+    use_cases = provide_all(cases.Login, cases.ResumeSession, cases.DescribeSession, cases.Logout, cases.PurgeSessions,
+                            cases.ActAs)
     team_cases = provide_all(team.ListTeam, team.InviteUser, team.ReadLink, team.AcceptInvitation,
                              team.RequestPasswordReset, team.ResetPassword, team.ChangeRole, team.RemoveUser,
                              team.RevokeInvitation, team.ListSessions, team.RevokeSession)

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 from dishka import Provider, Scope, provide, provide_all
 
-from adapters.memory.usage import InMemoryUsageLedger
-from adapters.sql.usage import SqlUsageLedger
+from adapters.memory.usage import InMemoryChildrenUsage, InMemoryUsageLedger
+from adapters.sql.usage import SqlChildrenUsage, SqlUsageLedger
 from application import usage as cases
-from application.ports.usage import QuotaGate, UsageLedger, UsageRecorder
+from application.ports.usage import ChildrenUsage, QuotaGate, UsageLedger, UsageRecorder
 from entrypoints.features import Feature
 
 
 class SqlUsageProvider(Provider):
     ledger = provide(SqlUsageLedger, provides=UsageLedger, scope=Scope.REQUEST)
+    children = provide(SqlChildrenUsage, provides=ChildrenUsage, scope=Scope.REQUEST)
 
 
 class MemoryUsageProvider(Provider):
     ledger = provide(InMemoryUsageLedger, provides=UsageLedger, scope=Scope.REQUEST)
+    children = provide(InMemoryChildrenUsage, provides=ChildrenUsage, scope=Scope.REQUEST)
 
 
 class UsageUseCaseProvider(Provider):
@@ -31,7 +33,7 @@ class UsageUseCaseProvider(Provider):
     # the one usage recorder and the one quota gate (the call finisher, PlaceCall, SendSms)
     recorder = provide(cases.LedgerUsageRecorder, provides=UsageRecorder)
     quota = provide(cases.LedgerQuotaGate, provides=QuotaGate)
-    cases = provide_all(cases.GetUsage, cases.GetUsageMetrics, cases.GetUsageBreakdown)
+    cases = provide_all(cases.GetUsage, cases.GetUsageMetrics, cases.GetUsageBreakdown, cases.ListClients)
 
 
 FEATURE = Feature(

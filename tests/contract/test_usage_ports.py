@@ -1,5 +1,6 @@
 """The usage ledger port on every backend (memory, SQLite, PostgreSQL): append once per source, counters moved
-only by a new row, conditional reservations, release once, threshold marks once."""
+only by a new row, conditional reservations, release once, threshold marks once; and a partner's children with
+their usage of a period, read together."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import uuid
 from datetime import UTC, date, datetime
 from typing import Any
 
+from application.accounts import CreateOrganization, CreateOrganizationCommand
+from application.ports.accounts import OrganizationRepository
 from application.ports.platform import UnitOfWork
-from application.ports.usage import UsageLedger
-from domain.usage import CALL_SECONDS, SMS_SEGMENTS, LedgerEntry
+from application.ports.usage import ChildrenUsage, ChildUsed, UsageLedger
+from domain.usage import CALL_SECONDS, CALLS, SMS_SEGMENTS, LedgerEntry
 from tests.conftest import new_organization
 
 NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
@@ -65,3 +68,31 @@ async def test_the_ledger_breaks_usage_down_by_agent_campaign_and_organization(c
         assert await ledger.breakdown([org], SMS_SEGMENTS, start, end, "agent") == {(None, noon): 2}
         assert await ledger.breakdown([org], CALL_SECONDS, start, noon, "agent") == {}
         assert await ledger.breakdown([], CALL_SECONDS, start, end, "agent") == {}
+
+
+async def test_a_partners_children_come_with_their_usage_of_the_period(container: Any) -> None:
+    partner = await new_organization(container, org_type="partner")
+    other = await new_organization(container, org_type="partner")
+    async with container() as r:
+        create = await r.get(CreateOrganization)
+        a, b, gone, elsewhere = [
+            (await create.execute(CreateOrganizationCommand(name, "business", parent_id=parent))).id or 0
+            for name, parent in (("Acme Dental", partner), ("Plumbing Co", partner), ("Gone", partner),
+                                 ("Elsewhere", other))]
+        ledger = await r.get(UsageLedger)
+        for org, metric, quantity, period in ((a, CALL_SECONDS, 90, "2026-02"), (a, CALLS, 1, "2026-02"),
+                                              (a, CALL_SECONDS, 30, "2026-02"), (a, CALL_SECONDS, 600, "2026-01"),
+                                              (b, SMS_SEGMENTS, 4, "2026-01"), (elsewhere, CALLS, 9, "2026-02"),
+                                              (gone, CALLS, 5, "2026-02")):
+            await ledger.append(LedgerEntry(org, metric, quantity, period, "call", str(uuid.uuid4()), NOW))
+        await (await r.get(OrganizationRepository)).delete(gone, NOW)
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        children = await r.get(ChildrenUsage)
+        assert await children.of_children(partner, "2026-02") == [
+            ChildUsed(a, "Acme Dental", "business", {CALL_SECONDS: 120, CALLS: 1}),
+            ChildUsed(b, "Plumbing Co", "business", {})]
+        assert await children.of_children(partner, "2026-01") == [
+            ChildUsed(a, "Acme Dental", "business", {CALL_SECONDS: 600}),
+            ChildUsed(b, "Plumbing Co", "business", {SMS_SEGMENTS: 4})]
+        assert await children.of_children(a, "2026-02") == []  # a child has no children

@@ -27,6 +27,7 @@ from entrypoints.http.dashboard.pages import (
     billing,
     calls,
     campaigns,
+    clients,
     coming_soon,
     knowledge,
     overview,
@@ -36,7 +37,7 @@ from entrypoints.http.dashboard.pages import (
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
 PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, webhooks, api_keys,
-                billing, users, audit, coming_soon]
+                billing, users, clients, audit, coming_soon]
 
 
 def page_handlers() -> list[Any]:

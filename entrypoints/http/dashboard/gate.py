@@ -15,6 +15,9 @@
    watching a campaign run leaves the user's requests to the user, and a script cannot open streams without limit.
    A stream is admitted in a unit of work of its own (given back before it runs: an open page holds no database
    connection) and then runs outside the request's unit of work, sending as it goes;
+   a partner's session switched into a client (``Session.acting_organization_id``) acts in that client, as an API
+   key with ``X-Sub-Org-Id`` does, with the user's role; an ``own`` page (users, the account, the clients list)
+   acts in the user's own organization whatever the session works in;
 3. an unsafe method (a form post) needs the session's CSRF token: the ``csrf_token`` form field (or the
    ``X-CSRF-Token`` header), else a 403 page (``csrf_failed``); checked here, before any handler runs;
 4. the handler runs in the request's unit of work, committed when the page answered below 400 (a form shown
@@ -45,6 +48,7 @@ from application.ports.accounts import RateLimiter
 from application.ports.platform import Clock, UnitOfWork, Units
 from application.principals import Principal
 from domain.errors import ValidationFailed
+from domain.identity import persisted
 from domain.rate_limit import Window
 from domain.sessions import same_token
 from entrypoints.http.audit import AuditTrail, location_of
@@ -69,6 +73,9 @@ SUDO = "dashboard_sudo"
 ACTION = "dashboard_action"
 """A form's audit action (``domain/audit.py``), from the operation it declares."""
 AUDIT = "audit_trail"
+OWN = "dashboard_own"
+"""A page that acts in the user's own organization even while the session works in a client (users, the
+account, the clients list itself)."""
 ENROL_PATHS = (f"{PREFIX}/account", f"{PREFIX}/account/mfa", f"{PREFIX}/logout")
 """What a user whose organization requires two-factor sign-in may open before turning it on."""
 STREAM = "dashboard_stream"
@@ -182,8 +189,9 @@ class DashboardGate:
                 active = await (await get(SessionAuthenticator)).active(scope)
                 view = await (await get(uc.DescribeSession)).execute(
                     uc.DescribeSessionCommand(active.session, active.expires_at))
+                working = active.organization if scope["route_handler"].opt.get(OWN) else active.working_in
                 hold = await (await get(billing.GetServiceHold)).execute(
-                    billing.GetServiceHoldCommand(view.organization_id))
+                    billing.GetServiceHoldCommand(persisted(working.id)))
         except (Refused, uc.SessionInvalid):
             target = scope["path"] if scope["method"] == "GET" else PREFIX
             for message in _redirect(f"{PREFIX}/login?next={quote(target, safe='/')}"):
@@ -218,6 +226,8 @@ class DashboardGate:
                 await send(message)
             return False
         trail = AuditTrail.start(scope, scope["route_handler"].opt.get(ACTION), principal, view.email)
+        if trail is not None and working.id is not None:
+            trail.acting_in(working.id)  # a session switched into a client: the client's log holds the event
         required = scope["route_handler"].opt.get(SCOPES) or ()
         if required and not principal.scopes.grants_any(required):
             if trail is not None:
@@ -227,11 +237,14 @@ class DashboardGate:
                                                "change your role."):
                 await send(message)
             return False
-        scope["state"]["actor"] = principal.acting_in(active.organization)
         scope["state"][AUDIT] = trail
+        # a session switched into a client acts in it, as a key with X-Sub-Org-Id (but on its own pages)
+        scope["state"]["actor"] = principal.acting_in(working)
+        acting = active.acting
         scope["state"][STATE_KEY] = SignedIn(view.user_id, view.email, view.organization_id,
                                              active.organization.name, view.csrf_token, hold, str(active.role),
-                                             active.session.id_hash)
+                                             active.session.id_hash, active.organization.is_partner,
+                                             acting.id if acting else None, acting.name if acting else "")
         return True
 
     async def _handle(self, scope: HTTPScope, receive: Receive, send: Send, uow: UnitOfWork) -> None:

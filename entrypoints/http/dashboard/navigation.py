@@ -17,6 +17,8 @@ class Section:
     built: bool
     managers: bool = False
     """Listed only for owners and admins (the others' role opens none of its pages)."""
+    partners: bool = False
+    """Listed only for a partner organization's users (its clients)."""
 
     @property
     def url(self) -> str:
@@ -35,6 +37,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("billing", "Billing", "/billing", True),
     Section("users", "Users", "/users", True, managers=True),
     Section("audit", "Audit log", "/audit", True, managers=True),
+    Section("sub_organizations", "Clients", "/sub-organizations", True, managers=True, partners=True),
 )
 
 

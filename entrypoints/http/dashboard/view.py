@@ -79,6 +79,16 @@ class SignedIn:
     role: str = ""
     session_hash: str = ""
     """The SHA-256 of the session's id (the account page marks this session among the user's)."""
+    partner: bool = False
+    """The user's organization is a partner (it has clients: the Clients section)."""
+    acting_id: int | None = None
+    """The client the session works in (the "acting as" bar), None: the user's own organization."""
+    acting_name: str = ""
+
+    @property
+    def working_name(self) -> str:
+        """The organization the pages act in: the client switched into, else the user's own."""
+        return self.acting_name or self.organization_name
 
     @property
     def manages(self) -> bool:

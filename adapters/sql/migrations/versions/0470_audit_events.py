@@ -16,7 +16,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0470"
-down_revision = "0450"
+down_revision = "0460"
 branch_labels = None
 depends_on = None
 

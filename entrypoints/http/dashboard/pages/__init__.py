@@ -10,7 +10,7 @@ from litestar.params import PathParameter
 
 from domain.audit import action_of
 from domain.parsing import MAX_ID
-from entrypoints.http.dashboard.gate import ACTION, LIVE, PUBLIC, SCOPES, STREAM, SUDO, UPLOAD
+from entrypoints.http.dashboard.gate import ACTION, LIVE, OWN, PUBLIC, SCOPES, STREAM, SUDO, UPLOAD
 
 PathId = Annotated[int, PathParameter(description="An id in the path")]
 PathText = Annotated[str, PathParameter(description="A text id in the path")]
@@ -28,7 +28,7 @@ SIGNED_IN: tuple[str, ...] = ()
 
 def page(method: str, path: str, *, section: str = "", public: bool = False, live: bool = False,
          scopes: tuple[str, ...] | None = None, sudo: bool = False, stream: bool = False, upload: int = 0,
-         operation: str | None = None, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+         own: bool = False, operation: str | None = None, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
     """A dashboard page at ``/dashboard{path}``: ``section`` highlights its navigation entry; ``public`` pages
     (signing in) need no session; a ``live`` page (a GET fragment an open page fetches again by itself, cheap to
     answer) spends the user's live budget rather than the request budget; a ``stream`` (a live view's
@@ -40,8 +40,9 @@ def page(method: str, path: str, *, section: str = "", public: bool = False, liv
     minutes ago. ``operation``: what a signed-in form does, named as the API's operation id is (``createAgent``;
     the API's own when it does the same), from which its audit events' action is derived (``agent.created``);
     every form but a public one declares it. An ``upload`` page's form sends a file (multipart/form-data, its CSRF
-    token a field of it) of up to that many bytes. Pages stay out of the OpenAPI document (it describes the JSON
-    API)."""
+    token a field of it) of up to that many bytes. An ``own`` page acts in the user's own organization even while
+    the session works in a client (a partner's session switched into a sub-organization). Pages stay out of the
+    OpenAPI document (it describes the JSON API)."""
     if (live or stream) and method != "GET":
         raise ValueError("only a GET page can be live")
     if scopes is None and not public:
@@ -51,6 +52,6 @@ def page(method: str, path: str, *, section: str = "", public: bool = False, liv
     if upload:
         kwargs["request_max_body_size"] = upload
     return _DECORATORS[method](path, opt={"section": section, PUBLIC: public, LIVE: live or stream, STREAM: stream,
-                                          SCOPES: scopes or (), SUDO: sudo, UPLOAD: upload,
+                                          SCOPES: scopes or (), SUDO: sudo, UPLOAD: upload, OWN: own,
                                           ACTION: action_of(operation) if operation else None},
                                include_in_schema=False, **kwargs)

@@ -100,6 +100,17 @@ async def invoice(request: Request[Any, Any, Any], invoice_id: PathId, use_case:
     return view.page("invoice.html", invoice=found, payable=PAYABLE)
 
 
+@page("GET", "/billing/invoices/{invoice_id:int}/pdf", section="billing", scopes=("billing:read",))
+async def invoice_pdf(request: Request[Any, Any, Any], invoice_id: PathId, use_case: FromDishka[uc.GetInvoicePdf]
+                      ) -> Response[bytes]:
+    """The invoice's PDF (``GET /billing/invoices/{id}/pdf``) of the organization the pages act in: a client's
+    while a partner's session works in it."""
+    view = View.of(request)
+    pdf = await view.run(use_case, lambda actor: uc.GetInvoiceCommand(actor, invoice_id))
+    return Response(pdf.content, media_type="application/pdf",
+                    headers={"Content-Disposition": f'inline; filename="{pdf.number}.pdf"'})
+
+
 @page("POST", "/billing/invoices/{invoice_id:int}/pay",
       operation="payInvoice", section="billing", sudo=True, scopes=("billing:write",))
 async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: FromDishka[uc.PayInvoice],
@@ -110,9 +121,12 @@ async def pay(request: Request[Any, Any, Any], invoice_id: PathId, use_case: Fro
         found = await view.run(getting, lambda actor: uc.GetInvoiceCommand(actor, invoice_id))
         return {"invoice": found, "payable": PAYABLE}
 
-    def done(paid: Any) -> Response[Any]:
+    def done(paid: Any) -> Response[Any] | Template:
         if paid.status == InvoiceStatus.PAID:
             return view.redirect(f"/billing/invoices/{invoice_id}", f"Invoice {paid.number} paid")
+        if (paid.next_action_url or "").startswith(("https://", "http://")):
+            # 3-D Secure: the holder confirms the charge at the bank (the gateway's page), then pays again
+            return view.page("invoice.html", invoice=paid, payable=PAYABLE, next_action_url=paid.next_action_url)
         return view.redirect(f"/billing/invoices/{invoice_id}",
                              f"The payment was declined ({paid.last_payment_error or 'declined'})")
 
@@ -135,4 +149,4 @@ async def reactivate(request: Request[Any, Any, Any], use_case: FromDishka[uc.Up
         done=lambda s: view.redirect("/billing", f"Subscription reactivated on the {s.plan} plan"))
 
 
-HANDLERS = [billing, add_method, set_default, remove_method, invoice, pay, reactivate]
+HANDLERS = [billing, add_method, set_default, remove_method, invoice, invoice_pdf, pay, reactivate]

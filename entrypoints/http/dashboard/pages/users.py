@@ -44,13 +44,13 @@ async def _team(view: View, listing: uc.ListTeam) -> dict[str, Any]:
     return {"team": team, "roles": ROLE_CHOICES, "mfa_required": team.mfa_required}
 
 
-@page("GET", "/users", section="users", scopes=MANAGE)
+@page("GET", "/users", section="users", scopes=MANAGE, own=True)
 async def users_page(request: Request[Any, Any, Any], listing: FromDishka[uc.ListTeam]) -> Template:
     view = View.of(request)
     return view.page("users.html", **await _team(view, listing))
 
 
-@page("POST", "/users/invite", operation="inviteUser", section="users", sudo=True, scopes=MANAGE)
+@page("POST", "/users/invite", operation="inviteUser", section="users", sudo=True, scopes=MANAGE, own=True)
 async def invite(request: Request[Any, Any, Any], inviting: FromDishka[uc.InviteUser],
                  listing: FromDishka[uc.ListTeam], settings: FromDishka[Settings]) -> Response[Any] | Template:
     view = View.of(request)
@@ -67,7 +67,7 @@ async def invite(request: Request[Any, Any, Any], inviting: FromDishka[uc.Invite
 
 
 @page("POST", "/users/{user_id:int}/role",
-      operation="changeUserRole", section="users", sudo=True, scopes=MANAGE)
+      operation="changeUserRole", section="users", sudo=True, scopes=MANAGE, own=True)
 async def change_role(request: Request[Any, Any, Any], user_id: PathId, changing: FromDishka[uc.ChangeRole],
                       listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -91,14 +91,14 @@ async def _removal(view: View, listing: uc.ListTeam, user_id: int) -> Template:
     return view.page("user_remove.html", member=user)
 
 
-@page("GET", "/users/{user_id:int}/remove", section="users", scopes=MANAGE)
+@page("GET", "/users/{user_id:int}/remove", section="users", scopes=MANAGE, own=True)
 async def confirm_remove(request: Request[Any, Any, Any], user_id: PathId,
                          listing: FromDishka[uc.ListTeam]) -> Template:
     return await _removal(View.of(request), listing, user_id)
 
 
 @page("POST", "/users/{user_id:int}/remove",
-      operation="removeUser", section="users", sudo=True, scopes=MANAGE)
+      operation="removeUser", section="users", sudo=True, scopes=MANAGE, own=True)
 async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: FromDishka[uc.RemoveUser],
                  listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -114,7 +114,7 @@ async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: Fro
 
 
 @page("POST", "/users/invitations/{link_id:int}/revoke",
-      operation="revokeInvitation", section="users", sudo=True, scopes=MANAGE)
+      operation="revokeInvitation", section="users", sudo=True, scopes=MANAGE, own=True)
 async def revoke_invitation(request: Request[Any, Any, Any], link_id: PathId,
                             revoking: FromDishka[uc.RevokeInvitation],
                             listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
@@ -136,14 +136,14 @@ async def _account(view: View, sessions: uc.ListSessions) -> dict[str, Any]:
             "current": view.signed_in.session_hash if view.signed_in else ""}
 
 
-@page("GET", "/account", scopes=SIGNED_IN)
+@page("GET", "/account", scopes=SIGNED_IN, own=True)
 async def account(request: Request[Any, Any, Any], sessions: FromDishka[uc.ListSessions]) -> Template:
     view = View.of(request)
     return view.page("account.html", **await _account(view, sessions))
 
 
 @page("POST", "/account/sessions/revoke",
-      operation="revokeSessions", scopes=SIGNED_IN)
+      operation="revokeSessions", scopes=SIGNED_IN, own=True)
 async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[uc.RevokeSession],
                          sessions: FromDishka[uc.ListSessions]) -> Response[Any] | Template:
     view = View.of(request)
@@ -158,7 +158,7 @@ async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[u
 
 
 @page("POST", "/users/mfa-required",
-      operation="setMfaRequired", section="users", sudo=True, scopes=MANAGE)
+      operation="setMfaRequired", section="users", sudo=True, scopes=MANAGE, own=True)
 async def mfa_required(request: Request[Any, Any, Any], setting: FromDishka[mfa.SetMfaRequired],
                        listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
@@ -173,14 +173,14 @@ async def mfa_required(request: Request[Any, Any, Any], setting: FromDishka[mfa.
                              done=lambda _: view.redirect("/users", "Two-factor sign-in setting saved"))
 
 
-@page("GET", "/account/mfa", scopes=SIGNED_IN)
+@page("GET", "/account/mfa", scopes=SIGNED_IN, own=True)
 async def mfa_page(request: Request[Any, Any, Any], starting: FromDishka[mfa.StartMfaEnrolment]) -> Template:
     view = View.of(request)
     enrolment = await starting.execute(mfa.MfaUserCommand(view.signed_in.user_id if view.signed_in else 0))
     return view.page("mfa.html", enrolment=enrolment)
 
 
-@page("POST", "/account/mfa", operation="enableMfa", scopes=SIGNED_IN)
+@page("POST", "/account/mfa", operation="enableMfa", scopes=SIGNED_IN, own=True)
 async def mfa_confirm(request: Request[Any, Any, Any], confirming: FromDishka[mfa.ConfirmMfa],
                       starting: FromDishka[mfa.StartMfaEnrolment]) -> Response[Any] | Template:
     view = View.of(request)
@@ -195,7 +195,7 @@ async def mfa_confirm(request: Request[Any, Any, Any], confirming: FromDishka[mf
 
 
 @page("POST", "/account/mfa/disable",
-      operation="disableMfa", sudo=True, scopes=SIGNED_IN)
+      operation="disableMfa", sudo=True, scopes=SIGNED_IN, own=True)
 async def mfa_disable(request: Request[Any, Any, Any], disabling: FromDishka[mfa.DisableMfa],
                       starting: FromDishka[mfa.StartMfaEnrolment]) -> Response[Any] | Template:
     view = View.of(request)
@@ -216,14 +216,14 @@ def _back(value: str | None) -> str:
     return PREFIX
 
 
-@page("GET", "/verify", scopes=SIGNED_IN)
+@page("GET", "/verify", scopes=SIGNED_IN, own=True)
 async def verify_form(request: Request[Any, Any, Any], users: FromDishka[UserRepository]) -> Template:
     view = View.of(request)
     account = await users.account(view.signed_in.user_id) if view.signed_in else None
     return view.page("verify.html", next=_back(request.query_params.get("next")), mfa=bool(account and account.mfa))
 
 
-@page("POST", "/verify", operation="verifySession", scopes=SIGNED_IN)
+@page("POST", "/verify", operation="verifySession", scopes=SIGNED_IN, own=True)
 async def verify(request: Request[Any, Any, Any], proving: FromDishka[mfa.Reauthenticate],
                  users: FromDishka[UserRepository]) -> Response[Any] | Template:
     view = View.of(request)
