@@ -29,6 +29,7 @@ from entrypoints.http.dashboard.pages import (
     campaigns,
     clients,
     coming_soon,
+    dnc,
     knowledge,
     overview,
     users,
@@ -36,8 +37,8 @@ from entrypoints.http.dashboard.pages import (
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, webhooks, api_keys,
-                billing, users, clients, audit, coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, dnc, webhooks,
+                api_keys, billing, users, clients, audit, coming_soon]
 
 
 def page_handlers() -> list[Any]:
