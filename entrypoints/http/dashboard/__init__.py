@@ -32,13 +32,14 @@ from entrypoints.http.dashboard.pages import (
     dnc,
     knowledge,
     overview,
+    sms,
     users,
     webhooks,
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, dnc, webhooks,
-                api_keys, billing, users, clients, audit, coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, sms, dnc,
+                webhooks, api_keys, billing, users, clients, audit, coming_soon]
 
 
 def page_handlers() -> list[Any]:

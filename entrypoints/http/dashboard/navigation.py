@@ -32,6 +32,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("appointments", "Appointments", "/appointments", True),
     Section("campaigns", "Campaigns", "/campaigns", True),
     Section("knowledge_bases", "Knowledge bases", "/knowledge-bases", True),
+    Section("sms", "SMS", "/sms", True),
     Section("dnc", "Do-Not-Call", "/dnc", True),
     Section("webhooks", "Webhooks", "/webhooks", True),
     Section("api_keys", "API keys", "/api-keys", True, managers=True),
