@@ -31,6 +31,7 @@ from entrypoints.http.dashboard.pages import (
     coming_soon,
     dnc,
     knowledge,
+    leads,
     overview,
     sms,
     users,
@@ -38,8 +39,8 @@ from entrypoints.http.dashboard.pages import (
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, sms, dnc,
-                webhooks, api_keys, billing, users, clients, audit, coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, leads, knowledge, sms,
+                dnc, webhooks, api_keys, billing, users, clients, audit, coming_soon]
 
 
 def page_handlers() -> list[Any]:

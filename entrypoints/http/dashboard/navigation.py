@@ -31,6 +31,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("calls", "Calls", "/calls", True),
     Section("appointments", "Appointments", "/appointments", True),
     Section("campaigns", "Campaigns", "/campaigns", True),
+    Section("leads", "Leads", "/leads", True),
     Section("knowledge_bases", "Knowledge bases", "/knowledge-bases", True),
     Section("sms", "SMS", "/sms", True),
     Section("dnc", "Do-Not-Call", "/dnc", True),
