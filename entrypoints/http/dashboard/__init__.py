@@ -33,14 +33,15 @@ from entrypoints.http.dashboard.pages import (
     knowledge,
     leads,
     overview,
+    phone_numbers,
     sms,
     users,
     webhooks,
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, leads, knowledge, sms,
-                dnc, webhooks, api_keys, billing, users, clients, audit, coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, leads, knowledge,
+                phone_numbers, sms, dnc, webhooks, api_keys, billing, users, clients, audit, coming_soon]
 
 
 def page_handlers() -> list[Any]:

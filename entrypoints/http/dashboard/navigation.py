@@ -33,6 +33,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("campaigns", "Campaigns", "/campaigns", True),
     Section("leads", "Leads", "/leads", True),
     Section("knowledge_bases", "Knowledge bases", "/knowledge-bases", True),
+    Section("phone_numbers", "Phone numbers", "/phone-numbers", True),
     Section("sms", "SMS", "/sms", True),
     Section("dnc", "Do-Not-Call", "/dnc", True),
     Section("webhooks", "Webhooks", "/webhooks", True),
