@@ -84,6 +84,17 @@ async def test_every_page_on_a_phone_and_for_assistive_technology(page: Any, tmp
                                     )).json()["data"]
             await client.post(f"/v2/knowledge-bases/{kb['id']}/documents", files=[
                 ("files", ("refunds.txt", b"Refunds are paid within five days with the receipt."))])
+            # day-to-day records of the SMS, leads, Do-Not-Call and phone numbers sections
+            dnc = (await client.post("/v2/dnc/lists", json={"name": "Complaints"})).json()["data"]
+            await client.post(f"/v2/dnc/lists/{dnc['id']}/entries", json={"phone_numbers": ["+14155550188"],
+                                                                        "reason": "asked on a call"})
+            number = (await client.post("/v2/telephony/phone-numbers", json={
+                "phone_number": "+14155550123", "label": "Front desk", "inbound_agent_id": agent_id,
+                "capabilities": {"voice": True, "sms": True}})).json()["data"]
+            await client.post("/v2/sms", json={"to": "+14155550199", "body": "Your table is ready"})
+            lead = (await client.post("/v2/leads", json={"phone": "+14155550177", "agent_id": agent_id,
+                                                         "name": "Ada", "custom_data": {"plan": "gold"}})
+                    ).json()["data"]
             base = f"{server.base}/dashboard"
 
             await check(page, f"{base}/login", problems)
@@ -119,7 +130,10 @@ async def test_every_page_on_a_phone_and_for_assistive_technology(page: Any, tmp
                 f"{base}/campaigns/{seeded['campaign']['id']}/import",
                 f"{base}/campaigns/{seeded['campaign']['id']}/cancel",
                 f"{base}/webhooks/{seeded['hook']['id']}/edit", f"{base}/webhooks/{seeded['hook']['id']}/delete",
-                f"{base}/knowledge-bases/{kb['id']}", f"{base}/knowledge-bases/{kb['id']}?q=refund"]
+                f"{base}/knowledge-bases/{kb['id']}", f"{base}/knowledge-bases/{kb['id']}?q=refund",
+                f"{base}/dnc/{dnc['id']}", f"{base}/dnc/{dnc['id']}/import", f"{base}/dnc?phone=%2B14155550188",
+                f"{base}/dnc/{dnc['id']}/entries/%2B14155550188/remove", f"{base}/leads/{lead['id']}",
+                f"{base}/phone-numbers/{number['id']}/delete", f"{base}/sms?direction=outbound"]
             urls += [f"{base}/billing/invoices/{invoice['id']}" for invoice in invoices[:1]]
             for url in urls:
                 await check(page, url if url.startswith("http") else f"{server.base}{url}", problems)

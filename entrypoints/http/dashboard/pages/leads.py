@@ -36,7 +36,7 @@ TARGET_FIELD = "target"
 
 
 async def _targets(view: View, agent_list: agents.ListAgents, campaign_list: campaigns.ListCampaigns
-                   ) -> dict[str, list[tuple[str, str]]]:
+                   ) -> dict[str, Any]:
     """The form's targets: the agents (a lead is called by an active one) and the campaigns not yet over."""
     found = await view.run(agent_list, lambda actor: agents.ListAgentsCommand(actor, AgentFilter(),
                                                                              PageRequest(TARGETS)))

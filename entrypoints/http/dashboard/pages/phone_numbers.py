@@ -99,8 +99,9 @@ async def available(request: Request[Any, Any, Any], searching: FromDishka[uc.Se
     buys it; a bad field is shown beside it, a carrier's refusal above the form (502)."""
     view = View.of(request)
     chosen = _search_query(view)
-    context = {"search": chosen, "carriers": [p for p in await _providers(view, providers) if is_carrier(p.type)],
-               "agents": await _agents(view, agent_list)}
+    context: dict[str, Any] = {"search": chosen,
+                               "carriers": [p for p in await _providers(view, providers) if is_carrier(p.type)],
+                               "agents": await _agents(view, agent_list)}
     try:
         found = await view.run(searching, lambda actor: _search_command(actor, chosen))
     except DomainError as exc:
