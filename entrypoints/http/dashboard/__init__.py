@@ -31,13 +31,14 @@ from entrypoints.http.dashboard.pages import (
     coming_soon,
     knowledge,
     overview,
+    triggers,
     users,
     webhooks,
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, webhooks, api_keys,
-                billing, users, clients, audit, coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, webhooks, triggers,
+                api_keys, billing, users, clients, audit, coming_soon]
 
 
 def page_handlers() -> list[Any]:

@@ -33,6 +33,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("campaigns", "Campaigns", "/campaigns", True),
     Section("knowledge_bases", "Knowledge bases", "/knowledge-bases", True),
     Section("webhooks", "Webhooks", "/webhooks", True),
+    Section("triggers", "Triggers", "/triggers", True),
     Section("api_keys", "API keys", "/api-keys", True, managers=True),
     Section("billing", "Billing", "/billing", True),
     Section("users", "Users", "/users", True, managers=True),
