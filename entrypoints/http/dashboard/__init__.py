@@ -25,6 +25,7 @@ from entrypoints.http.dashboard.pages import (
     audit,
     auth,
     billing,
+    calendars,
     calls,
     campaigns,
     clients,
@@ -37,8 +38,8 @@ from entrypoints.http.dashboard.pages import (
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, knowledge, webhooks, triggers,
-                api_keys, billing, users, clients, audit, coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, calendars, campaigns, knowledge,
+                webhooks, triggers, api_keys, billing, users, clients, audit, coming_soon]
 
 
 def page_handlers() -> list[Any]:
