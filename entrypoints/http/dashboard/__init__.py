@@ -32,14 +32,15 @@ from entrypoints.http.dashboard.pages import (
     coming_soon,
     knowledge,
     overview,
+    schedules,
     triggers,
     users,
     webhooks,
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, calendars, campaigns, knowledge,
-                webhooks, triggers, api_keys, billing, users, clients, audit, coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, calendars, schedules, campaigns,
+                knowledge, webhooks, triggers, api_keys, billing, users, clients, audit, coming_soon]
 
 
 def page_handlers() -> list[Any]:

@@ -31,6 +31,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("calls", "Calls", "/calls", True),
     Section("appointments", "Appointments", "/appointments", True),
     Section("calendars", "Calendars", "/calendars", True),
+    Section("schedules", "Schedules", "/schedules", True),
     Section("campaigns", "Campaigns", "/campaigns", True),
     Section("knowledge_bases", "Knowledge bases", "/knowledge-bases", True),
     Section("webhooks", "Webhooks", "/webhooks", True),
