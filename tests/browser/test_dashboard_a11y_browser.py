@@ -21,7 +21,7 @@ import pytest
 
 from entrypoints.http.dashboard.navigation import SECTIONS
 from tests.browser.test_dashboard_pages_browser import LAPTOP, PASSWORD, PHONE, closed_invoice, seed
-from tests.processes import Server, parley_json, sqlite_env
+from tests.processes import Server, free_port, parley_json, sqlite_env, until
 
 pytestmark = pytest.mark.slow
 
@@ -95,6 +95,29 @@ async def test_every_page_on_a_phone_and_for_assistive_technology(page: Any, tmp
             lead = (await client.post("/v2/leads", json={"phone": "+14155550177", "agent_id": agent_id,
                                                          "name": "Ada", "custom_data": {"plan": "gold"}})
                     ).json()["data"]
+            # a trigger with a run (matched: its trace and its action's result), a calendar, a schedule
+            calendar = (await client.get("/v2/scheduling/calendars")).json()["data"][0]
+            trigger = (await client.post("/v2/triggers", json={
+                "name": "Bookings", "event": "appointment.booked",
+                "conditions": {"all": [{"field": "data.status", "op": "eq", "value": "confirmed"}]},
+                "actions": [{"type": "chat_message", "config": {"url": f"http://127.0.0.1:{free_port()}/chat",
+                                                                 "text": "Booked {{data.attendee_name}}"}}]}
+                                        )).json()["data"]
+            slots = (await client.get("/v2/scheduling/availability", params={
+                "calendar_id": calendar["id"], "start": seeded["day"]})).json()["data"]["slots"]
+            booked = (await client.post("/v2/scheduling/appointments", json={
+                "calendar_id": calendar["id"], "slot_start": slots[-1]["start"], "attendee_name": "Grace"}
+                                        )).json()["data"]
+
+            async def ran() -> Any:
+                return (await client.get(f"/v2/triggers/{trigger['id']}/runs")).json()["data"]
+
+            await until(ran, 30, "the trigger's run")
+            schedule = (await client.post("/v2/schedules", json={
+                "name": "Support", "timezone": "Europe/Berlin",
+                "weekly": [{"day": d, "start": "09:00", "end": "17:00"} for d in range(5)],
+                "exceptions": [{"date": "2026-12-24", "closed": True}], "holidays": {"country": "DE"}}
+                                         )).json()["data"]
             base = f"{server.base}/dashboard"
 
             await check(page, f"{base}/login", problems)
@@ -133,7 +156,12 @@ async def test_every_page_on_a_phone_and_for_assistive_technology(page: Any, tmp
                 f"{base}/knowledge-bases/{kb['id']}", f"{base}/knowledge-bases/{kb['id']}?q=refund",
                 f"{base}/dnc/{dnc['id']}", f"{base}/dnc/{dnc['id']}/import", f"{base}/dnc?phone=%2B14155550188",
                 f"{base}/dnc/{dnc['id']}/entries/%2B14155550188/remove", f"{base}/leads/{lead['id']}",
-                f"{base}/phone-numbers/{number['id']}/delete", f"{base}/sms?direction=outbound"]
+                f"{base}/phone-numbers/{number['id']}/delete", f"{base}/sms?direction=outbound",
+                f"{base}/triggers/{trigger['id']}", f"{base}/triggers/{trigger['id']}/edit",
+                f"{base}/triggers/{trigger['id']}/delete", f"{base}/calendars/{calendar['id']}",
+                f"{base}/appointments/{booked['id']}/reschedule", f"{base}/appointments/{booked['id']}/cancel",
+                f"{base}/schedules/{schedule['id']}", f"{base}/schedules/{schedule['id']}/edit",
+                f"{base}/schedules/{schedule['id']}/delete"]
             urls += [f"{base}/billing/invoices/{invoice['id']}" for invoice in invoices[:1]]
             for url in urls:
                 await check(page, url if url.startswith("http") else f"{server.base}{url}", problems)

@@ -25,6 +25,7 @@ from entrypoints.http.dashboard.pages import (
     audit,
     auth,
     billing,
+    calendars,
     calls,
     campaigns,
     clients,
@@ -34,14 +35,17 @@ from entrypoints.http.dashboard.pages import (
     leads,
     overview,
     phone_numbers,
+    schedules,
     sms,
+    triggers,
     users,
     webhooks,
 )
 from entrypoints.http.dashboard.templating import API_STATIC, STATIC
 
-PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, campaigns, leads, knowledge,
-                phone_numbers, sms, dnc, webhooks, api_keys, billing, users, clients, audit, coming_soon]
+PAGE_MODULES = [auth, overview, agents, agent_editing, calls, appointments, calendars, schedules, campaigns, leads,
+                knowledge, phone_numbers, sms, dnc, webhooks, triggers, api_keys, billing, users, clients, audit,
+                coming_soon]
 
 
 def page_handlers() -> list[Any]:

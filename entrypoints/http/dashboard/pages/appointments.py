@@ -1,7 +1,13 @@
 """Appointments by day: the appointments of one day (``?date=YYYY-MM-DD``, today by default) across the
 organization's calendars, each at its time in its calendar's zone, through the same scheduling use cases as the
 API. A day is the calendar's own day: an appointment is listed when its start, read in its calendar's zone,
-falls on that date."""
+falls on that date.
+
+An appointment still pending or confirmed can be cancelled (it asks first: ``GET .../cancel`` says what happens,
+its form sends ``confirm``) and rescheduled (``GET .../reschedule`` lists the open slots of a day of its calendar,
+``GetAvailability``; the form sends the chosen ``slot_start``), through ``CancelAppointment`` and
+``RescheduleAppointment``, the use cases of ``DELETE`` and ``PATCH /scheduling/appointments/{id}``: the same
+conflict rules, a slot taken meanwhile a 409 page that says so."""
 
 from __future__ import annotations
 
@@ -11,16 +17,21 @@ from zoneinfo import ZoneInfo
 
 from dishka import FromDishka
 from litestar import Request
-from litestar.response import ServerSentEvent, Template
+from litestar.response import Response, ServerSentEvent, Template
 
 from application.ports.platform import Clock, PageRequest, Unit, Units
 from application.ports.scheduling import AppointmentFilter
-from application.scheduling import booking
+from application.scheduling import availability, booking
 from application.scheduling import calendars as calendars_uc
+from domain.errors import DomainError, SlotUnavailable
 from domain.identity import persisted
+from domain.scheduling.model import Appointment, Calendar, parse_slot_start
+from domain.scheduling.slots import render_slots
 from entrypoints.http.dashboard.live import stream
 from entrypoints.http.dashboard.pages import page
-from entrypoints.http.dashboard.view import View
+from entrypoints.http.dashboard.pages.params import PathId
+from entrypoints.http.dashboard.view import View, field_errors
+from entrypoints.http.envelope import status_for
 
 CALENDARS = 500
 """Calendars read to name them and know their zones (an organization has far fewer)."""
@@ -89,4 +100,106 @@ async def _day_values(view: View, clock: Clock, listing: booking.ListAppointment
             "next": day + timedelta(days=1), "calendars": len(found.items)}
 
 
-HANDLERS = [appointments, appointments_live]
+CONFIRM_FIELD = "confirm"
+OPEN = ("pending", "confirmed")
+"""The statuses an appointment can still be cancelled or rescheduled in."""
+SLOT_TAKEN = ("That time is no longer open (slot_unavailable): it was booked, held or blacked out meanwhile, or "
+              "is outside the calendar's hours or notice. Nothing changed: choose another slot.")
+
+
+async def _appointment(view: View, getting: booking.GetAppointment, calendar: calendars_uc.GetCalendar,
+                       appointment_id: int) -> dict[str, Any]:
+    found: Appointment = await view.run(getting, lambda actor: booking.AppointmentRef(actor, appointment_id))
+    owner: Calendar = await view.run(calendar, lambda actor: calendars_uc.CalendarRef(actor, found.calendar_id))
+    zone = ZoneInfo(owner.timezone)
+    start = found.slot_start.astimezone(zone)
+    return {"appointment": found, "calendar": owner, "start": start, "end": found.slot_end.astimezone(zone),
+            "zone": owner.timezone, "open": found.status in OPEN}
+
+
+@page("GET", "/appointments/{appointment_id:int}/cancel", section="appointments",
+      scopes=("scheduling:write", "scheduling:delete"))
+async def confirm_cancel(request: Request[Any, Any, Any], appointment_id: PathId,
+                         getting: FromDishka[booking.GetAppointment],
+                         calendar: FromDishka[calendars_uc.GetCalendar]) -> Template:
+    view = View.of(request)
+    return view.page("appointment_cancel.html", **await _appointment(view, getting, calendar, appointment_id))
+
+
+@page("POST", "/appointments/{appointment_id:int}/cancel", operation="cancelAppointment", section="appointments",
+      scopes=("scheduling:write", "scheduling:delete"))
+async def cancel(request: Request[Any, Any, Any], appointment_id: PathId,
+                 use_case: FromDishka[booking.CancelAppointment], getting: FromDishka[booking.GetAppointment],
+                 calendar: FromDishka[calendars_uc.GetCalendar]) -> Response[Any] | Template:
+    view = View.of(request)
+    values = await _appointment(view, getting, calendar, appointment_id)
+    if (await view.form()).get(CONFIRM_FIELD) != "cancel":
+        return view.page("appointment_cancel.html", **values)
+    try:
+        await view.run(use_case, lambda actor: booking.AppointmentRef(actor, appointment_id))
+    except DomainError as exc:
+        status = status_for(exc)
+        if status >= 500 or status == 404:
+            raise
+        return view.page("appointment_cancel.html", status=status, error=exc.message, **values)
+    return view.redirect(f"/appointments?date={values['start'].date().isoformat()}", "Appointment cancelled")
+
+
+async def _slots(view: View, finder: availability.GetAvailability, values: dict[str, Any],
+                 day: date) -> list[tuple[str, str]]:
+    """The open slots of ``day`` (the calendar's local date) as (slot_start, the time people read)."""
+    calendar = values["calendar"]
+    found = await view.run(finder, lambda actor: availability.GetAvailabilityCommand(
+        actor, persisted(calendar.id), day, day + timedelta(days=1)))
+    return [(start, datetime.fromisoformat(start).strftime("%H:%M")) for start, _ in
+            render_slots(found.slots, found.timezone)]
+
+
+async def _reschedule_values(view: View, getting: booking.GetAppointment, calendar: calendars_uc.GetCalendar,
+                             finder: availability.GetAvailability, appointment_id: int,
+                             wanted: str | None) -> dict[str, Any]:
+    values = await _appointment(view, getting, calendar, appointment_id)
+    day, problem = _day(wanted, values["start"].date())
+    slots = await _slots(view, finder, values, day) if values["open"] else []
+    return {**values, "day": day, "slots": slots, "previous": day - timedelta(days=1),
+            "next": day + timedelta(days=1), "day_error": problem}
+
+
+@page("GET", "/appointments/{appointment_id:int}/reschedule", section="appointments",
+      scopes=("scheduling:write",))
+async def reschedule_page(request: Request[Any, Any, Any], appointment_id: PathId,
+                          getting: FromDishka[booking.GetAppointment],
+                          calendar: FromDishka[calendars_uc.GetCalendar],
+                          finder: FromDishka[availability.GetAvailability]) -> Template:
+    view = View.of(request)
+    return view.page("appointment_reschedule.html", **await _reschedule_values(
+        view, getting, calendar, finder, appointment_id, request.query_params.get("date")))
+
+
+@page("POST", "/appointments/{appointment_id:int}/reschedule", operation="rescheduleAppointment",
+      section="appointments", scopes=("scheduling:write",))
+async def reschedule(request: Request[Any, Any, Any], appointment_id: PathId,
+                     use_case: FromDishka[booking.RescheduleAppointment], getting: FromDishka[booking.GetAppointment],
+                     calendar: FromDishka[calendars_uc.GetCalendar],
+                     finder: FromDishka[availability.GetAvailability]) -> Response[Any] | Template:
+    view = View.of(request)
+    form = await view.form()
+    try:
+        result = await view.run(use_case, lambda actor: booking.RescheduleAppointmentCommand(
+            actor, appointment_id, parse_slot_start(form.get("slot_start", "").strip())))
+    except DomainError as exc:
+        status = status_for(exc)
+        if status >= 500 or status == 404:
+            raise
+        values = await _reschedule_values(view, getting, calendar, finder, appointment_id, form.get("date"))
+        taken = isinstance(exc, SlotUnavailable)
+        return view.page("appointment_reschedule.html", status=status, form=form, errors=field_errors(exc),
+                         error=SLOT_TAKEN if taken else exc.message, taken=taken, **values)
+    new = result.appointment
+    zone = ZoneInfo((await view.run(calendar, lambda actor: calendars_uc.CalendarRef(actor, new.calendar_id))).timezone)
+    local = new.slot_start.astimezone(zone)
+    return view.redirect(f"/appointments?date={local.date().isoformat()}",
+                         f"Appointment moved to {local.strftime('%Y-%m-%d %H:%M')} ({zone.key})")
+
+
+HANDLERS = [appointments, appointments_live, confirm_cancel, cancel, reschedule_page, reschedule]
