@@ -297,7 +297,8 @@ def call_placeholders(agent: Agent) -> list[str]:
 def spoken(value: Any) -> str:
     """A placeholder value as it is said (a JSON value from custom_data): a string as it is; true/false;
     a number without a needless fraction (3.0 -> "3", 2.5 -> "2.5"); a list as its items joined with ", "
-    (null items left out); an object as compact JSON."""
+    (null items left out); an object as compact JSON, its keys sorted (a stored object's key order is the
+    database's: PostgreSQL's jsonb keeps its own)."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -309,7 +310,7 @@ def spoken(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(spoken(item) for item in value if item is not None)
     if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return str(value)
 
 

@@ -27,6 +27,7 @@ from entrypoints.http.routes import (
     accounts,
     agents,
     ai_providers,
+    audit,
     billing,
     business_hours,
     calls,
@@ -89,7 +90,7 @@ def test_the_registry_lists_every_feature_module_once_in_its_own_order() -> None
 
 def test_the_route_registry_names_the_registered_features_and_serves_every_handler_once() -> None:
     assert set(ROUTES) <= {"core"} | {feature.name for feature in FEATURES}
-    modules = [meta, agents, accounts, ai_providers, billing, calls, campaigns, carriers, cloud, dnc, telephony,
+    modules = [meta, agents, accounts, ai_providers, audit, billing, calls, campaigns, carriers, cloud, dnc, telephony,
                knowledge, leads, scheduling, business_hours, sessions, sms, triggers, usage, webhooks, widget,
                media_streams]
     every = [handler for module in modules for handler in module.ROUTES]

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from application import webhook_delivery
 from application.context import Actor
 from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.webhooks import AttemptFilter
 from application.webhook_delivery import DeliverySteps
 from application.webhooks import (
+    DispatchOutbox,
     ListDeliveryAttempts,
     ListDeliveryAttemptsCommand,
     Redeliver,
@@ -36,7 +36,7 @@ def _trace_passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """Every committed dispatcher pass and every claim of the worker's loops, in order, with how many
     events or deliveries it took."""
     passes: list[tuple[str, int]] = []
-    dispatch, claim = webhook_delivery.dispatch_once, DeliverySteps.claim
+    dispatch, claim = DispatchOutbox.execute, DeliverySteps.claim
 
     async def traced_dispatch(*args: Any, **kwargs: Any) -> int:
         dispatched = await dispatch(*args, **kwargs)
@@ -48,7 +48,7 @@ def _trace_passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
         passes.append(("claim", len(claimed)))
         return claimed
 
-    monkeypatch.setattr(webhook_delivery, "dispatch_once", traced_dispatch)
+    monkeypatch.setattr(DispatchOutbox, "execute", traced_dispatch)
     monkeypatch.setattr(DeliverySteps, "claim", traced_claim)
     return passes
 
@@ -102,7 +102,7 @@ async def test_a_test_send_and_a_redelivery_wake_the_idle_sender(
     not found by its poll (an hour here, so only the wake-up can deliver them in time)."""
     # idle: the dispatcher's first pass found no event, the sender's first claim no delivery (it sleeps for the poll)
     idle_now = asyncio.Event()
-    dispatch, claim = webhook_delivery.dispatch_once, DeliverySteps.claim
+    dispatch, claim = DispatchOutbox.execute, DeliverySteps.claim
     first: set[str] = set()
 
     def looked(kind: str, found: int) -> None:
@@ -121,7 +121,7 @@ async def test_a_test_send_and_a_redelivery_wake_the_idle_sender(
         looked("claim", len(claimed))
         return claimed
 
-    monkeypatch.setattr(webhook_delivery, "dispatch_once", traced_dispatch)
+    monkeypatch.setattr(DispatchOutbox, "execute", traced_dispatch)
     monkeypatch.setattr(DeliverySteps, "claim", traced_claim)
     api = await make_api(fresh_sqlite_url)
     t = await api.tenant()

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from adapters.memory.clock import ManualClock
-from entrypoints.features.leads import follow_once
+from application.leads import FollowLeadOutcomes, FollowLeadOutcomesCommand
+from entrypoints.units import ScopedUnits
 from tests.conftest import Api, AppPool, Tenant
 from tests.e2e.telnyx_support import telnyx_world
 from tests.http import calls_support, dialer_support, twilio_support
@@ -161,7 +162,8 @@ async def test_a_lead_is_called_through_the_carrier(carrier: Carrier) -> None:
     lead = posted.json()["data"]
     call = await dialled_and_completed(carrier, lead["call_id"], person)
     assert call["contact_name"] == "Ada"
-    while await follow_once(carrier.api.worker()) > 0:  # the leads consumer reads call.ended
+    units = ScopedUnits(carrier.api.worker())
+    while await units.execute(FollowLeadOutcomes, FollowLeadOutcomesCommand()) > 0:  # the leads consumer: call.ended
         pass
     followed = await carrier.get(f"/v2/leads/{lead['id']}")
     assert (followed["status"], followed["call_id"]) == ("called", lead["call_id"])
