@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import time
 import uuid
@@ -186,7 +187,9 @@ def serve_mode(db: Database, args: argparse.Namespace) -> None:
     port = free_port()
     env = {**os.environ, "PARLEY_DATABASE_URL": db.url, "PARLEY_VAR_DIR": str(db.workdir / "var"),
            "PARLEY_SECRET_KEY": SECRET, "PARLEY_PUBLIC_BASE_URL": PUBLIC, "PARLEY_LOG_LEVEL": "WARNING",
-           "PARLEY_RATE_LIMIT_PER_MINUTE": UNLIMITED, "PARLEY_RATE_LIMIT_PER_HOUR": UNLIMITED}
+           "PARLEY_RATE_LIMIT_PER_MINUTE": UNLIMITED, "PARLEY_RATE_LIMIT_PER_HOUR": UNLIMITED,
+           # a pool smaller than the requests in flight opens (and closes) a connection for each one over it
+           "PARLEY_DB_POOL_SIZE": str(args.pool_size or max(10, args.concurrency))}
     command = [sys.executable, "-m", "entrypoints.cli", "serve", "--no-worker", "--no-migrate", "--server",
                args.server, "--workers", "1", "--port", str(port)]
     pg_name = db.cleanup_name
@@ -197,7 +200,16 @@ def serve_mode(db: Database, args: argparse.Namespace) -> None:
             await drive(client, [health[0][:200]], args.concurrency, "warm-up", pid, pg_name, "GET")
             phases = [await drive(client, health, args.concurrency, "`GET /v2/health` (ceiling)", pid, pg_name,
                                   "GET")]
+            spy = None
+            if args.py_spy:  # py-spy (pip install py-spy) samples the server while it takes the callbacks
+                spy = await asyncio.create_subprocess_exec(
+                    str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid), "--subprocesses",
+                    "--nonblocking", "-r", "250", "-f", "raw", "-o", args.py_spy, stdout=asyncio.subprocess.DEVNULL)
+                await asyncio.sleep(1)
             phases.append(await drive(client, groups, args.concurrency, "verified status callbacks", pid, pg_name))
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                await spy.wait()
             phases.append(await drive(client, groups, args.concurrency, "the same again (replays: no-ops)", pid,
                                       pg_name))
             phases.append(await drive(client, health, args.concurrency, "`GET /v2/health` (ceiling)", pid, pg_name,
@@ -208,7 +220,7 @@ def serve_mode(db: Database, args: argparse.Namespace) -> None:
         phases = asyncio.run(measure(server.pid))
     ended = asyncio.run(check_ended(settings, org_id, made))
     load = os.getloadavg()
-    print(f"\n{db.kind}: {args.calls} calls, concurrency {args.concurrency}, `parley serve --no-worker --server "
+    print(f"\n{db.kind}: {args.calls} calls, concurrency {args.concurrency}, pool {env['PARLEY_DB_POOL_SIZE']}, `parley serve --no-worker --server "
           f"{args.server} --workers 1`, load average {load[0]:.1f} / {load[1]:.1f}")
     print("\n| phase | requests | rate | CPU per request | client CPU per request | others | answers |")
     print("|---|---:|---:|---|---:|---:|---|")
@@ -260,6 +272,9 @@ def main() -> None:
     parser.add_argument("--server", choices=["granian", "uvicorn"], default="granian")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--pool-size", type=int, default=0,
+                        help="serve: PARLEY_DB_POOL_SIZE (default: the concurrency, at least 10)")
+    parser.add_argument("--py-spy", metavar="FILE", help="serve: py-spy's raw samples of the server's callbacks")
     parser.add_argument("--statements", action="store_true", help="inprocess: count the statements per callback")
     parser.add_argument("--profile", metavar="FILE", help="inprocess: a cProfile (CPU time) of the callbacks to FILE")
     args = parser.parse_args()
