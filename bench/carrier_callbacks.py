@@ -220,8 +220,8 @@ def serve_mode(db: Database, args: argparse.Namespace) -> None:
         phases = asyncio.run(measure(server.pid))
     ended = asyncio.run(check_ended(settings, org_id, made))
     load = os.getloadavg()
-    print(f"\n{db.kind}: {args.calls} calls, concurrency {args.concurrency}, pool {env['PARLEY_DB_POOL_SIZE']}, `parley serve --no-worker --server "
-          f"{args.server} --workers 1`, load average {load[0]:.1f} / {load[1]:.1f}")
+    print(f"\n{db.kind}: {args.calls} calls, concurrency {args.concurrency}, pool {env['PARLEY_DB_POOL_SIZE']}, "
+          f"`parley serve --no-worker --server {args.server} --workers 1`, load average {load[0]:.1f} / {load[1]:.1f}")
     print("\n| phase | requests | rate | CPU per request | client CPU per request | others | answers |")
     print("|---|---:|---:|---|---:|---:|---|")
     for phase in phases:
