@@ -160,15 +160,37 @@ def check_api_base_url(settings: Mapping[str, str] | None) -> None:
                                      "must be an http(s) URL without query, e.g. https://api.twilio.com")
 
 
+OPENED_CREDENTIALS_KEPT = 256
+"""How many providers' opened credentials a process keeps (``CarrierAccounts``)."""
+
+
 class CarrierAccounts:
-    """Opens a carrier provider for one request: its sealed credentials and its API base URL."""
+    """Opens a carrier provider for one request: its sealed credentials and its API base URL.
+
+    One per process: the credentials it opened are kept by provider and sealed value (at most
+    ``OPENED_CREDENTIALS_KEPT``, the least recently used leave first), so a carrier's webhooks do not decrypt the
+    same credentials on every request. Changed credentials are sealed anew (another value): the next request
+    opens those."""
 
     def __init__(self, box: SecretBox) -> None:
         self.box = box
+        self._opened: dict[tuple[int | None, str], dict[str, str]] = {}
+
+    def _credentials(self, provider: TelephonyProvider) -> dict[str, str]:
+        sealed = provider.credentials_sealed
+        if not sealed:
+            return {}
+        key = (provider.id, sealed)
+        opened = self._opened.pop(key, None)
+        if opened is None:
+            opened = dict(json.loads(self.box.open(sealed)))
+            while len(self._opened) >= OPENED_CREDENTIALS_KEPT:
+                del self._opened[next(iter(self._opened))]
+        self._opened[key] = opened  # the most recently used last
+        return dict(opened)
 
     def open(self, provider: TelephonyProvider) -> CarrierAccount:
-        credentials: dict[str, str] = (
-            dict(json.loads(self.box.open(provider.credentials_sealed))) if provider.credentials_sealed else {})
+        credentials = self._credentials(provider)
         base = provider.settings.get(API_BASE_SETTING) or DEFAULT_API_BASE_URL.get(provider.type, "")
         return CarrierAccount(persisted(provider.id), provider.organization_id,
                               cast(Literal["twilio", "telnyx"], provider.type), credentials, base.rstrip("/"))

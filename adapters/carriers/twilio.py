@@ -11,6 +11,7 @@ Parley's one egress, ``SafeHttp.request`` (form-encoded, HTTP Basic ``account_si
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -75,8 +76,14 @@ class _MultiDict:
         return self.values.get(name, [])
 
 
+@functools.lru_cache(maxsize=32)
+def _form(body: bytes) -> tuple[tuple[str, str], ...]:
+    return tuple(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
 def form(body: bytes) -> list[tuple[str, str]]:
-    return parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+    """The POST parameters (parsed once per body: a webhook is verified, then read)."""
+    return list(_form(body))
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:

@@ -8,6 +8,7 @@ The tables follow the ITU-T G.711 reference (bias 0x84, clip 32,635), the values
 
 from __future__ import annotations
 
+import operator
 import sys
 from array import array
 
@@ -51,12 +52,16 @@ def decode(ulaw: bytes) -> bytes:
 
 
 def encode(pcm: bytes) -> bytes:
-    """16-bit signed little-endian PCM -> μ-law (an odd trailing byte is ignored)."""
+    """16-bit signed little-endian PCM -> μ-law (an odd trailing byte is ignored). The lookups are one
+    ``operator.itemgetter`` call over every sample (about twice as fast as a ``map`` of the table's
+    ``__getitem__``: the agent's every outbound frame is encoded here)."""
     samples = array("H")
     samples.frombytes(pcm[: len(pcm) & ~1])
     if _SWAP:
         samples.byteswap()
-    return bytes(map(_ENCODE.__getitem__, samples))
+    if len(samples) < 2:  # itemgetter of one index gives the item, not a tuple
+        return bytes(_ENCODE[sample] for sample in samples)
+    return bytes(operator.itemgetter(*samples)(_ENCODE))
 
 
 SILENCE = _ENCODE[0]

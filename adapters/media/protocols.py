@@ -135,6 +135,7 @@ def read(frame: str | bytes) -> Inbound:
 
 
 _encoder = msgspec.json.Encoder()
+_PAYLOAD_SLOT = "payload-goes-here"
 
 
 class Dialect:
@@ -143,10 +144,14 @@ class Dialect:
     def __init__(self, start: Start) -> None:
         self.carrier, self.stream_id = start.carrier, start.stream_id
         self._sid = {"streamSid": start.stream_id} if start.carrier == "twilio" else {}
+        # every outbound frame is the same JSON around its base64 payload (which has no character to escape): made
+        # once, with a placeholder where the payload goes (the last string of the message)
+        template = _encoder.encode({"event": "media", **self._sid, "media": {"payload": _PAYLOAD_SLOT}}).decode()
+        at = template.rindex(_PAYLOAD_SLOT)
+        self._media_prefix, self._media_suffix = template[:at], template[at + len(_PAYLOAD_SLOT):]
 
     def media(self, ulaw: bytes) -> str:
-        payload = binascii.b2a_base64(ulaw, newline=False).decode("ascii")
-        return _encoder.encode({"event": "media", **self._sid, "media": {"payload": payload}}).decode()
+        return self._media_prefix + binascii.b2a_base64(ulaw, newline=False).decode("ascii") + self._media_suffix
 
     def mark(self, name: str) -> str:
         return _encoder.encode({"event": "mark", **self._sid, "mark": {"name": name}}).decode()

@@ -151,6 +151,9 @@ def _list_queries(dialect: str, status: bool, agent_mode: bool, search: bool) ->
 _GET_QUERY = sa.select(*_COLUMNS).where(agents.c.organization_id == sa.bindparam("org"),
                                         agents.c.deleted_at.is_(None), agents.c.id == sa.bindparam("agent_id"))
 _GET_FOR_UPDATE_QUERY = _GET_QUERY.with_for_update()
+_VERSION_QUERY = sa.select(agent_versions).where(agent_versions.c.organization_id == sa.bindparam("org"),
+                                                 agent_versions.c.agent_id == sa.bindparam("agent_id"),
+                                                 agent_versions.c.version == sa.bindparam("version"))
 
 # the agent and its current published version, one round trip (a call is placed with both)
 _PUBLISHED = agent_versions.alias("published")
@@ -265,7 +268,6 @@ class SqlAgentRepository:
 
     async def get_version(self, organization_id: int, agent_id: int, version: int) -> AgentVersion | None:
         conn = await self.uow.connection()
-        r = (await conn.execute(sa.select(agent_versions).where(
-            agent_versions.c.organization_id == organization_id, agent_versions.c.agent_id == agent_id,
-            agent_versions.c.version == version))).first()
+        r = (await conn.execute(_VERSION_QUERY, {"org": organization_id, "agent_id": agent_id,
+                                                 "version": version})).first()
         return AgentVersion(r.agent_id, r.version, dict(r.snapshot), r.created_at, r.created_by) if r else None

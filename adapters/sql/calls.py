@@ -26,6 +26,18 @@ _UNFINISHED_OF_CAMPAIGN = (sa.select(sa.func.count()).select_from(calls).where(
     calls.c.campaign_id == sa.bindparam("campaign_id"), calls.c.organization_id == sa.bindparam("organization_id"),
     calls.c.status.in_([s for s in STATUSES if s not in FINAL_STATUSES])))
 
+# the statements of a carrier's status callback (a call read under lock, then written), built once with bound
+# parameters: building a statement and its cache key per request cost more CPU than sending it
+_GET = sa.select(calls).where(calls.c.organization_id == sa.bindparam("org"), calls.c.id == sa.bindparam("call_id"))
+_GET_FOR_UPDATE = _GET.with_for_update()
+_BY_TELEPHONY_REF = (sa.select(calls).where(calls.c.organization_id == sa.bindparam("org"),
+                                            calls.c.telephony_ref == sa.bindparam("ref"))
+                     .order_by(calls.c.created_at.desc()).limit(1).with_for_update())
+_UPDATE = calls.update().where(calls.c.organization_id == sa.bindparam("where_org"),
+                               calls.c.id == sa.bindparam("where_id"))
+"""Sets the columns named by the parameters (every column a call has but its id, organization and creation)."""
+_INSERT_LOG = call_logs.insert().returning(call_logs.c.id)
+
 
 def _row_to_call(row: Any) -> Call:
     return Call(
@@ -74,10 +86,8 @@ class SqlCallRepository:
 
     async def _get(self, organization_id: int, call_id: str, lock: bool) -> Call | None:
         conn = await self.uow.connection()
-        query = sa.select(calls).where(calls.c.organization_id == organization_id, calls.c.id == call_id)
-        if lock:
-            query = query.with_for_update()
-        row = (await conn.execute(query)).first()
+        row = (await conn.execute(_GET_FOR_UPDATE if lock else _GET,
+                                  {"org": organization_id, "call_id": call_id})).first()
         return _row_to_call(row) if row else None
 
     async def get(self, organization_id: int, call_id: str) -> Call | None:
@@ -88,9 +98,7 @@ class SqlCallRepository:
 
     async def find_by_telephony_ref(self, organization_id: int, telephony_ref: str) -> Call | None:
         conn = await self.uow.connection()
-        row = (await conn.execute(sa.select(calls).where(
-            calls.c.organization_id == organization_id, calls.c.telephony_ref == telephony_ref,
-        ).order_by(calls.c.created_at.desc()).limit(1).with_for_update())).first()
+        row = (await conn.execute(_BY_TELEPHONY_REF, {"org": organization_id, "ref": telephony_ref})).first()
         return _row_to_call(row) if row else None
 
     async def update(self, call: Call) -> Call:
@@ -98,8 +106,7 @@ class SqlCallRepository:
         values = _call_values(call)
         for fixed in ("id", "organization_id", "created_at"):
             values.pop(fixed)
-        await conn.execute(calls.update().where(calls.c.organization_id == call.organization_id,
-                                                calls.c.id == call.id).values(**values))
+        await conn.execute(_UPDATE, {"where_org": call.organization_id, "where_id": call.id, **values})
         return call
 
     async def list(self, organization_id: int, filters: CallFilter, page: PageRequest) -> Page[Call]:
@@ -228,7 +235,7 @@ class SqlCallLogRepository:
 
     async def add(self, log: CallLog) -> CallLog:
         conn = await self.uow.connection()
-        new_id = (await conn.execute(call_logs.insert().returning(call_logs.c.id), {
+        new_id = (await conn.execute(_INSERT_LOG, {
             "organization_id": log.organization_id, "call_id": log.call_id, "agent_id": log.agent_id,
             "direction": log.direction, "from_phone": log.from_phone, "to_phone": log.to_phone,
             "contact_name": log.contact_name, "status": log.status, "end_reason": log.end_reason,

@@ -36,6 +36,7 @@ _OUTBOUND_NUMBER = (
                         tn.c.status == PhoneNumberStatus.ACTIVE)
     .order_by(sa.case((tn.c.inbound_agent_id == sa.bindparam("agent_id"), 0), else_=1), tn.c.id).limit(1)
 )
+_FIND = sa.select(tp).where(tp.c.id == sa.bindparam("provider_id"))  # every carrier webhook's first read
 
 
 def _row_to_provider(row: Any) -> TelephonyProvider:
@@ -88,7 +89,7 @@ class SqlTelephonyProviderRepository:
 
     async def find(self, provider_id: int) -> TelephonyProvider | None:
         conn = await self.uow.connection()
-        row = (await conn.execute(sa.select(tp).where(tp.c.id == provider_id))).first()
+        row = (await conn.execute(_FIND, {"provider_id": provider_id})).first()
         return _row_to_provider(row) if row else None
 
     async def list(self, organization_id: int) -> list[TelephonyProvider]:

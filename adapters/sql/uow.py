@@ -21,6 +21,15 @@ OUTBOX_WRITE_LOCK = 0x5041524C4F42  # the advisory lock that orders outbox write
 NOTIFY_CHANNEL = "parley_jobs"
 """PostgreSQL channel a commit that created background work notifies (job runners LISTEN on it)."""
 _NOTIFY = f"NOTIFY {NOTIFY_CHANNEL}"
+_OUTBOX_COLUMNS = ("organization_id", "type", "data", "created_at", "depth")
+_OUTBOX_INSERT = outbox_events.insert()
+_LOCKED_OUTBOX_INSERT = outbox_events.insert().from_select(
+    list(_OUTBOX_COLUMNS),
+    sa.select(*(sa.bindparam(name, type_=outbox_events.c[name].type) for name in _OUTBOX_COLUMNS))
+    .select_from(sa.select(sa.func.pg_advisory_xact_lock(OUTBOX_WRITE_LOCK)).subquery("outbox_write_lock")))
+"""PostgreSQL: an event's row, inserted once the outbox write lock is held, in one round trip: the lock's
+subquery runs before the row (and its id, from the sequence) is made, and the lock is held until the transaction
+ends. Each round trip made under the lock lengthens the time every other event-writing commit waits."""
 
 
 _VIEWS: weakref.WeakKeyDictionary[AsyncEngine, tuple[AsyncEngine, AsyncEngine]] = weakref.WeakKeyDictionary()
@@ -88,24 +97,23 @@ class SqlUnitOfWork:
 
     async def commit(self) -> None:
         self.read_once.clear()
+        postgres = self.dialect == "postgresql"
+        if (self._events or self._created_work) and postgres:
+            # runners in other processes LISTEN; PostgreSQL delivers the notification at commit (sent before
+            # the outbox write lock is taken, so that it is not one more round trip made under it)
+            conn = await self.connection()
+            await conn.exec_driver_sql(_NOTIFY)
         if self._events:
             conn = await self.connection()
             now = self._clock.now()
-            if self.dialect == "postgresql":
-                # outbox ids become visible in id order: the lock is held until this transaction
-                # ends, so a smaller id can never commit after a larger one is visible, and a
-                # consumer's cursor never skips an event (SQLite has one writer at a time anyway)
-                await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(OUTBOX_WRITE_LOCK)))
-            await conn.execute(
-                outbox_events.insert(),
-                [{"organization_id": e.organization_id, "type": require_catalogued(e).type, "data": e.data,
-                  "created_at": now, "depth": e.depth} for e in self._events],
-            )
+            rows = [{"organization_id": e.organization_id, "type": require_catalogued(e).type, "data": e.data,
+                     "created_at": now, "depth": e.depth} for e in self._events]
+            # PostgreSQL: outbox ids become visible in id order: the write lock is taken with the rows and held
+            # until this transaction ends, so a smaller id can never commit after a larger one is visible, and a
+            # consumer's cursor never skips an event (SQLite has one writer at a time anyway)
+            await conn.execute(_LOCKED_OUTBOX_INSERT if postgres else _OUTBOX_INSERT, rows)
             self._events.clear()
             self._created_work = True
-        if self._created_work and self.dialect == "postgresql" and self._connection is not None:
-            # runners in other processes LISTEN; PostgreSQL delivers the notification at commit
-            await self._connection.exec_driver_sql(_NOTIFY)
         if self._connection is not None and self._connection.in_transaction():
             await self._connection.commit()
         if self._created_work:

@@ -4,8 +4,11 @@ counter row: PostgreSQL re-checks the condition on the row it waited for; SQLite
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -17,34 +20,64 @@ from application.ports.usage import ChildUsed
 from domain.usage import LedgerEntry
 
 
+@dataclass(frozen=True, slots=True)
+class _Statements:
+    """The statements of every call's end (``append``, ``release``), built once per dialect with bound parameters:
+    building an upsert and its cache key per call cost more CPU than sending it."""
+
+    ledger: Any
+    counter: Any
+    day: Any
+    release: Any
+    unreserve: Any
+
+
+@functools.cache
+def _statements(dialect: str) -> _Statements:
+    counter = insert(usage_counters, dialect)
+    day = insert(usage_daily, dialect)
+    greatest = sa.func.max if dialect == "sqlite" else sa.func.greatest
+    return _Statements(
+        ledger=insert(usage_ledger, dialect).on_conflict_do_nothing(
+            index_elements=["source_type", "source_id", "metric"]).returning(usage_ledger.c.id),
+        counter=counter.on_conflict_do_update(
+            index_elements=["organization_id", "period", "metric"],
+            set_={"used": usage_counters.c.used + counter.excluded.used}).returning(usage_counters.c.used),
+        day=day.on_conflict_do_update(index_elements=["organization_id", "metric", "day"],
+                                      set_={"used": usage_daily.c.used + day.excluded.used}),
+        release=sa.delete(usage_reservations).where(
+            usage_reservations.c.source_type == sa.bindparam("source_type"),
+            usage_reservations.c.source_id == sa.bindparam("source_id"),
+            usage_reservations.c.metric == sa.bindparam("metric"),
+        ).returning(usage_reservations.c.organization_id, usage_reservations.c.period,
+                    usage_reservations.c.quantity),
+        unreserve=sa.update(usage_counters).where(
+            usage_counters.c.organization_id == sa.bindparam("where_org"),
+            usage_counters.c.period == sa.bindparam("where_period"),
+            usage_counters.c.metric == sa.bindparam("where_metric"),
+        ).values(reserved=greatest(usage_counters.c.reserved - sa.bindparam("quantity"), 0)),
+    )
+
+
 class SqlUsageLedger:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
 
     async def append(self, entry: LedgerEntry) -> tuple[int, int] | None:
         conn = await self.uow.connection()
-        dialect = self.uow.dialect
-        inserted = (await conn.execute(
-            insert(usage_ledger, dialect).values(
-                organization_id=entry.organization_id, metric=entry.metric, quantity=entry.quantity,
-                period=entry.period, source_type=entry.source_type, source_id=entry.source_id,
-                occurred_at=entry.occurred_at, agent_id=entry.agent_id, campaign_id=entry.campaign_id,
-            ).on_conflict_do_nothing(index_elements=["source_type", "source_id", "metric"])
-            .returning(usage_ledger.c.id))).first()
+        statements = _statements(self.uow.dialect)
+        inserted = (await conn.execute(statements.ledger, {
+            "organization_id": entry.organization_id, "metric": entry.metric, "quantity": entry.quantity,
+            "period": entry.period, "source_type": entry.source_type, "source_id": entry.source_id,
+            "occurred_at": entry.occurred_at, "agent_id": entry.agent_id, "campaign_id": entry.campaign_id,
+        })).first()
         if inserted is None:
             return None  # recorded before: counted once
-        counter = insert(usage_counters, dialect).values(
-            organization_id=entry.organization_id, period=entry.period, metric=entry.metric,
-            used=entry.quantity, reserved=0)
-        after = (await conn.execute(counter.on_conflict_do_update(
-            index_elements=["organization_id", "period", "metric"],
-            set_={"used": usage_counters.c.used + counter.excluded.used},
-        ).returning(usage_counters.c.used))).scalar_one()
-        day = insert(usage_daily, dialect).values(
-            organization_id=entry.organization_id, metric=entry.metric, day=entry.day, used=entry.quantity)
-        await conn.execute(day.on_conflict_do_update(
-            index_elements=["organization_id", "metric", "day"],
-            set_={"used": usage_daily.c.used + day.excluded.used}))
+        after = (await conn.execute(statements.counter, {
+            "organization_id": entry.organization_id, "period": entry.period, "metric": entry.metric,
+            "used": entry.quantity, "reserved": 0})).scalar_one()
+        await conn.execute(statements.day, {"organization_id": entry.organization_id, "metric": entry.metric,
+                                            "day": entry.day, "used": entry.quantity})
         return int(after) - entry.quantity, int(after)
 
     async def reserve(self, organization_id: int, period: str, metric: str, source_type: str, source_id: str,
@@ -77,18 +110,13 @@ class SqlUsageLedger:
 
     async def release(self, source_type: str, source_id: str, metric: str) -> None:
         conn = await self.uow.connection()
-        row = (await conn.execute(sa.delete(usage_reservations).where(
-            usage_reservations.c.source_type == source_type, usage_reservations.c.source_id == source_id,
-            usage_reservations.c.metric == metric,
-        ).returning(usage_reservations.c.organization_id, usage_reservations.c.period,
-                    usage_reservations.c.quantity))).first()
+        statements = _statements(self.uow.dialect)
+        row = (await conn.execute(statements.release, {"source_type": source_type, "source_id": source_id,
+                                                       "metric": metric})).first()
         if row is None:
             return
-        await conn.execute(sa.update(usage_counters).where(
-            usage_counters.c.organization_id == row.organization_id, usage_counters.c.period == row.period,
-            usage_counters.c.metric == metric,
-        ).values(reserved=sa.func.max(usage_counters.c.reserved - row.quantity, 0)
-                 if self.uow.dialect == "sqlite" else sa.func.greatest(usage_counters.c.reserved - row.quantity, 0)))
+        await conn.execute(statements.unreserve, {"where_org": row.organization_id, "where_period": row.period,
+                                                  "where_metric": metric, "quantity": row.quantity})
 
     async def mark_threshold(self, organization_id: int, period: str, metric: str, percent: int) -> bool:
         conn = await self.uow.connection()
