@@ -33,6 +33,7 @@ from application.ports.calls import (
     CallFilter,
     CallLogFilter,
     CallLogRepository,
+    CallPlacementReads,
     CallRef,
     CallRepository,
 )
@@ -135,11 +136,11 @@ class PlaceCall:
     def __init__(self, uow: UnitOfWork, cause: CauseContext, calls: CallRepository, agents: AgentRepository,
                  providers: TelephonyProviderRepository, numbers: PhoneNumberRepository, dnc: DncGate,
                  phones: PhoneNormalizer, clock: Clock, random: Random, quota: QuotaGate,
-                 links: CarrierLinks) -> None:
+                 links: CarrierLinks, reads: CallPlacementReads) -> None:
         self.uow, self.cause, self.calls, self.agents = uow, cause, calls, agents
         self.providers, self.numbers = providers, numbers
         self.dnc, self.phones, self.clock, self.random, self.quota = dnc, phones, clock, random, quota
-        self.links = links
+        self.links, self.reads = links, reads
 
     async def execute(self, command: PlaceCallCommand) -> Call:
         org = command.actor.organization_id
@@ -168,6 +169,8 @@ class PlaceCall:
                          "validation_errors": {"custom_data": f"missing values for: {', '.join(names)}"}},
             )
         prompt, first_message = render(agent.prompt, values)[0], render(agent.first_message or "", values)[0]
+        # what the gates and the repositories ask next, read at once (the answers are theirs to act on)
+        await self.reads.read_ahead(org, agent_id, destination)
         # the one gate: the destination policy (422 destination_not_allowed), then DNC and SMS opt-outs
         await self.dnc.ensure_callable(org, destination, command.allowed_countries)
         now = self.clock.now()

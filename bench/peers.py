@@ -41,8 +41,12 @@ CALLER = "+15550000000"
 
 _AGENT_COLUMNS = ("id", "name", "description", "status", "agent_mode", "language", "voice", "llm", "prompt",
                   "first_message", "max_call_duration_seconds", "voicemail", "transfer_phone", "calendar_id",
-                  "timezone", "metadata", "current_version", "has_unpublished_changes", "created_at", "updated_at")
-_JSON_COLUMNS = {"voice", "llm", "voicemail", "metadata"}
+                  "timezone", "metadata", "transcriber", "tools", "analysis_schema", "end_of_turn_silence_ms",
+                  "current_version", "has_unpublished_changes", "created_at", "updated_at")
+_JSON_COLUMNS = {"voice", "llm", "voicemail", "metadata", "transcriber", "tools", "analysis_schema"}
+# what Parley serves of a stored setting the row leaves out (the domain's defaults)
+_DEFAULTS = {"voice": {"provider_id": None, "speed": 1.0}, "llm": {"provider_id": None},
+             "transcriber": {"provider_id": None, "model": None, "language": None}}
 
 
 # --- FastAPI + pydantic v2 + SQLAlchemy ORM ---------------------------------------------------------------------
@@ -95,6 +99,10 @@ def make_fastapi() -> Any:
         calendar_id: Mapped[int | None] = mapped_column(BigId)
         timezone: Mapped[str]
         metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", Json)
+        transcriber: Mapped[dict[str, Any]] = mapped_column(Json)
+        tools: Mapped[list[dict[str, Any]]] = mapped_column(Json)
+        analysis_schema: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
+        end_of_turn_silence_ms: Mapped[int]
         current_version: Mapped[int | None]
         has_unpublished_changes: Mapped[bool]
         created_at: Mapped[datetime] = mapped_column(UtcDateTime)
@@ -157,10 +165,18 @@ def make_fastapi() -> Any:
     class Voice(BaseModel):
         provider: str
         voice_id: str
+        provider_id: int | None = None
+        speed: float = 1.0
 
     class Llm(BaseModel):
         model: str
         temperature: float
+        provider_id: int | None = None
+
+    class Transcriber(BaseModel):
+        provider_id: int | None = None
+        model: str | None = None
+        language: str | None = None
 
     class Voicemail(BaseModel):
         action: str
@@ -184,6 +200,10 @@ def make_fastapi() -> Any:
         calendar_id: int | None
         timezone: str
         metadata: dict[str, Any] = Field(validation_alias="metadata_")
+        transcriber: Transcriber
+        tools: list[dict[str, Any]]
+        analysis_schema: dict[str, Any] | None
+        end_of_turn_silence_ms: int
         current_version: int | None
         published_version: int | None = Field(validation_alias="current_version")
         has_unpublished_changes: bool
@@ -325,6 +345,8 @@ def make_raw() -> Any:
         for name in _JSON_COLUMNS:
             if isinstance(out[name], str):
                 out[name] = decode(out[name])
+        for name, defaults in _DEFAULTS.items():
+            out[name] = {**defaults, **out[name]}
         for name in ("created_at", "updated_at"):
             value = out[name]
             if isinstance(value, str):

@@ -164,3 +164,10 @@ class InMemoryCallLogRepository:
     async def find_recording(self, call_log_id: int) -> tuple[int, str | None] | None:
         log = (await self.uow.tables())["call_logs"].get(call_log_id)
         return (log.organization_id, log.recording_key) if log is not None else None
+
+
+class NoReadAhead:
+    """``CallPlacementReads`` in memory: every question is answered as it is asked, so nothing is read ahead."""
+
+    async def read_ahead(self, organization_id: int, agent_id: int, destination: str) -> None:
+        return None

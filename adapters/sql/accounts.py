@@ -22,11 +22,11 @@ from domain.rate_limit import RateLimitDecision, Window, WindowState
 from domain.roles import Role
 from domain.users import LinkKind, OneTimeLink, UserAccount
 
-_ORG_COLUMNS = [organizations.c[n] for n in ("id", "name", "plan", "org_type", "parent_id", "created_at",
+ORG_COLUMNS = [organizations.c[n] for n in ("id", "name", "plan", "org_type", "parent_id", "created_at",
                                               "updated_at", "dialing_policy", "mfa_required")]
 
 
-def _org(row: Any) -> Organization:
+def org_from_row(row: Any) -> Organization:
     return Organization(row.id, row.name, row.plan, row.org_type, row.parent_id, row.created_at, row.updated_at,
                         policy_from_json(row.dialing_policy), bool(row.mfa_required))
 
@@ -35,7 +35,7 @@ def _stored_policy(policy: DialingPolicy) -> dict[str, Any] | None:
     return None if policy == DEFAULT_DIALING_POLICY else policy.view()
 
 
-_ORG_QUERY = sa.select(*_ORG_COLUMNS).where(organizations.c.id == sa.bindparam("org"),
+_ORG_QUERY = sa.select(*ORG_COLUMNS).where(organizations.c.id == sa.bindparam("org"),
                                             organizations.c.deleted_at.is_(None))
 
 
@@ -61,7 +61,7 @@ class SqlOrganizationRepository:
             return found
         conn = await self.uow.connection()
         row = (await conn.execute(_ORG_QUERY, {"org": org_id})).first()
-        found = kept["organization", org_id] = _org(row) if row else None
+        found = kept["organization", org_id] = org_from_row(row) if row else None
         return found
 
     async def list_children(self, parent_id: int, page: PageRequest) -> Page[Organization]:
@@ -69,9 +69,9 @@ class SqlOrganizationRepository:
         where = sa.and_(organizations.c.parent_id == parent_id, organizations.c.deleted_at.is_(None))
         total = (await conn.execute(sa.select(sa.func.count()).select_from(organizations).where(where))).scalar_one()
         rows = await conn.execute(
-            sa.select(*_ORG_COLUMNS).where(where).order_by(organizations.c.id).limit(page.limit).offset(page.offset)
+            sa.select(*ORG_COLUMNS).where(where).order_by(organizations.c.id).limit(page.limit).offset(page.offset)
         )
-        return Page([_org(r) for r in rows], total, page.limit, page.offset)
+        return Page([org_from_row(r) for r in rows], total, page.limit, page.offset)
 
     async def update(self, org: Organization) -> Organization:
         conn = await self.uow.connection()
@@ -109,7 +109,7 @@ def _key(row: Any) -> ApiKey:
 
 # authentication's lookup, built once: the key by its hash, with its organization unless that is deleted
 _CREDENTIAL_QUERY = (
-    sa.select(*_KEY_COLUMNS, *[c.label(f"org_{c.name}") for c in _ORG_COLUMNS])
+    sa.select(*_KEY_COLUMNS, *[c.label(f"org_{c.name}") for c in ORG_COLUMNS])
     .join(organizations, organizations.c.id == api_keys.c.organization_id)
     .where(api_keys.c.key_hash == sa.bindparam("key_hash"), organizations.c.deleted_at.is_(None))
 )

@@ -57,18 +57,27 @@ def _method(row: Any) -> PaymentMethod:
                          row.exp_year, row.created_at)
 
 
+def billing_account(organization_id: int, row: Any | None) -> BillingAccount:
+    """An organization's billing account from its row (None: no row yet, the defaults)."""
+    if row is None:
+        return BillingAccount(organization_id)
+    return BillingAccount(organization_id, row.status, row.cancel_at_period_end, row.default_payment_method_id,
+                          row.pending_plan, row.past_due_since, row.billing_mode)
+
+
 class SqlBillingRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
 
     async def account(self, organization_id: int, *, for_update: bool = False) -> BillingAccount:
+        ahead: BillingAccount | None = None if for_update else self.uow.read_ahead.pop(
+            ("billing_account", organization_id), None)  # read ahead of a call placed (SqlCallPlacementReads)
+        if ahead is not None:
+            return ahead
         conn = await self.uow.connection()
         query = sa.select(billing_accounts).where(billing_accounts.c.organization_id == organization_id)
         row = (await conn.execute(query.with_for_update() if for_update else query)).first()
-        if row is None:
-            return BillingAccount(organization_id)
-        return BillingAccount(organization_id, row.status, row.cancel_at_period_end, row.default_payment_method_id,
-                              row.pending_plan, row.past_due_since, row.billing_mode)
+        return billing_account(organization_id, row)
 
     async def save_account(self, account: BillingAccount) -> None:
         conn = await self.uow.connection()

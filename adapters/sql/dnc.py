@@ -140,6 +140,8 @@ class SqlDncScreener:
 
     async def screen(self, organization_id: int, numbers: list[str]) -> dict[str, list[int]]:
         unique = list(dict.fromkeys(numbers))
+        if len(unique) == 1 and self.uow.read_ahead.pop(("dnc_unlisted", organization_id, unique[0]), False):
+            return {}  # read ahead of the call (SqlCallPlacementReads): on none of the organization's lists
         if not unique:
             return {}
         conn = await self.uow.connection()

@@ -29,9 +29,9 @@ _BUILTIN_PROVIDER = sa.select(tp).where(tp.c.organization_id == sa.bindparam("or
 _DEFAULT_PROVIDER = sa.select(tp).where(tp.c.organization_id == sa.bindparam("org"),
                                         tp.c.is_default.is_(True)).order_by(tp.c.id).limit(1)
 # the default and the built-in simulator at once, the default first (the lowest id among defaults, as _DEFAULT_PROVIDER)
-_CALL_PROVIDERS = sa.select(tp).where(tp.c.organization_id == sa.bindparam("org"), sa.or_(
+PROVIDER_FOR_CALL = sa.select(tp).where(tp.c.organization_id == sa.bindparam("org"), sa.or_(
     tp.c.builtin_key == BUILTIN_SIMULATOR, tp.c.is_default.is_(True))).order_by(tp.c.is_default.desc(), tp.c.id)
-_OUTBOUND_NUMBER = (
+OUTBOUND_NUMBER = (
     sa.select(tn).where(tn.c.organization_id == sa.bindparam("org"), tn.c.voice.is_(True),
                         tn.c.status == PhoneNumberStatus.ACTIVE)
     .order_by(sa.case((tn.c.inbound_agent_id == sa.bindparam("agent_id"), 0), else_=1), tn.c.id).limit(1)
@@ -39,7 +39,7 @@ _OUTBOUND_NUMBER = (
 _FIND = sa.select(tp).where(tp.c.id == sa.bindparam("provider_id"))  # every carrier webhook's first read
 
 
-def _row_to_provider(row: Any) -> TelephonyProvider:
+def row_to_provider(row: Any) -> TelephonyProvider:
     return TelephonyProvider(
         id=row.id, organization_id=row.organization_id, name=row.name, type=row.type, status=row.status,
         is_default=bool(row.is_default), builtin=row.builtin_key is not None,
@@ -65,7 +65,7 @@ class SqlTelephonyProviderRepository:
         conn = await self.uow.connection()
         row = (await conn.execute(_BUILTIN_PROVIDER, {"org": organization_id})).first()
         if row is not None:
-            return _row_to_provider(row)
+            return row_to_provider(row)
         has_default = (await conn.execute(sa.select(sa.func.count()).select_from(tp).where(
             tp.c.organization_id == organization_id, tp.c.is_default.is_(True)))).scalar_one()
         builtin = TelephonyProvider(None, organization_id, DEFAULT_PROVIDER_NAME, "simulator", "active",
@@ -74,7 +74,7 @@ class SqlTelephonyProviderRepository:
                            .on_conflict_do_nothing(index_elements=["organization_id", "builtin_key"]))
         row = (await conn.execute(sa.select(tp).where(tp.c.organization_id == organization_id,
                                                       tp.c.builtin_key == BUILTIN_SIMULATOR))).one()
-        return _row_to_provider(row)
+        return row_to_provider(row)
 
     async def add(self, provider: TelephonyProvider) -> TelephonyProvider:
         conn = await self.uow.connection()
@@ -85,17 +85,17 @@ class SqlTelephonyProviderRepository:
         conn = await self.uow.connection()
         row = (await conn.execute(sa.select(tp).where(tp.c.organization_id == organization_id,
                                                       tp.c.id == provider_id))).first()
-        return _row_to_provider(row) if row else None
+        return row_to_provider(row) if row else None
 
     async def find(self, provider_id: int) -> TelephonyProvider | None:
         conn = await self.uow.connection()
         row = (await conn.execute(_FIND, {"provider_id": provider_id})).first()
-        return _row_to_provider(row) if row else None
+        return row_to_provider(row) if row else None
 
     async def list(self, organization_id: int) -> list[TelephonyProvider]:
         conn = await self.uow.connection()
         rows = await conn.execute(sa.select(tp).where(tp.c.organization_id == organization_id).order_by(tp.c.id))
-        return [_row_to_provider(r) for r in rows]
+        return [row_to_provider(r) for r in rows]
 
     async def update(self, provider: TelephonyProvider) -> TelephonyProvider:
         conn = await self.uow.connection()
@@ -114,22 +114,25 @@ class SqlTelephonyProviderRepository:
     async def default(self, organization_id: int) -> TelephonyProvider | None:
         conn = await self.uow.connection()
         row = (await conn.execute(_DEFAULT_PROVIDER, {"org": organization_id})).first()
-        return _row_to_provider(row) if row else None
+        return row_to_provider(row) if row else None
 
     async def for_new_call(self, organization_id: int, now: datetime) -> TelephonyProvider:
+        ahead: TelephonyProvider | None = self.uow.read_ahead.pop(("call_provider", organization_id), None)
+        if ahead is not None:  # read ahead of the call (SqlCallPlacementReads), the built-in provider known to exist
+            return ahead
         conn = await self.uow.connection()
-        rows = (await conn.execute(_CALL_PROVIDERS, {"org": organization_id})).all()
+        rows = (await conn.execute(PROVIDER_FOR_CALL, {"org": organization_id})).all()
         if not any(row.builtin_key is not None for row in rows):  # the organization's first call: create it
             builtin = await self.ensure_default(organization_id, now)
             return await self.default(organization_id) or builtin
-        return _row_to_provider(rows[0])  # a default when there is one (is_default sorts first), else the built-in
+        return row_to_provider(rows[0])  # a default when there is one (is_default sorts first), else the built-in
 
     async def delete(self, organization_id: int, provider_id: int) -> None:
         conn = await self.uow.connection()
         await conn.execute(tp.delete().where(tp.c.organization_id == organization_id, tp.c.id == provider_id))
 
 
-def _row_to_number(row: Any) -> PhoneNumber:
+def row_to_number(row: Any) -> PhoneNumber:
     return PhoneNumber(
         id=row.id, organization_id=row.organization_id, phone_number=row.phone_number, provider_id=row.provider_id,
         label=row.label, inbound_agent_id=row.inbound_agent_id, voice=bool(row.voice), sms=bool(row.sms),
@@ -165,14 +168,14 @@ class SqlPhoneNumberRepository:
         conn = await self.uow.connection()
         row = (await conn.execute(sa.select(tn).where(tn.c.organization_id == organization_id,
                                                       tn.c.id == number_id))).first()
-        return _row_to_number(row) if row else None
+        return row_to_number(row) if row else None
 
     async def list(self, organization_id: int, provider_id: int | None = None) -> list[PhoneNumber]:
         conn = await self.uow.connection()
         query = sa.select(tn).where(tn.c.organization_id == organization_id)
         if provider_id is not None:
             query = query.where(tn.c.provider_id == provider_id)
-        return [_row_to_number(r) for r in await conn.execute(query.order_by(tn.c.id))]
+        return [row_to_number(r) for r in await conn.execute(query.order_by(tn.c.id))]
 
     async def update(self, number: PhoneNumber) -> PhoneNumber:
         conn = await self.uow.connection()
@@ -193,6 +196,10 @@ class SqlPhoneNumberRepository:
             tn.c.organization_id == organization_id, tn.c.provider_id == provider_id))).scalar_one()
 
     async def outbound_for_agent(self, organization_id: int, agent_id: int) -> PhoneNumber | None:
+        ahead: tuple[PhoneNumber | None] | None = self.uow.read_ahead.pop(
+            ("outbound_number", organization_id, agent_id), None)
+        if ahead is not None:  # read ahead of the call (SqlCallPlacementReads): the answer, None included
+            return ahead[0]
         conn = await self.uow.connection()
-        row = (await conn.execute(_OUTBOUND_NUMBER, {"org": organization_id, "agent_id": agent_id})).first()
-        return _row_to_number(row) if row else None
+        row = (await conn.execute(OUTBOUND_NUMBER, {"org": organization_id, "agent_id": agent_id})).first()
+        return row_to_number(row) if row else None

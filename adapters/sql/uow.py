@@ -74,6 +74,10 @@ class SqlUnitOfWork:
         """Rows the unit's repositories read in the current transaction, kept to its end (``commit``,
         ``rollback``) so that a second look in it costs no round trip (an organization read by the DNC gate
         and the quota gate of one call). A repository that writes a row it keeps here forgets it."""
+        self.read_ahead: dict[tuple[Any, ...], Any] = {}
+        """Answers read ahead of the questions a use case is about to ask (``SqlCallPlacementReads``), each taken
+        by the first read that asks it (``pop``), so none outlives that question; what is left is dropped with the
+        transaction (``commit``, ``rollback``)."""
 
     async def connection(self) -> AsyncConnection:
         if self._connection is None:
@@ -97,6 +101,7 @@ class SqlUnitOfWork:
 
     async def commit(self) -> None:
         self.read_once.clear()
+        self.read_ahead.clear()
         postgres = self.dialect == "postgresql"
         if (self._events or self._created_work) and postgres:
             # runners in other processes LISTEN; PostgreSQL delivers the notification at commit (sent before
@@ -148,6 +153,7 @@ class SqlUnitOfWork:
 
     async def rollback(self) -> None:
         self.read_once.clear()
+        self.read_ahead.clear()
         self._events.clear()
         self._created_work = False
         if self._connection is not None and self._connection.in_transaction():

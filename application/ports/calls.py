@@ -105,3 +105,13 @@ class CallLogRepository(Protocol):
         credential and names no organization, so the signature check needs the owner first."""
         ...
 
+
+class CallPlacementReads(Protocol):
+    """What placing a call asks of the organization's stores, read ahead at once (on SQL one statement instead
+    of five): its plan and dialing policy, its billing account, the provider and caller number a new call takes,
+    and whether the destination is on any of its Do-Not-Call lists. Nothing is decided here: the repositories,
+    the DNC gate and the quota gate ask as they always do, and each of these questions is answered from what was
+    read ahead once, in the same transaction (a backend that reads nothing ahead answers each as it is asked)."""
+
+    async def read_ahead(self, organization_id: int, agent_id: int, destination: str) -> None: ...
+

@@ -14,10 +14,11 @@ from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.blobs.filesystem import FilesystemBlobStorage
 from adapters.memory.blobs import InMemoryBlobStorage
-from adapters.memory.calls import InMemoryCallLogRepository, InMemoryCallRepository
+from adapters.memory.calls import InMemoryCallLogRepository, InMemoryCallRepository, NoReadAhead
 from adapters.memory.dnc import InMemoryDncRepository, InMemoryDncScreener
 from adapters.memory.telephony import InMemoryPhoneNumberRepository, InMemoryTelephonyProviderRepository
 from adapters.phones.libphonenumber import LibPhoneNumberNormalizer
+from adapters.sql.call_placement import SqlCallPlacementReads
 from adapters.sql.calls import SqlCallLogRepository, SqlCallRepository
 from adapters.sql.dnc import SqlDncRepository, SqlDncScreener
 from adapters.sql.telephony import SqlPhoneNumberRepository, SqlTelephonyProviderRepository
@@ -28,7 +29,7 @@ from application import telephony as telephony_cases
 from application.call_progress import RunCallProgress, progress_job
 from application.jobs import JobKind
 from application.ports.blobs import BlobStorage
-from application.ports.calls import CallLogRepository, CallRepository
+from application.ports.calls import CallLogRepository, CallPlacementReads, CallRepository
 from application.ports.dnc import DncRepository, DncScreener
 from application.ports.phones import PhoneNormalizer
 from application.ports.telephony import PhoneNumberRepository, Telephony, TelephonyProviderRepository
@@ -73,6 +74,7 @@ class SqlCallsProvider(Provider):
     screener = provide(SqlDncScreener, provides=DncScreener)
     providers = provide(SqlTelephonyProviderRepository, provides=TelephonyProviderRepository)
     numbers = provide(SqlPhoneNumberRepository, provides=PhoneNumberRepository)
+    placement = provide(SqlCallPlacementReads, provides=CallPlacementReads)
 
 
 class MemoryCallsProvider(Provider):
@@ -86,6 +88,7 @@ class MemoryCallsProvider(Provider):
     screener = provide(InMemoryDncScreener, provides=DncScreener)
     providers = provide(InMemoryTelephonyProviderRepository, provides=TelephonyProviderRepository)
     numbers = provide(InMemoryPhoneNumberRepository, provides=PhoneNumberRepository)
+    placement = provide(NoReadAhead, provides=CallPlacementReads, scope=Scope.APP)
 
 
 class CallsUseCaseProvider(Provider):

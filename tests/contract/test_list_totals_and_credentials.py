@@ -4,13 +4,13 @@ short-lived credential cache (a change made through the repositories applies at 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from application.ports.accounts import ApiKeyRepository, OrganizationRepository
 from application.ports.agents import AgentFilter, AgentRepository
 from application.ports.platform import PageRequest, UnitOfWork
-from domain.agents import Agent
+from domain.agents import Agent, HttpTool, Llm, Transcriber, Voice, Voicemail
 from domain.api_keys import ApiKey, digest
 from tests.conftest import new_organization
 
@@ -87,3 +87,33 @@ async def test_a_revoked_key_or_deleted_organization_stops_authenticating_at_onc
         await (await r.get(UnitOfWork)).commit()
     async with container() as r:
         assert await (await r.get(ApiKeyRepository)).find_credential(digest(secret)) is None
+
+
+async def test_a_listed_agent_is_the_agent_read_alone(container: Any) -> None:
+    """The list's one-statement page (a JSON document per agent on SQL) reads every field as ``get`` does: nested
+    settings, tools, an analysis schema, metadata of every JSON kind, times with microseconds."""
+    org = await new_organization(container)
+    at = datetime(2026, 3, 3, 9, 30, 15, 123456, tzinfo=UTC)
+    rich = Agent(None, org, "Rich", description="d\u00e9j\u00e0 \"vu\"", status="active", language="de-DE",
+                 voice=Voice("simulator", "v2", None, 1.25), llm=Llm("parley-sim-1", 0.35, None),
+                 prompt="Hello {{contact_name}}", first_message=None, max_call_duration_seconds=900,
+                 voicemail=Voicemail("leave_message", "Call back"), transfer_phone="+14155550100",
+                 timezone="Europe/Berlin",
+                 metadata={"n": 7, "ratio": 0.5, "big": 2**53, "flag": True, "none": None, "list": [1, "a"],
+                           "nested": {"x": {"y": "z"}}},
+                 transcriber=Transcriber(None, "whisper-small", "de"),
+                 tools=(HttpTool("lookup", "https://example.com/hook", "finds", {"type": "object",
+                                                                                 "properties": {}}, 2500),),
+                 analysis_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}},
+                 end_of_turn_silence_ms=700, current_version=3, has_unpublished_changes=False,
+                 created_at=at, updated_at=at)
+    async with container() as r:
+        repo = await r.get(AgentRepository)
+        made = [await repo.add(rich), await repo.add(Agent(None, org, "Plain", created_at=NOW, updated_at=NOW))]
+        await (await r.get(UnitOfWork)).commit()
+    async with container() as r:
+        repo = await r.get(AgentRepository)
+        alone = [await repo.get(org, agent.id or 0) for agent in made]
+        listed = (await repo.list(org, AgentFilter(), PageRequest(10, 0))).items
+    assert listed == alone
+    assert listed[0].created_at == at and listed[0].created_at.utcoffset() == timedelta(0)

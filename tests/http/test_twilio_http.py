@@ -418,7 +418,7 @@ async def test_a_campaign_calls_through_twilio_from_its_own_number(api_with: Api
     from tests.http import dialer_support
 
     line, agent = await line_on(api_with, sql_url, emulator)
-    second = "+14155550177"
+    second = calls_support.unique_phone()  # held until the run ends: no number another test buys
     emulator.own(second)
     number = await line.api.client.post("/v2/telephony/phone-numbers", headers=line.tenant.headers, json={
         "phone_number": second, "provider_id": line.provider["id"]})
