@@ -3,11 +3,12 @@ Server-Sent Events (``static/live.js`` and the browser's ``EventSource``), not b
 
 How a stream works: a **periodic diff**. Every ``TICK_SECONDS`` (half a second), the stream reads what the page
 shows (the page's own use cases, in a unit of work of its own, its database connection given back at once) and
-renders the page's ``live`` block; when that HTML differs from what it last sent, it sends it (``event: update``, the block's HTML as data)
-and the script puts it in place. The first update is sent at once (whatever changed between the page and the
-stream). The diff is made on the rendered block, so only a change the user would see is sent. A change
-reaches the page within a tick and a read (well within a second), whichever process made it (the API, the
-dashboard, a worker of another host): the stream reads the database, it waits for no signal of this process.
+renders the page's ``live`` block; when that HTML differs from what it last sent, it sends it (``event: update``,
+the block's HTML as data) and the script puts it in place. The first update is sent at once (whatever changed
+between the page and the stream). The diff is made on the rendered block, so only a change the user would see is
+sent. A change reaches the page within a tick and a read (well within a second), whichever process made it (the
+API, the dashboard, a worker of another host): the stream reads the database, it waits for no signal of this
+process.
 
 Cost: the gate admits the stream like a live refresh (the session, one request of the user's live budget for the
 whole connection, ``gate.STREAM``), never the request budget; the messages are not counted. Each tick costs one

@@ -178,4 +178,5 @@ async def reactivate(request: Request[Any, Any, Any], use_case: FromDishka[uc.Up
         done=lambda s: view.redirect("/billing", f"Subscription reactivated on the {s.plan} plan"))
 
 
-HANDLERS = [billing, add_method, set_default, confirm_remove_method, remove_method, invoice, invoice_pdf, pay, reactivate]
+HANDLERS = [billing, add_method, set_default, confirm_remove_method, remove_method, invoice, invoice_pdf, pay,
+            reactivate]

@@ -362,5 +362,5 @@ async def reset(request: Request[Any, Any, Any], token: PathText, resetting: Fro
 
 
 HANDLERS = [users_page, invite, change_role, confirm_remove, remove, confirm_revoke_invitation, revoke_invitation,
-            mfa_required, account, confirm_revoke_session, revoke_session, mfa_page, mfa_confirm, mfa_disable, verify_form, verify, invitation, accept,
-            reset_request_form, reset_request, reset_form, reset]
+            mfa_required, account, confirm_revoke_session, revoke_session, mfa_page, mfa_confirm, mfa_disable,
+            verify_form, verify, invitation, accept, reset_request_form, reset_request, reset_form, reset]
