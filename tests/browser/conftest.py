@@ -18,6 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "var" / "screenshots"
 IN_CI = bool(os.environ.get("CI"))
+LAPTOP = {"width": 1280, "height": 800}
+"""The laptop's viewport every page opens at (screenshots are kept at it and at ``PHONE``)."""
+PHONE = {"width": 390, "height": 844}
 
 
 def chromium_executable() -> str | None:
@@ -65,7 +68,7 @@ _FAILED = pytest.StashKey[bool]()
 @pytest.fixture
 async def page(browser, request: pytest.FixtureRequest) -> AsyncIterator[object]:  # type: ignore[no-untyped-def]
     """A fresh browser context (its own cookies) at a laptop's size; a screenshot is kept when the test fails."""
-    context = await browser.new_context(viewport={"width": 1366, "height": 800})
+    context = await browser.new_context(viewport=LAPTOP)
     context.set_default_timeout(15_000)
     opened = await context.new_page()
     try:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import SCREENSHOTS
+from tests.browser.conftest import PHONE, SCREENSHOTS
 from tests.processes import PARLEY, Server, parley_json, sqlite_env
 
 pytestmark = pytest.mark.slow
@@ -134,7 +134,7 @@ async def test_the_dashboard_in_a_browser(page, browser, tmp_path: Path) -> None
         await page.goto(base)
         assert "Call minutes" in await page.content()
         await _shot(page, "overview")
-        phone = await browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+        phone = await browser.new_context(viewport=PHONE, is_mobile=True)
         await phone.add_cookies([{**cookies["parley_session"]}])
         small = await phone.new_page()
         await small.goto(base)

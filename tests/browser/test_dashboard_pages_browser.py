@@ -20,14 +20,12 @@ from domain.billing import build_invoice
 from domain.usage import period_bounds
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
-from tests.browser.conftest import SCREENSHOTS
+from tests.browser.conftest import LAPTOP, PHONE, SCREENSHOTS
 from tests.processes import Server, free_port, parley_json, sqlite_env, until
 
 pytestmark = pytest.mark.slow
 
 PASSWORD = "correct horse battery"
-LAPTOP = {"width": 1366, "height": 800}
-PHONE = {"width": 390, "height": 844}
 
 
 async def shots(page: Any, name: str) -> None:

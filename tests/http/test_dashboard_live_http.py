@@ -108,7 +108,7 @@ async def test_a_new_campaign_appears_on_the_open_campaigns_stream(any_api: Api)
         began = loop.time()
         changed = await stream.next()
         assert "Autumn renewals" in changed and "No campaigns yet" not in changed
-        assert loop.time() - began < 2.5  # a tick is a second
+        assert loop.time() - began < 1.0  # within a second of the change (a tick is half a second)
 
 
 async def test_a_stream_is_one_live_request_and_never_the_request_budget(make_api: ApiFactory, sql_url: str) -> None:
@@ -122,7 +122,7 @@ async def test_a_stream_is_one_live_request_and_never_the_request_budget(make_ap
     path = f"/dashboard/live/campaigns/{campaign['id']}"
     async with opened(api, path, session) as stream:
         assert "Progress" in await stream.next()
-        await asyncio.sleep(2.2)  # the stream reads the campaign again each second: nothing more is counted
+        await asyncio.sleep(2.2)  # the stream reads the campaign again each tick: nothing more is counted
     # the connection counted once in the live budget: the rest of it opens as many streams
     for _ in range(LIVE_WINDOWS[0].limit - 1):
         async with opened(api, path, session) as again:

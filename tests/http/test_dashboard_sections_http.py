@@ -186,7 +186,13 @@ async def test_billing_methods_invoices_and_pay(any_api: Api) -> None:
             ).status_code == 303
     assert (await any_api.client.get("/v2/billing/subscription", headers=t.headers)
             ).json()["data"]["default_payment_method_id"] == master["id"]
-    assert (await submit(any_api, headers, f"/billing/payment-methods/{visa['id']}/remove", token)).status_code == 303
+    removal = f"/billing/payment-methods/{visa['id']}/remove"
+    asking = await page(any_api, headers, removal)
+    assert "Remove the Visa ending 4242?" in asking and 'name="confirm" value="remove"' in asking
+    unconfirmed = await submit(any_api, headers, removal, token)  # asks again, removes nothing
+    assert unconfirmed.status_code == 200 and "Remove the Visa ending 4242?" in unconfirmed.text
+    assert len((await any_api.client.get("/v2/billing/payment-methods", headers=t.headers)).json()["data"]) == 2
+    assert (await submit(any_api, headers, removal, token, confirm="remove")).status_code == 303
     assert [m["id"] for m in (await any_api.client.get("/v2/billing/payment-methods", headers=t.headers)
                               ).json()["data"]] == [master["id"]]
     invoice = await open_invoice(any_api, t.organization_id)
@@ -223,13 +229,14 @@ async def test_another_organizations_ids_are_404_pages(any_api: Api) -> None:
     _, intruder = await signed_in(any_api)
     token = csrf_of(await page(any_api, intruder, "/billing"))
     for path in (f"/campaigns/{campaign['id']}", f"/campaigns/{campaign['id']}/progress", f"/webhooks/{hook}",
-                 f"/billing/invoices/{invoice}", f"/campaigns/{2**60}", "/webhooks/0"):
+                 f"/billing/invoices/{invoice}", f"/billing/payment-methods/{method}/remove", f"/campaigns/{2**60}",
+                 "/webhooks/0"):
         html = await page(any_api, intruder, path, 404)
         assert "Secret campaign" not in html and "msg_" not in html and "CRM" not in html
     for path in (f"/campaigns/{campaign['id']}/start", f"/campaigns/{campaign['id']}/cancel",
                  f"/webhooks/{hook}/logs/{attempt}/redeliver", f"/billing/invoices/{invoice}/pay",
                  f"/billing/payment-methods/{method}/default", f"/billing/payment-methods/{method}/remove"):
-        response = await submit(any_api, intruder, path, token)
+        response = await submit(any_api, intruder, path, token, confirm="remove")
         assert response.status_code == 404 and "text/html" in response.headers["content-type"], path
     for path in ("/campaigns", "/webhooks", "/billing"):
         html = await page(any_api, intruder, path)

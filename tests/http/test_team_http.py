@@ -1,7 +1,8 @@
 """The team through the dashboard, on SQLite and PostgreSQL, with a real SMTP server (aiosmtpd on 127.0.0.1): an
 owner invites a colleague by email, the colleague joins through the one-time link (48 hours, once) with the role
 given; roles change and users leave (never the last owner; an admin never touches an owner); a password reset by
-email (1 hour, once) ends every session; a user lists and ends its own sessions."""
+email (1 hour, once) ends every session; a user lists and ends its own sessions; withdrawing an invitation and
+ending a session ask first."""
 
 from __future__ import annotations
 
@@ -169,19 +170,53 @@ async def test_a_reset_link_expires_after_an_hour(api: Api, smtp: SmtpServer) ->
     assert (await api.client.get(link_in(message))).status_code == 404
 
 
-async def test_a_user_lists_and_ends_its_own_sessions_only(api: Api) -> None:
+async def test_a_user_lists_and_ends_its_own_sessions_only_once_confirmed(api: Api) -> None:
     user = await new_user(api)
     first, _ = await signed_in(api, user)
     second, csrf = await signed_in(api, user)
     page = await api.client.get("/dashboard/account", headers=second)
     assert page.status_code == 200 and "this session" in page.text
-    hashes = re.findall(r'name="session" value="([0-9a-f]{64})"', page.text)
+    hashes = re.findall(r'data-session="([0-9a-f]{64})"', page.text)
     assert len(hashes) == 1  # the other session (the current one has no End button)
+    asking = await api.client.get(f"/dashboard/account/sessions/revoke?session={hashes[0]}", headers=second)
+    assert asking.status_code == 200 and "End this session?" in asking.text
+    assert 'name="confirm" value="end"' in asking.text and hashes[0] in asking.text
+    # without the confirmation the post asks again and ends nothing
+    unconfirmed = await post(api, "/dashboard/account/sessions/revoke", second, csrf, session=hashes[0])
+    assert unconfirmed.status_code == 200 and "End this session?" in unconfirmed.text
+    assert (await api.client.get("/dashboard", headers=first, follow_redirects=False)).status_code == 200
     stranger = await new_user(api)
     stranger_headers, stranger_csrf = await signed_in(api, stranger)
+    assert (await api.client.get(f"/dashboard/account/sessions/revoke?session={hashes[0]}",
+                                 headers=stranger_headers)).status_code == 404
     assert (await post(api, "/dashboard/account/sessions/revoke", stranger_headers, stranger_csrf,
-                       session=hashes[0])).status_code == 404
-    ended = await post(api, "/dashboard/account/sessions/revoke", second, csrf, session=hashes[0])
+                       session=hashes[0], confirm="end")).status_code == 404
+    ended = await post(api, "/dashboard/account/sessions/revoke", second, csrf, session=hashes[0], confirm="end")
     assert ended.status_code == 303
     assert (await api.client.get("/dashboard", headers=first, follow_redirects=False)).status_code == 303
     assert (await api.client.get("/dashboard", headers=second)).status_code == 200
+
+
+async def test_an_invitation_is_withdrawn_only_once_confirmed(api: Api, smtp: SmtpServer) -> None:
+    owner = await new_user(api)
+    headers, csrf = await signed_in(api, owner)
+    assert (await post(api, "/dashboard/users/invite", headers, csrf, email="late@example.com",
+                       role="viewer")).status_code == 303
+    [invitation] = await smtp.mailbox.wait_for(1)
+    listed = await api.client.get("/dashboard/users", headers=headers)
+    [link_id] = re.findall(r'href="/dashboard/users/invitations/(\d+)/revoke"', listed.text)
+    path = f"/dashboard/users/invitations/{link_id}/revoke"
+    asking = await api.client.get(path, headers=headers)
+    assert asking.status_code == 200 and "Withdraw the invitation of late@example.com?" in asking.text
+    assert 'name="confirm" value="withdraw"' in asking.text
+    unconfirmed = await post(api, path, headers, csrf)
+    assert unconfirmed.status_code == 200 and "Withdraw the invitation" in unconfirmed.text
+    assert (await api.client.get(link_in(invitation))).status_code == 200  # the link still works
+    stranger_headers, stranger_csrf = await signed_in(api, await new_user(api))
+    assert (await api.client.get(path, headers=stranger_headers)).status_code == 404
+    assert (await post(api, path, stranger_headers, stranger_csrf, confirm="withdraw")).status_code == 404
+    withdrawn = await post(api, path, headers, csrf, confirm="withdraw")
+    assert withdrawn.status_code == 303
+    assert (await api.client.get(link_in(invitation))).status_code == 404
+    assert "late@example.com" not in (await api.client.get("/dashboard/users", headers=headers)).text
+    assert (await api.client.get(path, headers=headers)).status_code == 404

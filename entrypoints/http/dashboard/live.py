@@ -1,18 +1,22 @@
 """Live views: the calls, campaigns, a campaign's and the appointments pages update themselves through
 Server-Sent Events (``static/live.js`` and the browser's ``EventSource``), not by polling.
 
-How a stream works: a **periodic diff**. Once a second, the stream reads what the page shows (the page's own use
-cases, in a unit of work of its own, its database connection given back at once) and renders the page's ``live``
-block; when that HTML differs from what it last sent, it sends it (``event: update``, the block's HTML as data)
-and the script puts it in place. The first update is sent at once (whatever changed between the page and the
-stream). The diff is made on the rendered block, so only a change the user would see is sent.
+How a stream works: a **periodic diff**. Every ``TICK_SECONDS`` (half a second), the stream reads what the page
+shows (the page's own use cases, in a unit of work of its own, its database connection given back at once) and
+renders the page's ``live`` block; when that HTML differs from what it last sent, it sends it (``event: update``,
+the block's HTML as data) and the script puts it in place. The first update is sent at once (whatever changed
+between the page and the stream). The diff is made on the rendered block, so only a change the user would see is
+sent. A change reaches the page within a tick and a read (well within a second), whichever process made it (the
+API, the dashboard, a worker of another host): the stream reads the database, it waits for no signal of this
+process.
 
 Cost: the gate admits the stream like a live refresh (the session, one request of the user's live budget for the
-whole connection, ``gate.STREAM``), never the request budget; the messages are not counted. Each second costs one
-read (the page's queries) per open page and no held database connection.
+whole connection, ``gate.STREAM``), never the request budget; the messages are not counted. Each tick costs one
+read (the session's row and the page's queries, on one pooled connection taken and given back) per open page; no
+database connection is held between ticks, and an unchanged view sends nothing.
 
 The end: when the session ends (signed out, idle or absolute expiry, read on the ``Clock`` port; the stream checks
-it each second without using it, so an open page does not keep its session alive) the stream sends
+it each tick without using it, so an open page does not keep its session alive) the stream sends
 ``event: end`` with ``expired`` and closes; the script reloads, which leads to the sign-in page. A view that stops
 changing (a campaign in a final status) sends ``end`` with ``reload``: the page reloads once (its buttons change).
 A comment is sent every ``HEARTBEAT_SECONDS`` when nothing changed, so a proxy keeps the connection open.
@@ -34,8 +38,8 @@ from entrypoints.http.dashboard.templating import ENVIRONMENT
 from entrypoints.http.dashboard.view import View
 from entrypoints.http.routing import SESSION_COOKIE
 
-TICK_SECONDS = 1.0
-"""How often a stream reads its view again: a change shows within about a second."""
+TICK_SECONDS = 0.5
+"""How often a stream reads its view again: a change shows within a tick and a read, under a second."""
 HEARTBEAT_SECONDS = 15
 BLOCK = "live"
 """The block of a page's template that changes while it is open (rendered alone for an update)."""

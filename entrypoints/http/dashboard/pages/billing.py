@@ -1,7 +1,8 @@
 """Billing: the plan and the subscription's status, payment methods (added from a gateway test token, made the
-default, removed), invoices (the list, an invoice's lines, "pay now" for an open one) and the upcoming invoice,
-through the billing use cases of ``/billing``. Money is integer cents, shown in dollars by the ``dollars``
-filter."""
+default, removed: a page asks first, ``GET .../remove``, whose form sends ``confirm``; a post without it shows that
+page again and changes nothing), invoices (the list, an invoice's lines, "pay now" for an open one) and the
+upcoming invoice, through the billing use cases of ``/billing``. Money is integer cents, shown in dollars by the
+``dollars`` filter."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from entrypoints.http.dashboard.pages.params import PathId, page_number, pages_o
 from entrypoints.http.dashboard.view import View
 
 INVOICES = 12
+CONFIRM_FIELD = "confirm"
 TEST_TOKENS = (
     ("pm_card_visa", "Visa ending 4242"),
     ("pm_card_mastercard", "Mastercard ending 4444"),
@@ -82,12 +84,39 @@ async def set_default(request: Request[Any, Any, Any], method_id: PathId,
     return view.redirect("/billing", f"{made.method.brand.capitalize()} ending {made.method.last4} is the default")
 
 
+REMOVE = "remove"
+"""The ``confirm`` field's value that removes a payment method (without it the post asks first)."""
+
+
+async def _removal(view: View, getting: uc.GetPaymentMethod, method_id: int) -> Template:
+    """The page that asks before removing a payment method of the organization (404 for another's)."""
+    shown = await view.run(getting, lambda actor: uc.PaymentMethodCommand(actor, method_id))
+    card = f"{shown.method.brand.capitalize()} ending {shown.method.last4}"
+    return view.page(
+        "confirm.html", heading=f"Remove the {card}?", back="/billing", back_label="Billing",
+        details=f"{card}, expires {shown.method.exp_month:02d}/{shown.method.exp_year}"
+                + (" · the default" if shown.is_default else ""),
+        warning="The card is detached from the payment gateway and cannot pay invoices any more.",
+        note=("The oldest other card becomes the default; with none left, invoices wait until a card is added."
+              if shown.is_default else "Add it again to use it again."),
+        action=f"/billing/payment-methods/{method_id}/remove", confirm=REMOVE, button="Remove the card")
+
+
+@page("GET", "/billing/payment-methods/{method_id:int}/remove", section="billing", scopes=("billing:write",))
+async def confirm_remove_method(request: Request[Any, Any, Any], method_id: PathId,
+                                getting: FromDishka[uc.GetPaymentMethod]) -> Template:
+    return await _removal(View.of(request), getting, method_id)
+
+
 @page("POST", "/billing/payment-methods/{method_id:int}/remove",
       operation="deletePaymentMethod", section="billing", sudo=True,
       scopes=("billing:write",))
 async def remove_method(request: Request[Any, Any, Any], method_id: PathId,
-                        use_case: FromDishka[uc.DeletePaymentMethod]) -> Response[Any]:
+                        use_case: FromDishka[uc.DeletePaymentMethod],
+                        getting: FromDishka[uc.GetPaymentMethod]) -> Response[Any] | Template:
     view = View.of(request)
+    if (await view.form()).get(CONFIRM_FIELD) != REMOVE:
+        return await _removal(view, getting, method_id)
     await view.run(use_case, lambda actor: uc.PaymentMethodCommand(actor, method_id))
     return view.redirect("/billing", "Payment method removed")
 
@@ -149,4 +178,5 @@ async def reactivate(request: Request[Any, Any, Any], use_case: FromDishka[uc.Up
         done=lambda s: view.redirect("/billing", f"Subscription reactivated on the {s.plan} plan"))
 
 
-HANDLERS = [billing, add_method, set_default, remove_method, invoice, invoice_pdf, pay, reactivate]
+HANDLERS = [billing, add_method, set_default, confirm_remove_method, remove_method, invoice, invoice_pdf, pay,
+            reactivate]

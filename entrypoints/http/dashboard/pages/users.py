@@ -1,6 +1,8 @@
-"""Users (owners and admins): the organization's users and their roles, invitations by email, changing a role and
-removing a user (which asks first); the signed-in user's own account (its sessions, each revocable); and the pages
-a link in an email opens without a session: accepting an invitation, asking for and choosing a new password."""
+"""Users (owners and admins): the organization's users and their roles, invitations by email, changing a role,
+removing a user and withdrawing an invitation; the signed-in user's own account (its sessions, each revocable); and
+the pages a link in an email opens without a session: accepting an invitation, asking for and choosing a new
+password. Removing a user, withdrawing an invitation and ending a session ask first: a ``GET`` page says what
+happens and its form sends ``confirm``; a post without it shows that page again and changes nothing."""
 
 from __future__ import annotations
 
@@ -113,12 +115,40 @@ async def remove(request: Request[Any, Any, Any], user_id: PathId, removing: Fro
         template="users.html", context=context, done=lambda _: view.redirect("/users", "User removed"))
 
 
+CONFIRM_FIELD = "confirm"
+WITHDRAW = "withdraw"
+"""The ``confirm`` field's value that withdraws an invitation (without it the post asks first)."""
+END = "end"
+"""The ``confirm`` field's value that ends a session (without it the post asks first)."""
+
+
+async def _withdrawal(view: View, listing: uc.ListTeam, link_id: int) -> Template:
+    """The page that asks before withdrawing a waiting invitation of the organization (404 for anyone else's)."""
+    team = await view.run(listing, lambda actor: uc.ListTeamCommand(actor))
+    link = next((each for each in team.invitations if each.id == bounded(link_id)), None)
+    if link is None:
+        raise NotFound("invitation", link_id)
+    return view.page(
+        "confirm.html", heading=f"Withdraw the invitation of {link.email}?", back="/users", back_label="Users",
+        details=f"{link.email} was invited as {link.role}; the link works until {link.expires_at:%d %b %Y %H:%M} UTC.",
+        warning="The link in their email stops working now.", note="Invite them again to give them a new one.",
+        action=f"/users/invitations/{link.id}/revoke", confirm=WITHDRAW, button="Withdraw the invitation")
+
+
+@page("GET", "/users/invitations/{link_id:int}/revoke", section="users", scopes=MANAGE, own=True)
+async def confirm_revoke_invitation(request: Request[Any, Any, Any], link_id: PathId,
+                                    listing: FromDishka[uc.ListTeam]) -> Template:
+    return await _withdrawal(View.of(request), listing, link_id)
+
+
 @page("POST", "/users/invitations/{link_id:int}/revoke",
       operation="revokeInvitation", section="users", sudo=True, scopes=MANAGE, own=True)
 async def revoke_invitation(request: Request[Any, Any, Any], link_id: PathId,
                             revoking: FromDishka[uc.RevokeInvitation],
                             listing: FromDishka[uc.ListTeam]) -> Response[Any] | Template:
     view = View.of(request)
+    if (await view.form()).get(CONFIRM_FIELD) != WITHDRAW:
+        return await _withdrawal(view, listing, link_id)
 
     async def context() -> dict[str, Any]:
         return await _team(view, listing)
@@ -142,12 +172,35 @@ async def account(request: Request[Any, Any, Any], sessions: FromDishka[uc.ListS
     return view.page("account.html", **await _account(view, sessions))
 
 
+async def _ending(view: View, sessions: uc.ListSessions, id_hash: str) -> Template:
+    """The page that asks before ending one of the signed-in user's other sessions (404 for any other)."""
+    user_id = view.signed_in.user_id if view.signed_in else 0
+    current = view.signed_in.session_hash if view.signed_in else ""
+    found = next((each for each in await sessions.execute(uc.ListSessionsCommand(user_id))
+                  if each.id_hash == id_hash and each.id_hash != current), None)
+    if found is None:
+        raise NotFound("session", "this session")
+    return view.page(
+        "confirm.html", heading="End this session?", back="/account", back_label="Your account",
+        details=f"Signed in {found.created_at:%d %b %Y %H:%M} UTC, last used {found.last_seen_at:%d %b %Y %H:%M} UTC.",
+        warning="The browser using it is signed out now.", note="Sign in there again to use it again.",
+        action="/account/sessions/revoke", fields={"session": found.id_hash}, confirm=END, button="End the session")
+
+
+@page("GET", "/account/sessions/revoke", scopes=SIGNED_IN, own=True)
+async def confirm_revoke_session(request: Request[Any, Any, Any], sessions: FromDishka[uc.ListSessions]) -> Template:
+    return await _ending(View.of(request), sessions, request.query_params.get("session", ""))
+
+
 @page("POST", "/account/sessions/revoke",
       operation="revokeSessions", scopes=SIGNED_IN, own=True)
 async def revoke_session(request: Request[Any, Any, Any], revoking: FromDishka[uc.RevokeSession],
                          sessions: FromDishka[uc.ListSessions]) -> Response[Any] | Template:
     view = View.of(request)
     user_id = view.signed_in.user_id if view.signed_in else 0
+    form = await view.form()
+    if form.get(CONFIRM_FIELD) != END:
+        return await _ending(view, sessions, form.get("session", ""))
 
     async def context() -> dict[str, Any]:
         return await _account(view, sessions)
@@ -308,6 +361,6 @@ async def reset(request: Request[Any, Any, Any], token: PathText, resetting: Fro
                               "ended: sign in with the new password.", token=token)
 
 
-HANDLERS = [users_page, invite, change_role, confirm_remove, remove, revoke_invitation, mfa_required, account,
-            revoke_session, mfa_page, mfa_confirm, mfa_disable, verify_form, verify, invitation, accept,
-            reset_request_form, reset_request, reset_form, reset]
+HANDLERS = [users_page, invite, change_role, confirm_remove, remove, confirm_revoke_invitation, revoke_invitation,
+            mfa_required, account, confirm_revoke_session, revoke_session, mfa_page, mfa_confirm, mfa_disable,
+            verify_form, verify, invitation, accept, reset_request_form, reset_request, reset_form, reset]
