@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from dishka import AsyncContainer, Provider
 from dishka.integrations.litestar import LitestarProvider
 from litestar import Litestar
 
+from entrypoints.features.engines import warm_offline_engines
 from entrypoints.http.app import create_app
 from entrypoints.http.providers import HttpProvider
 from entrypoints.ioc import build_container, make_container
@@ -28,6 +30,12 @@ def make_app() -> Litestar:
     configure_logging(settings.log_level, settings.log_format)
     tune_gc(settings.gc_threshold)
     app = create_app(http_container(settings), settings)
+
+    async def warm_engines(_: Litestar) -> None:
+        # in the background: the server is ready at once, and the first call finds the engines loaded
+        app.state["engines_warm_up"] = asyncio.get_running_loop().create_task(warm_offline_engines())
+
+    app.on_startup.append(warm_engines)
     if os.environ.get("PARLEY_IN_PROCESS_WORKER") == "1":
         worker_container = build_container(settings)
         worker = InProcessWorker(worker_container, settings)

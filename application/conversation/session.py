@@ -191,6 +191,8 @@ class Conversation:
         self.response: asyncio.Task[None] | None = None
         self.background: set[asyncio.Task[Any]] = set()
         self.end_reason: str | None = None
+        self.hanging_up: str | None = None
+        """Why the agent is hanging up, while it does: the stream may close before the hang-up returns."""
         self.transferred_to: str | None = None
         self.booking: dict[str, Any] | None = None
         self.documents: list[int] = []
@@ -230,7 +232,8 @@ class Conversation:
         started_ms = 0
         async for event in events:
             if isinstance(event, StreamClosed):
-                self._end(event.reason or "hangup")
+                # closed by the agent's own hang-up (a browser closes its websocket at once): the agent's reason
+                self._end(self.hanging_up or event.reason or "hangup")
                 return
             if isinstance(event, MarkPlayed):
                 self._mark_played(event.name)
@@ -417,6 +420,7 @@ class Conversation:
         cancel this task in the middle of the hang-up)."""
         await self.drained.wait()
         if self.end_reason is None:
+            self.hanging_up = end_reason
             try:
                 await self.session.hang_up()
             except Exception:

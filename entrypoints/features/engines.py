@@ -3,9 +3,13 @@ conversation's engines (``EngineFactory``: ``openai_compatible`` through the egr
 
 from __future__ import annotations
 
+import logging
+import time
+
 from dishka import AnyOf, Provider, Scope, provide, provide_all
 
 from adapters.egress import HttpxSafeHttp, SystemResolver
+from adapters.engines import offline
 from adapters.engines.factory import EngineBuilder
 from adapters.memory.ai_providers import InMemoryAiProviderRepository
 from adapters.sql.ai_providers import SqlAiProviderRepository
@@ -17,6 +21,20 @@ from entrypoints.features import Feature
 from entrypoints.settings import Settings
 
 USER_AGENT = "Parley-Engines/2.0"
+log = logging.getLogger("parley.engines")
+
+
+async def warm_offline_engines() -> None:
+    """What `parley serve` runs once as it starts, in the background (the server answers meanwhile): the offline
+    engines loaded (``adapters.engines.offline.warm_up``) so that no call waits for them. A failure is logged; the
+    first call that needs the engine reports it."""
+    started = time.perf_counter()
+    try:
+        await offline.warm_up()
+    except Exception as exc:  # a missing optional engine: the conversation that needs it says so
+        log.warning("the offline engines could not be loaded: %s", exc)
+        return
+    log.info("offline engines loaded in %d ms", round((time.perf_counter() - started) * 1000))
 
 
 class EnginesPlatformProvider(Provider):

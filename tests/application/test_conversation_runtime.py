@@ -4,13 +4,15 @@ engine failures, and the after-call analysis."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
 from application.conversation.config import END_CALL, TRANSFER_CALL, ConversationConfig
 from application.conversation.session import SILENCE_GOODBYE, TRANSFER_FAILED, TROUBLE, AgentConversation
 from application.ports.engines import EngineError, ToolCall
-from application.ports.media import ConversationOutcome
+from application.ports.media import ConversationOutcome, MediaEvent, StreamClosed
 from tests.support.conversation import (
     Close,
     Control,
@@ -159,6 +161,34 @@ async def test_thirty_seconds_of_silence_end_the_call_with_a_goodbye() -> None:
     assert outcome.end_reason == "silence_timeout"
     greeting_end = 60 + 8 * 200
     assert run.session.hung_up_at is not None and run.session.hung_up_at >= greeting_end + 30_000
+    assert outcome.transcript[-1]["text"] == SILENCE_GOODBYE
+
+
+async def test_the_silence_timeout_is_the_reason_when_hanging_up_closes_the_stream_at_once() -> None:
+    """A browser closes its websocket as soon as Parley hangs up, before the hang-up returns: the stream's end is
+    the agent's hang-up, for the agent's reason, not the caller hanging up."""
+    run = Run([Silence(40_000)])
+    session = run.session
+    closed, read = asyncio.Event(), asyncio.Event()
+    hang_up, events = session.hang_up, session.events
+
+    async def hang_up_closing() -> None:
+        await hang_up()
+        closed.set()
+        await asyncio.wait_for(read.wait(), 5)  # the peer's close is read before the hang-up returns
+
+    async def events_closing() -> AsyncIterator[MediaEvent]:
+        async for event in events():
+            if closed.is_set():
+                read.set()
+                yield StreamClosed(run.time.now, "hangup")
+                return
+            yield event
+
+    session.hang_up = hang_up_closing  # type: ignore[method-assign]
+    session.events = events_closing  # type: ignore[method-assign]
+    outcome = await run()
+    assert outcome.end_reason == "silence_timeout"
     assert outcome.transcript[-1]["text"] == SILENCE_GOODBYE
 
 

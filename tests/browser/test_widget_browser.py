@@ -1,6 +1,7 @@
 """The widget in a real browser: a partner page on another origin embeds /widget.js from a real `parley serve`
 with a token minted for that page's origin; a visitor types a simulator number and asks for a call, and the call
-appears in the campaign."""
+appears in the campaign. A visitor with a microphone (chromium's fake one) presses "Talk now": a web call with the
+campaign's agent, which greets them, until they hang up."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import httpx
 import pytest
 
 from tests.browser.conftest import SCREENSHOTS
-from tests.processes import Server, free_port, parley_json, sqlite_env
+from tests.browser.microphone import launch_arguments, script_wav
+from tests.processes import Server, free_port, parley_json, sqlite_env, until
 
 pytestmark = pytest.mark.slow
 
@@ -111,5 +113,67 @@ async def test_a_visitor_asks_for_a_call_from_a_partner_page(page, partner_site,
             [visitor] = [c for c in contacts if c["phone"] == PHONE]
             assert visitor["name"] == "Ada Lovelace"
             assert [c for c in calls if c["contact_id"] == visitor["id"]], calls
+    finally:
+        server.stop()
+
+
+GREETING = "Hello, this is Acme Solar. How can I help?"
+
+
+async def test_a_visitor_talks_to_the_agent_with_talk_now(partner_site, tmp_path: Path  # type: ignore[no-untyped-def]
+                                                          ) -> None:
+    site, pages = partner_site
+    wav = script_wav(tmp_path / "visitor.wav", 30.0)  # a visitor who listens
+    # the test asks the API every 0.2 s: budgets that polling cannot spend
+    env = sqlite_env(tmp_path, PARLEY_RATE_LIMIT_PER_MINUTE="10000", PARLEY_RATE_LIMIT_PER_HOUR="100000",
+                     PARLEY_ORG_RATE_LIMIT_PER_MINUTE="10000", PARLEY_ORG_RATE_LIMIT_PER_HOUR="100000")
+    server = Server(env, tmp_path, log=tmp_path / "server.log")
+    try:
+        await server.ready(120)
+        demo = await asyncio.to_thread(parley_json, ["admin", "demo-key"], env, tmp_path)
+        headers = {"Authorization": f"Bearer {demo['key']}"}
+        async with httpx.AsyncClient(base_url=f"{server.base}/v2", headers=headers, timeout=30) as api:
+            agent = await _json(api, "POST", "/agents", 201, json={
+                "name": "Riley", "prompt": "You answer questions about solar panels.", "first_message": GREETING})
+            await _json(api, "POST", f"/agents/{agent['id']}/publish", 200)
+            campaign = await _json(api, "POST", "/campaigns", 201, json={
+                "name": "Talk to us", "agent_id": agent["id"], "completion": "manual"})
+            minted = await _json(api, "POST", "/widget/tokens", 201,
+                                 json={"campaign_id": campaign["id"], "allowed_origins": [site]})
+            pages["/"] = _partner_page(server.base, minted["token"])
+
+            from playwright.async_api import async_playwright
+
+            async with async_playwright() as playwright:
+                browser = await playwright.chromium.launch(**launch_arguments(wav))  # type: ignore[arg-type]
+                context = await browser.new_context()
+                context.set_default_timeout(30_000)
+                page = await context.new_page()
+                problems: list[str] = []
+                page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+                try:
+                    await page.goto(f"{site}/")
+                    await page.get_by_text("Talk to Riley").wait_for()
+                    await page.click("#parley-widget button.talk")
+                    await page.get_by_text("You are talking to the agent").wait_for()
+                    await asyncio.sleep(5)  # the greeting
+                    await page.get_by_role("button", name="Hang up").click()
+                    await page.get_by_text("Call ended").wait_for()
+                    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                    await page.locator("#parley-widget").screenshot(path=str(SCREENSHOTS / "widget-talk.png"))
+                    assert problems == [], problems
+                finally:
+                    await context.close()
+                    await browser.close()
+
+            async def finished() -> dict[str, Any] | None:
+                calls = await _json(api, "GET", f"/calls?agent_id={agent['id']}", 200)
+                done = [c for c in calls if c["direction"] == "web" and c["call_log_id"]]
+                return done[0] if done else None
+
+            call = await until(finished, 30, "the web call to be finished")
+            log = await _json(api, "GET", f"/call-logs/{call['call_log_id']}", 200)
+        assert call["status"] == "completed", call
+        assert log["transcript"][0] == {**log["transcript"][0], "role": "agent", "text": GREETING}, log
     finally:
         server.stop()

@@ -5,9 +5,12 @@ missing. Under CI=true a missing espeak-ng fails them."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import math
 import os
 import struct
+import time
 
 import pytest
 
@@ -19,7 +22,8 @@ from adapters.engines.offline import (
     WebRtcTurnDetectors,
     espeak_path,
 )
-from adapters.engines.offline.stt import arpa_bigram, arpa_unigram, sentences_of, vocabulary_of
+from adapters.engines.offline import stt as offline_stt
+from adapters.engines.offline.stt import arpa_bigram, arpa_unigram, recognizer, sentences_of, vocabulary_of
 from adapters.engines.offline.tts import voice_for
 
 if espeak_path() is None:
@@ -61,6 +65,52 @@ async def test_telephone_rate_speech_is_recognized_too() -> None:
     assert {"book", "tomorrow", "eleven"} <= set(heard.text.split()), heard.text
     again = await stt.transcribe(await speak("can I book tomorrow at eleven", 8000), 8000)
     assert again == heard  # the same audio, the same words, whatever was heard before
+
+
+async def test_the_first_recognizer_of_a_process_is_made_without_stalling_the_event_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process's first recognizer reads PocketSphinx's pronouncing dictionary (135,000 words). Made in a worker
+    thread, it must still leave the event loop (other calls' audio, paced in 20 ms frames) running: read as lists
+    it made half a million objects for the garbage collector, whose full pass over a loaded process's heap holds
+    every thread for hundreds of milliseconds."""
+    recognizer(("A recognizer made before: the library and its acoustic model are loaded.",))
+    monkeypatch.setattr(offline_stt, "_pronunciations", None)
+    monkeypatch.setattr(offline_stt, "_recognizers", {})
+    heap = [[n] for n in range(600_000)]  # a serve process's objects (routes, schemas, pools, caches)
+    gc.collect()
+    gaps: list[float] = []
+    stopped = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not stopped.is_set():
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last - 0.01)
+            last = now
+
+    ticking = asyncio.create_task(ticker())
+    await asyncio.sleep(0.05)
+    engine = PocketsphinxSpeechToText(["Welcome to the bakery: we sell bread, croissants and cakes."])
+    heard = await engine.transcribe(b"\0" * 16000, 16000)  # waits for the recognizer being made
+    stopped.set()
+    await ticking
+    assert heard.text == "" and len(heap) == 600_000
+    assert max(gaps) < 0.1, f"the event loop stalled for {max(gaps) * 1000:.0f} ms"
+
+
+async def test_a_recognizer_being_made_is_waited_for_not_made_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[str, ...]] = []
+
+    class Slow:
+        def __init__(self, texts: tuple[str, ...]) -> None:
+            time.sleep(0.2)
+            made.append(texts)
+
+    monkeypatch.setattr(offline_stt, "_Recognizer", Slow)
+    monkeypatch.setattr(offline_stt, "_recognizers", {})
+    first, second = await asyncio.gather(asyncio.to_thread(recognizer, ("a",)), asyncio.to_thread(recognizer, ("a",)))
+    assert first is second and made == [("a",)]
 
 
 async def test_synthesis_follows_rate_and_speed() -> None:

@@ -65,17 +65,6 @@ TOOLS_PROMPT = ("You tell callers the status of their order and the weather in l
 DOCUMENT = f"Visiting the clinic. {ANSWER} Visits last half an hour."
 
 
-@pytest.fixture(autouse=True, scope="module")
-def recognizer_loaded() -> None:
-    """The first recognizer of a process loads PocketSphinx and its dictionary (half a second, seconds on a loaded
-    machine), which holds up the process's other work: here the test's own caller, which would hear a stalled
-    greeting as the agent having finished. A server loads it once, for its first call."""
-    from adapters.engines.offline.stt import recognizer
-
-    for prompt in (PROMPT, TOOLS_PROMPT):
-        recognizer((prompt, GREETING))
-
-
 @pytest.fixture
 def emulator() -> Iterator[TwilioEmulator]:
     emulator = TwilioEmulator().start()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import math
 import os
@@ -23,6 +22,7 @@ import tempfile
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -60,16 +60,28 @@ def model_dir() -> Path:
     return Path(get_model_path()) / "en-us"
 
 
-@functools.cache
-def pronunciations() -> dict[str, list[str]]:
-    """The shipped pronouncing dictionary: word -> its dictionary lines (alternates ``word(2)`` included)."""
-    entries: dict[str, list[str]] = {}
-    with open(model_dir() / "cmudict-en-us.dict", encoding="utf-8") as lines:
-        for line in lines:
-            head = line.split(" ", 1)[0]
-            word = head.split("(", 1)[0]
-            entries.setdefault(word, []).append(line.rstrip("\n"))
-    return entries
+_pronunciations: dict[str, str] | None = None
+_pronunciations_lock = threading.Lock()
+
+
+def pronunciations() -> dict[str, str]:
+    """The shipped pronouncing dictionary: word -> its dictionary lines (alternates ``word(2)`` included, one a line),
+    read once per process (a second asker waits for the first). Its 135,000 entries are strings only: objects the
+    garbage collector does not track, so reading it starts no collection pass. As lists of lines it made half a
+    million tracked objects, enough for a full pass over a serve process's heap, which holds every thread (the
+    event loop's included) for hundreds of milliseconds."""
+    global _pronunciations
+    with _pronunciations_lock:
+        if _pronunciations is None:
+            entries: dict[str, str] = {}
+            text = (model_dir() / "cmudict-en-us.dict").read_text(encoding="utf-8")
+            for line in text.splitlines():
+                head = line.partition(" ")[0]
+                word = head.partition("(")[0]
+                found = entries.get(word)
+                entries[word] = line if found is None else f"{found}\n{line}"
+            _pronunciations = entries
+        return _pronunciations
 
 
 def vocabulary_of(texts: Iterable[str]) -> frozenset[str]:
@@ -178,8 +190,7 @@ class _Recognizer:
         with tempfile.TemporaryDirectory(prefix="parley-sphinx-") as folder:
             lm, dictionary = os.path.join(folder, "words.lm"), os.path.join(folder, "words.dict")
             Path(lm).write_text(arpa_bigram(sentences, vocabulary), encoding="utf-8")
-            Path(dictionary).write_text("\n".join(line for word in sorted(vocabulary) for line in known[word]) + "\n",
-                                        encoding="utf-8")
+            Path(dictionary).write_text("\n".join(known[word] for word in sorted(vocabulary)) + "\n", encoding="utf-8")
             self.decoder: Any = Decoder(hmm=str(model_dir() / "en-us"), lm=lm, dict=dictionary,
                                         samprate=MODEL_RATE, loglevel="FATAL")
         self.initial_mean = self.decoder.get_cmn(False)
@@ -208,25 +219,50 @@ class _Recognizer:
 
 
 _recognizers: dict[tuple[str, ...], _Recognizer] = {}
+_building: dict[tuple[str, ...], Future[_Recognizer]] = {}
 _recognizers_lock = threading.Lock()
 
 
 def recognizer(texts: tuple[str, ...]) -> _Recognizer:
-    """The recognizer of ``texts``' words, made once per process (the most recent few are kept)."""
+    """The recognizer of ``texts``' words, made once per process (the most recent few are kept): an asker while it
+    is being made waits for it instead of making another. Blocking: call it from a worker thread, never on the event
+    loop (the first of a process reads the dictionary, each loads the acoustic model: tens to hundreds of ms)."""
     with _recognizers_lock:
         found = _recognizers.get(texts)
         if found is not None:
             return found
-    made = _Recognizer(texts)
+        pending = _building.get(texts)
+        building = pending is None
+        if pending is None:
+            pending = _building[texts] = Future()
+    if not building:
+        return pending.result()
+    try:
+        made = _Recognizer(texts)
+    except BaseException as exc:
+        with _recognizers_lock:
+            _building.pop(texts, None)
+        pending.set_exception(exc)
+        raise
     with _recognizers_lock:
+        _building.pop(texts, None)
         if len(_recognizers) >= CACHE_SIZE:
             _recognizers.pop(next(iter(_recognizers)))
-        return _recognizers.setdefault(texts, made)
+        _recognizers[texts] = made
+    pending.set_result(made)
+    return made
 
 
 def _prepare(texts: tuple[str, ...]) -> None:
     with contextlib.suppress(Exception):  # the first transcription reports it, as an EngineError
         recognizer(texts)
+
+
+def warm_up() -> None:
+    """Blocking (a worker thread's work): what the first conversation of a process would otherwise wait for, done
+    once: PocketSphinx loaded, its pronouncing dictionary read, its acoustic model in the page cache (a recognizer
+    of the base vocabulary made)."""
+    recognizer(())
 
 
 class PocketsphinxSpeechToText:
@@ -235,7 +271,8 @@ class PocketsphinxSpeechToText:
 
     def __init__(self, vocabulary: Iterable[str] = (), *, prepare: bool = True) -> None:
         self.texts = tuple(vocabulary)
-        if prepare:  # the recognizer loads (about 50 ms, 0.4 s more for the first in a process) before it is needed
+        if prepare:  # the recognizer loads in a worker thread (about 50 ms; the first of a process reads the
+            # dictionary too, unless the process warmed up) while the agent greets
             threading.Thread(target=_prepare, args=(self.texts,), daemon=True).start()
 
     def _recognize(self, pcm: bytes, sample_rate: int) -> str:
