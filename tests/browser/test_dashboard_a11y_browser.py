@@ -161,7 +161,10 @@ async def test_every_page_on_a_phone_and_for_assistive_technology(page: Any, tmp
                 f"{base}/triggers/{trigger['id']}/delete", f"{base}/calendars/{calendar['id']}",
                 f"{base}/appointments/{booked['id']}/reschedule", f"{base}/appointments/{booked['id']}/cancel",
                 f"{base}/schedules/{schedule['id']}", f"{base}/schedules/{schedule['id']}/edit",
-                f"{base}/schedules/{schedule['id']}/delete"]
+                f"{base}/schedules/{schedule['id']}/delete",
+                # the user's own pages, asking for the password again, a reset's request, and the API reference
+                f"{base}/account", f"{base}/account/mfa", f"{base}/verify", f"{base}/password-reset",
+                f"{server.base}/v2/reference"]
             urls += [f"{base}/billing/invoices/{invoice['id']}" for invoice in invoices[:1]]
             for url in urls:
                 await check(page, url if url.startswith("http") else f"{server.base}{url}", problems)
