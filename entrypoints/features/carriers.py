@@ -14,7 +14,7 @@ tests; ``parley check`` refuses it in production).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from dishka import Provider, Scope, provide, provide_all
@@ -74,11 +74,13 @@ class CarriersPlatformProvider(Provider):
     scope = Scope.APP
 
     @provide
-    def carriers(self, settings: Settings, section: CarrierSettings) -> Carriers:
+    async def carriers(self, settings: Settings, section: CarrierSettings) -> AsyncIterator[Carriers]:
+        """The adapters share one egress, and so its pool of kept-alive connections, closed with the container."""
         http = HttpxSafeHttp(SystemResolver(), allow_loopback=settings.allow_loopback_targets, user_agent=USER_AGENT,
                              read_timeout=section.request_timeout_seconds,
                              total_timeout=section.request_timeout_seconds)
-        return CarrierRegistry({name: make(http, section) for name, make in ADAPTERS.items()})
+        yield CarrierRegistry({name: make(http, section) for name, make in ADAPTERS.items()})
+        await http.aclose()
 
     @provide
     def links(self, settings: Settings, section: CarrierSettings) -> CarrierLinks:

@@ -61,6 +61,8 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: bytes = b""
+    client_port: int = 0
+    """The client's end of the TCP connection it came on."""
 
 
 @dataclass
@@ -108,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
         # request only after the next test cleared the list: no test looks at them, so they are not recorded
         if parts.path not in HELD_PATHS:
             state.requests.append(Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
-                                       body))
+                                       body, self.client_address[1]))
         return parts.path, parse_qs(parts.query)
 
     def _hang(self) -> None:
@@ -642,3 +644,18 @@ async def test_stream_yields_the_answer_as_it_arrives(page_server: PageServer) -
     with pytest.raises(BlockedAddress):
         async with http.stream("GET", "http://internal.test/", headers={}):
             pass
+
+
+async def test_requests_reuse_a_kept_alive_connection_and_still_check_every_address(page_server: PageServer) -> None:
+    resolver = RebindingResolver(first=["127.0.0.1"], later=["127.0.0.1"])
+    http = loopback_http(page_server, resolver)
+    url = f"http://api.test:{page_server.port}/hook"
+    for n in range(3):
+        assert (await http.request("POST", url, body=str(n).encode(), headers={}, timeout=5)).status == 201
+    assert len(resolver.calls) == 3  # resolved and checked before each request, pooled or not
+    assert len({seen.client_port for seen in page_server.requests}) == 1  # one TCP connection for all three
+    resolver.later = ["169.254.169.254"]  # the name now points inside: refused before anything is sent
+    with pytest.raises(BlockedAddress):
+        await http.request("POST", url, body=b"3", headers={}, timeout=5)
+    assert [seen.body for seen in page_server.requests] == [b"0", b"1", b"2"]
+    await http.aclose()
