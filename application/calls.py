@@ -487,12 +487,10 @@ class DialNextQueuedCall:
             return None
         if await self.calls.count_active(organization_id) >= PLAN_LIMITS[org.plan]["max_concurrent_calls"]:
             return None
-        queued = await self.calls.oldest_queued(organization_id, 1)
+        queued = await self.calls.oldest_queued(organization_id, 1, lock=True)  # read and locked in one statement
         if not queued:
             return None
-        call = await self.calls.get_for_update(organization_id, queued[0].id)
-        if call is None or call.status != CallStatus.QUEUED:
-            return None
+        call = queued[0]
         now = self.clock.now()
         agent = await _call_agent(self.agents, call)
         if agent is None or agent.status != AgentStatus.ACTIVE:

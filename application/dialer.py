@@ -229,7 +229,8 @@ class DialNextContact:
         if campaign is None or campaign.status != CampaignStatus.RUNNING:
             return DialOutcome.STOPPED
         now = self.clock.now()
-        agent = await self.agents.get(org, campaign.agent_id)
+        found = await self.agents.get_with_current_version(org, campaign.agent_id)  # PlaceCall's read too
+        agent = found[0] if found is not None else None
         if agent is None or agent.status == AgentStatus.ARCHIVED:
             reason = CampaignStatusReason.AGENT_DELETED if agent is None else CampaignStatusReason.AGENT_ARCHIVED
             failed = await self.campaigns.update(campaign.move("fail", now, reason=reason))

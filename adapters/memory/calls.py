@@ -75,7 +75,7 @@ class InMemoryCallRepository:
         return sum(1 for c in (await self._calls()).values()
                    if c.organization_id == organization_id and c.status in ACTIVE_STATUSES)
 
-    async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
+    async def oldest_queued(self, organization_id: int, limit: int, *, lock: bool = False) -> builtins.list[Call]:
         queued = sorted((c for c in (await self._calls()).values()
                          if c.organization_id == organization_id and c.status == CallStatus.QUEUED),
                         key=lambda c: (-c.priority, c.due_at or c.created_at, c.created_at, c.id))

@@ -188,6 +188,10 @@ _WITH_CURRENT_VERSION_QUERY = (
 )
 
 
+_WITH_CURRENT = "agent_with_current_version"
+"""``SqlUnitOfWork.read_once`` key of an agent and its published version: ``(_WITH_CURRENT, (org, id))``."""
+
+
 class SqlAgentRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -243,6 +247,7 @@ class SqlAgentRepository:
         return Page(found, total, page.limit, page.offset)
 
     async def update(self, agent: Agent) -> Agent:
+        self._forget(agent.organization_id, agent.id)
         conn = await self.uow.connection()
         values = _agent_values(agent)
         values.pop("created_at")
@@ -252,6 +257,7 @@ class SqlAgentRepository:
         return agent
 
     async def delete(self, organization_id: int, agent_id: int, at: datetime) -> None:
+        self._forget(organization_id, agent_id)
         conn = await self.uow.connection()
         result = await conn.execute(agents.update().where(self._live(organization_id), agents.c.id == agent_id)
                                     .values(deleted_at=at))
@@ -259,6 +265,7 @@ class SqlAgentRepository:
             await self._count(organization_id, -result.rowcount)
 
     async def add_version(self, organization_id: int, version: AgentVersion) -> None:
+        self._forget(organization_id, version.agent_id)
         conn = await self.uow.connection()
         await conn.execute(agent_versions.insert(), {
             "organization_id": organization_id, "agent_id": version.agent_id, "version": version.version,
@@ -275,6 +282,20 @@ class SqlAgentRepository:
 
     async def get_with_current_version(self, organization_id: int, agent_id: int
                                        ) -> tuple[Agent, AgentVersion | None] | None:
+        """Read once per transaction (``SqlUnitOfWork.read_once``): the dialer's step checks the campaign's agent,
+        then ``PlaceCall`` reads it again in the same transaction. A write to the agent forgets it."""
+        key = (_WITH_CURRENT, (organization_id, agent_id))
+        if key in self.uow.read_once:
+            kept: tuple[Agent, AgentVersion | None] | None = self.uow.read_once[key]
+            return kept
+        found = self.uow.read_once[key] = await self._with_current_version(organization_id, agent_id)
+        return found
+
+    def _forget(self, organization_id: int, agent_id: int | None) -> None:
+        self.uow.read_once.pop((_WITH_CURRENT, (organization_id, agent_id)), None)
+
+    async def _with_current_version(self, organization_id: int, agent_id: int
+                                    ) -> tuple[Agent, AgentVersion | None] | None:
         conn = await self.uow.connection()
         row = (await conn.execute(_WITH_CURRENT_VERSION_QUERY, {"org": organization_id, "agent_id": agent_id})).first()
         if row is None:

@@ -142,11 +142,12 @@ class SqlCallRepository:
         return (await conn.execute(sa.select(sa.func.count()).select_from(calls).where(
             calls.c.organization_id == organization_id, calls.c.status.in_(ACTIVE_STATUSES)))).scalar_one()
 
-    async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
+    async def oldest_queued(self, organization_id: int, limit: int, *, lock: bool = False) -> builtins.list[Call]:
         conn = await self.uow.connection()
-        rows = await conn.execute(sa.select(calls).where(
+        query = sa.select(calls).where(
             calls.c.organization_id == organization_id, calls.c.status == CallStatus.QUEUED,
-        ).order_by(calls.c.priority.desc(), calls.c.due_at, calls.c.created_at, calls.c.id).limit(limit))
+        ).order_by(calls.c.priority.desc(), calls.c.due_at, calls.c.created_at, calls.c.id).limit(limit)
+        rows = await conn.execute(query.with_for_update() if lock else query)
         return [_row_to_call(r) for r in rows]
 
     async def lock_organization(self, organization_id: int) -> None:

@@ -64,8 +64,9 @@ class CallRepository(Protocol):
         """Calls of the organization that hold a line (ringing or in progress)."""
         ...
 
-    async def oldest_queued(self, organization_id: int, limit: int) -> builtins.list[Call]:
-        """The organization's dial queue: higher ``priority`` first, then the earlier ``due_at``, then the older."""
+    async def oldest_queued(self, organization_id: int, limit: int, *, lock: bool = False) -> builtins.list[Call]:
+        """The organization's dial queue: higher ``priority`` first, then the earlier ``due_at``, then the older.
+        ``lock``: the calls read are locked until the transaction ends (as ``get_for_update`` locks one)."""
         ...
 
     async def lock_organization(self, organization_id: int) -> None:
