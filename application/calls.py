@@ -215,9 +215,14 @@ class PlaceCall:
 async def _call_agent(agents: AgentRepository, call: Call) -> Agent | None:
     """The agent as the call runs it: the published version it was placed with (None when the agent or that
     version is gone). A call placed before calls recorded their version runs the agent as it is now."""
-    live = await agents.get(call.organization_id, call.agent_id)
-    if live is None or call.agent_version is None:
+    found = await agents.get_with_current_version(call.organization_id, call.agent_id)
+    if found is None:
+        return None
+    live, published = found
+    if call.agent_version is None:
         return live
+    if published is not None and published.version == call.agent_version:  # still the latest: one read
+        return live.with_snapshot(published.snapshot)
     return await as_published(agents, live, call.agent_version)
 
 

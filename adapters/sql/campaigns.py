@@ -63,6 +63,12 @@ def _campaign_values(c: Campaign) -> dict[str, Any]:
         "widget_max_contacts_per_hour": c.widget_max_contacts_per_hour,
     }
 
+# a contact's update, built once: its SET clause is the columns the parameters name (as ``_UPDATE_CALL``)
+_UPDATE_CONTACT = campaign_contacts.update().where(
+    campaign_contacts.c.organization_id == sa.bindparam("where_organization_id"),
+    campaign_contacts.c.campaign_id == sa.bindparam("where_campaign_id"),
+    campaign_contacts.c.id == sa.bindparam("where_id"))
+
 
 def _row_to_contact(row: Any) -> Contact:
     return Contact(
@@ -200,9 +206,8 @@ class SqlContactRepository:
         values = _contact_values(contact)
         for fixed in ("organization_id", "campaign_id", "phone", "created_at", "cause_depth"):
             values.pop(fixed)
-        await conn.execute(campaign_contacts.update().where(
-            self._mine(contact.organization_id, contact.campaign_id), campaign_contacts.c.id == contact.id)
-            .values(**values))
+        await conn.execute(_UPDATE_CONTACT, {**values, "where_organization_id": contact.organization_id,
+                                             "where_campaign_id": contact.campaign_id, "where_id": contact.id})
         return contact
 
     async def delete(self, organization_id: int, campaign_id: int, contact_id: int) -> None:
