@@ -37,6 +37,13 @@ _UPDATE = calls.update().where(calls.c.organization_id == sa.bindparam("where_or
                                calls.c.id == sa.bindparam("where_id"))
 """Sets the columns named by the parameters (every column a call has but its id, organization and creation)."""
 _INSERT_LOG = call_logs.insert().returning(call_logs.c.id)
+# the dial queue's reads, built once with bound parameters (every dial of the calls' pass runs both)
+_ACTIVE = sa.select(sa.func.count()).select_from(calls).where(calls.c.organization_id == sa.bindparam("org"),
+                                                                calls.c.status.in_(ACTIVE_STATUSES))
+_QUEUED = sa.select(calls).where(calls.c.organization_id == sa.bindparam("org"),
+                                 calls.c.status == CallStatus.QUEUED).order_by(
+    calls.c.priority.desc(), calls.c.due_at, calls.c.created_at, calls.c.id).limit(sa.bindparam("limit"))
+_QUEUED_FOR_UPDATE = _QUEUED.with_for_update()
 
 
 def _row_to_call(row: Any) -> Call:
@@ -139,15 +146,11 @@ class SqlCallRepository:
 
     async def count_active(self, organization_id: int) -> int:
         conn = await self.uow.connection()
-        return (await conn.execute(sa.select(sa.func.count()).select_from(calls).where(
-            calls.c.organization_id == organization_id, calls.c.status.in_(ACTIVE_STATUSES)))).scalar_one()
+        return (await conn.execute(_ACTIVE, {"org": organization_id})).scalar_one()
 
     async def oldest_queued(self, organization_id: int, limit: int, *, lock: bool = False) -> builtins.list[Call]:
         conn = await self.uow.connection()
-        query = sa.select(calls).where(
-            calls.c.organization_id == organization_id, calls.c.status == CallStatus.QUEUED,
-        ).order_by(calls.c.priority.desc(), calls.c.due_at, calls.c.created_at, calls.c.id).limit(limit)
-        rows = await conn.execute(query.with_for_update() if lock else query)
+        rows = await conn.execute(_QUEUED_FOR_UPDATE if lock else _QUEUED, {"org": organization_id, "limit": limit})
         return [_row_to_call(r) for r in rows]
 
     async def lock_organization(self, organization_id: int) -> None:

@@ -57,6 +57,10 @@ def _provider_values(p: TelephonyProvider) -> dict[str, Any]:
     }
 
 
+_PROVIDER = sa.select(tp).where(tp.c.organization_id == sa.bindparam("org"), tp.c.id == sa.bindparam("id"))
+"""A provider by id, built once (every carrier dial reads its provider)."""
+
+
 class SqlTelephonyProviderRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -83,8 +87,7 @@ class SqlTelephonyProviderRepository:
 
     async def get(self, organization_id: int, provider_id: int) -> TelephonyProvider | None:
         conn = await self.uow.connection()
-        row = (await conn.execute(sa.select(tp).where(tp.c.organization_id == organization_id,
-                                                      tp.c.id == provider_id))).first()
+        row = (await conn.execute(_PROVIDER, {"org": organization_id, "id": provider_id})).first()
         return row_to_provider(row) if row else None
 
     async def find(self, provider_id: int) -> TelephonyProvider | None:
