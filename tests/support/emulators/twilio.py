@@ -108,6 +108,10 @@ class TwilioEmulator:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # the status line and headers go out before the body, in two writes: with Nagle's algorithm the body
+            # waits for the client's delayed ACK (up to 40 ms) on a kept-alive connection, which a real API's
+            # server does not make its clients wait
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
