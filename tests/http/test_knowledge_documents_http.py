@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections.abc import AsyncIterator
@@ -33,8 +34,8 @@ def module_db(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 async def api(module_db: str, tmp_root: Path) -> AsyncIterator[Api]:
-    # in-memory rate limits (lifted anyway): the streaming test drives the ASGI app on the test's own loop,
-    # outside the test client's, so nothing on the way to its 413 may use the pool's PostgreSQL connections
+    # in-memory rate limits (lifted anyway); the streaming test drives the ASGI app directly, on the test client's
+    # loop (its portal), where the pool's connections live
     async with running_app(module_db, tmp_root / "var", rate_limit_backend="memory") as app:
         yield app
 
@@ -177,7 +178,10 @@ async def _stream_to_app(api: Api, path: str, headers: dict[str, str], chunks: A
     async def send(message: dict[str, Any]) -> None:
         messages.append(message)
 
-    await api.client.app(scope, receive, send)  # type: ignore[arg-type]
+    # on the test client's own loop, where the app's pooled connections live (a refusal is audited: the 413 writes
+    # its audit event through the pool, and an asyncpg connection must not be used from another loop)
+    portal = api.client.blocking_portal
+    await asyncio.to_thread(portal.call, api.client.app, scope, receive, send)  # type: ignore[arg-type]
     status = next(m["status"] for m in messages if m["type"] == "http.response.start")
     return status, b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
 
