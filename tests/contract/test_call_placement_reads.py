@@ -20,6 +20,7 @@ from application.ports.telephony import PhoneNumberRepository, TelephonyProvider
 from domain.dnc import DncList
 from domain.telephony import PhoneNumber
 from tests.conftest import new_organization
+from tests.http.calls_support import unique_phone
 
 NOW = datetime(2026, 3, 3, 9, tzinfo=UTC)
 AGENT = 41
@@ -66,11 +67,13 @@ async def test_answers_read_ahead_are_the_repositories_own(container: Any) -> No
     # the organization's first call: the built-in provider does not exist yet, the repository makes it
     first, _ = await _read(container, org, FREE, ahead=True)
     assert first[2].builtin and first[1] == BillingAccount(org) and first[3] is None and first[4] == {}
+    # numbers of their own: a number belongs to one organization in the whole database, which the run's tests share
+    caller, other = unique_phone(), unique_phone()
     async with container() as r:
         provider = await (await r.get(TelephonyProviderRepository)).for_new_call(org, NOW)
         numbers = await r.get(PhoneNumberRepository)
-        await numbers.add(PhoneNumber(None, org, "+14155550199", provider.id or 0, created_at=NOW, updated_at=NOW))
-        mine = await numbers.add(PhoneNumber(None, org, "+14155550198", provider.id or 0, inbound_agent_id=None,
+        await numbers.add(PhoneNumber(None, org, caller, provider.id or 0, created_at=NOW, updated_at=NOW))
+        mine = await numbers.add(PhoneNumber(None, org, other, provider.id or 0, inbound_agent_id=None,
                                              created_at=NOW, updated_at=NOW))
         dnc = await r.get(DncRepository)
         listed = await dnc.add_list(DncList(None, org, "Do not call", None, NOW, NOW))
@@ -82,7 +85,7 @@ async def test_answers_read_ahead_are_the_repositories_own(container: Any) -> No
         alone, _ = await _read(container, org, destination, ahead=False)
         ahead, statements = await _read(container, org, destination, ahead=True)
         assert ahead == alone
-        assert alone[1].status == "past_due" and alone[3] is not None and alone[3].phone_number == "+14155550199"
+        assert alone[1].status == "past_due" and alone[3] is not None and alone[3].phone_number == caller
         assert (alone[4] == {}) is (destination == FREE)
         if statements >= 0:  # SQL: answered from what was read ahead (a listed number's lists are read apart)
             assert statements == (0 if destination == FREE else 1)

@@ -68,7 +68,7 @@ async def test_search_buy_and_release_at_the_carrier(api_with: ApiWith, sql_url:
     assert "San Francisco" in found.text
 
     taken = await _post(api, headers, "/phone-numbers", {"csrf_token": csrf, "provider_id": str(provider["id"]),
-                                                         "phone_number": "+14155550199"})
+                                                         "phone_number": unique_phone()})  # not for sale
     assert taken.status_code == 502 and "is not available" in taken.text and 'role="alert"' in taken.text
     assert await _numbers(api, user) == {}
     bought = await _post(api, headers, "/phone-numbers", {

@@ -395,12 +395,13 @@ async def test_search_buy_and_release_a_number(api_with: ApiWith, sql_url: str, 
     assert bought.status_code == 201, bought.text
     assert emulator.owned["+14155550177"]["VoiceUrl"] == f"{PUBLIC}/v2/carriers/{pid}/voice/inbound"
 
+    not_for_sale = calls_support.unique_phone()
     taken = await line.api.client.post("/v2/telephony/phone-numbers", headers=line.tenant.headers, json={
-        "phone_number": "+14155550199", "provider_id": pid, "purchase": True})
+        "phone_number": not_for_sale, "provider_id": pid, "purchase": True})
     assert taken.status_code == 502 and taken.json()["error"]["code"] == "carrier_error"
     assert "is not available" in taken.json()["error"]["message"]
     numbers = await line.get("/v2/telephony/phone-numbers")
-    assert "+14155550199" not in [n["phone_number"] for n in numbers]
+    assert not_for_sale not in [n["phone_number"] for n in numbers]
 
     released = await line.api.client.delete(f"/v2/telephony/phone-numbers/{bought.json()['data']['id']}?release=true",
                                             headers=line.tenant.headers)
