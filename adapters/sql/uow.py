@@ -26,10 +26,13 @@ _OUTBOX_INSERT = outbox_events.insert()
 _LOCKED_OUTBOX_INSERT = outbox_events.insert().from_select(
     list(_OUTBOX_COLUMNS),
     sa.select(*(sa.bindparam(name, type_=outbox_events.c[name].type) for name in _OUTBOX_COLUMNS))
-    .select_from(sa.select(sa.func.pg_advisory_xact_lock(OUTBOX_WRITE_LOCK)).subquery("outbox_write_lock")))
+    .select_from(sa.select(sa.func.pg_advisory_xact_lock(OUTBOX_WRITE_LOCK),
+                           sa.func.pg_notify(NOTIFY_CHANNEL, "")).subquery("outbox_write_lock")))
 """PostgreSQL: an event's row, inserted once the outbox write lock is held, in one round trip: the lock's
 subquery runs before the row (and its id, from the sequence) is made, and the lock is held until the transaction
-ends. Each round trip made under the lock lengthens the time every other event-writing commit waits."""
+ends. Each round trip made under the lock lengthens the time every other event-writing commit waits. The same
+subquery notifies the job runners (``pg_notify``, the function form of ``NOTIFY``: delivered at commit, one
+notification however many rows), so a transaction with events sends no ``NOTIFY`` of its own."""
 
 
 _VIEWS: weakref.WeakKeyDictionary[AsyncEngine, tuple[AsyncEngine, AsyncEngine]] = weakref.WeakKeyDictionary()
@@ -103,9 +106,9 @@ class SqlUnitOfWork:
         self.read_once.clear()
         self.read_ahead.clear()
         postgres = self.dialect == "postgresql"
-        if (self._events or self._created_work) and postgres:
-            # runners in other processes LISTEN; PostgreSQL delivers the notification at commit (sent before
-            # the outbox write lock is taken, so that it is not one more round trip made under it)
+        if self._created_work and not self._events and postgres:
+            # runners in other processes LISTEN; PostgreSQL delivers the notification at commit (with events, the
+            # outbox insert notifies)
             conn = await self.connection()
             await conn.exec_driver_sql(_NOTIFY)
         if self._events:

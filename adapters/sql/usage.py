@@ -30,6 +30,50 @@ class _Statements:
     day: Any
     release: Any
     unreserve: Any
+    appended: Any = None
+    """PostgreSQL: ``ledger``, ``counter`` and ``day`` in one statement (below)."""
+    released: Any = None
+    """PostgreSQL: ``release`` and ``unreserve`` in one statement (below)."""
+
+
+def _appended() -> Any:
+    """PostgreSQL: the ledger row and, only when it is new, both counters, in one round trip. The counters'
+    inserts read the new row from the ledger's ``RETURNING`` (none when the row was there already: counted once);
+    every data-modifying part of a ``WITH`` runs, and the statement answers the period counter's new value."""
+    ledger = insert(usage_ledger, "postgresql").values(
+        {c: sa.bindparam(c) for c in ("organization_id", "metric", "quantity", "period", "source_type", "source_id",
+                                      "occurred_at", "agent_id", "campaign_id")},
+    ).on_conflict_do_nothing(index_elements=["source_type", "source_id", "metric"]).returning(
+        usage_ledger.c.organization_id, usage_ledger.c.metric, usage_ledger.c.period, usage_ledger.c.quantity,
+    ).cte("ledger")
+    counter = insert(usage_counters, "postgresql").from_select(
+        ["organization_id", "period", "metric", "used", "reserved"],
+        sa.select(ledger.c.organization_id, ledger.c.period, ledger.c.metric, ledger.c.quantity,
+                  sa.literal(0, sa.BigInteger)))
+    counted = counter.on_conflict_do_update(
+        index_elements=["organization_id", "period", "metric"],
+        set_={"used": usage_counters.c.used + counter.excluded.used},
+    ).returning(usage_counters.c.used).cte("counted")
+    day = insert(usage_daily, "postgresql").from_select(
+        ["organization_id", "metric", "day", "used"],
+        sa.select(ledger.c.organization_id, ledger.c.metric, sa.bindparam("day", type_=sa.Date), ledger.c.quantity))
+    daily = day.on_conflict_do_update(index_elements=["organization_id", "metric", "day"],
+                                      set_={"used": usage_daily.c.used + day.excluded.used}).cte("daily")
+    return sa.select(counted.c.used).add_cte(daily)
+
+
+def _released() -> Any:
+    """PostgreSQL: the reservation deleted and its quantity given back to its counter, in one round trip."""
+    released = sa.delete(usage_reservations).where(  # (an UPDATE's parameters may not bear its columns' names)
+        usage_reservations.c.source_type == sa.bindparam("of_source_type"),
+        usage_reservations.c.source_id == sa.bindparam("of_source_id"),
+        usage_reservations.c.metric == sa.bindparam("of_metric"),
+    ).returning(usage_reservations.c.organization_id, usage_reservations.c.period, usage_reservations.c.metric,
+                usage_reservations.c.quantity).cte("released")
+    return sa.update(usage_counters).where(
+        usage_counters.c.organization_id == released.c.organization_id,
+        usage_counters.c.period == released.c.period, usage_counters.c.metric == released.c.metric,
+    ).values(reserved=sa.func.greatest(usage_counters.c.reserved - released.c.quantity, 0))
 
 
 @functools.cache
@@ -37,6 +81,7 @@ def _statements(dialect: str) -> _Statements:
     counter = insert(usage_counters, dialect)
     day = insert(usage_daily, dialect)
     greatest = sa.func.max if dialect == "sqlite" else sa.func.greatest
+    postgres = dialect == "postgresql"
     return _Statements(
         ledger=insert(usage_ledger, dialect).on_conflict_do_nothing(
             index_elements=["source_type", "source_id", "metric"]).returning(usage_ledger.c.id),
@@ -56,6 +101,8 @@ def _statements(dialect: str) -> _Statements:
             usage_counters.c.period == sa.bindparam("where_period"),
             usage_counters.c.metric == sa.bindparam("where_metric"),
         ).values(reserved=greatest(usage_counters.c.reserved - sa.bindparam("quantity"), 0)),
+        appended=_appended() if postgres else None,
+        released=_released() if postgres else None,
     )
 
 
@@ -66,11 +113,15 @@ class SqlUsageLedger:
     async def append(self, entry: LedgerEntry) -> tuple[int, int] | None:
         conn = await self.uow.connection()
         statements = _statements(self.uow.dialect)
-        inserted = (await conn.execute(statements.ledger, {
+        row = {
             "organization_id": entry.organization_id, "metric": entry.metric, "quantity": entry.quantity,
             "period": entry.period, "source_type": entry.source_type, "source_id": entry.source_id,
             "occurred_at": entry.occurred_at, "agent_id": entry.agent_id, "campaign_id": entry.campaign_id,
-        })).first()
+        }
+        if statements.appended is not None:
+            counted = (await conn.execute(statements.appended, {**row, "day": entry.day})).scalar()
+            return None if counted is None else (int(counted) - entry.quantity, int(counted))
+        inserted = (await conn.execute(statements.ledger, row)).first()
         if inserted is None:
             return None  # recorded before: counted once
         after = (await conn.execute(statements.counter, {
@@ -111,6 +162,10 @@ class SqlUsageLedger:
     async def release(self, source_type: str, source_id: str, metric: str) -> None:
         conn = await self.uow.connection()
         statements = _statements(self.uow.dialect)
+        if statements.released is not None:
+            await conn.execute(statements.released, {"of_source_type": source_type, "of_source_id": source_id,
+                                                      "of_metric": metric})
+            return
         row = (await conn.execute(statements.release, {"source_type": source_type, "source_id": source_id,
                                                        "metric": metric})).first()
         if row is None:

@@ -159,6 +159,38 @@ async def test_a_read_only_unit_reads_each_statement_on_its_own(table_engine: tu
         SqlUnitOfWork(engine, CLOCK, write=False).record(EventType.CALL_ENDED(1, dict(EventType.CALL_ENDED.example)))
 
 
+async def test_postgres_commit_with_events_wakes_listeners_once_and_sends_no_notify_of_its_own(
+        fresh_pg_url: str) -> None:
+    """The outbox insert notifies (``pg_notify`` beside the write lock): a commit of several events wakes the
+    runners once, and sends no separate ``NOTIFY`` statement."""
+    engine = create_engine(fresh_pg_url, pool_size=3)
+    woken: asyncio.Queue[None] = asyncio.Queue()
+    listener = await listen(engine, lambda: woken.put_nowait(None))
+    sent: list[str] = []
+    try:
+        uow = SqlUnitOfWork(engine, CLOCK)
+        conn = await uow.connection()
+        sa.event.listen(conn.sync_connection, "before_cursor_execute",
+                        lambda _c, _cur, statement, *_: sent.append(statement))
+        organization = (await conn.execute(sa.text(
+            "INSERT INTO organizations (name, plan, org_type, created_at, updated_at) "
+            "VALUES ('Wake', 'starter', 'standard', now(), now()) RETURNING id"))).scalar_one()
+        for _ in range(3):
+            uow.record(EventType.CALL_ENDED(organization, dict(EventType.CALL_ENDED.example)))
+        await uow.commit()
+        await uow.close()
+
+        await asyncio.wait_for(woken.get(), 10)
+        assert woken.empty()  # one commit: one wake-up
+        assert not [s for s in sent if s.lstrip().upper().startswith("NOTIFY")]
+        async with engine.connect() as check:
+            assert (await check.execute(sa.text("SELECT count(*) FROM outbox_events WHERE organization_id = :o"),
+                                        {"o": organization})).scalar_one() == 3
+    finally:
+        await listener.close()
+        await engine.dispose()
+
+
 async def test_a_write_units_autocommit_block_keeps_each_statement_and_then_transactions_resume(
         table_engine: tuple[Any, str]) -> None:
     """``autocommit()`` (a step of one statement: the rate-limit count, the idempotency claim): what the block
