@@ -534,8 +534,12 @@ def measure(db: Database, seeded: Seeded, server: str, workers: int, args: argpa
                   f"up to {result.others_cpu_share:.0%} of the machine during the run; the numbers are disturbed",
                   file=sys.stderr)
         if result.non_2xx or result.socket_errors:
+            kept = ROOT / "var" / "bench-logs" / f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{run.database}-{log.name}"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, kept)  # the servers' log outlives the run's directory, to read the answers' cause
             print(f"warning: {run.database}/{server}/{workers} scenario {result.scenario}: "
-                  f"{result.non_2xx} non-2xx, socket errors: {result.socket_errors}", file=sys.stderr)
+                  f"{result.non_2xx} non-2xx, socket errors: {result.socket_errors}; the servers' log: {kept}",
+                  file=sys.stderr)
     return run
 
 
