@@ -70,8 +70,6 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PARLEY_TEST_RUN", uuid.uuid4().hex[:12])
 
 
-_ONE_PROCESS_MARKS = ("slow", "serial")
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
@@ -95,14 +93,13 @@ def _postgres_variant_of_an_http_test(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The one-process pass of ``make test`` collects only the files that spell ``pytest.mark.slow`` or
-    ``pytest.mark.serial`` (the Makefile greps for them, which saves collecting the whole suite twice): a test
-    that gets either mark any other way would be run by neither pass, so it is refused here. With
+    """The serial pass of ``make test`` and ``make test-fast`` collects only the files that spell
+    ``pytest.mark.serial`` (the Makefile greps for it, which saves collecting the whole suite twice): a test
+    marked serial any other way would be run by neither pass, so it is refused here. With
     ``--http-on-sqlite-only`` (``make test-fast``) the PostgreSQL variants of the HTTP tests are deselected."""
     for item in items:
-        for mark in _ONE_PROCESS_MARKS:
-            if item.get_closest_marker(mark) and f"mark.{mark}" not in Path(item.path).read_text(encoding="utf-8"):
-                raise pytest.UsageError(f"{item.nodeid} is marked {mark} without `pytest.mark.{mark}` in its file")
+        if item.get_closest_marker("serial") and "mark.serial" not in Path(item.path).read_text(encoding="utf-8"):
+            raise pytest.UsageError(f"{item.nodeid} is marked serial without `pytest.mark.serial` in its file")
     if config.getoption("--http-on-sqlite-only"):
         deselected = [item for item in items if _postgres_variant_of_an_http_test(item)]
         if deselected:
