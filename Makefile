@@ -34,7 +34,8 @@ lint: venv
 # their own each): for `make test` the slow end-to-end, browser, crash and fuzz tests too, files shared out whole
 # (--dist loadfile) with the rest; `make test-fast` leaves the slow ones out. Then the timing-sensitive
 # multi-process tests (marked serial) in one process, with no other test process competing.
-PARALLEL ?= -n 2 --dist loadfile
+# tests/conftest.py orders the files (the slow ones first, then the most tests first), and xdist keeps that order.
+PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
 
 # The serial pass collects only the files that mark tests serial (tests/conftest.py refuses a serial mark given
 # any other way).

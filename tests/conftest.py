@@ -105,6 +105,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = [item for item in items if not _postgres_variant_of_an_http_test(item)]
+    _longest_first(items)
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Files in the order pytest-xdist hands them out (``--dist loadfile --no-loadscope-reorder``): the files
+    with slow tests first, in collection order (the browser's, the end-to-end ones), then the others, most
+    tests first. A worker that takes a slow file late would run on alone after the other has finished."""
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(Path(item.path), []).append(item)
+
+    def key(group: list[pytest.Item]) -> tuple[bool, int]:
+        slow = any(item.get_closest_marker("slow") for item in group)
+        return (not slow, 0 if slow else -len(group))
+
+    items[:] = [item for group in sorted(files.values(), key=key) for item in group]
 
 
 RUN_DATABASES: set[str] = set()

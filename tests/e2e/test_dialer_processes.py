@@ -51,7 +51,7 @@ def _max_overlap(intervals: list[tuple[object, object]]) -> int:
     return most
 
 
-@pytest.mark.slow  # a crash test (make test runs it in the one-process pass)
+@pytest.mark.slow  # a crash test (make test runs it in its serial pass)
 @pytest.mark.serial
 @pytest.mark.postgres
 async def test_two_workers_keep_the_cap_and_dial_each_attempt_once_across_a_kill(
