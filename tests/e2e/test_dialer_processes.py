@@ -35,7 +35,7 @@ async def private_pg(postgres_url: str) -> AsyncIterator[str]:
 
 def _worker(url: str, var_dir: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PARLEY_DATABASE_URL": url, "PARLEY_SECRET_KEY": "test-secret-key",
-           "PARLEY_VAR_DIR": str(var_dir), "PARLEY_SIMULATOR_SPEED": "40", "PARLEY_LOG_LEVEL": "WARNING",
+           "PARLEY_VAR_DIR": str(var_dir), "PARLEY_SIMULATOR_SPEED": "10", "PARLEY_LOG_LEVEL": "WARNING",
            # a killed worker's jobs, and the conversations it had taken, move to another after seconds, not a minute
            "PARLEY_JOB_LEASE_SECONDS": "3", "PARLEY_SIMULATOR_OFFER_AGAIN_SECONDS": "5"}
     return subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], cwd=ROOT, env=env,
