@@ -30,14 +30,15 @@ lint: venv
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-# Two passes: most tests in parallel (pytest-xdist, one process per core, a database of their own each);
-# timing-sensitive multi-process tests (marked serial) and, for `make test`, the slow end-to-end, crash
-# and fuzz tests in one process, with no other test process competing.
-PARALLEL ?= -n 2 --dist loadfile
+# Two passes. First, every test not marked serial in parallel (pytest-xdist, one process per core, a database of
+# their own each): for `make test` the slow end-to-end, browser, crash and fuzz tests too, files shared out whole
+# (--dist loadfile) with the rest; `make test-fast` leaves the slow ones out. Then the timing-sensitive
+# multi-process tests (marked serial) in one process, with no other test process competing.
+# tests/conftest.py orders the files (the slow ones first, then the most tests first), and xdist keeps that order.
+PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
 
-# The one-process pass collects only the files that mark tests slow or serial (tests/conftest.py refuses a mark
-# given any other way).
-ONE_PROCESS_FILES = $(shell grep -rlE --include='test_*.py' 'mark\.(slow|serial)' tests)
+# The serial pass collects only the files that mark tests serial (tests/conftest.py refuses a serial mark given
+# any other way).
 SERIAL_FILES = $(shell grep -rlE --include='test_*.py' 'mark\.serial' tests)
 
 # Each pass writes a JUnit report; the last line of the run adds both passes up.
@@ -51,9 +52,9 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
 test: lint
 	@rm -rf $(REPORTS); mkdir -p $(REPORTS)
-	$(PYTEST) -q $(PARALLEL) -m "not slow and not serial" --junitxml=$(REPORTS)/parallel.xml; \
+	$(PYTEST) -q $(PARALLEL) -m "not serial" --junitxml=$(REPORTS)/parallel.xml; \
 	first=$$?; \
-	$(PYTEST) -q -m "slow or serial" --junitxml=$(REPORTS)/serial.xml $(ONE_PROCESS_FILES); \
+	$(PYTEST) -q -m "serial" --junitxml=$(REPORTS)/serial.xml $(SERIAL_FILES); \
 	second=$$?; \
 	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
 	test $$first -eq 0 -a $$second -eq 0

@@ -70,8 +70,6 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PARLEY_TEST_RUN", uuid.uuid4().hex[:12])
 
 
-_ONE_PROCESS_MARKS = ("slow", "serial")
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
@@ -95,19 +93,34 @@ def _postgres_variant_of_an_http_test(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The one-process pass of ``make test`` collects only the files that spell ``pytest.mark.slow`` or
-    ``pytest.mark.serial`` (the Makefile greps for them, which saves collecting the whole suite twice): a test
-    that gets either mark any other way would be run by neither pass, so it is refused here. With
+    """The serial pass of ``make test`` and ``make test-fast`` collects only the files that spell
+    ``pytest.mark.serial`` (the Makefile greps for it, which saves collecting the whole suite twice): a test
+    marked serial any other way would be run by neither pass, so it is refused here. With
     ``--http-on-sqlite-only`` (``make test-fast``) the PostgreSQL variants of the HTTP tests are deselected."""
     for item in items:
-        for mark in _ONE_PROCESS_MARKS:
-            if item.get_closest_marker(mark) and f"mark.{mark}" not in Path(item.path).read_text(encoding="utf-8"):
-                raise pytest.UsageError(f"{item.nodeid} is marked {mark} without `pytest.mark.{mark}` in its file")
+        if item.get_closest_marker("serial") and "mark.serial" not in Path(item.path).read_text(encoding="utf-8"):
+            raise pytest.UsageError(f"{item.nodeid} is marked serial without `pytest.mark.serial` in its file")
     if config.getoption("--http-on-sqlite-only"):
         deselected = [item for item in items if _postgres_variant_of_an_http_test(item)]
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = [item for item in items if not _postgres_variant_of_an_http_test(item)]
+    _longest_first(items)
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Files in the order pytest-xdist hands them out (``--dist loadfile --no-loadscope-reorder``): the files
+    with slow tests first, in collection order (the browser's, the end-to-end ones), then the others, most
+    tests first. A worker that takes a slow file late would run on alone after the other has finished."""
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(Path(item.path), []).append(item)
+
+    def key(group: list[pytest.Item]) -> tuple[bool, int]:
+        slow = any(item.get_closest_marker("slow") for item in group)
+        return (not slow, 0 if slow else -len(group))
+
+    items[:] = [item for group in sorted(files.values(), key=key) for item in group]
 
 
 RUN_DATABASES: set[str] = set()

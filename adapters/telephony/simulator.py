@@ -7,8 +7,9 @@ until the calls' pass hands the conversation's result back (``resume``); the con
 application's, the one of live media sessions (``application/simulated_call.py``). The call then ends at the
 pick-up plus the conversation's length. The timeline lives in the call's telephony state (JSON on the call row),
 so any worker process can continue a call and nothing is lost in a restart; a conversation not handed back within
-``OFFER_AGAIN_SECONDS`` (its worker died) is asked for again. Polling with the clock's ``now`` reports every event
-whose time has come; the recording is a real WAV written through the BlobStorage port when the call ends.
+``offer_again_seconds`` (``OFFER_AGAIN_SECONDS`` by default; its worker died) is asked for again. Polling with the
+clock's ``now`` reports every event whose time has come; the recording is a real WAV written through the
+BlobStorage port when the call ends.
 
 Time: simulated call time runs ``20 * speed`` times faster than wall time (``PARLEY_SIMULATOR_SPEED``,
 default 1.0), so a typical call of about 20 simulated seconds ends within about 1.2 s of wall time.
@@ -41,12 +42,13 @@ RING_SECONDS = {"complete": 4.0, "book": 4.0, "transfer": 4.0, "busy": 2.0, "no_
                 "voicemail": 15.0}
 BASE_SPEEDUP = 20.0
 OFFER_AGAIN_SECONDS = 60.0
-"""Wall seconds a line waits for its conversation's result before it asks again."""
+"""Wall seconds a line waits for its conversation's result before it asks again (the default)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SimulatorConfig:
     speed: float = 1.0
+    offer_again_seconds: float = OFFER_AGAIN_SECONDS
 
     @property
     def wall_seconds_per_call_second(self) -> float:
@@ -108,7 +110,8 @@ class SimulatedTelephony:
                 break
             if event["kind"] == CONVERSATION:
                 offered = state["offered_at"]
-                if offered is None or now >= datetime.fromisoformat(offered) + timedelta(seconds=OFFER_AGAIN_SECONDS):
+                again = timedelta(seconds=self.config.offer_again_seconds)
+                if offered is None or now >= datetime.fromisoformat(offered) + again:
                     state["attempt"] += 1
                     state["offered_at"] = now.isoformat()
                     signals.append(CallSignal(CONVERSATION, at, tool=CONVERSATION, caller=ScriptedCaller(
@@ -161,7 +164,7 @@ class SimulatedTelephony:
             return None
         event = state["events"][state["cursor"]]
         if event["kind"] == CONVERSATION and state["offered_at"] is not None:
-            return datetime.fromisoformat(state["offered_at"]) + timedelta(seconds=OFFER_AGAIN_SECONDS)
+            return datetime.fromisoformat(state["offered_at"]) + timedelta(seconds=self.config.offer_again_seconds)
         return self._at(state, event)
 
     async def _ended(self, state: dict[str, Any], event: dict[str, Any], at: datetime) -> CallSignal:

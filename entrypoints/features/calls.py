@@ -42,6 +42,9 @@ from entrypoints.units import ScopedUnits
 class CallsSettings:
     simulator_speed: float = 1.0
     """PARLEY_SIMULATOR_SPEED: the time factor of the telephony simulator."""
+    simulator_offer_again_seconds: float = 60.0
+    """PARLEY_SIMULATOR_OFFER_AGAIN_SECONDS: wall seconds a simulated line waits for its conversation's result
+    (the worker that took it may have died) before it asks for the conversation again."""
 
 
 class CallsPlatformProvider(Provider):
@@ -49,7 +52,8 @@ class CallsPlatformProvider(Provider):
 
     @provide
     def simulator_config(self, settings: CallsSettings) -> SimulatorConfig:
-        return SimulatorConfig(speed=settings.simulator_speed)
+        return SimulatorConfig(speed=settings.simulator_speed,
+                               offer_again_seconds=settings.simulator_offer_again_seconds)
 
     @provide
     def recording_links(self, settings: Settings) -> call_cases.RecordingLinkSettings:

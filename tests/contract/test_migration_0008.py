@@ -18,7 +18,7 @@ from adapters.sql.engine import create_engine
 from adapters.sql.schema import alembic_config
 from tests.support.databases import IN_CI, pg_admin_url, pg_reachable
 
-# like every migration's test: the history from an empty database, once per database, in the one-process pass
+# like every migration's test: the history from an empty database, once per database, with make test's slow tests
 pytestmark = pytest.mark.slow
 
 EARLIER_HEADS = ("0002", "0004", "0005", "0006", "0100")

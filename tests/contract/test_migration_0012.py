@@ -10,7 +10,7 @@ import pytest
 
 from tests.contract.test_migration_0008 import _migrate, _sql, empty_url  # noqa: F401  (a fixture)
 
-# like every migration's test: the history from an empty database, once per database, in the one-process pass
+# like every migration's test: the history from an empty database, once per database, with make test's slow tests
 pytestmark = pytest.mark.slow
 
 BEFORE = "0008"

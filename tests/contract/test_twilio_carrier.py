@@ -40,7 +40,7 @@ def emulator() -> Iterator[TwilioEmulator]:
 
 
 def carrier() -> TwilioCarrier:
-    return TwilioCarrier(HttpxSafeHttp(SystemResolver(), allow_loopback=True, user_agent="test"), timeout=3.0)
+    return TwilioCarrier(HttpxSafeHttp(SystemResolver(), allow_loopback=True, user_agent="test"), timeout=1.0)
 
 
 def account(emulator: TwilioEmulator, **credentials: str) -> CarrierAccount:
@@ -78,7 +78,7 @@ async def test_refusals_are_definite_and_silence_is_ambiguous(emulator: TwilioEm
     emulator.fail_next("calls.create", 500, "Internal Server Error")
     with pytest.raises(CarrierError, match="Internal Server Error"):
         await twilio.dial(account(emulator), dial)
-    emulator.hang_next("calls.create", 4.0, create=True)
+    emulator.hang_next("calls.create", 2.0, create=True)
     with pytest.raises(CarrierAmbiguous):
         await twilio.dial(account(emulator), dial)
     unreachable = CarrierAccount(7, 1, "twilio", emulator.credentials, "http://127.0.0.1:9")

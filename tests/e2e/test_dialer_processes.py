@@ -35,7 +35,9 @@ async def private_pg(postgres_url: str) -> AsyncIterator[str]:
 
 def _worker(url: str, var_dir: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PARLEY_DATABASE_URL": url, "PARLEY_SECRET_KEY": "test-secret-key",
-           "PARLEY_VAR_DIR": str(var_dir), "PARLEY_SIMULATOR_SPEED": "10", "PARLEY_LOG_LEVEL": "WARNING"}
+           "PARLEY_VAR_DIR": str(var_dir), "PARLEY_SIMULATOR_SPEED": "10", "PARLEY_LOG_LEVEL": "WARNING",
+           # a killed worker's jobs, and the conversations it had taken, move to another after seconds, not a minute
+           "PARLEY_JOB_LEASE_SECONDS": "3", "PARLEY_SIMULATOR_OFFER_AGAIN_SECONDS": "5"}
     return subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -51,7 +53,7 @@ def _max_overlap(intervals: list[tuple[object, object]]) -> int:
     return most
 
 
-@pytest.mark.slow  # a crash test (make test runs it in the one-process pass)
+@pytest.mark.slow  # a crash test (make test runs it in its serial pass)
 @pytest.mark.serial
 @pytest.mark.postgres
 async def test_two_workers_keep_the_cap_and_dial_each_attempt_once_across_a_kill(
@@ -66,7 +68,7 @@ async def test_two_workers_keep_the_cap_and_dial_each_attempt_once_across_a_kill
     try:
         assert (await api.client.post(f"/v2/campaigns/{c['id']}/start", headers=t.headers)).status_code == 200
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + 120  # a killed worker's job leases expire after 30 s
+        deadline = loop.time() + 120  # a killed worker's job leases expire after 3 s
         killed = False
         while True:  # polled in the database (the API's rate limit is not under test)
             async with engine.connect() as conn:

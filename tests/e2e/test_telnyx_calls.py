@@ -8,7 +8,8 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -16,8 +17,22 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from application.carrier_calls import TransferCarrierCall, TransferCarrierCallCommand
 from application.ports.platform import UnitOfWork
 from entrypoints.runtime import QUIET_LOGGERS, configure_logging
-from tests.e2e.telnyx_support import PUBLIC, Telnyx, telnyx  # noqa: F401  (the fixture)
+from tests.conftest import AppPool
+from tests.e2e.telnyx_support import PUBLIC, Telnyx, telnyx, telnyx_world  # noqa: F401  (the fixture)
 from tests.http.calls_support import events_of, outbox
+
+# end to end through a carrier's protocol (make test runs it; make test-fast leaves it out)
+pytestmark = pytest.mark.slow
+
+SHORT_DEADLINE = 1.0
+"""Parley's deadline for a request to Telnyx in the tests whose emulator hangs one on purpose: each hung request
+costs its test the deadline in real time (the emulator, on 127.0.0.1, answers the others well within it)."""
+
+
+@pytest.fixture
+async def hasty(tmp_root: Path, app_pool: AppPool, sql_url: str) -> AsyncIterator[Telnyx]:
+    async for world in telnyx_world(tmp_root, app_pool, sql_url, carrier_timeout=SHORT_DEADLINE):
+        yield world
 
 
 async def dialled(world: Telnyx) -> str:
@@ -102,35 +117,35 @@ async def test_a_carrier_that_refuses_or_is_down_fails_the_call_with_its_words(
     assert "could not be reached" in call["end_message"]
 
 
-async def test_a_dial_without_an_answer_is_reconciled_never_repeated(telnyx: Telnyx) -> None:  # noqa: F811
-    call_id = await telnyx.place(await telnyx.agent())
-    telnyx.emulator.hang("POST", "/v2/calls", effect=True)  # Telnyx places the call; its answer is lost
-    await telnyx.drive()
-    assert (await telnyx.call(call_id))["status"] == "ringing"
-    (placed,) = telnyx.emulator.calls.values()
-    telnyx.clock.advance(seconds=61)
-    await telnyx.drive()  # asks Telnyx for its active calls and finds the one carrying this call's client_state
-    assert telnyx.emulator.on("GET", f"/v2/connections/{telnyx.emulator.connection_id}/active_calls")
-    assert telnyx.emulator.on("GET", f"/v2/calls/{placed.call_control_id}")
-    assert (await telnyx.call(call_id))["status"] == "ringing"
-    await telnyx.emulator.answer(placed.call_control_id)
-    assert (await telnyx.call(call_id))["status"] == "in_progress"
-    telnyx.clock.advance(seconds=30)
-    await telnyx.emulator.hangup(placed.call_control_id)
-    ended = await telnyx.call(call_id)
+async def test_a_dial_without_an_answer_is_reconciled_never_repeated(hasty: Telnyx) -> None:
+    call_id = await hasty.place(await hasty.agent())
+    hasty.emulator.hang("POST", "/v2/calls", effect=True)  # Telnyx places the call; its answer is lost
+    await hasty.drive()
+    assert (await hasty.call(call_id))["status"] == "ringing"
+    (placed,) = hasty.emulator.calls.values()
+    hasty.clock.advance(seconds=61)
+    await hasty.drive()  # asks Telnyx for its active calls and finds the one carrying this call's client_state
+    assert hasty.emulator.on("GET", f"/v2/connections/{hasty.emulator.connection_id}/active_calls")
+    assert hasty.emulator.on("GET", f"/v2/calls/{placed.call_control_id}")
+    assert (await hasty.call(call_id))["status"] == "ringing"
+    await hasty.emulator.answer(placed.call_control_id)
+    assert (await hasty.call(call_id))["status"] == "in_progress"
+    hasty.clock.advance(seconds=30)
+    await hasty.emulator.hangup(placed.call_control_id)
+    ended = await hasty.call(call_id)
     assert (ended["status"], ended["duration_seconds"]) == ("completed", 30)
-    assert len(telnyx.emulator.on("POST", "/v2/calls")) == 1
+    assert len(hasty.emulator.on("POST", "/v2/calls")) == 1
 
 
-async def test_a_dial_the_carrier_never_made_fails_on_reconciliation(telnyx: Telnyx) -> None:  # noqa: F811
-    call_id = await telnyx.place(await telnyx.agent())
-    telnyx.emulator.hang("POST", "/v2/calls")  # lost before Telnyx did anything
-    await telnyx.drive()
-    telnyx.clock.advance(seconds=61)
-    await telnyx.drive()
-    call = await telnyx.call(call_id)
+async def test_a_dial_the_carrier_never_made_fails_on_reconciliation(hasty: Telnyx) -> None:
+    call_id = await hasty.place(await hasty.agent())
+    hasty.emulator.hang("POST", "/v2/calls")  # lost before Telnyx did anything
+    await hasty.drive()
+    hasty.clock.advance(seconds=61)
+    await hasty.drive()
+    call = await hasty.call(call_id)
     assert (call["status"], call["end_reason"]) == ("failed", "carrier_error")
-    assert len(telnyx.emulator.on("POST", "/v2/calls")) == 1 and telnyx.emulator.calls == {}
+    assert len(hasty.emulator.on("POST", "/v2/calls")) == 1 and hasty.emulator.calls == {}
 
 
 async def test_hostile_webhooks_change_nothing(telnyx: Telnyx, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.e2e.telnyx_support import PUBLIC, Telnyx, telnyx  # noqa: F401  (the fixture)
+
+# end to end through a carrier's protocol (make test runs it; make test-fast leaves it out)
+pytestmark = pytest.mark.slow
 
 
 async def send(world: Telnyx, to: str, body: str = "Your table is booked for 8pm.") -> Any:

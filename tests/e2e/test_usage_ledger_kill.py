@@ -1,6 +1,7 @@
 """The usage ledger under a killed worker: a real process is SIGKILLed while it records a call's usage (its rows
 written, the transaction open); after a restart the call's usage is recorded exactly once, also when the
-restarted worker records the same call end again. On SQLite and PostgreSQL."""
+restarted worker records the same call end again. On SQLite and PostgreSQL, on a database of the test's own: a
+process killed mid-write must not share the database the run's other tests read and write."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from adapters.sql.usage_tables import usage_counters, usage_daily, usage_ledger
 from application.ports.usage import CALL_SECONDS, CALLS
-from tests.conftest import Api
+from tests.conftest import Api, ApiFactory
 from tests.e2e.usage_recording_process import SECONDS
 
-pytestmark = pytest.mark.slow  # real processes (make test runs it in the one-process pass)
+pytestmark = pytest.mark.slow  # real processes (make test runs it; make test-fast leaves it out)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,8 +50,9 @@ async def _state(api: Api, organization_id: int, call_id: str) -> tuple[list[tup
         await engine.dispose()
 
 
-async def test_a_worker_killed_mid_record_leaves_nothing_and_the_restart_records_once(any_api: Api,
-                                                                                     tmp_path: Path) -> None:
+async def test_a_worker_killed_mid_record_leaves_nothing_and_the_restart_records_once(
+        make_api: ApiFactory, private_sql_url: str, tmp_path: Path) -> None:
+    any_api = await make_api(private_sql_url)
     t = await any_api.tenant(plan="business")
     call_id = str(uuid.uuid4())
     url = any_api.settings.database_url

@@ -25,6 +25,9 @@ from tests.http.calls_support import active_agent, drive, events_of, outbox, uni
 from tests.http.triggers_support import create, evaluate, run_jobs, runs
 from tests.support.emulators.twilio import TwilioEmulator
 
+# end to end through a carrier's protocol (make test runs it; make test-fast leaves it out)
+pytestmark = pytest.mark.slow
+
 SHOP = "https://shop.example"
 TALK_SECONDS = 31
 

@@ -39,6 +39,9 @@ from tests.support.emulators.media_client import StreamingCallers
 from tests.support.emulators.telnyx import TelnyxEmulator
 from tests.support.emulators.twilio import TwilioEmulator
 
+# carrier calls through their media streams at real time, end to end (make test runs it; make test-fast leaves it out)
+pytestmark = pytest.mark.slow
+
 SECTIONS = (CarrierSettings(request_timeout_seconds=REQUEST_TIMEOUT), MediaSettings(media_runtime="first_message"))
 
 

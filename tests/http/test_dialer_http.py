@@ -43,6 +43,7 @@ def _at(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+@pytest.mark.slow  # a campaign run through the worker's passes to its end (make test runs it)
 async def test_a_campaign_runs_to_completion_with_every_outcome_and_the_retry_policy(
         make_api: ApiFactory, sql_url: str) -> None:
     api = await make_api(sql_url, clock=ManualClock(MONDAY_9))
@@ -206,6 +207,7 @@ async def test_pause_stops_new_dials_and_calls_in_flight_still_settle(make_api: 
     assert (await get(api, t, f"/campaigns/{c['id']}"))["status"] == "paused"
 
 
+@pytest.mark.slow  # a campaign run through the worker's passes to its end (make test runs it)
 async def test_the_cap_is_never_exceeded_and_single_calls_go_first(make_api: ApiFactory, sql_url: str) -> None:
     api = await make_api(sql_url, clock=ManualClock(MONDAY_9))
     t = await api.tenant(plan="starter")  # two lines: the dial queue's order decides who gets them
@@ -280,6 +282,7 @@ async def test_dial_now_answers_the_window_the_cap_and_the_campaign_state(make_a
     assert neither.status_code == 400
 
 
+@pytest.mark.slow  # a campaign run through the worker's passes to its end (make test runs it)
 async def test_fifty_contacts_on_test_numbers_complete_in_a_few_worker_rounds(make_api: ApiFactory,
                                                                              sql_url: str) -> None:
     api = await make_api(sql_url, clock=ManualClock(MONDAY_9))

@@ -31,6 +31,9 @@ from tests.http.media_support import (
     sine,
 )
 
+# end to end through a carrier's protocol (make test runs it; make test-fast leaves it out)
+pytestmark = pytest.mark.slow
+
 
 async def carrier_says(served: MediaApp, call: RingingCall, state: Literal["completed", "answered"],
                        at: datetime, answered_by: Literal["human", "machine", "unknown"] | None = None

@@ -35,6 +35,9 @@ from tests.http.media_support import (
 )
 from tests.support.emulators.media_client import AsgiWebSocket, WebSocketClosed
 
+# media streams paced at real time, end to end (make test runs it; make test-fast leaves it out)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 async def served(app_pool: AppPool, tmp_root: Path, sql_url: str) -> AsyncIterator[MediaApp]:

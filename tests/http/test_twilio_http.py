@@ -20,8 +20,11 @@ from application.ports.platform import UnitOfWork
 from tests.conftest import AppPool
 from tests.http import calls_support
 from tests.http.calls_support import ApiWith, drive, events_of, outbox, place
-from tests.http.twilio_support import HANG, PUBLIC, Line, app, twilio_line
+from tests.http.twilio_support import HANG, PUBLIC, REQUEST_TIMEOUT, SHORT_TIMEOUT, Line, app, twilio_line
 from tests.support.emulators.twilio import TwilioEmulator
+
+# end to end through a carrier's protocol (make test runs it; make test-fast leaves it out)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -43,9 +46,9 @@ def emulator() -> Any:
     emulator.stop()
 
 
-async def line_on(api_with: ApiWith, sql_url: str, emulator: TwilioEmulator, **agent: Any
-                  ) -> tuple[Line, dict[str, Any]]:
-    api, tokens = await app(api_with, sql_url)
+async def line_on(api_with: ApiWith, sql_url: str, emulator: TwilioEmulator, *,
+                  request_timeout: float = REQUEST_TIMEOUT, **agent: Any) -> tuple[Line, dict[str, Any]]:
+    api, tokens = await app(api_with, sql_url, request_timeout=request_timeout)
     return await twilio_line(api, tokens, emulator, **agent)
 
 
@@ -222,7 +225,7 @@ async def test_twilio_down_fails_the_call_with_its_message(api_with: ApiWith, sq
 
 async def test_a_dial_without_an_answer_is_reconciled_and_never_repeated(api_with: ApiWith, sql_url: str,
                                                                          emulator: TwilioEmulator) -> None:
-    line, agent = await line_on(api_with, sql_url, emulator)
+    line, agent = await line_on(api_with, sql_url, emulator, request_timeout=SHORT_TIMEOUT)
     emulator.hang_next("calls.create", HANG, create=True)  # Twilio placed it; its answer never came back
     placed = await place(line.api, line.tenant, agent, "+14155550123")
     call_id = placed.json()["data"]["id"]

@@ -18,6 +18,9 @@ from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.media_support import MediaApp, media_app
 from tests.support.emulators.media_client import AsgiWebSocket, WebSocketClosed
 
+# the web protocol's conversations at real time, end to end (make test runs it; make test-fast leaves it out)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 async def served(app_pool: AppPool, tmp_root: Path, sql_url: str) -> AsyncIterator[MediaApp]:

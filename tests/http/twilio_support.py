@@ -23,8 +23,11 @@ from tests.support.emulators.twilio import TwilioEmulator
 PUBLIC = "https://parley.test"
 REQUEST_TIMEOUT = 4.0
 """Parley's deadline for a request to the emulator (a loaded test machine answers well within it)."""
-HANG = REQUEST_TIMEOUT + 1.0
-"""How long the emulator holds an answer it is told to hang (past the deadline: an ambiguous request)."""
+SHORT_TIMEOUT = 1.0
+"""The deadline of the tests whose emulator hangs a request on purpose: each such request costs the test its
+deadline in real time (the emulator, on 127.0.0.1, still answers the others well within it)."""
+HANG = SHORT_TIMEOUT + 1.0
+"""How long the emulator holds an answer it is told to hang (past the short deadline: an ambiguous request)."""
 START = datetime(2026, 11, 27, 9, tzinfo=UTC)
 
 
@@ -70,12 +73,12 @@ class Line:
         return response.json()["data"]
 
 
-async def app(api_with: ApiWith, database_url: str, *, public: str | None = PUBLIC, **settings: Any
-              ) -> tuple[Api, FakeStreamTokens]:
+async def app(api_with: ApiWith, database_url: str, *, public: str | None = PUBLIC,
+              request_timeout: float = REQUEST_TIMEOUT, **settings: Any) -> tuple[Api, FakeStreamTokens]:
     tokens = FakeStreamTokens()
     extra: dict[str, Any] = {"public_base_url": public} if public else {}
     api = await api_with(database_url, Pinned(MediaStreamTokens, tokens), clock=ManualClock(START),
-                         sections=(CarrierSettings(request_timeout_seconds=REQUEST_TIMEOUT),), **extra, **settings)
+                         sections=(CarrierSettings(request_timeout_seconds=request_timeout),), **extra, **settings)
     return api, tokens
 
 
