@@ -70,7 +70,6 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PARLEY_TEST_RUN", uuid.uuid4().hex[:12])
 
 
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--http-on-sqlite-only", action="store_true",

@@ -22,7 +22,7 @@ from adapters.sql.call_placement import SqlCallPlacementReads
 from adapters.sql.calls import SqlCallLogRepository, SqlCallRepository
 from adapters.sql.dnc import SqlDncRepository, SqlDncScreener
 from adapters.sql.telephony import SqlPhoneNumberRepository, SqlTelephonyProviderRepository
-from adapters.telephony.simulator import SimulatedTelephony, SimulatorConfig
+from adapters.telephony.simulator import OFFER_AGAIN_SECONDS, SimulatedTelephony, SimulatorConfig
 from application import calls as call_cases
 from application import dnc as dnc_cases
 from application import telephony as telephony_cases
@@ -42,7 +42,7 @@ from entrypoints.units import ScopedUnits
 class CallsSettings:
     simulator_speed: float = 1.0
     """PARLEY_SIMULATOR_SPEED: the time factor of the telephony simulator."""
-    simulator_offer_again_seconds: float = 60.0
+    simulator_offer_again_seconds: float = OFFER_AGAIN_SECONDS
     """PARLEY_SIMULATOR_OFFER_AGAIN_SECONDS: wall seconds a simulated line waits for its conversation's result
     (the worker that took it may have died) before it asks for the conversation again."""
 
