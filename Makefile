@@ -33,7 +33,8 @@ lint: venv
 # Two passes. First, every test not marked serial in parallel (pytest-xdist, one process per core, a database of
 # their own each): for `make test` the slow end-to-end, browser, crash and fuzz tests too, files shared out whole
 # (--dist loadfile) with the rest; `make test-fast` leaves the slow ones out. Then the timing-sensitive
-# multi-process tests (marked serial) in one process, with no other test process competing.
+# multi-process tests and the browser web calls, whose audio runs in real time (marked serial), in one process,
+# with no other test process competing.
 # tests/conftest.py orders the files (the slow ones first, then the most tests first), and xdist keeps that order.
 PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
 

@@ -62,6 +62,9 @@ ANALYSIS_TIMEOUT_SECONDS = 4.0
 """How long the after-call analysis may take (the media session waits a few seconds for the runtime after its
 stream closed); a slower answer leaves the analysis empty."""
 FRAME_MS = 20
+PRE_ROLL_MS = 300
+"""The caller's audio just before the detector says speech started, kept with the utterance: the detector needs a
+few voiced frames to be sure, and a soft first sound ("wh", "h") may be below its threshold."""
 MS_PER_WORD_GUESS = 300
 """How long a word takes to say, for a sentence whose synthesis was cut short (its full length unknown)."""
 VOICE_RULES = ("You are speaking on a phone call: answer in short, plain spoken sentences, without lists, markdown "
@@ -230,6 +233,8 @@ class Conversation:
     async def _read(self, events: AsyncIterator[MediaEvent], detector: TurnDetector) -> None:
         collecting: list[bytes] | None = None
         started_ms = 0
+        recent = bytearray()  # the caller's last PRE_ROLL_MS before this frame, while no utterance is collected
+        keep = self.rate * PRE_ROLL_MS // 1000 * SAMPLE_WIDTH
         async for event in events:
             if isinstance(event, StreamClosed):
                 # closed by the agent's own hang-up (a browser closes its websocket at once): the agent's reason
@@ -244,11 +249,15 @@ class Conversation:
                 if activity.speaking:
                     self.last_heard_ms = event.at_ms
                 if activity.speech_started:
-                    collecting, started_ms = [], event.at_ms
+                    collecting, started_ms = [bytes(recent)], event.at_ms
                     if self._agent_active():
                         await self._barge_in()
                 if collecting is not None:
                     collecting.append(event.pcm)
+                    recent.clear()
+                else:
+                    recent += event.pcm
+                    del recent[:max(0, len(recent) - keep)]
                 if activity.turn_ended and collecting is not None:
                     utterance, collecting = b"".join(collecting), None
                     self.last_heard_ms = event.at_ms

@@ -17,6 +17,7 @@ from tests.support.conversation import (
     Close,
     Control,
     FakeMediaSession,
+    FakeTurnDetectors,
     FixedEngineFactory,
     Say,
     ScriptedModel,
@@ -92,6 +93,17 @@ async def test_a_caller_turn_is_transcribed_answered_sentence_by_sentence_and_ti
                               "tts_first_audio_ms": 60, "parley_ms": 0}]
     assert agent["at_ms"] == 3000 + 500 + 660
     assert outcome.analysis == {"summary": "A call.", "successful": True, "data": {}}
+
+
+async def test_the_words_before_the_detector_is_sure_are_transcribed_with_the_utterance() -> None:
+    # the detector starts the utterance at the 8th speech frame (160 ms), inside "parking": the 300 ms before it
+    # are kept, so the recognizer hears the question from its first word
+    run = Run([Silence(1000), Say("Where is the", 100), Say("parking?", 600), Silence(2000), Close()],
+              [["Behind the building."]], config=replace(CONFIG, first_message=None))
+    run.engines = replace(run.engines, turns=FakeTurnDetectors(start_frames=8))
+    outcome = await run()
+    assert run.engines.stt.heard == ["Where is the"]
+    assert outcome.transcript[0] == {"role": "user", "text": "Where is the", "at_ms": 1160}
 
 
 async def test_barge_in_clears_in_the_same_frame_and_cuts_the_agent_line_to_what_was_heard() -> None:

@@ -245,29 +245,40 @@ class FakeMediaSession:
 
 
 class FakeTurnDetector:
-    def __init__(self, end_of_turn_silence_ms: int) -> None:
-        self.silence_ms = end_of_turn_silence_ms
+    """Any non-zero sample is speech; an utterance starts at the ``start_frames``-th speech frame in a row (a real
+    detector wants a few before it is sure) and ends after ``end_of_turn_silence_ms`` of silence."""
+
+    def __init__(self, end_of_turn_silence_ms: int, start_frames: int = 1) -> None:
+        self.silence_ms, self.start_frames = end_of_turn_silence_ms, start_frames
         self.in_speech = False
+        self.voiced = 0
         self.last_speech = 0
 
     def feed(self, pcm: bytes, at_ms: int) -> VoiceActivity:
         speaking = any(pcm[i:i + 2] != b"\x00\x00" for i in range(0, min(len(pcm), 8), 2))
         if speaking:
+            self.voiced += 1
+            if not self.in_speech and self.voiced < self.start_frames:
+                return VoiceActivity(speaking=False)
             started = not self.in_speech
             self.in_speech, self.last_speech = True, at_ms
             return VoiceActivity(speaking=True, speech_started=started)
+        self.voiced = 0
         if self.in_speech and at_ms - self.last_speech >= self.silence_ms:
             self.in_speech = False
             return VoiceActivity(speaking=False, turn_ended=True)
         return VoiceActivity(speaking=False)
 
     def reset(self) -> None:
-        self.in_speech = False
+        self.in_speech, self.voiced = False, 0
 
 
 class FakeTurnDetectors:
+    def __init__(self, start_frames: int = 1) -> None:
+        self.start_frames = start_frames
+
     def create(self, sample_rate: int, end_of_turn_silence_ms: int) -> FakeTurnDetector:
-        return FakeTurnDetector(end_of_turn_silence_ms)
+        return FakeTurnDetector(end_of_turn_silence_ms, self.start_frames)
 
 
 class FakeSpeechToText:
