@@ -216,10 +216,10 @@ class DialNextContact:
     due)."""
 
     def __init__(self, campaigns: CampaignRepository, contacts: ContactRepository, store: DialerStore,
-                 calls: CallRepository, agents: AgentRepository, place: PlaceCall, dnc: DncGate,
-                 windows: CallingWindows, endings: ContactEndings, clock: Clock, uow: UnitOfWork) -> None:
+                 calls: CallRepository, agents: AgentRepository, place: PlaceCall, windows: CallingWindows,
+                 endings: ContactEndings, clock: Clock, uow: UnitOfWork) -> None:
         self.campaigns, self.contacts, self.store, self.calls, self.agents = campaigns, contacts, store, calls, agents
-        self.place, self.dnc, self.windows, self.clock, self.uow = place, dnc, windows, clock, uow
+        self.place, self.windows, self.clock, self.uow = place, windows, clock, uow
         self.endings = endings
         self.moves = _Contacts(contacts, uow)
 
@@ -283,15 +283,11 @@ class DialNextContact:
             await self.campaigns.update(replace(campaign, status_reason=reason, next_dial_at=next_at))
 
     async def _dial(self, campaign: Campaign, contact: Contact, now: datetime) -> DialOutcome:
-        org = campaign.organization_id
-        blocked = await self.dnc.blocked_reason(org, contact.phone)
-        if blocked is not None:  # dnc_blocked, or recipient_opted_out (a STOP reply)
-            await self.moves.save(contact.move("skip_dnc", now, reason=blocked))
-            return DialOutcome.SKIPPED
         try:
             await place_attempt(self.place, self.contacts, self.store, campaign, contact, now)
         except (DncBlocked, RecipientOptedOut, DestinationNotAllowed) as exc:
-            # listed meanwhile, or outside the dialing policy since it changed: never dialled, ended as a skip
+            # listed (dnc_blocked, or recipient_opted_out: a STOP reply), or outside the dialing policy since it
+            # changed: PlaceCall's gate refused it before writing anything; never dialled, ended as a skip
             await self.moves.save(contact.move("skip_dnc", now, reason=exc.code))
             return DialOutcome.SKIPPED
         except AgentNotCallable:  # paused (archived or deleted fail the campaign above)

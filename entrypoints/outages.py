@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import socket
 
+from asyncpg.exceptions import InsufficientResourcesError, OperatorInterventionError, PostgresConnectionError
 from asyncpg.exceptions import InterfaceError as DriverInterfaceError
-from asyncpg.exceptions import PostgresConnectionError
 from sqlalchemy import exc as sa_exc
 
 RETRY_AFTER_SECONDS = 5
@@ -20,6 +20,10 @@ _UNREACHABLE = (
     socket.gaierror,  # the database's host name does not resolve
     PostgresConnectionError,  # asyncpg: the server closed the connection, or refuses new ones now
     DriverInterfaceError,  # asyncpg: the connection is closed or in an unusable state
+    # PostgreSQL refusing for now: too many connections (53300, max_connections or a role's or database's limit),
+    # out of memory or disk (class 53); starting up, shutting down, a statement timeout (class 57)
+    InsufficientResourcesError,
+    OperatorInterventionError,
     sa_exc.OperationalError,  # the driver's word for "the database cannot do it now" (gone, locked, starting)
     sa_exc.InterfaceError,
     sa_exc.TimeoutError,  # the pool found no connection in time

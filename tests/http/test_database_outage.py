@@ -1,10 +1,13 @@
 """An unreachable database answers 503 service_unavailable with Retry-After, never 500, on every kind of route:
-the app is pointed at a PostgreSQL port nobody listens on, or at an SQLite file that cannot be opened."""
+the app is pointed at a PostgreSQL port nobody listens on, or at an SQLite file that cannot be opened; a PostgreSQL
+that refuses new connections (too many) is unavailable too."""
 
 from __future__ import annotations
 
 import secrets
 import socket
+import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -12,6 +15,7 @@ import pytest
 
 from domain.api_keys import BASE62, SECRET_LENGTH, compose
 from tests.conftest import ApiFactory
+from tests.support.databases import pg_admin_url
 
 
 def _dead_port() -> int:
@@ -62,3 +66,28 @@ async def test_the_dashboard_says_so_too(make_api: ApiFactory, dead_url: str) ->
         response = await api.client.request(method, path, **options)
         assert response.status_code == 503, (path, response.status_code, response.text[:300])
         assert int(response.headers["retry-after"]) >= 1
+
+
+@pytest.fixture
+async def refusing_url(postgres_url: str) -> AsyncIterator[str]:
+    """The run's PostgreSQL as a role allowed no connection: every connect is refused with 53300, "too many
+    connections for role", as a server at ``max_connections`` refuses them ("too many clients already")."""
+    import asyncpg
+
+    role = f"parley_full_{uuid.uuid4().hex[:10]}"
+    dsn = pg_admin_url().replace("postgresql+asyncpg://", "postgresql://")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'CREATE ROLE "{role}" LOGIN CONNECTION LIMIT 0')
+        yield postgres_url.replace("postgres@", f"{role}@", 1)
+    finally:
+        await conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+        await conn.close()
+
+
+@pytest.mark.postgres
+async def test_a_postgresql_refusing_new_connections_answers_503(make_api: ApiFactory, refusing_url: str) -> None:
+    api = await make_api(refusing_url, rate_limit_backend="database")
+    key = {"Authorization": f"Bearer {compose(''.join(secrets.choice(BASE62) for _ in range(SECRET_LENGTH)))}"}
+    _unavailable(await api.client.get("/v2/agents", headers=key))
+    _unavailable(await api.client.post("/v2/auth/login", json={"email": "ada@example.com", "password": "pw"}))
