@@ -84,17 +84,6 @@ class DncGate:
         await self.ensure_destination(organization_id, number)
         await self._ensure_not_listed(organization_id, number)
 
-    async def blocked_reason(self, organization_id: int, number: str) -> str | None:
-        """Screening for a path that records a block instead of refusing it (the dialer, leads):
-        ``dnc_blocked``, ``recipient_opted_out`` or None."""
-        try:
-            await self._ensure_not_listed(organization_id, number)
-        except RecipientOptedOut:
-            return RecipientOptedOut.code
-        except DncBlocked:
-            return DncBlocked.code
-        return None
-
     async def _ensure_not_listed(self, organization_id: int, number: str) -> None:
         listed = (await self.screen(organization_id, [number])).get(number)
         if not listed:
