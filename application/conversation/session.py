@@ -13,6 +13,7 @@ continuously, silence included).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
@@ -233,8 +234,8 @@ class Conversation:
     async def _read(self, events: AsyncIterator[MediaEvent], detector: TurnDetector) -> None:
         collecting: list[bytes] | None = None
         started_ms = 0
-        recent = bytearray()  # the caller's last PRE_ROLL_MS before this frame, while no utterance is collected
-        keep = self.rate * PRE_ROLL_MS // 1000 * SAMPLE_WIDTH
+        recent: collections.deque[bytes] = collections.deque()  # the caller's last frames (PRE_ROLL_MS or more)
+        recent_bytes, keep = 0, self.rate * PRE_ROLL_MS // 1000 * SAMPLE_WIDTH
         async for event in events:
             if isinstance(event, StreamClosed):
                 # closed by the agent's own hang-up (a browser closes its websocket at once): the agent's reason
@@ -249,15 +250,19 @@ class Conversation:
                 if activity.speaking:
                     self.last_heard_ms = event.at_ms
                 if activity.speech_started:
-                    collecting, started_ms = [bytes(recent)], event.at_ms
+                    before = b"".join(recent)
+                    collecting, started_ms = [before[max(0, len(before) - keep):]], event.at_ms
                     if self._agent_active():
                         await self._barge_in()
                 if collecting is not None:
                     collecting.append(event.pcm)
                     recent.clear()
+                    recent_bytes = 0
                 else:
-                    recent += event.pcm
-                    del recent[:max(0, len(recent) - keep)]
+                    recent.append(event.pcm)
+                    recent_bytes += len(event.pcm)
+                    while recent_bytes - len(recent[0]) >= keep:
+                        recent_bytes -= len(recent.popleft())
                 if activity.turn_ended and collecting is not None:
                     utterance, collecting = b"".join(collecting), None
                     self.last_heard_ms = event.at_ms

@@ -106,6 +106,15 @@ async def test_the_words_before_the_detector_is_sure_are_transcribed_with_the_ut
     assert outcome.transcript[0] == {"role": "user", "text": "Where is the", "at_ms": 1160}
 
 
+async def test_only_the_last_300_ms_before_the_utterance_go_with_it() -> None:
+    # a murmur too short to start an utterance (7 frames of the 8), then 600 ms of silence: not the caller's words
+    run = Run([Silence(1000), Say("Mm", 140), Silence(600), Say("Where is the", 100), Say("parking?", 600),
+               Silence(2000), Close()], [["Behind the building."]], config=replace(CONFIG, first_message=None))
+    run.engines = replace(run.engines, turns=FakeTurnDetectors(start_frames=8))
+    await run()
+    assert run.engines.stt.heard == ["Where is the"]
+
+
 async def test_barge_in_clears_in_the_same_frame_and_cuts_the_agent_line_to_what_was_heard() -> None:
     run = Run([Silence(500), Say("When are you open?", 600), Silence(2000), Say("Sorry, on Saturday?", 600),
                Silence(3000), Close()], [[LONG_ANSWER], ["On Saturdays from ten to two."]],
