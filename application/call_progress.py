@@ -84,11 +84,11 @@ class RunCallProgress:
         async def queued(unit: Unit) -> list[int]:
             return await (await unit.get(CallRepository)).organizations_with_queued(BATCH, org)
 
-        for ref in await self.units.run(due):
+        for ref in await self.units.read(due):
             report.advanced += await self.advance(ref)
-        for ref in await self.units.run(overdue):
+        for ref in await self.units.read(overdue):
             report.swept += await self._sweep(ref)
-        for organization_id in await self.units.run(queued):
+        for organization_id in await self.units.read(queued):
             report.dialled += await self._dial_queued(organization_id)
         return report
 
@@ -155,7 +155,7 @@ def progress_job(units: Units) -> JobKind:
 
     async def progress(job: ClaimedJob) -> datetime:
         await run.execute(RunCallProgressCommand())
-        due, now = await units.run(next_due)
+        due, now = await units.read(next_due)
         return due_or_beat(due, now, IDLE_RECHECK)
 
     return JobKind(KIND, progress, on_wake=True, recurring=True, lease=LEASE)

@@ -83,9 +83,9 @@ class RunDialerPass:
 
     async def execute(self, command: RunDialerPassCommand) -> DialerReport:
         report = DialerReport()
-        for ref in await self.units.run(self._settled):
+        for ref in await self.units.read(self._settled):
             report.settled += await self._settle(ref)
-        turns, now = await self.units.run(self._turns)
+        turns, now = await self.units.read(self._turns)
         gate = asyncio.Semaphore(self.policy.turns_at_once)  # hands its slots out in the order asked: round-robin
 
         async def turn(ref: CampaignRef) -> None:
@@ -145,7 +145,7 @@ def dialer_job(units: Units, policy: DialerPolicy) -> JobKind:
 
     async def dial(job: ClaimedJob) -> datetime:
         report = await run.execute(RunDialerPassCommand())
-        due, now = await units.run(next_due)
+        due, now = await units.read(next_due)
         if report.exhausted:
             return now
         return due_or_beat(due, now, IDLE_RECHECK)

@@ -149,6 +149,10 @@ class TrackedUnits:
         async with self.activity.busy():
             return await self.units.run(work)
 
+    async def read(self, work: Callable[[Unit], Awaitable[R]]) -> R:
+        async with self.activity.busy():
+            return await self.units.read(work)
+
     async def execute(self, case: type[UseCase[C, R]], command: C) -> R:
         async with self.activity.busy():
             return await self.units.execute(case, command)

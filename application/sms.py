@@ -254,7 +254,7 @@ async def receipts_once(units: Units) -> int:
         return await (await unit.get(SmsRepository)).due((await unit.get(Clock)).now(), RECEIPTS_BATCH)
 
     polled = 0
-    for ref in await units.run(due):
+    for ref in await units.read(due):
         try:
             await units.execute(PollSmsCarrier, PollSmsCarrierCommand(ref))
             polled += 1
@@ -272,7 +272,7 @@ def receipts_job(units: Units) -> JobKind:
 
     async def poll(job: ClaimedJob) -> datetime:
         await drain_batches(lambda: receipts_once(units), RECEIPTS_BATCH)
-        due, now = await units.run(next_due)
+        due, now = await units.read(next_due)
         return due_or_beat(due, now, RECEIPTS_RECHECK)
 
     return JobKind(RECEIPTS_JOB, poll, on_wake=True, recurring=True)

@@ -48,6 +48,10 @@ class ScopedUnits:
             await unit.commit()
             return result
 
+    async def read(self, work: Callable[[Unit], Awaitable[R]]) -> R:
+        async with self.begin() as unit, (await unit.get(UnitOfWork)).autocommit():
+            return await work(unit)
+
     async def execute(self, case: type[UseCase[C, R]], command: C) -> R:
         async def work(unit: Unit) -> Any:
             return await (await unit.get(case)).execute(command)

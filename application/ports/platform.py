@@ -83,11 +83,15 @@ class Units(Protocol):
 
     ``await units.execute(Case, command)`` runs one use case in a unit of its own and commits it;
     ``await units.run(work)`` does the same for ``work(unit)``; ``async with units.begin() as unit`` leaves the
-    commit to the caller. A unit whose work raises is rolled back."""
+    commit to the caller. A unit whose work raises is rolled back. ``await units.read(work)`` runs ``work``, which
+    only reads, in a unit whose statements each commit on their own (``UnitOfWork.autocommit``): no transaction,
+    so on SQLite it neither takes nor waits for the write lock."""
 
     def begin(self) -> AbstractAsyncContextManager[Unit]: ...
 
     async def run(self, work: Callable[[Unit], Awaitable[R]]) -> R: ...
+
+    async def read(self, work: Callable[[Unit], Awaitable[R]]) -> R: ...
 
     async def execute(self, case: type[UseCase[C, R]], command: C) -> R: ...
 
