@@ -5,24 +5,31 @@ to change neither waits for a writer nor holds one up."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sqlite3
 from pathlib import Path
+
+import pytest
 
 from application.call_progress import RunCallProgress, RunCallProgressCommand
 from application.dialer_pass import DialerPolicy, RunDialerPass, RunDialerPassCommand
 from application.ports.platform import Units
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
+from tests.support.databases import run_dir
 
 WAIT = 5.0
 """Far below SQLite's busy timeout (30 s), which a write transaction would wait for the lock."""
 
 
-async def test_passes_with_nothing_to_do_run_while_another_process_holds_the_write_lock(sqlite_url: str,
-                                                                                        tmp_root: Path) -> None:
-    container = build_container(Settings(database_url=sqlite_url, var_dir=tmp_root / "var",
+async def test_passes_with_nothing_to_do_run_while_another_process_holds_the_write_lock(
+        sqlite_url: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # a database of its own, freshly migrated (the worker's shared one may hold other tests' calls, due now)
+    own = tmp_path / "own.db"
+    shutil.copyfile(run_dir(tmp_path_factory) / "parley-template.db", own)
+    container = build_container(Settings(database_url=f"sqlite+aiosqlite:///{own}", var_dir=tmp_path / "var",
                                          secret_key="test-secret-key"))
-    writer = sqlite3.connect(sqlite_url.removeprefix("sqlite+aiosqlite:///"), isolation_level=None)
+    writer = sqlite3.connect(own, isolation_level=None)
     try:
         units = await container.get(Units)
         writer.execute("BEGIN IMMEDIATE")  # another process's write transaction, open
