@@ -250,8 +250,7 @@ class Conversation:
                 if activity.speaking:
                     self.last_heard_ms = event.at_ms
                 if activity.speech_started:
-                    before = b"".join(recent)
-                    collecting, started_ms = [before[max(0, len(before) - keep):]], event.at_ms
+                    collecting, started_ms = [b"".join(recent)[-keep:]], event.at_ms
                     if self._agent_active():
                         await self._barge_in()
                 if collecting is not None:

@@ -24,7 +24,8 @@ WAIT = 5.0
 
 async def test_passes_with_nothing_to_do_run_while_another_process_holds_the_write_lock(
         sqlite_url: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    # a database of its own, freshly migrated (the worker's shared one may hold other tests' calls, due now)
+    # a database of its own, a copy of the run's migrated template (which ``sqlite_url`` makes): the worker's
+    # shared database may hold other tests' calls, due now
     own = tmp_path / "own.db"
     shutil.copyfile(run_dir(tmp_path_factory) / "parley-template.db", own)
     container = build_container(Settings(database_url=f"sqlite+aiosqlite:///{own}", var_dir=tmp_path / "var",
