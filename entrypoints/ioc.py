@@ -28,7 +28,6 @@ from adapters.sql.accounts import (
     SqlApiKeyRepository,
     SqlIdempotencyStore,
     SqlOrganizationRepository,
-    SqlRateLimiter,
     SqlUserRepository,
 )
 from adapters.sql.agents import SqlAgentRepository
@@ -37,6 +36,7 @@ from adapters.sql.engine import create_engine
 from adapters.sql.gauges import SqlBacklogGauges
 from adapters.sql.jobs import SqlJobQueue, listen
 from adapters.sql.outbox import SqlOutboxReader
+from adapters.sql.rate_limits import RateLimitLeases, SqlRateLimiter
 from adapters.sql.schema import schema_problem as schema_problem  # the CLI's migrations and their check
 from adapters.sql.schema import upgrade as upgrade
 from adapters.sql.schema import upgrade_problem as upgrade_problem
@@ -174,9 +174,15 @@ class SqlProvider(Provider):
     outbox = provide(SqlOutboxReader, provides=OutboxReader, scope=Scope.REQUEST)
     gauges = provide(SqlBacklogGauges, provides=BacklogGauges, scope=Scope.REQUEST)
 
+    @provide(scope=Scope.APP)
+    def leases(self) -> RateLimitLeases:
+        """This process's leases on the shared rate-limit counters (adapters/sql/rate_limits.py)."""
+        return RateLimitLeases()
+
     @provide(scope=Scope.REQUEST)
-    def limiter(self, settings: Settings, memory: InMemoryRateLimiter, uow: SqlUnitOfWork) -> RateLimiter:
-        return SqlRateLimiter(uow) if settings.shared_rate_limits else memory
+    def limiter(self, settings: Settings, memory: InMemoryRateLimiter, uow: SqlUnitOfWork,
+                leases: RateLimitLeases) -> RateLimiter:
+        return SqlRateLimiter(uow, leases) if settings.shared_rate_limits else memory
 
 
 class MemoryProvider(Provider):

@@ -1,4 +1,5 @@
-"""SQL repositories for organizations, API keys, users, idempotency records and rate limits."""
+"""SQL repositories for organizations, API keys, users and idempotency records (rate limits:
+``adapters/sql/rate_limits.py``)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from adapters.sql.dialect import insert
-from adapters.sql.tables import api_keys, idempotency_keys, organizations, rate_limit_counters, user_links, users
+from adapters.sql.tables import api_keys, idempotency_keys, organizations, user_links, users
 from adapters.sql.uow import SqlUnitOfWork
 from application.ports.platform import Page, PageRequest
 from domain.api_keys import ApiKey
 from domain.destinations import DEFAULT_DIALING_POLICY, DialingPolicy, policy_from_json
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.organizations import Organization
-from domain.rate_limit import RateLimitDecision, Window, WindowState
 from domain.roles import Role
 from domain.users import LinkKind, OneTimeLink, UserAccount
 
@@ -426,153 +426,3 @@ class SqlIdempotencyStore:
         conn = await self.uow.connection()
         result = await conn.execute(idempotency_keys.delete().where(idempotency_keys.c.created_at < before))
         return result.rowcount or 0
-
-
-_NO_SYNC_COMMIT = sa.text("SET LOCAL synchronous_commit TO OFF")
-
-# PostgreSQL: every window of every bucket counted, and the transaction's commit told not to wait for the WAL flush,
-# in one round trip (``set_config(..., true)`` is ``SET LOCAL``; the CTE is joined, so it runs once, before the rows
-# are written). A window's limit is found by its slot, ``bucket|seconds`` (seconds are digits, so the last ``|``
-# splits a slot unambiguously).
-_PG_COUNT_ALL = sa.text("""
-WITH quiet AS (SELECT set_config('synchronous_commit', 'off', true) AS done)
-INSERT INTO rate_limit_counters AS counter (bucket, window_seconds, window_start, count)
-SELECT w.bucket, w.seconds, w.start, 1
-FROM unnest(CAST(:buckets AS varchar[]), CAST(:seconds AS integer[]), CAST(:starts AS bigint[]))
-    AS w(bucket, seconds, start)
-CROSS JOIN quiet
-ON CONFLICT (bucket, window_seconds, window_start) DO UPDATE SET count = counter.count + 1
-WHERE counter.count < (CAST(:limits AS integer[]))[
-    array_position(CAST(:slots AS varchar[]), counter.bucket || '|' || counter.window_seconds)]
-RETURNING counter.bucket, counter.window_seconds, counter.count
-""")
-
-Buckets = list[tuple[str, tuple[Window, ...]]]
-
-
-class SqlRateLimiter:
-    """Shared counters: one atomic conditional upsert for all the windows of a request (one per window where a
-    bucket repeats a window length), in the caller's transaction (the caller commits)."""
-
-    def __init__(self, uow: SqlUnitOfWork) -> None:
-        self.uow = uow
-
-    async def _increment(self, bucket: str, window: Window, start: int) -> int | None:
-        conn = await self.uow.connection()
-        stmt = insert(rate_limit_counters, self.uow.dialect).values(
-            bucket=bucket, window_seconds=window.seconds, window_start=start, count=1)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["bucket", "window_seconds", "window_start"],
-            set_={"count": rate_limit_counters.c.count + 1},
-            where=rate_limit_counters.c.count < window.limit,
-        ).returning(rate_limit_counters.c.count)
-        row = (await conn.execute(stmt)).first()
-        return None if row is None else int(row[0])
-
-    async def _increment_all(self, buckets: Buckets, epoch: float) -> dict[tuple[str, int], int]:
-        """Every window's counter in one statement (one round trip, the hot rows locked for it alone): each is
-        counted unless at its limit. Returns (bucket, window seconds) -> new count for those counted."""
-        conn = await self.uow.connection()
-        slots = [(bucket, w) for bucket, windows in buckets for w in windows]
-        if self.uow.dialect == "postgresql":
-            rows = await conn.execute(_PG_COUNT_ALL, {
-                "buckets": [b for b, _ in slots], "seconds": [w.seconds for _, w in slots],
-                "starts": [w.start(epoch) for _, w in slots], "limits": [w.limit for _, w in slots],
-                "slots": [f"{b}|{w.seconds}" for b, w in slots]})
-            return {(str(row[0]), int(row[1])): int(row[2]) for row in rows.all()}
-        c = rate_limit_counters.c
-        stmt = insert(rate_limit_counters, self.uow.dialect).values([
-            {"bucket": b, "window_seconds": w.seconds, "window_start": w.start(epoch), "count": 1} for b, w in slots])
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["bucket", "window_seconds", "window_start"],
-            set_={"count": c.count + 1},
-            where=c.count < sa.case(*[(sa.and_(c.bucket == b, c.window_seconds == w.seconds), w.limit)
-                                      for b, w in slots]),
-        ).returning(c.bucket, c.window_seconds, c.count)
-        return {(str(row[0]), int(row[1])): int(row[2]) for row in (await conn.execute(stmt)).all()}
-
-    async def _read(self, bucket: str, window: Window, start: int) -> int:
-        conn = await self.uow.connection()
-        value = (await conn.execute(sa.select(rate_limit_counters.c.count).where(
-            rate_limit_counters.c.bucket == bucket, rate_limit_counters.c.window_seconds == window.seconds,
-            rate_limit_counters.c.window_start == start))).scalar()
-        return int(value or 0)
-
-    async def _decrement(self, bucket: str, window: Window, start: int) -> None:
-        conn = await self.uow.connection()
-        await conn.execute(rate_limit_counters.update().where(
-            rate_limit_counters.c.bucket == bucket, rate_limit_counters.c.window_seconds == window.seconds,
-            rate_limit_counters.c.window_start == start, rate_limit_counters.c.count > 0,
-        ).values(count=rate_limit_counters.c.count - 1))
-
-    async def release(self, bucket: str, windows: tuple[Window, ...], at: datetime) -> None:
-        epoch = at.timestamp()
-        for window in windows:
-            await self._decrement(bucket, window, window.start(epoch))
-
-    async def purge(self, before: datetime) -> int:
-        conn = await self.uow.connection()
-        ends = rate_limit_counters.c.window_start + rate_limit_counters.c.window_seconds
-        result = await conn.execute(rate_limit_counters.delete().where(ends < int(before.timestamp())))
-        return result.rowcount or 0
-
-    async def hit(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
-        return (await self.hit_all([(bucket, windows)], now))[0]
-
-    async def hit_all(self, buckets: Buckets, now: datetime) -> list[RateLimitDecision]:
-        epoch = now.timestamp()
-        counted: list[tuple[str, Window, int]] = []
-        used: dict[tuple[str, int], int] = {}
-        allowed = True
-        ordered: Buckets = [(b, tuple(sorted(ws, key=lambda w: -w.seconds))) for b, ws in buckets]
-        at_once = all(len({w.seconds for w in ws}) == len(ws) for _, ws in ordered) and \
-            len({b for b, _ in ordered}) == len(ordered)
-        if at_once:
-            # all windows in one statement; a refused request gives back what it took from the others
-            used = await self._increment_all(ordered, epoch)
-            for bucket, windows in ordered:
-                for window in windows:
-                    if (bucket, window.seconds) in used:
-                        counted.append((bucket, window, window.start(epoch)))
-                    else:
-                        allowed = False
-        else:
-            if self.uow.dialect == "postgresql":
-                # counters need no flush to disk before the answer: a crash may forget the last few hundred
-                # milliseconds of counts, and every request stops waiting for the WAL flush of its own increment
-                # (the one-statement path says so in its statement)
-                conn = await self.uow.connection()
-                await conn.execute(_NO_SYNC_COMMIT)
-            # longest window first: a refused request gives back what it took from earlier windows
-            for bucket, windows in ordered:
-                for window in windows:
-                    start = window.start(epoch)
-                    count = await self._increment(bucket, window, start)
-                    if count is None:
-                        allowed = False
-                        break
-                    counted.append((bucket, window, start))
-                    used[bucket, window.seconds] = count
-                if not allowed:
-                    break
-        if allowed:
-            return [RateLimitDecision.from_states(
-                [WindowState(w, used[bucket, w.seconds], w.end(epoch)) for w in windows], True, epoch)
-                for bucket, windows in buckets]
-        for bucket, window, start in counted:
-            await self._decrement(bucket, window, start)
-        refused = {(b, w.seconds) for b, ws in ordered for w in ws} - {(b, w.seconds) for b, w, _ in counted}
-        decisions = []
-        for bucket, windows in buckets:
-            # a window that refused was full when it refused, whatever another request gave back since
-            states = [WindowState(w, max(await self._read(bucket, w, w.start(epoch)),
-                                         w.limit if (bucket, w.seconds) in refused else 0), w.end(epoch))
-                      for w in windows]
-            decisions.append(RateLimitDecision.from_states(
-                states, all(s.used < s.window.limit for s in states), epoch))
-        return decisions
-
-    async def peek(self, bucket: str, windows: tuple[Window, ...], now: datetime) -> RateLimitDecision:
-        epoch = now.timestamp()
-        states = [WindowState(w, await self._read(bucket, w, w.start(epoch)), w.end(epoch)) for w in windows]
-        return RateLimitDecision.from_states(states, all(s.used < s.window.limit for s in states), epoch)

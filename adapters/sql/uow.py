@@ -91,6 +91,12 @@ class SqlUnitOfWork:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    @property
+    def statements_commit_alone(self) -> bool:
+        """Whether each statement commits the moment it ran (a read-only unit, or inside ``autocommit``): nothing it
+        writes can be rolled back any more."""
+        return not self._write
+
     def record(self, event: DomainEvent) -> None:
         """Keep ``event`` (an event of the catalogue: anything else is a TypeError) for the outbox, at least as deep
         as the unit's cause."""
