@@ -68,7 +68,8 @@ class RateLimitLeases:
 
     def credit(self, slot: Slot, size: int, counted: int) -> None:
         lease = self.slots.setdefault(slot, Lease(0, 0))
-        lease.counted, lease.unspent = counted, lease.unspent + size
+        # another request's reservation may have come back first with a later count
+        lease.counted, lease.unspent = max(lease.counted, counted), lease.unspent + size
 
     def full(self, slot: Slot, limit: int) -> None:
         lease = self.slots.setdefault(slot, Lease(0, 0))
@@ -142,10 +143,10 @@ class SqlRateLimiter:
                 states, not full or all(s.used < s.window.limit for s in states), epoch))
         if full:
             for slot in limits:
-                held = leases.unspent(slot)
-                if held:
-                    await self._give_back(slot, held)
-                    leases.slots.pop(slot)
+                # dropped before the give-back is awaited: no other request of this process spends it meanwhile
+                lease = leases.slots.pop(slot, None)
+                if lease is not None and lease.unspent:
+                    await self._give_back(slot, lease.unspent)
         return decisions
 
     async def _reserve(self, leases: RateLimitLeases, limits: dict[Slot, int]) -> set[Slot]:
