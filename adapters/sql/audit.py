@@ -44,18 +44,23 @@ def conditions(organization_id: int, filters: AuditFilter) -> builtins.list[Any]
     return where
 
 
+# built once: every audited request appends one row (SQLAlchemy builds no statement or cache key per request)
+_INSERT = t.insert().returning(t.c.id)
+
+
 class SqlAuditLog:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
 
     async def add(self, event: AuditEvent) -> AuditEvent:
         conn = await self.uow.connection()
-        new_id = (await conn.execute(t.insert().values(
-            organization_id=event.organization_id, actor_type=event.actor.type.value, actor_id=event.actor.id,
-            actor_label=event.actor.label, action=event.action, resource_type=event.resource_type,
-            resource_id=event.resource_id, method=event.method, path=event.path, status=event.status, ip=event.ip,
-            request_id=event.request_id, fields=list(event.fields) or None, created_at=event.created_at,
-        ).returning(t.c.id))).scalar_one()
+        new_id = (await conn.execute(_INSERT, {
+            "organization_id": event.organization_id, "actor_type": event.actor.type.value,
+            "actor_id": event.actor.id, "actor_label": event.actor.label, "action": event.action,
+            "resource_type": event.resource_type, "resource_id": event.resource_id, "method": event.method,
+            "path": event.path, "status": event.status, "ip": event.ip, "request_id": event.request_id,
+            "fields": list(event.fields) or None, "created_at": event.created_at,
+        })).scalar_one()
         return AuditEvent(new_id, event.organization_id, event.actor, event.action, event.resource_type,
                           event.resource_id, event.method, event.path, event.status, event.ip, event.request_id,
                           event.created_at, event.fields)

@@ -140,25 +140,30 @@ class SqlUnitOfWork:
         """The block's statements each commit on their own, as a read-only unit's do: on PostgreSQL the connection
         is in SQLAlchemy's ``AUTOCOMMIT`` isolation level for the block, on SQLite it sends no ``BEGIN IMMEDIATE``
         (``WRITE_OPTION``). Saves the ``BEGIN`` and ``COMMIT`` round trips of a step of one statement. Begun
-        between transactions; its events would have no transaction of theirs, so recording one is refused."""
+        between transactions; its events would have no transaction of theirs, so recording one is refused. A unit
+        with no connection yet takes none for it: a block that sends nothing (a rate limit served from the
+        process's lease) costs nothing, and one that does connects through the read-only view, in autocommit."""
         if not self._write:  # a read-only unit's statements commit on their own already
             yield
             return
-        conn = await self.connection()
-        if conn.in_transaction():
-            raise RuntimeError("autocommit() begins between transactions: commit or roll back first")
-        own = {"isolation_level": AUTOCOMMIT} if self.dialect == "postgresql" else {WRITE_OPTION: False}
-        await conn.execution_options(**own)
+        conn = self._connection
+        if conn is not None:
+            if conn.in_transaction():
+                raise RuntimeError("autocommit() begins between transactions: commit or roll back first")
+            own = {"isolation_level": AUTOCOMMIT} if self.dialect == "postgresql" else {WRITE_OPTION: False}
+            await conn.execution_options(**own)
         self._write = False
         try:
             yield
         finally:
             self._write = True
-            if conn.in_transaction():  # SQLAlchemy's own bookkeeping: each statement has committed already
-                await conn.rollback()
-            restore = {"isolation_level": conn.default_isolation_level} if self.dialect == "postgresql" \
-                else {WRITE_OPTION: True}
-            await conn.execution_options(**restore)
+            conn = self._connection
+            if conn is not None:
+                if conn.in_transaction():  # SQLAlchemy's own bookkeeping: each statement has committed already
+                    await conn.rollback()
+                restore = {"isolation_level": conn.default_isolation_level} if self.dialect == "postgresql" \
+                    else {WRITE_OPTION: True}
+                await conn.execution_options(**restore)
 
     async def rollback(self) -> None:
         self.read_once.clear()

@@ -222,6 +222,33 @@ async def test_a_write_units_autocommit_block_keeps_each_statement_and_then_tran
     assert await _values(engine, table) == ["a", "c"]
 
 
+async def test_an_autocommit_block_takes_no_connection_until_a_statement_asks_and_then_commits_it_alone(
+        table_engine: tuple[Any, str]) -> None:
+    """A fresh unit's ``autocommit()`` block that sends nothing (the rate limit served from the process's lease)
+    takes no connection; one whose first statement comes in the block connects in autocommit (kept at once), and
+    after the block the same connection is in transactions again."""
+    engine, table = table_engine
+    uow = SqlUnitOfWork(engine, CLOCK)
+    try:
+        taken = engine.pool.checkedout()
+        async with uow.autocommit():
+            pass
+        assert engine.pool.checkedout() == taken
+        async with uow.autocommit():
+            conn = await uow.connection()
+            await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('a')"))
+            assert await _values(engine, table) == ["a"]  # kept without a commit
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('b')"))
+        assert await _values(engine, table) == ["a"]  # a transaction again: not seen before its commit
+        await uow.rollback()
+        assert await _values(engine, table) == ["a"]
+        await conn.execute(sa.text(f"INSERT INTO {table} (v) VALUES ('c')"))
+        await uow.commit()
+        assert await _values(engine, table) == ["a", "c"]
+    finally:
+        await uow.close()
+
+
 async def test_sqlite_writers_queue_a_write_unit_holds_the_lock_from_its_first_statement(tmp_path: Path) -> None:
     path = tmp_path / "queue.db"
     engine = create_engine(f"sqlite+aiosqlite:///{path}", pool_size=2)
