@@ -4,16 +4,18 @@ A counter is a row per bucket (a key lineage, an organization, an address), wind
 request is counted in every window of its buckets or in none: a window at its limit refuses it, and a refused
 request consumes nothing.
 
-Leases. Counting each request with a statement costs a round trip and a write per request. Where the count commits
-the moment it is made (the request pipeline's rate-limit step runs in ``UnitOfWork.autocommit``), a process reserves
-several requests of a window at once: the shared counter goes up by the lease's size, conditionally (never past the
-limit), and the process spends the lease on its next requests without a statement. So no process admits a request
-the shared counter has not counted, and a bucket is never admitted over its limit however many processes serve it;
-the price is that a process may hold counted requests it has not yet served, so another process may refuse a bucket
-up to (size - 1) requests per other process early. The size shrinks as the window fills: a sixteenth of what the
-process last saw left, at most 32, and 1 (exact counting) for a window with fewer than 32 left, as for every
-limit under 32. A refused request gives back what it and the process held in its other windows, so a refusal
-strands nothing. Counts made in a caller's transaction, which may still roll back, are never leased.
+Leases. Counting each request with a statement costs a round trip and a write per request, which matters for a
+bucket whose limit was raised far above the defaults (a busy integration's key). Where the count commits the
+moment it is made (the request pipeline's rate-limit step runs in ``UnitOfWork.autocommit``), a process reserves
+several requests of such a window at once: the shared counter goes up by the lease's size, conditionally (never
+past the limit), and the process spends the lease on its next requests without a statement. So no process admits a
+request the shared counter has not counted, and a bucket is never admitted over its limit however many processes
+serve it. The size is a 1,024th of what the process last saw left in the window, at most 32: a window with fewer
+than 2,048 requests left, and so every limit under 2,048 (the defaults: 60 a minute, 1,000 an hour; 300 and 5,000
+for an organization), is counted one request at a time, exactly, across processes. Above that, a process may hold
+counted requests it has not served yet, so another process may refuse a bucket up to (size - 1) requests per other
+process early, out of thousands. A refused request gives back what the process held in its other windows, so a
+refusal strands nothing. Counts made in a caller's transaction, which may still roll back, are never leased.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ Slot = tuple[str, int, int]
 """A counter's row: bucket, window length in seconds, window start (epoch seconds)."""
 
 LEASE_CAP = 32
-LEASE_SHARE = 16
+LEASE_SHARE = 1024
 
 
 @dataclass(slots=True)
@@ -124,20 +126,23 @@ class SqlRateLimiter:
         leases = self.leases if self.uow.statements_commit_alone else RateLimitLeases(cap=1)
         leases.prune(epoch)
         full: set[Slot] = set()
+        mine: dict[Slot, int] = {}  # the place in its window of the first request each reservation counted
         while not full:  # another request of this process may spend what was reserved while this one waited
             empty = {slot: limit for slot, limit in limits.items() if leases.unspent(slot) == 0}
             if not empty:
                 break
-            full = await self._reserve(leases, empty)
-        if not full:
-            for slot in limits:
+            full = await self._reserve(leases, empty, mine)
+        used: dict[Slot, int] = {}
+        for slot in limits:
+            if full:  # counted without this request, which is not served
+                used[slot] = max(leases.used(slot), limits[slot]) if slot in full else leases.used(slot)
+            else:  # this request's place: the one it reserved, or the next of the process's lease
                 leases.slots[slot].unspent -= 1
+                used[slot] = mine.get(slot, leases.used(slot))
         decisions = []
         for bucket, windows in buckets:
             # a window that refused was full when it refused, whatever another request gave back since
-            states = [WindowState(w, max(leases.used(slot), limits[slot]) if slot in full else leases.used(slot),
-                                  w.end(epoch))
-                      for w in windows for slot in [(bucket, w.seconds, w.start(epoch))]]
+            states = [WindowState(w, used[bucket, w.seconds, w.start(epoch)], w.end(epoch)) for w in windows]
             # refused: each bucket says whether it would have allowed the request (which of them refused)
             decisions.append(RateLimitDecision.from_states(
                 states, not full or all(s.used < s.window.limit for s in states), epoch))
@@ -149,9 +154,9 @@ class SqlRateLimiter:
                     await self._give_back(slot, lease.unspent)
         return decisions
 
-    async def _reserve(self, leases: RateLimitLeases, limits: dict[Slot, int]) -> set[Slot]:
-        """Each counter reserved by its lease's size, or by one where the size no longer fits; returns the
-        counters at their limit."""
+    async def _reserve(self, leases: RateLimitLeases, limits: dict[Slot, int], mine: dict[Slot, int]) -> set[Slot]:
+        """Each counter reserved by its lease's size, or by one where the size no longer fits (``mine``: the place
+        of the first request reserved); returns the counters at their limit."""
         sizes = {slot: leases.size(slot, limit) for slot, limit in limits.items()}
         counted = await self._increment(sizes, limits)
         smaller = {slot: 1 for slot, size in sizes.items() if slot not in counted and size > 1}
@@ -160,8 +165,10 @@ class SqlRateLimiter:
         for slot, size in sizes.items():
             if slot in counted:
                 leases.credit(slot, size, counted[slot])
+                mine[slot] = counted[slot] - size + 1
             elif slot in singly:
                 leases.credit(slot, 1, singly[slot])
+                mine[slot] = singly[slot]
             else:
                 leases.full(slot, limits[slot])
                 full.add(slot)

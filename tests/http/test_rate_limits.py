@@ -115,50 +115,59 @@ async def _counted(api: Api, bucket: str, seconds: int) -> int:
         return int(value or 0)
 
 
-async def test_an_api_process_reserves_a_keys_requests_a_lease_at_a_time(make_api: ApiFactory, sql_url: str) -> None:
-    """Shared counters (docs/api.md, Rate limits): at 64 a minute a process reserves 4 of the key's requests in the
-    database at once and serves them without a statement, the lease shrinking to one as the window fills; the
-    headers count every request, and the 65th is refused."""
-    api = await make_api(sql_url, clock=ManualClock(START), rate_limit_per_minute=64, rate_limit_per_hour=1000,
+async def test_an_api_process_reserves_a_raised_limits_requests_a_lease_at_a_time(make_api: ApiFactory,
+                                                                              sql_url: str) -> None:
+    """Shared counters (docs/api.md, Rate limits): a key whose limit was raised to 4,096 a minute has 4 of its
+    requests reserved in the database at once, served without a statement, then 3 (a 1,024th of what is left);
+    the headers count every request."""
+    api = await make_api(sql_url, clock=ManualClock(START), rate_limit_per_minute=4096, rate_limit_per_hour=100_000,
                          rate_limit_backend="database")
     t = await api.tenant()
     remaining, counted = [], []
-    for _ in range(64):
+    for _ in range(8):
         response = await api.client.get("/v2/agents", headers=t.headers)
         assert response.status_code == 200, response.text
         remaining.append(int(response.headers["x-ratelimit-remaining"]))
         counted.append(await _counted(api, f"key:{t.key_id}", 60))
-    assert remaining == list(range(63, -1, -1))
-    assert counted[:4] == [4, 4, 4, 4] and counted[4] == 7  # 64 // 16, then (64 - 4) // 16
-    # a sixteenth of what is left each time
-    assert sorted(set(counted[:33])) == [4, 7, 10, 13, 16, 19, 21, 23, 25, 27, 29, 31, 33]
-    assert counted[33:] == list(range(34, 65))  # fewer than 32 left: one at a time
-    assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 429
-    assert await _counted(api, f"key:{t.key_id}", 60) == 64
+    assert remaining == list(range(4095, 4087, -1))
+    assert counted == [4, 4, 4, 4, 7, 7, 7, 10]
+
+
+async def test_the_default_limits_are_counted_a_request_at_a_time(make_api: ApiFactory, sql_url: str) -> None:
+    """Under 2,048 left in a window (every default limit) each request is its own statement: the shared counter
+    is exact at every moment, whichever process looks."""
+    api = await make_api(sql_url, clock=ManualClock(START), rate_limit_per_minute=60, rate_limit_per_hour=1000,
+                         rate_limit_backend="database")
+    t = await api.tenant()
+    counted = []
+    for _ in range(5):
+        assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 200
+        counted.append((await _counted(api, f"key:{t.key_id}", 60), await _counted(api, f"key:{t.key_id}", 3600)))
+    assert counted == [(n, n) for n in range(1, 6)]
 
 
 async def test_a_refused_request_gives_back_what_its_process_held(make_api: ApiFactory, sql_url: str) -> None:
     """A request the minute refuses hands the hour's unserved lease back to the shared counter: other processes
     are not refused for requests nobody made."""
-    api = await make_api(sql_url, clock=ManualClock(START), rate_limit_per_minute=3, rate_limit_per_hour=1000,
+    api = await make_api(sql_url, clock=ManualClock(START), rate_limit_per_minute=3, rate_limit_per_hour=100_000,
                          rate_limit_backend="database")
     t = await api.tenant()
     for _ in range(3):
         assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 200
-    assert await _counted(api, f"key:{t.key_id}", 3600) == 32  # the hour leased 32 at once (the cap)
+    assert await _counted(api, f"key:{t.key_id}", 3600) == 32  # the raised hour leased 32 at once (the cap)
     assert (await api.client.get("/v2/agents", headers=t.headers)).status_code == 429
     assert await _counted(api, f"key:{t.key_id}", 3600) == 3
     assert await _counted(api, f"key:{t.key_id}", 60) == 3
 
 
 @pytest.mark.postgres
-async def test_processes_leasing_one_keys_requests_admit_exactly_its_limit(make_api: ApiFactory,
-                                                                        postgres_url: str) -> None:
-    """Two API processes on one PostgreSQL serve a key in turns at 40 a minute: each leases requests ahead, yet
-    together they admit 40, never one more, and the shared counter never passes the limit."""
+async def test_processes_sharing_one_keys_counters_admit_exactly_its_limit(make_api: ApiFactory,
+                                                                          postgres_url: str) -> None:
+    """Two API processes on one PostgreSQL serve a key in turns at 40 a minute and an hour raised to 100,000
+    (leased): together they admit 40, never one more, and the shared counter never passes the limit."""
     clock = ManualClock(START)
-    first = await make_api(postgres_url, clock=clock, rate_limit_per_minute=40, rate_limit_per_hour=1000)
-    second = await make_api(postgres_url, clock=clock, rate_limit_per_minute=40, rate_limit_per_hour=1000)
+    first = await make_api(postgres_url, clock=clock, rate_limit_per_minute=40, rate_limit_per_hour=100_000)
+    second = await make_api(postgres_url, clock=clock, rate_limit_per_minute=40, rate_limit_per_hour=100_000)
     t = await first.tenant()
     admitted = 0
     for i in range(100):
