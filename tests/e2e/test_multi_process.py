@@ -34,6 +34,8 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from entrypoints.cli import create_key, create_org
 from entrypoints.settings import Settings
@@ -149,6 +151,24 @@ def _overlap(intervals: list[tuple[datetime, datetime]]) -> int:
     return most
 
 
+async def _until_counted(url: str, bucket: str, requests: int, within: float = 30) -> None:
+    """Until the shared rate-limit counters of ``bucket``'s minute windows add up to ``requests``."""
+    engine = create_async_engine(url)
+    try:
+        deadline = time.monotonic() + within
+        while True:
+            async with engine.connect() as conn:
+                counted = (await conn.execute(sa.text(
+                    "SELECT coalesce(sum(count), 0) FROM rate_limit_counters WHERE bucket = :bucket "
+                    "AND window_seconds = 60"), {"bucket": bucket})).scalar_one()
+            if counted >= requests:
+                return
+            assert time.monotonic() < deadline, f"{counted} of {requests} requests read"
+            await asyncio.sleep(0.02)
+    finally:
+        await engine.dispose()
+
+
 def _at(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -171,8 +191,9 @@ async def test_three_servers_and_two_workers_on_one_database(empty_pg: str, tmp_
     try:
         # one organization; a key per concern, since each key has its own 60 requests per minute
         org = await create_org(settings, "Scale-out", "enterprise", "standard", None)
-        keys = {name: (await create_key(settings, org["id"], ["*"], name, None))["key"]
+        made = {name: await create_key(settings, org["id"], ["*"], name, None)
                 for name in ("setup", "limit", "book", "poll", "term")}
+        keys = {name: key["key"] for name, key in made.items()}
         auth = {name: {"Authorization": f"Bearer {key}"} for name, key in keys.items()}
         deadline = time.monotonic() + 60
         for base, process in zip(bases, servers, strict=True):
@@ -298,6 +319,10 @@ async def test_three_servers_and_two_workers_on_one_database(empty_pg: str, tmp_
             for _, writer in connections:
                 writer.write(_request(heavy, auth["term"]))  # 50 requests: within the key's 60 a minute
             await asyncio.gather(*(writer.drain() for _, writer in connections))
+            # SIGTERM once the server has read all 50 (each counted by the rate limit, in the database): a request
+            # still unread in a socket's buffer finds an idle keep-alive connection, which a server shutting down
+            # closes (a client retries such a request on a new connection)
+            await _until_counted(empty_pg, f"key:{made['term']['id']}", IN_FLIGHT)
             servers[2].send_signal(signal.SIGTERM)
             answered = await asyncio.gather(*(_response(reader) for reader, _ in connections),
                                             return_exceptions=True)
