@@ -35,7 +35,7 @@ Slot = tuple[str, int, int]
 """A counter's row: bucket, window length in seconds, window start (epoch seconds)."""
 
 LEASE_CAP = 32
-LEASE_SHARE = 1024
+LEASE_DIVISOR = 1024
 
 
 @dataclass(slots=True)
@@ -47,7 +47,7 @@ class Lease:
 
 
 class RateLimitLeases:
-    """One process's leases (``size=1``: a request's own, counted exactly and dropped with it)."""
+    """One process's leases; ``cap=1``: a request's own, one request a counter, dropped with the request."""
 
     def __init__(self, *, cap: int = LEASE_CAP) -> None:
         self.cap = cap
@@ -57,7 +57,7 @@ class RateLimitLeases:
     def size(self, slot: Slot, limit: int) -> int:
         lease = self.slots.get(slot)
         left = limit - (lease.counted if lease else 0)
-        return max(1, min(self.cap, left // LEASE_SHARE))
+        return max(1, min(self.cap, left // LEASE_DIVISOR))
 
     def unspent(self, slot: Slot) -> int:
         lease = self.slots.get(slot)
