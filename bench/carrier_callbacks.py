@@ -9,14 +9,18 @@ write the call's events (and its call log, usage) in the same transaction. Then 
 Two modes:
 
 ``serve`` (the default): a real ``parley serve --no-worker`` (granian, one worker) on a fresh database, driven over
-HTTP on 127.0.0.1 by a pool of ``--concurrency`` concurrent httpx clients in this process. In the same run the same
-clients send as many ``GET /v2/health`` (no database, no authentication) before and after the callbacks: the
-ceiling of this client and server on this machine at that moment. Reported: callbacks/s, health/s, the server's
-CPU per request (and PostgreSQL's), the client's CPU, the share of the machine others used.
+HTTP on 127.0.0.1 with ``--concurrency`` connections by wrk (``--client wrk``, the default: the requests, signed
+beforehand, are handed to it in a Lua script, one wrk run per status, each request sent exactly once), or by as
+many httpx clients in this process (``--client httpx``: they cost the two cores about as much CPU as the server, so
+they measure the pair, not the server). In the same run the same client sends as many ``GET /v2/health`` (no
+database, no authentication) before and after the callbacks: the ceiling of this client and server on this machine
+at that moment. Reported: callbacks/s, health/s, the server's CPU per request (and PostgreSQL's), the client's CPU,
+the share of the machine others used.
 
 ``inprocess``: the app behind httpx's ASGI transport in this process (client and server share one core).
 
     .venv/bin/python bench/carrier_callbacks.py [--database sqlite|postgres|both] [--calls 1000] [--concurrency 16]
+    .venv/bin/python bench/carrier_callbacks.py --client httpx --database postgres
     .venv/bin/python bench/carrier_callbacks.py --mode inprocess --database postgres --calls 500
 
 PostgreSQL databases are made on 127.0.0.1:5432 (user postgres, ``--postgres-admin-url``) as
@@ -28,7 +32,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
+import shutil
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -164,6 +171,95 @@ async def drive(client: httpx.AsyncClient, groups: list[list[Request]], concurre
     return Phase(name, sum(len(g) for g in groups), seconds, statuses, client_cpu, used)
 
 
+WRK_SCRIPT = r"""
+-- Each wrk thread sends its share of the batch (requests i, i + threads, ...), each exactly once, then marks
+-- itself done in a file and stops; past its share a connection asks for a path that is not there (a 404, not
+-- counted) until the last answer is in. The requests, signed before the clock starts, are in the Lua file this
+-- script loads.
+local batch = dofile("%(requests)s")
+local threads, counter = {}, 0
+function setup(thread)
+  counter = counter + 1
+  thread:set("id", counter)
+  table.insert(threads, thread)
+end
+function init(args)
+  -- wrk 4 calls the first thread's request() once before it starts, to check the request (that one is not sent)
+  share, sent, answered, statuses = {}, id == 1 and -1 or 0, 0, {}
+  for i = id, #batch, %(threads)d do table.insert(share, batch[i]) end
+  if #share == 0 then io.open("%(marker)s" .. id, "w"):close() end
+end
+function request()
+  sent = sent + 1
+  local one = share[sent]
+  if one == nil then return wrk.format("GET", "/v2/no-such-path") end
+  if one[1] == "GET" then return wrk.format("GET", one[2]) end
+  return wrk.format("POST", one[2], {["Content-Type"] = "application/x-www-form-urlencoded",
+                                      ["X-Twilio-Signature"] = one[4]}, one[3])
+end
+function response(status, headers, body)
+  if answered >= #share or status == 404 then return end  -- past the share
+  answered = answered + 1
+  statuses[status] = (statuses[status] or 0) + 1
+  if answered == #share then
+    io.open("%(marker)s" .. id, "w"):close()
+    wrk.thread:stop()
+  end
+end
+function done(summary, latency, requests)
+  for _, thread in ipairs(threads) do
+    for status, n in pairs(thread:get("statuses")) do io.write(string.format("status %%d %%d\n", status, n)) end
+  end
+end
+"""
+
+
+def _lua_string(value: str | bytes) -> str:
+    text = value.decode() if isinstance(value, bytes) else value
+    return "\"" + text.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
+
+
+def drive_wrk(port: int, groups: list[list[Request]], concurrency: int, threads: int, name: str, server_pid: int,
+              database: str | None, workdir: Path, method: str = "POST") -> Phase:
+    """Each group sent by one wrk run (a group's requests side by side, the groups one after another): wrk's
+    client costs the machine far less than httpx's, so more of the two cores are left to the server."""
+    statuses: dict[int, int] = {}
+    runs = []
+    tag = uuid.uuid4().hex[:8]
+    for n, group in enumerate(groups):
+        requests, script = workdir / f"wrk-requests-{tag}-{n}.lua", workdir / f"wrk-{tag}-{n}.lua"
+        requests.write_text("return {\n" + ",\n".join(
+            f"{{{_lua_string(method)}, {_lua_string(path)}, {_lua_string(body)}, "
+            f"{_lua_string(headers.get('X-Twilio-Signature', ''))}}}"
+            for path, body, headers in group) + "\n}\n")
+        marker = str(workdir / f"wrk-done-{tag}-{n}-")
+        script.write_text(WRK_SCRIPT % {"requests": requests, "threads": threads, "marker": marker})
+        runs.append((script, marker))
+    before, seconds = _processes(), 0.0
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk's CPU, counted once each run is waited for
+    for script, marker in runs:
+        command = ["wrk", f"-t{threads}", f"-c{concurrency}", "-d120s", "--timeout", "30s", "-s", str(script),
+                   f"http://127.0.0.1:{port}"]
+        started = time.perf_counter()
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as wrk:
+            while not all(Path(f"{marker}{i}").exists() for i in range(1, threads + 1)):
+                if wrk.poll() is not None:
+                    raise RuntimeError(f"wrk ended early: {wrk.stdout.read() if wrk.stdout else ''}")
+                time.sleep(0.002)
+            seconds += time.perf_counter() - started
+            wrk.send_signal(signal.SIGINT)
+            output, _ = wrk.communicate(timeout=30)
+        for line in output.splitlines():
+            if line.startswith("status "):
+                _, status, count = line.split()
+                statuses[int(status)] = statuses.get(int(status), 0) + int(count)
+    used = _cpu_used(before, _processes(), server_pid, database)
+    used.pop("wrk", None)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    return Phase(name, sum(len(g) for g in groups), seconds, statuses, client, used)
+
+
 async def check_ended(settings: Settings, org_id: int, made: list[tuple[str, str]]) -> dict[str, int]:
     container = build_container(settings)
     found: dict[str, int] = {}
@@ -196,31 +292,38 @@ def serve_mode(db: Database, args: argparse.Namespace) -> None:
 
     async def measure(pid: int) -> list[Phase]:
         limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=args.concurrency)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=60) as client:
-            await drive(client, [health[0][:200]], args.concurrency, "warm-up", pid, pg_name, "GET")
-            phases = [await drive(client, health, args.concurrency, "`GET /v2/health` (ceiling)", pid, pg_name,
-                                  "GET")]
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=60) as http:
+
+            async def send(groups: list[list[Request]], name: str, pid: int, pg_name: str | None,
+                           method: str = "POST") -> Phase:
+                if args.client == "httpx":
+                    return await drive(http, groups, args.concurrency, name, pid, pg_name, method)
+                return await asyncio.to_thread(drive_wrk, port, groups, args.concurrency, args.threads, name, pid,
+                                               pg_name, db.workdir, method)
+
+            await send([health[0][:200]], "warm-up", pid, pg_name, "GET")
+            phases = [await send(health, "`GET /v2/health` (ceiling)", pid, pg_name, "GET")]
             spy = None
             if args.py_spy:  # py-spy (pip install py-spy) samples the server while it takes the callbacks
                 spy = await asyncio.create_subprocess_exec(
                     str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid), "--subprocesses",
                     "--nonblocking", "-r", "250", "-f", "raw", "-o", args.py_spy, stdout=asyncio.subprocess.DEVNULL)
                 await asyncio.sleep(1)
-            phases.append(await drive(client, groups, args.concurrency, "verified status callbacks", pid, pg_name))
+            phases.append(await send(groups, "verified status callbacks", pid, pg_name))
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
                 await spy.wait()
-            phases.append(await drive(client, groups, args.concurrency, "the same again (replays: no-ops)", pid,
-                                      pg_name))
-            phases.append(await drive(client, health, args.concurrency, "`GET /v2/health` (ceiling)", pid, pg_name,
-                                      "GET"))
+            phases.append(await send(groups, "the same again (replays: no-ops)", pid, pg_name))
+            phases.append(await send(health, "`GET /v2/health` (ceiling)", pid, pg_name, "GET"))
         return phases
 
     with running(command, env, f"http://127.0.0.1:{port}/v2/health", db.workdir / "server.log") as server:
         phases = asyncio.run(measure(server.pid))
     ended = asyncio.run(check_ended(settings, org_id, made))
     load = os.getloadavg()
-    print(f"\n{db.kind}: {args.calls} calls, concurrency {args.concurrency}, pool {env['PARLEY_DB_POOL_SIZE']}, "
+    client = "wrk" if args.client == "wrk" else "httpx (this process)"
+    print(f"\n{db.kind}: {args.calls} calls, concurrency {args.concurrency}, client {client}, "
+          f"pool {env['PARLEY_DB_POOL_SIZE']}, "
           f"`parley serve --no-worker --server {args.server} --workers 1`, load average {load[0]:.1f} / {load[1]:.1f}")
     print("\n| phase | requests | rate | CPU per request | client CPU per request | others | answers |")
     print("|---|---:|---:|---|---:|---:|---|")
@@ -271,6 +374,10 @@ def main() -> None:
     parser.add_argument("--postgres-admin-url", default=os.environ.get("PARLEY_BENCH_POSTGRES_URL", PG_ADMIN))
     parser.add_argument("--server", choices=["granian", "uvicorn"], default="granian")
     parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--client", choices=["wrk", "httpx"], default="wrk",
+                        help="serve: who sends the callbacks: wrk (default; apt-get install -y wrk), or httpx "
+                             "clients in this process (they cost the machine about as much CPU as the server)")
+    parser.add_argument("--threads", type=int, default=2, help="serve: wrk threads")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--pool-size", type=int, default=0,
                         help="serve: PARLEY_DB_POOL_SIZE (default: the concurrency, at least 10)")
@@ -278,6 +385,8 @@ def main() -> None:
     parser.add_argument("--statements", action="store_true", help="inprocess: count the statements per callback")
     parser.add_argument("--profile", metavar="FILE", help="inprocess: a cProfile (CPU time) of the callbacks to FILE")
     args = parser.parse_args()
+    if args.mode == "serve" and args.client == "wrk" and shutil.which("wrk") is None:
+        parser.error("wrk is not installed (apt-get install -y wrk); or --client httpx")
     for kind in (("sqlite", "postgres") if args.database == "both" else (args.database,)):
         with fresh_database(kind, args.postgres_admin_url) as db:
             if args.mode == "serve":
