@@ -136,7 +136,10 @@ class Settings:
     """json: one JSON object per line (request and job lines carry their fields); console: a readable line."""
     metrics_token: str = ""
     """GET /metrics answers only ``Authorization: Bearer <this>``; empty: /metrics is not served (404)."""
-    db_pool_size: int = 10
+    db_pool_size: int = 0
+    """The most database connections a process holds (PARLEY_DB_POOL_SIZE): each opened when the load first needs
+    it and kept; a request that finds them all in use waits for one. 0: the database's default (20 on PostgreSQL,
+    10 on SQLite, where more connections only add threads: one writer at a time)."""
     gc_threshold: int = 10_000
     """Allocations between two young-generation passes of Python's garbage collector in a server or worker process
     (Python's own default is 700, a pass every few dozen objects a request makes; docs/performance.md)."""

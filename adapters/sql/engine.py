@@ -37,10 +37,21 @@ def _json_loads(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEngine:
+DEFAULT_POOL_SIZE = {"sqlite": 10, "postgresql": 20}
+"""Connections a process holds when PARLEY_DB_POOL_SIZE does not say. SQLite writes one at a time, and each
+aiosqlite connection is a thread: more than 10 made `GET /v2/agents` slower (767 requests/s with 20 against 919
+with 10 and 949 with 5, docs/performance.md); PostgreSQL serves concurrent statements, and 20 keeps a serve process
+under load from waiting for connections."""
+
+
+def create_engine(url: str, *, pool_size: int = 0, echo: bool = False) -> AsyncEngine:
     """An engine for ``url`` (``sqlite+aiosqlite`` or ``postgresql+asyncpg``) with a pool of ``pool_size``
-    connections (and as many more under load on PostgreSQL)."""
+    connections (0: ``DEFAULT_POOL_SIZE``), opened as the load needs them and kept: none beyond it. (SQLAlchemy
+    closes an overflow connection the moment it comes back while the pool is full, so under a steady load above
+    the pool's size each request would open a PostgreSQL backend and close it: that cost ``GET /v2/agents`` about
+    half its throughput.)"""
     parsed = make_url(url)
+    pool_size = pool_size or DEFAULT_POOL_SIZE.get(parsed.get_backend_name(), 10)
     kwargs: dict[str, Any] = {"echo": echo, "json_deserializer": _json_loads}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
@@ -54,7 +65,7 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
             engine = create_async_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=60, **kwargs)
         _configure_sqlite(engine)
         return engine
-    engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_timeout=30, **kwargs)
+    engine = create_async_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=30, **kwargs)
     if parsed.get_driver_name() == "asyncpg":
         _configure_asyncpg(engine)
     return engine

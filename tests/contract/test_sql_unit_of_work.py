@@ -307,3 +307,42 @@ async def test_no_unit_leaves_a_connection_checked_out(table_engine: tuple[Any, 
     await asyncio.gather(*(one(n) for n in range(3)))
     assert pool.checkedout() == 0
     assert await _values(engine, table) == []
+
+
+@pytest.mark.postgres
+async def test_postgres_keeps_the_connections_a_burst_opened_and_never_opens_more_than_the_pool(
+        private_pg_url: str) -> None:
+    """A burst of requests needs more connections than were open: the pool opens them, up to its size, and keeps
+    them when they come back, so the next burst connects to nothing (a connection closed on its return and opened
+    again for the next request costs PostgreSQL a new backend each time). Past the size, requests wait."""
+    engine = create_engine(private_pg_url, pool_size=4)  # a database of its own: no other process's backends
+    pool = engine.sync_engine.pool
+    in_use, most = 0, 0
+
+    async def one() -> None:
+        nonlocal in_use, most
+        uow = SqlUnitOfWork(engine, CLOCK, write=False)
+        try:
+            conn = await uow.connection()
+            in_use += 1
+            most = max(most, in_use)
+            await conn.execute(sa.text("SELECT pg_sleep(0.02)"))
+            in_use -= 1
+        finally:
+            await uow.close()
+
+    async def backend_pids() -> set[int]:
+        async with engine.connect() as conn:
+            return {row[0] for row in await conn.execute(sa.text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"))}
+
+    try:
+        await asyncio.gather(*(one() for _ in range(10)))
+        assert most == 4  # the fifth request waited for a connection instead of opening one more
+        assert pool.checkedin() == 4 and pool.checkedout() == 0  # all four kept
+        opened = await backend_pids()
+        assert len(opened) == 4
+        await asyncio.gather(*(one() for _ in range(10)))
+        assert await backend_pids() == opened  # the second burst used the same four backends
+    finally:
+        await engine.dispose()
