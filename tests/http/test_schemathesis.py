@@ -78,12 +78,13 @@ def _httpx_arguments(kwargs: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in kwargs.items() if k in ("method", "url", "params", "json")}
     # negative cases put non-ASCII text in header parameters (Idempotency-Key): send it as UTF-8 bytes, as a
     # raw client could, instead of letting httpx refuse to encode it
+    headers = dict(kwargs.get("headers") or {})
+    if kwargs.get("cookies"):  # as the request's own Cookie header (httpx deprecates cookies per request)
+        headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in kwargs["cookies"].items())
     out["headers"] = {name: value if not isinstance(value, str) or value.isascii() else value.encode()
-                      for name, value in (kwargs.get("headers") or {}).items()}
+                      for name, value in headers.items()}
     if "data" in kwargs:
         out["content"] = kwargs["data"]
-    if kwargs.get("cookies"):
-        out["cookies"] = kwargs["cookies"]
     out["follow_redirects"] = False
     return out
 
