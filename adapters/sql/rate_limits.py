@@ -77,6 +77,21 @@ class RateLimitLeases:
         lease = self.slots.setdefault(slot, Lease(0, 0))
         lease.counted = max(lease.counted, limit)
 
+    def spend(self, slot: Slot) -> None:
+        """One request served from the lease (reserved beforehand)."""
+        self.slots[slot].unspent -= 1
+
+    def drop(self, slot: Slot) -> int:
+        """Forget the lease; returns what it held unspent, for the caller to give back."""
+        lease = self.slots.pop(slot, None)
+        return lease.unspent if lease is not None else 0
+
+    def given_back(self, slot: Slot) -> None:
+        """One counted request was given back in the shared counter."""
+        lease = self.slots.get(slot)
+        if lease is not None and lease.counted > 0:
+            lease.counted -= 1
+
     def prune(self, epoch: float) -> None:
         """Forget the windows that ended (once a minute)."""
         if epoch < self._prune_at:
@@ -137,7 +152,7 @@ class SqlRateLimiter:
             if full:  # counted without this request, which is not served
                 used[slot] = max(leases.used(slot), limits[slot]) if slot in full else leases.used(slot)
             else:  # this request's place: the one it reserved, or the next of the process's lease
-                leases.slots[slot].unspent -= 1
+                leases.spend(slot)
                 used[slot] = mine.get(slot, leases.used(slot))
         decisions = []
         for bucket, windows in buckets:
@@ -149,9 +164,9 @@ class SqlRateLimiter:
         if full:
             for slot in limits:
                 # dropped before the give-back is awaited: no other request of this process spends it meanwhile
-                lease = leases.slots.pop(slot, None)
-                if lease is not None and lease.unspent:
-                    await self._give_back(slot, lease.unspent)
+                unspent = leases.drop(slot)
+                if unspent:
+                    await self._give_back(slot, unspent)
         return decisions
 
     async def _reserve(self, leases: RateLimitLeases, limits: dict[Slot, int], mine: dict[Slot, int]) -> set[Slot]:
@@ -219,9 +234,7 @@ class SqlRateLimiter:
         for window in windows:
             slot = (bucket, window.seconds, window.start(epoch))
             await self._give_back(slot, 1)
-            lease = self.leases.slots.get(slot)
-            if lease is not None and lease.counted > 0:
-                lease.counted -= 1
+            self.leases.given_back(slot)
 
     async def purge(self, before: datetime) -> int:
         conn = await self.uow.connection()
