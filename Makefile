@@ -30,11 +30,11 @@ lint: venv
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-# Two passes. First, every test not marked serial in parallel (pytest-xdist, one process per core, a database of
-# their own each): for `make test` the slow end-to-end, browser, crash and fuzz tests too, files shared out whole
-# (--dist loadfile) with the rest; `make test-fast` leaves the slow ones out. Then the timing-sensitive
-# multi-process tests and the browser web calls, whose audio runs in real time (marked serial), in one process,
-# with no other test process competing.
+# `make test`: two passes. First, every test not marked serial in parallel (pytest-xdist, one process per core, a
+# database of their own each), the slow end-to-end, browser, crash and fuzz tests too, files shared out whole
+# (--dist loadfile) with the rest (`make test-fast` runs this pass alone, without the slow ones). Then the
+# timing-sensitive multi-process and crash tests and the browser web calls, whose audio runs in real time (marked
+# serial, all of them slow), in one process, with no other test process competing.
 # tests/conftest.py orders the files (the slow ones first, then the most tests first), and xdist keeps that order.
 PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
 
@@ -60,18 +60,17 @@ test: lint
 	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
 	test $$first -eq 0 -a $$second -eq 0
 
-# the fast loop leaves out the slow tests, runs every property test with a fifth of its examples
+# the fast loop: one parallel pass that leaves out the slow tests and the serial ones (all of them slow: crash,
+# multi-process and real-time audio tests), runs every property test with a fifth of its examples
 # (tests/properties.py) and the HTTP-level tests on SQLite only (the PostgreSQL adapters keep their contract
 # suites, and tests written for PostgreSQL alone still run); `make test` runs everything on both databases
 test-fast: lint
 	@rm -rf $(REPORTS); mkdir -p $(REPORTS)
 	$(PYTEST) -q $(PARALLEL) -m "not slow and not serial" --hypothesis-profile=fast --http-on-sqlite-only \
 	  --junitxml=$(REPORTS)/parallel.xml; \
-	first=$$?; \
-	$(PYTEST) -q -m "serial and not slow" --hypothesis-profile=fast --junitxml=$(REPORTS)/serial.xml $(SERIAL_FILES); \
-	second=$$?; \
-	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
-	test $$first -eq 0 -a $$second -eq 0
+	status=$$?; \
+	$(BIN)/python -m tests.summary $(REPORTS)/parallel.xml; \
+	test $$status -eq 0
 
 migrate: venv
 	$(BIN)/parley migrate

@@ -7,6 +7,7 @@ webhooks.py: the webhook delivery fixtures, a plugin of this file)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import uuid
@@ -92,19 +93,39 @@ def _postgres_variant_of_an_http_test(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The serial pass of ``make test`` and ``make test-fast`` collects only the files that spell
-    ``pytest.mark.serial`` (the Makefile greps for it, which saves collecting the whole suite twice): a test
-    marked serial any other way would be run by neither pass, so it is refused here. With
+    """The serial pass of ``make test`` collects only the files that spell ``pytest.mark.serial`` (the Makefile
+    greps for it, which saves collecting the whole suite twice): a test marked serial any other way would be run
+    by neither pass, so it is refused here, and so is a serial test not marked slow (``make test-fast`` is the
+    parallel pass alone). With
     ``--http-on-sqlite-only`` (``make test-fast``) the PostgreSQL variants of the HTTP tests are deselected."""
     for item in items:
         if item.get_closest_marker("serial") and "mark.serial" not in Path(item.path).read_text(encoding="utf-8"):
             raise pytest.UsageError(f"{item.nodeid} is marked serial without `pytest.mark.serial` in its file")
+        if item.get_closest_marker("serial") and not item.get_closest_marker("slow"):
+            raise pytest.UsageError(f"{item.nodeid} is marked serial but not slow: `make test-fast` runs no serial "
+                                    "pass, so it would never run there unnoticed; mark it slow too")
     if config.getoption("--http-on-sqlite-only"):
         deselected = [item for item in items if _postgres_variant_of_an_http_test(item)]
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = [item for item in items if not _postgres_variant_of_an_http_test(item)]
     _longest_first(items)
+
+
+GC_THRESHOLDS = (10_000, 50, 1_000)
+"""The collector's thresholds in a test process (Python's defaults are 700, 10, 10): a worker of ``make test-fast``
+holds over a million objects (the run's apps, containers and collected modules), and with the defaults it
+walked all of them about twenty times a run, 7 to 10 s of CPU per worker. Garbage without cycles is freed at
+once either way; cycles wait longer, and pytest's own collection at the end of the run still reports any
+finalizer's error."""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection built (the test modules, the imported application) lives for the whole run: moved to
+    the collector's permanent generation, it is never walked again; then the run's thresholds."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _longest_first(items: list[pytest.Item]) -> None:

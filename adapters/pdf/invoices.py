@@ -9,8 +9,6 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
-from fpdf import FPDF
-
 from domain.billing import Invoice
 
 SELLER = "Parley"
@@ -36,6 +34,8 @@ class FpdfInvoiceRenderer:
 
     @staticmethod
     def draw(invoice: Invoice, organization_name: str) -> bytes:
+        from fpdf import FPDF  # imported on the first invoice drawn, not at every process's start (about 0.3 s)
+
         pdf = FPDF(format="A4")
         pdf.set_title(_text(f"Invoice {invoice.number}"))
         pdf.set_author(SELLER)

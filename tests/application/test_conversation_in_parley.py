@@ -68,6 +68,7 @@ from tests.support.conversation import (
     Silence,
     Step,
     VirtualTime,
+    Wait,
     fake_engines,
 )
 from tests.support.receiver import Receiver
@@ -95,8 +96,8 @@ async def place(app: App, actor: Actor, agent_id: int) -> str:
 
 
 async def converse(app: App, actor: Actor, call_id: str, script: list[Step], reply: Any = None,
-                   replies: list[Reply] | None = None, *, http: Any = None, config: ConversationConfig | None = None,
-                   real_ms_per_tick: float = 0.0) -> tuple[ConversationOutcome, ScriptedModel, FakeMediaSession]:
+                   replies: list[Reply] | None = None, *, http: Any = None, config: ConversationConfig | None = None
+                   ) -> tuple[ConversationOutcome, ScriptedModel, FakeMediaSession]:
     time = VirtualTime()
     model = ScriptedModel(time, replies or [], reply=reply)
     units = ScopedUnits(app.container)
@@ -109,8 +110,7 @@ async def converse(app: App, actor: Actor, call_id: str, script: list[Step], rep
                 return fixed
 
         configs = Fixed()
-    session = FakeMediaSession(script, time=time, call_id=call_id, organization_id=actor.organization_id,
-                               real_ms_per_tick=real_ms_per_tick)
+    session = FakeMediaSession(script, time=time, call_id=call_id, organization_id=actor.organization_id)
     runtime = AgentConversation(configs, FixedEngineFactory(fake_engines(time, model)), units=units, http=http,
                                 passages=KnowledgePassages(units), tool_secrets=await app.container.get(ToolSecrets))
     return await runtime.run(session), model, session
@@ -266,18 +266,25 @@ async def test_a_custom_tool_is_called_with_the_right_signed_arguments_and_failu
                   ToolCall("c4", "flaky", {"order_id": "2"}),
                   ToolCall("c5", "internal", {"order_id": "3"})])
 
+    answered: list[str] = []
+
     def answer(request: ChatRequest) -> Reply:
         last = request.messages[-1]
         if last.role == "tool":
             results.append(json.loads(last.content))
         call = next(calls, None)
+        if call is None:
+            answered.append("final")
         return [call] if call is not None else ["Your order has shipped and arrives Friday."]
 
     http = HttpxSafeHttp(Loopback(), allow_loopback=True, user_agent="ParleyTest/1.0",
                          allowed_ports={receiver.port, 80, 443})
-    outcome, _, _ = await converse(app, actor, call_id, [Silence(2500), Say("Where is my order 12345?", 900),
-                                                         Silence(12_000), Close()], reply=answer, http=http,
-                                   config=replace(config, max_tool_rounds=6), real_ms_per_tick=2)
+    # the tools answer in real time: silence, 2 ms of real time a frame, until the model has had every tool's result
+    # (at most 12 s of it), then 3 s to speak the final answer (about 1.7 s: the model, then its 7 words)
+    script: list[Step] = [Silence(2500), Say("Where is my order 12345?", 900),
+                          Wait(lambda: bool(answered), 12_000, real_ms=2), Silence(3000), Close()]
+    outcome, _, _ = await converse(app, actor, call_id, script, reply=answer, http=http,
+                                   config=replace(config, max_tool_rounds=6))
     [first] = receiver.on("/orders")
     assert json.loads(first.body) == {"order_id": "12345"}
     headers = first.headers

@@ -18,8 +18,9 @@ from tests.knowledge_samples import running_app
 
 GOOD = ("notes.txt", b"Opening hours are nine to five.")
 
-# a worker process starts inside the 0.5 s deadline: run these where no other test process competes
-pytestmark = pytest.mark.serial
+# a worker process starts inside the 0.5 s deadline: run these where no other test process competes (serial);
+# crash tests, they are left to `make test` (slow)
+pytestmark = [pytest.mark.serial, pytest.mark.slow]
 
 
 @pytest.fixture

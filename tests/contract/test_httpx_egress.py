@@ -182,7 +182,8 @@ def _serve(ssl_context: ssl.SSLContext | None = None) -> Iterator[PageServer]:
         httpd.socket = ssl_context.wrap_socket(httpd.socket, server_side=True)
     state = PageServer(port=httpd.server_address[1])
     httpd.state = state  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() waits for the loop to look at its flag: every 50 ms, not the standard library's 0.5 s
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield state

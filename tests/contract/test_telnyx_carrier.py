@@ -66,9 +66,20 @@ async def telnyx(clock: ManualClock) -> AsyncIterator[TelnyxEmulator]:
 
 
 @pytest.fixture
-def carrier() -> TelnyxCarrier:
-    http = HttpxSafeHttp(NoDns(), allow_loopback=True, user_agent="ParleyTest/1.0")
-    return TelnyxCarrier(http, timeout=1.0)
+def http() -> HttpxSafeHttp:
+    return HttpxSafeHttp(NoDns(), allow_loopback=True, user_agent="ParleyTest/1.0")
+
+
+@pytest.fixture
+def carrier(http: HttpxSafeHttp) -> TelnyxCarrier:
+    return TelnyxCarrier(http, timeout=10.0)
+
+
+@pytest.fixture
+def impatient(http: HttpxSafeHttp) -> TelnyxCarrier:
+    """The carrier (its kept-alive connections too) giving up after 0.25 s: only for a request the emulator is told
+    to leave unanswered (the others keep a timeout a busy machine cannot reach)."""
+    return TelnyxCarrier(http, timeout=0.25)
 
 
 @pytest.fixture
@@ -155,11 +166,11 @@ async def test_a_wrong_api_key_is_a_carrier_error(
 
 
 async def test_a_dial_whose_answer_is_lost_is_ambiguous_and_found_again_by_its_client_state(
-        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount) -> None:
+        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, impatient: TelnyxCarrier, account: CarrierAccount) -> None:
     await carrier.dial(account, a_dial("call_other"))  # another live call on the connection
     telnyx.hang("POST", "/v2/calls", effect=True)
     with pytest.raises(CarrierAmbiguous):
-        await carrier.dial(account, a_dial("call_lost"))
+        await impatient.dial(account, a_dial("call_lost"))
     lost = next(c for c in telnyx.calls.values() if call_id_from_client_state(c.client_state) == "call_lost")
     found = await carrier.find_call(account, "call_lost", None)
     assert found is not None
@@ -230,10 +241,10 @@ async def test_find_call_reads_how_an_unanswered_call_ended(
 
 
 async def test_a_status_read_that_times_out_is_a_plain_carrier_error(
-        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount) -> None:
+        telnyx: TelnyxEmulator, impatient: TelnyxCarrier, account: CarrierAccount) -> None:
     telnyx.hang("GET", "/v2/calls/")
     with pytest.raises(CarrierError):
-        await carrier.find_call(account, "call_1", "v3:whatever")
+        await impatient.find_call(account, "call_1", "v3:whatever")
 
 
 async def test_hang_up_ends_the_call_once_and_is_idempotent(
@@ -255,11 +266,11 @@ async def test_hanging_up_a_call_the_callee_already_ended_is_not_an_error(
 
 
 async def test_a_hang_up_without_an_answer_is_ambiguous(
-        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount) -> None:
+        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, impatient: TelnyxCarrier, account: CarrierAccount) -> None:
     ref = await carrier.dial(account, a_dial())
     telnyx.hang("POST", f"/v2/calls/{ref.carrier_call_id}/actions/hangup")
     with pytest.raises(CarrierAmbiguous):
-        await carrier.hang_up(account, ref.carrier_call_id)
+        await impatient.hang_up(account, ref.carrier_call_id)
 
 
 async def test_transfer_sends_the_call_on_and_fails_on_an_ended_call(
@@ -334,13 +345,13 @@ async def test_send_sms_names_the_profile_and_the_status_url(
 
 
 async def test_sms_errors_and_silences(
-        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount) -> None:
+        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, impatient: TelnyxCarrier, account: CarrierAccount) -> None:
     with pytest.raises(CarrierError) as refused:
         await carrier.send_sms(account, OURS, CALLEE, "", URLS.status_url)
     assert refused.value.message == "The 'text' parameter is required."
     telnyx.hang("POST", "/v2/messages", effect=True)
     with pytest.raises(CarrierAmbiguous):
-        await carrier.send_sms(account, OURS, CALLEE, "hello", URLS.status_url)
+        await impatient.send_sms(account, OURS, CALLEE, "hello", URLS.status_url)
     assert len(telnyx.messages) == 1
 
 
@@ -375,13 +386,13 @@ async def test_buy_number_orders_it_on_the_connection_and_points_the_webhooks_at
 
 
 async def test_a_number_someone_else_bought_is_a_carrier_error_and_a_lost_order_is_ambiguous(
-        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, account: CarrierAccount) -> None:
+        telnyx: TelnyxEmulator, carrier: TelnyxCarrier, impatient: TelnyxCarrier, account: CarrierAccount) -> None:
     telnyx.unavailable.add("+14155550152")
     with pytest.raises(CarrierError):
         await carrier.buy_number(account, "+14155550152", NUMBER_URLS)
     telnyx.hang("POST", "/v2/number_orders")
     with pytest.raises(CarrierAmbiguous):
-        await carrier.buy_number(account, "+14155550153", NUMBER_URLS)
+        await impatient.buy_number(account, "+14155550153", NUMBER_URLS)
     assert telnyx.numbers == {}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from application.context import Actor
 from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.webhooks import AttemptFilter
-from application.webhook_delivery import DeliverySteps
+from application.webhook_delivery import DeliverySteps, PumpDeliveries, PumpDeliveriesCommand
 from application.webhooks import (
     DispatchOutbox,
     ListDeliveryAttempts,
@@ -53,9 +54,42 @@ def _trace_passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     return passes
 
 
+class SeenStop(asyncio.Event):
+    """The delivery pump's stop: set when the worker's is, and ``seen`` once the pump has looked and found it set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = asyncio.Event()
+
+    def is_set(self) -> bool:
+        if super().is_set():
+            self.seen.set()
+            return True
+        return False
+
+
+def _watch_the_pump_stop(monkeypatch: pytest.MonkeyPatch) -> SeenStop:
+    """The stop the worker's delivery pump is given, which says when the pump has seen it."""
+    pump_stop = SeenStop()
+    execute = PumpDeliveries.execute
+
+    async def watched(self: PumpDeliveries, command: PumpDeliveriesCommand) -> None:
+        follow = asyncio.ensure_future(command.stop.wait())
+        follow.add_done_callback(lambda _: pump_stop.set())
+        try:
+            await execute(self, replace(command, stop=pump_stop))
+        finally:
+            follow.cancel()
+
+    monkeypatch.setattr(PumpDeliveries, "execute", watched)
+    return pump_stop
+
+
 async def test_worker_delivers_soon_after_commit_and_finishes_in_flight_on_stop(
         make_api: ApiFactory, fresh_sqlite_url: str, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
     passes = _trace_passes(monkeypatch)
+    pump_stop = _watch_the_pump_stop(monkeypatch)
+    answer = asyncio.Event()
     api = await make_api(fresh_sqlite_url)
     t = await api.tenant()
     hook = (await api.client.post("/v2/webhooks", json={"url": receiver.url(), "events": ["call.ended"]},
@@ -79,16 +113,19 @@ async def test_worker_delivers_soon_after_commit_and_finishes_in_flight_on_stop(
         claims = [n for kind, n in after[fanned_out:] if kind == "claim"]
         assert next(i for i, n in enumerate(claims) if n) <= 1
 
-        receiver.script("/hook", Reply(200, hang=0.6))
+        receiver.script("/hook", Reply(200, hold=answer))
         async with jobs() as r:
             uow = await r.get(UnitOfWork)
             uow.record(event(t.organization_id, "call.ended", {"n": 2}))
             await uow.commit()
         await receiver.wait_for(2, timeout=5)
         stop.set()  # while the second delivery is in flight
+        await asyncio.wait_for(pump_stop.seen.wait(), timeout=5)  # the pump knows it is stopping...
+        answer.set()  # ...before the receiver answers
         await asyncio.wait_for(worker, timeout=8)
     finally:
         stop.set()
+        answer.set()
         if not worker.done():
             worker.cancel()
         await jobs.close()
@@ -169,7 +206,7 @@ async def test_stop_releases_deliveries_that_do_not_finish_in_time(
     receiver.script("/hook", Reply(200, hang=5))
     jobs = build_container(api.settings)
     stop = asyncio.Event()
-    impatient = {"poll_seconds": 0.05, "lease_seconds": 60, "shutdown_grace_seconds": 0.2}
+    impatient = {"poll_seconds": 0.05, "lease_seconds": 60, "shutdown_grace_seconds": 0.05}
     worker = asyncio.create_task(webhook_work(jobs, api.settings, stop, **impatient))
     try:
         async with jobs() as r:

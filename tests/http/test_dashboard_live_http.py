@@ -14,14 +14,31 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+import pytest
 
 from adapters.memory.clock import ManualClock
+from entrypoints.http.dashboard import live
 from entrypoints.http.dashboard.gate import LIVE_WINDOWS
 from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import COOKIE, cookie, login, new_user
 from tests.http.test_campaigns_http import new_campaign
 
 WAIT = 5.0
+
+
+def quick_ticks(monkeypatch: pytest.MonkeyPatch) -> threading.Semaphore:
+    """Streams read their view every 50 ms rather than every half second (for what does not depend on how often);
+    the semaphore returned is released once for each render of a view (a stream's first, then one a tick)."""
+    renders, render_block = threading.Semaphore(0), live.render_block
+
+    def counted(*args: Any) -> str:
+        html = render_block(*args)
+        renders.release()
+        return html
+
+    monkeypatch.setattr(live, "TICK_SECONDS", 0.05)
+    monkeypatch.setattr(live, "render_block", counted)
+    return renders
 
 
 @dataclass
@@ -111,7 +128,9 @@ async def test_a_new_campaign_appears_on_the_open_campaigns_stream(any_api: Api)
         assert loop.time() - began < 1.0  # within a second of the change (a tick is half a second)
 
 
-async def test_a_stream_is_one_live_request_and_never_the_request_budget(make_api: ApiFactory, sql_url: str) -> None:
+async def test_a_stream_is_one_live_request_and_never_the_request_budget(
+        make_api: ApiFactory, sql_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    renders = quick_ticks(monkeypatch)
     clock = ManualClock(datetime(2026, 5, 4, 10, 0, 10, tzinfo=UTC))
     api = await make_api(sql_url, clock=clock, rate_limit_per_minute=3, rate_limit_per_hour=100)
     user = await new_user(api)
@@ -122,7 +141,8 @@ async def test_a_stream_is_one_live_request_and_never_the_request_budget(make_ap
     path = f"/dashboard/live/campaigns/{campaign['id']}"
     async with opened(api, path, session) as stream:
         assert "Progress" in await stream.next()
-        await asyncio.sleep(1.2)  # the stream reads the campaign again at each tick: nothing more is counted
+        for _ in range(4):  # the first render, then three ticks: it reads the campaign again each, nothing is counted
+            assert await asyncio.to_thread(renders.acquire, True, WAIT)
     # the connection counted once in the live budget: the rest of it opens as many streams
     for _ in range(LIVE_WINDOWS[0].limit - 1):
         async with opened(api, path, session) as again:
@@ -138,7 +158,9 @@ async def test_a_stream_is_one_live_request_and_never_the_request_budget(make_ap
     assert signed_out.status_code == 303 and signed_out.headers["location"].startswith("/dashboard/login")
 
 
-async def test_the_stream_ends_when_the_session_ends(make_api: ApiFactory, sql_url: str) -> None:
+async def test_the_stream_ends_when_the_session_ends(make_api: ApiFactory, sql_url: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    quick_ticks(monkeypatch)  # the end is found at the next tick
     clock = ManualClock(datetime(2026, 5, 4, 10, 0, 10, tzinfo=UTC))
     api = await make_api(sql_url, clock=clock)
     user = await new_user(api)

@@ -3,7 +3,8 @@ virtual time, and engines of fixed latency on that same time.
 
 Time moves only as the fake session delivers caller audio, 20 ms a frame (a carrier's pace), and between frames the
 event loop is given turns until the work the runtime started has run as far as virtual time allows. Engines wait on
-the virtual clock, so their latency is exact and a test never sleeps.
+the virtual clock, so their latency is exact and a test never sleeps (but for a ``Wait`` step's frames, which give
+work outside virtual time, a real HTTP server, real time to run in).
 
 Caller speech is PCM whose samples carry a phrase number (``PHRASES``): the fake speech-to-text maps it back to the
 words, the fake turn detector hears any non-zero sample as speech.
@@ -114,6 +115,15 @@ class Silence:
 
 
 @dataclass(frozen=True)
+class Wait:
+    """Silence until ``done()`` holds (looked at before each frame), at most ``ms``, each frame given ``real_ms`` of
+    real time too: for work outside virtual time (a real HTTP server) that the rest of the script must not outrun."""
+    done: Callable[[], bool]
+    ms: int
+    real_ms: float = 2.0
+
+
+@dataclass(frozen=True)
 class Control:
     command: Literal["hang_up", "machine_detected", "transferred"]
     details: dict[str, Any] = field(default_factory=dict)
@@ -124,7 +134,7 @@ class Close:
     reason: str = "hangup"
 
 
-Step = Say | Silence | Control | Close
+Step = Say | Silence | Wait | Control | Close
 
 
 # ---------------------------------------------------------------------------------------------- the session
@@ -139,10 +149,8 @@ class FakeMediaSession:
 
     def __init__(self, script: Sequence[Step], *, rate: int = 8000, time: VirtualTime | None = None,
                  answered_by: Literal["human", "machine", "unknown"] = "human", call_id: str = "call-1",
-                 organization_id: int = 1, tail_ms: int = 60_000, real_ms_per_tick: float = 0.0) -> None:
+                 organization_id: int = 1, tail_ms: int = 60_000) -> None:
         self.script, self.rate, self.time, self.tail_ms = list(script), rate, time or VirtualTime(), tail_ms
-        self.real_ms_per_tick = real_ms_per_tick
-        """Real time given to each frame, for work outside virtual time (a real HTTP server)."""
         self._info = SessionInfo(call_id=call_id, organization_id=organization_id, direction="outbound",
                                  channel="simulator", sample_rate=rate, started_at=STARTED, answered_by=answered_by)
         self.played: list[tuple[int, bytes]] = []
@@ -195,11 +203,11 @@ class FakeMediaSession:
     def agent_audio_ms(self) -> float:
         return sum(len(pcm) for _, pcm in self.played) * 1000 / (2 * self.rate)
 
-    async def _tick(self) -> list[MediaEvent]:
-        """One frame of time: agent audio sent, marks reached, engines woken."""
+    async def _tick(self, real_ms: float = 0.0) -> list[MediaEvent]:
+        """One frame of time: agent audio sent, marks reached, engines woken (and ``real_ms`` of real time given)."""
         await settle()
-        if self.real_ms_per_tick:
-            await asyncio.sleep(self.real_ms_per_tick / 1000)
+        if real_ms:
+            await asyncio.sleep(real_ms / 1000)
         self.time.advance_to(self.time.now + FRAME_MS)
         self.sent_total = min(self.queued_total, self.sent_total + FRAME_MS)
         out: list[MediaEvent] = []
@@ -223,7 +231,9 @@ class FakeMediaSession:
                 continue
             frames = step.ms // FRAME_MS
             for _ in range(frames):
-                for event in await self._tick():
+                if isinstance(step, Wait) and step.done():
+                    break
+                for event in await self._tick(step.real_ms if isinstance(step, Wait) else 0.0):
                     yield event
                 if isinstance(step, Say):
                     self.speech_frames.append(self.time.now)

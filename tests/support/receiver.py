@@ -1,6 +1,6 @@
 """A real HTTP receiver on 127.0.0.1 (asyncio, port 0) that records every request and answers as
 scripted: 200 by default, or a queue of replies per path (500 then 200, 410, 429 with
-Retry-After, hang for a while)."""
+Retry-After, hang for a while or until the test says)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     hang: float = 0.0
     """Seconds to wait before answering (longer than the sender's timeout: a hang)."""
+    hold: asyncio.Event | None = None
+    """Answer only once this is set (after ``hang``): a request kept in flight for as long as the test wants."""
 
 
 @dataclass
@@ -99,6 +101,8 @@ class Receiver:
                 reply = queue.popleft() if queue else self.default
                 if reply.hang:
                     await asyncio.sleep(reply.hang)
+                if reply.hold is not None:
+                    await reply.hold.wait()
                 extra = "".join(f"{k}: {v}\r\n" for k, v in reply.headers)
                 writer.write(
                     f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}\r\n"

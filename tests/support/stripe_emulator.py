@@ -116,7 +116,9 @@ class StripeEmulator:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self) -> StripeEmulator:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # named TCP, the connections it accepts are too, and asyncio turns Nagle's algorithm off on them: uvicorn
+        # writes an answer's head and body apart, and the body would wait for the client's delayed ACK (40 ms)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
