@@ -31,6 +31,7 @@ from entrypoints.settings import Settings
 from tests.support.apps import (
     CHEAP_HASHING,
     POOLABLE_SETTINGS,
+    TEST_POOL_SIZE,
     AdminPool,
     Api,
     ApiFactory,
@@ -355,7 +356,8 @@ async def container(database_url: str, tmp_root: Path, sql_containers: dict[str,
     """A container on each backend (memory, SQLite, PostgreSQL) for contract tests:
     ``async with container() as r: repo = await r.get(Port)``."""
     settings = Settings(database_url=database_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
-                        allow_loopback_targets=True, rate_limit_backend="database", **CHEAP_HASHING)
+                        allow_loopback_targets=True, rate_limit_backend="database", db_pool_size=TEST_POOL_SIZE,
+                        **CHEAP_HASHING)
     if database_url == "memory://":  # the memory backend's data lives in its container: a fresh one per test
         built = build_container(settings)
         yield built
@@ -377,10 +379,10 @@ async def sql_containers() -> AsyncIterator[dict[str, AsyncContainer]]:
 
 @pytest.fixture
 async def concurrent_api(sql_url: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
-    """The app on each SQL database behind httpx's ASGITransport: requests gathered on it really
-    interleave on the test's event loop (Litestar's test client runs them one after another)."""
+    """The app on each SQL database behind httpx's ASGITransport, on a container of its own with the default
+    limits: requests gathered on it interleave on the test's event loop, as on a server."""
     settings = Settings(database_url=sql_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
-                        allow_loopback_targets=True)
+                        allow_loopback_targets=True, db_pool_size=TEST_POOL_SIZE)
     app, release = await app_pool.lend_app(settings, http_container(settings))
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parley.test") as client:

@@ -5,7 +5,6 @@ updates it sends (never the request budget), it needs the session, and it ends w
 from __future__ import annotations
 
 import asyncio
-import queue
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 import pytest
 
 from adapters.memory.clock import ManualClock
@@ -43,13 +41,12 @@ def quick_ticks(monkeypatch: pytest.MonkeyPatch) -> threading.Semaphore:
 
 @dataclass
 class Stream:
-    """An open event stream, read as the browser's ``EventSource`` would (the app runs on its test client's own
-    event loop, so what it sends crosses threads)."""
+    """An open event stream, read as the browser's ``EventSource`` would (the app runs on the test's event loop)."""
 
     status: int = 0
     headers: dict[str, str] = field(default_factory=dict)
-    events: queue.Queue[tuple[str, str]] = field(default_factory=queue.Queue)
-    started: threading.Event = field(default_factory=threading.Event)
+    events: asyncio.Queue[tuple[str, str]] = field(default_factory=asyncio.Queue)
+    started: asyncio.Event = field(default_factory=asyncio.Event)
     buffer: str = ""
 
     def feed(self, chunk: str) -> None:
@@ -67,16 +64,16 @@ class Stream:
 
     async def next(self, name: str = "update") -> str:
         while True:
-            got, data = await asyncio.to_thread(self.events.get, True, WAIT)
+            got, data = await asyncio.wait_for(self.events.get(), WAIT)
             if got == name:
                 return data
 
 
 @asynccontextmanager
 async def opened(api: Api, path: str, session: str) -> AsyncIterator[Stream]:
-    """``GET path`` on the app itself (ASGI, on the test client's loop), its body read as it comes; the client
-    goes away at the end."""
-    stream, gone = Stream(), threading.Event()
+    """``GET path`` on the app itself (ASGI, on the test's loop), its body read as it comes; the client goes away
+    at the end."""
+    stream, gone = Stream(), asyncio.Event()
     raw = path.encode()
     scope: dict[str, Any] = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
@@ -87,7 +84,7 @@ async def opened(api: Api, path: str, session: str) -> AsyncIterator[Stream]:
         "client": ("127.0.0.1", 50000), "server": ("testserver", 80), "state": {}}
 
     async def receive() -> dict[str, Any]:
-        await anyio.to_thread.run_sync(gone.wait)
+        await gone.wait()
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
@@ -98,16 +95,13 @@ async def opened(api: Api, path: str, session: str) -> AsyncIterator[Stream]:
         elif message["type"] == "http.response.body":
             stream.feed(message.get("body", b"").decode())
 
-    async def call() -> None:
-        await api.client.app(scope, receive, send)  # type: ignore[arg-type]
-
-    future = api.client.blocking_portal.start_task_soon(call)
+    task = asyncio.create_task(api.client.app(scope, receive, send))  # type: ignore[arg-type]
     try:
-        assert await asyncio.to_thread(stream.started.wait, WAIT)
+        await asyncio.wait_for(stream.started.wait(), WAIT)
         yield stream
     finally:
         gone.set()
-        await asyncio.to_thread(future.result, WAIT)
+        await asyncio.wait_for(task, WAIT)
 
 
 async def test_a_new_campaign_appears_on_the_open_campaigns_stream(any_api: Api) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 from collections.abc import AsyncIterator
@@ -178,10 +177,7 @@ async def _stream_to_app(api: Api, path: str, headers: dict[str, str], chunks: A
     async def send(message: dict[str, Any]) -> None:
         messages.append(message)
 
-    # on the test client's own loop, where the app's pooled connections live (a refusal is audited: the 413 writes
-    # its audit event through the pool, and an asyncpg connection must not be used from another loop)
-    portal = api.client.blocking_portal
-    await asyncio.to_thread(portal.call, api.client.app, scope, receive, send)  # type: ignore[arg-type]
+    await api.client.app(scope, receive, send)  # type: ignore[arg-type]
     status = next(m["status"] for m in messages if m["type"] == "http.response.start")
     return status, b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
 
