@@ -7,7 +7,6 @@ webhooks.py: the webhook delivery fixtures, a plugin of this file)."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import shutil
 import uuid
@@ -111,22 +110,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=deselected)
             items[:] = [item for item in items if not _postgres_variant_of_an_http_test(item)]
     _longest_first(items)
-
-
-GC_THRESHOLDS = (10_000, 50, 1_000)
-"""The collector's thresholds in a test process (Python's defaults are 700, 10, 10): a worker of ``make test-fast``
-holds over a million objects (the run's apps, containers and collected modules), and with the defaults it
-walked all of them about twenty times a run, 7 to 10 s of CPU per worker. Garbage without cycles is freed at
-once either way; cycles wait longer, and pytest's own collection at the end of the run still reports any
-finalizer's error."""
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """What collection built (the test modules, the imported application) lives for the whole run: moved to
-    the collector's permanent generation, it is never walked again; then the run's thresholds."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 SECONDS_PER_TEST = {"domain": 0.006, "application": 0.05, "contract": 0.045, "http": 0.11, "e2e": 0.08}
