@@ -363,7 +363,7 @@ async def sql_containers() -> AsyncIterator[dict[str, AsyncContainer]]:
 @pytest.fixture
 async def concurrent_api(sql_url: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
     """The app on each SQL database behind httpx's ASGITransport, on a container of its own with the default
-    rate limits: requests gathered on it interleave on the test's event loop, as on a server."""
+    limits: requests gathered on it interleave on the test's event loop, as on a server."""
     settings = Settings(database_url=sql_url, var_dir=tmp_root / "var", secret_key="test-secret-key",
                         allow_loopback_targets=True, db_pool_size=TEST_POOL_SIZE)
     app, release = await app_pool.lend_app(settings, http_container(settings))

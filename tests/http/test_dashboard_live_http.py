@@ -5,6 +5,7 @@ updates it sends (never the request budget), it needs the session, and it ends w
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,10 +24,10 @@ from tests.http.test_campaigns_http import new_campaign
 WAIT = 5.0
 
 
-def quick_ticks(monkeypatch: pytest.MonkeyPatch) -> asyncio.Semaphore:
+def quick_ticks(monkeypatch: pytest.MonkeyPatch) -> threading.Semaphore:
     """Streams read their view every 50 ms rather than every half second (for what does not depend on how often);
     the semaphore returned is released once for each render of a view (a stream's first, then one a tick)."""
-    renders, render_block = asyncio.Semaphore(0), live.render_block
+    renders, render_block = threading.Semaphore(0), live.render_block
 
     def counted(*args: Any) -> str:
         html = render_block(*args)
@@ -135,7 +136,7 @@ async def test_a_stream_is_one_live_request_and_never_the_request_budget(
     async with opened(api, path, session) as stream:
         assert "Progress" in await stream.next()
         for _ in range(4):  # the first render, then three ticks: it reads the campaign again each, nothing is counted
-            await asyncio.wait_for(renders.acquire(), WAIT)
+            assert await asyncio.to_thread(renders.acquire, True, WAIT)
     # the connection counted once in the live budget: the rest of it opens as many streams
     for _ in range(LIVE_WINDOWS[0].limit - 1):
         async with opened(api, path, session) as again:
