@@ -33,8 +33,8 @@ def module_db(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 async def api(module_db: str, tmp_root: Path) -> AsyncIterator[Api]:
-    # in-memory rate limits (lifted anyway); the streaming test drives the ASGI app directly, on the test client's
-    # loop (its portal), where the pool's connections live
+    # in-memory rate limits (lifted anyway); the streaming test drives the ASGI app directly, on the test's loop,
+    # where the client runs it too and the pool's connections live
     async with running_app(module_db, tmp_root / "var", rate_limit_backend="memory") as app:
         yield app
 

@@ -14,7 +14,6 @@ import pytest
 from dishka import FromDishka
 from litestar import get
 from litestar.params import QueryParameter
-from litestar.testing import AsyncTestClient
 
 from application.ports.accounts import OrganizationRepository
 from application.ports.platform import PageRequest
@@ -26,6 +25,7 @@ from entrypoints.http.envelope import Envelope
 from entrypoints.http.routing import Access, AuthMode, endpoint
 from entrypoints.settings import Settings
 from tests.conftest import Api
+from tests.support.apps import serving
 
 TAGS = ["test"]
 WRITTEN_NAME = "written by a public route"
@@ -66,7 +66,7 @@ async def test_api(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
     """The app with the test-only routes above, on each SQL database."""
     settings = _settings(sql_url, tmp_root)
     app = create_app(http_container(settings), settings, [*route_handlers(), *TEST_ROUTES])
-    async with AsyncTestClient(app) as client:
+    async with serving(app) as client:
         api = Api(client, settings, None, ())
         yield api
         if api.admin is not None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from litestar.testing import AsyncTestClient
-
 from entrypoints.asgi_app import http_container
 from entrypoints.http.app import create_app
 from entrypoints.runtime import JOB_WAKE_UPS
 from tests.conftest import Api, Tenant
 from tests.http.test_dashboard_sections_http import webhook_with_a_failed_attempt
+from tests.support.apps import serving
 
 HOOK = "https://hooks.example.com/parley"
 
@@ -97,7 +96,7 @@ async def test_loopback_targets_may_use_any_port_and_nothing_else_may(api: Api) 
 
 async def test_private_targets_are_blocked(api: Api) -> None:
     settings = replace(api.settings, allow_loopback_targets=False)  # production: no loopback targets
-    async with AsyncTestClient(create_app(http_container(settings), settings)) as client:
+    async with serving(create_app(http_container(settings), settings)) as client:
         strict = Api(client, settings, None, ())
         await _blocked(strict)
 

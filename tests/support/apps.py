@@ -10,7 +10,8 @@ hand these to tests (``api``, ``any_api``, ``make_api``, ``concurrent_api``) are
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
@@ -147,6 +148,22 @@ class AppClient(httpx.AsyncClient):
                          base_url="http://testserver.local", headers={"user-agent": "testclient"},
                          follow_redirects=True, timeout=None)
         self.app = app
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Litestar) -> AsyncIterator[AppClient]:
+    """A client of an app a test built for itself, on the test's event loop: the app's startup and shutdown hooks
+    (its container is closed) run around it, as a server runs them. The hooks are called here rather than through
+    ``Litestar.lifespan``, whose event emitter's task group must be left by the task that entered it: a module's
+    fixture is set up and torn down in different tasks."""
+    for hook in app.on_startup:
+        await hook(app)  # type: ignore[call-arg]
+    try:
+        async with AppClient(app) as client:
+            yield client
+    finally:
+        for hook in reversed(app.on_shutdown):
+            await hook(app)  # type: ignore[call-arg]
 
 
 @dataclass
