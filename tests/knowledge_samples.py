@@ -124,4 +124,8 @@ async def running_app(database_url: str, var_dir: Path, *overrides: Any, **setti
     config = Settings(database_url=database_url, var_dir=var_dir, secret_key="test-secret-key", **options)
     app = create_app(http_container(config, *overrides), config)
     async with serving(app) as client:
-        yield Api(client, config, None, ())
+        api = Api(client, config, None, ())
+        try:
+            yield api
+        finally:
+            await api.close_admin()

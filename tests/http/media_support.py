@@ -36,6 +36,7 @@ class MediaApp:
 
     async def close(self) -> None:
         await self.api.close_worker()
+        await self.api.close_admin()
         await self.api.client.aclose()  # type: ignore[attr-defined]
 
 

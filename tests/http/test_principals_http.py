@@ -68,9 +68,10 @@ async def test_api(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
     app = create_app(http_container(settings), settings, [*route_handlers(), *TEST_ROUTES])
     async with serving(app) as client:
         api = Api(client, settings, None, ())
-        yield api
-        if api.admin is not None:
-            await api.admin.close()
+        try:
+            yield api
+        finally:
+            await api.close_admin()
 
 
 def _auth_error(response: httpx.Response, status: int, code: str) -> None:

@@ -35,7 +35,11 @@ async def _concurrent_api(url: str, tmp_root: Path, pool: AppPool) -> AsyncItera
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                      base_url="http://testserver.local") as client:
-            yield Api(client, settings, clock, overrides)  # type: ignore[arg-type]
+            api = Api(client, settings, clock, overrides)  # type: ignore[arg-type]
+            try:
+                yield api
+            finally:
+                await api.close_admin()
     finally:
         await release()
 

@@ -91,8 +91,7 @@ async def concurrent_api(private_sql_url: str, tmp_root: Path, app_pool: AppPool
     yield make
     for client, release, api in opened:
         await client.aclose()
-        if api.admin is not None:
-            await api.admin.close()
+        await api.close_admin()
         await release()
 
 

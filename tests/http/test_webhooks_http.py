@@ -98,7 +98,10 @@ async def test_private_targets_are_blocked(api: Api) -> None:
     settings = replace(api.settings, allow_loopback_targets=False)  # production: no loopback targets
     async with serving(create_app(http_container(settings), settings)) as client:
         strict = Api(client, settings, None, ())
-        await _blocked(strict)
+        try:
+            await _blocked(strict)
+        finally:
+            await strict.close_admin()
 
 
 async def _blocked(strict: Api) -> None:

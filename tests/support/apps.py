@@ -109,10 +109,17 @@ class Api:
             await self.release()
         else:
             await self.client.__aexit__(None, None, None)
+        await self.close_admin()
+
+    async def close_admin(self) -> None:
+        """Give the operator's container back to the run's pool, or close it when it was built for this app (its
+        engine's connections with it: left to the garbage collector, they stay open until it runs)."""
+        admin, self.admin = self.admin, None
         if self.admin_release is not None:
             self.admin_release()
-        elif self.admin is not None:
-            await self.admin.close()
+            self.admin_release = None
+        elif admin is not None:
+            await admin.close()
 
 
 ApiFactory = Callable[..., Awaitable[Api]]
