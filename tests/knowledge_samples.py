@@ -115,7 +115,6 @@ async def running_app(database_url: str, var_dir: Path, *overrides: Any, **setti
     from entrypoints.asgi_app import http_container
     from entrypoints.http.app import create_app
     from entrypoints.settings import Settings
-    from tests.conftest import Api
     from tests.support.apps import serving
 
     options: dict[str, Any] = {"allow_loopback_targets": True, "rate_limit_per_minute": 1_000_000,
@@ -123,9 +122,5 @@ async def running_app(database_url: str, var_dir: Path, *overrides: Any, **setti
     options.update(settings)
     config = Settings(database_url=database_url, var_dir=var_dir, secret_key="test-secret-key", **options)
     app = create_app(http_container(config, *overrides), config)
-    async with serving(app) as client:
-        api = Api(client, config, None, ())
-        try:
-            yield api
-        finally:
-            await api.close_admin()
+    async with serving(app, config) as api:
+        yield api

@@ -66,12 +66,8 @@ async def test_api(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
     """The app with the test-only routes above, on each SQL database."""
     settings = _settings(sql_url, tmp_root)
     app = create_app(http_container(settings), settings, [*route_handlers(), *TEST_ROUTES])
-    async with serving(app) as client:
-        api = Api(client, settings, None, ())
-        try:
-            yield api
-        finally:
-            await api.close_admin()
+    async with serving(app, settings) as api:
+        yield api
 
 
 def _auth_error(response: httpx.Response, status: int, code: str) -> None:

@@ -96,12 +96,8 @@ async def test_loopback_targets_may_use_any_port_and_nothing_else_may(api: Api) 
 
 async def test_private_targets_are_blocked(api: Api) -> None:
     settings = replace(api.settings, allow_loopback_targets=False)  # production: no loopback targets
-    async with serving(create_app(http_container(settings), settings)) as client:
-        strict = Api(client, settings, None, ())
-        try:
-            await _blocked(strict)
-        finally:
-            await strict.close_admin()
+    async with serving(create_app(http_container(settings), settings), settings) as strict:
+        await _blocked(strict)
 
 
 async def _blocked(strict: Api) -> None:

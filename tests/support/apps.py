@@ -158,16 +158,21 @@ class AppClient(httpx.AsyncClient):
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Litestar) -> AsyncIterator[AppClient]:
-    """A client of an app a test built for itself, on the test's event loop: the app's startup and shutdown hooks
-    (its container is closed) run around it, as a server runs them. The hooks are called here rather than through
-    ``Litestar.lifespan``, whose event emitter's task group must be left by the task that entered it: a module's
-    fixture is set up and torn down in different tasks."""
+async def serving(app: Litestar, settings: Settings) -> AsyncIterator[Api]:
+    """An app a test built for itself (on ``settings``), with a client on the test's event loop: the app's startup
+    and shutdown hooks (its container is closed) run around it, as a server runs them, and the operator's container
+    ``Api.tenant`` builds is closed after it. The hooks are called here rather than through ``Litestar.lifespan``,
+    whose event emitter's task group must be left by the task that entered it: a module's fixture is set up and torn
+    down in different tasks."""
     for hook in app.on_startup:
         await hook(app)  # type: ignore[call-arg]
     try:
         async with AppClient(app) as client:
-            yield client
+            api = Api(client, settings, None, ())
+            try:
+                yield api
+            finally:
+                await api.close_admin()
     finally:
         for hook in reversed(app.on_shutdown):
             await hook(app)  # type: ignore[call-arg]
