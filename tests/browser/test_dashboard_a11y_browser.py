@@ -46,9 +46,12 @@ async def violations(page: Any) -> list[dict[str, Any]]:
 
 
 async def check(page: Any, url: str, problems: list[str]) -> None:
+    """The page at a laptop's width, then narrowed to a phone's without loading it again (its layout is CSS alone:
+    no script reads the width), so axe-core is injected once a page."""
+    await page.set_viewport_size(LAPTOP)
+    await page.goto(url)
     for size, viewport in (("laptop", LAPTOP), ("phone", PHONE)):
         await page.set_viewport_size(viewport)
-        await page.goto(url)
         for found in await violations(page):
             problems.append(f"{url} ({size}): {json.dumps(found)}")
         if size == "phone":
