@@ -88,14 +88,17 @@ async def served_clinic(tmp_path: Path, *, document: str = DOCUMENT, **settings:
                      PARLEY_ORG_RATE_LIMIT_PER_MINUTE="10000", PARLEY_ORG_RATE_LIMIT_PER_HOUR="100000", **settings)
     await asyncio.to_thread(subprocess.run, [*PARLEY, "migrate"], env=env, cwd=tmp_path, check=True,
                             capture_output=True, timeout=180)
-    org = await asyncio.to_thread(parley_json, ["admin", "create-org", "--name", "Clinic", "--plan", "enterprise"],
-                                  env, tmp_path)
-    await asyncio.to_thread(parley_json, ["admin", "create-user", "--org", str(org["id"]), "--email", EMAIL,
-                                          "--password", PASSWORD], env, tmp_path)
-    key = await asyncio.to_thread(parley_json, ["admin", "create-key", "--org", str(org["id"]), "--scopes", "*"],
-                                  env, tmp_path)
+    # the server starts while the operator's commands run (each is a process start of some 2.5 s; the user and the
+    # key need only the organization)
     server = Server(env, tmp_path, log=tmp_path / "server.log")
     try:
+        org = await asyncio.to_thread(parley_json, ["admin", "create-org", "--name", "Clinic", "--plan",
+                                                    "enterprise"], env, tmp_path)
+        _, key = await asyncio.gather(
+            asyncio.to_thread(parley_json, ["admin", "create-user", "--org", str(org["id"]), "--email", EMAIL,
+                                            "--password", PASSWORD], env, tmp_path),
+            asyncio.to_thread(parley_json, ["admin", "create-key", "--org", str(org["id"]), "--scopes", "*"],
+                              env, tmp_path))
         await server.ready(120)
         headers = {"Authorization": f"Bearer {key['key']}"}
         async with httpx.AsyncClient(base_url=f"{server.base}/v2", headers=headers, timeout=30) as api:
