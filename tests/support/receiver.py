@@ -71,10 +71,13 @@ class Receiver:
     def on(self, path: str) -> list[Received]:
         return [r for r in self.requests if r.path == path]
 
-    async def wait_for(self, count: int, *, path: str | None = None,
-                       timeout: float = 10.0) -> list[Received]:  # noqa: ASYNC109
+    async def wait_for(self, count: int, *, path: str | None = None, timeout: float = 10.0,  # noqa: ASYNC109
+                       distinct: bool = False) -> list[Received]:
+        """What arrived (at ``path``) once ``count`` requests have; with ``distinct``, once ``count`` different
+        deliveries have (a delivery sent again, with its webhook id, counts once)."""
         def enough() -> bool:
-            return len(self.on(path) if path else self.requests) >= count
+            arrived = self.on(path) if path else self.requests
+            return len({r.webhook_id for r in arrived} if distinct else arrived) >= count
 
         async with self._arrived:
             await asyncio.wait_for(self._arrived.wait_for(enough), timeout)
