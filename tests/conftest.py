@@ -7,6 +7,7 @@ webhooks.py: the webhook delivery fixtures, a plugin of this file)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import shutil
@@ -296,13 +297,13 @@ async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api
             key = (database_url, *sorted(settings.items()))
             if key not in clocked_apps:
                 lender = LentClock()
-                clocked_apps[key] = (await start_api(app_pool, tmp_root, database_url, clock=lender, **settings),
-                                     lender)
+                clocked_apps[key] = (await start_api(app_pool, tmp_root, database_url, clock=lender, keep=True,
+                                                     **settings), lender)
             shared, lender = clocked_apps[key]
             if lender.target is None:
                 lender.target = clock
                 lent.append(lender)
-                lent_apis.append(borrowed := replace(shared, clock=clock))
+                lent_apis.append(borrowed := await app_pool.lend_over(replace(shared, clock=clock)))
                 return borrowed
         api = await start_api(app_pool, tmp_root, database_url, clock=clock, overrides=overrides,
                                admins=admin_pool, **settings)
@@ -312,6 +313,8 @@ async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api
     yield factory
     for borrowed in lent_apis:
         await borrowed.close_worker()
+        assert borrowed.release is not None
+        await borrowed.release()
     for lender in lent:
         lender.target = None
     for api in started:
@@ -330,10 +333,22 @@ async def shared_apps(tmp_root: Path, app_pool: AppPool) -> AsyncIterator[dict[s
 @pytest.fixture
 async def api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sqlite_url: str
               ) -> AsyncIterator[Api]:
-    """The app on SQLite with the real clock (shared by the tests of a run; the test's worker is its own)."""
-    shared = await shared_app(shared_apps, app_pool, tmp_root, sqlite_url)
-    yield shared
-    await shared.close_worker()
+    """The app on SQLite with the real clock (its container shared by the tests of a run; the test's worker is its
+    own)."""
+    async with _lent(app_pool, await shared_app(shared_apps, app_pool, tmp_root, sqlite_url)) as lent:
+        yield lent
+
+
+@contextlib.asynccontextmanager
+async def _lent(pool: AppPool, kept: Api) -> AsyncIterator[Api]:
+    """A test's copy of a kept app, with a pooled app over its container, and its worker closed after the test."""
+    lent = await pool.lend_over(kept)
+    try:
+        yield lent
+    finally:
+        await lent.close_worker()
+        assert lent.release is not None
+        await lent.release()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -344,10 +359,9 @@ def sql_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def any_api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sql_url: str
                   ) -> AsyncIterator[Api]:
-    """The app on each SQL database (shared by the tests of a run; the test's worker is its own)."""
-    shared = await shared_app(shared_apps, app_pool, tmp_root, sql_url)
-    yield shared
-    await shared.close_worker()
+    """The app on each SQL database (its container shared by the tests of a run; the test's worker is its own)."""
+    async with _lent(app_pool, await shared_app(shared_apps, app_pool, tmp_root, sql_url)) as lent:
+        yield lent
 
 
 @pytest.fixture

@@ -109,18 +109,21 @@ TEXT = "Our support line answers calls about invoices, passwords and delivery tr
 
 
 @contextlib.asynccontextmanager
-async def running_app(database_url: str, var_dir: Path, *overrides: Any, **settings: Any) -> AsyncIterator[Any]:
-    """One app (and client) for a whole test module: building an app costs about a second, and
-    every test works in organizations of its own anyway. Rate limits are lifted."""
+async def running_app(pool: Any, database_url: str, var_dir: Path, *overrides: Any, **settings: Any
+                      ) -> AsyncIterator[Any]:
+    """One app (and client) for a whole test module, lent by the run's ``pool`` (``AppPool``) over a container of
+    its own: every test works in organizations of its own anyway. Rate limits are lifted."""
     from entrypoints.asgi_app import http_container
-    from entrypoints.http.app import create_app
     from entrypoints.settings import Settings
-    from tests.support.apps import serving
+    from tests.support.apps import Api
 
     options: dict[str, Any] = {"allow_loopback_targets": True, "rate_limit_per_minute": 1_000_000,
                                "rate_limit_per_hour": 10_000_000}
     options.update(settings)
     config = Settings(database_url=database_url, var_dir=var_dir, secret_key="test-secret-key", **options)
-    app = create_app(http_container(config, *overrides), config)
-    async with serving(app, config) as api:
+    client, release = await pool.lend(config, http_container(config, *overrides))
+    api = Api(client, config, None, (), release=release)
+    try:
         yield api
+    finally:
+        await api.close()

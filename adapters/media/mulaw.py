@@ -38,8 +38,12 @@ DECODED: tuple[int, ...] = tuple(_decode_one(code) for code in range(256))
 """The linear value of each μ-law byte."""
 _LOW = bytes(value & 0xFF for value in DECODED)
 _HIGH = bytes((value >> 8) & 0xFF for value in DECODED)
-_ENCODE = bytes(_encode_one(unsigned - 65536 if unsigned >= 32768 else unsigned) for unsigned in range(65536))
-"""The μ-law byte of each 16-bit sample, indexed by the sample read as unsigned."""
+_BY_QUARTER = bytes(_encode_one(quarter << 2) for quarter in (*range(8192), *range(-8192, 0)))
+"""The μ-law byte of each 14-bit value (a sample shifted right by two, which is all the encoding reads), in the
+order of the 16-bit samples read as unsigned: 0 to 32,767, then -32,768 to -1."""
+_ENCODE = bytes(_BY_QUARTER[unsigned >> 2] for unsigned in range(65536))
+"""The μ-law byte of each 16-bit sample, indexed by the sample read as unsigned (built from ``_BY_QUARTER``: a
+process that never encodes pays about a quarter of the 65,536 encodings at import)."""
 _SWAP = sys.byteorder != "little"
 
 

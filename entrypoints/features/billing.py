@@ -23,7 +23,6 @@ from dishka import AsyncContainer, Provider, Scope, provide, provide_all
 
 from adapters.memory.billing import InMemoryBillingRepository
 from adapters.payments.simulator import SimulatedPaymentGateway
-from adapters.payments.stripe_gateway import StripePaymentGateway
 from adapters.pdf.invoices import FpdfInvoiceRenderer
 from adapters.sql.billing import SqlBillingRepository
 from application import billing as cases
@@ -72,6 +71,10 @@ class GatewayProvider(Provider):
             return
         if not section.stripe_api_key:
             raise ValueError("PARLEY_BILLING_GATEWAY=stripe needs PARLEY_BILLING_STRIPE_API_KEY")
+        # imported here: the SDK (and the ``requests`` it loads) takes about 0.15 s to import, which every process,
+        # each CLI command included, would pay with the simulator configured
+        from adapters.payments.stripe_gateway import StripePaymentGateway
+
         stripe = StripePaymentGateway(section.stripe_api_key, api_base=section.stripe_api_base or None,
                                       webhook_secret=section.stripe_webhook_secret or None,
                                       return_url=section.stripe_return_url or None)

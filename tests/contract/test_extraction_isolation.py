@@ -15,6 +15,7 @@ from adapters.documents.isolated import MSG_CRASHED, MSG_TIMEOUT
 from application.ports.knowledge import ExtractionFailed, TextExtractor
 from tests.contract.hostile_extractor import HostileExtractor
 from tests.knowledge_samples import running_app
+from tests.support.apps import AppPool
 
 GOOD = ("notes.txt", b"Opening hours are nine to five.")
 
@@ -56,8 +57,8 @@ class _Hostile(Provider):
         return IsolatedTextExtractor(HostileExtractor(), timeout_seconds=0.5)
 
 
-async def test_an_upload_with_a_file_that_never_finishes(sqlite_url: str, tmp_root: Path) -> None:
-    async with running_app(sqlite_url, tmp_root / "var", _Hostile()) as api:
+async def test_an_upload_with_a_file_that_never_finishes(sqlite_url: str, tmp_root: Path, app_pool: AppPool) -> None:
+    async with running_app(app_pool, sqlite_url, tmp_root / "var", _Hostile()) as api:
         t = await api.tenant()
         agent = (await api.client.post("/v2/agents", json={"name": "A"}, headers=t.headers)).json()["data"]["id"]
         kb = (await api.client.post("/v2/knowledge-bases", json={"name": "Docs", "agent_id": agent},

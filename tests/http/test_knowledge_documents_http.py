@@ -24,6 +24,7 @@ from tests.knowledge_samples import (
     make_pdf,
     running_app,
 )
+from tests.support.apps import AppPool
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -32,10 +33,10 @@ def module_db(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="module")
-async def api(module_db: str, tmp_root: Path) -> AsyncIterator[Api]:
+async def api(module_db: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
     # in-memory rate limits (lifted anyway); the streaming test drives the ASGI app directly, on the test's loop,
     # where the client runs it too and the pool's connections live
-    async with running_app(module_db, tmp_root / "var", rate_limit_backend="memory") as app:
+    async with running_app(app_pool, module_db, tmp_root / "var", rate_limit_backend="memory") as app:
         yield app
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import Api, Tenant
 from tests.knowledge_samples import TEXT, running_app
+from tests.support.apps import AppPool
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -19,9 +20,9 @@ def module_db(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="module")
-async def api(module_db: str, tmp_root: Path) -> AsyncIterator[Api]:
+async def api(module_db: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
     """One app per database for the whole module."""
-    async with running_app(module_db, tmp_root / "var") as app:
+    async with running_app(app_pool, module_db, tmp_root / "var") as app:
         yield app
 
 

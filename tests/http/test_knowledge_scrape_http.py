@@ -20,6 +20,7 @@ from application.ports.egress import ResolutionFailed, Resolver
 from entrypoints.overrides import Pinned
 from tests.conftest import Api, Tenant
 from tests.knowledge_samples import HTML_PAGE, running_app
+from tests.support.apps import AppPool
 
 PORT = 8080
 OTHER_HTML = b"<html><head><title>Shipping</title></head><body><article><p>Parcels leave the warehouse every " \
@@ -149,18 +150,18 @@ def module_db(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="module")
-async def open_api(module_db: str, tmp_root: Path, server: PageServer) -> AsyncIterator[Api]:
+async def open_api(module_db: str, tmp_root: Path, server: PageServer, app_pool: AppPool) -> AsyncIterator[Api]:
     """PARLEY_ALLOW_LOOPBACK_TARGETS=true, as in local development."""
-    async with running_app(module_db, tmp_root / "var", Pinned(Resolver, FakeResolver(resolver_table(server))),
-                           allow_loopback_targets=True) as app:
+    resolver = Pinned(Resolver, FakeResolver(resolver_table(server)))
+    async with running_app(app_pool, module_db, tmp_root / "var", resolver, allow_loopback_targets=True) as app:
         yield app
 
 
 @pytest.fixture(scope="module")
-async def closed_api(module_db: str, tmp_root: Path, server: PageServer) -> AsyncIterator[Api]:
+async def closed_api(module_db: str, tmp_root: Path, server: PageServer, app_pool: AppPool) -> AsyncIterator[Api]:
     """The production default: loopback targets are refused like every other private range."""
-    async with running_app(module_db, tmp_root / "var", Pinned(Resolver, FakeResolver(resolver_table(server))),
-                           allow_loopback_targets=False) as app:
+    resolver = Pinned(Resolver, FakeResolver(resolver_table(server)))
+    async with running_app(app_pool, module_db, tmp_root / "var", resolver, allow_loopback_targets=False) as app:
         yield app
 
 

@@ -24,8 +24,7 @@ from entrypoints.http.app import UndeclaredAccess, create_app, route_handlers
 from entrypoints.http.envelope import Envelope
 from entrypoints.http.routing import Access, AuthMode, endpoint
 from entrypoints.settings import Settings
-from tests.conftest import Api
-from tests.support.apps import serving
+from tests.conftest import Api, AppPool
 
 TAGS = ["test"]
 WRITTEN_NAME = "written by a public route"
@@ -62,12 +61,16 @@ def _settings(url: str, tmp_root: Path) -> Settings:
 
 
 @pytest.fixture
-async def test_api(sql_url: str, tmp_root: Path) -> AsyncIterator[Api]:
-    """The app with the test-only routes above, on each SQL database."""
+async def test_api(sql_url: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
+    """The app with the test-only routes above, on each SQL database (lent by the run's pool)."""
     settings = _settings(sql_url, tmp_root)
-    app = create_app(http_container(settings), settings, [*route_handlers(), *TEST_ROUTES])
-    async with serving(app, settings) as api:
+    client, release = await app_pool.lend(settings, http_container(settings),
+                                          handlers=(*route_handlers(), *TEST_ROUTES))
+    api = Api(client, settings, None, (), release=release)
+    try:
         yield api
+    finally:
+        await api.close()
 
 
 def _auth_error(response: httpx.Response, status: int, code: str) -> None:

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
-from entrypoints.asgi_app import http_container
-from entrypoints.http.app import create_app
 from entrypoints.runtime import JOB_WAKE_UPS
-from tests.conftest import Api, Tenant
+from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.test_dashboard_sections_http import webhook_with_a_failed_attempt
-from tests.support.apps import serving
 
 HOOK = "https://hooks.example.com/parley"
 
@@ -94,10 +90,8 @@ async def test_loopback_targets_may_use_any_port_and_nothing_else_may(api: Api) 
         assert r.status_code == 400 and "url" in r.json()["error"]["details"]["validation_errors"], (url, r.text)
 
 
-async def test_private_targets_are_blocked(api: Api) -> None:
-    settings = replace(api.settings, allow_loopback_targets=False)  # production: no loopback targets
-    async with serving(create_app(http_container(settings), settings), settings) as strict:
-        await _blocked(strict)
+async def test_private_targets_are_blocked(make_api: ApiFactory, sqlite_url: str) -> None:
+    await _blocked(await make_api(sqlite_url, allow_loopback_targets=False))  # production: no loopback targets
 
 
 async def _blocked(strict: Api) -> None:

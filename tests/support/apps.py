@@ -10,9 +10,8 @@ hand these to tests (``api``, ``any_api``, ``make_api``, ``concurrent_api``) are
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, fields
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +66,9 @@ class Api:
     release: Callable[[], Awaitable[None]] | None = None  # an app of the run's pool: give it back
     admin_release: Callable[[], None] | None = None  # an operator's container of the run's pool: give it back
     worker_container: AsyncContainer | None = None  # this test's worker (``worker``), closed when the test ends
+    container: AsyncContainer | None = None
+    """The app's container when the run keeps it across tests (the shared and the clocked apps): such an ``Api``
+    has no client of its own; each test gets one from ``AppPool.lend_over``."""
 
     def worker(self) -> AsyncContainer:
         """The container the worker's passes run in (``parley worker`` builds the same) on the app's database and
@@ -107,6 +109,8 @@ class Api:
         await self.close_worker()
         if self.release is not None:
             await self.release()
+        elif self.container is not None:
+            await self.container.close()
         else:
             await self.client.__aexit__(None, None, None)
         await self.close_admin()
@@ -157,27 +161,6 @@ class AppClient(httpx.AsyncClient):
         self.app = app
 
 
-@contextlib.asynccontextmanager
-async def serving(app: Litestar, settings: Settings) -> AsyncIterator[Api]:
-    """An app a test built for itself (on ``settings``), with a client on the test's event loop: the app's startup
-    and shutdown hooks (its container is closed) run around it, as a server runs them, and the operator's container
-    ``Api.tenant`` builds is closed after it. The hooks are called here rather than through ``Litestar.lifespan``,
-    whose event emitter's task group must be left by the task that entered it: a module's fixture is set up and torn
-    down in different tasks."""
-    for hook in app.on_startup:
-        await hook(app)  # type: ignore[call-arg]
-    try:
-        async with AppClient(app) as client:
-            api = Api(client, settings, None, ())
-            try:
-                yield api
-            finally:
-                await api.close_admin()
-    finally:
-        for hook in reversed(app.on_shutdown):
-            await hook(app)  # type: ignore[call-arg]
-
-
 @dataclass
 class _Shell:
     app: Litestar
@@ -186,11 +169,11 @@ class _Shell:
     key: tuple[Any, ...]
 
 
-def _shell_key(settings: Settings, *, client: bool) -> tuple[Any, ...]:
-    """Apps are interchangeable when they were built with the same metrics token: ``create_app`` reads no
-    other setting (the metrics' middleware keeps that one); everything else a request reads, the database,
+def _shell_key(settings: Settings, *, client: bool, handlers: tuple[Any, ...] | None) -> tuple[Any, ...]:
+    """Apps are interchangeable when they were built with the same metrics token and routes: ``create_app`` reads
+    no other setting (the metrics' middleware keeps that one); everything else a request reads, the database,
     limits, clock and features, comes from the borrower's container."""
-    return client, settings.metrics_token
+    return client, settings.metrics_token, handlers
 
 
 def _settings_key(settings: Settings) -> tuple[Any, ...]:
@@ -208,14 +191,15 @@ class AppPool:
         self.free: dict[tuple[Any, ...], list[_Shell]] = {}
         self.shells: list[_Shell] = []
 
-    async def _borrow(self, settings: Settings, container: AsyncContainer, *, client: bool) -> _Shell:
-        key = _shell_key(settings, client=client)
+    async def _borrow(self, settings: Settings, container: AsyncContainer, *, client: bool,
+                      handlers: tuple[Any, ...] | None = None) -> _Shell:
+        key = _shell_key(settings, client=client, handlers=handlers)
         free = self.free.setdefault(key, [])
         if free:
             shell = free.pop()
         else:
             target = _Repointable()
-            app = create_app(target, settings)  # type: ignore[arg-type]
+            app = create_app(target, settings, None if handlers is None else list(handlers))  # type: ignore[arg-type]
             shell = _Shell(app, AppClient(app) if client else None, target, key)
             if shell.client is not None:
                 await shell.client.__aenter__()
@@ -224,9 +208,10 @@ class AppPool:
         shell.app.state["settings"] = settings
         return shell
 
-    def _release(self, shell: _Shell, container: AsyncContainer) -> Callable[[], Awaitable[None]]:
+    def _release(self, shell: _Shell, container: AsyncContainer | None) -> Callable[[], Awaitable[None]]:
         async def release() -> None:
-            await container.close()
+            if container is not None:
+                await container.close()
             if shell.client is not None:
                 shell.client.cookies.clear()
             shell.container.target = None
@@ -234,12 +219,22 @@ class AppPool:
 
         return release
 
-    async def lend(self, settings: Settings, container: AsyncContainer
+    async def lend(self, settings: Settings, container: AsyncContainer, *, handlers: tuple[Any, ...] | None = None
                    ) -> tuple[AppClient, Callable[[], Awaitable[None]]]:
-        """A test client of an app over ``container``, and what gives both back (the container is closed)."""
-        shell = await self._borrow(settings, container, client=True)
+        """A test client of an app over ``container``, and what gives both back (the container is closed).
+        ``handlers``: the app's routes, when not the API's (``create_app``'s default)."""
+        shell = await self._borrow(settings, container, client=True, handlers=handlers)
         assert shell.client is not None
         return shell.client, self._release(shell, container)
+
+    async def lend_over(self, kept: Api) -> Api:
+        """A test's copy of an app the run keeps (``Api.container``): a client of a pooled app over its container;
+        ``release`` gives the app back and keeps the container. A kept app holding an app of its own for the whole
+        run would make the run build one (about 0.4 s of CPU) for each of the run's shared and clocked apps."""
+        assert kept.container is not None
+        shell = await self._borrow(kept.settings, kept.container, client=True)
+        assert shell.client is not None
+        return replace(kept, client=shell.client, release=self._release(shell, None))
 
     async def lend_app(self, settings: Settings, container: AsyncContainer
                        ) -> tuple[Litestar, Callable[[], Awaitable[None]]]:
@@ -288,16 +283,21 @@ class AdminPool:
 
 async def start_api(pool: AppPool, tmp_root: Path, database_url: str, *,
                      clock: ManualClock | LentClock | None = None, overrides: tuple[Provider, ...] = (),
-                     admins: AdminPool | None = None, **settings: Any) -> Api:
+                     admins: AdminPool | None = None, keep: bool = False, **settings: Any) -> Api:
+    """An app on ``database_url``: lent from ``pool`` with its own container, or with ``keep`` a container the run
+    keeps across tests and no app (``AppPool.lend_over`` lends one per test)."""
     # the test client always calls from one address: the failed-authentication budget is set per test
     # likewise its budget of failed sign-ins (tests/http/test_sessions_http.py sets its own); an app keeps at most
     # TEST_POOL_SIZE connections
     settings = {"auth_failures_per_minute": 1_000_000, "secret_key": "test-secret-key", "db_pool_size": TEST_POOL_SIZE,
                 "environ": {"PARLEY_SESSION_LOGIN_FAILURES_PER_ADDRESS": "1000000"}, **CHEAP_HASHING, **settings}
-    base = Settings(database_url=database_url, var_dir=tmp_root / "var", allow_loopback_targets=True, **settings)
+    base = Settings(database_url=database_url, var_dir=tmp_root / "var", **{"allow_loopback_targets": True, **settings})
     clock_overrides: tuple[Provider, ...] = (ClockProvider(clock),) if clock else ()
     if database_url == "memory://":
         raise ValueError("HTTP tests use SQLite or PostgreSQL (the CLI and the app must share the data)")
+    if keep:
+        return Api(None, base, clock, clock_overrides, build_container(base, *clock_overrides),  # type: ignore[arg-type]
+                   container=http_container(base, *clock_overrides, *overrides))
     client, release = await pool.lend(base, http_container(base, *clock_overrides, *overrides))
     if admins is None:
         return Api(client, base, clock, clock_overrides, build_container(base, *clock_overrides), release)
@@ -324,8 +324,9 @@ memory by something tests share (the failed-authentication budget is per client 
 
 
 async def shared_app(apps: dict[str, Api], pool: AppPool, tmp_root: Path, url: str) -> Api:
+    """The run's kept app on ``url`` (its container), made on first use; a test borrows a copy (``lend_over``)."""
     if url not in apps:
-        apps[url] = await start_api(pool, tmp_root, url)
+        apps[url] = await start_api(pool, tmp_root, url, keep=True)
     return apps[url]
 
 
