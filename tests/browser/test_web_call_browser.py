@@ -112,9 +112,11 @@ async def served_clinic(tmp_path: Path, *, document: str = DOCUMENT, **settings:
         server.stop()
 
 
-@pytest.fixture
-async def clinic(tmp_path: Path) -> AsyncIterator[Clinic]:
-    async with served_clinic(tmp_path) as served:
+@pytest.fixture(scope="module")
+async def clinic(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clinic]:
+    """One clinic for the module's tests that need no settings of their own: a server and its operator's commands
+    take some 8 s to start, and each test finds its own call (``_talk`` leaves out the calls made before it)."""
+    async with served_clinic(tmp_path_factory.mktemp("clinic")) as served:
         yield served
 
 
@@ -131,6 +133,7 @@ async def _talk(clinic: Clinic, wav: Path, *, seconds: float, until_done: Callab
 
     agent_id = agent_id or clinic.agent_id
     base = f"{clinic.server.base}/dashboard"
+    before = {call["id"] for call in await _json(clinic.api, "GET", f"/calls?agent_id={agent_id}", 200)}
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(**launch_arguments(wav))  # type: ignore[arg-type]
         context = await browser.new_context()
@@ -161,14 +164,14 @@ async def _talk(clinic: Clinic, wav: Path, *, seconds: float, until_done: Callab
         finally:
             await context.close()
             await browser.close()
-    return await finished_web_call(clinic.api, agent_id)
+    return await finished_web_call(clinic.api, agent_id, before)
 
 
-async def finished_web_call(api: httpx.AsyncClient, agent_id: int) -> dict[str, Any]:
-    """The agent's web call, once it is finished (its call log written)."""
+async def finished_web_call(api: httpx.AsyncClient, agent_id: int, before: set[int]) -> dict[str, Any]:
+    """The agent's web call (none of the calls ``before``), once it is finished (its call log written)."""
     async def finished() -> dict[str, Any] | None:
         calls = await _json(api, "GET", f"/calls?agent_id={agent_id}", 200)
-        done = [c for c in calls if c["direction"] == "web" and c["call_log_id"]]
+        done = [c for c in calls if c["direction"] == "web" and c["call_log_id"] and c["id"] not in before]
         return done[0] if done else None
 
     return dict(await until(finished, 30, "the web call to be finished"))
