@@ -34,7 +34,7 @@ def test_parley_is_where_the_readme_says() -> None:
     assert "`.venv/bin/parley ...`" in README and ". .venv/bin/activate" in README
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "VENV := .venv" in makefile and "BIN := $(VENV)/bin" in makefile
-    assert "pip install --quiet -e \".[dev]\"" in makefile
+    assert "pip install --quiet --no-compile -e \".[dev]\"" in makefile
     run = makefile.split("\nrun:", 1)[1].split("\n\n", 1)[0]
     assert "$(BIN)/parley admin demo-key --welcome --host '$(HOST)' --port '$(PORT)' --cli '$(BIN)/parley'" in run
 
