@@ -128,7 +128,10 @@ class SqlUnitOfWork:
             await conn.execute(_LOCKED_OUTBOX_INSERT if postgres else _OUTBOX_INSERT, rows)
             self._events.clear()
             self._created_work = True
-        if self._connection is not None and self._connection.in_transaction():
+        if self._write and self._connection is not None and self._connection.in_transaction():
+            # a read-only unit's statements have each committed already: its transaction is SQLAlchemy's
+            # bookkeeping alone, ended when the connection is closed (a round trip saved: on SQLite, a hand-off to
+            # the driver's thread)
             await self._connection.commit()
         if self._created_work:
             self._created_work = False
@@ -166,17 +169,23 @@ class SqlUnitOfWork:
                 await conn.execution_options(**restore)
 
     async def rollback(self) -> None:
+        self._forget()
+        if self._connection is not None and self._connection.in_transaction():
+            await self._connection.rollback()
+
+    def _forget(self) -> None:
         self.read_once.clear()
         self.read_ahead.clear()
         self._events.clear()
         self._created_work = False
-        if self._connection is not None and self._connection.in_transaction():
-            await self._connection.rollback()
 
     async def close(self) -> None:
+        """Ends the unit: what it did not commit is rolled back, by closing its connection (SQLAlchemy rolls back a
+        transaction still open, and the pool then skips its own rollback of the connection: one round trip, not
+        two)."""
+        self._forget()
         if self._connection is not None:
             try:
-                await self.rollback()
-            finally:
                 await self._connection.close()
+            finally:
                 self._connection = None
