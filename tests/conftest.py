@@ -288,7 +288,7 @@ async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api
     back when the test ends (kept as a clocked app, it would hold its Litestar app for the rest of the run)."""
     started: list[Api] = []
     lent: list[LentClock] = []
-    lent_apis: list[Api] = []
+    lent_apis = contextlib.AsyncExitStack()
 
     async def factory(database_url: str, *, clock: ManualClock | None = None,
                       overrides: tuple[Provider, ...] = (), **settings: Any) -> Api:
@@ -303,18 +303,14 @@ async def make_api(tmp_root: Path, clocked_apps: dict[tuple[Any, ...], tuple[Api
             if lender.target is None:
                 lender.target = clock
                 lent.append(lender)
-                lent_apis.append(borrowed := await app_pool.lend_over(replace(shared, clock=clock)))
-                return borrowed
+                return await lent_apis.enter_async_context(app_pool.lent_over(replace(shared, clock=clock)))
         api = await start_api(app_pool, tmp_root, database_url, clock=clock, overrides=overrides,
                                admins=admin_pool, **settings)
         started.append(api)
         return api
 
     yield factory
-    for borrowed in lent_apis:
-        await borrowed.close_worker()
-        assert borrowed.release is not None
-        await borrowed.release()
+    await lent_apis.aclose()
     for lender in lent:
         lender.target = None
     for api in started:
@@ -335,20 +331,8 @@ async def api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sq
               ) -> AsyncIterator[Api]:
     """The app on SQLite with the real clock (its container shared by the tests of a run; the test's worker is its
     own)."""
-    async with _lent(app_pool, await shared_app(shared_apps, app_pool, tmp_root, sqlite_url)) as lent:
+    async with app_pool.lent_over(await shared_app(shared_apps, app_pool, tmp_root, sqlite_url)) as lent:
         yield lent
-
-
-@contextlib.asynccontextmanager
-async def _lent(pool: AppPool, kept: Api) -> AsyncIterator[Api]:
-    """A test's copy of a kept app, with a pooled app over its container, and its worker closed after the test."""
-    lent = await pool.lend_over(kept)
-    try:
-        yield lent
-    finally:
-        await lent.close_worker()
-        assert lent.release is not None
-        await lent.release()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -360,7 +344,7 @@ def sql_url(request: pytest.FixtureRequest) -> str:
 async def any_api(shared_apps: dict[str, Api], app_pool: AppPool, tmp_root: Path, sql_url: str
                   ) -> AsyncIterator[Api]:
     """The app on each SQL database (its container shared by the tests of a run; the test's worker is its own)."""
-    async with _lent(app_pool, await shared_app(shared_apps, app_pool, tmp_root, sql_url)) as lent:
+    async with app_pool.lent_over(await shared_app(shared_apps, app_pool, tmp_root, sql_url)) as lent:
         yield lent
 
 

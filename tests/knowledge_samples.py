@@ -115,15 +115,10 @@ async def running_app(pool: Any, database_url: str, var_dir: Path, *overrides: A
     its own: every test works in organizations of its own anyway. Rate limits are lifted."""
     from entrypoints.asgi_app import http_container
     from entrypoints.settings import Settings
-    from tests.support.apps import Api
 
     options: dict[str, Any] = {"allow_loopback_targets": True, "rate_limit_per_minute": 1_000_000,
                                "rate_limit_per_hour": 10_000_000}
     options.update(settings)
     config = Settings(database_url=database_url, var_dir=var_dir, secret_key="test-secret-key", **options)
-    client, release = await pool.lend(config, http_container(config, *overrides))
-    api = Api(client, config, None, (), release=release)
-    try:
+    async with pool.serving(config, http_container(config, *overrides)) as api:
         yield api
-    finally:
-        await api.close()

@@ -64,13 +64,8 @@ def _settings(url: str, tmp_root: Path) -> Settings:
 async def test_api(sql_url: str, tmp_root: Path, app_pool: AppPool) -> AsyncIterator[Api]:
     """The app with the test-only routes above, on each SQL database (lent by the run's pool)."""
     settings = _settings(sql_url, tmp_root)
-    client, release = await app_pool.lend(settings, http_container(settings),
-                                          handlers=(*route_handlers(), *TEST_ROUTES))
-    api = Api(client, settings, None, (), release=release)
-    try:
+    async with app_pool.serving(settings, http_container(settings), handlers=(*route_handlers(), *TEST_ROUTES)) as api:
         yield api
-    finally:
-        await api.close()
 
 
 def _auth_error(response: httpx.Response, status: int, code: str) -> None:

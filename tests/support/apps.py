@@ -10,7 +10,8 @@ hand these to tests (``api``, ``any_api``, ``make_api``, ``concurrent_api``) are
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -68,7 +69,7 @@ class Api:
     worker_container: AsyncContainer | None = None  # this test's worker (``worker``), closed when the test ends
     container: AsyncContainer | None = None
     """The app's container when the run keeps it across tests (the shared and the clocked apps): such an ``Api``
-    has no client of its own; each test gets one from ``AppPool.lend_over``."""
+    has no client of its own; each test gets one from ``AppPool.lent_over``."""
 
     def worker(self) -> AsyncContainer:
         """The container the worker's passes run in (``parley worker`` builds the same) on the app's database and
@@ -227,14 +228,33 @@ class AppPool:
         assert shell.client is not None
         return shell.client, self._release(shell, container)
 
-    async def lend_over(self, kept: Api) -> Api:
-        """A test's copy of an app the run keeps (``Api.container``): a client of a pooled app over its container;
-        ``release`` gives the app back and keeps the container. A kept app holding an app of its own for the whole
-        run would make the run build one (about 0.4 s of CPU) for each of the run's shared and clocked apps."""
+    @contextlib.asynccontextmanager
+    async def lent_over(self, kept: Api) -> AsyncIterator[Api]:
+        """A test's copy of an app the run keeps (``Api.container``): a client of a pooled app over its container.
+        Afterwards the test's worker is closed and the app given back; the container is kept. A kept app holding
+        an app of its own for the whole run would make the run build one (about 0.4 s of CPU) for each of the
+        run's shared and clocked apps."""
         assert kept.container is not None
         shell = await self._borrow(kept.settings, kept.container, client=True)
         assert shell.client is not None
-        return replace(kept, client=shell.client, release=self._release(shell, None))
+        lent = replace(kept, client=shell.client)
+        try:
+            yield lent
+        finally:
+            await lent.close_worker()
+            await self._release(shell, None)()
+
+    @contextlib.asynccontextmanager
+    async def serving(self, settings: Settings, container: AsyncContainer, *,
+                      handlers: tuple[Any, ...] | None = None) -> AsyncIterator[Api]:
+        """An app over ``container`` (and ``handlers``, see ``lend``) for a block: afterwards its worker, its
+        container and its operator's container are closed and the app given back."""
+        client, release = await self.lend(settings, container, handlers=handlers)
+        api = Api(client, settings, None, (), release=release)
+        try:
+            yield api
+        finally:
+            await api.close()
 
     async def lend_app(self, settings: Settings, container: AsyncContainer
                        ) -> tuple[Litestar, Callable[[], Awaitable[None]]]:
@@ -285,7 +305,7 @@ async def start_api(pool: AppPool, tmp_root: Path, database_url: str, *,
                      clock: ManualClock | LentClock | None = None, overrides: tuple[Provider, ...] = (),
                      admins: AdminPool | None = None, keep: bool = False, **settings: Any) -> Api:
     """An app on ``database_url``: lent from ``pool`` with its own container, or with ``keep`` a container the run
-    keeps across tests and no app (``AppPool.lend_over`` lends one per test)."""
+    keeps across tests and no app (``AppPool.lent_over`` lends one per test)."""
     # the test client always calls from one address: the failed-authentication budget is set per test
     # likewise its budget of failed sign-ins (tests/http/test_sessions_http.py sets its own); an app keeps at most
     # TEST_POOL_SIZE connections
@@ -324,7 +344,8 @@ memory by something tests share (the failed-authentication budget is per client 
 
 
 async def shared_app(apps: dict[str, Api], pool: AppPool, tmp_root: Path, url: str) -> Api:
-    """The run's kept app on ``url`` (its container), made on first use; a test borrows a copy (``lend_over``)."""
+    """The run's kept app on ``url`` (its container), made on first use; a test borrows a copy
+    (``AppPool.lent_over``)."""
     if url not in apps:
         apps[url] = await start_api(pool, tmp_root, url, keep=True)
     return apps[url]
