@@ -19,8 +19,9 @@ from application.context import Actor
 from application.ports.platform import UnitOfWork
 from domain.scopes import ScopeSet
 from entrypoints.ioc import build_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import CHEAP_HASHING, ClockProvider
+from tests.support.apps import CHEAP_HASHING
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)
 

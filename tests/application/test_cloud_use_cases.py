@@ -35,7 +35,7 @@ from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider, Pinned
 from entrypoints.settings import Settings
 from tests.application.conftest import NOW, App
-from tests.conftest import CHEAP_HASHING
+from tests.support.apps import CHEAP_HASHING
 
 OPERATIONAL, DEGRADED, DOWN = ComponentStatus.OPERATIONAL, ComponentStatus.DEGRADED, ComponentStatus.DOWN
 

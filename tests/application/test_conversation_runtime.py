@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from application.conversation.config import END_CALL, TRANSFER_CALL, ConversationConfig
 from application.conversation.session import SILENCE_GOODBYE, TRANSFER_FAILED, TROUBLE, AgentConversation
 from application.ports.engines import EngineError, ToolCall
@@ -176,6 +178,7 @@ async def test_end_call_hangs_up_after_the_goodbye_is_heard() -> None:
     assert run.session.hung_up_at is not None and run.session.hung_up_at >= last_mark_at
 
 
+@pytest.mark.slow
 async def test_thirty_seconds_of_silence_end_the_call_with_a_goodbye() -> None:
     run = Run([Silence(40_000)])
     outcome = await run()
@@ -185,6 +188,7 @@ async def test_thirty_seconds_of_silence_end_the_call_with_a_goodbye() -> None:
     assert outcome.transcript[-1]["text"] == SILENCE_GOODBYE
 
 
+@pytest.mark.slow
 async def test_the_silence_timeout_is_the_reason_when_hanging_up_closes_the_stream_at_once() -> None:
     """A browser closes its websocket as soon as Parley hangs up, before the hang-up returns: the stream's end is
     the agent's hang-up, for the agent's reason, not the caller hanging up."""

@@ -10,7 +10,7 @@ from application.accounts import CreateUser, CreateUserCommand
 from application.ports.accounts import UserRepository
 from application.ports.passwords import PasswordHasher
 from application.ports.platform import UnitOfWork
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 
 async def test_the_stored_password_is_an_argon2_hash_that_verifies(container: Any) -> None:

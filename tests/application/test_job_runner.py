@@ -16,9 +16,9 @@ from adapters.memory.clock import ManualClock
 from application.jobs import JobKind, JobRunner, JobWakeUps, backoff, drain_batches, due_or_beat, next_beat
 from application.ports.jobs import ClaimedJob, JobQueue, NewJob
 from entrypoints.ioc import build_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
 from entrypoints.units import ScopedUnits
-from tests.conftest import ClockProvider
 
 T0 = datetime(2026, 4, 6, 8, tzinfo=UTC)
 BOUND = 5.0  # seconds a test waits at most for the runner's task (it never needs it)

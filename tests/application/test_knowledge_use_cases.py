@@ -21,7 +21,7 @@ from application.ports.platform import UnitOfWork
 from domain.errors import NotFound, UpstreamFetchFailed, ValidationFailed
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 
 @dataclass

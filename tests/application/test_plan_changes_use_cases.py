@@ -40,9 +40,9 @@ from domain.billing import plan_intervals
 from domain.errors import CardDeclined, ChildrenAbovePlan, InvalidTransition, PaymentMethodRequired
 from domain.scopes import ScopeSet
 from entrypoints.ioc import build_container
-from entrypoints.overrides import Pinned
+from entrypoints.overrides import ClockProvider, Pinned
 from entrypoints.settings import Settings
-from tests.conftest import CHEAP_HASHING, ClockProvider
+from tests.support.apps import CHEAP_HASHING
 
 JAN_1 = datetime(2026, 1, 1, tzinfo=UTC)
 FEB_1 = datetime(2026, 2, 1, tzinfo=UTC)
@@ -186,6 +186,7 @@ MINUTES_IN_JANUARY = DAYS * 24 * 60
 @given(start_plan=PLANS,
        steps=st.lists(st.tuples(st.integers(0, MINUTES_IN_JANUARY - 1), STEP), max_size=8,
                       unique_by=lambda s: s[0]))
+@pytest.mark.slow
 async def test_the_invoice_of_a_month_of_plan_changes_and_usage_is_the_oracles(
         tmp_path: Path, start_plan: str, steps: list[tuple[int, tuple[str, Any]]]) -> None:
     b = make_billing(tmp_path, JAN_1)

@@ -47,7 +47,7 @@ from domain.scheduling.model import BookingLimitReached
 from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 3, 2, 12, tzinfo=UTC)  # a Monday, 07:00 in New York
 TUESDAY = datetime(2026, 3, 3, 5, tzinfo=UTC)  # 00:00 in New York

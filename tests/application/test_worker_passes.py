@@ -38,14 +38,14 @@ from application.webhooks import (
     SendDelivery,
 )
 from entrypoints.ioc import build_container
-from entrypoints.overrides import Pinned
+from entrypoints.overrides import ClockProvider, Pinned
 from entrypoints.settings import Settings
 from entrypoints.units import ScopedUnits
 from tests.application.conftest import NOW, App
 from tests.application.test_calls_use_cases import BUSY, agent, place
 from tests.application.test_dialer_use_cases import _running
 from tests.application.test_webhooks_use_cases import LEASE, call_ended
-from tests.conftest import CHEAP_HASHING, ClockProvider
+from tests.support.apps import CHEAP_HASHING
 
 # ---------------------------------------------------------------------------------------------- the dialer
 

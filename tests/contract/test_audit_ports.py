@@ -10,7 +10,7 @@ from typing import Any
 from application.ports.audit import AuditFilter, AuditLog
 from application.ports.platform import PageRequest, UnitOfWork
 from domain.audit import ActorType, AuditActor, AuditEvent
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 LONG_AGO = datetime(2000, 1, 3, 9, tzinfo=UTC)
 """Before anything another test of the shared databases records: the purge below reaches only these events."""

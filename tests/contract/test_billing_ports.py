@@ -14,7 +14,7 @@ from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.usage import UsageLedger
 from domain.billing import PaymentMethod, PlanChange, build_invoice, proration_invoice, proration_line
 from domain.usage import SMS_SEGMENTS, LedgerEntry, period_bounds
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 PERIOD = "2099-01"  # ends after every organization the tests create (they are created at the real time)
 START, END = period_bounds(PERIOD)

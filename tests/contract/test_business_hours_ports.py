@@ -14,7 +14,7 @@ from application.ports.business_hours import ScheduleRepository, ScheduleUsage
 from application.ports.platform import PageRequest, UnitOfWork
 from domain.business_hours import HolidayRegion, Schedule, build_schedule
 from domain.errors import ValidationFailed
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
 

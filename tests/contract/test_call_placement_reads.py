@@ -19,8 +19,8 @@ from application.ports.platform import UnitOfWork
 from application.ports.telephony import PhoneNumberRepository, TelephonyProviderRepository
 from domain.dnc import DncList
 from domain.telephony import PhoneNumber
-from tests.conftest import new_organization
 from tests.http.calls_support import unique_phone
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 3, 3, 9, tzinfo=UTC)
 AGENT = 41

@@ -11,7 +11,7 @@ from application.ports.calls import CallRepository
 from application.ports.platform import UnitOfWork
 from domain.agents import Agent
 from domain.calls import SINGLE_CALL_PRIORITY, Call
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 T0 = datetime(2026, 5, 4, 9, tzinfo=UTC)
 BULK = SINGLE_CALL_PRIORITY - 50  # what a campaign dialer would queue at

@@ -22,7 +22,7 @@ from domain.calls import Call, CallLog
 from domain.dnc import DncList
 from domain.errors import Conflict
 from domain.telephony import PhoneNumber, TelephonyProvider
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
 

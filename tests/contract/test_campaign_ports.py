@@ -15,7 +15,7 @@ from application.ports.platform import PageRequest, UnitOfWork
 from domain.agents import Agent
 from domain.campaigns import CallingHours, Campaign, CampaignStats, Contact, ContactAttempt, RetryPolicy, RetryRule
 from domain.errors import Conflict
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ from application.ports.calls import CallRepository
 from application.ports.platform import UnitOfWork
 from application.ports.telephony import TelephonyProviderRepository
 from domain.telephony import TelephonyProvider
-from tests.conftest import new_organization
 from tests.contract.test_calls_ports import NOW, _agent, _call
+from tests.support.apps import new_organization
 
 
 async def test_a_call_is_found_by_its_carriers_id_in_its_organization(container: Any) -> None:

@@ -14,7 +14,7 @@ from application.ports.platform import UnitOfWork
 from application.ports.webhooks import SubscriptionRepository
 from domain.events import event
 from domain.webhooks import Subscription
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 FAR = datetime(2090, 1, 1, tzinfo=UTC)  # later than any other test's heartbeat on a shared database
 

@@ -12,7 +12,7 @@ from adapters.sql.constraints import CONSTRAINT_ERRORS
 from application.ports.webhooks import DeliveryRepository, SubscriptionRepository
 from domain.errors import Conflict
 from domain.webhooks import Delivery, Subscription
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 
 def test_every_listed_constraint_exists_on_its_table() -> None:

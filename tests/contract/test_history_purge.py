@@ -14,9 +14,9 @@ from application.ports.triggers import TriggerRepository
 from application.ports.webhooks import AttemptFilter, DeliveryRepository, SubscriptionRepository
 from domain.triggers import TriggerRun
 from domain.webhooks import Delivery, DeliveryAttempt
-from tests.conftest import new_organization
 from tests.contract.test_trigger_ports import _trigger
 from tests.contract.test_webhook_ports import _sub
+from tests.support.apps import new_organization
 
 OLD = datetime(2001, 1, 1, 9, tzinfo=UTC)
 DAYS = timedelta(days=30)

@@ -19,8 +19,8 @@ from adapters.sql.uow import NOTIFY_CHANNEL
 from application.ports.jobs import ClaimedJob, JobQueue, NewJob
 from application.ports.platform import UnitOfWork
 from entrypoints.ioc import build_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import ClockProvider
 from tests.processes import until
 
 T0 = datetime(2026, 4, 6, 8, tzinfo=UTC)

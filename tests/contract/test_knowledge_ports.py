@@ -14,7 +14,7 @@ from application.ports.platform import PageRequest, UnitOfWork
 from domain.agents import Agent
 from domain.errors import DuplicateDocument
 from domain.knowledge import Document, KnowledgeBase, search_terms
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
 

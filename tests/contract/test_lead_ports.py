@@ -14,7 +14,7 @@ from application.ports.leads import LeadFilter, LeadRepository
 from application.ports.platform import PageRequest, UnitOfWork
 from domain.events import EventType
 from domain.leads import Lead
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from application.ports.agents import AgentFilter, AgentRepository
 from application.ports.platform import PageRequest, UnitOfWork
 from domain.agents import Agent, HttpTool, Llm, Transcriber, Voice, Voicemail
 from domain.api_keys import ApiKey, digest
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 3, 3, 9, tzinfo=UTC)
 

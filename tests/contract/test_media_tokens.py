@@ -9,7 +9,7 @@ from typing import Any
 
 from application.ports.media import MediaStreamTokens
 from application.ports.platform import UnitOfWork
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 11, 27, 9, tzinfo=UTC)
 

@@ -67,6 +67,7 @@ async def test_telephone_rate_speech_is_recognized_too() -> None:
     assert again == heard  # the same audio, the same words, whatever was heard before
 
 
+@pytest.mark.slow
 async def test_the_first_recognizer_of_a_process_is_made_without_stalling_the_event_loop(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A process's first recognizer reads PocketSphinx's pronouncing dictionary (135,000 words). Made in a worker

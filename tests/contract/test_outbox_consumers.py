@@ -28,9 +28,10 @@ from domain.events import DomainEvent, EventType, event
 from entrypoints.features import OutboxConsumerJobs
 from entrypoints.features.housekeeping import recheck_once
 from entrypoints.ioc import build_container
+from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
 from entrypoints.units import ScopedUnits
-from tests.conftest import ClockProvider, new_organization
+from tests.support.apps import new_organization
 
 T0 = datetime(2026, 2, 1, 9, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ from adapters.crypto import Argon2PasswordHasher
 from application.ports.passwords import PasswordHasher
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
-from tests.conftest import CHEAP_HASHING
+from tests.support.apps import CHEAP_HASHING
 
 # made by the pre-argon2 code: f"scrypt${salt.hex()}${hashlib.scrypt(pw, salt=salt, n=2**14, r=8, p=1, dklen=32)}"
 _SALT = bytes(range(16))
@@ -26,6 +26,7 @@ def hasher() -> PasswordHasher:
     return Argon2PasswordHasher()
 
 
+@pytest.mark.slow
 async def test_a_hash_verifies_its_password_only() -> None:
     h = hasher()
     stored = await h.hash("correct horse")

@@ -14,7 +14,7 @@ from domain.api_keys import ApiKey, digest
 from domain.destinations import DialingPolicy
 from domain.idempotency import IdempotencyRecord, StoredResponse
 from domain.rate_limit import Window
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 CHECKED = ("adapters", "entrypoints")
 OURS = {"domain", "application", "adapters", "entrypoints"}
@@ -72,6 +74,7 @@ def violations(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_adapters_and_entrypoints_touch_no_private_name_of_another_package() -> None:
     found = [line for folder in CHECKED for path in sorted((ROOT / folder).rglob("*.py")) for line in violations(path)]
     assert not found, "private names of other packages used:\n" + "\n".join(found)

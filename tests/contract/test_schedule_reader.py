@@ -20,7 +20,7 @@ from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Cal
 from domain.timezones import to_epoch_us
 from entrypoints.ioc import build_container
 from entrypoints.settings import Settings
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
 

@@ -19,7 +19,7 @@ from application.ports.scheduling import (
 )
 from domain.errors import SlotUnavailable
 from domain.scheduling.model import Appointment, AvailabilityRule, Blackout, Calendar, HeldSlot, Slot
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
 

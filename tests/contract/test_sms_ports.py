@@ -12,7 +12,7 @@ from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.sms import MessageRef, SmsFilter, SmsRepository
 from domain.dnc import DncList
 from domain.sms import OPT_OUT_LIST_NAME, SmsMessage, StatusEvent
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
 

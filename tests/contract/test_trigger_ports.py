@@ -17,7 +17,7 @@ from application.ports.platform import PageRequest, UnitOfWork
 from application.ports.triggers import TriggerRepository
 from domain.events import DomainEvent, EventType
 from domain.triggers import Action, ActionResult, Trigger, decide, matcher, parse_conditions
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
 CONDITIONS = parse_conditions({"all": [{"field": "data.status", "op": "eq", "value": "confirmed"}, {"any": [

@@ -13,7 +13,7 @@ from application.ports.accounts import OrganizationRepository
 from application.ports.platform import UnitOfWork
 from application.ports.usage import ChildrenUsage, ChildUsed, UsageLedger
 from domain.usage import CALL_SECONDS, CALLS, SMS_SEGMENTS, LedgerEntry
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
 

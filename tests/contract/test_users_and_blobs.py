@@ -15,7 +15,7 @@ from adapters.memory.blobs import InMemoryBlobStorage
 from application.ports.accounts import UserRepository
 from application.ports.blobs import BlobStorage
 from application.ports.platform import UnitOfWork
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 NOW = datetime(2026, 2, 2, 12, tzinfo=UTC)
 

@@ -21,7 +21,7 @@ from application.ports.webhooks import (
 )
 from domain.events import event
 from domain.webhooks import Delivery, DeliveryAttempt, Subscription
-from tests.conftest import new_organization
+from tests.support.apps import new_organization
 
 
 def _sub(org: int, at: datetime, *, events: tuple[str, ...] = ("call.ended",), status: str = "active",

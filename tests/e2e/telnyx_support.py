@@ -18,8 +18,8 @@ from dishka import Provider, Scope, provide
 
 from adapters.memory.clock import ManualClock
 from application.ports.media import MediaStreamTokens, StreamGrant
-from tests.conftest import CHEAP_HASHING, Api, AppPool, Tenant
 from tests.http.calls_support import active_agent, apps_with_providers, close_workers, drive, place, unique_phone
+from tests.support.apps import CHEAP_HASHING, Api, AppPool, Tenant
 from tests.support.emulators.telnyx import TelnyxEmulator
 
 PUBLIC = "https://parley.example"

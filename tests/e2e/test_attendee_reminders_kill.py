@@ -29,9 +29,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from adapters.memory.clock import ManualClock
 from adapters.sql.scheduling_tables import attendee_notifications
-from tests.conftest import ApiFactory
 from tests.http.scheduling_support import UNLIMITED, book, make_calendar, slots
 from tests.http.triggers_support import Mailbox, SmtpServer
+from tests.support.apps import ApiFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 APPOINTMENTS = 120

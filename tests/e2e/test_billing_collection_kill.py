@@ -27,7 +27,7 @@ from application.ports.billing import BillingAccount, BillingRepository
 from application.ports.platform import UnitOfWork
 from domain.billing import PaymentMethod
 from domain.organizations import Organization
-from tests.conftest import ApiFactory
+from tests.support.apps import ApiFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 JAN = datetime(2026, 1, 10, tzinfo=UTC)

@@ -17,8 +17,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from adapters.sql.calls_tables import calls
 from adapters.sql.campaigns_tables import campaign_contacts, campaigns, contact_attempts
-from tests.conftest import ApiFactory
 from tests.http.dialer_support import campaign, get
+from tests.support.apps import ApiFactory
 from tests.support.webhooks import create_private_pg, drop_private_pg
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -99,6 +99,7 @@ def test_the_route_registry_names_the_registered_features_and_serves_every_handl
     assert {id(h) for h in served} == {id(h) for h in every}
 
 
+@pytest.mark.slow
 async def test_the_backend_picks_each_features_storage(tmp_path: Path, sqlite_url: str) -> None:
     from adapters.memory.calls import InMemoryCallRepository
     from adapters.memory.store import InMemoryUnitOfWork

@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from application.carrier_calls import TransferCarrierCall, TransferCarrierCallCommand
 from application.ports.platform import UnitOfWork
 from entrypoints.runtime import QUIET_LOGGERS, configure_logging
-from tests.conftest import AppPool
 from tests.e2e.telnyx_support import PUBLIC, Telnyx, telnyx, telnyx_world  # noqa: F401  (the fixture)
 from tests.http.calls_support import events_of, outbox
+from tests.support.apps import AppPool
 
 # end to end through a carrier's protocol (make test runs it; make test-fast leaves it out)
 pytestmark = pytest.mark.slow

@@ -24,10 +24,10 @@ from domain.events import EventType
 from entrypoints.features.triggers import TriggerSettings
 from entrypoints.ioc import build_container
 from entrypoints.units import ScopedUnits
-from tests.conftest import ApiFactory
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, place
 from tests.http.triggers_support import SmtpServer, create, evaluate, run_jobs, runs
+from tests.support.apps import ApiFactory
 from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.slow

@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from adapters.sql.usage_tables import usage_counters, usage_daily, usage_ledger
 from application.ports.usage import CALL_SECONDS, CALLS
-from tests.conftest import Api, ApiFactory
 from tests.e2e.usage_recording_process import SECONDS
+from tests.support.apps import Api, ApiFactory
 
 pytestmark = pytest.mark.slow  # real processes (make test runs it; make test-fast leaves it out)
 

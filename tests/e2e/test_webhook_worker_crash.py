@@ -16,7 +16,7 @@ import pytest
 from application.ports.platform import UnitOfWork
 from domain.events import event
 from entrypoints.ioc import build_container
-from tests.conftest import ApiFactory
+from tests.support.apps import ApiFactory
 from tests.support.receiver import Receiver, Reply
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ from application.webhooks import (
 from domain.events import event
 from domain.scopes import ScopeSet
 from entrypoints.ioc import build_container
-from tests.conftest import ApiFactory
+from tests.support.apps import ApiFactory
 from tests.support.receiver import Receiver, Reply
 from tests.support.webhooks import deliver_once, webhook_work
 
@@ -85,6 +85,7 @@ def _watch_the_pump_stop(monkeypatch: pytest.MonkeyPatch) -> SeenStop:
     return pump_stop
 
 
+@pytest.mark.slow
 async def test_worker_delivers_soon_after_commit_and_finishes_in_flight_on_stop(
         make_api: ApiFactory, fresh_sqlite_url: str, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
     passes = _trace_passes(monkeypatch)

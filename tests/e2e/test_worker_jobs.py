@@ -11,7 +11,7 @@ from application.dialer_pass import KIND as DIALER
 from application.webhook_delivery import DELIVER as DELIVERY
 from entrypoints.ioc import build_container
 from entrypoints.worker import JobSelection, JobSelectionError, make_runner, selected_work
-from tests.conftest import Api
+from tests.support.apps import Api
 
 
 async def test_a_worker_runs_the_work_it_is_given(api: Api) -> None:

@@ -20,7 +20,7 @@ from entrypoints.features.calls import progress
 from entrypoints.ioc import build_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import Api, AppPool, Tenant
+from tests.support.apps import Api, AppPool, Tenant
 
 CALL_EVENTS = ("call.started", "call.answered", "call.ended", "call.completed", "call.failed", "call.transferred")
 ApiWith = Callable[..., Awaitable[Api]]

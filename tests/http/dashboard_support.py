@@ -10,7 +10,7 @@ import httpx
 
 from application.accounts import CreateUser, CreateUserCommand
 from application.ports.platform import UnitOfWork
-from tests.conftest import Api, Tenant
+from tests.support.apps import Api, Tenant
 
 PASSWORD = "correct horse battery"
 COOKIE = "parley_session"

@@ -12,7 +12,7 @@ from application.dialer_pass import DialerReport, RunDialerPassCommand
 from entrypoints.features import calls as calls_feature
 from entrypoints.features import campaigns as campaigns_feature
 from entrypoints.ioc import build_container
-from tests.conftest import Api, Tenant
+from tests.support.apps import Api, Tenant
 
 _WORKERS: dict[int, AsyncContainer] = {}
 

@@ -22,7 +22,7 @@ from application.ports.platform import UnitOfWork
 from domain.calls import Call
 from entrypoints.asgi_app import http_container
 from entrypoints.settings import Settings
-from tests.conftest import Api, AppPool, Tenant
+from tests.support.apps import Api, AppPool, Tenant
 from tests.support.emulators.media_client import AsgiWebSocket, MediaStreamCaller
 
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from adapters.memory.clock import ManualClock
 from adapters.sql.engine import create_engine
 from adapters.sql.tables import outbox_events
-from tests.conftest import Api, ApiFactory, Tenant
+from tests.support.apps import Api, ApiFactory, Tenant
 
 # a Monday, well before the 2026 DST switches in the US (03-08) and the EU (03-29)
 START = datetime(2026, 3, 2, 12, tzinfo=UTC)

@@ -13,16 +13,17 @@ import re
 from datetime import timedelta
 
 import httpx
+import pytest
 
 from entrypoints.features.billing import close_job, collect_job
 from entrypoints.ioc import build_container
 from entrypoints.worker import make_runner
-from tests.conftest import Api, ApiFactory
 from tests.http.calls_support import finish_calls, unique_phone
 from tests.http.dashboard_support import PASSWORD, add_user, cookie, login, new_user
 from tests.http.test_billing_hold_http import agent, place_call
 from tests.http.test_billing_http import FEB, billed_app
 from tests.http.test_stripe_billing_http import emulator, stripe_app
+from tests.support.apps import Api, ApiFactory
 from tests.support.stripe_emulator import StripeEmulator
 
 __all__ = ["emulator"]
@@ -61,6 +62,7 @@ def _row(html: str, client_id: int) -> str:
     return html[start:html.index("</tr>", start)]
 
 
+@pytest.mark.slow
 async def test_an_agency_runs_its_month_from_the_dashboard(make_api: ApiFactory, private_sql_url: str) -> None:
     api, clock, _, worker = await billed_app(make_api, private_sql_url)
     try:

@@ -10,16 +10,19 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import pytest
+
 from application.accounts import CreateUser, CreateUserCommand
 from application.ports.platform import UnitOfWork
-from tests.conftest import ApiFactory
 from tests.http.calls_support import finish_calls
 from tests.http.dashboard_support import PASSWORD, User, cookie, login
 from tests.http.test_billing_hold_http import agent, held, place_call
 from tests.http.test_billing_http import FEB, add_card, billed_app, get, post
 from tests.http.test_partner_billing_http import as_child, client
+from tests.support.apps import ApiFactory
 
 
+@pytest.mark.slow
 async def test_a_partner_bills_its_client_and_a_direct_client_past_due_is_refused_until_it_pays(
         make_api: ApiFactory, private_sql_url: str) -> None:
     api, clock, _, worker = await billed_app(make_api, private_sql_url)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import Api
+from tests.support.apps import Api
 
 TOOL = {"name": "lookup_order", "description": "Find an order by its number", "url": "https://tools.example.com/order",
         "parameters": {"type": "object", "required": ["order"], "properties": {"order": {"type": "string"}}},

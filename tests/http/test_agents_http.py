@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import Api
+from tests.support.apps import Api
 
 
 async def test_agent_lifecycle_create_publish_version_duplicate(any_api: Api) -> None:

@@ -11,7 +11,7 @@ from application.ai_providers import ResolveAgentEngines, ResolveAgentEnginesCom
 from application.ports.engines import EngineChoice
 from domain.agents import Agent, Llm
 from entrypoints.ioc import build_container
-from tests.conftest import Api
+from tests.support.apps import Api
 
 OPENAI = {"name": "OpenAI", "type": "openai_compatible", "base_url": "https://api.openai.com/v1/",
           "api_key": "sk-very-secret-key"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from adapters.memory.clock import ManualClock
-from tests.conftest import Api, ApiFactory
+from tests.support.apps import Api, ApiFactory
 
 
 async def test_scope_catalogue_lists_scopes_and_presets(api: Api) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tests.conftest import ApiFactory
 from tests.http.scheduling_support import book, make_calendar, scheduling_api, slots
+from tests.support.apps import ApiFactory
 
 START = datetime(2026, 3, 2, 12, tzinfo=UTC)  # a Monday; the calendar is in UTC, open 10:00-12:00
 

@@ -22,9 +22,9 @@ from application.scheduling import notifications as cases
 from entrypoints.features.attendees import notify_job, plan_job
 from entrypoints.features.triggers import TriggerSettings
 from entrypoints.worker import make_runner
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.scheduling_support import UNLIMITED, book, make_calendar
 from tests.http.triggers_support import SmtpServer
+from tests.support.apps import Api, ApiFactory, Tenant
 
 START = datetime(2026, 3, 2, 12, tzinfo=UTC)  # Monday 07:00 in New York
 SLOT = "2026-03-03T10:00:00-05:00"  # Tuesday 10:00 in New York, 15:00 UTC

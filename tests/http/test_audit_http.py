@@ -18,8 +18,8 @@ from entrypoints.http.routes import ROUTES
 from entrypoints.http.routing import AuthMode, access_of
 from entrypoints.ioc import build_container
 from entrypoints.units import ScopedUnits
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.dashboard_support import add_user, cookie, login, new_user
+from tests.support.apps import Api, ApiFactory, Tenant
 
 START = datetime(2026, 3, 2, 9, tzinfo=UTC)
 LONG_AGO = datetime(2001, 3, 2, 9, tzinfo=UTC)

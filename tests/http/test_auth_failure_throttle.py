@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from adapters.memory.clock import ManualClock
-from tests.conftest import ApiFactory
+from tests.support.apps import ApiFactory
 
 START = datetime(2026, 5, 4, 10, 0, 15, tzinfo=UTC)
 

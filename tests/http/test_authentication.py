@@ -9,7 +9,7 @@ import httpx
 
 from adapters.memory.clock import ManualClock
 from domain.api_keys import BASE62, PREFIX, SECRET_LENGTH, compose
-from tests.conftest import Api, ApiFactory
+from tests.support.apps import Api, ApiFactory
 
 PROTECTED = "/v2/agents"
 

@@ -15,13 +15,13 @@ import httpx
 
 from application.ports.billing import BillingRepository
 from application.ports.platform import UnitOfWork
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import unique_phone
 from tests.http.dashboard_support import cookie, csrf_of, login, new_user
 from tests.http.dialer_support import campaign as new_campaign
 from tests.http.dialer_support import dial
 from tests.http.test_billing_http import FEB, add_card, billed_app, get, post
 from tests.http.test_sms_http import send, sms_number
+from tests.support.apps import Api, ApiFactory, Tenant
 
 SHOP = "https://shop.example.com"
 

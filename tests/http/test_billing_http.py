@@ -31,9 +31,9 @@ from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from entrypoints.units import ScopedUnits
 from entrypoints.worker import jobs, make_runner
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.test_cloud_status_http import COOKIE, SessionsForTests, as_header, in_admin
 from tests.http.test_usage_http import record
+from tests.support.apps import Api, ApiFactory, Tenant
 
 JAN = datetime(2026, 1, 20, 9, tzinfo=UTC)
 FEB = datetime(2026, 2, 1, 0, 0, 5, tzinfo=UTC)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, place
 from tests.http.scheduling_support import book, make_calendar, scheduling_api
+from tests.support.apps import Api, ApiFactory, Tenant
 
 
 @pytest.fixture

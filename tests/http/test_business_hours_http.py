@@ -9,7 +9,7 @@ from typing import Any
 from adapters.memory.clock import ManualClock
 from application.ports.business_hours import ScheduleUsage
 from entrypoints.overrides import Pinned
-from tests.conftest import Api, ApiFactory, Tenant
+from tests.support.apps import Api, ApiFactory, Tenant
 
 WEEKDAYS_9_TO_5 = [{"day": d, "start": "09:00", "end": "17:00"} for d in range(5)]
 

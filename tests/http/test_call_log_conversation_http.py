@@ -11,8 +11,8 @@ from adapters.memory.clock import ManualClock
 from application.calls import CallFinisher
 from application.ports.calls import CallRepository
 from application.ports.platform import UnitOfWork
-from tests.conftest import ApiFactory
 from tests.http.calls_support import active_agent, finish_calls, place
+from tests.support.apps import ApiFactory
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 TURNS = [{"end_of_speech_to_first_audio_ms": 640, "stt_ms": 120, "llm_first_token_ms": 310,

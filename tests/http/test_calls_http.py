@@ -23,7 +23,6 @@ from application.ports.platform import UnitOfWork
 from application.ports.telephony import DialHandle, DialRequest, PollResult, Telephony
 from application.ports.usage import CALL_SECONDS, UsageRecorder
 from entrypoints.ioc import build_container
-from tests.conftest import Api, ApiFactory, AppPool
 from tests.http import calls_support
 from tests.http.calls_support import (
     ApiWith,
@@ -34,6 +33,7 @@ from tests.http.calls_support import (
     outbox,
     place,
 )
+from tests.support.apps import Api, ApiFactory, AppPool
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

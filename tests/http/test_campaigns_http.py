@@ -6,10 +6,12 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from adapters.memory.clock import ManualClock
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import unique_phone
 from tests.http.scheduling_support import outbox
+from tests.support.apps import Api, ApiFactory, Tenant
 
 
 async def active_agent(api: Api, t: Tenant) -> int:
@@ -372,6 +374,7 @@ async def test_a_campaign_follows_a_schedule_that_cannot_be_deleted_while_in_use
     assert (await c.post(f"/v2/campaigns/{draft['id']}/start", headers=t.headers)).status_code == 200
 
 
+@pytest.mark.slow
 async def test_ten_thousand_rows_with_one_percent_bad_are_accepted_but_the_bad_ones(any_api: Api) -> None:
     t = await any_api.tenant()
     campaign = await new_campaign(any_api, t)

@@ -18,11 +18,11 @@ import pytest
 from adapters.memory.clock import ManualClock
 from application.leads import FollowLeadOutcomes, FollowLeadOutcomesCommand
 from entrypoints.units import ScopedUnits
-from tests.conftest import Api, AppPool, Tenant
 from tests.e2e.telnyx_support import telnyx_world
 from tests.http import calls_support, dialer_support, twilio_support
 from tests.http.calls_support import active_agent, drive, events_of, outbox, unique_phone
 from tests.http.triggers_support import create, evaluate, run_jobs, runs
+from tests.support.apps import Api, AppPool, Tenant
 from tests.support.emulators.twilio import TwilioEmulator
 
 # end to end through a carrier's protocol (make test runs it; make test-fast leaves it out)

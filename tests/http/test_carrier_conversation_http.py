@@ -33,10 +33,10 @@ import sqlalchemy as sa
 
 from entrypoints.features.carriers import CarrierSettings
 from entrypoints.features.media import MediaSettings
-from tests.conftest import AppPool
 from tests.http.calls_support import drive, place, unique_phone
 from tests.http.media_support import MediaApp, RingingCall, ended_call, media_app, outbox_of
 from tests.http.twilio_support import PUBLIC, REQUEST_TIMEOUT, Line, twilio_line
+from tests.support.apps import AppPool
 from tests.support.emulators.media_client import (
     HangUp,
     Interrupt,

@@ -22,7 +22,6 @@ import pytest
 from application.ports.media import ConversationOutcome, StreamClosed
 from entrypoints.features.carriers import CarrierSettings
 from entrypoints.features.media import MediaSettings
-from tests.conftest import AppPool
 from tests.e2e import telnyx_support
 from tests.http.calls_support import active_agent, drive, place, unique_phone
 from tests.http.media_support import (
@@ -35,6 +34,7 @@ from tests.http.media_support import (
     outbox_of,
 )
 from tests.http.twilio_support import PUBLIC, REQUEST_TIMEOUT, Line, twilio_line
+from tests.support.apps import AppPool
 from tests.support.emulators.media_client import StreamingCallers
 from tests.support.emulators.telnyx import TelnyxEmulator
 from tests.support.emulators.twilio import TwilioEmulator

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Api, Tenant
+from tests.support.apps import Api, Tenant
 
 FULL = {f"key_{i:02d}_" + "k" * 33: "v" * 500 for i in range(50)}  # every ceiling reached, none passed
 

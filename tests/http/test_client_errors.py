@@ -9,9 +9,9 @@ import pytest
 from litestar import Litestar
 
 from entrypoints.http.patterns import PATTERN_WORDS
-from tests.conftest import Api, ApiFactory
 from tests.http.route_table import served_operations
 from tests.http.scheduling_support import book, make_calendar, scheduling_api
+from tests.support.apps import Api, ApiFactory
 
 
 def _errors(response: Any) -> dict[str, str]:
@@ -174,6 +174,7 @@ async def test_options_lists_every_method_of_the_path(any_api: Api) -> None:
             assert allow == sorted(allow) and set(allow) == _served(methods), (url, allow)
 
 
+@pytest.mark.slow
 async def test_head_answers_like_get_without_a_body(any_api: Api) -> None:
     t = await any_api.tenant()
     app: Litestar = any_api.client.app

@@ -37,7 +37,7 @@ from entrypoints.ioc import build_container
 from entrypoints.overrides import Pinned
 from entrypoints.units import ScopedUnits
 from entrypoints.worker import jobs, make_runner
-from tests.conftest import Api, ApiFactory, Tenant
+from tests.support.apps import Api, ApiFactory, Tenant
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 COOKIE = "parley_session"

@@ -8,8 +8,8 @@ import json
 import re
 from typing import Any
 
-from tests.conftest import Api
 from tests.http.dashboard_support import cookie, login, new_user
+from tests.support.apps import Api
 
 
 async def _signed_in(api: Api) -> tuple[Any, dict[str, str], str]:

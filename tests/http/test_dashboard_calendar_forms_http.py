@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import add_user, cookie, login, new_user
 from tests.http.scheduling_support import book, make_calendar, scheduling_api
 from tests.http.test_dashboard_live_http import opened
+from tests.support.apps import Api, ApiFactory
 
 DAY = "2026-03-03"  # a Tuesday after the test clock's Monday
 

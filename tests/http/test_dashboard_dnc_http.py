@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import Api
 from tests.http.dashboard_support import cookie, login, new_user
+from tests.support.apps import Api
 
 
 async def _signed_in(api: Api) -> tuple[Any, dict[str, str], str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from adapters.memory.clock import ManualClock
-from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import PASSWORD, cookie, csrf_of, login, new_user, session_id
+from tests.support.apps import Api, ApiFactory
 
 
 async def test_pages_need_a_session_and_send_to_the_sign_in_form(any_api: Api) -> None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import Api
 from tests.http.calls_support import active_agent, unique_phone
 from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.dialer_support import campaign
+from tests.support.apps import Api
 
 
 async def _signed_in(api: Api) -> tuple[Any, dict[str, str], str]:

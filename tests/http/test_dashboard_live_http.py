@@ -17,9 +17,9 @@ import pytest
 from adapters.memory.clock import ManualClock
 from entrypoints.http.dashboard import live
 from entrypoints.http.dashboard.gate import LIVE_WINDOWS
-from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import COOKIE, cookie, login, new_user
 from tests.http.test_campaigns_http import new_campaign
+from tests.support.apps import Api, ApiFactory
 
 WAIT = 5.0
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import Api
 from tests.http.calls_support import active_agent, place, unique_phone
 from tests.http.dashboard_support import cookie, login, new_user
+from tests.support.apps import Api
 
 _SECRET = re.compile(r"parley_sk_[A-Za-z0-9]+")
 

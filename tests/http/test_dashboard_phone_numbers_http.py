@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, AppPool
 from tests.http import calls_support
 from tests.http.calls_support import ApiWith, active_agent, unique_phone
 from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.twilio_support import app, route_to
+from tests.support.apps import Api, AppPool
 from tests.support.emulators.twilio import TwilioEmulator
 
 

@@ -13,9 +13,9 @@ from typing import Any
 from adapters.memory.clock import ManualClock
 from application.ports.business_hours import ScheduleUsage
 from entrypoints.overrides import Pinned
-from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.test_business_hours_http import _UsedByCampaigns
+from tests.support.apps import Api, ApiFactory
 
 MONDAY_NOON = datetime(2026, 3, 2, 12, tzinfo=UTC)
 NEW = {"name": "Support hours", "timezone": "Europe/Berlin", "weekly.0": "09:00-12:00, 13:00-17:00",

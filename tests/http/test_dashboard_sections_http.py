@@ -16,11 +16,11 @@ from application.ports.webhooks import DeliveryRepository
 from domain.billing import build_invoice
 from domain.usage import period_bounds
 from domain.webhooks import Delivery, DeliveryAttempt
-from tests.conftest import Api, Tenant
 from tests.http.calls_support import unique_phone
 from tests.http.dashboard_support import User, cookie, csrf_of, login, new_user
 from tests.http.scheduling_support import make_calendar, slots
 from tests.http.test_campaigns_http import new_campaign
+from tests.support.apps import Api, Tenant
 
 HOOK = "https://hooks.example.com/parley"
 

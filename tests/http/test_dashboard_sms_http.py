@@ -12,11 +12,11 @@ from typing import Any
 from application.ports.billing import BillingRepository
 from application.ports.platform import UnitOfWork
 from domain.usage import SMS_SEGMENTS
-from tests.conftest import Api
 from tests.http.calls_support import unique_phone
 from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.test_sms_http import inbound, sms_number
 from tests.http.test_usage_http import record
+from tests.support.apps import Api
 
 
 async def _signed_in(api: Api, plan: str = "enterprise") -> tuple[Any, dict[str, str], str]:

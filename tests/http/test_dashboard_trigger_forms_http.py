@@ -16,10 +16,10 @@ import pytest
 
 from domain.events import EventType
 from entrypoints.http.dashboard.pages.triggers import state
-from tests.conftest import Api
 from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.test_triggers_http import BOOKED, record
 from tests.http.triggers_support import evaluate, run_jobs
+from tests.support.apps import Api
 from tests.support.receiver import Receiver, Reply
 
 CONFIRMED = json.dumps({"all": [{"field": "data.status", "op": "eq", "value": "confirmed"}]})
@@ -118,6 +118,7 @@ async def test_create_edit_switch_and_delete(any_api: Api) -> None:
     assert await _triggers(any_api, user) == []
 
 
+@pytest.mark.slow
 async def test_the_run_log_shows_why_each_run_matched_and_what_each_action_did(any_api: Api,
                                                                                receiver: Receiver) -> None:
     api = any_api

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.conftest import Api
 from tests.http.dashboard_support import cookie, login, new_user
+from tests.support.apps import Api
 
 HOOK = "https://hooks.example.com/parley"
 

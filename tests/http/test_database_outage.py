@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from domain.api_keys import BASE62, SECRET_LENGTH, compose
-from tests.conftest import ApiFactory
+from tests.support.apps import ApiFactory
 from tests.support.databases import pg_admin_url
 
 

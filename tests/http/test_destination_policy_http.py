@@ -13,11 +13,11 @@ import pytest
 
 from adapters.memory.clock import ManualClock
 from domain.events import EventType
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, place
 from tests.http.dialer_support import campaign, close_workers, contacts, dial
 from tests.http.test_triggers_http import record
 from tests.http.triggers_support import create, evaluate, run_jobs, runs
+from tests.support.apps import Api, ApiFactory, Tenant
 
 MONDAY_NOON = datetime(2026, 1, 5, 12, tzinfo=UTC)
 REFUSED = [  # (number, reason): the numbers the widget dialled when it was attacked

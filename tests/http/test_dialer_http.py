@@ -13,11 +13,11 @@ import pytest
 from adapters.memory.clock import ManualClock
 from application.call_progress import RunCallProgressCommand
 from entrypoints.features import calls as calls_feature
-from tests.conftest import ApiFactory
 from tests.http import dialer_support as support
 from tests.http.calls_support import outbox, unique_phone
 from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.dialer_support import campaign, campaign_calls, contacts, dial, get, tick
+from tests.support.apps import ApiFactory
 
 MONDAY_9 = datetime(2026, 1, 5, 9, tzinfo=UTC)
 OUTCOMES = {  # number: (final contact status, attempts made, reason)
@@ -307,6 +307,7 @@ async def test_fifty_contacts_on_test_numbers_complete_in_a_few_worker_rounds(ma
 # --------------------------------------------------------------------------- re-planning, completion, failure
 
 
+@pytest.mark.slow
 async def test_widened_hours_on_resume_dial_the_contacts_that_waited_for_the_old_ones(
         make_api: ApiFactory, sql_url: str) -> None:
     """Pause, widen the calling hours to the whole day, resume: the contact that waited for tomorrow's opening is

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.memory.clock import ManualClock
-from tests.conftest import Api, ApiFactory
+from tests.support.apps import Api, ApiFactory
 
 
 async def _list(api: Api, headers: dict[str, str], name: str = "Opt-outs") -> dict:

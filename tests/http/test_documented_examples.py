@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import Api
 from tests.http.route_table import served_operations
+from tests.support.apps import Api
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -16,7 +16,7 @@ from application.agents import CreateAgent, CreateAgentCommand, ListAgents
 from application.ports.platform import UnitOfWork
 from domain.events import EventType
 from entrypoints.overrides import ClockProvider
-from tests.conftest import Api, ApiFactory
+from tests.support.apps import Api, ApiFactory
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 SECRET_DETAIL = "connection string postgresql://admin:hunter2@db"

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Api
+from tests.support.apps import Api
 
 pytestmark = pytest.mark.slow
 

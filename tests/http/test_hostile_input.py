@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api
+from tests.support.apps import Api
 
 JSON = {"content-type": "application/json"}
 

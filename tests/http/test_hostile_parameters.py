@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Api, ApiFactory
+from tests.support.apps import Api, ApiFactory
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ from domain.triggers import TriggerRun
 from domain.webhooks import Delivery, DeliveryAttempt
 from entrypoints.ioc import build_container
 from entrypoints.units import ScopedUnits
-from tests.conftest import Api, ApiFactory, Tenant
+from tests.support.apps import Api, ApiFactory, Tenant
 
 START = datetime(2026, 3, 2, 9, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from adapters.memory.clock import ManualClock
 from application.ports.accounts import IdempotencyStore
 from application.ports.platform import UnitOfWork
 from domain import idempotency as policy
-from tests.conftest import Api, ApiFactory
+from tests.support.apps import Api, ApiFactory
 
 
 async def _agent_count(api: Api, headers: dict[str, str]) -> int:

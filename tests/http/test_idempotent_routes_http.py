@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from domain.idempotency import MAX_BODY_BYTES
-from tests.conftest import Api, Tenant
 from tests.http.calls_support import active_agent, unique_phone
 from tests.http.route_table import served_operations
+from tests.support.apps import Api, Tenant
 
 Request = dict[str, Any]  # path and the keyword arguments of client.post
 Setup = Callable[[Api, Tenant], Awaitable[Request]]

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from adapters.sql.engine import create_engine
 from adapters.sql.metadata import metadata
 from adapters.sql.schema import load_all_tables
-from tests.conftest import Api, Tenant
+from tests.support.apps import Api, Tenant
 
 _NUMBERS = itertools.count(300)
 

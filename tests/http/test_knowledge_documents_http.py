@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from domain.knowledge import MAX_UPLOAD_BYTES
-from tests.conftest import Api, Tenant
 from tests.knowledge_samples import (
     CSV,
     HTML_PAGE,
@@ -24,7 +23,7 @@ from tests.knowledge_samples import (
     make_pdf,
     running_app,
 )
-from tests.support.apps import AppPool
+from tests.support.apps import Api, AppPool, Tenant
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

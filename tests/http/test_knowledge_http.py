@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, Tenant
 from tests.knowledge_samples import TEXT, running_app
-from tests.support.apps import AppPool
+from tests.support.apps import Api, AppPool, Tenant
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -201,6 +200,7 @@ async def test_plan_limit_per_plan(api: Api, plan: str, limit: int) -> None:
     await _kb(api, t, agent, "replacement")
 
 
+@pytest.mark.slow
 async def test_enterprise_plan_allows_one_hundred(api: Api) -> None:
     t = await api.tenant(plan="enterprise")
     agent = await _agent(api, t)

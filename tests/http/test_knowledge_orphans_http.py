@@ -3,7 +3,7 @@ deletable by id, and the plan-limit error says what the limit and the count are.
 
 from __future__ import annotations
 
-from tests.conftest import Api
+from tests.support.apps import Api
 
 
 async def test_a_knowledge_base_stays_reachable_after_its_agent_is_deleted(any_api: Api) -> None:

@@ -18,9 +18,8 @@ import pytest
 
 from application.ports.egress import ResolutionFailed, Resolver
 from entrypoints.overrides import Pinned
-from tests.conftest import Api, Tenant
 from tests.knowledge_samples import HTML_PAGE, running_app
-from tests.support.apps import AppPool
+from tests.support.apps import Api, AppPool, Tenant
 
 PORT = 8080
 OTHER_HTML = b"<html><head><title>Shipping</title></head><body><article><p>Parcels leave the warehouse every " \

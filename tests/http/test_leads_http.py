@@ -22,10 +22,10 @@ from entrypoints.features.leads import KIND, follow_job
 from entrypoints.ioc import build_container
 from entrypoints.units import ScopedUnits
 from entrypoints.worker import jobs, make_runner
-from tests.conftest import Api, ApiFactory, AppPool, Tenant
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, outbox
 from tests.http.test_calls_http import FailingScreenerProvider
+from tests.support.apps import Api, ApiFactory, AppPool, Tenant
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

@@ -17,7 +17,6 @@ from application.ports.calls import CallRepository
 from application.ports.carriers import VoiceUpdate
 from application.ports.media import ConversationOutcome, SessionControl, StreamClosed
 from application.ports.platform import UnitOfWork
-from tests.conftest import AppPool
 from tests.http.media_support import (
     MediaApp,
     RingingCall,
@@ -30,6 +29,7 @@ from tests.http.media_support import (
     ringing_call,
     sine,
 )
+from tests.support.apps import AppPool
 
 # end to end through a carrier's protocol (make test runs it; make test-fast leaves it out)
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Api
+from tests.support.apps import Api
 
 
 @pytest.mark.parametrize("prefix", ["/v2", "/api/v2"])

@@ -20,7 +20,6 @@ from application.ports.calls import CallRepository
 from application.ports.media import ConversationOutcome, LiveCallControl, MarkPlayed, SessionControl, StreamClosed
 from application.ports.platform import UnitOfWork
 from entrypoints.features.media import MediaSettings
-from tests.conftest import AppPool
 from tests.http.media_support import (
     MediaApp,
     RuntimeOverride,
@@ -33,6 +32,7 @@ from tests.http.media_support import (
     ringing_call,
     sine,
 )
+from tests.support.apps import AppPool
 from tests.support.emulators.media_client import AsgiWebSocket, WebSocketClosed
 
 # media streams paced at real time, end to end (make test runs it; make test-fast leaves it out)

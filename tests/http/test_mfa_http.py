@@ -14,9 +14,9 @@ import pyotp
 import pytest
 
 from adapters.memory.clock import ManualClock
-from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import PASSWORD, User, add_user, cookie, login, new_user
 from tests.http.scheduling_support import UNLIMITED
+from tests.support.apps import Api, ApiFactory
 
 START = datetime(2026, 3, 2, 12, tzinfo=UTC)
 

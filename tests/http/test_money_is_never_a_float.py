@@ -17,7 +17,7 @@ import domain.billing
 import entrypoints.http.schemas
 from adapters.sql.metadata import metadata
 from adapters.sql.schema import load_all_tables
-from tests.conftest import Api
+from tests.support.apps import Api
 
 MONEY = re.compile(r"(^|_)(amount|price|subtotal|cents|cost|fee|balance|charge|tax|discount)(_|$)|^total$")
 """Field names that hold money (``total`` alone is an invoice's total; list counts are under ``meta``)."""

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.route_table import DASHBOARD_PREFIX, dashboard_routes
+from tests.support.apps import Api, ApiFactory, Tenant
 
 Part = tuple[bytes, bytes | None, bytes, list[bytes]]  # name, filename, content, extra header lines
 BOUNDARY = "parley-test-boundary"

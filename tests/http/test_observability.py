@@ -24,7 +24,7 @@ from entrypoints.ioc import build_container
 from entrypoints.observability import _SECRET_SHAPES, REDACTED, redact
 from entrypoints.runtime import QUIET_LOGGERS, configure_logging
 from entrypoints.worker import make_runner
-from tests.conftest import Api, ApiFactory
+from tests.support.apps import Api, ApiFactory
 
 PASSWORD = "correct-Horse-battery-staple-42"
 PROVIDER_TOKEN = "tw-auth-token-9f8e7d6c5b4a"
@@ -50,6 +50,7 @@ def _lines(stream: io.StringIO) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 async def test_no_secret_created_in_a_run_reaches_the_logs(api: Api, captured_logs: io.StringIO) -> None:
     t = await api.tenant()
     secrets: list[str] = [t.key]
@@ -148,6 +149,7 @@ def test_redaction_with_its_first_look_matches_every_shape_applied(text: str) ->
     assert redact(text) == slow
 
 
+@pytest.mark.slow
 async def test_metrics_need_the_token_and_count_requests_by_route(make_api: ApiFactory, sqlite_url: str) -> None:
     api = await make_api(sqlite_url, metrics_token="scrape-token-1")
     t = await api.tenant()

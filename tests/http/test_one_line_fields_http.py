@@ -14,7 +14,7 @@ from msgspec import inspect as mi
 
 import entrypoints.http.schemas as schemas
 from domain.text import ONE_LINE_PATTERN, fold_line, is_one_line
-from tests.conftest import Api
+from tests.support.apps import Api
 
 ONE_LINE_NAMES = frozenset({"name", "source", "label", "contact_name", "attendee_name", "external_id", "reason",
                             "subject", "title", "email", "provider", "voice_id", "model"})

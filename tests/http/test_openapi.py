@@ -11,8 +11,8 @@ import schemathesis
 
 from entrypoints.http.asgi import API_PREFIX
 from entrypoints.http.routing import AuthMode
-from tests.conftest import Api
 from tests.http.route_table import ServedOperation, served_operations
+from tests.support.apps import Api
 
 Document = dict[str, Any]
 AUTH_ENVELOPE = "#/components/schemas/AuthErrorEnvelope"

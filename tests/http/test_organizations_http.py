@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from domain.errors import DomainError
-from tests.conftest import Api
+from tests.support.apps import Api
 
 
 async def test_partner_manages_sub_organizations(any_api: Api) -> None:

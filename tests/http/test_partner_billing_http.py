@@ -13,10 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 from application.ports.usage import CALL_SECONDS, SMS_SEGMENTS
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.test_billing_hold_http import agent, place_call
 from tests.http.test_billing_http import FEB, JAN, add_card, billed_app, get
 from tests.http.test_usage_http import record
+from tests.support.apps import Api, ApiFactory, Tenant
 
 
 @dataclass(frozen=True)

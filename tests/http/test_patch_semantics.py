@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from adapters.memory.clock import ManualClock
 from domain.patching import merge_patch
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import unique_phone
 from tests.http.scheduling_support import UNLIMITED, outbox
 from tests.properties import examples
+from tests.support.apps import Api, ApiFactory, Tenant
 
 
 async def _clocked(make_api: ApiFactory, sql_url: str) -> tuple[Api, ManualClock, Tenant]:

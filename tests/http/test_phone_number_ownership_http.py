@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from tests.conftest import Api
+from tests.support.apps import Api
 
 _SUFFIX = itertools.count(100)
 

@@ -7,7 +7,7 @@ import pytest
 
 from adapters.phones.libphonenumber import LibPhoneNumberNormalizer
 from application.phones import E164_RULE
-from tests.conftest import Api
+from tests.support.apps import Api
 
 ACCEPTED = [
     ("+1 (415) 555-0100", "+14155550100"),

@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from application.ports.usage import CALL_SECONDS, SMS_SEGMENTS
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.test_billing_http import FEB, add_card, billed_app, get, post
 from tests.http.test_usage_http import record
+from tests.support.apps import Api, ApiFactory, Tenant
 
 JAN_10 = datetime(2026, 1, 10, 9, tzinfo=UTC)
 JAN_31 = datetime(2026, 1, 31, 20, tzinfo=UTC)

@@ -24,7 +24,7 @@ from entrypoints.http.app import UndeclaredAccess, create_app, route_handlers
 from entrypoints.http.envelope import Envelope
 from entrypoints.http.routing import Access, AuthMode, endpoint
 from entrypoints.settings import Settings
-from tests.conftest import Api, AppPool
+from tests.support.apps import Api, AppPool
 
 TAGS = ["test"]
 WRITTEN_NAME = "written by a public route"

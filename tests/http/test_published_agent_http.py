@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from adapters.memory.clock import ManualClock
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http import calls_support
 from tests.http.calls_support import active_agent, finish_calls, place
 from tests.http.dashboard_support import cookie, login, new_user
+from tests.support.apps import Api, ApiFactory, Tenant
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

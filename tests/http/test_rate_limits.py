@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from adapters.memory.clock import ManualClock
 from adapters.sql.tables import rate_limit_counters
 from adapters.sql.uow import SqlUnitOfWork
-from tests.conftest import Api, ApiFactory
+from tests.support.apps import Api, ApiFactory
 
 START = datetime(2026, 5, 4, 10, 0, 10, tzinfo=UTC)
 

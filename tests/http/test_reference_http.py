@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from tests.conftest import Api
+from tests.support.apps import Api
 
 
 class Assets(HTMLParser):

@@ -14,9 +14,9 @@ from domain.roles import ROLES, Role, scopes_of
 from entrypoints.http.dashboard import page_handlers
 from entrypoints.http.dashboard.gate import PUBLIC, SCOPES, STREAM
 from entrypoints.http.routing import AuthMode
-from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import add_user, cookie, csrf_of, login
 from tests.http.route_table import served_operations
+from tests.support.apps import Api, ApiFactory
 
 UNKNOWN = "999999"
 
@@ -66,6 +66,7 @@ def allowed(role: Role, required: tuple[str, ...]) -> bool:
 
 
 @pytest.mark.parametrize("role", ROLES)
+@pytest.mark.slow
 async def test_every_page_and_form_answers_403_exactly_when_the_role_lacks_its_scopes(open_api: Api,
                                                                                      role: Role) -> None:
     tenant = await open_api.tenant()

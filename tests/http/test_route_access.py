@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from domain.scopes import ALL_SCOPES, alternatives_for
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.route_table import ServedOperation, served_operations
+from tests.support.apps import Api, ApiFactory, Tenant
 
 BEARER_AUTH = ("key", "key_or_session")  # routes a Bearer key opens (widget routes take a widget token)
 
@@ -82,6 +82,7 @@ def _assert_documented_headers(op: ServedOperation, response: httpx.Response, do
             assert value.isdigit(), f"{op.label}: {name}: {value!r}"
 
 
+@pytest.mark.slow
 async def test_every_listed_scope_alternative_authorizes_its_route(open_api: Api) -> None:
     tenant = await open_api.tenant(plan="enterprise", org_type="partner")
     document = (await open_api.client.get("/v2/openapi.json")).json()

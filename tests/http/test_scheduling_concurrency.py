@@ -20,8 +20,8 @@ from adapters.sql.scheduling import SqlCalendarRepository, SqlScheduleReader
 from entrypoints.asgi_app import http_container
 from entrypoints.overrides import ClockProvider
 from entrypoints.settings import Settings
-from tests.conftest import Api, AppPool
 from tests.http.scheduling_support import START, UNLIMITED, book, make_calendar, outbox
+from tests.support.apps import Api, AppPool
 
 ATTEMPTS = 20
 
@@ -212,6 +212,7 @@ async def other_sched(sql_url: str, tmp_root: Path, app_pool: AppPool) -> AsyncI
         yield api
 
 
+@pytest.mark.slow
 async def test_availability_in_another_process_never_offers_a_committed_booking(any_sched: Api,
                                                                                 other_sched: Api) -> None:
     """Two apps on one database (two API processes, each with its own availability cache). One books

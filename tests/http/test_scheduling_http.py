@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import icalendar
 import pytest
 
-from tests.conftest import Api, ApiFactory
 from tests.http.scheduling_support import book, make_calendar, outbox, scheduling_api, slots
+from tests.support.apps import Api, ApiFactory
 
 
 @pytest.fixture

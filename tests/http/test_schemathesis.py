@@ -37,7 +37,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.conftest import Api, ApiFactory, Tenant
+from tests.support.apps import Api, ApiFactory, Tenant
 
 pytestmark = pytest.mark.slow
 

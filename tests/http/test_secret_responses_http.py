@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from adapters.sql.engine import create_engine
 from adapters.sql.tables import idempotency_keys
 from entrypoints.http.routing import AuthMode
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.route_table import served_operations
+from tests.support.apps import Api, ApiFactory, Tenant
 
 HOOK = "https://hooks.example.com/parley"
 # path, body, and the field of ``data`` that holds the secret

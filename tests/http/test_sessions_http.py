@@ -10,9 +10,9 @@ import pytest
 
 from adapters.memory.clock import ManualClock
 from entrypoints.http.routing import AuthMode
-from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import PASSWORD, cookie, login, new_user, session_id, set_cookie_header
 from tests.http.route_table import served_operations
+from tests.support.apps import Api, ApiFactory
 
 
 async def test_login_answers_the_user_and_sets_a_strict_cookie(any_api: Api) -> None:

@@ -21,8 +21,8 @@ from application.ports.passwords import PasswordHasher
 from entrypoints.asgi_app import http_container
 from entrypoints.overrides import Pinned
 from entrypoints.settings import Settings
-from tests.conftest import CHEAP_HASHING, Api, AppPool
 from tests.http.dashboard_support import PASSWORD, new_user
+from tests.support.apps import CHEAP_HASHING, Api, AppPool
 
 Factory = Callable[..., Any]
 

@@ -19,9 +19,9 @@ from entrypoints.features.sms import KIND, receipts_job
 from entrypoints.ioc import build_container
 from entrypoints.units import ScopedUnits
 from entrypoints.worker import jobs, make_runner
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, outbox, unique_phone
 from tests.http.test_calls_http import FailingScreenerProvider
+from tests.support.apps import Api, ApiFactory, Tenant
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 ZONE = "2026-01-05T09:00:00Z"
@@ -81,9 +81,11 @@ async def carrier_id_of(api: Api, sms_id: int) -> str:
         return str(row.carrier_id)
 
 
-async def test_send_then_receipts_move_it_to_delivered(make_api: ApiFactory, sql_url: str) -> None:
+async def test_send_then_receipts_move_it_to_delivered(make_api: ApiFactory, private_sql_url: str) -> None:
+    """On a database of its own: the receipts pass reports every organization's due receipts, and other tests'
+    messages on a shared database would be counted too."""
     clock = ManualClock(START)
-    api = await make_api(sql_url, clock=clock)
+    api = await make_api(private_sql_url, clock=clock)
     t = await api.tenant()
     number = await sms_number(api, t)
     headers = {"Idempotency-Key": "sms-1"}

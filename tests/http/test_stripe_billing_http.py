@@ -16,8 +16,8 @@ from application.jobs import JobRunner
 from entrypoints.features.billing import BillingSettings, close_job, collect_job
 from entrypoints.ioc import build_container
 from entrypoints.worker import make_runner
-from tests.conftest import Api, ApiFactory
 from tests.http.test_billing_http import FEB, JAN, add_card, get, post
+from tests.support.apps import Api, ApiFactory
 from tests.support.stripe_emulator import StripeEmulator, signed_event
 
 SECRET = "whsec_parley_tests"

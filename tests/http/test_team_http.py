@@ -16,10 +16,10 @@ import pytest
 
 from adapters.memory.clock import ManualClock
 from entrypoints.features.triggers import TriggerSettings
-from tests.conftest import Api, ApiFactory
 from tests.http.dashboard_support import PASSWORD, User, add_user, cookie, login, new_user
 from tests.http.scheduling_support import UNLIMITED
 from tests.http.triggers_support import SmtpServer
+from tests.support.apps import Api, ApiFactory
 
 START = datetime(2026, 3, 2, 12, tzinfo=UTC)
 LINK = re.compile(r"https?://\S+/dashboard/(invitations|password-reset)/(\S+)")

@@ -8,8 +8,8 @@ from adapters.sql.calls_tables import telephony_providers
 from adapters.sql.uow import SqlUnitOfWork
 from application.telephony import ReadProviderCredentials, ReadProviderCredentialsCommand
 from entrypoints.ioc import build_container
-from tests.conftest import Api
 from tests.http.calls_support import unique_phone
+from tests.support.apps import Api
 
 
 async def _sealed(api: Api, provider_id: int) -> str | None:

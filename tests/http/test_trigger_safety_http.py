@@ -26,10 +26,10 @@ from entrypoints.features import campaigns as campaigns_feature
 from entrypoints.features.triggers import TriggerSettings
 from entrypoints.overrides import Pinned
 from entrypoints.units import ScopedUnits
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, outbox, unique_phone
 from tests.http.test_triggers_http import BOOKED, record
 from tests.http.triggers_support import SmtpServer, create, evaluate, run_jobs, runs
+from tests.support.apps import Api, ApiFactory, Tenant
 from tests.support.receiver import Receiver
 
 EVENING = datetime(2026, 3, 2, 18, tzinfo=UTC)  # 10:00 in California
@@ -80,6 +80,7 @@ async def _total(api: Api, t: Tenant, path: str) -> int:
 # -- the cause depth through deferred work -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_trigger_on_sms_sent_that_texts_stops_at_the_guard(make_api: ApiFactory, sql_url: str) -> None:
     """sms.sent comes later, from the receipts job: it carries the depth of the action that sent the message."""
     api = await make_api(sql_url, clock=ManualClock(EVENING))
@@ -98,6 +99,7 @@ async def test_a_trigger_on_sms_sent_that_texts_stops_at_the_guard(make_api: Api
     assert await _depths(api, t.organization_id, "sms.delivered") == [0, 1, 2, 3]
 
 
+@pytest.mark.slow
 async def test_a_loop_through_sms_and_calls_stops_at_the_guard(make_api: ApiFactory, sql_url: str) -> None:
     """sms.delivered → call → call.completed → sms → ...: each deferred event keeps the depth of its cause."""
     api = await make_api(sql_url, clock=ManualClock(EVENING))
@@ -124,6 +126,7 @@ async def _dial(api: Api) -> None:
     await campaigns_feature.dial_pass(container, api.settings).execute(RunDialerPassCommand())
 
 
+@pytest.mark.slow
 async def test_a_relay_of_contacts_through_campaigns_stops_at_the_guard(make_api: ApiFactory, sql_url: str) -> None:
     """A contact added by a trigger's action is dialled later, by the campaign dialer: its call and its events
     (contact.completed) carry the depth of that action. Five campaigns relay a number (a campaign takes a number

@@ -24,9 +24,9 @@ from domain.events import DomainEvent, EventType
 from domain.rfc3339 import format_utc_millis
 from domain.webhooks import verify_signature
 from entrypoints.ioc import build_container
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, outbox, place, unique_phone
 from tests.http.triggers_support import create, evaluate, run_jobs, runs
+from tests.support.apps import Api, ApiFactory, Tenant
 from tests.support.receiver import Receiver, Reply
 
 START = datetime(2026, 3, 2, 9, tzinfo=UTC)
@@ -390,6 +390,7 @@ async def _depths_run(api: Api, t: Tenant, trigger_id: int) -> list[tuple[int, s
     return sorted((run["depth"], run["status"]) for run in await runs(api, t, trigger_id))
 
 
+@pytest.mark.slow
 async def test_a_call_placed_by_an_action_keeps_its_depth_so_a_call_ended_loop_stops(
         make_api: ApiFactory, sql_url: str) -> None:
     """A trigger on call.ended that calls the number again: each call's events (recorded later, by the telephony
@@ -422,6 +423,7 @@ async def test_a_call_placed_by_an_action_keeps_its_depth_so_a_call_ended_loop_s
     assert list(depths) == [0, 1, 2, 3]  # every event of a call, the first one included
 
 
+@pytest.mark.slow
 async def test_a_booking_during_a_call_placed_by_an_action_keeps_its_depth(make_api: ApiFactory, sql_url: str) -> None:
     """A trigger on appointment.booked that places a call to a number that books again: the booking made during
     the call is as deep as the action that placed the call, so the chain stops at the guard."""

@@ -17,10 +17,10 @@ import pytest
 
 from application.carrier_calls import TransferCarrierCall, TransferCarrierCallCommand
 from application.ports.platform import UnitOfWork
-from tests.conftest import AppPool
 from tests.http import calls_support
 from tests.http.calls_support import ApiWith, drive, events_of, outbox, place
 from tests.http.twilio_support import HANG, PUBLIC, REQUEST_TIMEOUT, SHORT_TIMEOUT, Line, app, twilio_line
+from tests.support.apps import AppPool
 from tests.support.emulators.twilio import TwilioEmulator
 
 # end to end through a carrier's protocol (make test runs it; make test-fast leaves it out)

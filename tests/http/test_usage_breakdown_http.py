@@ -10,9 +10,9 @@ from typing import Any
 from adapters.memory.clock import ManualClock
 from application.ports.platform import UnitOfWork
 from application.ports.usage import CALL_SECONDS, SMS_SEGMENTS, UsageRecorder
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, place
 from tests.http.test_usage_http import START
+from tests.support.apps import Api, ApiFactory, Tenant
 
 
 async def record(api: Api, organization_id: int, kind: str, quantity: float, reference: str, at: Any = START,

@@ -10,6 +10,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from adapters.memory.clock import ManualClock
@@ -17,8 +18,8 @@ from adapters.sql.uow import SqlUnitOfWork
 from adapters.sql.usage_tables import usage_counters, usage_ledger
 from application.ports.platform import UnitOfWork
 from application.ports.usage import CALL_SECONDS, CALLS, SMS_SEGMENTS, UsageRecorder
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import active_agent, finish_calls, outbox, place
+from tests.support.apps import Api, ApiFactory, Tenant
 
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)
 CONCURRENT = 20
@@ -300,6 +301,7 @@ async def test_usage_metrics_by_hour_from_the_ledger(make_api: ApiFactory, sql_u
     assert long.status_code == 400 and long.json()["error"]["details"]["reason"] == "range_too_long", long.text
 
 
+@pytest.mark.slow
 async def test_every_dial_path_passes_the_quota_gate(make_api: ApiFactory, sql_url: str) -> None:
     """The campaign dialer waits (status_reason quota_exceeded), dial-now and leads are refused: all place calls
     through the one gate."""

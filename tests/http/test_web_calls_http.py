@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, AppPool
 from tests.http.calls_support import active_agent
 from tests.http.dashboard_support import cookie, login, new_user
 from tests.http.media_support import MediaApp, media_app
+from tests.support.apps import Api, AppPool
 from tests.support.emulators.media_client import AsgiWebSocket, WebSocketClosed
 
 # the web protocol's conversations at real time, end to end (make test runs it; make test-fast leaves it out)

@@ -12,7 +12,7 @@ from application.ports.egress import ResolutionFailed
 from application.ports.webhooks import WebhookHttp
 from application.webhooks import WebhookPolicy
 from domain.webhooks import verify_signature
-from tests.conftest import ApiFactory
+from tests.support.apps import ApiFactory
 from tests.support.receiver import Receiver, Reply
 from tests.support.webhooks import Harness, make_harness
 

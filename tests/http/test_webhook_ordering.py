@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from application.webhooks import WebhookPolicy
-from tests.conftest import ApiFactory
 from tests.http.calls_support import active_agent, close_workers, finish_calls, place
+from tests.support.apps import ApiFactory
 from tests.support.receiver import Receiver, Reply
 from tests.support.webhooks import make_harness
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from entrypoints.runtime import JOB_WAKE_UPS
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.test_dashboard_sections_http import webhook_with_a_failed_attempt
+from tests.support.apps import Api, ApiFactory, Tenant
 
 HOOK = "https://hooks.example.com/parley"
 

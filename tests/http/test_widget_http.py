@@ -18,8 +18,8 @@ from jwt.warnings import InsecureKeyLengthWarning
 from adapters.crypto.fernet_box import derive_key
 from adapters.crypto.jwt_widget_tokens import PURPOSE
 from adapters.memory.clock import ManualClock
-from tests.conftest import Api, ApiFactory, Tenant
 from tests.http.calls_support import unique_phone
+from tests.support.apps import Api, ApiFactory, Tenant
 
 MONDAY_NOON = datetime(2026, 1, 5, 12, tzinfo=UTC)
 SHOP = "https://shop.example"
@@ -260,6 +260,7 @@ async def test_open_now_and_next_open_at_agree_at_the_boundaries(make_api: ApiFa
     assert await face() == (False, "2026-01-06T08:00:00Z")
 
 
+@pytest.mark.slow
 async def test_a_manual_campaign_keeps_taking_visitors_after_its_first_batch_drained(
         make_api: ApiFactory, sql_url: str) -> None:
     """A widget campaign whose completion is manual starts empty, drains its first visitor and stays running: the

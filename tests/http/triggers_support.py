@@ -17,7 +17,7 @@ from entrypoints.features.triggers import action_job, evaluate_job
 from entrypoints.ioc import build_container
 from entrypoints.units import ScopedUnits
 from entrypoints.worker import make_runner
-from tests.conftest import Api, Tenant
+from tests.support.apps import Api, Tenant
 
 
 async def evaluate(api: Api) -> int:

@@ -16,8 +16,8 @@ from adapters.memory.clock import ManualClock
 from application.ports.media import MediaStreamTokens, StreamGrant
 from entrypoints.features.carriers import CarrierSettings
 from entrypoints.overrides import Pinned
-from tests.conftest import Api, Tenant
 from tests.http.calls_support import ApiWith, active_agent, unique_phone
+from tests.support.apps import Api, Tenant
 from tests.support.emulators.twilio import TwilioEmulator
 
 PUBLIC = "https://parley.test"

@@ -6,7 +6,7 @@ test's own container, database, clock and overrides are plugged into it); ``Admi
 containers (``Api.tenant`` makes organizations and keys through them, as the CLI would); ``LentClock`` is the
 clock of a pooled app, reading the manual clock of the test that borrowed it. ``Api`` is what a test gets: a
 client, the app's settings and clock, and factories for tenants; ``start_api`` builds one. The fixtures that
-hand these to tests (``api``, ``any_api``, ``make_api``, ``concurrent_api``) are in tests/conftest.py."""
+hand these to tests (``api``, ``any_api``, ``make_api``, ``concurrent_api``) are in fixtures.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """The test run's databases: PostgreSQL's administrative address, the run's migrated templates (built once per
 run, whichever process asks first) and private PostgreSQL databases copied from them. The fixtures that hand
-them to tests (``sqlite_url``, ``postgres_url``, ``private_sql_url``...) are in tests/conftest.py."""
+them to tests (``sqlite_url``, ``postgres_url``, ``private_sql_url``...) are in fixtures.py. The controller of
+a pytest-xdist run imports this module too (it drops the template at the end), so the migrations are imported
+only where a template is built."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.sql.schema import upgrade
-
 DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 IN_CI = bool(os.environ.get("CI"))
+
+RUN_DATABASES: set[str] = set()
+"""The databases this process's tests share for the whole run (``sqlite_url``, ``postgres_url``); a test's own
+database (a copy of the template) is not one of them."""
 
 
 def pg_admin_url() -> str:
@@ -60,6 +64,8 @@ def create_pg_template(dsn: str, url: str) -> None:
     """The migrated database of this run, which each worker's database copies (``CREATE DATABASE ... TEMPLATE``
     instead of running every migration per worker); the controller drops it at the end of the run."""
     import asyncpg
+
+    from adapters.sql.schema import upgrade
 
     async def create() -> None:
         conn = await asyncpg.connect(dsn)
