@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from adapters.sql.engine import create_engine
 from adapters.sql.schema import alembic_config
-from tests.support.databases import IN_CI, pg_admin_url, pg_reachable
+from tests.support.databases import require_postgres
 
 # like every migration's test: the history from an empty database, once per database, with make test's slow tests
 pytestmark = pytest.mark.slow
@@ -32,12 +32,7 @@ async def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
         return
     import asyncpg
 
-    admin = pg_admin_url()
-    problem = await pg_reachable(admin)
-    if problem is not None:
-        if IN_CI:
-            pytest.fail(f"PostgreSQL is required in CI but unreachable at {admin}: {problem}")
-        pytest.skip(f"PostgreSQL not reachable at {admin} ({problem})")
+    admin = await require_postgres()
     dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
     name = f"parley_mig_{uuid.uuid4().hex[:12]}"
     conn = await asyncpg.connect(dsn)

@@ -40,6 +40,18 @@ async def pg_reachable(url: str) -> str | None:
     return None
 
 
+async def require_postgres() -> str:
+    """PostgreSQL's administrative address once it answers: without it a test fails in CI (PostgreSQL is required
+    there) and is skipped elsewhere, with the reason."""
+    admin = pg_admin_url()
+    problem = await pg_reachable(admin)
+    if problem is not None:
+        if IN_CI:
+            pytest.fail(f"PostgreSQL is required in CI but unreachable at {admin}: {problem}")
+        pytest.skip(f"PostgreSQL not reachable at {admin} ({problem}); set PARLEY_TEST_POSTGRES_URL")
+    return admin
+
+
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory every process of this run shares (the parent of the workers' own bases under xdist)."""
     base = tmp_path_factory.getbasetemp()

@@ -39,14 +39,12 @@ from tests.support.apps import (
     start_api,
 )
 from tests.support.databases import (
-    IN_CI,
     RUN_DATABASES,
     create_pg_template,
     once,
-    pg_admin_url,
-    pg_reachable,
     pg_template_name,
     private_pg_database,
+    require_postgres,
     run_dir,
 )
 
@@ -77,12 +75,7 @@ async def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterato
     the run's migrated template. Required when CI is set."""
     import asyncpg
 
-    admin = pg_admin_url()
-    problem = await pg_reachable(admin)
-    if problem is not None:
-        if IN_CI:
-            pytest.fail(f"PostgreSQL is required in CI but unreachable at {admin}: {problem}")
-        pytest.skip(f"PostgreSQL not reachable at {admin} ({problem}); set PARLEY_TEST_POSTGRES_URL")
+    admin = await require_postgres()
     # one database per run and, under pytest-xdist, per worker (gw0, gw1, ...): workers never share rows
     name = f"parley_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
     dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
