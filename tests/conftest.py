@@ -26,6 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
     of a pytest-xdist run (its workers load them; it runs no test)."""
     os.environ.setdefault("PARLEY_TEST_RUN", uuid.uuid4().hex[:12])
     if not _xdist_controller(config):
+        gc.set_threshold(*GC_THRESHOLDS)  # from here on: the imports and collection below walked the heap 480 times
         config.pluginmanager.import_plugin(FIXTURES)
 
 
@@ -86,10 +87,10 @@ wait longer, so what holds a database connection is closed by the test that open
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection built (the test modules, the imported application) lives for the whole run: moved to the
-    collector's permanent generation, it is never walked again; then the run's thresholds."""
+    collector's permanent generation, it is never walked again (the run's thresholds are set since
+    ``pytest_configure``)."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 SECONDS_PER_TEST = {"domain": 0.006, "application": 0.05, "contract": 0.045, "http": 0.11, "e2e": 0.08}
