@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import tests.properties  # noqa: F401  (registers the hypothesis profiles before the plugin loads one)
-from tests.support.databases import pg_admin_url, pg_template_name
+from tests.support.databases import asyncpg_dsn, pg_admin_url, pg_template_name
 
 FIXTURES = "tests.support.fixtures"
 
@@ -127,8 +127,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
     async def drop() -> None:
         try:
-            conn = await asyncio.wait_for(asyncpg.connect(pg_admin_url().replace("postgresql+asyncpg://",
-                                                                                  "postgresql://")), timeout=5)
+            conn = await asyncio.wait_for(asyncpg.connect(asyncpg_dsn(pg_admin_url())), timeout=5)
         except Exception:
             return  # PostgreSQL was never reachable: no template either
         try:

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from adapters.sql.engine import create_engine
 from adapters.sql.schema import alembic_config
-from tests.support.databases import require_postgres
+from tests.support.databases import asyncpg_dsn, named, require_postgres
 
 # like every migration's test: the history from an empty database, once per database, with make test's slow tests
 pytestmark = pytest.mark.slow
@@ -33,12 +33,12 @@ async def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
     import asyncpg
 
     admin = await require_postgres()
-    dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
+    dsn = asyncpg_dsn(admin)
     name = f"parley_mig_{uuid.uuid4().hex[:12]}"
     conn = await asyncpg.connect(dsn)
     await conn.execute(f'CREATE DATABASE "{name}"')
     await conn.close()
-    yield admin.rsplit("/", 1)[0] + f"/{name}"
+    yield named(admin, name)
     conn = await asyncpg.connect(dsn)
     await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     await conn.close()

@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from entrypoints.cli import create_key, create_org
 from entrypoints.settings import Settings
+from tests.support.databases import asyncpg_dsn, named
 from tests.support.receiver import Receiver
 
 # serial: three servers and two workers, each with its connection pool, answer 60 requests at once; next to
@@ -67,11 +68,11 @@ async def empty_pg(postgres_url: str) -> AsyncIterator[str]:
     import asyncpg
 
     name = f"parley_mp_{uuid.uuid4().hex[:12]}"
-    admin = postgres_url.replace("postgresql+asyncpg://", "postgresql://")
+    admin = asyncpg_dsn(postgres_url)
     conn = await asyncpg.connect(admin)
     await conn.execute(f'CREATE DATABASE "{name}"')
     await conn.close()
-    yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    yield named(postgres_url, name)
     conn = await asyncpg.connect(admin)
     await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     await conn.close()

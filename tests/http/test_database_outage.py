@@ -15,7 +15,7 @@ import pytest
 
 from domain.api_keys import BASE62, SECRET_LENGTH, compose
 from tests.support.apps import ApiFactory
-from tests.support.databases import pg_admin_url
+from tests.support.databases import asyncpg_dsn, pg_admin_url
 
 
 def _dead_port() -> int:
@@ -75,7 +75,7 @@ async def refusing_url(postgres_url: str) -> AsyncIterator[str]:
     import asyncpg
 
     role = f"parley_full_{uuid.uuid4().hex[:10]}"
-    dsn = pg_admin_url().replace("postgresql+asyncpg://", "postgresql://")
+    dsn = asyncpg_dsn(pg_admin_url())
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(f'CREATE ROLE "{role}" LOGIN CONNECTION LIMIT 0')

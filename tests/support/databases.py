@@ -28,10 +28,20 @@ def pg_admin_url() -> str:
     return os.environ.get("PARLEY_TEST_POSTGRES_URL", DEFAULT_PG)
 
 
+def asyncpg_dsn(url: str) -> str:
+    """A SQLAlchemy URL (``postgresql+asyncpg://...``) as asyncpg's own ``connect`` takes it."""
+    return url.replace("postgresql+asyncpg://", "postgresql://")
+
+
+def named(url: str, database: str) -> str:
+    """``url`` on another database of the same server."""
+    return url.rsplit("/", 1)[0] + f"/{database}"
+
+
 async def pg_reachable(url: str) -> str | None:
     import asyncpg
 
-    dsn = url.replace("postgresql+asyncpg://", "postgresql://")
+    dsn = asyncpg_dsn(url)
     try:
         conn = await asyncio.wait_for(asyncpg.connect(dsn), timeout=5)
     except Exception as exc:
@@ -94,13 +104,13 @@ async def private_pg_database(prefix: str) -> AsyncIterator[str]:
     import asyncpg
 
     admin = pg_admin_url()
-    dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
+    dsn = asyncpg_dsn(admin)
     name = f"parley_{prefix}_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
     conn = await asyncpg.connect(dsn)
     await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template_name()}"')
     await conn.close()
     try:
-        yield admin.rsplit("/", 1)[0] + f"/{name}"
+        yield named(admin, name)
     finally:
         conn = await asyncpg.connect(dsn)
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

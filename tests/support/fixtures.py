@@ -40,7 +40,9 @@ from tests.support.apps import (
 )
 from tests.support.databases import (
     RUN_DATABASES,
+    asyncpg_dsn,
     create_pg_template,
+    named,
     once,
     pg_template_name,
     private_pg_database,
@@ -78,14 +80,14 @@ async def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterato
     admin = await require_postgres()
     # one database per run and, under pytest-xdist, per worker (gw0, gw1, ...): workers never share rows
     name = f"parley_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:12]}"
-    dsn = admin.replace("postgresql+asyncpg://", "postgresql://")
+    dsn = asyncpg_dsn(admin)
     template = pg_template_name()
     await asyncio.to_thread(once, run_dir(tmp_path_factory), "postgres-template",
-                            lambda: create_pg_template(dsn, admin.rsplit("/", 1)[0] + f"/{template}"))
+                            lambda: create_pg_template(dsn, named(admin, template)))
     conn = await asyncpg.connect(dsn)
     await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     await conn.close()
-    url = admin.rsplit("/", 1)[0] + f"/{name}"
+    url = named(admin, name)
     RUN_DATABASES.add(url)
     yield url
     conn = await asyncpg.connect(dsn)

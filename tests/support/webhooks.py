@@ -27,7 +27,7 @@ from entrypoints.settings import Settings
 from entrypoints.units import ScopedUnits
 from entrypoints.worker import JobSelection, run_jobs
 from tests.support.apps import Api, ApiFactory, Tenant
-from tests.support.databases import pg_template_name, run_dir
+from tests.support.databases import asyncpg_dsn, named, pg_template_name, run_dir
 from tests.support.receiver import Receiver
 
 TEST_WORKER = "test-worker"
@@ -76,17 +76,17 @@ async def create_private_pg(admin: str) -> str:
     import asyncpg
 
     name = f"parley_wh_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(admin.replace("postgresql+asyncpg://", "postgresql://"))
+    conn = await asyncpg.connect(asyncpg_dsn(admin))
     await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template_name()}"')
     await conn.close()
-    return admin.rsplit("/", 1)[0] + f"/{name}"
+    return named(admin, name)
 
 
 async def drop_private_pg(url: str) -> None:
     import asyncpg
 
     base, name = url.rsplit("/", 1)
-    conn = await asyncpg.connect(base.replace("postgresql+asyncpg://", "postgresql://") + "/postgres")
+    conn = await asyncpg.connect(asyncpg_dsn(base) + "/postgres")
     await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     await conn.close()
 
