@@ -38,17 +38,20 @@ lint: venv
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-# `make test`: two passes. First, every test not marked serial in parallel (pytest-xdist, one process per core, a
-# database of their own each), the slow end-to-end, browser, crash and fuzz tests too, files shared out whole
-# (--dist loadfile) with the rest (`make test-fast` runs this pass alone, without the slow ones). Then the
+# `make test`: two passes. First, every test not marked serial in parallel (pytest-xdist, three processes on the two
+# cores, a database of their own each), the slow end-to-end, browser, crash and fuzz tests too, files shared out
+# whole (--dist loadfile) with the rest (`make test-fast` runs this pass alone, without the slow ones). Then the
 # timing-sensitive multi-process and crash tests and the browser web calls, whose audio runs in real time (marked
 # serial, all of them slow), in one process, with no other test process competing.
 # tests/conftest.py orders the files (the slow ones first, then the most tests first), and xdist keeps that order.
-PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
-# `make test-fast` runs three workers on the two cores: its HTTP tests run on SQLite, whose every statement waits for
-# the driver's thread, and two workers left the cores about 15 % idle (a third: about 7 % sooner, interleaved runs);
-# it opens at most some 20 PostgreSQL connections. The full pass keeps two: with the PostgreSQL variants it peaks at
-# 78 of the server's 100 connections.
+# Three workers on two cores: the pass waits in real time (the carrier conversations hold a worker for about two
+# minutes on some 20 s of CPU, the end-to-end tests wait on the processes they start), and with two workers the cores
+# sat idle for it; a third took the pass from 12:01 to 10:19 on one machine, at a peak of 83 of PostgreSQL's 100
+# connections (sampled from pg_stat_activity; two workers peaked at 78).
+PARALLEL ?= -n 3 --dist loadfile --no-loadscope-reorder
+# `make test-fast` runs three workers too: its HTTP tests run on SQLite, whose every statement waits for the
+# driver's thread, and two workers left the cores about 15 % idle (a third: about 7 % sooner, interleaved runs); it
+# opens at most some 20 PostgreSQL connections.
 FAST_PARALLEL ?= -n 3 --dist loadfile --no-loadscope-reorder
 
 # The serial pass collects only the files that mark tests serial (tests/conftest.py refuses a serial mark given
