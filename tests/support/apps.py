@@ -41,7 +41,8 @@ TEST_POOL_SIZE = 8
 """The most database connections a test's app (its container, its operator's, its worker's) keeps: a pool keeps
 what a burst opened, a worker of the run holds several apps to its end (the shared and clocked ones, the operator's
 containers), the workers share PostgreSQL's 100 connections (three peaked at 83), and at the default of 20 two
-workers came within 13 of them. A burst of concurrent requests larger than this waits for a connection, as it would on a server."""
+workers came within 13 of them. A burst of concurrent requests larger than this waits for a connection, as it
+would on a server."""
 
 
 @dataclass
