@@ -46,8 +46,9 @@ lint: venv
 # tests/conftest.py orders the files (the slow ones first, then the most tests first), and xdist keeps that order.
 # Three workers on two cores: the pass waits in real time (the carrier conversations hold a worker for about two
 # minutes on some 20 s of CPU, the end-to-end tests wait on the processes they start), and with two workers the cores
-# sat idle for it; a third took the pass from 12:01 to 10:19 on one machine, at a peak of 83 of PostgreSQL's 100
-# connections (sampled from pg_stat_activity; two workers peaked at 78).
+# sat idle for it; a third took the pass from 12:01 to 10:19-11:34 on one machine. PostgreSQL: the pass peaks at
+# about 52 of the server's 100 connections (sampled from pg_stat_activity; 82 before the operator's containers kept
+# by the tests were bounded, tests/support/apps.py), the serial pass's three servers and two workers at 86.
 PARALLEL ?= -n 3 --dist loadfile --no-loadscope-reorder
 # `make test-fast` runs three workers too: its HTTP tests run on SQLite, whose every statement waits for the
 # driver's thread, and two workers left the cores about 15 % idle (a third: about 7 % sooner, interleaved runs); it
