@@ -46,7 +46,7 @@ lint: venv
 # tests/conftest.py orders the files (the slow ones first, then the most tests first), and xdist keeps that order.
 # Three workers on two cores: the pass waits in real time (the carrier conversations hold a worker for about two
 # minutes on some 20 s of CPU, the end-to-end tests wait on the processes they start), and with two workers the cores
-# sat idle for it; a third took the pass from 12:01 to 10:19-11:34 on one machine. PostgreSQL: the pass peaks at
+# sat idle for it; a third took the pass from 12:01 to 9:04-11:34 on one machine. PostgreSQL: the pass peaks at
 # about 52 of the server's 100 connections (sampled from pg_stat_activity; 82 before the operator's containers kept
 # by the tests were bounded, tests/support/apps.py), the serial pass's three servers and two workers at 86.
 PARALLEL ?= -n 3 --dist loadfile --no-loadscope-reorder

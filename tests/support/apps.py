@@ -40,7 +40,7 @@ checks the production cost (the settings' defaults)."""
 TEST_POOL_SIZE = 8
 """The most database connections a test's app (its container, its operator's, its worker's) keeps: a pool keeps
 what a burst opened, a worker of the run holds several apps to its end (the shared and clocked ones, the operator's
-containers), the workers share PostgreSQL's 100 connections (three peaked at 83), and at the default of 20 two
+containers), the workers share PostgreSQL's 100 connections (three peak at about 52), and at the default of 20 two
 workers came within 13 of them. A burst of concurrent requests larger than this waits for a connection, as it
 would on a server."""
 
@@ -286,7 +286,7 @@ class AdminPool:
 
     def borrow(self, settings: Settings, clock: Any) -> tuple[AsyncContainer, Callable[[], Awaitable[None]]]:
         key = _settings_key(settings)
-        found = next((i for i in range(len(self.free) - 1, -1, -1) if self.free[i][0] == key), None)
+        found = next((i for i in reversed(range(len(self.free))) if self.free[i][0] == key), None)  # newest first
         if found is not None:
             _, container, lender = self.free.pop(found)
         else:
@@ -303,8 +303,8 @@ class AdminPool:
         return container, give_back
 
     async def close(self) -> None:
-        """The containers waiting to be borrowed (a lent one is closed by its test when the pool no longer keeps
-        it; every lent one has been given back by the run's end)."""
+        """The containers still waiting to be borrowed (by the run's end every lent one has been given back; one
+        given back beyond ``KEPT`` was closed then)."""
         free, self.free = self.free, []
         for _, container, _ in free:
             await container.close()
