@@ -2,14 +2,17 @@
 concurrent clients, on a fresh database seeded as bench/run.py seeds it.
 
     .venv/bin/python bench/profile_pipeline.py --database sqlite --route get [--clients 8] [--requests 2000]
-        [--profiler none|pyinstrument|cprofile] [--loop uvloop|asyncio] [--statements]
+        [--profiler none|pyinstrument|cprofile] [--loop uvloop|asyncio] [--statements] [--app parley|peer]
 
 Prints the requests served, the CPU per request of this process (and, on PostgreSQL, of the benchmark
 database's backends) and, with a profiler, its report (pyinstrument's text tree, or cProfile's top
 functions by cumulative and by own time). ``--statements`` counts what the requests send to the database
-(SQLAlchemy's ``before_cursor_execute``, ``commit`` and ``rollback`` events): statements, commits and
-rollbacks per request, and each statement's text with its count. The rate limits are raised so the limiter runs
-but never refuses.
+(SQLAlchemy's ``before_cursor_execute``, ``after_cursor_execute``, ``commit`` and ``rollback`` events):
+statements, commits and rollbacks per request, each statement's text with its count, and on SQLite the hand-offs
+to the driver's thread they make. The rate limits are raised so the limiter runs but never refuses.
+
+``--app peer`` drives the FastAPI + SQLAlchemy ORM peer of ``bench/peers.py`` instead, on the same seeded
+database (``GET /agents``, ``POST /calls/full``): the two apps' CPU per request without their HTTP servers.
 """
 
 from __future__ import annotations
@@ -76,17 +79,23 @@ class StatementCounter:
 
     def __init__(self) -> None:
         self.statements: dict[str, int] = {}
-        self.commits = self.rollbacks = 0
+        self.commits = self.rollbacks = self.with_rows = 0
+        self.sqlite = False
         self.on = False
 
     def install(self) -> None:
         from sqlalchemy import event
         from sqlalchemy.engine import Engine
+        from sqlalchemy.pool import Pool
 
-        def executed(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        def executed(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
             if self.on:
                 text = " ".join(statement.split())
                 self.statements[text] = self.statements.get(text, 0) + 1
+                self.sqlite = conn.dialect.name == "sqlite"
+
+        def answered(_conn: Any, cursor: Any, *_: Any) -> None:
+            self.with_rows += self.on and cursor.description is not None
 
         def committed(_conn: Any) -> None:
             self.commits += self.on
@@ -94,38 +103,55 @@ class StatementCounter:
         def rolled_back(_conn: Any) -> None:
             self.rollbacks += self.on
 
+        def reset(_dbapi: Any, _record: Any, state: Any) -> None:
+            # the pool rolls a connection back as it comes back, unless the connection's own rollback just did
+            self.rollbacks += self.on and not (state.transaction_was_reset or state.terminate_only)
+
         event.listen(Engine, "before_cursor_execute", executed)
+        event.listen(Engine, "after_cursor_execute", answered)
         event.listen(Engine, "commit", committed)
         event.listen(Engine, "rollback", rolled_back)
+        event.listen(Pool, "reset", reset)
 
     def report(self, requests: int) -> None:
         total = sum(self.statements.values())
         print(f"per request: {total / requests:.2f} statements, {self.commits / requests:.2f} commits, "
               f"{self.rollbacks / requests:.2f} rollbacks")
+        if self.sqlite:
+            # SQLAlchemy's aiosqlite adapter hands each step to the driver's thread and waits for it: a statement
+            # opens a cursor, runs, fetches its rows when it has any and closes the cursor; a commit or a rollback
+            # is one more
+            hand_offs = 3 * total + self.with_rows + self.commits + self.rollbacks
+            print(f"  {hand_offs / requests:.1f} hand-offs to the SQLite driver's thread")
         for text, count in sorted(self.statements.items(), key=lambda item: -item[1]):
             print(f"  {count / requests:5.2f}  {text[:160]}")
 
 
+PATHS = {"parley": ("/v2/agents", "/v2/calls"), "peer": ("/agents", "/calls/full")}
+
+
 async def drive(app: Any, route: str, key: str, bot: str, clients: int, requests: int,
-                profiler: str, database: str | None = None, counter_: StatementCounter | None = None) -> None:
+                profiler: str, database: str | None = None, counter_: StatementCounter | None = None,
+                paths: tuple[str, str] = PATHS["parley"]) -> None:
     task, inbox = await _lifespan(app)
     auth = (b"authorization", f"Bearer {key}".encode())
     counter = 0
+    list_path, call_path = paths
 
     def request() -> tuple[dict[str, Any], bytes]:
         nonlocal counter
         counter += 1
         if route == "get":
-            return _scope("GET", "/v2/agents", b"limit=25", [(b"host", b"bench"), auth]), b""
+            return _scope("GET", list_path, b"limit=25", [(b"host", b"bench"), auth]), b""
         body = json.dumps({"bot_id": bot, "destination_phone": f"+1415555{counter % 10000:04d}",
                            "contact_name": "Ann", "custom_data": {"plan": "gold"}}).encode()
-        return _scope("POST", "/v2/calls", b"", [
+        return _scope("POST", call_path, b"", [
             (b"host", b"bench"), auth, (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
             (b"idempotency-key", uuid.uuid4().hex.encode())]), body
 
     if route == "post":  # an active agent to call from, as bench/run.py picks it
-        status, page = await _call(app, _scope("GET", "/v2/agents", b"limit=25", [(b"host", b"bench"), auth]), b"")
+        status, page = await _call(app, _scope("GET", list_path, b"limit=25", [(b"host", b"bench"), auth]), b"")
         bot = str(next(a["id"] for a in json.loads(page)["data"] if a["status"] == "active"))
     for _ in range(50):  # warm-up (caches, compiled statements, pool)
         status, answer = await _call(app, *request())
@@ -190,19 +216,27 @@ def main() -> int:
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
     parser.add_argument("--postgres-admin-url", default=bench.PG_ADMIN)
     parser.add_argument("--statements", action="store_true", help="count the statements sent per request")
+    parser.add_argument("--app", choices=["parley", "peer"], default="parley",
+                        help="peer: bench/peers.py's FastAPI + SQLAlchemy ORM app on the same database")
     args = parser.parse_args()
     with bench.fresh_database(args.database, args.postgres_admin_url) as db:
         seeded = bench.seed(db, bare=False)
         os.environ.update(bench._server_env(db))
         os.environ["PARLEY_PROCESSES"] = "1"
-        from entrypoints.asgi_app import make_app
+        if args.app == "peer":
+            import peers
 
-        app = make_app()
+            os.environ[peers.URL_ENV], os.environ[peers.ORG_ENV] = db.url, str(seeded.organization_id)
+            app = peers.make_fastapi()
+        else:
+            from entrypoints.asgi_app import make_app
+
+            app = make_app()
         statements = StatementCounter() if args.statements else None
         if statements is not None:
             statements.install()
         coroutine = drive(app, args.route, seeded.key, "", args.clients, args.requests, args.profiler,
-                          db.cleanup_name, statements)
+                          db.cleanup_name, statements, PATHS[args.app])
         if args.loop == "uvloop":
             import uvloop
 
