@@ -132,6 +132,16 @@ def is_simulator_test_number(number: str) -> bool:
     return SIMULATOR_TEST_NUMBER.match(number) is not None
 
 
+CALL_ID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+"""A call's id as a client writes it: a UUID in its hyphenated form (RFC 9562), in either case; stored in lower case
+(``canonical_call_id``)."""
+
+
+def canonical_call_id(written: str) -> str:
+    """The stored form of a call id that matched ``CALL_ID_PATTERN``: UUIDs compare without regard to case."""
+    return written.lower()
+
+
 def events_for(trigger: str, target: str) -> list[EventType]:
     """The events a move produces, in emission order."""
     if trigger == "dial":

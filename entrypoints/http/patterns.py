@@ -3,6 +3,7 @@ regular expression (tests/http/test_openapi.py checks every pattern the document
 
 from __future__ import annotations
 
+from domain.calls import CALL_ID_PATTERN
 from domain.text import ONE_LINE_PATTERN, ONE_LINE_WORDS
 
 ACTION_NAME = r"^[a-z][a-z0-9_.]*$"
@@ -25,6 +26,7 @@ PATTERN_WORDS: dict[str, str] = {
     ONE_LINE_PATTERN: ONE_LINE_WORDS,
     ACTION_NAME: "must be lower-case letters, digits, _ and ., such as agent.updated",
     RESOURCE_TYPE: "must be lower-case letters, digits and _, such as agent or api_key",
+    CALL_ID_PATTERN: "must be a call id: a UUID such as 3f2c9a4e-8b1d-4c6e-9f0a-2b7d5e8c1a43",
 }
 UNKNOWN_PATTERN = "is not in the expected format (see the API reference)"
 

@@ -120,6 +120,33 @@ async def test_a_path_parameter_that_does_not_parse_is_400_naming_it(any_api: Ap
     assert "ASCII digits" in body["error"]["details"]["validation_errors"][field]
 
 
+@pytest.mark.parametrize("call_id", ["not-a-uuid", "1", "00000000000040008000000000000000",
+                                     "{00000000-0000-4000-8000-000000000000}", "00000000-0000-4000-8000-00000000000g"])
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_a_call_id_that_is_no_uuid_is_400_naming_it(any_api: Api, call_id: str, method: str) -> None:
+    """Single calls are keyed by a UUID in its hyphenated form: anything else is no call id (400), not an unknown one
+    (404); the reading and the cancel route alike."""
+    t = await any_api.tenant()
+    path = f"/v2/calls/{call_id}" + ("/cancel" if method == "POST" else "")
+    body = _refused(await any_api.client.request(method, path, headers=t.headers), 400, "id")
+    assert "UUID" in body["error"]["details"]["validation_errors"]["id"]
+
+
+async def test_a_call_id_in_upper_case_is_the_same_call(any_api: Api) -> None:
+    t = await any_api.tenant()
+    agent = (await any_api.client.post("/v2/agents", json={"name": "A", "prompt": "Hello"},
+                                       headers=t.headers)).json()["data"]
+    assert (await any_api.client.post(f"/v2/agents/{agent['id']}/publish", headers=t.headers)).status_code == 200
+    placed = await any_api.client.post("/v2/calls", json={"bot_id": str(agent["id"]),
+                                                          "destination_phone": "+14155550123"}, headers=t.headers)
+    assert placed.status_code == 201, placed.text
+    call_id = placed.json()["data"]["id"]
+    read = await any_api.client.get(f"/v2/calls/{call_id.upper()}", headers=t.headers)
+    assert read.status_code == 200 and read.json()["data"]["id"] == call_id
+    unknown = await any_api.client.get("/v2/calls/00000000-0000-4000-8000-000000000000", headers=t.headers)
+    _refused(unknown, 404)
+
+
 async def test_an_unknown_route_is_still_404(any_api: Api) -> None:
     t = await any_api.tenant()
     _refused(await any_api.client.get("/v2/agents/1/nothing-here", headers=t.headers), 404)

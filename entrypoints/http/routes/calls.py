@@ -11,6 +11,7 @@ from application import web_calls
 from application.context import Actor, ApiBaseUrl
 from application.ports.calls import CallFilter, CallLogFilter
 from application.ports.platform import PageRequest
+from domain.calls import CALL_ID_PATTERN, canonical_call_id
 from domain.errors import ValidationFailed
 from domain.metadata import check_metadata
 from domain.parsing import MAX_ID, parse_id
@@ -31,7 +32,8 @@ from entrypoints.http.schemas.calls import (
 
 TAGS = ["Calls"]
 LOG_TAGS = ["Call logs"]
-CallId = Annotated[str, PathParameter(min_length=1, max_length=64, description="Call id (UUID)")]
+CallId = Annotated[str, PathParameter(pattern=CALL_ID_PATTERN, description="Call id (a UUID, any case)",
+                                      schema_extra={"format": "uuid"})]
 LogId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description="Call log id")]
 DNC_UNAVAILABLE = "dnc_unavailable: Do-Not-Call screening could not be completed, so nothing was dialled"
 @endpoint("POST", "/calls", operation_id="createCall", summary="Place an outbound call", tags=TAGS,
@@ -95,14 +97,14 @@ async def list_calls(
 @endpoint("GET", "/calls/{id:str}", operation_id="getCall", summary="Get a call (poll status and results)",
           tags=TAGS, scopes=("calls:read",), errors={404: ""})
 async def get_call(id: CallId, actor: FromDishka[Actor], use_case: FromDishka[uc.GetCall]) -> Envelope[CallOut]:
-    return Envelope(CallOut.of(await use_case.execute(uc.GetCallCommand(actor, id))))
+    return Envelope(CallOut.of(await use_case.execute(uc.GetCallCommand(actor, canonical_call_id(id)))))
 
 
 @endpoint("POST", "/calls/{id:str}/cancel", operation_id="cancelCall",
           summary="Cancel a call while it is queued or ringing", tags=TAGS, scopes=("calls:cancel",),
           status_code=200, errors={404: "", 409: "invalid_transition: the call is past ringing"})
 async def cancel_call(id: CallId, actor: FromDishka[Actor], use_case: FromDishka[uc.CancelCall]) -> Envelope[CallOut]:
-    return Envelope(CallOut.of(await use_case.execute(uc.CancelCallCommand(actor, id))))
+    return Envelope(CallOut.of(await use_case.execute(uc.CancelCallCommand(actor, canonical_call_id(id)))))
 
 
 @endpoint("GET", "/call-logs", operation_id="listCallLogs", summary="List call logs (newest first)",
