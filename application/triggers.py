@@ -206,9 +206,11 @@ class UpdateTrigger:
         if not isinstance(enabled, bool):
             raise ValidationFailed.field("enabled", "true or false")
         reason = None if "enabled" in patch else current.disabled_reason
-        return await self.triggers.update(replace(current, name=name, event=event.value, conditions=tree,
-                                                  actions=checked, enabled=enabled, disabled_reason=reason,
-                                                  updated_at=self.clock.now()))
+        updated = replace(current, name=name, event=event.value, conditions=tree, actions=checked, enabled=enabled,
+                          disabled_reason=reason)
+        if updated == current:  # a PATCH that changes nothing leaves updated_at alone
+            return current
+        return await self.triggers.update(replace(updated, updated_at=self.clock.now()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,6 +101,25 @@ async def test_crud_with_the_secret_shown_once_and_scopes(any_api: Api) -> None:
     assert (await api.client.get(f"/v2/triggers/{data['id']}", headers=t.headers)).status_code == 404
 
 
+async def test_a_patch_that_changes_nothing_writes_nothing(make_api: ApiFactory, sql_url: str) -> None:
+    """As for every resource (docs/api.md, "PATCH"): ``{}`` or the stored values again leave ``updated_at`` alone."""
+    clock = ManualClock(START)
+    api = await make_api(sql_url, clock=clock)
+    t = await api.tenant()
+    actions = [chat("http://127.0.0.1:9/slack"), {"type": "webhook", "config": {"url": "http://127.0.0.1:9/h"}}]
+    made = (await create(api, t, name="Bookings", event="appointment.booked", conditions=CONFIRMED,
+                         actions=actions)).json()["data"]
+    path = f"/v2/triggers/{made['id']}"
+    clock.advance(seconds=60)
+    for body in ({}, {"name": "Bookings", "event": "appointment.booked", "conditions": CONFIRMED,
+                      "actions": made["actions"], "enabled": True}):
+        same = await api.client.patch(path, json=body, headers=t.headers)
+        assert same.status_code == 200, same.text
+        assert same.json()["data"]["updated_at"] == made["updated_at"], body
+    renamed = (await api.client.patch(path, json={"name": "Renamed"}, headers=t.headers)).json()["data"]
+    assert renamed["updated_at"] > made["updated_at"]
+
+
 @pytest.mark.parametrize(("conditions", "actions", "member"), [
     ({"all": [{"field": "data.colour", "op": "eq", "value": "red"}]}, None, "conditions.all[0].field"),
     ({"all": [{"field": "data.status", "op": "gt", "value": 3}]}, None, "conditions.all[0].op"),
