@@ -12,7 +12,7 @@ from application.ports.accounts import OrganizationRepository
 from application.ports.dnc import DncRepository, DncScreener
 from application.ports.phones import PhoneNormalizer
 from application.ports.platform import Clock, Page, PageRequest
-from domain.destinations import DEFAULT_DIALING_POLICY, DialingPolicy, ensure_allowed
+from domain.destinations import DEFAULT_DIALING_POLICY, DialingPolicy, ensure_allowed, parse_countries
 from domain.dnc import (
     MAX_NUMBERS_PER_REQUEST,
     SCREEN_TIMEOUT_SECONDS,
@@ -197,6 +197,12 @@ class AddedEntries:
     invalid: list[CsvProblem]
 
 
+def default_region(phones: PhoneNormalizer, region: str | None) -> str | None:
+    """The country of numbers written without their country code, as a client names it in ``default_region``: one
+    the phone library knows (a 400 naming the field otherwise, not a refusal of every number it was meant for)."""
+    return None if region is None else parse_countries([region], "default_region", phones.countries())[0]
+
+
 @dataclass(frozen=True, slots=True)
 class AddDncEntriesCommand:
     actor: Actor
@@ -215,7 +221,8 @@ class AddDncEntries:
     async def execute(self, command: AddDncEntriesCommand) -> AddedEntries:
         actor, list_id, phone_numbers, reason = command.actor, command.list_id, command.phone_numbers, command.reason
         await _load_list(self.dnc, actor, list_id)
-        numbers = normalize_all(self.phones, list(phone_numbers), "phone_numbers", command.region)
+        numbers = normalize_all(self.phones, list(phone_numbers), "phone_numbers",
+                                default_region(self.phones, command.region))
         now = self.clock.now()
         added = await self.dnc.add_entries(actor.organization_id, list_id, [(n, reason) for n in numbers], now)
         if added:
@@ -238,7 +245,7 @@ class ImportDncCsv:
         self.dnc, self.phones, self.clock = dnc, phones, clock
 
     async def execute(self, command: ImportDncCsvCommand) -> AddedEntries:
-        actor, list_id, region = command.actor, command.list_id, command.region
+        actor, list_id, region = command.actor, command.list_id, default_region(self.phones, command.region)
         await _load_list(self.dnc, actor, list_id)
         rows, problems = parse_csv(command.text)
         received = len(rows) + len(problems)

@@ -154,3 +154,25 @@ async def test_adding_and_removing_entries_moves_the_lists_updated_at(make_api: 
     assert after_remove > after_import
     listed = (await api.client.get("/v2/dnc/lists", headers=t.headers)).json()["data"]
     assert [x["updated_at"] for x in listed] == [after_remove]
+
+
+async def test_a_default_region_the_phone_library_does_not_know_is_400_naming_it(any_api: Api) -> None:
+    """Not a refusal of the numbers it was meant for: the client's mistake is the region (in the body and in the
+    import's query alike)."""
+    t = await any_api.tenant()
+    dnc = await _list(any_api, t.headers)
+    path = f"/v2/dnc/lists/{dnc['id']}/entries"
+    for region in ("XX", "zz"):
+        added = await any_api.client.post(path, json={"phone_numbers": ["4155550125"], "default_region": region},
+                                          headers=t.headers)
+        assert added.status_code == 400, added.text
+        assert list(added.json()["error"]["details"]["validation_errors"]) == ["default_region"]
+        imported = await any_api.client.post(f"{path}/import?default_region={region}", content=b"4155550140\n",
+                                             headers={**t.headers, "Content-Type": "text/csv"})
+        assert imported.status_code == 400, imported.text
+        assert list(imported.json()["error"]["details"]["validation_errors"]) == ["default_region"]
+    lower = await any_api.client.post(path, json={"phone_numbers": ["4155550125"], "default_region": "us"},
+                                      headers=t.headers)
+    assert lower.status_code == 201 and lower.json()["data"]["added"] == 1
+    entries = (await any_api.client.get(path, headers=t.headers)).json()["data"]
+    assert [e["phone_number"] for e in entries] == ["+14155550125"]
