@@ -227,14 +227,16 @@ class PublishAgentCommand:
 
 
 class PublishAgent:
-    """Snapshot the agent as its next version and make it active (archived agents cannot)."""
+    """Snapshot the agent as its next version and make it active (archived agents cannot). A draft whose calendar
+    has been deleted since it was chosen is not published (404 naming calendar_id)."""
 
-    def __init__(self, agents: AgentRepository, clock: Clock) -> None:
-        self.agents, self.clock = agents, clock
+    def __init__(self, agents: AgentRepository, clock: Clock, calendars: AgentCalendars) -> None:
+        self.agents, self.clock, self.calendars = agents, clock, calendars
 
     async def execute(self, command: PublishAgentCommand) -> Publication:
         actor, agent_id = command.actor, command.agent_id
         agent = await _load(self.agents, actor, agent_id, lock=True)
+        await _check_calendar(self.calendars, actor.organization_id, agent.calendar_id)
         now = self.clock.now()
         published = agent.publish()
         number = (agent.current_version or 0) + 1
@@ -267,8 +269,7 @@ class RestoreAgentVersion:
         if found is None:
             raise NotFound("agent version", command.version)
         restored = current.with_snapshot(found.snapshot)
-        if restored.calendar_id != current.calendar_id:  # the version's calendar may have been deleted since
-            await _check_calendar(self.calendars, actor.organization_id, restored.calendar_id)
+        await _check_calendar(self.calendars, actor.organization_id, restored.calendar_id)  # deleted since?
         await self.engines.check(restored, frozenset({"llm", "voice", "transcriber"}))  # providers deleted since
         restored = await _with_draft_state(self.agents, restored)
         if restored == current:

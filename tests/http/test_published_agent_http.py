@@ -129,6 +129,31 @@ async def test_restore_makes_a_version_the_draft(any_api: Api) -> None:
                                   headers=other.headers)).status_code == 404
 
 
+async def test_a_deleted_calendar_is_neither_restored_nor_published(any_api: Api) -> None:
+    """docs/api.md: a version whose calendar has been deleted since is 404 naming calendar_id, also when the draft
+    names that calendar too; and a draft left pointing at a deleted calendar is not published until it points at a
+    live one (or none)."""
+    api, t = any_api, await any_api.tenant()
+    calendar = await api.client.post("/v2/scheduling/calendars", json={"name": "Desk", "timezone": "UTC"},
+                                     headers=t.headers)
+    assert calendar.status_code == 201, calendar.text
+    calendar_id = calendar.json()["data"]["id"]
+    agent = await active_agent(api, t, calendar_id=calendar_id)
+    deleted = await api.client.delete(f"/v2/scheduling/calendars/{calendar_id}", headers=t.headers)
+    assert deleted.status_code == 204
+
+    for path in (f"/v2/agents/{agent['id']}/versions/1/restore", f"/v2/agents/{agent['id']}/publish"):
+        refused = await api.client.post(path, headers=t.headers)
+        assert refused.status_code == 404, (path, refused.text)
+        assert refused.json()["error"]["details"]["field"] == "calendar_id", path
+    assert (await _agent(api, t, agent["id"]))["published_version"] == 1  # nothing was published
+
+    assert (await _patch(api, t, agent["id"], {"calendar_id": None}))["calendar_id"] is None
+    assert await _publish(api, t, agent["id"]) == 2
+    assert (await api.client.post(f"/v2/agents/{agent['id']}/versions/1/restore", headers=t.headers)).status_code \
+        == 404
+
+
 async def test_an_agent_never_published_has_changes_to_publish(any_api: Api) -> None:
     api, t = any_api, await any_api.tenant()
     created = await api.client.post("/v2/agents", json={"name": "Draft"}, headers=t.headers)
