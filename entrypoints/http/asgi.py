@@ -98,18 +98,24 @@ WIDGET_PATHS = API_PREFIX + "/widget/"
 """CORS is answered here, and nowhere else (docs/widget.md)."""
 _PREFLIGHT_HEADERS = [
     (b"access-control-allow-methods", b"GET, POST"),
-    (b"access-control-allow-headers", b"Authorization, Content-Type"),
+    # every request header a widget route reads: the token, the body's type, a retry's key, a caller's request id
+    (b"access-control-allow-headers", b"Authorization, Content-Type, Idempotency-Key, X-Request-ID"),
     (b"access-control-max-age", b"600"),
     (b"vary", b"Origin"),
     (b"content-length", b"0"),
 ]
 
 
-_WIDGET_CORS = {b"access-control-allow-origin", b"vary"}
+_WIDGET_CORS = {b"access-control-allow-origin", b"access-control-expose-headers", b"vary"}
+_EXPOSED = (b"Retry-After, X-Request-ID, Idempotency-Replayed, X-RateLimit-Limit, X-RateLimit-Remaining, "
+            b"X-RateLimit-Reset")
+"""What a page may read of a widget answer besides the CORS-safelisted headers: when to retry, the request's id, a
+replay's mark and the rate limit."""
 
 
 def _widget_cors(origin: bytes) -> list[tuple[bytes, bytes]]:
-    return [(b"access-control-allow-origin", origin), (b"vary", b"Origin")]
+    return [(b"access-control-allow-origin", origin), (b"access-control-expose-headers", _EXPOSED),
+            (b"vary", b"Origin")]
 
 
 def rewrite_path(path: str) -> str:

@@ -107,6 +107,13 @@ async def test_a_visitor_asks_for_a_call_from_a_partner_page(page, partner_site,
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             await page.locator("#parley-widget").screenshot(path=str(SCREENSHOTS / "widget.png"))
             assert problems == [], problems
+            # a page's own script may send a retry's key and its request id, and read when to retry
+            seen = await page.evaluate("""async ([base, token]) => {
+                const r = await fetch(base + "/v2/widget/campaign", {headers: {"Authorization": "Widget " + token,
+                    "Idempotency-Key": "retry-1", "X-Request-ID": "from-the-page"}});
+                return [r.status, r.headers.get("X-Request-ID"), r.headers.get("X-RateLimit-Remaining")];
+            }""", [server.base, minted["token"]])
+            assert seen[0] == 200 and seen[1] == "from-the-page" and seen[2] is not None, seen
 
             calls = await _json(api, "GET", f"/calls?campaign_id={campaign['id']}", 200)
             contacts = await _json(api, "GET", f"/campaigns/{campaign['id']}/contacts", 200)

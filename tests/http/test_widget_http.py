@@ -444,6 +444,8 @@ async def test_widget_errors_carry_the_cors_headers_of_a_success(make_api: ApiFa
             assert success.headers[header] == value
             assert response.headers.get(header) == value, f"{what}: {dict(response.headers)}"
         assert response.headers.get_list("access-control-allow-origin") == [SHOP], what
+        exposed = {h.strip().lower() for h in response.headers["access-control-expose-headers"].split(",")}
+        assert {"retry-after", "x-request-id", "idempotency-replayed", "x-ratelimit-remaining"} <= exposed, what
 
 
 async def test_cors_is_answered_on_widget_routes_only(api: Api) -> None:
@@ -453,7 +455,8 @@ async def test_cors_is_answered_on_widget_routes_only(api: Api) -> None:
         answered = await api.client.options(path, headers=preflight)
         assert answered.status_code == 204, answered.text
         assert answered.headers["access-control-allow-origin"] == "https://anyone.example"
-        assert answered.headers["access-control-allow-headers"] == "Authorization, Content-Type"
+        allowed = {h.strip().lower() for h in answered.headers["access-control-allow-headers"].split(",")}
+        assert allowed == {"authorization", "content-type", "idempotency-key", "x-request-id"}
         assert "POST" in answered.headers["access-control-allow-methods"]
         assert "Origin" in answered.headers["vary"]
         assert "access-control-allow-credentials" not in answered.headers
