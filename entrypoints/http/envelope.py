@@ -156,7 +156,7 @@ _TYPE_WORDS = {"int": "an integer", "float": "a number", "str": "a string", "boo
 _REGEX = re.compile(r"^Expected `str` matching regex (?P<pattern>'.*'|\".*\")$")
 _BOUND = re.compile(r"^Expected `[^`]+` (?P<op><=|>=|<|>) (?P<n>-?[0-9.e+]+)$")
 _LENGTH = re.compile(r"^Expected `(?P<type>str|array|object)` of length (?P<op><=|>=) (?P<n>[0-9]+)$")
-_TYPE = re.compile(r"^Expected `(?P<type>[^`]+)`, got `[^`]+`$")
+_TYPE = re.compile(r"^Expected `(?P<type>[^`]+)`, got `(?P<got>[^`]+)`$")
 _NOT_ACCEPTED = "is not one of the accepted values"
 _BOUND_WORDS = {"<=": "at most", ">=": "at least", "<": "less than", ">": "greater than"}
 _UNITS = {"str": "characters", "array": "items", "object": "entries"}
@@ -187,6 +187,8 @@ def in_words(message: str) -> str:
     if match := _TYPE.match(message):
         kinds = [kind.strip() for kind in match["type"].split("|")]
         words = [_TYPE_WORDS.get(kind, kind) for kind in kinds if kind != "null"]
+        if match["got"] == "null" and "null" not in kinds:  # the field is there, its value is what is wrong
+            return "must be " + " or ".join(words) + " (null is not accepted)"
         return "must be " + " or ".join(words or ["null"]) + (" (or null)" if "null" in kinds and words else "")
     if message.startswith("Invalid enum value"):
         return _NOT_ACCEPTED
