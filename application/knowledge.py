@@ -61,10 +61,11 @@ class KnowledgeBaseView:
     documents: list[Document] | None = None
 
 
-async def _agent(agents: AgentRepository, actor: Actor, agent_id: int) -> Agent:
+async def _agent(agents: AgentRepository, actor: Actor, agent_id: int, *, field: str | None = None) -> Agent:
+    """``field``: the body's field that named the agent (a 404 names it), none when the path did."""
     agent = await agents.get(actor.organization_id, agent_id)
     if agent is None:
-        raise NotFound("agent", agent_id)
+        raise NotFound("agent", agent_id, field=field)
     return agent
 
 
@@ -112,7 +113,7 @@ class CreateKnowledgeBase:
         org = await self.orgs.get(actor.organization_id)
         if org is None:
             raise NotFound("organization", actor.organization_id)
-        await _agent(self.agents, actor, command.agent_id)
+        await _agent(self.agents, actor, command.agent_id, field="agent_id")
         limit = org.limit("max_knowledge_bases")
         used = await self.kbs.count_for_update(actor.organization_id)
         if used >= limit:

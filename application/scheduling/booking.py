@@ -108,7 +108,8 @@ class _Booking:
         """(the validated attendee, the calendar row-locked, now)."""
         attendee = validate_attendee(command.attendee_name, command.attendee_email, command.attendee_phone,
                                      command.notes)
-        calendar = await load_calendar(self.calendars, command.actor, command.calendar_id, lock=True)
+        calendar = await load_calendar(self.calendars, command.actor, command.calendar_id, lock=True,
+                                       field="calendar_id")
         return attendee, calendar, self.clock.now()
 
     async def _take(self, command: BookAppointmentCommand | BookNextOpenSlotCommand, calendar: Calendar,

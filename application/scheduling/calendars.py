@@ -29,17 +29,18 @@ class CalendarRef:
 
 
 async def load_calendar(calendars: CalendarRepository, actor: Actor, calendar_id: int, *,
-                        lock: bool = False) -> Calendar:
+                        lock: bool = False, field: str | None = None) -> Calendar:
+    """``field``: the body's field that named the calendar (a 404 names it), none when the path did."""
     getter = calendars.get_for_update if lock else calendars.get
     calendar = await getter(actor.organization_id, calendar_id)
     if calendar is None:
-        raise NotFound("calendar", calendar_id)
+        raise NotFound("calendar", calendar_id, field=field)
     return calendar
 
 
 async def _check_agent(agents: AgentRepository, organization_id: int, agent_id: int | None) -> None:
     if agent_id is not None and await agents.get(organization_id, agent_id) is None:
-        raise NotFound("agent", agent_id)
+        raise NotFound("agent", agent_id, field="agent_id")
 
 
 class CalendarsForAgents:

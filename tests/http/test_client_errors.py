@@ -203,3 +203,18 @@ async def test_head_answers_like_get_without_a_body(any_api: Api) -> None:
     assert refused.status_code == 401 and refused.content == b""
     not_allowed = await any_api.client.head("/v2/api-keys/1/rotate", headers=key.headers)
     assert not_allowed.status_code == 405 and "HEAD" not in not_allowed.headers["allow"]
+
+
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/v2/knowledge-bases", {"name": "kb", "agent_id": 999999}, "agent_id"),
+    ("/v2/scheduling/calendars", {"name": "Desk", "timezone": "UTC", "agent_id": 999999}, "agent_id"),
+    ("/v2/scheduling/appointments", {"calendar_id": 999999, "slot_start": "2030-01-07T15:00:00Z",
+                                     "attendee_name": "Ada"}, "calendar_id"),
+])
+async def test_an_unknown_id_in_a_body_is_404_naming_its_field(any_api: Api, path: str, body: dict[str, Any],
+                                                              field: str) -> None:
+    """As for agents, campaigns and leads: the client learns which of the ids it sent is unknown."""
+    t = await any_api.tenant()
+    r = await any_api.client.post(path, json=body, headers=t.headers)
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["details"]["field"] == field
