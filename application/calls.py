@@ -66,6 +66,7 @@ from domain.calls import (
     outcome_of,
     render_values,
     summarize,
+    unresolved_placeholders_error,
 )
 from domain.errors import InvalidTransition, NotFound, ValidationFailed
 from domain.events import EventType
@@ -127,6 +128,9 @@ class PlaceCallCommand:
     cause_depth: int = 0
     """The depth of the trigger action the call is placed for when it is placed later, outside that action's unit
     of work (a campaign contact the action added); the call keeps the deeper of it and the unit's own depth."""
+    contact_name_field: str = "contact_name"
+    """The field the client filled ``contact_name`` with (a lead's and a campaign contact's is ``name``): an agent
+    whose ``{{contact_name}}`` stays unfilled is a 400 naming it."""
 
 
 class PlaceCall:
@@ -163,11 +167,7 @@ class PlaceCall:
         values = render_values(command.contact_name, destination, command.custom_data)
         names = unresolved_placeholders(agent, values)
         if names:
-            raise ValidationFailed(
-                f"Unresolved placeholders: {', '.join(names)}; send them in custom_data",
-                details={"missing_placeholders": names,
-                         "validation_errors": {"custom_data": f"missing values for: {', '.join(names)}"}},
-            )
+            raise unresolved_placeholders_error(names, command.contact_name_field)
         prompt, first_message = render(agent.prompt, values)[0], render(agent.first_message or "", values)[0]
         # what the gates and the repositories ask next, read at once (the answers are theirs to act on)
         await self.reads.read_ahead(org, agent_id, destination)

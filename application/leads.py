@@ -136,7 +136,8 @@ class CreateLead:
         """The call queued, or the campaign contact made (or found): the lead records which."""
         if command.campaign_id is None:  # check_target: then agent_id is given
             call = await self.place_call.execute(PlaceCallCommand(
-                command.actor, str(command.agent_id), phone, name, dict(command.custom_data)))
+                command.actor, str(command.agent_id), phone, name, dict(command.custom_data),
+                contact_name_field="name"))
             return replace(lead, call_id=call.id)
         added = await self.add_contact.execute(AddContactCommand(
             command.actor, command.campaign_id, ContactDraft(0, phone, name, None, dict(command.custom_data))))

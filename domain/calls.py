@@ -351,6 +351,29 @@ def summarize(*, agent_name: str, contact_name: str | None, to_phone: str, statu
     return f"The call from {agent_name} to {who} failed."
 
 
+def missing_values(names: list[str], name_field: str) -> dict[str, str]:
+    """The placeholders a call cannot fill, as validation errors on the client's fields: the contact's name is its
+    own field (``name_field``: ``contact_name`` of a call, ``name`` of a lead, a contact or a widget visitor), every
+    other one a key of ``custom_data``."""
+    errors: dict[str, str] = {}
+    if "contact_name" in names:
+        errors[name_field] = "is required: the agent's prompt or first message says {{contact_name}}"
+    others = [name for name in names if name != "contact_name"]
+    if others:
+        errors["custom_data"] = f"missing values for: {', '.join(others)}"
+    return errors
+
+
+def unresolved_placeholders_error(names: list[str], name_field: str = "contact_name") -> ValidationFailed:
+    """The 400 of a call whose agent's placeholders the request leaves unfilled (``missing_values``)."""
+    errors = missing_values(names, name_field)
+    hints = [f"send {name_field}"] if name_field in errors else []
+    if "custom_data" in errors:
+        hints.append("send the others in custom_data" if hints else "send them in custom_data")
+    return ValidationFailed(f"Unresolved placeholders: {', '.join(names)}; {'; '.join(hints)}",
+                            details={"missing_placeholders": names, "validation_errors": errors})
+
+
 def render_values(contact_name: str | None, destination_phone: str, custom_data: dict[str, Any]) -> dict[str, Any]:
     """Placeholder values at dial time: custom_data keys plus the built-ins (which win)."""
     values: dict[str, Any] = {k: v for k, v in custom_data.items() if v is not None}

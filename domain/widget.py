@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
+from domain.calls import missing_values
 from domain.errors import TooManyRequests, Unprocessable, ValidationFailed
 
 AUDIENCE = "parley-widget"
@@ -133,4 +134,4 @@ class MissingPlaceholders(Unprocessable):
         listed = ", ".join(names)
         super().__init__(f"The campaign's agent needs values this form does not send: {listed}",
                          details={"missing_placeholders": list(names),
-                                  "validation_errors": {"custom_data": f"missing values for: {listed}"}})
+                                  "validation_errors": missing_values(list(names), "name")})

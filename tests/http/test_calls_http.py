@@ -198,6 +198,10 @@ async def test_unresolved_placeholders_are_listed(api: Api) -> None:
     assert refused.status_code == 400
     error = refused.json()["error"]
     assert error["code"] == "bad_request" and error["details"]["missing_placeholders"] == ["contact_name", "product"]
+    # each missing value is named under the field that fills it
+    assert set(error["details"]["validation_errors"]) == {"contact_name", "custom_data"}
+    assert "product" in error["details"]["validation_errors"]["custom_data"]
+    assert "send contact_name" in error["message"] and "the others in custom_data" in error["message"]
     ok = await place(api, t, agent, "+1555010000", custom_data={"product": "x", "city": "Oslo"})
     assert ok.status_code == 201
 

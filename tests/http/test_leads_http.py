@@ -310,6 +310,12 @@ async def test_bad_leads_are_refused_naming_the_field(any_api: Api) -> None:
     await api.client.post(f"/v2/agents/{needy['id']}/publish", headers=t.headers)
     unresolved = await error(400, phone="+14155550100", agent_id=needy["id"])
     assert unresolved["details"]["missing_placeholders"] == ["plan"]
+    assert list(unresolved["details"]["validation_errors"]) == ["custom_data"]
+    named = await api.client.post("/v2/agents", json={"name": "N", "prompt": "Hi {{contact_name}}"},
+                                  headers=t.headers)
+    await api.client.post(f"/v2/agents/{named.json()['data']['id']}/publish", headers=t.headers)
+    nameless = await error(400, phone="+14155550100", agent_id=named.json()["data"]["id"])
+    assert list(nameless["details"]["validation_errors"]) == ["name"]  # a lead's name fills {{contact_name}}
     assert (await api.client.get("/v2/leads", headers=t.headers)).json()["meta"]["total"] == 0
 
 

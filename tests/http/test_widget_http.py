@@ -557,6 +557,7 @@ async def test_a_contact_the_agent_could_never_call_is_refused_at_once(clocked: 
     error = refused.json()["error"]
     assert error["code"] == "missing_placeholders"
     assert error["details"]["missing_placeholders"] == ["contact_name", "renewal_date"]
+    assert set(error["details"]["validation_errors"]) == {"name", "custom_data"}  # a visitor's name is its own field
     listed = await clocked.client.get(f"/v2/campaigns/{campaign}/contacts", headers=t.headers)
     assert listed.json()["meta"]["total"] == 0  # never queued to fail later
     taken = await w.submit({"phone": PHONE, "name": "Ada", "custom_data": {"plan": "Gold",
