@@ -35,7 +35,7 @@ from domain.sms import (
     keyword_text,
     segment,
 )
-from domain.telephony import PhoneNumber, PhoneNumberStatus, TelephonyProvider
+from domain.telephony import BUILTIN_SIMULATOR, PhoneNumber, PhoneNumberStatus, TelephonyProvider
 
 log = logging.getLogger("parley.sms")
 
@@ -87,6 +87,9 @@ class SendSms:
         body = check_body(command.body)
         sender = await self._sender(org, command.from_phone_number_id)
         provider = await self.providers.get(org, sender.provider_id) if sender is not None else None
+        # a provider of a type Parley has no adapter for (vonage, sip) sends nothing: the message fails, as its
+        # calls do (provider_not_supported), rather than pass through the simulator as if it had gone out
+        unsupported = provider is not None and not is_carrier(provider.type) and provider.type != BUILTIN_SIMULATOR
         if provider is not None and not is_carrier(provider.type):
             provider = None
         if provider is not None:  # the carrier's receipts come back at the public URL
@@ -105,6 +108,9 @@ class SendSms:
         await self.usage.record(org, SMS_SEGMENTS, seg.segments, now, f"sms:{message.id}")
         if provider is not None:
             return await self._through_carrier(message, provider, now)
+        if unsupported:
+            failed = _apply(self.uow, message, [CarrierReceipt("", "failed", now, "provider_not_supported")])
+            return await self.messages.update(failed)
         submitted = await self.carrier.send(OutboundSms(
             org, persisted(message.id), message.from_phone, to, body, seg.encoding, seg.segments), now)
         message = await self.messages.update(replace(

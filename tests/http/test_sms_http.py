@@ -432,3 +432,22 @@ async def test_keywords_are_read_after_nfkc_without_zero_width_characters(any_ap
     assert received.json()["data"]["keyword"] == word
     opted_out = (await send(api, t, person)).status_code == 422
     assert opted_out is (word == "stop")
+
+
+@pytest.mark.parametrize("provider_type", ["vonage", "sip"])
+async def test_a_text_from_a_provider_parley_cannot_send_through_fails_and_says_why(any_api: Api,
+                                                                                    provider_type: str) -> None:
+    """As its calls do (provider_not_supported): never passed to the simulator and reported delivered."""
+    t = await any_api.tenant()
+    provider = await any_api.client.post("/v2/telephony/providers", headers=t.headers,
+                                         json={"name": "Elsewhere", "type": provider_type})
+    assert provider.status_code == 201, provider.text
+    number = await any_api.client.post("/v2/telephony/phone-numbers", headers=t.headers, json={
+        "phone_number": unique_phone(), "provider_id": provider.json()["data"]["id"],
+        "capabilities": {"voice": True, "sms": True}})
+    assert number.status_code == 201, number.text
+    message = await sent(any_api, t, unique_phone(), from_phone_number_id=number.json()["data"]["id"])
+    assert (message["status"], message["error_code"]) == ("failed", "provider_not_supported")
+    await receipts(any_api)
+    assert (await get_sms(any_api, t, message["id"]))["status"] == "failed"
+    assert [e[0] for e in await outbox(any_api, t.organization_id, "sms.")] == ["sms.failed"]
