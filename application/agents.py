@@ -18,6 +18,7 @@ from domain.agents import (
     Transcriber,
     Voice,
     Voicemail,
+    check_placeholders,
     duplicate_name,
 )
 from domain.errors import NotFound
@@ -120,6 +121,7 @@ class CreateAgent:
             updated_at=now,
         )
         check_metadata("metadata", agent.metadata)
+        check_placeholders(agent)
         await self.engines.check(agent)
         return await self.agents.add(agent)
 
@@ -190,6 +192,7 @@ class UpdateAgent:
         if replaced:
             agent = replace(agent, **replaced)
         check_metadata("metadata", agent.metadata)
+        check_placeholders(agent, checked)
         await self.engines.check(agent, checked)
         if agent == current:  # a PATCH that changes nothing leaves updated_at alone
             return current

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from domain.errors import InvalidTransition, ValidationFailed
+from domain.metadata import KEY_MAX_LENGTH
 from domain.state_machine import TransitionTable
 
 
@@ -279,6 +280,22 @@ class AgentVersion:
 
 def placeholders(text: str) -> set[str]:
     return set(PLACEHOLDER_RE.findall(text or ""))
+
+
+def check_placeholders(agent: Agent, changed: frozenset[str] | None = None) -> None:
+    """Every ``{{placeholder}}`` of the texts a call fills (``changed``: only those a PATCH sent) is a name a call
+    can give a value: at most ``KEY_MAX_LENGTH`` characters, as a ``custom_data`` key is, or no call could ever be
+    placed with the agent (400 naming the text)."""
+    texts = {"prompt": agent.prompt, "first_message": agent.first_message or "",
+             "voicemail.message": agent.voicemail.message or ""}
+    for name, text in texts.items():
+        if changed is not None and name.split(".")[0] not in changed:
+            continue
+        for placeholder in sorted(placeholders(text)):
+            if len(placeholder) > KEY_MAX_LENGTH:
+                raise ValidationFailed.field(name, f"{{{{{placeholder[:KEY_MAX_LENGTH]}...}}}} is longer than a "
+                                             f"custom_data key may be ({KEY_MAX_LENGTH} characters): no call could "
+                                             "fill it")
 
 
 BUILT_IN_PLACEHOLDERS = frozenset({"contact_name", "destination_phone"})

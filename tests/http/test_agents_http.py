@@ -188,3 +188,24 @@ async def test_versions_list_is_paged_with_meta(any_api: Api) -> None:
     assert past_end["meta"]["total"] == 3 and past_end["data"] == []
     bad = await c.get(f"/v2/agents/{agent['id']}/versions?limit=0", headers=t.headers)
     assert bad.status_code == 400
+
+
+async def test_a_placeholder_no_call_could_fill_is_refused(any_api: Api) -> None:
+    """A custom_data key is at most 40 characters, so a longer {{placeholder}} could never be filled and every call
+    would fail: refused when the text is written, naming it."""
+    t = await any_api.tenant()
+    longest, too_long = "k" * 40, "k" * 41
+    made = await any_api.client.post("/v2/agents", json={"name": "A", "prompt": f"Hi {{{{{longest}}}}}"},
+                                     headers=t.headers)
+    assert made.status_code == 201, made.text
+    refused = await any_api.client.post("/v2/agents", json={"name": "B", "prompt": f"Hi {{{{{too_long}}}}}"},
+                                        headers=t.headers)
+    assert refused.status_code == 400 and list(refused.json()["error"]["details"]["validation_errors"]) == ["prompt"]
+    path = f"/v2/agents/{made.json()['data']['id']}"
+    for body, field in (({"first_message": f"{{{{{too_long}}}}}"}, "first_message"),
+                        ({"voicemail": {"action": "leave_message", "message": f"{{{{{too_long}}}}}"}},
+                         "voicemail.message")):
+        patched = await any_api.client.patch(path, json=body, headers=t.headers)
+        assert patched.status_code == 400, patched.text
+        assert list(patched.json()["error"]["details"]["validation_errors"]) == [field]
+    assert (await any_api.client.patch(path, json={"name": "Renamed"}, headers=t.headers)).status_code == 200
