@@ -12,6 +12,7 @@ from application.ports.audit import AuditFilter, AuditLog
 from application.ports.platform import Clock, Page, PageRequest
 from domain.audit import MAX_LABEL, RETENTION, ActorType, AuditActor, AuditEvent, resource_type_of
 from domain.errors import ValidationFailed
+from domain.rfc3339 import check_created_window
 
 MAX_PATH = 500
 
@@ -63,8 +64,7 @@ class ListAuditEvents:
         filters = command.filters
         if filters.actor_id is not None and filters.actor_type is None:
             raise ValidationFailed.field("actor_id", "needs actor_type (api_key or user)")
-        if (filters.created_after and filters.created_before and filters.created_after >= filters.created_before):
-            raise ValidationFailed.field("created_before", "must be after created_after")
+        check_created_window(filters.created_after, filters.created_before)
         return await self.log.list(command.actor.organization_id, filters, command.page)
 
 

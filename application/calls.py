@@ -73,6 +73,7 @@ from domain.events import EventType
 from domain.identity import persisted
 from domain.organizations import PLAN_LIMITS
 from domain.parsing import MAX_ID, parse_id
+from domain.rfc3339 import check_created_window
 from domain.telephony import PhoneNumberStatus, ProviderStatus, TelephonyProvider
 
 log = logging.getLogger("parley.calls")
@@ -260,6 +261,7 @@ class ListCalls:
         self.calls = calls
 
     async def execute(self, command: ListCallsCommand) -> Page[Call]:
+        check_created_window(command.filters.created_after, command.filters.created_before)
         return await self.calls.list(command.actor.organization_id, command.filters, command.page)
 
 

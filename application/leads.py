@@ -40,6 +40,7 @@ from domain.leads import (
     check_text,
 )
 from domain.metadata import check_metadata
+from domain.rfc3339 import check_created_window
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +180,7 @@ class ListLeads:
         self.leads = leads
 
     async def execute(self, command: ListLeadsCommand) -> Page[Lead]:
+        check_created_window(command.filters.created_after, command.filters.created_before)
         return await self.leads.list(command.actor.organization_id, command.filters, command.page)
 
 

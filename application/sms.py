@@ -24,6 +24,7 @@ from domain.calls import SIMULATOR_CALLER_ID
 from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.events import EventType
 from domain.identity import persisted
+from domain.rfc3339 import check_created_window
 from domain.sms import (
     BODY_MAX_LENGTH,
     OPT_OUT_LIST_NAME,
@@ -182,6 +183,7 @@ class ListSms:
 
     async def execute(self, command: ListSmsCommand) -> Page[SmsMessage]:
         filters = command.filters
+        check_created_window(filters.created_after, filters.created_before)
         if filters.to is not None:
             filters = replace(filters, to=e164(self.phones, filters.to, "to"))
         return await self.messages.list(command.actor.organization_id, filters, command.page)

@@ -39,6 +39,13 @@ def in_range(value: datetime, field: str) -> datetime:
     return utc
 
 
+def check_created_window(created_after: datetime | None, created_before: datetime | None) -> None:
+    """A list's ``created_after`` / ``created_before`` window: empty when both are given and the end is not after the
+    start, which is a client's mistake (400 naming ``created_before``), not a question whose answer is nothing."""
+    if created_after is not None and created_before is not None and created_after >= created_before:
+        raise ValidationFailed.field("created_before", "must be after created_after")
+
+
 def parse_instant(text: object, field: str) -> datetime:
     """An RFC 3339 timestamp with an explicit offset or trailing Z, as an aware UTC datetime.
 

@@ -218,3 +218,17 @@ async def test_an_unknown_id_in_a_body_is_404_naming_its_field(any_api: Api, pat
     r = await any_api.client.post(path, json=body, headers=t.headers)
     assert r.status_code == 404, r.text
     assert r.json()["error"]["details"]["field"] == field
+
+
+@pytest.mark.parametrize("path", ["/v2/calls", "/v2/leads", "/v2/sms", "/v2/audit-events"])
+async def test_a_created_window_that_ends_before_it_starts_is_400(any_api: Api, path: str) -> None:
+    """Every list with a created_after / created_before window reads it alike: an empty window is the client's
+    mistake, named, not an empty page."""
+    t = await any_api.tenant()
+    window = {"created_after": "2027-01-01T00:00:00Z", "created_before": "2026-01-01T00:00:00Z"}
+    refused = await any_api.client.get(path, params=window, headers=t.headers)
+    assert refused.status_code == 400, refused.text
+    assert _errors(refused) == {"created_before": "must be after created_after"}
+    fine = await any_api.client.get(path, params={"created_after": "2026-01-01T00:00:00Z",
+                                                  "created_before": "2027-01-01T00:00:00Z"}, headers=t.headers)
+    assert fine.status_code == 200, fine.text
