@@ -227,7 +227,8 @@ class AddDncEntries:
         added = await self.dnc.add_entries(actor.organization_id, list_id, [(n, reason) for n in numbers], now)
         if added:
             await self.dnc.touch_list(actor.organization_id, list_id, now)
-        return AddedEntries(list_id, len(phone_numbers), added, len(numbers) - added, [])
+        # a number sent twice is already listed the second time: received = added + already_listed (+ invalid)
+        return AddedEntries(list_id, len(phone_numbers), added, len(phone_numbers) - added, [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +268,8 @@ class ImportDncCsv:
         if added:
             await self.dnc.touch_list(actor.organization_id, list_id, now)
         problems.sort(key=lambda p: p.line)
-        return AddedEntries(list_id, received, added, len(entries) - added, problems)
+        # a number on two rows is already listed the second time: received = added + already_listed + invalid
+        return AddedEntries(list_id, received, added, received - len(problems) - added, problems)
 
 
 @dataclass(frozen=True, slots=True)
