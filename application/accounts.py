@@ -267,7 +267,10 @@ class DeleteSubOrganization:
         self.orgs, self.keys, self.clock = orgs, keys, clock
 
     async def execute(self, command: DeleteSubOrganizationCommand) -> None:
-        child = await _child(self.orgs, command.actor, command.org_id)
+        partner = await _own_partner(self.orgs, command.actor)
+        if command.org_id == partner.id:  # readable and changeable here, as every organization's own, not deleted
+            raise Conflict("an organization cannot delete itself: a partner deletes its sub-organizations")
+        child = await _child_of(self.orgs, partner, command.org_id)
         await self.keys.revoke_all(child.id or command.org_id)
         await self.orgs.delete(child.id or command.org_id, self.clock.now())
 

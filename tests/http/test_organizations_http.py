@@ -22,6 +22,10 @@ async def test_partner_manages_sub_organizations(any_api: Api) -> None:
     assert (await c.get(f"/v2/organizations/{child['id']}", headers=partner.headers)).status_code == 200
     assert (await c.delete(f"/v2/organizations/{child['id']}", headers=partner.headers)).status_code == 204
     assert (await c.get(f"/v2/organizations/{child['id']}", headers=partner.headers)).status_code == 404
+    own = f"/v2/organizations/{partner.organization_id}"
+    itself = await c.delete(own, headers=partner.headers)  # its own record: read and changed here, not deleted
+    assert itself.status_code == 409 and itself.json()["error"]["code"] == "conflict", itself.text
+    assert (await c.get(own, headers=partner.headers)).status_code == 200
 
 
 async def test_standard_key_cannot_manage_organizations(api: Api) -> None:

@@ -147,7 +147,8 @@ async def update_org(id: Id, data: JSONBody[OrganizationUpdate], actor: FromDish
 
 @endpoint("DELETE", "/organizations/{id:int}", operation_id="deleteOrganization",
           summary="Delete a sub-organization (its keys are revoked)", tags=ORG_TAGS,
-          scopes=("organizations:write",), errors={**_PARTNER, 404: ""}, status_code=204)
+          scopes=("organizations:write",), status_code=204,
+          errors={**_PARTNER, 404: "", 409: "conflict: the partner's own organization"})
 async def delete_org(id: Id, actor: FromDishka[Actor], use_case: FromDishka[uc.DeleteSubOrganization]) -> None:
     await use_case.execute(uc.DeleteSubOrganizationCommand(actor, id))
 
