@@ -232,3 +232,16 @@ async def test_a_created_window_that_ends_before_it_starts_is_400(any_api: Api, 
     fine = await any_api.client.get(path, params={"created_after": "2026-01-01T00:00:00Z",
                                                   "created_before": "2027-01-01T00:00:00Z"}, headers=t.headers)
     assert fine.status_code == 200, fine.text
+
+
+async def test_a_body_reads_numbers_and_booleans_sent_as_strings_and_nothing_looser(any_api: Api) -> None:
+    """docs/api.md, "Envelopes and errors": the one leniency of a JSON body, pinned."""
+    t = await any_api.tenant()
+    for sent in ("600", "6e2", 600.0):
+        made = await any_api.client.post("/v2/agents", json={"name": "A", "max_call_duration_seconds": sent},
+                                         headers=t.headers)
+        assert made.status_code == 201 and made.json()["data"]["max_call_duration_seconds"] == 600, made.text
+    for sent in (True, "six hundred", 600.5):
+        refused = await any_api.client.post("/v2/agents", json={"name": "A", "max_call_duration_seconds": sent},
+                                            headers=t.headers)
+        assert list(_errors(refused)) == ["max_call_duration_seconds"], sent
