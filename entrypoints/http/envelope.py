@@ -224,14 +224,23 @@ def _accepted_values(annotation: Any) -> list[str]:
     return []
 
 
+def _parameters(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    try:
+        return dict(request.scope["route_handler"].parsed_fn_signature.parameters)
+    except (KeyError, AttributeError):
+        return {}
+
+
 def _field_type(request: Request[Any, Any, Any], key: str) -> Any:
     """The declared type of a query/path parameter, or of a top-level field of the body, by its name."""
-    try:
-        parameters = request.scope["route_handler"].parsed_fn_signature.parameters
-    except (KeyError, AttributeError):
-        return None
+    parameters = _parameters(request)
     if key in parameters:
         return parameters[key].annotation
+    return _member_type(parameters, key)
+
+
+def _member_type(parameters: dict[str, Any], key: str) -> Any:
+    """The declared type of the body's top-level field ``key`` (None: the body has no such field)."""
     body = parameters.get(_BODY_KEY)
     candidates = get_args(body.annotation) if body is not None else ()
     for struct in [body.annotation if body is not None else None, *candidates]:
@@ -242,6 +251,18 @@ def _field_type(request: Request[Any, Any, Any], key: str) -> Any:
     return None
 
 
+_NOT_AN_OBJECT = re.compile(r"^Expected `object`, got `[^`]+`$")
+
+
+def _names_data_member(item: dict[str, Any], request: Request[Any, Any, Any] | None) -> bool:
+    """Litestar keys an error of the whole body and one of a body field called ``data`` alike (``data``, its name for
+    the body): the field's, when the body has such a field and the message is not the one a body that is no object
+    gets (a ``data`` that must be an object too stays ambiguous, and is said of the body)."""
+    if request is None or item.get("key") != _BODY_KEY or _NOT_AN_OBJECT.match(str(item.get("message") or "")):
+        return False
+    return _member_type(_parameters(request), _BODY_KEY) is not None
+
+
 def _validation_errors(exc: ValidationException, request: Request[Any, Any, Any] | None = None) -> dict[str, str]:
     found: dict[str, str] = {}
     extra = exc.extra if isinstance(exc.extra, list) else []
@@ -249,6 +270,8 @@ def _validation_errors(exc: ValidationException, request: Request[Any, Any, Any]
         if not isinstance(item, dict):
             continue
         key, message = _validation_error(item)
+        if key == "body" and _names_data_member(item, request):
+            key = _BODY_KEY
         if message == _NOT_ACCEPTED and request is not None:
             accepted = _accepted_values(_field_type(request, key))
             if accepted:

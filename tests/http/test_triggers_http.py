@@ -376,6 +376,11 @@ async def test_test_evaluates_a_sample_without_acting(any_api: Api, receiver: Re
     example = (await api.client.post(f"/v2/triggers/{made['id']}/test", json={}, headers=t.headers)).json()["data"]
     assert example["matched"] is True and example["actions"][0]["config"]["text"].startswith("Booked: Ada")
     assert receiver.requests == [] and await runs(api, t, made["id"]) == []
+    path = f"/v2/triggers/{made['id']}/test"
+    for body, field in ((b'{"data": "x"}', "data"), (b'{"data": 5}', "data"), (b'"x"', "body"), (b"[]", "body")):
+        refused = await api.client.post(path, content=body, headers={**t.headers, "Content-Type": "application/json"})
+        assert refused.status_code == 400, refused.text
+        assert list(refused.json()["error"]["details"]["validation_errors"]) == [field], body
 
 
 async def test_renders_hostile_event_data_literally(any_api: Api, receiver: Receiver) -> None:
