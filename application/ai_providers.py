@@ -12,7 +12,7 @@ from application.ports.platform import Clock, Page, PageRequest
 from application.ports.secrets import SecretBox
 from domain.agents import Agent, check_object_schema, check_tools
 from domain.ai_providers import AiProvider, check_base_url
-from domain.errors import Conflict, NotFound, Unprocessable, ValidationFailed
+from domain.errors import BlockedAddress, Conflict, NotFound, Unprocessable, ValidationFailed
 from domain.patching import MergePatch, apply_patch
 from domain.webhooks import check_target
 
@@ -183,6 +183,8 @@ class AgentEngineChecks:
                     check_target(tool.url, allow_loopback=self.policy.allow_loopback)
                 except ValidationFailed as exc:
                     raise ValidationFailed.field(f"tools[{index}].url", exc.message.removeprefix("url: ")) from None
+                except BlockedAddress as exc:
+                    raise exc.on(f"tools[{index}].url") from None
         if wanted("analysis_schema") and agent.analysis_schema is not None:
             check_object_schema("analysis_schema", agent.analysis_schema)
 

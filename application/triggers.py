@@ -71,6 +71,8 @@ def _check_targets(actions: tuple[Action, ...], phones: PhoneNormalizer, policy:
                 config["url"] = wh.check_target(config["url"], allow_loopback=policy.allow_loopback)
             except ValidationFailed as exc:
                 raise ValidationFailed.field(f"actions[{i}].config.url", exc.message) from exc
+            except BlockedAddress as exc:
+                raise exc.on(f"actions[{i}].config.url") from None
         for member in ("phone", "to"):
             value = config.get(member)
             if action.type != "email" and isinstance(value, str) and rules.is_literal(value):

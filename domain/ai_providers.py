@@ -57,7 +57,14 @@ def check_base_url(url: str, *, allow_loopback: bool) -> str:
     loopback targets are allowed (development and tests). A literal non-public address is refused now; a host
     name is resolved, and its addresses checked, by the egress at every request.
 
-    Raises ``ValidationFailed`` (field ``base_url``) and ``BlockedAddress``."""
+    Raises ``ValidationFailed`` and ``BlockedAddress``, both naming the field ``base_url``."""
+    try:
+        return _checked_base_url(url, allow_loopback=allow_loopback)
+    except BlockedAddress as exc:
+        raise exc.on("base_url") from None
+
+
+def _checked_base_url(url: str, *, allow_loopback: bool) -> str:
     try:
         target = check_url(url, allow_loopback=allow_loopback)
     except ValidationFailed as exc:
@@ -68,7 +75,7 @@ def check_base_url(url: str, *, allow_loopback: bool) -> str:
     if target.ip is not None:
         ensure_public(target.ip, allow_loopback=allow_loopback)
     elif target.host.endswith(".localhost") and not allow_loopback:
-        raise BlockedAddress("base_url: loopback addresses are not allowed")
+        raise BlockedAddress("loopback addresses are not allowed")
     if "?" in target.url or "#" in url:
         raise ValidationFailed.field("base_url", "must not have a query or a fragment")
     return target.url.rstrip("/")

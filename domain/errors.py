@@ -154,6 +154,11 @@ class DncBlocked(DomainError):
 class BlockedAddress(DomainError):
     code = "blocked_address"
 
+    def on(self, field: str) -> BlockedAddress:
+        """The same refusal, naming the request field that held the URL (its message and ``details.field``): with
+        several URLs in one request (an agent's tools, a trigger's actions) the client learns which one."""
+        return BlockedAddress(f"{field}: {self.message.removeprefix(field + ': ')}", details={"field": field})
+
 
 class InsufficientScope(DomainError):
     """The calling key lacks a scope the operation needs (403), e.g. every scope of a key it manages."""

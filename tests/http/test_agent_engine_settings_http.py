@@ -88,9 +88,10 @@ async def test_custom_tools_are_validated(any_api: Api) -> None:
                                         headers=t.headers)
         assert refused.status_code == 400, (change, refused.text)
         assert field in refused.text, (change, refused.text)
-    blocked = await api.client.post("/v2/agents", json={"name": "X", "tools": [{**TOOL, "url": "https://10.0.0.2/x"}]},
-                                    headers=t.headers)
+    blocked = await api.client.post("/v2/agents", json={"name": "X", "tools": [
+        TOOL, {**TOOL, "name": "other", "url": "https://10.0.0.2/x"}]}, headers=t.headers)
     assert blocked.status_code == 400 and blocked.json()["error"]["code"] == "blocked_address"
+    assert blocked.json()["error"]["details"] == {"field": "tools[1].url"}  # which of the tools, named
     twice = await api.client.post("/v2/agents", json={"name": "X", "tools": [TOOL, TOOL]}, headers=t.headers)
     assert twice.status_code == 400 and "tools[1].name" in twice.text
 

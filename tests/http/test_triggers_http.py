@@ -157,6 +157,7 @@ async def test_hostile_targets_and_huge_texts_are_refused(any_api: Api) -> None:
     blocked = await create(any_api, t, name="x", event="lead.created",
                            actions=[{"type": "webhook", "config": {"url": "http://10.0.0.8/hook"}}])
     assert blocked.status_code == 400 and blocked.json()["error"]["code"] == "blocked_address"
+    assert blocked.json()["error"]["details"] == {"field": "actions[0].config.url"}
     unknown = await create(any_api, t, name="x", event="lead.exploded", actions=[chat("http://127.0.0.1:9/x", "a")])
     assert unknown.status_code == 400 and "event" in unknown.json()["error"]["details"]["validation_errors"]
     huge = await create(any_api, t, name="x", event="lead.created",

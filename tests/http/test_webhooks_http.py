@@ -100,6 +100,7 @@ async def _blocked(strict: Api) -> None:
                 "http://[::1]/x"):
         r = await strict.client.post("/v2/webhooks", json={"url": url, "events": ["call.ended"]}, headers=t.headers)
         assert r.status_code == 400 and r.json()["error"]["code"] == "blocked_address", (url, r.text)
+        assert r.json()["error"]["details"] == {"field": "url"}, (url, r.text)
     # a loopback receiver (a local server on any port, as under `make run`) is refused with the setting that allows
     # it named; any other private target is not told about it
     for url in ("http://127.0.0.1:9000/hook", "http://localhost:5999/in", "http://127.0.0.1/x", "http://[::1]/x"):
