@@ -357,7 +357,8 @@ def missing_values(names: list[str], name_field: str) -> dict[str, str]:
     other one a key of ``custom_data``."""
     errors: dict[str, str] = {}
     if "contact_name" in names:
-        errors[name_field] = "is required: the agent's prompt or first message says {{contact_name}}"
+        errors[name_field] = ("is required: the agent's prompt, first message or voicemail message says "
+                              "{{contact_name}}")
     others = [name for name in names if name != "contact_name"]
     if others:
         errors["custom_data"] = f"missing values for: {', '.join(others)}"
