@@ -106,6 +106,8 @@ def parse_countries(values: Iterable[str], field: str, known: Iterable[str]) -> 
         out[code] = None
     if len(out) > MAX_ALLOWED_COUNTRIES:
         raise ValidationFailed.field(field, f"at most {MAX_ALLOWED_COUNTRIES} countries")
+    if not out:  # a policy that allows no country would refuse every number: a mistake, not a setting
+        raise ValidationFailed.field(field, "must name at least one country (leave it out for the default)")
     return tuple(out)
 
 

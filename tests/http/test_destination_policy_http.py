@@ -66,7 +66,7 @@ async def test_an_organization_shows_and_sets_its_dialing_policy(any_api: Api) -
     assert premium.json()["data"]["dialing_policy"] == {"allowed_countries": ["US", "GB"], "block_premium": False}
     again = await api.client.get(f"/v2/organizations/{t.organization_id}", headers=t.headers)
     assert again.json()["data"]["dialing_policy"] == {"allowed_countries": ["US", "GB"], "block_premium": False}
-    for bad in (["XX"], ["USA"], [""]):
+    for bad in (["XX"], ["USA"], [""], []):  # [] would refuse every number: a mistake, refused
         invalid = await set_policy(api, t, allowed_countries=bad)
         assert invalid.status_code == 400, invalid.text
         [field] = invalid.json()["error"]["details"]["validation_errors"]
@@ -131,6 +131,9 @@ async def test_campaign_contacts_outside_the_policy_are_rejected_rows(clocked: A
     t = await api.tenant()
     found = await campaign(api, t, [{"phone": SIMULATOR}], start=False, allowed_countries=["us"])
     assert found["allowed_countries"] == ["US"]
+    nowhere = await api.client.post("/v2/campaigns", headers=t.headers, json={
+        "name": "Nowhere", "agent_id": found["agent_id"], "allowed_countries": []})
+    assert nowhere.status_code == 400 and "allowed_countries" in nowhere.json()["error"]["details"]["validation_errors"]
     rows = [{"phone": number} for number, _ in REFUSED] + [{"phone": CANADA}, {"phone": "+1555010001"}]
     added = await api.client.post(f"/v2/campaigns/{found['id']}/contacts", headers=t.headers,
                                   json={"contacts": rows})
