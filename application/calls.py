@@ -132,6 +132,9 @@ class PlaceCallCommand:
     contact_name_field: str = "contact_name"
     """The field the client filled ``contact_name`` with (a lead's and a campaign contact's is ``name``): an agent
     whose ``{{contact_name}}`` stays unfilled is a 400 naming it."""
+    agent_field: str | None = "bot_id"
+    """The field that named the agent (``POST /calls``: ``bot_id``), which a 404 names; None when no client field
+    did (a campaign's agent, a trigger action's checked when it was saved)."""
 
 
 class PlaceCall:
@@ -157,7 +160,7 @@ class PlaceCall:
         destination = e164(self.phones, command.destination_phone, "destination_phone")
         found = await self.agents.get_with_current_version(org, agent_id)
         if found is None:
-            raise NotFound("agent", agent_id)
+            raise NotFound("agent", agent_id, field=command.agent_field)
         live, published = found
         if live.status != AgentStatus.ACTIVE:
             raise AgentNotCallable(agent_id, live.status)

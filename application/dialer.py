@@ -183,7 +183,7 @@ async def place_attempt(place: PlaceCall, contacts: ContactRepository, store: Di
         priority=CAMPAIGN_CALL_PRIORITY, campaign_id=campaign_id, contact_id=contact_id,
         idempotency_key=attempt_key(contact_id, attempt), from_phone_number_id=campaign.from_phone_number_id,
         allowed_countries=campaign.allowed_countries,
-        cause_depth=contact.cause_depth, contact_name_field="name"))
+        cause_depth=contact.cause_depth, contact_name_field="name", agent_field=None))
     await contacts.add_attempt(org, ContactAttempt(contact_id, attempt, call.id, call.status, started_at=now))
     await contacts.update(contact.move("dial", now, attempts=attempt, last_call_id=call.id, reason=None))
     await store.mark_dialled(org, campaign_id, now)

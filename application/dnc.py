@@ -246,8 +246,9 @@ class ImportDncCsv:
         self.dnc, self.phones, self.clock = dnc, phones, clock
 
     async def execute(self, command: ImportDncCsvCommand) -> AddedEntries:
-        actor, list_id, region = command.actor, command.list_id, default_region(self.phones, command.region)
+        actor, list_id = command.actor, command.list_id
         await _load_list(self.dnc, actor, list_id)
+        region = default_region(self.phones, command.region)
         rows, problems = parse_csv(command.text)
         received = len(rows) + len(problems)
         entries: dict[str, str | None] = {}

@@ -23,7 +23,14 @@ from application.ports.knowledge import (
 )
 from application.ports.platform import Clock, Page, PageRequest, UnitOfWork
 from domain.agents import Agent
-from domain.errors import DuplicateDocument, NotFound, PlanLimitReached, UpstreamFetchFailed, ValidationFailed
+from domain.errors import (
+    BlockedAddress,
+    DuplicateDocument,
+    NotFound,
+    PlanLimitReached,
+    UpstreamFetchFailed,
+    ValidationFailed,
+)
 from domain.events import DomainEvent, EventType
 from domain.identity import persisted
 from domain.knowledge import (
@@ -69,10 +76,11 @@ async def _agent(agents: AgentRepository, actor: Actor, agent_id: int, *, field:
     return agent
 
 
-async def _kb(kbs: KnowledgeBaseRepository, actor: Actor, kb_id: int) -> KnowledgeBase:
+async def _kb(kbs: KnowledgeBaseRepository, actor: Actor, kb_id: int, *, field: str | None = None) -> KnowledgeBase:
+    """``field``: the body's field that named the knowledge base (a 404 names it), none when the path did."""
     kb = await kbs.get(actor.organization_id, kb_id)
     if kb is None:
-        raise NotFound("knowledge base", kb_id)
+        raise NotFound("knowledge base", kb_id, field=field)
     return kb
 
 
@@ -247,7 +255,7 @@ class AttachKnowledgeBase:
     async def execute(self, command: AttachKnowledgeBaseCommand) -> AgentKnowledgeBases:
         actor, agent_id, kb_id = command.actor, command.agent_id, command.knowledge_base_id
         await _agent(self.agents, actor, agent_id)
-        kb = await _kb(self.kbs, actor, kb_id)
+        kb = await _kb(self.kbs, actor, kb_id, field="knowledge_base_id")
         if await self.kbs.link(actor.organization_id, kb_id, agent_id, self.clock.now()):
             self.uow.record(_kb_event(kb, EventType.KNOWLEDGE_BASE_ATTACHED, attached_agent_id=agent_id))
         attached = await self.kbs.list_for_agent(actor.organization_id, agent_id, ALL_ATTACHED)
@@ -432,12 +440,18 @@ class ScrapeDocument:
 
     async def execute(self, command: ScrapeDocumentCommand) -> Document:
         actor, kb_id = command.actor, command.knowledge_base_id
-        source_url = normalise_source_url(command.url)
+        try:
+            source_url = normalise_source_url(command.url)
+        except BlockedAddress as exc:
+            raise exc.on("url") from None
         await _kb(self.kbs, actor, kb_id)
         await self._unseen(actor, kb_id, source_url)
         # Only read so far: end that transaction so no lock is held during the fetch.
         await self.uow.rollback()
-        page = await self.fetcher.fetch(source_url, max_bytes=MAX_PAGE_BYTES, accept=PAGE_TYPES)
+        try:
+            page = await self.fetcher.fetch(source_url, max_bytes=MAX_PAGE_BYTES, accept=PAGE_TYPES)
+        except BlockedAddress as exc:  # the page's address, or a redirect's, is not public
+            raise exc.on("url") from None
         try:
             extracted = await self.extractor.extract_page(page)
         except ExtractionFailed:

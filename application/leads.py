@@ -138,7 +138,7 @@ class CreateLead:
         if command.campaign_id is None:  # check_target: then agent_id is given
             call = await self.place_call.execute(PlaceCallCommand(
                 command.actor, str(command.agent_id), phone, name, dict(command.custom_data),
-                contact_name_field="name"))
+                contact_name_field="name", agent_field="agent_id"))
             return replace(lead, call_id=call.id)
         added = await self.add_contact.execute(AddContactCommand(
             command.actor, command.campaign_id, ContactDraft(0, phone, name, None, dict(command.custom_data))))

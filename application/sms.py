@@ -104,14 +104,14 @@ class SendSms:
             status=SmsStatus.QUEUED, encoding=seg.encoding, segments=seg.segments, created_at=now, updated_at=now,
             from_phone_number_id=sender.id if sender else None, status_events=(StatusEvent(SmsStatus.QUEUED, now),),
             cause_depth=self.cause.depth))  # a trigger's action: its receipts' events, later, keep the depth
+        if unsupported:  # nothing goes out, so nothing is counted against the quota or billed
+            failed = _apply(self.uow, message, [CarrierReceipt("", "failed", now, "provider_not_supported")])
+            return await self.messages.update(failed)
         # the one quota gate, then the ledger, in this transaction: refused → nothing stored, nothing sent
         await self.quota.admit(org, SMS_SEGMENTS, f"sms:{message.id}", seg.segments, now)
         await self.usage.record(org, SMS_SEGMENTS, seg.segments, now, f"sms:{message.id}")
         if provider is not None:
             return await self._through_carrier(message, provider, now)
-        if unsupported:
-            failed = _apply(self.uow, message, [CarrierReceipt("", "failed", now, "provider_not_supported")])
-            return await self.messages.update(failed)
         submitted = await self.carrier.send(OutboundSms(
             org, persisted(message.id), message.from_phone, to, body, seg.encoding, seg.segments), now)
         message = await self.messages.update(replace(
@@ -132,7 +132,7 @@ class SendSms:
             log.warning("sms %s: no answer from the carrier (%s); it stays queued, never sent twice", message.id, exc)
             return message
         except CarrierError as exc:
-            code = (exc.code or (str(exc.status) if exc.status else "carrier_error"))[:50]
+            code = exc.code or (str(exc.status) if exc.status else "carrier_error")  # kept to its length by receive
             failed = _apply(self.uow, message, [CarrierReceipt("", "failed", now, code)])
             return await self.messages.update(failed)
         except KeyError:

@@ -554,7 +554,9 @@ class PerformTriggerAction:
             await self.send_sms.execute(SendSmsCommand(actor, config["to"], config["body"]))
         elif work.action.type == "call":
             await self.place_call.execute(PlaceCallCommand(actor, str(config["agent_id"]), config["phone"], None,
-                                                           dict(config.get("custom_data") or {})))
+                                                           dict(config.get("custom_data") or {}),
+                                                           contact_name_field="custom_data.contact_name",
+                                                           agent_field=None))
         elif work.action.type == "campaign_contact":
             await self.add_contact.execute(AddContactCommand(actor, int(config["campaign_id"]), ContactDraft(
                 0, config["phone"], config.get("name") or None)))

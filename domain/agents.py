@@ -287,7 +287,7 @@ def check_placeholders(agent: Agent, changed: frozenset[str] | None = None) -> N
     can give a value: at most ``KEY_MAX_LENGTH`` characters, as a ``custom_data`` key is, or no call could ever be
     placed with the agent (400 naming the text)."""
     texts = {"prompt": agent.prompt, "first_message": agent.first_message or "",
-             "voicemail.message": agent.voicemail.message or ""}
+             "voicemail.message": (agent.voicemail.message or "") if agent.voicemail.action == "leave_message" else ""}
     for name, text in texts.items():
         if changed is not None and name.split(".")[0] not in changed:
             continue

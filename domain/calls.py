@@ -132,7 +132,7 @@ def is_simulator_test_number(number: str) -> bool:
     return SIMULATOR_TEST_NUMBER.match(number) is not None
 
 
-CALL_ID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+CALL_ID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$(?!\n)"
 """A call's id as a client writes it: a UUID in its hyphenated form (RFC 9562), in either case; stored in lower case
 (``canonical_call_id``)."""
 

@@ -107,7 +107,7 @@ def parse_countries(values: Iterable[str], field: str, known: Iterable[str]) -> 
     if len(out) > MAX_ALLOWED_COUNTRIES:
         raise ValidationFailed.field(field, f"at most {MAX_ALLOWED_COUNTRIES} countries")
     if not out:  # a policy that allows no country would refuse every number: a mistake, not a setting
-        raise ValidationFailed.field(field, "must name at least one country (leave it out for the default)")
+        raise ValidationFailed.field(field, "must name at least one country")
     return tuple(out)
 
 

@@ -40,10 +40,10 @@ def in_range(value: datetime, field: str) -> datetime:
 
 
 def check_created_window(created_after: datetime | None, created_before: datetime | None) -> None:
-    """A list's ``created_after`` / ``created_before`` window: empty when both are given and the end is not after the
-    start, which is a client's mistake (400 naming ``created_before``), not a question whose answer is nothing."""
-    if created_after is not None and created_before is not None and created_after >= created_before:
-        raise ValidationFailed.field("created_before", "must be after created_after")
+    """A list's ``created_after`` / ``created_before`` window: one that ends before it starts is a client's mistake
+    (400 naming ``created_before``), not a question whose answer is nothing (equal bounds: an empty page, as ever)."""
+    if created_after is not None and created_before is not None and created_after > created_before:
+        raise ValidationFailed.field("created_before", "must not be before created_after")
 
 
 def parse_instant(text: object, field: str) -> datetime:

@@ -47,6 +47,8 @@ GSM7_EXTENSION = frozenset("\f^{}\\[~]|€")
 GSM7_SINGLE, GSM7_MULTI = 160, 153
 UCS2_SINGLE, UCS2_MULTI = 70, 67
 BODY_MAX_LENGTH = 1600
+ERROR_CODE_MAX_LENGTH = 50
+"""A failed or undelivered message's ``error_code`` (a carrier's code, or Parley's own) is kept to this length."""
 
 DIRECTIONS = ("outbound", "inbound")
 
@@ -218,7 +220,7 @@ class SmsMessage:
             if status == SmsStatus.DELIVERED:
                 changes["delivered_at"] = at
             if status in (SmsStatus.FAILED, SmsStatus.UNDELIVERED):
-                changes["error_code"] = error_code
+                changes["error_code"] = error_code[:ERROR_CODE_MAX_LENGTH] if error_code else error_code
         return replace(self, **changes), applied
 
     def view(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from domain.errors import ValidationFailed
 from domain.events import CATALOGUE, EventType, FieldType
 from domain.identity import persisted
+from domain.metadata import KEY_MAX_LENGTH
 from domain.text import ONE_LINE_WORDS, fold_line, is_one_line
 
 MAX_DEPTH = 3
@@ -543,7 +544,9 @@ def check_action(raw: Any, event: EventType, where: str) -> Action:
         custom = config.get("custom_data") or {}
         if not isinstance(custom, Mapping) or len(custom) > MAX_CUSTOM_FIELDS:
             raise _fail(f"{at}.custom_data", f"an object of at most {MAX_CUSTOM_FIELDS} members")
-        out["custom_data"] = {str(k)[:64]: check_template(v, event, f"{at}.custom_data.{k}", 1000)
+        if any(len(str(k)) > KEY_MAX_LENGTH for k in custom):  # as every call's custom_data: a placeholder's name
+            raise _fail(f"{at}.custom_data", f"keys must be at most {KEY_MAX_LENGTH} characters")
+        out["custom_data"] = {str(k): check_template(v, event, f"{at}.custom_data.{k}", 1000)
                               for k, v in custom.items()}
     else:  # campaign_contact
         out["campaign_id"] = _check_id(config["campaign_id"], f"{at}.campaign_id")

@@ -107,10 +107,10 @@ _PREFLIGHT_HEADERS = [
 
 
 _WIDGET_CORS = {b"access-control-allow-origin", b"access-control-expose-headers", b"vary"}
-_EXPOSED = (b"Retry-After, X-Request-ID, Idempotency-Replayed, X-RateLimit-Limit, X-RateLimit-Remaining, "
+_EXPOSED = (b"Location, Retry-After, X-Request-ID, Idempotency-Replayed, X-RateLimit-Limit, X-RateLimit-Remaining, "
             b"X-RateLimit-Reset")
-"""What a page may read of a widget answer besides the CORS-safelisted headers: when to retry, the request's id, a
-replay's mark and the rate limit."""
+"""What a page may read of a widget answer besides the CORS-safelisted headers: a created contact's address, when to
+retry, the request's id, a replay's mark and the rate limit."""
 
 
 def _widget_cors(origin: bytes) -> list[tuple[bytes, bytes]]:

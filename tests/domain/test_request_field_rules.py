@@ -29,12 +29,12 @@ def test_the_contact_name_is_its_own_field_and_the_rest_custom_data() -> None:
 def test_a_created_window_must_not_end_before_it_starts() -> None:
     early, late = parse_instant("2026-01-01T00:00:00Z", "x"), parse_instant("2027-01-01T00:00:00Z", "x")
     check_created_window(early, late)
+    check_created_window(early, early)  # equal bounds: an empty page, as ever
     check_created_window(None, early)
     check_created_window(late, None)
-    for after, before in ((late, early), (early, early)):
-        with pytest.raises(ValidationFailed) as refused:
-            check_created_window(after, before)
-        assert refused.value.details == {"validation_errors": {"created_before": "must be after created_after"}}
+    with pytest.raises(ValidationFailed) as refused:
+        check_created_window(late, early)
+    assert refused.value.details == {"validation_errors": {"created_before": "must not be before created_after"}}
 
 
 def _agent(**fields: object) -> Agent:

@@ -210,11 +210,16 @@ async def test_head_answers_like_get_without_a_body(any_api: Api) -> None:
     ("/v2/scheduling/calendars", {"name": "Desk", "timezone": "UTC", "agent_id": 999999}, "agent_id"),
     ("/v2/scheduling/appointments", {"calendar_id": 999999, "slot_start": "2030-01-07T15:00:00Z",
                                      "attendee_name": "Ada"}, "calendar_id"),
+    ("/v2/calls", {"bot_id": "999999", "destination_phone": "+14155550123"}, "bot_id"),
+    ("/v2/agents/{agent}/knowledge-bases", {"knowledge_base_id": 999999}, "knowledge_base_id"),
 ])
 async def test_an_unknown_id_in_a_body_is_404_naming_its_field(any_api: Api, path: str, body: dict[str, Any],
                                                               field: str) -> None:
     """As for agents, campaigns and leads: the client learns which of the ids it sent is unknown."""
     t = await any_api.tenant()
+    if "{agent}" in path:
+        agent = await any_api.client.post("/v2/agents", json={"name": "A"}, headers=t.headers)
+        path = path.format(agent=agent.json()["data"]["id"])
     r = await any_api.client.post(path, json=body, headers=t.headers)
     assert r.status_code == 404, r.text
     assert r.json()["error"]["details"]["field"] == field
@@ -228,10 +233,11 @@ async def test_a_created_window_that_ends_before_it_starts_is_400(any_api: Api, 
     window = {"created_after": "2027-01-01T00:00:00Z", "created_before": "2026-01-01T00:00:00Z"}
     refused = await any_api.client.get(path, params=window, headers=t.headers)
     assert refused.status_code == 400, refused.text
-    assert _errors(refused) == {"created_before": "must be after created_after"}
-    fine = await any_api.client.get(path, params={"created_after": "2026-01-01T00:00:00Z",
-                                                  "created_before": "2027-01-01T00:00:00Z"}, headers=t.headers)
-    assert fine.status_code == 200, fine.text
+    assert _errors(refused) == {"created_before": "must not be before created_after"}
+    for before in ("2027-01-01T00:00:00Z", "2026-01-01T00:00:00Z"):  # equal bounds: an empty page, not an error
+        fine = await any_api.client.get(path, params={"created_after": "2026-01-01T00:00:00Z",
+                                                      "created_before": before}, headers=t.headers)
+        assert fine.status_code == 200, fine.text
 
 
 async def test_a_body_reads_numbers_and_booleans_sent_as_strings_and_nothing_looser(any_api: Api) -> None:
@@ -245,3 +251,11 @@ async def test_a_body_reads_numbers_and_booleans_sent_as_strings_and_nothing_loo
         refused = await any_api.client.post("/v2/agents", json={"name": "A", "max_call_duration_seconds": sent},
                                             headers=t.headers)
         assert list(_errors(refused)) == ["max_call_duration_seconds"], sent
+    rule = {"name": "T", "event": "lead.created",
+            "actions": [{"type": "webhook", "config": {"url": "https://hooks.example.com/x"}}]}
+    made = (await any_api.client.post("/v2/triggers", json=rule, headers=t.headers)).json()["data"]
+    for sent, read in (("false", False), (1, True), ("false", False), ("true", True), (0, False)):
+        changed = await any_api.client.patch(f"/v2/triggers/{made['id']}", json={"enabled": sent}, headers=t.headers)
+        assert changed.status_code == 200 and changed.json()["data"]["enabled"] is read, (sent, changed.text)
+    assert list(_errors(await any_api.client.patch(f"/v2/triggers/{made['id']}", json={"enabled": "yes"},
+                                                   headers=t.headers))) == ["enabled"]

@@ -121,7 +121,8 @@ async def test_a_path_parameter_that_does_not_parse_is_400_naming_it(any_api: Ap
 
 
 @pytest.mark.parametrize("call_id", ["not-a-uuid", "1", "00000000000040008000000000000000",
-                                     "{00000000-0000-4000-8000-000000000000}", "00000000-0000-4000-8000-00000000000g"])
+                                     "{00000000-0000-4000-8000-000000000000}", "00000000-0000-4000-8000-00000000000g",
+                                     "00000000-0000-4000-8000-000000000000%0A"])
 @pytest.mark.parametrize("method", ["GET", "POST"])
 async def test_a_call_id_that_is_no_uuid_is_400_naming_it(any_api: Api, call_id: str, method: str) -> None:
     """Single calls are keyed by a UUID in its hyphenated form: anything else is no call id (400), not an unknown one

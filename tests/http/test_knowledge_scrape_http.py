@@ -239,6 +239,7 @@ async def test_redirects_are_followed_and_each_hop_is_checked(open_api: Api, ser
         server.requests.clear()
         r = await _scrape(open_api, t, kb, f"{server.base()}/redirect?to={location}")
         assert r.status_code == 400 and r.json()["error"]["code"] == "blocked_address", location
+        assert r.json()["error"]["details"] == {"field": "url"}, location
         assert [p for p, _ in server.requests] == [f"/redirect?to={location}"]
 
 
@@ -371,6 +372,8 @@ async def test_hostile_urls_are_refused(closed_api: Api, closed_kb: tuple[Tenant
     r = await _scrape(closed_api, t, kb, url)
     assert r.status_code == 400, r.text
     assert r.json()["error"]["code"] == code
+    if code == "blocked_address":
+        assert r.json()["error"]["details"] == {"field": "url"}
     assert server.requests == []
     for internal in ("10.0.0", "169.254", "192.168", "fd00", server.host):
         assert internal not in r.json()["error"]["message"]

@@ -451,3 +451,5 @@ async def test_a_text_from_a_provider_parley_cannot_send_through_fails_and_says_
     await receipts(any_api)
     assert (await get_sms(any_api, t, message["id"]))["status"] == "failed"
     assert [e[0] for e in await outbox(any_api, t.organization_id, "sms.")] == ["sms.failed"]
+    used = (await any_api.client.get("/v2/usage", headers=t.headers)).json()["data"]["metrics"]["sms_segments"]
+    assert used["used"] == 0  # nothing went out: nothing counted or billed

@@ -137,6 +137,8 @@ async def test_a_patch_that_changes_nothing_writes_nothing(make_api: ApiFactory,
      "actions[0].config.to[0]"),
     (None, [{"type": "sms", "config": {"to": "12", "body": "b"}}], "actions[0].config.to"),
     (None, [{"type": "call", "config": {"agent_id": 1}}], "actions[0].config.phone"),
+    (None, [{"type": "call", "config": {"agent_id": 1, "phone": "+14155550123", "custom_data": {"k" * 41: "x"}}}],
+     "actions[0].config.custom_data"),  # a key no {{placeholder}} could have: as every call's custom_data
     (None, [{"type": "webhook", "config": {"url": "ftp://example.com/x"}}], "actions[0].config.url"),
 ])
 async def test_a_rule_the_event_cannot_satisfy_is_refused_naming_the_member(

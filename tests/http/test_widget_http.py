@@ -445,7 +445,8 @@ async def test_widget_errors_carry_the_cors_headers_of_a_success(make_api: ApiFa
             assert response.headers.get(header) == value, f"{what}: {dict(response.headers)}"
         assert response.headers.get_list("access-control-allow-origin") == [SHOP], what
         exposed = {h.strip().lower() for h in response.headers["access-control-expose-headers"].split(",")}
-        assert {"retry-after", "x-request-id", "idempotency-replayed", "x-ratelimit-remaining"} <= exposed, what
+        wanted = {"location", "retry-after", "x-request-id", "idempotency-replayed", "x-ratelimit-remaining"}
+        assert wanted <= exposed, what
 
 
 async def test_cors_is_answered_on_widget_routes_only(api: Api) -> None:

@@ -33,7 +33,7 @@ TAGS = ["Audit"]
                        "the rate limit's 429, idempotent replays or answers of 500 and above. Request bodies are "
                        "never kept. Events are kept 365 days. A partner reads a sub-organization's log with "
                        "X-Sub-Org-Id."),
-          errors={400: "invalid filter (actor_id without actor_type, created_before not after created_after)"})
+          errors={400: "invalid filter (actor_id without actor_type, created_before before created_after)"})
 async def list_audit_events(
     actor: FromDishka[Actor],
     use_case: FromDishka[uc.ListAuditEvents],
