@@ -39,6 +39,7 @@ from domain.usage import (
     SMS_SEGMENTS,
     LedgerEntry,
     billable_seconds,
+    check_usage_day,
     crossed_thresholds,
     included,
     period_bounds,
@@ -305,7 +306,7 @@ def _day(value: str | None, name: str) -> date:
     if not value:
         raise ValidationFailed.field(name, "is required (a date YYYY-MM-DD or an RFC 3339 instant)")
     parsed = parse_day_or_instant(value, name)
-    return parsed.astimezone(UTC).date() if isinstance(parsed, datetime) else parsed
+    return check_usage_day(parsed.astimezone(UTC).date() if isinstance(parsed, datetime) else parsed, name)
 
 
 def _series_range(command: GetUsageMetricsCommand) -> tuple[str, str, date, date]:

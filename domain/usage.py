@@ -34,6 +34,9 @@ SERIES_METRICS = {"call_minutes": CALL_SECONDS, "calls": CALLS, "sms_segments": 
 MAX_SERIES_DAYS = 366
 
 _PERIOD = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+FIRST_YEAR, LAST_YEAR = 1970, 9998
+"""The years a usage question may name (a period, a series' days): every bound of the answer, the instant after the
+last day included, is a date the calendar can hold."""
 
 
 def billable_seconds(duration_seconds: float) -> int:
@@ -68,7 +71,16 @@ def resolve_period(value: str | None, now: datetime) -> str:
         return previous_period(current)
     if not isinstance(value, str) or not _PERIOD.match(value):
         raise ValidationFailed.field("period", "must be current, previous or a month as YYYY-MM")
+    if not FIRST_YEAR <= int(value[:4]) <= LAST_YEAR:
+        raise ValidationFailed.field("period", f"must be a month from {FIRST_YEAR}-01 to {LAST_YEAR}-12")
     return value
+
+
+def check_usage_day(day: date, field: str) -> date:
+    """A day of a usage series: within ``FIRST_YEAR`` .. ``LAST_YEAR`` (400 naming ``field``)."""
+    if not FIRST_YEAR <= day.year <= LAST_YEAR:
+        raise ValidationFailed.field(field, f"must be a date from {FIRST_YEAR}-01-01 to {LAST_YEAR}-12-31")
+    return day
 
 
 def included(plan: str, metric: str) -> int | None:

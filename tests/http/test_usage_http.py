@@ -233,9 +233,13 @@ async def test_usage_periods_and_their_validation(make_api: ApiFactory, sql_url:
     previous = await usage(api, t, "previous")
     assert previous["period"] == "2025-12" and previous["metrics"]["sms_segments"]["used"] == 7
     assert (await usage(api, t, "2025-12")) == previous
-    for bad in ("2026-13", "last", "2026-1"):
+    for bad in ("2026-13", "last", "2026-1", "9999-12", "0000-01", "1969-12"):  # the calendar's edges: 400, not 500
         r = await api.client.get("/v2/usage", params={"period": bad}, headers=t.headers)
         assert r.status_code == 400 and "period" in r.json()["error"]["details"]["validation_errors"], r.text
+    for extra in ({}, {"granularity": "hour"}, {"group_by": "agent"}):
+        edge = {"metric": "calls", "start": "9999-12-31", "end": "9999-12-31", **extra}
+        r = await api.client.get("/v2/usage/metrics", params=edge, headers=t.headers)
+        assert r.status_code == 400 and "start" in r.json()["error"]["details"]["validation_errors"], r.text
     reader = await api.key_for(t.organization_id, ("usage:read",))
     assert (await api.client.get("/v2/usage", headers=reader.headers)).status_code == 200
     other = await api.key_for(t.organization_id, ("calls:read",))
