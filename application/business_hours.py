@@ -40,11 +40,17 @@ class SchedulesForCampaigns:
         self.schedules = schedules
 
     async def exists(self, organization_id: int, schedule_id: int) -> bool:
-        return await self.schedules.get(organization_id, schedule_id) is not None
+        """The schedule is live, and stays so until the caller's transaction ends (its row share-locked: a delete
+        waits, then finds the campaign that follows it and refuses)."""
+        return await self.schedules.get_locked(organization_id, schedule_id, shared=True) is not None
 
 
-async def load_schedule(schedules: ScheduleRepository, actor: Actor, schedule_id: int) -> Schedule:
-    schedule = await schedules.get(actor.organization_id, schedule_id)
+async def load_schedule(schedules: ScheduleRepository, actor: Actor, schedule_id: int, *,
+                        lock: bool = False) -> Schedule:
+    """``lock``: the row locked for a change that must not race a campaign starting to follow it (a delete)."""
+    getter = schedules.get_locked(actor.organization_id, schedule_id, shared=False) if lock else \
+        schedules.get(actor.organization_id, schedule_id)
+    schedule = await getter
     if schedule is None:
         raise NotFound("schedule", schedule_id)
     return schedule
@@ -159,7 +165,9 @@ class DeleteSchedule:
         self.schedules, self.usage, self.clock = schedules, usage, clock
 
     async def execute(self, command: DeleteScheduleCommand) -> None:
-        await load_schedule(self.schedules, command.actor, command.schedule_id)
+        # locked first: a campaign starting to follow the schedule meanwhile either committed (and is found below)
+        # or waits for this transaction and then finds the schedule deleted
+        await load_schedule(self.schedules, command.actor, command.schedule_id, lock=True)
         users = await self.usage.users_of(command.actor.organization_id, command.schedule_id)
         if users:
             raise InUse(f"the schedule is used by {len(users)} running or paused campaign(s)",

@@ -32,6 +32,9 @@ class InMemoryScheduleRepository:
     async def get(self, organization_id: int, schedule_id: int) -> Schedule | None:
         return await self._live(organization_id, schedule_id)
 
+    async def get_locked(self, organization_id: int, schedule_id: int, *, shared: bool) -> Schedule | None:
+        return await self._live(organization_id, schedule_id)  # one task at a time: nothing to lock
+
     async def list(self, organization_id: int, page: PageRequest) -> Page[Schedule]:
         tables = await self.uow.tables()
         found = [s for s, deleted in sorted(tables["schedules"].values(), key=lambda e: e[0].id)

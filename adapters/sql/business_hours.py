@@ -47,6 +47,12 @@ class SqlScheduleRepository:
                                                              schedules.c.id == schedule_id))).first()
         return _row_to_schedule(row) if row else None
 
+    async def get_locked(self, organization_id: int, schedule_id: int, *, shared: bool) -> Schedule | None:
+        conn = await self.uow.connection()
+        query = sa.select(*_COLUMNS).where(self._live(organization_id), schedules.c.id == schedule_id)
+        row = (await conn.execute(query.with_for_update(read=shared))).first()
+        return _row_to_schedule(row) if row else None
+
     async def list(self, organization_id: int, page: PageRequest) -> Page[Schedule]:
         conn = await self.uow.connection()
         rows, total = await fetch_page(conn, _COLUMNS, self._live(organization_id), [schedules.c.id], page)

@@ -18,6 +18,12 @@ class ScheduleRepository(Protocol):
 
     async def get(self, organization_id: int, schedule_id: int) -> Schedule | None: ...
 
+    async def get_locked(self, organization_id: int, schedule_id: int, *, shared: bool) -> Schedule | None:
+        """``get``, the live row locked to the end of the transaction (PostgreSQL: ``FOR SHARE`` when ``shared``, by
+        what must find it still there, a campaign that follows it; ``FOR UPDATE`` by its delete), so a delete and a
+        campaign starting to follow the schedule cannot both succeed. SQLite's one writer needs no lock."""
+        ...
+
     async def list(self, organization_id: int, page: PageRequest) -> Page[Schedule]:
         """Live schedules by id."""
         ...

@@ -3,12 +3,14 @@ use, and status and preview across a DST change and a public holiday."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
 from adapters.memory.clock import ManualClock
 from application.ports.business_hours import ScheduleUsage
 from entrypoints.overrides import Pinned
+from tests.http.dialer_support import agent, campaign
 from tests.support.apps import Api, ApiFactory, Tenant
 
 WEEKDAYS_9_TO_5 = [{"day": d, "start": "09:00", "end": "17:00"} for d in range(5)]
@@ -247,3 +249,29 @@ async def test_create_honours_idempotency_key(any_api: Api) -> None:
     assert (await any_api.client.get("/v2/schedules", headers=t.headers)).json()["meta"]["total"] == 1
     other = await any_api.client.post("/v2/schedules", json=body(name="Else"), headers=headers)
     assert other.status_code == 422 and other.json()["error"]["code"] == "idempotency_key_mismatch"
+
+
+async def test_a_delete_racing_a_campaign_taking_up_the_schedule_never_leaves_it_on_a_deleted_one(
+        concurrent_api: Api) -> None:
+    """Starting a campaign that follows the schedule, or pointing a paused one at it, against deleting the schedule
+    at the same moment (on PostgreSQL the requests really run side by side): one of them wins, never both."""
+    api = concurrent_api
+    t = await api.tenant()
+    contacts = [{"phone": "+1555010001", "custom_data": {"plan": "gold"}}]
+    caller = await agent(api, t)  # one agent for all: the key's 60 requests a minute hold the whole test
+    for _ in range(4):
+        schedule = await create(api, t)
+        found = await campaign(api, t, contacts, start=False, schedule_id=schedule["id"], agent_id=caller)
+        started, deleted = await asyncio.gather(
+            api.client.post(f"/v2/campaigns/{found['id']}/start", headers=t.headers),
+            api.client.delete(f"/v2/schedules/{schedule['id']}", headers=t.headers))
+        assert (started.status_code, deleted.status_code) in ((200, 409), (409, 204)), (started.text, deleted.text)
+
+        schedule = await create(api, t)
+        paused = await campaign(api, t, contacts, agent_id=caller)
+        assert (await api.client.post(f"/v2/campaigns/{paused['id']}/pause", headers=t.headers)).status_code == 200
+        moved, deleted = await asyncio.gather(
+            api.client.patch(f"/v2/campaigns/{paused['id']}", json={"schedule_id": schedule["id"]},
+                             headers=t.headers),
+            api.client.delete(f"/v2/schedules/{schedule['id']}", headers=t.headers))
+        assert (moved.status_code, deleted.status_code) in ((200, 409), (404, 204)), (moved.text, deleted.text)
