@@ -251,8 +251,13 @@ class UpdateSubOrganization:
             return child
         now = self.clock.now()
         if updated.plan != child.plan:
-            await self.billing.add_plan_change(PlanChange(child.id or command.org_id, child.plan, updated.plan, now,
-                                                          charged=False))
+            child_id = child.id or command.org_id
+            await self.billing.add_plan_change(PlanChange(child_id, child.plan, updated.plan, now, charged=False))
+            # the partner's change is the latest word: a downgrade the child had waiting for the period's end would
+            # otherwise undo it when the period closes
+            account = await self.billing.account(child_id, for_update=True)
+            if account.pending_plan is not None:
+                await self.billing.save_account(replace(account, pending_plan=None))
         return await self.orgs.update(replace(updated, updated_at=now))
 
 

@@ -127,3 +127,28 @@ async def test_a_partner_on_hold_holds_its_partner_mode_clients_not_its_direct_o
         assert (await place_call(api, direct_key, agents[direct["id"]])).status_code == 201
     finally:
         await worker.close()
+
+
+async def test_the_partners_plan_change_supersedes_a_downgrade_its_client_had_waiting(
+        make_api: ApiFactory, private_sql_url: str) -> None:
+    """A client's downgrade waits for the period's end; the partner setting the client's plan afterwards is the
+    latest word, so the period's close does not undo it."""
+    api, clock, _, worker = await billed_app(make_api, private_sql_url)
+    try:
+        partner = await api.tenant(plan="enterprise", org_type="partner")
+        await add_card(api, partner)
+        dental = await client(api, partner, "Acme Dental", "business")
+        acting = as_child(partner, dental["id"])
+        waiting = await api.client.patch("/v2/billing/subscription", json={"plan": "starter"}, headers=acting.headers)
+        assert waiting.status_code == 200 and waiting.json()["data"]["pending_plan"] == "starter", waiting.text
+        raised = await api.client.patch(f"/v2/organizations/{dental['id']}", json={"plan": "enterprise"},
+                                        headers=partner.headers)
+        assert raised.status_code == 200 and raised.json()["data"]["plan"] == "enterprise", raised.text
+        assert (await get(api, acting, "/billing/subscription"))["data"]["pending_plan"] is None
+        await worker.run_due()
+        clock.set(FEB)
+        await worker.run_due()
+        after = await api.client.get(f"/v2/organizations/{dental['id']}", headers=partner.headers)
+        assert after.json()["data"]["plan"] == "enterprise"
+    finally:
+        await worker.close()
