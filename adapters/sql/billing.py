@@ -65,6 +65,12 @@ def billing_account(organization_id: int, row: Any | None) -> BillingAccount:
                           row.pending_plan, row.past_due_since, row.billing_mode)
 
 
+def _account_values(account: BillingAccount) -> dict[str, Any]:
+    return {"status": account.status, "cancel_at_period_end": account.cancel_at_period_end,
+            "default_payment_method_id": account.default_payment_method_id, "pending_plan": account.pending_plan,
+            "past_due_since": account.past_due_since, "billing_mode": account.billing_mode}
+
+
 class SqlBillingRepository:
     def __init__(self, uow: SqlUnitOfWork) -> None:
         self.uow = uow
@@ -75,16 +81,19 @@ class SqlBillingRepository:
         if ahead is not None:
             return ahead
         conn = await self.uow.connection()
+        if for_update:
+            # a row to lock: an organization without one yet gets its defaults stored first, so two requests that
+            # both found none (two first cards, each meaning to be the default) wait for each other here
+            fresh = insert(billing_accounts, self.uow.dialect).values(
+                organization_id=organization_id, **_account_values(BillingAccount(organization_id)))
+            await conn.execute(fresh.on_conflict_do_nothing(index_elements=["organization_id"]))
         query = sa.select(billing_accounts).where(billing_accounts.c.organization_id == organization_id)
         row = (await conn.execute(query.with_for_update() if for_update else query)).first()
         return billing_account(organization_id, row)
 
     async def save_account(self, account: BillingAccount) -> None:
         conn = await self.uow.connection()
-        values = {"status": account.status, "cancel_at_period_end": account.cancel_at_period_end,
-                  "default_payment_method_id": account.default_payment_method_id,
-                  "pending_plan": account.pending_plan, "past_due_since": account.past_due_since,
-                  "billing_mode": account.billing_mode}
+        values = _account_values(account)
         upsert = insert(billing_accounts, self.uow.dialect).values(organization_id=account.organization_id, **values)
         await conn.execute(upsert.on_conflict_do_update(index_elements=["organization_id"], set_=values))
 

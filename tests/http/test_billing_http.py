@@ -441,3 +441,18 @@ async def test_an_invoice_renders_as_a_pdf_with_its_lines(make_api: ApiFactory, 
                                      headers=no_scope.headers)).status_code == 403
     finally:
         await worker.close()
+
+
+async def test_simultaneous_first_cards_make_one_default(concurrent_api: Api) -> None:
+    """An organization's first card becomes its default: four added at the same moment (on PostgreSQL really side
+    by side) make exactly one, the one the subscription names."""
+    api = concurrent_api
+    for _ in range(2):
+        t = await api.tenant(plan="business")
+        added = await asyncio.gather(*(api.client.post("/v2/billing/payment-methods", json={"token": "pm_card_visa"},
+                                                       headers=t.headers) for _ in range(4)))
+        assert [a.status_code for a in added] == [201] * 4, [a.text for a in added]
+        defaults = [a.json()["data"]["id"] for a in added if a.json()["data"]["is_default"]]
+        assert len(defaults) == 1, [a.json()["data"] for a in added]
+        subscription = (await get(api, t, "/billing/subscription"))["data"]
+        assert subscription["default_payment_method_id"] == defaults[0]
