@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, timedelta
 
-from domain.errors import ValidationFailed
+from domain.errors import RangeTooLong, ValidationFailed
 from domain.rfc3339 import parse_instant
 from domain.scheduling.model import MINUTES_PER_DAY, AvailabilityRule, Blackout, optional_text, validate_weekday
 from domain.timezones import local_day_start
@@ -87,7 +87,7 @@ def validate_availability_range(start: datetime, end: datetime) -> tuple[datetim
     """An availability query window: end > start and at most MAX_AVAILABILITY_RANGE_DAYS long."""
     start_at, end_at = validate_window(start, end)
     if end_at - start_at > timedelta(days=MAX_AVAILABILITY_RANGE_DAYS):
-        raise ValidationFailed.field("end", f"the range is at most {MAX_AVAILABILITY_RANGE_DAYS} days")
+        raise RangeTooLong.field("end", f"the range is at most {MAX_AVAILABILITY_RANGE_DAYS} days")
     return start_at, end_at
 
 

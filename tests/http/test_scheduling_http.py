@@ -259,6 +259,10 @@ async def test_availability_in_another_zone_shows_the_same_instants(sched: Api) 
     assert [datetime.fromisoformat(s) for s in kolkata] == [datetime.fromisoformat(s) for s in home]
     assert all(datetime.fromisoformat(s["end"]) - datetime.fromisoformat(s["start"]) == timedelta(minutes=30)
                for s in data["slots"])
+    too_long = await sched.client.get("/v2/scheduling/availability", headers=t.headers, params={
+        "calendar_id": cal["id"], "start": "2026-03-01T00:00:00Z", "end": "2026-05-03T00:00:00Z"})
+    assert too_long.status_code == 400 and too_long.json()["error"]["details"]["reason"] == "range_too_long"
+    assert "end" in too_long.json()["error"]["details"]["validation_errors"]
     # a date bound is the start of that date in the display zone
     assert data["start"] == "2026-03-27T05:30:00+05:30"
     by_date = (await sched.client.get("/v2/scheduling/availability", headers=t.headers, params={
