@@ -256,6 +256,10 @@ class UpdateSubscription:
             if account.status == SubscriptionStatus.CANCELED:  # reactivation: a new subscription from today
                 org = await self._charge_at_once(org, account, None, plan)
                 account = replace(account, status="active", cancel_at_period_end=False, pending_plan=None)
+            elif plan_rank(plan) > plan_rank(org.plan) and org.parent_id is not None and \
+                    account.billing_mode == "partner":
+                org = await self._on_partners_invoice(org, plan)
+                account = replace(account, pending_plan=None)
             elif plan_rank(plan) > plan_rank(org.plan):
                 org = await self._charge_at_once(org, account, org.plan, plan)
                 account = replace(account, pending_plan=None)
@@ -271,6 +275,16 @@ class UpdateSubscription:
         if account != before or org.plan != previous_plan:
             self.uow.record(_subscription_updated(subscription, previous_plan))
         return subscription
+
+    async def _on_partners_invoice(self, org: Organization, plan: str) -> Organization:
+        """A partner-mode sub-organization's upgrade: in force at once and charged nothing now, as when its partner
+        sets its plan (``PATCH /organizations/{id}``): the partner's invoice bills each plan by the days it held."""
+        parent = await self.orgs.get(org.parent_id) if org.parent_id is not None else None
+        if parent is not None:
+            require_plan_within_parent(plan, parent)
+        now = self.clock.now()
+        await self.billing.add_plan_change(PlanChange(persisted(org.id), org.plan, plan, now, charged=False))
+        return await self.orgs.update(replace(org, plan=plan, updated_at=now))
 
     async def _charge_at_once(self, org: Organization, account: BillingAccount, previous: str | None,
                               plan: str) -> Organization:

@@ -152,3 +152,29 @@ async def test_the_partners_plan_change_supersedes_a_downgrade_its_client_had_wa
         assert after.json()["data"]["plan"] == "enterprise"
     finally:
         await worker.close()
+
+
+async def test_a_partner_mode_client_upgrades_on_its_partners_invoice_without_a_card(
+        make_api: ApiFactory, private_sql_url: str) -> None:
+    """Its partner pays for it: an upgrade through the subscription is in force at once and charged nothing now,
+    as the partner's PATCH /organizations/{id} is; a direct-mode client still pays at once with its own card."""
+    api, _, gateway, worker = await billed_app(make_api, private_sql_url)
+    try:
+        partner = await api.tenant(plan="enterprise", org_type="partner")
+        dental = await client(api, partner, "Acme Dental", "starter")
+        upgraded = await api.client.patch("/v2/billing/subscription", json={"plan": "business"},
+                                          headers=as_child(partner, dental["id"]).headers)
+        assert upgraded.status_code == 200 and upgraded.json()["data"]["plan"] == "business", upgraded.text
+        assert (await api.client.get(f"/v2/organizations/{dental['id']}", headers=partner.headers)).json()[
+            "data"]["plan"] == "business"
+        invoices = (await get(api, as_child(partner, dental["id"]), "/billing/invoices"))["data"]
+        assert invoices == [] and gateway.charges == []  # nothing charged now: the partner's invoice carries it
+        plumbing = await client(api, partner, "Bob's Plumbing", "starter")
+        acting = as_child(partner, plumbing["id"])
+        direct = await api.client.patch("/v2/billing/subscription", json={"billing_mode": "direct"},
+                                        headers=acting.headers)
+        assert direct.status_code == 200, direct.text
+        refused = await api.client.patch("/v2/billing/subscription", json={"plan": "business"}, headers=acting.headers)
+        assert refused.status_code == 402 and refused.json()["error"]["code"] == "payment_method_required"
+    finally:
+        await worker.close()
