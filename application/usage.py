@@ -139,7 +139,9 @@ class LedgerQuotaGate:
             amount = f"{allowance // 60} call minutes" if metric == CALL_SECONDS else f"{allowance} SMS segments"
             raise QuotaExceeded(
                 f"quota_exceeded: the {org.plan} plan includes {amount} per month and has no overage; "
-                f"the {period} allowance of {public} is used up",
+                f"the {period} allowance of {public} is used up" + (
+                    " or held by calls in progress (a call holds its agent's maximum duration until it ends)"
+                    if metric == CALL_SECONDS else ""),
                 details={"metric": public, "plan": org.plan, "period": period,
                          "included": allowance // 60 if metric == CALL_SECONDS else allowance})
 

@@ -144,6 +144,7 @@ async def test_starter_is_a_hard_stop_on_calls_and_sms_and_business_has_overage(
     error = refused.json()["error"]
     assert error["code"] == "quota_exceeded" and error["details"]["metric"] == "call_minutes"
     assert refused.json()["success"] is False and "call_minutes" in error["message"]
+    assert "held by calls in progress" in error["message"]  # what GET /usage does not show as used yet
     assert (await api.client.get("/v2/calls", headers=starter.headers)).json()["meta"]["total"] == 0
     assert (await place(api, business, await active_agent(api, business), "+1555010000")).status_code == 201
     await record(api, starter.organization_id, SMS_SEGMENTS, 499, "sms:earlier")
