@@ -256,12 +256,11 @@ class UpdateSubscription:
             if account.status == SubscriptionStatus.CANCELED:  # reactivation: a new subscription from today
                 org = await self._charge_at_once(org, account, None, plan)
                 account = replace(account, status="active", cancel_at_period_end=False, pending_plan=None)
-            elif plan_rank(plan) > plan_rank(org.plan) and org.parent_id is not None and \
-                    account.billing_mode == "partner":
-                org = await self._on_partners_invoice(org, plan)
-                account = replace(account, pending_plan=None)
             elif plan_rank(plan) > plan_rank(org.plan):
-                org = await self._charge_at_once(org, account, org.plan, plan)
+                if org.parent_id is not None and account.billing_mode == "partner":  # its partner pays for it
+                    org = await self._on_partners_invoice(org, plan)
+                else:
+                    org = await self._charge_at_once(org, account, org.plan, plan)
                 account = replace(account, pending_plan=None)
             else:  # a downgrade waits for the period's end; the plan in force cancels a waiting one
                 account = replace(account, pending_plan=None if plan == org.plan else plan)

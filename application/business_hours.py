@@ -48,9 +48,10 @@ class SchedulesForCampaigns:
 async def load_schedule(schedules: ScheduleRepository, actor: Actor, schedule_id: int, *,
                         lock: bool = False) -> Schedule:
     """``lock``: the row locked for a change that must not race a campaign starting to follow it (a delete)."""
-    getter = schedules.get_locked(actor.organization_id, schedule_id, shared=False) if lock else \
-        schedules.get(actor.organization_id, schedule_id)
-    schedule = await getter
+    if lock:
+        schedule = await schedules.get_locked(actor.organization_id, schedule_id, shared=False)
+    else:
+        schedule = await schedules.get(actor.organization_id, schedule_id)
     if schedule is None:
         raise NotFound("schedule", schedule_id)
     return schedule

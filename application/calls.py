@@ -74,11 +74,10 @@ from domain.identity import persisted
 from domain.organizations import PLAN_LIMITS
 from domain.parsing import MAX_ID, parse_id
 from domain.rfc3339 import check_created_window
-from domain.telephony import PhoneNumberStatus, ProviderStatus, TelephonyProvider
+from domain.telephony import SIMULATED_PROVIDER_TYPES, PhoneNumberStatus, ProviderStatus, TelephonyProvider
 
 log = logging.getLogger("parley.calls")
 
-SUPPORTED_PROVIDER_TYPES = ("simulator",)
 
 
 class AgentNotCallable(InvalidTransition):
@@ -513,7 +512,7 @@ class DialNextQueuedCall:
             return await self.finisher.finish(call, "fail", now, end_reason="provider_disabled")
         if provider is not None and is_carrier(provider.type) and self.carrier_calls.supports(provider.type):
             return await self._dial_carrier(call, agent, provider, now)
-        if provider is not None and provider.type not in SUPPORTED_PROVIDER_TYPES:
+        if provider is not None and provider.type not in SIMULATED_PROVIDER_TYPES:
             return await self.finisher.finish(call, "fail", now, end_reason="provider_not_supported")
         try:
             handle = await self.telephony.dial(self._request(call, agent), now)

@@ -36,7 +36,7 @@ from domain.sms import (
     keyword_text,
     segment,
 )
-from domain.telephony import BUILTIN_SIMULATOR, PhoneNumber, PhoneNumberStatus, TelephonyProvider
+from domain.telephony import SIMULATED_PROVIDER_TYPES, PhoneNumber, PhoneNumberStatus, TelephonyProvider
 
 log = logging.getLogger("parley.sms")
 
@@ -90,7 +90,8 @@ class SendSms:
         provider = await self.providers.get(org, sender.provider_id) if sender is not None else None
         # a provider of a type Parley has no adapter for (vonage, sip) sends nothing: the message fails, as its
         # calls do (provider_not_supported), rather than pass through the simulator as if it had gone out
-        unsupported = provider is not None and not is_carrier(provider.type) and provider.type != BUILTIN_SIMULATOR
+        unsupported = provider is not None and not is_carrier(provider.type) and \
+            provider.type not in SIMULATED_PROVIDER_TYPES
         if provider is not None and not is_carrier(provider.type):
             provider = None
         if provider is not None:  # the carrier's receipts come back at the public URL

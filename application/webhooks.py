@@ -86,10 +86,7 @@ class CreateSubscription:
         self.random, self.clock, self.policy = random, clock, policy
 
     async def execute(self, command: CreateSubscriptionCommand) -> SubscriptionWithSecret:
-        try:
-            url = wh.check_target(command.url, allow_loopback=self.policy.allow_loopback)
-        except BlockedAddress as exc:
-            raise exc.on("url") from None
+        url = wh.check_target(command.url, allow_loopback=self.policy.allow_loopback)
         events = wh.normalize_events(command.events)
         secret = self.random.hex(wh.SECRET_BYTES)
         now = self.clock.now()
@@ -145,10 +142,7 @@ class UpdateSubscription:
     async def execute(self, command: UpdateSubscriptionCommand) -> Subscription:
         changes = dict(command.patch)
         if "url" in changes:
-            try:
-                changes["url"] = wh.check_target(changes["url"], allow_loopback=self.policy.allow_loopback)
-            except BlockedAddress as exc:
-                raise exc.on("url") from None
+            changes["url"] = wh.check_target(changes["url"], allow_loopback=self.policy.allow_loopback)
         if "events" in changes:
             changes["events"] = wh.normalize_events(changes["events"])
         current = await _load(self.subscriptions, command.actor, command.subscription_id, lock=True)

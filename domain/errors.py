@@ -157,7 +157,9 @@ class BlockedAddress(DomainError):
     def on(self, field: str) -> BlockedAddress:
         """The same refusal, naming the request field that held the URL (its message and ``details.field``): with
         several URLs in one request (an agent's tools, a trigger's actions) the client learns which one."""
-        return BlockedAddress(f"{field}: {self.message.removeprefix(field + ': ')}", details={"field": field})
+        named = (self.details or {}).get("field")
+        message = self.message.removeprefix(f"{named}: ") if named else self.message
+        return BlockedAddress(f"{field}: {message}", details={"field": field})
 
 
 class InsufficientScope(DomainError):

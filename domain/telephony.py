@@ -29,6 +29,9 @@ class PhoneNumberStatus(StrEnum):
 
 DEFAULT_PROVIDER_NAME = "Parley simulator"
 BUILTIN_SIMULATOR = "simulator"
+SIMULATED_PROVIDER_TYPES = frozenset({BUILTIN_SIMULATOR})
+"""The provider types whose calls and texts the simulator carries; a type neither simulated nor a carrier with an
+adapter (vonage, sip) ends them failed / provider_not_supported."""
 MAX_PROVIDER_KEYS = 20  # keys of a provider's credentials, and of its settings
 
 

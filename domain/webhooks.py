@@ -55,14 +55,18 @@ def normalize_events(events: Iterable[str]) -> tuple[str, ...]:
 def check_target(url: str, *, allow_loopback: bool) -> str:
     """A subscription URL, checked as far as it can be without resolving it, in canonical form.
 
-    Raises ``ValidationFailed`` (field ``url``) for a malformed URL and ``BlockedAddress`` for a
-    literal private/reserved address or a ``localhost`` name (unless loopback is allowed). Host
-    names are resolved, and their addresses checked, at every send."""
-    target = check_url(url, allow_loopback=allow_loopback)
-    if target.ip is not None:
-        ensure_public(target.ip, allow_loopback=allow_loopback)
-    elif (target.host == "localhost" or target.host.endswith(".localhost")) and not allow_loopback:
-        raise BlockedAddress(LOOPBACK_MESSAGE)
+    Raises ``ValidationFailed`` (field ``url``) for a malformed URL and ``BlockedAddress`` (field ``url``; a caller
+    whose field has another name renames it: ``BlockedAddress.on``) for a literal private/reserved address or a
+    ``localhost`` name (unless loopback is allowed). Host names are resolved, and their addresses checked, at every
+    send."""
+    try:
+        target = check_url(url, allow_loopback=allow_loopback)
+        if target.ip is not None:
+            ensure_public(target.ip, allow_loopback=allow_loopback)
+        elif (target.host == "localhost" or target.host.endswith(".localhost")) and not allow_loopback:
+            raise BlockedAddress(LOOPBACK_MESSAGE)
+    except BlockedAddress as exc:
+        raise exc.on("url") from None
     return target.url
 
 
